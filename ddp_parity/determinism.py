@@ -1,0 +1,46 @@
+"""Everything that makes two runs comparable, set in one place and recorded in meta.json."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+
+def set_determinism(seed: int, threads: int, deterministic: bool) -> dict:
+    """Seed every generator, pin the thread count and (optionally) deterministic kernels.
+
+    The seeding is what Lightning's `seed_everything` does (random, numpy, torch, PL_GLOBAL_SEED),
+    so the raw loop and the Lightning run build the same initial weights. The thread count is
+    pinned through OMP_NUM_THREADS too: torchrun sets 1 and Lightning's launcher sets
+    cpu_count // processes when the variable is unset, and CPU float results depend on it.
+    """
+    os.environ["PL_GLOBAL_SEED"] = str(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
+    if deterministic:
+        # cuBLAS needs a fixed workspace for reproducible GEMMs; Lightning sets the same value.
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.backends.cudnn.benchmark = False
+        torch.use_deterministic_algorithms(True)
+    return determinism_facts(seed)
+
+
+def pin_threads(threads: int) -> None:
+    """Re-assert the thread count (a launcher may have changed it after set_determinism)."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
+
+
+def determinism_facts(seed: int) -> dict:
+    return {
+        "seed": seed,
+        "threads": torch.get_num_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+    }
