@@ -1,5 +1,17 @@
-"""What the raw loop and the Lightning twin share: config, network, data, determinism, trace."""
+"""What the raw loop and the Lightning twin share: config, network, data, determinism and the
+trace — and the parity plugin's public API:
+
+    TraceRecorder   record a trace from any hand-written loop
+    TraceCallback   record the same trace from any Lightning Trainer (imports lightning)
+"""
 
 from ddp_parity.trace import FORMAT_VERSION, TraceRecorder
 
-__all__ = ["FORMAT_VERSION", "TraceRecorder"]
+__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback"]
+
+
+def __getattr__(name: str):
+    if name == "TraceCallback":  # lazily: the raw loop never imports lightning
+        from ddp_parity.callback import TraceCallback
+        return TraceCallback
+    raise AttributeError(name)

@@ -51,6 +51,10 @@ class ValidationMetrics(nn.Module):
         self.accuracy.update(logits, target)
         self.count.update(torch.tensor(float(target.numel()), device=target.device))
 
+    def reset(self) -> None:
+        for metric in (self.loss, self.accuracy, self.count):
+            metric.reset()
+
     def compute(self) -> dict:
         count = self.count.compute().item()
         assert count == math.floor(count)

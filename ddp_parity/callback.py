@@ -1,0 +1,93 @@
+"""The trace as a Lightning Callback: add it to any Trainer to record the same trace as the raw loop.
+
+    trainer = Trainer(strategy="ddp", callbacks=[TraceCallback("runs/my-lightning-run")])
+
+It needs nothing from the model but what Lightning already has: the loss the training step
+returned, the optimizer, and the batch (its `index` field or key when it carries one, otherwise a
+digest of its tensors). It adds no device sync per step: values are kept as tensors and written
+every `flush_every` steps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import lightning as L
+import torch
+
+from ddp_parity.trace import TraceRecorder, batch_indices
+
+
+class TraceCallback(L.Callback):
+    def __init__(self, run_dir: Optional[str] = None, side: str = "lightning", config: Optional[dict] = None,
+                 flush_every: int = 100):
+        self.run_dir = run_dir
+        self.side = side
+        self.config = config
+        self.flush_every = flush_every
+        self.recorder: Optional[TraceRecorder] = None
+        self._micro_losses: list[torch.Tensor] = []
+        self._micro_indices: list[Any] = []
+        self._micro_batches: list[Any] = []
+        self._lr: Optional[float] = None
+        self._grad_norm: Optional[torch.Tensor] = None
+        self._last_step = 0
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        run_dir = Path(self.run_dir or trainer.default_root_dir)
+        config = self.config if self.config is not None else dict(pl_module.hparams)
+        self.recorder = TraceRecorder(run_dir, side=self.side, config=config, flush_every=self.flush_every,
+                                      extra_meta={"device": str(trainer.strategy.root_device),
+                                                  "precision": str(trainer.precision),
+                                                  "resumed_from": trainer.ckpt_path})
+        self._last_step = trainer.global_step
+        # a resumed fit keeps the steps recorded up to its checkpoint and records the rest again
+        self.recorder.start(keep_steps_upto=trainer.global_step if trainer.ckpt_path else None)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.recorder.finish(pl_module)
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+
+    # -- per step -------------------------------------------------------------------------
+
+    def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer) -> None:
+        # after backward (and after unscaling under fp16), before clipping: what the raw loop measures
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        self._grad_norm = torch.nn.utils.get_total_norm(grads)
+        self._lr = optimizer.param_groups[0]["lr"]
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches
+        indices = batch_indices(batch)
+        if indices is not None:
+            self._micro_indices.append(indices)
+        else:
+            self._micro_batches.append(batch)
+        if trainer.global_step == self._last_step:
+            return  # a micro-batch of an accumulation: the optimizer has not stepped yet
+        self._last_step = trainer.global_step
+        step_loss = self._micro_losses[0]
+        for micro in self._micro_losses[1:]:
+            step_loss = step_loss + micro  # summed in order, as the raw loop does
+        self.recorder.record(trainer.global_step, step_loss,
+                             torch.cat(self._micro_indices) if self._micro_indices else None,
+                             epoch=trainer.current_epoch, lr=self._lr, grad_norm=self._grad_norm,
+                             batch=self._micro_batches or None)
+        self._micro_losses, self._micro_indices, self._micro_batches = [], [], []
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # on_validation_end, not _epoch_end: callbacks run before the module's epoch-end hook
+        if trainer.sanity_checking or self.recorder is None:
+            return
+        metrics = getattr(pl_module, "last_validation", None)
+        if metrics is None:  # a model of the user's: whatever it logged under val*
+            metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val")}
+        self.recorder.record_validation(trainer.current_epoch, trainer.global_step, metrics)

@@ -1,0 +1,72 @@
+"""`python -m lightning_impl fit --config configs/default.yaml`: LightningCLI over the shared config."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.cli import LightningCLI
+
+from ddp_parity.callback import TraceCallback
+from ddp_parity.config import CheckpointConfig, ConfigError, DataConfig, ModelConfig, add_shared_arguments, \
+    check_consistent
+from ddp_parity.determinism import pin_threads
+from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir
+from lightning_impl.module import ParityDataModule, ParityModule
+
+
+class ParityCLI(LightningCLI):
+    """LightningCLI plus the keys the raw loop reads too (`threads`, `run_dir`, `checkpoint:`),
+    and the trace callback on every run."""
+
+    def add_arguments_to_parser(self, parser) -> None:
+        add_shared_arguments(parser)
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        try:
+            check_consistent(ModelConfig(**config.model), DataConfig(**config.data))
+        except ConfigError as err:
+            self.parser.error(str(err))
+        # seed_everything already ran (LightningCLI seeds before instantiating, as the raw loop
+        # seeds before building Net). Pin threads and export OMP_NUM_THREADS so that Lightning's
+        # launcher does not set cpu_count // processes.
+        pin_threads(config.threads)
+        run_dir = resolve_run_dir(config.run_dir, "lightning")
+        os.environ[RUN_DIR_ENV] = str(run_dir)  # Lightning's launcher re-runs us with this environment
+        if self.subcommand == "fit" and os.environ.get("LOCAL_RANK", "0") == "0" and not config.get("ckpt_path"):
+            try:
+                check_fresh_run_dir(run_dir, resuming=os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0")
+            except RunDirError as err:
+                self.parser.error(str(err))
+        config.trainer.default_root_dir = str(run_dir)
+
+    def instantiate_trainer(self, **kwargs):
+        config = self.config_init[self.subcommand] if self.subcommand else self.config_init
+        run_dir = config.trainer.default_root_dir
+        ckpt: CheckpointConfig = CheckpointConfig(**vars(config.checkpoint)) if not isinstance(
+            config.checkpoint, CheckpointConfig) else config.checkpoint
+        resolved = (self.config[self.subcommand] if self.subcommand else self.config).clone()
+        callbacks = list(config.trainer.get("callbacks") or [])
+        callbacks += [TraceCallback(run_dir, side="lightning", config=resolved.as_dict()),
+                      build_checkpoint_callback(ckpt, run_dir)]
+        return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+
+
+def build_checkpoint_callback(ckpt: CheckpointConfig, run_dir: str) -> ModelCheckpoint:
+    """The raw loop's checkpoint policy in ModelCheckpoint terms: keep the newest `keep_last` by step."""
+    return ModelCheckpoint(dirpath=os.path.join(run_dir, "checkpoints"), filename="step-{step:08d}",
+                           auto_insert_metric_name=False, monitor="step", mode="max",
+                           save_top_k=ckpt.keep_last, save_last=True,
+                           every_n_train_steps=ckpt.every_n_train_steps, every_n_epochs=ckpt.every_n_epochs)
+
+
+def cli_main(args=None) -> ParityCLI:
+    return ParityCLI(ParityModule, ParityDataModule, auto_configure_optimizers=False,
+                     save_config_kwargs={"overwrite": True}, args=args)
+
+
+if __name__ == "__main__":
+    cli_main()
+    sys.exit(0)

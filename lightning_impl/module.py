@@ -1,0 +1,82 @@
+"""The Lightning twin: the shared network and data as a LightningModule and a LightningDataModule.
+
+Read it beside raw/train.py: where the raw loop writes a thing by hand (DDP wrapping, the
+DistributedSampler, set_epoch, zero_grad/backward/step, no_sync, clipping, autocast, checkpoints),
+Lightning does it here; where parity needs a setting, a one-line comment says so.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from ddp_parity.config import DataConfig, ModelConfig
+from ddp_parity.data import build_datasets
+from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
+from ddp_parity.validation import ExactShardSampler, ValidationMetrics
+
+
+class ParityModule(L.LightningModule):
+    """Takes the keys of `ddp_parity.config.ModelConfig` (`model:` in the YAML), typed and validated there."""
+
+    def __init__(self, **model_config):
+        super().__init__()
+        self.config = ModelConfig(**model_config)
+        self.save_hyperparameters()
+        self.net = build_net(self.config)  # built after seed_everything, as the raw loop builds it
+        self.loss_fn = build_loss()
+        self.val_metrics = ValidationMetrics(self.config.num_classes)
+        self.last_validation: dict | None = None
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        # Lightning divides by accumulate_grad_batches and zeroes grads (set_to_none) on the
+        # first micro-batch of each step, exactly where the raw loop does
+        return self.loss_fn(self.net(batch.x), batch.y)
+
+    def validation_step(self, batch, batch_idx):
+        self.val_metrics.update(self.net(batch.x), batch.y)
+
+    def on_validation_epoch_end(self):
+        self.last_validation = self.val_metrics.compute()  # torchmetrics syncs across ranks
+        self.val_metrics.reset()
+        # the figures are already global; sync_dist (a mean of equal values) just keeps Lightning
+        # from warning, at one collective per epoch. The trace reads last_validation, not the log.
+        self.log_dict({k: float(v) for k, v in self.last_validation.items()}, prog_bar=True, sync_dist=True)
+        self.print(f"epoch {self.current_epoch} val_loss {self.last_validation['val_loss']:.4f} "
+                   f"val_acc {self.last_validation['val_acc']:.4f} ({self.last_validation['val_count']} samples)")
+
+    def configure_optimizers(self):
+        optimizer = build_optimizer(self.parameters(), self.config)
+        scheduler = build_scheduler(optimizer, self.config)
+        if scheduler is None:
+            return optimizer
+        return {"optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "interval": self.config.lr_schedule_interval}}
+
+
+class ParityDataModule(L.LightningDataModule):
+    """Takes the keys of `ddp_parity.config.DataConfig` (`data:` in the YAML)."""
+
+    def __init__(self, **data_config):
+        super().__init__()
+        self.config = DataConfig(**data_config)
+        self.train_set = self.val_set = None
+
+    def setup(self, stage: str) -> None:
+        self.train_set, self.val_set = build_datasets(self.config)
+
+    def train_dataloader(self):
+        # shuffle=True tells Lightning to inject DistributedSampler(shuffle=True, seed=PL_GLOBAL_SEED)
+        # and call its set_epoch every epoch: the raw loop's sampler, seeded from seed_everything
+        return DataLoader(self.train_set, batch_size=self.config.batch_size, shuffle=True,
+                          drop_last=self.config.drop_last)
+
+    def val_dataloader(self):
+        if self.val_set is None:
+            return []
+        # a DistributedSampler subclass, so Lightning keeps it: no padded, double-counted samples
+        sampler = ExactShardSampler(self.val_set, self.trainer.world_size, self.trainer.global_rank)
+        return DataLoader(self.val_set, batch_size=self.config.batch_size, sampler=sampler)
