@@ -16,6 +16,7 @@ from typing import Any, Optional
 import lightning as L
 import torch
 
+from ddp_parity.runs import write_error_file
 from ddp_parity.trace import TraceRecorder, batch_indices
 
 
@@ -53,6 +54,7 @@ class TraceCallback(L.Callback):
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         if self.recorder is not None:
             self.recorder.close()
+        write_error_file(Path(self.run_dir or trainer.default_root_dir), exception)
 
     # -- per step -------------------------------------------------------------------------
 

@@ -40,3 +40,21 @@ def check_fresh_run_dir(run_dir: Path, resuming: bool) -> None:
     if not resuming and (run_dir / META_FILE).exists():
         raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run_dir "
                           f"or resume it")
+
+
+def write_error_file(run_dir: Path, exc: BaseException) -> None:
+    """Record why this rank died, for the harness (it reads files, not logs). Never raises."""
+    import json
+    import traceback
+
+    try:
+        rank = int(os.environ.get("RANK", "0"))
+        folder = Path(run_dir) / "errors"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        payload = {"rank": rank, "time": time.time(), "type": type(exc).__name__,
+                   "message": str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
+                   "traceback": "".join(lines[-6:])[-3000:]}
+        (folder / f"rank{rank}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    except Exception:
+        pass

@@ -12,6 +12,7 @@ Resume from the newest complete checkpoint: --resume (or --ckpt_path last); a to
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import sys
@@ -32,7 +33,7 @@ from ddp_parity.data import build_datasets
 from ddp_parity.determinism import set_determinism
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
-from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir
+from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
 from ddp_parity.trace import TraceRecorder, unwrap
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
@@ -76,7 +77,14 @@ def setup_distributed(accelerator: str) -> Dist:
     return Dist(True, rank, local_rank, world_size, device)
 
 
-def cleanup_distributed(d: Dist) -> None:
+def cleanup_distributed(d: Dist, t: "Training | None") -> None:
+    """Drop the DDP wrapper first, then the process group. DDP's Reducer holds the group; freed
+    last (at interpreter exit, GIL held) it joins gloo's worker threads while one of them waits for
+    the GIL to free a finished collective's tensors: a hang at exit, about one run in three here.
+    Destroyed through destroy_process_group, the group is released without the GIL."""
+    if t is not None:
+        t.ddp_model = None
+        gc.collect()
     if d.ddp and dist.is_initialized():
         dist.destroy_process_group()
 
@@ -395,6 +403,7 @@ def main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
     d = setup_distributed(cfg.trainer.accelerator)
+    t = None
     try:
         try:
             run_dir, t, progress, rng, recorder = prepare(cfg, d, resume)
@@ -405,12 +414,17 @@ def main(argv: list[str]) -> int:
                   f"{dist.get_backend() if d.ddp else 'none'}, effective batch "
                   f"{cfg.data.batch_size * d.world_size * cfg.trainer.accumulate_grad_batches}, run_dir {run_dir}")
         started = time.perf_counter()
-        train(cfg, d, t, run_dir, progress, rng, recorder)
+        try:
+            train(cfg, d, t, run_dir, progress, rng, recorder)
+        except BaseException as err:  # let the harness know which rank failed and why
+            recorder.close()
+            write_error_file(run_dir, err)
+            raise
         recorder.finish(t.model, train_seconds=time.perf_counter() - started)
         print0(d, f"done: {recorder.meta.get('params_sha256', '')[:16]} in {run_dir}")
         return 0
     finally:
-        cleanup_distributed(d)
+        cleanup_distributed(d, t)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,309 @@
+"""Compare two runs from their traces: same steps, same samples, then losses (and the other
+per-step figures), validation, and final parameters tensor by tensor.
+
+Usable on any two run directories (`compare_runs(a, b)`); `compare/run.py` is the command line.
+The default criterion is bitwise equality; with tolerances a value passes when
+|a - b| <= atol + rtol * |b| (b is the second run).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+
+from ddp_parity.trace import FINAL_PARAMS_FILE, iter_records, read_meta, read_validation, trace_ranks
+
+# per-step quantities in causal order: what a step consumed, what it computed, what it applied
+STEP_QUANTITIES = ("samples", "loss", "grad_norm", "lr")
+
+
+@dataclass
+class Criterion:
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    @property
+    def exact(self) -> bool:
+        return self.rtol == 0.0 and self.atol == 0.0
+
+    def describe(self):
+        return "exact" if self.exact else {"rtol": self.rtol, "atol": self.atol}
+
+    def passes(self, a: float, b: float) -> bool:
+        if self.exact:
+            return a == b or (math.isnan(a) and math.isnan(b))
+        return abs(a - b) <= self.atol + self.rtol * abs(b)
+
+
+@dataclass
+class Stats:
+    """How one quantity compared: counts and the largest differences."""
+
+    compared: int = 0
+    equal: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    first: Optional[dict] = None
+
+    def add(self, a: float, b: float, criterion: Criterion, where: dict) -> bool:
+        self.compared += 1
+        ok = criterion.passes(a, b)
+        self.equal += ok
+        diff = abs(a - b) if not (math.isnan(a) or math.isnan(b)) else math.inf
+        self.max_abs = max(self.max_abs, diff)
+        rel = diff / abs(b) if b != 0 else (0.0 if diff == 0 else math.inf)
+        self.max_rel = max(self.max_rel, rel)
+        if not ok and self.first is None:
+            self.first = {**where, "a": a, "b": b}
+        return ok
+
+    def add_tensor(self, a: torch.Tensor, b: torch.Tensor, criterion: Criterion, name: str,
+                   chunk: int = 1 << 22) -> None:
+        """Compare two tensors in chunks, so extra memory stays a few chunks, not a tensor copy."""
+        self.compared += 1
+        flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+        ok, max_abs, max_rel, first_bad = True, 0.0, 0.0, None
+        for start in range(0, flat_a.numel(), chunk):
+            ca, cb = flat_a[start:start + chunk], flat_b[start:start + chunk]
+            if criterion.exact and torch.equal(ca, cb):
+                continue  # the common case, and the cheapest
+            da, db = ca.double(), cb.double()
+            diff = (da - db).abs()
+            bad = ~(diff <= criterion.atol + criterion.rtol * db.abs()) if not criterion.exact else ca != cb
+            diff = torch.where(torch.isnan(da) & torch.isnan(db), torch.zeros_like(diff), diff)
+            rel = torch.where(diff == 0, torch.zeros_like(diff), diff / db.abs())
+            max_abs = max(max_abs, diff.max().item())
+            max_rel = max(max_rel, rel.max().item())
+            if bool(bad.any()):
+                ok = False
+                if first_bad is None:
+                    first_bad = start + int(bad.nonzero()[0])
+        self.equal += ok
+        self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
+        if not ok and self.first is None:
+            self.first = {"tensor": name, "element": first_bad, "a": flat_a[first_bad].item(),
+                          "b": flat_b[first_bad].item()}
+
+    def merge(self, other: "Stats") -> None:
+        self.compared += other.compared
+        self.equal += other.equal
+        self.max_abs, self.max_rel = max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel)
+        self.first = self.first or other.first
+
+    @property
+    def all_equal(self) -> bool:
+        return self.equal == self.compared
+
+    def summary(self) -> dict:
+        return {"compared": self.compared, "equal": self.equal, "max_abs": self.max_abs, "max_rel": self.max_rel,
+                "first_divergence": self.first}
+
+
+@dataclass
+class Comparison:
+    run_a: str
+    run_b: str
+    criterion: Criterion
+    steps: dict = field(default_factory=dict)          # structure: ranks, step counts, mismatch
+    quantities: dict = field(default_factory=dict)     # name -> Stats
+    validation: Stats = field(default_factory=Stats)
+    params: Stats = field(default_factory=Stats)
+    param_tensors: list = field(default_factory=list)  # per-tensor rows
+    params_only_in: dict = field(default_factory=dict)
+    first_divergence: Optional[dict] = None
+    curves: dict = field(default_factory=dict)         # for the plot: step -> mean loss per side
+    timing: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)       # structural messages (step counts, keys)
+
+    @property
+    def equivalent(self) -> bool:
+        return (not self.problems and all(s.all_equal for s in self.quantities.values())
+                and self.validation.all_equal and self.params.all_equal and self.params.compared > 0)
+
+    def to_dict(self) -> dict:
+        return {
+            "verdict": "equivalent" if self.equivalent else "different",
+            "criterion": self.criterion.describe(),
+            "first_divergence": self.first_divergence,
+            "steps": self.steps,
+            "problems": self.problems,
+            "losses": self.quantities["loss"].summary() if "loss" in self.quantities else None,
+            "per_step": {k: v.summary() for k, v in self.quantities.items()},
+            "validation": self.validation.summary(),
+            "params": {**self.params.summary(), "only_in": self.params_only_in, "tensors": self.param_tensors},
+            "timing": self.timing,
+            "runs": {"a": self.run_a, "b": self.run_b},
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+
+def compare_runs(run_a: str | Path, run_b: str | Path, criterion: Criterion = Criterion(),
+                 key_map: Optional[Callable[[str], str]] = None) -> Comparison:
+    """Compare two finished runs; raises TraceFormatError for a run that cannot be read."""
+    read_meta(run_a), read_meta(run_b)  # refuses unknown format versions first
+    result = Comparison(str(run_a), str(run_b), criterion)
+    result.quantities = {name: Stats() for name in STEP_QUANTITIES}
+    compare_steps(run_a, run_b, result)
+    compare_validation(run_a, run_b, result)
+    compare_params(run_a, run_b, result, key_map)
+    if result.first_divergence is None and result.problems:
+        result.first_divergence = {"quantity": "steps", "message": result.problems[0]}
+    if result.first_divergence is None and not result.params.all_equal:
+        result.first_divergence = {"quantity": "params", **(result.params.first or {})}
+    return result
+
+
+def compare_steps(run_a, run_b, result: Comparison) -> None:
+    ranks_a, ranks_b = trace_ranks(run_a), trace_ranks(run_b)
+    result.steps = {"ranks_a": ranks_a, "ranks_b": ranks_b, "steps_a": {}, "steps_b": {}}
+    if ranks_a != ranks_b:
+        result.problems.append(f"the runs have different ranks: {ranks_a} vs {ranks_b}")
+    sums: dict[str, dict[int, list]] = {"a": {}, "b": {}}
+    times: dict[str, array] = {"a": array("d"), "b": array("d")}
+    earliest: Optional[dict] = None
+    for rank in sorted(set(ranks_a) & set(ranks_b)):
+        count_a = count_b = 0
+        for rec_a, rec_b in zip_longest(iter_records(run_a, rank), iter_records(run_b, rank)):
+            count_a += rec_a is not None
+            count_b += rec_b is not None
+            for side, rec in (("a", rec_a), ("b", rec_b)):
+                if rec is not None:
+                    sums[side].setdefault(rec["step"], [0.0, 0])
+                    sums[side][rec["step"]][0] += rec["loss"]
+                    sums[side][rec["step"]][1] += 1
+                    if rank == 0 and rec.get("time_s") is not None:
+                        times[side].append(rec["time_s"])
+            if rec_a is None or rec_b is None:
+                continue
+            if rec_a["step"] != rec_b["step"]:
+                result.problems.append(f"rank {rank}: step numbers part ways: {rec_a['step']} vs {rec_b['step']}")
+                break
+            divergence = compare_step(rec_a, rec_b, rank, result)
+            if divergence and (earliest is None or divergence["step"] < earliest["step"]):
+                earliest = divergence
+        result.steps["steps_a"][rank], result.steps["steps_b"][rank] = count_a, count_b
+        if count_a != count_b:
+            result.problems.append(f"rank {rank}: {count_a} steps in {run_a} but {count_b} in {run_b}")
+    result.first_divergence = earliest
+    result.curves = {side: {step: total / n for step, (total, n) in sorted(per.items())} for side, per in sums.items()}
+    result.timing = {"a": step_time_summary(times["a"]), "b": step_time_summary(times["b"])}
+
+
+def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> Optional[dict]:
+    """Compare one step on one rank; return its first divergence in causal order, if any."""
+    where = {"step": rec_a["step"], "epoch": rec_a.get("epoch"), "rank": rank}
+    first = None
+    samples_a, samples_b = sample_key(rec_a), sample_key(rec_b)
+    stats = result.quantities["samples"]
+    stats.compared += 1
+    if samples_a == samples_b:
+        stats.equal += 1
+    else:
+        first = {**where, "quantity": "samples", "a": short(samples_a), "b": short(samples_b)}
+        stats.first = stats.first or first
+    for name in STEP_QUANTITIES[1:]:
+        a, b = rec_a.get(name), rec_b.get(name)
+        if a is None or b is None:
+            continue
+        ok = result.quantities[name].add(float(a), float(b), result.criterion, where)
+        if not ok and first is None:
+            first = {**where, "quantity": name, "a": a, "b": b}
+    return first
+
+
+def sample_key(record: dict):
+    for key in ("indices", "indices_digest", "batch_digest"):
+        if key in record:
+            return record[key]
+    return None
+
+
+def short(value, limit: int = 12):
+    if isinstance(value, list) and len(value) > limit:
+        return value[:limit] + ["..."]
+    return value
+
+
+def step_time_summary(times: array, warmup: int = 5) -> dict:
+    kept = sorted(times[warmup:] if len(times) > warmup else times)
+    if not kept:
+        return {"median_s": None, "steps": 0}
+    return {"median_s": kept[len(kept) // 2], "steps": len(kept)}
+
+
+def compare_validation(run_a, run_b, result: Comparison) -> None:
+    val_a, val_b = read_validation(run_a), read_validation(run_b)
+    if len(val_a) != len(val_b):
+        result.problems.append(f"{len(val_a)} validation results in {run_a} but {len(val_b)} in {run_b}")
+    for rec_a, rec_b in zip(val_a, val_b):
+        for key in sorted(set(rec_a) | set(rec_b)):
+            if key in ("epoch", "step"):
+                continue
+            if key not in rec_a or key not in rec_b:
+                result.problems.append(f"validation metric {key!r} is recorded by one run only")
+                continue
+            result.validation.add(float(rec_a[key]), float(rec_b[key]), result.criterion,
+                                  {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key})
+
+
+# ---------------------------------------------------------------------------------------------
+# final parameters, streamed one tensor at a time from memory-mapped safetensors
+
+def strip_known_prefixes(key: str) -> str:
+    return key[len("module."):] if key.startswith("module.") else key
+
+
+def match_keys(keys_a: list[str], keys_b: list[str], key_map: Optional[Callable[[str], str]]) -> dict[str, str]:
+    """Pair keys of run A with keys of run B: after `module.` and a user mapping, and, where the
+    sets still differ, after dropping one leading component on the side that has one more (a
+    LightningModule holds the network as an attribute: `net.` + the raw key)."""
+    norm_a = {(key_map or strip_known_prefixes)(k): k for k in keys_a}
+    norm_b = {(key_map or strip_known_prefixes)(k): k for k in keys_b}
+    if set(norm_a) != set(norm_b):
+        for shorter, longer in ((norm_a, norm_b), (norm_b, norm_a)):
+            prefixes = {k.split(".", 1)[0] for k in longer if "." in k}
+            if len(prefixes) == 1:
+                prefix = prefixes.pop() + "."
+                stripped = {k[len(prefix):]: v for k, v in longer.items()}
+                if set(stripped) & set(shorter) and len(set(stripped) & set(shorter)) >= len(set(longer) & set(shorter)):
+                    longer.clear()
+                    longer.update(stripped)
+                    break
+    return {norm_a[k]: (norm_a[k], norm_b[k]) for k in norm_a if k in norm_b} | {
+        "__only_a__": sorted(norm_a[k] for k in norm_a if k not in norm_b),
+        "__only_b__": sorted(norm_b[k] for k in norm_b if k not in norm_a)}
+
+
+def compare_params(run_a, run_b, result: Comparison, key_map=None) -> None:
+    from safetensors import safe_open
+
+    path_a, path_b = Path(run_a) / FINAL_PARAMS_FILE, Path(run_b) / FINAL_PARAMS_FILE
+    for path in (path_a, path_b):
+        if not path.is_file():
+            result.problems.append(f"{path}: no final parameters (did the run finish?)")
+    if result.problems and not (path_a.is_file() and path_b.is_file()):
+        return
+    with safe_open(str(path_a), framework="pt") as fa, safe_open(str(path_b), framework="pt") as fb:
+        pairs = match_keys(list(fa.keys()), list(fb.keys()), key_map)
+        only_a, only_b = pairs.pop("__only_a__"), pairs.pop("__only_b__")
+        result.params_only_in = {"a": only_a, "b": only_b}
+        if only_a or only_b:
+            result.problems.append(f"parameters on one side only: {only_a[:5]} in {run_a}; {only_b[:5]} in {run_b}")
+        for name, (key_a, key_b) in sorted(pairs.items()):
+            a, b = fa.get_tensor(key_a), fb.get_tensor(key_b)
+            if a.shape != b.shape or a.dtype != b.dtype:
+                result.problems.append(f"parameter {name}: {tuple(a.shape)} {a.dtype} vs {tuple(b.shape)} {b.dtype}")
+                continue
+            stats = Stats()
+            stats.add_tensor(a, b, result.criterion, name)
+            result.params.merge(stats)
+            result.param_tensors.append({"name": name, "shape": list(a.shape), "equal": stats.all_equal,
+                                         "max_abs": stats.max_abs, "max_rel": stats.max_rel})
+            del a, b

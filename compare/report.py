@@ -1,0 +1,150 @@
+"""What a person and a CI read: the terminal table, report.json and the loss-curve plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from ddp_parity.trace import write_json_atomic
+
+REPORT_FILE = "report.json"
+PLOT_FILE = "loss_curves.png"
+
+
+def fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "0" if value == 0 else f"{value:.{digits}g}"
+    return str(value)
+
+
+def fmt_value(value) -> str:
+    """Diverging values in full: 9 significant digits tell any two float32 numbers apart."""
+    return fmt(value, 9)
+
+
+def describe_divergence(first: Optional[dict]) -> str:
+    if not first:
+        return "-"
+    if "step" in first:
+        where = f"step {first['step']} rank {first.get('rank')}" if first.get("rank") is not None else f"step {first['step']}"
+        if "metric" in first:
+            where = f"epoch {first.get('epoch')} {first['metric']}"
+        return f"{where}: {fmt_value(first.get('a'))} vs {fmt_value(first.get('b'))}"
+    if "tensor" in first:
+        return f"{first['tensor']}[{first['element']}]: {fmt_value(first['a'])} vs {fmt_value(first['b'])}"
+    return first.get("message", str(first))
+
+
+def table_rows(report: dict) -> list[list[str]]:
+    rows = []
+    for name, stats in report["per_step"].items():
+        label = "samples/step" if name == "samples" else f"{name}/step"
+        rows.append([label, stats])
+    rows.append(["validation", report["validation"]])
+    rows.append(["final params", report["params"]])
+    out = []
+    for label, s in rows:
+        out.append([label, fmt(s["compared"]), fmt(s["equal"]),
+                    "-" if label.startswith("samples") else fmt(s["max_abs"]),
+                    "-" if label.startswith("samples") else fmt(s["max_rel"]),
+                    describe_divergence(s["first_divergence"])])
+    return out
+
+
+def format_table(report: dict) -> str:
+    header = ["quantity", "compared", "equal", "max abs diff", "max rel diff", "first divergence"]
+    rows = [header] + table_rows(report)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_summary(report: dict) -> str:
+    """The terminal summary: verdict line, table, first divergence, timing, paths."""
+    lines = []
+    if report["verdict"] == "failed":
+        failure = report["failure"]
+        lines.append(f"verdict: FAILED: {failure['summary']}")
+        if failure.get("rank") is not None:
+            lines.append(f"  failing side: {failure['side']}, rank {failure['rank']}")
+        lines += ["  " + line for line in failure.get("error_lines", [])]
+        lines.append(f"  logs: {', '.join(report.get('logs', {}).values())}")
+        return "\n".join(lines)
+    criterion = report["criterion"] if report["criterion"] == "exact" else \
+        f"|a-b| <= {report['criterion']['atol']} + {report['criterion']['rtol']}*|b|"
+    steps = sum(report["steps"]["steps_a"].values()) if report.get("steps") else 0
+    verdict = "EQUIVALENT" if report["verdict"] == "equivalent" else "DIFFERENT"
+    lines.append(f"verdict: {verdict} ({criterion}; {steps} rank-steps compared)")
+    lines.append(format_table(report))
+    for problem in report.get("problems", []):
+        lines.append(f"! {problem}")
+    first = report.get("first_divergence")
+    if first:
+        lines.append(f"first divergence: {first.get('quantity')} at {describe_divergence(first)}")
+    timing = report.get("timing") or {}
+    if timing.get("overhead_us") is not None:
+        lines.append(f"median step time: raw {timing['raw_median_ms']:.3f} ms, lightning {timing['lightning_median_ms']:.3f} ms "
+                     f"(lightning overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; "
+                     f"information only)")
+    lines.append(f"runs: {report['runs']['a']}  {report['runs']['b']}")
+    return "\n".join(lines)
+
+
+def timing_summary(timing: dict, names=("raw", "lightning")) -> dict:
+    a, b = timing.get("a", {}).get("median_s"), timing.get("b", {}).get("median_s")
+    if a is None or b is None:
+        return {"raw_median_ms": None, "lightning_median_ms": None, "overhead_us": None, "ratio": None}
+    return {f"{names[0]}_median_ms": a * 1e3, f"{names[1]}_median_ms": b * 1e3,
+            "overhead_us": (b - a) * 1e6, "ratio": b / a if a else None, "warmup_steps_excluded": 5}
+
+
+def write_report(out: Path, report: dict) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / REPORT_FILE
+    write_json_atomic(path, report)
+    return path
+
+
+def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Path:
+    """Both loss curves overlaid; below, |a - b| per step on a log scale. Exact zeros cannot sit on
+    a log axis, so they are drawn on a marked floor line and the panel says they are exactly zero."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps_a, steps_b = curves.get("a", {}), curves.get("b", {})
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    top.plot(list(steps_a), list(steps_a.values()), label=labels[0], linewidth=2.5, alpha=0.6)
+    top.plot(list(steps_b), list(steps_b.values()), label=labels[1], linewidth=1.0, linestyle="--")
+    top.set_ylabel("loss (mean over ranks)")
+    top.legend()
+    top.set_title("per-step training loss")
+    common = [s for s in steps_a if s in steps_b]
+    diffs = [abs(steps_a[s] - steps_b[s]) for s in common]
+    nonzero = [d for d in diffs if d > 0]
+    floor = min(nonzero) / 10 if nonzero else 1e-12
+    bottom.set_yscale("log")
+    if common:
+        bottom.plot(common, [d if d > 0 else floor for d in diffs], marker=".", linestyle="none", markersize=3)
+    bottom.axhline(floor, color="gray", linewidth=0.8, linestyle=":")
+    if not nonzero:
+        bottom.set_ylim(floor / 10, floor * 1e3)
+        bottom.set_yticks([floor], ["0 (exact)"])
+        bottom.minorticks_off()
+        bottom.text(0.5, 0.6, f"all {len(common)} steps: difference exactly 0 (bitwise identical)",
+                    transform=bottom.transAxes, ha="center", fontsize=11)
+    else:
+        bottom.text(0.01, 0.9, f"{len(diffs) - len(nonzero)} of {len(diffs)} steps exactly 0 (drawn on the dotted floor)",
+                    transform=bottom.transAxes, fontsize=8)
+    bottom.set_ylabel("|raw - lightning|")
+    bottom.set_xlabel("optimizer step")
+    fig.tight_layout()
+    path = out / PLOT_FILE
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

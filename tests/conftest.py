@@ -1,0 +1,182 @@
+"""Shared helpers for the end-to-end tests: real processes, real torchrun, real Lightning, gloo on CPU.
+
+Every launch runs from the repository root in a session of its own (start_new_session=True), on a
+free port of 127.0.0.1, with OMP_NUM_THREADS=1, and is waited for with a timeout; whatever is left
+of its process group afterwards (a timeout, a failure, a worker that outlived its launcher) is
+killed with os.killpg. No sleeps, no killing by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
+PYTHON = sys.executable
+TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+
+# One training run of this suite takes seconds; a launch that has not ended after this long hangs.
+RUN_TIMEOUT_S = float(os.environ.get("DDP_PARITY_TEST_TIMEOUT", "150"))
+
+# Variables that would make a child think it is a worker of some other job (or fire a fault).
+_SCRUBBED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+                 "MASTER_ADDR", "MASTER_PORT", "DDP_PARITY_RUN_DIR", "DDP_PARITY_FAULT",
+                 "DDP_PARITY_FAULT_MARKER", "PL_GLOBAL_SEED", "PL_TRAINER_GPUS")
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def child_env(extra: Optional[dict] = None) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in _SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
+    env["OMP_NUM_THREADS"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing of the group is left
+
+
+def run_cmd(cmd: Sequence[str], env: Optional[dict] = None,
+            timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """Run `cmd` from the repository root in a new session; always reap its whole process group."""
+    cmd = [str(c) for c in cmd]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=child_env(env), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"timed out after {timeout:.0f}s (process group killed): {' '.join(cmd)}\n"
+                    f"--- stdout (tail) ---\n{stdout[-3000:]}\n--- stderr (tail) ---\n{stderr[-3000:]}",
+                    pytrace=False)
+    finally:
+        # a worker that outlived its launcher (or the launcher itself on an exception) dies here
+        _kill_group(proc.pid)
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+def describe(result: subprocess.CompletedProcess) -> str:
+    return (f"command: {' '.join(result.args)}\nexit code: {result.returncode}\n"
+            f"--- stdout (tail) ---\n{result.stdout[-4000:]}\n--- stderr (tail) ---\n{result.stderr[-6000:]}")
+
+
+def check_ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, describe(result)
+    return result
+
+
+def _torchrun_prefix(nproc: int) -> list[str]:
+    return [TORCHRUN, "--nnodes=1", f"--nproc_per_node={nproc}", "--master_addr=127.0.0.1",
+            f"--master_port={free_port()}", "--max-restarts=0"]
+
+
+def run_raw(tmp_path: Path, nproc: Optional[int], *overrides: str, run_dir: Optional[Path] = None,
+            config: Optional[Path] = DEFAULT_CONFIG, env: Optional[dict] = None,
+            timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """raw/train.py: `nproc=None` is one plain `python raw/train.py`, otherwise torchrun with nproc workers.
+
+    The run directory is `run_dir` (default: tmp_path / "raw"); `config=None` leaves `--config`
+    out. Overrides come last, so they win over the config file.
+    """
+    prefix = [PYTHON] if nproc is None else _torchrun_prefix(nproc)
+    args = ["raw/train.py"]
+    if config is not None:
+        args += ["--config", str(config)]
+    args += ["--run_dir", str(run_dir if run_dir is not None else tmp_path / "raw")]
+    args += ["--trainer.enable_progress_bar", "false", *overrides]
+    return run_cmd(prefix + args, env=env, timeout=timeout)
+
+
+def run_lightning(tmp_path: Path, *overrides: str, run_dir: Optional[Path] = None,
+                  launcher: str = "lightning", nproc: int = 2, config: Optional[Path] = DEFAULT_CONFIG,
+                  subcommand: str = "fit", env: Optional[dict] = None,
+                  timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """`python -m lightning_impl fit` under Lightning's own launcher (the config's devices), or under
+    `torchrun --nproc_per_node=nproc -m lightning_impl fit`."""
+    args = ["-m", "lightning_impl", subcommand]
+    if config is not None:
+        args += ["--config", str(config)]
+    args += ["--run_dir", str(run_dir if run_dir is not None else tmp_path / "lightning")]
+    args += ["--trainer.enable_progress_bar", "false", *overrides]
+    env = dict(env or {})
+    if launcher == "lightning":
+        port = free_port()
+        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+        return run_cmd([PYTHON, *args], env=env, timeout=timeout)
+    if launcher == "torchrun":
+        return run_cmd(_torchrun_prefix(nproc) + args, env=env, timeout=timeout)
+    raise ValueError(f"launcher must be 'lightning' or 'torchrun', got {launcher!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# reading runs
+
+def final_params(run_dir: Path) -> dict[str, torch.Tensor]:
+    path = Path(run_dir) / FINAL_PARAMS_FILE
+    assert path.is_file(), f"{path} is missing"
+    return load_file(str(path))
+
+
+def strip_prefix(params: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    assert all(k.startswith(prefix) for k in params), sorted(params)
+    return {k[len(prefix):]: v for k, v in params.items()}
+
+
+def assert_params_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    """Bitwise: same keys, same dtypes and shapes, torch.equal on every tensor."""
+    assert sorted(a) == sorted(b), f"keys differ: {sorted(a)} vs {sorted(b)}"
+    for key in a:
+        assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape, key
+        assert torch.equal(a[key], b[key]), f"{key} differs (max |diff| {(a[key] - b[key]).abs().max().item()})"
+
+
+def losses(run_dir: Path, rank: int = 0) -> list[float]:
+    return [r["loss"] for r in read_records(run_dir, rank)]
+
+
+def steps(run_dir: Path, rank: int = 0) -> list[int]:
+    return [r["step"] for r in read_records(run_dir, rank)]
+
+
+# ---------------------------------------------------------------------------------------------
+# runs shared by several tests (each made once per session, read-only afterwards)
+
+@pytest.fixture(scope="session")
+def raw_ddp2_run(tmp_path_factory) -> Path:
+    """torchrun --nproc_per_node=2 raw/train.py on the default config, 2 epochs."""
+    run_dir = tmp_path_factory.mktemp("raw_ddp2") / "run"
+    check_ok(run_raw(run_dir.parent, 2, "--trainer.max_epochs", "2", run_dir=run_dir))
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def lightning_ddp2_run(tmp_path_factory) -> Path:
+    """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config, 2 epochs."""
+    run_dir = tmp_path_factory.mktemp("lightning_ddp2") / "run"
+    check_ok(run_lightning(run_dir.parent, "--trainer.max_epochs", "2", run_dir=run_dir, launcher="lightning"))
+    return run_dir
