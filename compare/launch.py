@@ -107,7 +107,7 @@ def run_launch(launch: Launch, timeout: float) -> Outcome:
     outcome.seconds = time.monotonic() - started
     if not outcome.ok:
         outcome.errors = read_error_files(launch.run_dir)
-        outcome.log_tail = tail(launch.log_path, 25)
+        outcome.log_tail = tail(launch.log_path, 60)
     if outcome.interrupted:
         raise KeyboardInterrupt
     return outcome

@@ -105,6 +105,9 @@ PEER_FAILURE = re.compile(r"connection closed by peer|connection reset|broken pi
                           r"NCCL communicator was aborted", re.IGNORECASE)
 
 
+ERROR_LINE = re.compile(r"error:|\w+Error\b|exitcode\s*:", re.IGNORECASE)
+
+
 def failure_report(outcome: Outcome) -> dict:
     """Which side and rank failed first, and the last lines of its error."""
     errors = outcome.errors
@@ -113,12 +116,15 @@ def failure_report(outcome: Outcome) -> dict:
     if root is not None:
         lines = [f"{root['type']}: {root['message']}"] + root.get("traceback", "").strip().splitlines()[-6:]
         return {"side": outcome.side, "rank": root["rank"], "summary": outcome.describe(), "error_lines": lines}
+    # no error file (the rank died before it knew its run directory, or was killed): the log
     rank = None
     match = re.search(r"Root Cause.*?rank\s*:\s*(\d+)", outcome.log_tail, re.DOTALL)
     if match:
         rank = int(match.group(1))
+    said = [line for line in outcome.log_tail.splitlines()
+            if ERROR_LINE.search(line) and not line.lstrip().startswith(("File ", "raise ", "torch.distributed.elastic"))]
     return {"side": outcome.side, "rank": rank, "summary": outcome.describe(),
-            "error_lines": outcome.log_tail.splitlines()[-12:]}
+            "error_lines": list(dict.fromkeys(said))[-6:] or outcome.log_tail.splitlines()[-12:]}
 
 
 def build_report(comparison, out: Path | None, logs: dict) -> dict:

@@ -402,7 +402,11 @@ def main(argv: list[str]) -> int:
         print(f"raw/train.py: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
-    d = setup_distributed(cfg.trainer.accelerator)
+    try:
+        d = setup_distributed(cfg.trainer.accelerator)
+    except ConfigError as err:
+        print(f"raw/train.py: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     t = None
     try:
         try:

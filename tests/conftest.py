@@ -180,3 +180,21 @@ def lightning_ddp2_run(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("lightning_ddp2") / "run"
     check_ok(run_lightning(run_dir.parent, "--trainer.max_epochs", "2", run_dir=run_dir, launcher="lightning"))
     return run_dir
+
+
+# the per-step fields two runs must agree on exactly (everything but wall time)
+PARITY_KEYS = ("step", "epoch", "loss", "lr", "grad_norm", "indices")
+
+
+def assert_traces_equal(a: Path, b: Path, ranks: Sequence[int] = (0, 1),
+                        keys: Sequence[str] = PARITY_KEYS) -> None:
+    """Every rank's step records agree field by field, with exact (==) float equality."""
+    for rank in ranks:
+        ra, rb = read_records(a, rank), read_records(b, rank)
+        assert len(ra) == len(rb), f"rank {rank}: {len(ra)} steps in {a}, {len(rb)} in {b}"
+        assert ra, f"rank {rank}: no steps recorded"
+        for x, y in zip(ra, rb):
+            for key in keys:
+                assert key in x and key in y, f"rank {rank} step {x.get('step')}: `{key}` missing"
+                assert x[key] == y[key], (f"rank {rank} step {x['step']} `{key}`: "
+                                          f"{x[key]!r} ({a}) != {y[key]!r} ({b})")

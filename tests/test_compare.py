@@ -1,0 +1,146 @@
+"""The harness end to end: `python compare/run.py` launching real torchrun and Lightning runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compare.launch import kill_tree
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def harness(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    import os
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("DDP_PARITY_", "TORCHELASTIC_"))}
+    full_env.update(env or {})
+    proc = subprocess.Popen([sys.executable, "compare/run.py", *args], cwd=REPO, env=full_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        kill_tree(proc.pid)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention `text` (a test's own output folder)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def report(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def test_default_run_is_bitwise_equivalent(tmp_path):
+    out = tmp_path / "out"
+    result = harness("--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    rep = report(out)
+    assert rep["verdict"] == "equivalent" and rep["criterion"] == "exact"
+    assert rep["losses"]["compared"] == 2 * 3 * 32 == rep["losses"]["equal"]
+    assert rep["losses"]["max_abs"] == 0.0
+    assert rep["params"]["compared"] == 4 == rep["params"]["equal"]
+    assert rep["validation"]["compared"] == rep["validation"]["equal"] == 9
+    assert rep["timing"]["raw_median_ms"] > 0 and rep["timing"]["lightning_median_ms"] > 0
+    assert "verdict: EQUIVALENT" in result.stdout and "final params" in result.stdout
+    png = (out / "loss_curves.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+
+    assert matplotlib.image.imread(out / "loss_curves.png").shape[0] > 100
+    assert (out / "raw.log").stat().st_size > 0 and (out / "lightning.log").stat().st_size > 0
+    assert processes_mentioning(str(out)) == []
+
+
+def test_a_one_sided_learning_rate_is_caught_at_step_1(tmp_path):
+    out = tmp_path / "out"
+    result = harness("--out", str(out), "--set", "trainer.max_epochs=1", "--set-raw", "model.lr=0.002")
+    assert result.returncode == 1, result.stdout + result.stderr
+    first = report(out)["first_divergence"]
+    assert (first["step"], first["quantity"], first["a"], first["b"]) == (1, "lr", 0.002, 0.001)
+    assert "verdict: DIFFERENT" in result.stdout
+
+
+def test_saved_runs_compare_with_traces_and_edits_are_found(tmp_path):
+    out = tmp_path / "out"
+    assert harness("--out", str(out), "--set", "trainer.max_epochs=1", "--set", "data.num_samples=512").returncode == 0
+    raw, lightning = out / "raw", out / "lightning"
+    again = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "again"))
+    assert again.returncode == 0 and report(tmp_path / "again")["verdict"] == "equivalent"
+
+    # edit one loss in the Lightning trace: step 3 on rank 1
+    trace = lightning / "trace" / "rank1.jsonl"
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    records[2]["loss"] += 1e-3
+    trace.write_text("".join(json.dumps(r) + "\n" for r in records))
+    edited = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "edited"))
+    assert edited.returncode == 1
+    first = report(tmp_path / "edited")["first_divergence"]
+    assert (first["step"], first["rank"], first["quantity"]) == (3, 1, "loss")
+
+    # drop the last two steps of rank 0: a step-count mismatch, said plainly
+    trace0 = lightning / "trace" / "rank0.jsonl"
+    trace0.write_text("".join(line + "\n" for line in trace0.read_text().splitlines()[:-2]))
+    short = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "short"))
+    assert short.returncode == 1
+    assert "rank 0: 8 steps" in short.stdout and "but 6" in short.stdout
+
+
+def test_a_rank_that_crashes_gives_exit_3_with_its_error(tmp_path):
+    out = tmp_path / "out"
+    result = harness("--out", str(out), "--set", "trainer.max_epochs=1",
+                     env={"DDP_PARITY_FAULT": "1:3:raise", "DDP_PARITY_FAULT_MARKER": str(tmp_path / "fired")})
+    assert result.returncode == 3, result.stdout + result.stderr
+    rep = report(out)
+    assert rep["verdict"] == "failed"
+    assert rep["failure"]["side"] == "raw" and rep["failure"]["rank"] == 1
+    assert "InjectedFault" in result.stdout and "rank 1 raises after step 3" in result.stdout
+    assert processes_mentioning(str(out)) == []
+
+
+def test_a_value_that_fails_only_at_run_time_gives_exit_3(tmp_path):
+    out = tmp_path / "out"
+    result = harness("--out", str(out), "--set", "trainer.accelerator=gpu")  # valid key, no GPU here
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "no accelerator" in result.stdout
+    assert processes_mentioning(str(out)) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "data.bogus=1"], "data.bogus"),
+    (["--set", "data.batch_size=-4"], "data.batch_size"),
+    (["--set", "nonsense"], "KEY=VALUE"),
+    (["--config", "/nonexistent.yaml"], "/nonexistent.yaml"),
+])
+def test_bad_input_exits_2_before_launching_anything(tmp_path, args, message):
+    out = tmp_path / "out"
+    result = harness("--out", str(out), *args, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_an_output_directory_with_results_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("{\"keep\": true}")
+    result = harness("--out", str(out), timeout=60)
+    assert result.returncode == 2 and "--overwrite" in result.stderr
+    assert (out / "report.json").read_text() == "{\"keep\": true}"
