@@ -29,38 +29,52 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_args(nproc: int, port: int, max_restarts: int = 0) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--nnodes=1",
-            "--master_addr=127.0.0.1", f"--master_port={port}", f"--max-restarts={max_restarts}"]
+def torchrun_args(nproc: int, port: int, max_restarts: int = 0, nnodes: int = 1, node_rank: int = 0) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
+            f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port}",
+            f"--max-restarts={max_restarts}"]
 
 
 @dataclass
 class Launch:
-    """One implementation's run: its command, environment, run directory and log."""
+    """One implementation's run: one command per node (all nodes on this machine), its
+    environment, run directory and log (node 0 logs to `log_path`, node n to `<side>.node<n>.log`)."""
 
     side: str
-    command: list[str]
+    commands: list[list[str]]
     env: dict
     run_dir: Path
     log_path: Path
 
+    @property
+    def command(self) -> list[str]:
+        return self.commands[0]
+
+    def log_for(self, node: int) -> Path:
+        return self.log_path if node == 0 else self.log_path.with_name(f"{self.side}.node{node}.log")
+
 
 def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: Path, threads: int,
-                 lightning_launcher: str = "lightning", max_restarts: int = 0,
-                 extra_env: Optional[dict] = None) -> Launch:
-    run_dir, port = out / side, free_port()
+                 lightning_launcher: str = "lightning", max_restarts: int = 0, nnodes: int = 1,
+                 extra_env: Optional[dict] = None, run_dir: Optional[Path] = None) -> Launch:
+    """The command lines of one side. Several nodes always go through torchrun (Lightning then
+    runs with num_nodes under it); the rendezvous stays on 127.0.0.1."""
+    run_dir, port = run_dir or out / side, free_port()
     common = ["--config", str(config), "--run_dir", str(run_dir), "--threads", str(threads),
-              "--trainer.devices", str(nproc), "--trainer.enable_progress_bar", "false", *overrides]
+              "--trainer.devices", str(nproc), "--trainer.num_nodes", str(nnodes),
+              "--trainer.enable_progress_bar", "false", *overrides]
     if side == "raw":
-        command = [*torchrun_args(nproc, port, max_restarts), str(REPO / "raw" / "train.py"), *common]
-    elif lightning_launcher == "torchrun":
-        command = [*torchrun_args(nproc, port, max_restarts), "-m", "lightning_impl", "fit", *common]
+        target = [str(REPO / "raw" / "train.py"), *common]
     else:
-        command = [sys.executable, "-m", "lightning_impl", "fit", *common]
+        target = ["-m", "lightning_impl", "fit", *common]
+    if side == "raw" or lightning_launcher == "torchrun" or nnodes > 1:
+        commands = [[*torchrun_args(nproc, port, max_restarts, nnodes, node), *target] for node in range(nnodes)]
+    else:
+        commands = [[sys.executable, *target]]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), **(extra_env or {})}
     env.pop("DDP_PARITY_RUN_DIR", None)
-    return Launch(side, command, env, run_dir, out / f"{side}.log")
+    return Launch(side, commands, env, run_dir, out / f"{side}.log")
 
 
 @dataclass
@@ -86,31 +100,56 @@ class Outcome:
 
 
 def run_launch(launch: Launch, timeout: float) -> Outcome:
-    """Run one side to completion or timeout; its output goes to its log file."""
-    launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+    """Run every node's command of one side to completion or timeout."""
+    return run_launches([launch], timeout)[0]
+
+
+def run_launches(launches: list[Launch], timeout: float) -> list[Outcome]:
+    """Run several sides at once (each with all its nodes); output goes to their log files.
+    Whatever happens (timeout, failure, Ctrl-C), every process tree is killed before returning."""
     started = time.monotonic()
-    with open(launch.log_path, "w") as log:
-        log.write("$ " + " ".join(launch.command) + "\n")
-        log.flush()
-        proc = subprocess.Popen(launch.command, env=launch.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        outcome = Outcome(launch.side, None, 0.0)
-        try:
-            outcome.returncode = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            outcome.timed_out = True
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-        finally:
-            kill_tree(proc.pid)
-            proc.wait()
-    outcome.seconds = time.monotonic() - started
-    if not outcome.ok:
-        outcome.errors = read_error_files(launch.run_dir)
-        outcome.log_tail = tail(launch.log_path, 60)
-    if outcome.interrupted:
+    running: list[tuple[Launch, list, list]] = []
+    outcomes = {launch.side: Outcome(launch.side, None, 0.0) for launch in launches}
+    interrupted = False
+    try:
+        for launch in launches:
+            launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+            procs, logs = [], []
+            running.append((launch, procs, logs))
+            for node, command in enumerate(launch.commands):
+                log = open(launch.log_for(node), "w")
+                logs.append(log)
+                log.write("$ " + " ".join(command) + "\n")
+                log.flush()
+                procs.append(subprocess.Popen(command, env=launch.env, cwd=REPO, stdout=log,
+                                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              start_new_session=True))
+        for launch, procs, _ in running:
+            outcome = outcomes[launch.side]
+            try:
+                codes = [proc.wait(timeout=max(0.1, timeout - (time.monotonic() - started))) for proc in procs]
+                outcome.returncode = next((c for c in codes if c != 0), 0)
+            except subprocess.TimeoutExpired:
+                outcome.timed_out = True
+            outcome.seconds = time.monotonic() - started
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        for _, procs, logs in running:
+            for proc in procs:
+                kill_tree(proc.pid)
+                proc.wait()
+            for log in logs:
+                log.close()
+    for launch in launches:
+        outcome = outcomes[launch.side]
+        outcome.interrupted = interrupted
+        if not outcome.ok:
+            outcome.errors = read_error_files(launch.run_dir)
+            outcome.log_tail = "\n".join(tail(launch.log_for(n), 60) for n in range(len(launch.commands)))
+    if interrupted:
         raise KeyboardInterrupt
-    return outcome
+    return [outcomes[launch.side] for launch in launches]
 
 
 def descendants(pid: int) -> list[int]:

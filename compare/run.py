@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable from a checkout as a script
 
 from compare.comparator import Criterion, compare_runs  # noqa: E402
-from compare.launch import Outcome, build_launch, run_launch  # noqa: E402
+from compare.launch import Outcome, build_launch, run_launch, run_launches  # noqa: E402
 from compare.report import format_summary, plot_loss_curves, timing_summary, write_report  # noqa: E402
 from ddp_parity.config import ConfigError, RunConfig, parse_raw_config  # noqa: E402
-from ddp_parity.trace import TraceFormatError  # noqa: E402
+from ddp_parity.trace import TraceFormatError, write_json_atomic  # noqa: E402
 
 EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
@@ -37,7 +37,9 @@ class UsageError(ValueError):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="compare/run.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="config file both sides read")
-    p.add_argument("--nproc", type=int, default=None, help="processes per side (default: trainer.devices)")
+    p.add_argument("--nproc", type=int, default=None, help="processes per node (default: trainer.devices)")
+    p.add_argument("--nnodes", type=int, default=None,
+                   help="nodes, all on this machine (default: trainer.num_nodes); several go through torchrun")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key on both sides, e.g. data.batch_size=16 (repeatable)")
     p.add_argument("--set-raw", action="append", default=[], metavar="KEY=VALUE",
@@ -51,14 +53,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
     p.add_argument("--keep-going", action="store_true",
                    help="after a run fails, still run the other side and compare what was recorded")
+    p.add_argument("--parallel", action="store_true",
+                   help="run both sides at once: faster, but the step times it reports are noisier")
     p.add_argument("--lightning-launcher", choices=("lightning", "torchrun"), default="lightning",
                    help="Lightning's own launcher (re-runs the command per rank) or torchrun")
+    p.add_argument("--matrix", default=None, metavar="FILE",
+                   help="run every configuration of a YAML list (configs/matrix.yaml) and print one row each")
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
     args = p.parse_args(argv)
     if args.rtol < 0 or args.atol < 0:
         p.error("--rtol and --atol must be 0 or more")
-    if args.nproc is not None and args.nproc < 1:
-        p.error(f"--nproc must be positive, got {args.nproc}")
+    for name in ("nproc", "nnodes"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name} must be positive, got {getattr(args, name)}")
     if args.timeout is not None and args.timeout <= 0:
         p.error(f"--timeout must be positive, got {args.timeout}")
     return args
@@ -152,39 +159,148 @@ def compare_existing(args) -> int:
     return finish(report, comparison, out)
 
 
-def launch_and_compare(args) -> int:
+def side_flags(args) -> tuple[list[str], dict[str, list[str]]]:
     both = to_flags(args.overrides, "--set")
     only = {"raw": to_flags(args.set_raw, "--set-raw"), "lightning": to_flags(args.set_lightning, "--set-lightning")}
+    return both, only
+
+
+def launch_and_compare(args) -> tuple[int, dict]:
+    """Run both sides with the same config, compare; return the exit code and the report."""
+    both, only = side_flags(args)
     cfg = resolve_config(args, both)
     for side in only:
         resolve_config(args, both + only[side])
     nproc = args.nproc or (cfg.trainer.devices if cfg.trainer.devices != "auto" else 2)
-    timeout = args.timeout or default_timeout(cfg, nproc)
+    nnodes = args.nnodes or cfg.trainer.num_nodes
+    timeout = args.timeout or default_timeout(cfg, nproc * nnodes)
     out = prepare_out(args)
-    outcomes = []
-    for side in ("raw", "lightning"):
-        launch = build_launch(side, args.config, nproc, both + only[side], out, cfg.threads,
-                              lightning_launcher=args.lightning_launcher)
-        print(f"[{side}] {' '.join(launch.command[:6])} ... (log: {launch.log_path}, timeout {timeout:.0f} s)",
-              flush=True)
-        outcome = run_launch(launch, timeout)
-        print(f"[{side}] {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s", flush=True)
-        outcomes.append(outcome)
-        if not outcome.ok and not args.keep_going:
-            break
+    launches = [build_launch(side, args.config, nproc, both + only[side], out, cfg.threads,
+                             lightning_launcher=args.lightning_launcher, nnodes=nnodes)
+                for side in ("raw", "lightning")]
+    for launch in launches:
+        print(f"[{launch.side}] {' '.join(launch.command[:6])} ... (log: {launch.log_path}, "
+              f"timeout {timeout:.0f} s)", flush=True)
+    outcomes = run_sides(launches, timeout, args.parallel, args.keep_going)
     logs = {o.side: str(out / f"{o.side}.log") for o in outcomes}
     failed = [o for o in outcomes if not o.ok]
+    world = {"nproc": nproc, "nnodes": nnodes, "world_size": nproc * nnodes}
     if failed and not args.keep_going:
         report = {"verdict": "failed", "criterion": Criterion(args.rtol, args.atol).describe(),
-                  "first_divergence": None, "failure": failure_report(failed[0]), "logs": logs,
+                  "first_divergence": None, "failure": failure_report(failed[0]), "logs": logs, **world,
+                  "seconds": sum(o.seconds for o in outcomes),
                   "runs": {"a": str(out / "raw"), "b": str(out / "lightning")}}
         write_report(out, report)
         print(format_summary(report))
-        return EXIT_FAILED
+        return EXIT_FAILED, report
     comparison = compare_runs(out / "raw", out / "lightning", Criterion(args.rtol, args.atol))
-    report = build_report(comparison, out, logs)
+    report = {**build_report(comparison, out, logs), **world, "seconds": sum(o.seconds for o in outcomes)}
     code = finish(report, comparison, out)
-    return EXIT_FAILED if failed else code
+    return (EXIT_FAILED if failed else code), report
+
+
+def run_sides(launches, timeout: float, parallel: bool, keep_going: bool) -> list[Outcome]:
+    """One side after the other (clean timings), or both at once (--parallel: faster, noisier timings)."""
+    if parallel:
+        outcomes = run_launches(launches, timeout)
+    else:
+        outcomes = []
+        for launch in launches:
+            outcomes.append(run_launch(launch, timeout))
+            if not outcomes[-1].ok and not keep_going:
+                break
+    for outcome in outcomes:
+        print(f"[{outcome.side}] {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s", flush=True)
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# a matrix of configurations
+
+def load_matrix(path: str) -> list[dict]:
+    """A YAML list of entries: {name, set: {key: value}, nproc, nnodes, lightning_launcher}."""
+    import yaml
+
+    try:
+        entries = yaml.safe_load(Path(path).read_text())
+    except OSError as err:
+        raise UsageError(f"--matrix {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"--matrix {path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(entries, list) or not entries:
+        raise UsageError(f"--matrix {path}: expected a non-empty YAML list of entries")
+    allowed = {"name", "set", "nproc", "nnodes", "lightning_launcher"}
+    names = set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise UsageError(f"--matrix {path}: entry {i} needs a `name`")
+        unknown = set(entry) - allowed
+        if unknown:
+            raise UsageError(f"--matrix {path}: entry {entry['name']!r} has unknown key(s) {sorted(unknown)}")
+        if entry["name"] in names or not re.fullmatch(r"[\w.-]+", entry["name"]):
+            raise UsageError(f"--matrix {path}: entry name {entry['name']!r} is repeated or not a folder name")
+        names.add(entry["name"])
+    return entries
+
+
+def matrix_args(args, entry: dict, out: Path) -> argparse.Namespace:
+    sub = argparse.Namespace(**vars(args))
+    settings = entry.get("set") or {}
+    sub.overrides = list(args.overrides) + [f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                                            for k, v in settings.items()]
+    sub.nproc = entry.get("nproc", args.nproc)
+    sub.nnodes = entry.get("nnodes", args.nnodes)
+    sub.lightning_launcher = entry.get("lightning_launcher", args.lightning_launcher)
+    sub.out, sub.overwrite = str(out / entry["name"]), True
+    return sub
+
+
+def matrix_row(entry: dict, report: dict) -> dict:
+    first = report.get("first_divergence")
+    return {"name": entry["name"], "settings": entry.get("set") or {}, "world_size": report.get("world_size"),
+            "verdict": report["verdict"],
+            "first_divergence": first if report["verdict"] != "failed" else report["failure"]["summary"],
+            "loss_max_abs": (report.get("losses") or {}).get("max_abs"),
+            "params_max_abs": (report.get("params") or {}).get("max_abs"), "seconds": report.get("seconds")}
+
+
+def format_matrix(rows: list[dict]) -> str:
+    from compare.report import describe_divergence, fmt
+
+    header = ["setting", "world", "verdict", "first divergence", "loss max abs", "param max abs", "time s"]
+    table = [header] + [[r["name"], fmt(r["world_size"]), r["verdict"],
+                         r["first_divergence"] if isinstance(r["first_divergence"], str)
+                         else describe_divergence(r["first_divergence"]),
+                         fmt(r["loss_max_abs"]), fmt(r["params_max_abs"]), f"{r['seconds']:.1f}"] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_matrix(args) -> int:
+    entries = load_matrix(args.matrix)
+    out = prepare_out(args)
+    subs = [matrix_args(args, entry, out) for entry in entries]
+    for sub in subs:  # every entry's config is valid before anything is launched
+        both, only = side_flags(sub)
+        for side in only:
+            resolve_config(sub, both + only[side])
+    rows = []
+    for entry, sub in zip(entries, subs):
+        print(f"=== {entry['name']}", flush=True)
+        code, report = launch_and_compare(sub)
+        rows.append(matrix_row(entry, report))
+        if code == EXIT_FAILED and not args.keep_going:
+            print(f"stopping: {entry['name']} failed (--keep-going runs the rest)")
+            break
+    write_json_atomic(out / "matrix.json", {"matrix": str(args.matrix), "rows": rows})
+    print(format_matrix(rows))
+    print(f"matrix report: {out / 'matrix.json'}")
+    verdicts = {r["verdict"] for r in rows}
+    if "failed" in verdicts or len(rows) < len(entries):
+        return EXIT_FAILED
+    return EXIT_EQUIVALENT if verdicts == {"equivalent"} else EXIT_DIFFERENT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.traces:
             return compare_existing(args)
-        return launch_and_compare(args)
+        if args.matrix:
+            return run_matrix(args)
+        return launch_and_compare(args)[0]
     except (ConfigError, UsageError, TraceFormatError) as err:
         print(f"compare/run.py: error: {err}", file=sys.stderr)
         return EXIT_USAGE
