@@ -13,11 +13,12 @@ from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
+import numpy as np
 import torch
 
-from ddp_parity.trace import FINAL_PARAMS_FILE, iter_records, read_meta, read_validation, trace_ranks
+from ddp_parity.trace import FINAL_PARAMS_FILE, TraceFormatError, iter_records, read_meta, read_validation, trace_ranks
 
 # per-step quantities in causal order: what a step consumed, what it computed, what it applied
 STEP_QUANTITIES = ("samples", "loss", "grad_norm", "lr")
@@ -307,3 +308,53 @@ def compare_params(run_a, run_b, result: Comparison, key_map=None) -> None:
             result.param_tensors.append({"name": name, "shape": list(a.shape), "equal": stats.all_equal,
                                          "max_abs": stats.max_abs, "max_rel": stats.max_rel})
             del a, b
+
+
+# ---------------------------------------------------------------------------------------------
+# a DDP run against its one-process reference (raw/train.py --reference)
+
+def merged_records(run_dir) -> Iterator[dict]:
+    """A DDP run's ranks merged step by step into what one process training on the global batch
+    records: indices concatenated in rank order, the loss as the mean of the ranks' losses (summed in
+    float32 in rank order, as the reference sums them), rank 0's gradient norm and learning rate."""
+    ranks = trace_ranks(run_dir)
+    for records in zip_longest(*(iter_records(run_dir, r) for r in ranks)):
+        if any(r is None for r in records):
+            raise TraceFormatError(f"{run_dir}: ranks recorded different numbers of steps")
+        total = np.float32(0)
+        for record in records:
+            total = np.float32(total + np.float32(record["loss"]))
+        merged = dict(records[0])
+        merged["loss"] = float(np.float32(total / np.float32(len(records))))
+        if all("indices" in r for r in records):
+            merged["indices"] = [i for r in records for i in r["indices"]]
+        yield merged
+
+
+def compare_to_reference(ddp_run, reference_run, criterion: Criterion,
+                         key_map: Optional[Callable[[str], str]] = None) -> Comparison:
+    """Compare a DDP run with the one-process reference. Not bitwise (float sums in another
+    order): the report gives the measured differences, the verdict the given tolerance."""
+    read_meta(ddp_run), read_meta(reference_run)
+    result = Comparison(str(ddp_run), str(reference_run), criterion)
+    result.quantities = {name: Stats() for name in STEP_QUANTITIES}
+    earliest = None
+    count_a = count_b = 0
+    for rec_a, rec_b in zip_longest(merged_records(ddp_run), iter_records(reference_run, 0)):
+        count_a += rec_a is not None
+        count_b += rec_b is not None
+        if rec_a is None or rec_b is None:
+            continue
+        result.curves.setdefault("a", {})[rec_a["step"]] = rec_a["loss"]
+        result.curves.setdefault("b", {})[rec_b["step"]] = rec_b["loss"]
+        divergence = compare_step(rec_a, rec_b, "all", result)
+        earliest = earliest or divergence
+    result.steps = {"steps_a": {"all": count_a}, "steps_b": {"all": count_b}}
+    if count_a != count_b:
+        result.problems.append(f"{count_a} global steps in {ddp_run} but {count_b} in {reference_run}")
+    result.first_divergence = earliest
+    compare_validation(ddp_run, reference_run, result)
+    compare_params(ddp_run, reference_run, result, key_map)
+    if result.first_divergence is None and not result.params.all_equal:
+        result.first_divergence = {"quantity": "params", **(result.params.first or {})}
+    return result

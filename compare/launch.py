@@ -65,6 +65,10 @@ def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: 
               "--trainer.enable_progress_bar", "false", *overrides]
     if side == "raw":
         target = [str(REPO / "raw" / "train.py"), *common]
+    elif side == "reference":  # one plain process emulating nproc x nnodes ranks
+        return Launch(side, [[sys.executable, str(REPO / "raw" / "train.py"), "--reference", *common]],
+                      {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", **(extra_env or {})},
+                      run_dir, out / f"{side}.log")
     else:
         target = ["-m", "lightning_impl", "fit", *common]
     if side == "raw" or lightning_launcher == "torchrun" or nnodes > 1:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable from a checkout as a script
 
-from compare.comparator import Criterion, compare_runs  # noqa: E402
+from compare.comparator import Criterion, compare_runs, compare_to_reference  # noqa: E402
 from compare.launch import Outcome, build_launch, run_launch, run_launches  # noqa: E402
 from compare.report import format_summary, plot_loss_curves, timing_summary, write_report  # noqa: E402
 from ddp_parity.config import ConfigError, RunConfig, parse_raw_config  # noqa: E402
@@ -57,6 +57,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="run both sides at once: faster, but the step times it reports are noisier")
     p.add_argument("--lightning-launcher", choices=("lightning", "torchrun"), default="lightning",
                    help="Lightning's own launcher (re-runs the command per rank) or torchrun")
+    p.add_argument("--reference", action="store_true",
+                   help="also train one plain process on the global batches DDP sees, and measure both runs against it")
     p.add_argument("--matrix", default=None, metavar="FILE",
                    help="run every configuration of a YAML list (configs/matrix.yaml) and print one row each")
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
@@ -87,6 +89,17 @@ def resolve_config(args, flags: list[str]) -> RunConfig:
     if not Path(args.config).is_file():
         raise ConfigError(f"--config {args.config}: no such file")
     return parse_raw_config(["--config", args.config, *flags])
+
+
+def check_comparable(cfg: RunConfig) -> None:
+    """Settings the two sides would silently run differently."""
+    import torch
+
+    on_cpu = cfg.trainer.accelerator == "cpu" or not torch.accelerator.is_available()
+    if cfg.trainer.precision == "16-mixed" and on_cpu:
+        raise ConfigError("`trainer.precision` 16-mixed (fp16 with GradScaler) needs a CUDA device: on CPU Lightning "
+                          "runs bf16-mixed instead (with only a warning), so the two sides would not run the same "
+                          "thing; use bf16-mixed on CPU")
 
 
 def default_timeout(cfg: RunConfig, nproc: int) -> float:
@@ -171,13 +184,15 @@ def launch_and_compare(args) -> tuple[int, dict]:
     cfg = resolve_config(args, both)
     for side in only:
         resolve_config(args, both + only[side])
+    check_comparable(cfg)
     nproc = args.nproc or (cfg.trainer.devices if cfg.trainer.devices != "auto" else 2)
     nnodes = args.nnodes or cfg.trainer.num_nodes
     timeout = args.timeout or default_timeout(cfg, nproc * nnodes)
     out = prepare_out(args)
-    launches = [build_launch(side, args.config, nproc, both + only[side], out, cfg.threads,
+    sides = ("raw", "lightning", "reference") if args.reference else ("raw", "lightning")
+    launches = [build_launch(side, args.config, nproc, both + only.get(side, only["raw"]), out, cfg.threads,
                              lightning_launcher=args.lightning_launcher, nnodes=nnodes)
-                for side in ("raw", "lightning")]
+                for side in sides]
     for launch in launches:
         print(f"[{launch.side}] {' '.join(launch.command[:6])} ... (log: {launch.log_path}, "
               f"timeout {timeout:.0f} s)", flush=True)
@@ -195,8 +210,42 @@ def launch_and_compare(args) -> tuple[int, dict]:
         return EXIT_FAILED, report
     comparison = compare_runs(out / "raw", out / "lightning", Criterion(args.rtol, args.atol))
     report = {**build_report(comparison, out, logs), **world, "seconds": sum(o.seconds for o in outcomes)}
+    if args.reference:
+        report["reference"] = reference_report(out, args)
     code = finish(report, comparison, out)
+    if args.reference:
+        print(format_reference(report["reference"]))
+        if any(r["verdict"] != "equivalent" for r in report["reference"]["against"].values()):
+            code = max(code, EXIT_DIFFERENT)
     return (EXIT_FAILED if failed else code), report
+
+
+# the tolerance of --reference unless --rtol/--atol say otherwise: float32 carries about 1.2e-7
+# relative; measured on the default run, losses differ by at most 1 ulp (2.4e-7 abs, 1.2e-7 rel,
+# world 4) and parameters by 3e-8 abs after 48 steps; world 2 is bitwise equal.
+REFERENCE_CRITERION = Criterion(rtol=1e-6, atol=1e-6)
+
+
+def reference_report(out: Path, args) -> dict:
+    criterion = Criterion(args.rtol, args.atol) if (args.rtol or args.atol) else REFERENCE_CRITERION
+    against = {}
+    for side in ("raw", "lightning"):
+        result = compare_to_reference(out / side, out / "reference", criterion).to_dict()
+        against[side] = {key: result[key] for key in ("verdict", "first_divergence", "per_step", "validation", "problems")}
+        against[side]["params"] = {k: v for k, v in result["params"].items() if k != "tensors"}
+    return {"criterion": criterion.describe(), "run": str(out / "reference"), "against": against}
+
+
+def format_reference(ref: dict) -> str:
+    crit = ref["criterion"]
+    lines = [f"reference (one process on the global batches; |a-b| <= {crit['atol']} + {crit['rtol']}*|b|):"]
+    for side, r in ref["against"].items():
+        loss, params = r["per_step"]["loss"], r["params"]
+        lines.append(f"  {side:9s} vs reference: {r['verdict']}; samples equal {r['per_step']['samples']['equal']}/"
+                     f"{r['per_step']['samples']['compared']} steps; loss max abs {loss['max_abs']:.3g} "
+                     f"max rel {loss['max_rel']:.3g}; params max abs {params['max_abs']:.3g}; "
+                     f"validation max rel {r['validation']['max_rel']:.3g}")
+    return "\n".join(lines)
 
 
 def run_sides(launches, timeout: float, parallel: bool, keep_going: bool) -> list[Outcome]:

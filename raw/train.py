@@ -8,6 +8,8 @@ Launch (CPU: gloo; GPU: NCCL, one process per device):
 Override single keys with LightningCLI's dotted names: --data.batch_size 16 --trainer.max_epochs 1
 Resume from the newest complete checkpoint: --resume (or --ckpt_path last); a torchrun restart
 (--max-restarts) resumes by itself.
+The tutorial's claim, measured: `python raw/train.py --reference` trains one process on the global
+batches a DDP run of trainer.devices x trainer.num_nodes ranks sees (compare/run.py --reference).
 """
 
 from __future__ import annotations
@@ -98,15 +100,39 @@ def print0(d: Dist, *args) -> None:
 # data
 
 
-def build_loaders(cfg: RunConfig, d: Dist):
+def build_train_loader(cfg: RunConfig, train_set, world_size: int, rank: int):
     """DistributedSampler splits the data across ranks (no shuffle=True on the DataLoader: the
     sampler shuffles, seeded like Lightning's injected one). One process uses the same sampler with
     one replica, so its order is what torchrun --nproc_per_node=1 sees."""
-    train_set, val_set = build_datasets(cfg.data)
-    sampler = DistributedSampler(train_set, num_replicas=d.world_size, rank=d.rank, shuffle=True,
+    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True,
                                  seed=cfg.seed_everything)
-    train_loader = DataLoader(train_set, batch_size=cfg.data.batch_size, sampler=sampler,
-                              drop_last=cfg.data.drop_last)
+    return DataLoader(train_set, batch_size=cfg.data.batch_size, sampler=sampler, drop_last=cfg.data.drop_last), sampler
+
+
+class GlobalBatchLoader:
+    """--reference: one process steps the N per-rank loaders of a DDP run together, so each step
+    trains on the global batch DDP sees (the union of the ranks' batches)."""
+
+    def __init__(self, cfg: RunConfig, train_set, world_size: int):
+        self.loaders, self.samplers = zip(*(build_train_loader(cfg, train_set, world_size, r) for r in range(world_size)))
+
+    def __iter__(self):
+        return (list(per_rank) for per_rank in zip(*self.loaders))
+
+    def __len__(self) -> int:
+        return len(self.loaders[0])
+
+    def set_epoch(self, epoch: int) -> None:
+        for sampler in self.samplers:
+            sampler.set_epoch(epoch)
+
+
+def build_loaders(cfg: RunConfig, d: Dist, reference_world_size: int | None = None):
+    train_set, val_set = build_datasets(cfg.data)
+    if reference_world_size:
+        train_loader = sampler = GlobalBatchLoader(cfg, train_set, reference_world_size)
+    else:
+        train_loader, sampler = build_train_loader(cfg, train_set, d.world_size, d.rank)
     val_loader = None
     if val_set is not None:
         val_loader = DataLoader(val_set, batch_size=cfg.data.batch_size,
@@ -142,7 +168,8 @@ def build_training(cfg: RunConfig, d: Dist) -> Training:
 
 
 def autocast(t: Training, d: Dist):
-    return torch.autocast(d.device.type, dtype=t.autocast_dtype) if t.autocast_dtype else nullcontext()
+    # cache_enabled=False: Lightning's MixedPrecision does the same (same numbers, no cast cache)
+    return torch.autocast(d.device.type, dtype=t.autocast_dtype, cache_enabled=False) if t.autocast_dtype else nullcontext()
 
 
 # -----------------------------------------------------------------------------
@@ -270,7 +297,6 @@ def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Prog
                disable=not (d.master and cfg.trainer.enable_progress_bar), leave=False)
     step = StepInputs()
     for batch_idx, batch in enumerate(batches, start=progress.batches_done):
-        x, y = batch.x.to(d.device), batch.y.to(d.device)
         last_micro = (batch_idx + 1) % k == 0 or batch_idx + 1 == len(loader)  # Lightning steps on the final batch too
         if batch_idx % k == 0:
             t.optimizer.zero_grad(set_to_none=True)
@@ -278,10 +304,10 @@ def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Prog
         # all but the last micro-batch skip DDP's all-reduce; gradients accumulate locally
         with (t.ddp_model.no_sync() if d.ddp and not last_micro else nullcontext()):
             with autocast(t, d):
-                loss = loss_fn(t.ddp_model(x), y) / k  # divided by k always, as Lightning does
+                loss = batch_loss(t, d, batch, loss_fn) / k  # divided by k always, as Lightning does
             (t.scaler.scale(loss) if t.scaler else loss).backward()
         step.loss = loss.detach() if step.loss is None else step.loss + loss.detach()
-        step.indices.append(batch.index)
+        step.indices.append(torch.cat([b.index for b in batch]) if isinstance(batch, list) else batch.index)
         progress.batches_done = batch_idx + 1
         bar.update(1)
         if last_micro:
@@ -292,6 +318,14 @@ def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Prog
             elif step_checkpoint_due(cfg, progress):  # the epoch's last step is saved at epoch end
                 save_checkpoint(cfg, d, t, progress, run_dir)
     bar.close()
+
+
+def batch_loss(t: Training, d: Dist, batch, loss_fn) -> torch.Tensor:
+    """The loss of one batch. For --reference the batch is every rank's batch, and the loss is the
+    mean of the ranks' mean losses: its gradient is what DDP's all-reduce averages."""
+    if isinstance(batch, list):
+        return sum(batch_loss(t, d, b, loss_fn) for b in batch) / len(batch)
+    return loss_fn(t.ddp_model(batch.x.to(d.device)), batch.y.to(d.device))
 
 
 def optimizer_step(cfg: RunConfig, d: Dist, t: Training, progress: Progress, step: StepInputs,
@@ -345,8 +379,8 @@ def validate(cfg: RunConfig, d: Dist, t: Training, loader, epoch: int, step: int
 
 
 def train(cfg: RunConfig, d: Dist, t: Training, run_dir: Path, start: Progress, rng: dict | None,
-          recorder: TraceRecorder) -> None:
-    train_loader, sampler, val_loader = build_loaders(cfg, d)
+          recorder: TraceRecorder, reference_world_size: int | None) -> None:
+    train_loader, sampler, val_loader = build_loaders(cfg, d, reference_world_size)
     progress = start
     for epoch in range(start.epoch, cfg.trainer.max_epochs):
         if progress.batches_done >= len(train_loader):  # resumed from an epoch-end checkpoint
@@ -370,12 +404,21 @@ def train(cfg: RunConfig, d: Dist, t: Training, run_dir: Path, start: Progress, 
 # main
 
 
-def prepare(cfg: RunConfig, d: Dist, resume: bool) -> tuple[Path, Training, Progress, dict | None, TraceRecorder]:
+def reference_world_size(cfg: RunConfig, d: Dist) -> int:
+    """--reference emulates the DDP run the config describes: trainer.devices x trainer.num_nodes ranks."""
+    if d.ddp:
+        raise ConfigError("--reference runs as one plain process: start it with python, not torchrun")
+    if cfg.trainer.devices == "auto":
+        raise ConfigError("--reference needs `trainer.devices` as a number (the world size to emulate)")
+    return cfg.trainer.devices * cfg.trainer.num_nodes
+
+
+def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None) -> tuple[Path, Training, Progress, dict | None, TraceRecorder]:
     check_world_size(cfg.data, d.world_size)
     if cfg.trainer.devices != "auto" and d.ddp and cfg.trainer.devices * cfg.trainer.num_nodes != d.world_size:
         print0(d, f"note: trainer.devices x num_nodes = {cfg.trainer.devices * cfg.trainer.num_nodes}, "
                   f"torchrun started {d.world_size} processes; the raw loop follows torchrun")
-    run_dir = resolve_run_dir(cfg.run_dir, "raw")
+    run_dir = resolve_run_dir(cfg.run_dir, "reference" if reference else "raw")
     restarted = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
     ckpt = resume_point(cfg, resume or restarted, run_dir)
     check_fresh_run_dir(run_dir, resuming=ckpt is not None or restarted)
@@ -388,16 +431,17 @@ def prepare(cfg: RunConfig, d: Dist, resume: bool) -> tuple[Path, Training, Prog
         run_dir.mkdir(parents=True, exist_ok=True)
     if d.ddp:
         dist.barrier()
-    recorder = TraceRecorder(run_dir, side="raw", config=cfg.to_dict(),
-                             extra_meta={"device": str(d.device), "resumed_from": str(ckpt) if ckpt else None})
+    recorder = TraceRecorder(run_dir, side="reference" if reference else "raw", config=cfg.to_dict(),
+                             extra_meta={"device": str(d.device), "resumed_from": str(ckpt) if ckpt else None,
+                                         "reference_world_size": reference})
     recorder.start(keep_steps_upto=progress.global_step if ckpt else None)
     return run_dir, t, progress, rng, recorder
 
 
 def main(argv: list[str]) -> int:
-    resume = "--resume" in argv
+    resume, reference = "--resume" in argv, "--reference" in argv
     try:
-        cfg = parse_raw_config([a for a in argv if a != "--resume"])
+        cfg = parse_raw_config([a for a in argv if a not in ("--resume", "--reference")])
     except ConfigError as err:
         print(f"raw/train.py: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -410,7 +454,8 @@ def main(argv: list[str]) -> int:
     t = None
     try:
         try:
-            run_dir, t, progress, rng, recorder = prepare(cfg, d, resume)
+            reference = reference_world_size(cfg, d) if reference else None
+            run_dir, t, progress, rng, recorder = prepare(cfg, d, resume, reference)
         except (ConfigError, RunDirError) as err:
             print(f"raw/train.py: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -419,7 +464,7 @@ def main(argv: list[str]) -> int:
                   f"{cfg.data.batch_size * d.world_size * cfg.trainer.accumulate_grad_batches}, run_dir {run_dir}")
         started = time.perf_counter()
         try:
-            train(cfg, d, t, run_dir, progress, rng, recorder)
+            train(cfg, d, t, run_dir, progress, rng, recorder, reference)
         except BaseException as err:  # let the harness know which rank failed and why
             recorder.close()
             write_error_file(run_dir, err)

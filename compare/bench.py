@@ -1,0 +1,580 @@
+"""Benchmarks: what Lightning, the harness, recording and the comparator cost. Prints a table.
+
+    python -m compare.bench                 # everything (a few minutes on a 2-core machine)
+    python -m compare.bench --quick         # no large network, 100k-step traces, 256 MB checkpoints
+    python -m compare.bench --only record,comparator
+
+Sections (every figure measured in this run; comparisons are ratios of figures measured here):
+  launch      Lightning vs raw: median step time and samples/s of real 2-process runs (the same
+              commands as compare/run.py, via compare.launch), default network and a larger one
+  harness     compare/run.py end to end vs the same two launches by hand: the harness's own cost
+  record      TraceRecorder.record per step vs the default network's step, in one process
+  comparator  compare_runs on two synthetic 1,000,000-step x 4-rank traces, and on two synthetic
+              >= 2 GB safetensors checkpoints: time and peak memory (in a child process)
+
+This is a script, not a test: timings depend on the machine and on what else runs on it (the load
+average is printed at the start and the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
+LARGE = ["--model.hidden_dim", "2048", "--model.depth", "4", "--data.num_samples", "1920", "--trainer.max_epochs", "1"]
+WARMUP_STEPS = 5  # as compare_runs' step_time_summary
+SECTIONS = ("launch", "harness", "record", "comparator")
+MIN_FREE_DISK = 10 * 2**30
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt_ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def fmt_us(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:+.0f} us"
+
+
+def fmt_mb(nbytes) -> str:
+    return "-" if nbytes is None else f"{nbytes / 2**20:,.0f} MB"
+
+
+def fmt_ratio(value, digits: int = 3) -> str:
+    return "-" if value is None else f"x{value:.{digits}f}"
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    rows = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def section(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def proc_status() -> dict:
+    """This process's memory figures from /proc/self/status, in bytes."""
+    found = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+                found[key] = int(rest.split()[0]) * 1024
+    return found
+
+
+def step_times(run_dir: Path, rank: int = 0) -> list[float]:
+    from ddp_parity.trace import iter_records
+    return [r["time_s"] for r in iter_records(run_dir, rank) if r.get("time_s") is not None]
+
+
+def median_step(run_dir: Path) -> float | None:
+    """Median step time after warm-up, of rank 0 (what compare_runs reports)."""
+    times = step_times(run_dir)[WARMUP_STEPS:]
+    return median(times)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Lightning vs raw, real 2-process runs
+
+def run_side(side: str, out: Path, overrides: list[str], nproc: int, threads: int, timeout: float):
+    from compare.launch import build_launch, run_launch
+    launch = build_launch(side, str(DEFAULT_CONFIG), nproc, overrides, out, threads)
+    outcome = run_launch(launch, timeout)
+    if not outcome.ok:
+        raise RuntimeError(f"{outcome.describe()}; log {launch.log_path}:\n{outcome.log_tail[-2000:]}")
+    return launch, outcome
+
+
+def bench_launch(tmp: Path, name: str, overrides: list[str], repeats: int, nproc: int, threads: int,
+                 batch_size: int, timeout: float) -> dict:
+    """`repeats` pairs of runs, alternating which side goes first; per run the median step time of
+    rank 0 after warm-up; the figure is the median over runs."""
+    per_side = {"raw": [], "lightning": []}
+    walls = {"raw": [], "lightning": []}
+    for i in range(repeats):
+        order = ("raw", "lightning") if i % 2 == 0 else ("lightning", "raw")
+        out = tmp / f"{name}-{i}"
+        for side in order:
+            launch, outcome = run_side(side, out, overrides, nproc, threads, timeout)
+            per_side[side].append(median_step(launch.run_dir))
+            walls[side].append(outcome.seconds)
+            print(f"  {name} run {i + 1}/{repeats} {side:9s}: median step {fmt_ms(per_side[side][-1])}, "
+                  f"wall {outcome.seconds:.1f} s", flush=True)
+    raw, lit = median(per_side["raw"]), median(per_side["lightning"])
+    return {"name": name, "raw": raw, "lightning": lit, "raw_runs": per_side["raw"], "lightning_runs": per_side["lightning"],
+            "walls": walls, "overhead": lit - raw, "ratio": lit / raw,
+            "raw_sps": batch_size * nproc / raw, "lightning_sps": batch_size * nproc / lit}
+
+
+def print_launch(results: list[dict]) -> None:
+    rows = []
+    for r in results:
+        spread = lambda xs: f"{min(xs) * 1e3:.2f}-{max(xs) * 1e3:.2f}"  # noqa: E731
+        rows.append([r["name"], fmt_ms(r["raw"]), fmt_ms(r["lightning"]), fmt_us(r["overhead"]), fmt_ratio(r["ratio"]),
+                     f"{r['raw_sps']:,.0f}", f"{r['lightning_sps']:,.0f}",
+                     f"{spread(r['raw_runs'])} / {spread(r['lightning_runs'])} ms"])
+    print(table(rows, ["network", "raw step", "lightning step", "overhead/step", "lightning/raw",
+                       "raw samples/s", "lightning samples/s", "per-run medians raw / lightning"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. compare/run.py end to end vs the two launches by hand
+
+def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
+    """compare/run.py on the default config, timed from outside; it prints each launch's duration,
+    so its own cost (startup, config check, reading, comparing, report, plot) is the rest."""
+    totals, own, launches = [], [], []
+    for i in range(repeats):
+        out = tmp / f"harness-{i}"
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, str(REPO / "compare" / "run.py"), "--out", str(out)], cwd=REPO,
+                              capture_output=True, text=True, timeout=900, start_new_session=True)
+        total = time.monotonic() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"compare/run.py exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        inside = sum(float(s) for s in re.findall(r"^\[(?:raw|lightning)\] done in ([\d.]+) s", proc.stdout, re.M))
+        totals.append(total)
+        launches.append(inside)
+        own.append(total - inside)
+        print(f"  compare/run.py run {i + 1}/{repeats}: {total:.1f} s, of which launches {inside:.1f} s", flush=True)
+    # the harness's comparison step alone, on the runs it just made: --traces reads, compares, plots
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, str(REPO / "compare" / "run.py"), "--traces", str(out / "raw"),
+                           str(out / "lightning"), "--out", str(tmp / "harness-traces")], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    traces_only = time.monotonic() - started
+    by_hand = [r + lt for r, lt in zip(by_hand_walls["raw"], by_hand_walls["lightning"])]
+    return {"total": median(totals), "launches_inside": median(launches), "own": median(own),
+            "traces_only": traces_only, "traces_only_ok": proc.returncode == 0, "by_hand": median(by_hand)}
+
+
+def print_harness(h: dict) -> None:
+    total = h["total"]
+    rows = [
+        ["compare/run.py end to end (default config)", f"{total:.2f} s", "100%"],
+        ["  its two launches (as it reports them)", f"{h['launches_inside']:.2f} s", f"{h['launches_inside'] / total:.1%}"],
+        ["  the harness's own cost (the rest)", f"{h['own']:.2f} s", f"{h['own'] / total:.1%}"],
+        ["the same two launches by hand (section 1)", f"{h['by_hand']:.2f} s", f"{h['by_hand'] / total:.1%}"],
+        ["  end to end minus by hand", f"{total - h['by_hand']:+.2f} s", f"{(total - h['by_hand']) / total:+.1%}"],
+        ["compare/run.py --traces (start, read, compare, report, plot)", f"{h['traces_only']:.2f} s",
+         f"{h['traces_only'] / total:.1%}"],
+    ]
+    print(table(rows, ["what", "wall", "of end to end"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. recording on vs off, in one process
+
+def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
+    """The default network's training step in one process, the raw loop's code path, with and
+    without what the trace adds (the gradient norm and TraceRecorder.record, flushes included)."""
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    from ddp_parity.config import parse_raw_config
+    from ddp_parity.data import build_datasets
+    from ddp_parity.model import build_loss, build_net, build_optimizer
+    from ddp_parity.trace import TraceRecorder
+
+    torch.set_num_threads(threads)
+    cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG)])
+    train_set, _ = build_datasets(cfg.data)
+    sampler = DistributedSampler(train_set, num_replicas=1, rank=0, shuffle=True, seed=cfg.seed_everything)
+    loader = DataLoader(train_set, batch_size=cfg.data.batch_size, sampler=sampler)
+    torch.manual_seed(cfg.seed_everything)
+    net = build_net(cfg.model)
+    optimizer = build_optimizer(net.parameters(), cfg.model)
+    loss_fn = build_loss()
+
+    def loop(recorder) -> dict:
+        """Per step: wall seconds, CPU seconds of this process, and CPU seconds inside record()
+        (CPU time, not wall: other processes on a shared machine inflate wall time, not CPU time;
+        the loop runs on one thread: 1 intra-op thread, DataLoader without workers)."""
+        step, epoch, in_record = 0, 0, 0.0
+        wall, cpu = time.perf_counter(), time.process_time()
+        while step < steps:
+            sampler.set_epoch(epoch)
+            for batch in loader:
+                loss = loss_fn(net(batch.x), batch.y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if recorder is not None:
+                    grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
+                lr = optimizer.param_groups[0]["lr"]
+                optimizer.step()
+                step += 1
+                if recorder is not None:
+                    t0 = time.thread_time()
+                    recorder.record(step, loss, batch.index, epoch=epoch, lr=lr, grad_norm=grad_norm)
+                    in_record += time.thread_time() - t0
+                if step == steps:
+                    break
+            epoch += 1
+        if recorder is not None:
+            t0 = time.thread_time()
+            recorder.flush()
+            in_record += time.thread_time() - t0
+        return {"wall": (time.perf_counter() - wall) / steps, "cpu": (time.process_time() - cpu) / steps,
+                "record": in_record / steps}
+
+    loop(None)  # warm-up
+    off, on = [], []
+    for i in range(repeats):  # interleaved, so drift on the machine hits both alike
+        off.append(loop(None))
+        recorder = TraceRecorder(tmp / f"record-{i}", side="bench", config={})
+        recorder.start()
+        on.append(loop(recorder))
+        recorder.close()
+        print(f"  repeat {i + 1}/{repeats}: off {fmt_ms(off[-1]['cpu'])} CPU ({fmt_ms(off[-1]['wall'])} wall)/step, "
+              f"on {fmt_ms(on[-1]['cpu'])} CPU ({fmt_ms(on[-1]['wall'])} wall)/step, "
+              f"record() {on[-1]['record'] * 1e6:.1f} us CPU/step", flush=True)
+    pick = lambda runs, key: median([r[key] for r in runs])  # noqa: E731
+    return {"off": pick(off, "cpu"), "on": pick(on, "cpu"), "off_wall": pick(off, "wall"), "on_wall": pick(on, "wall"),
+            "record": pick(on, "record"), "steps": steps, "repeats": repeats}
+
+
+def print_record(r: dict) -> None:
+    off = r["off"]
+    rows = [
+        ["step, recording off", fmt_ms(off), fmt_ms(r["off_wall"]), "-"],
+        ["step, recording on (grad norm + record)", fmt_ms(r["on"]), fmt_ms(r["on_wall"]), f"{(r['on'] - off) / off:+.2%}"],
+        ["  difference per step", fmt_us(r["on"] - off), fmt_us(r["on_wall"] - r["off_wall"]), f"{(r['on'] - off) / off:+.2%}"],
+        ["  inside TraceRecorder.record (flushes included)", f"{r['record'] * 1e6:.1f} us", "-", f"{r['record'] / off:.2%}"],
+    ]
+    print(table(rows, ["what (default network, 1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"]))
+    print(f"  ({r['steps']} steps per loop, median of {r['repeats']} interleaved repeats of the mean step; "
+          f"'on' adds get_total_norm, which the raw loop computes for the trace only)")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4a. comparator on two synthetic traces
+
+def write_trace_run(run_dir: Path, steps: int, ranks: int, indices_per_step: int, batch_size: int = 32) -> None:
+    """A run directory with `steps` records per rank, written as text (no json.dumps per line)."""
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+
+    from ddp_parity.trace import FORMAT_VERSION, write_json_atomic
+
+    (run_dir / "trace").mkdir(parents=True)
+    write_json_atomic(run_dir / "meta.json", {"format_version": FORMAT_VERSION, "side": "synthetic",
+                                              "world_size": ranks, "finished": True})
+    save_file({"w": torch.arange(16, dtype=torch.float32)}, str(run_dir / "final.safetensors"))
+    losses = [repr(float(np.float32(2.3 * math.exp(-i / 400) + 0.01 * (i % 7)))) for i in range(1009)]
+    norms = [repr(float(np.float32(0.5 + 0.001 * i))) for i in range(997)]
+    times = [repr(0.002 + 1e-6 * i) for i in range(101)]
+    steps_per_epoch = 1000
+    for rank in range(ranks):
+        with open(run_dir / "trace" / f"rank{rank}.jsonl", "w", buffering=1 << 20) as f:
+            lines = []
+            for step in range(1, steps + 1):
+                first = (step * batch_size * ranks + rank * batch_size) % 1_000_000
+                idx = ", ".join(str(first + k) for k in range(indices_per_step))
+                lines.append(f'{{"step": {step}, "epoch": {step // steps_per_epoch}, "loss": {losses[(step + rank) % 1009]}, '
+                             f'"lr": 0.001, "grad_norm": {norms[step % 997]}, "time_s": {times[step % 101]}, '
+                             f'"indices": [{idx}]}}\n')
+                if len(lines) == 10000:
+                    f.write("".join(lines))
+                    lines.clear()
+            f.write("".join(lines))
+
+
+def child_compare(run_a: str, run_b: str, profile: int = 0) -> None:
+    """In a child process: compare two runs, report time and memory as one JSON line."""
+    peaks = {"RssAnon": 0, "RssFile": 0}
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            status = proc_status()
+            for key in peaks:
+                peaks[key] = max(peaks[key], status.get(key, 0))
+            stop.wait(0.005)
+
+    from compare.comparator import Criterion, compare_runs
+    gc.collect()
+    baseline = proc_status()
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    if profile:
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        result = prof.runcall(compare_runs, run_a, run_b, Criterion())
+        stats = pstats.Stats(prof, stream=sys.stderr)
+        stats.sort_stats("tottime").print_stats(profile)
+    else:
+        result = compare_runs(run_a, run_b, Criterion())
+    seconds = time.perf_counter() - started
+    stop.set()
+    sampler.join()
+    end = proc_status()
+    steps = sum(result.steps.get("steps_a", {}).values()) if result.steps else 0
+    print(json.dumps({"seconds": seconds, "rank_steps": steps, "equivalent": result.equivalent,
+                      "first_divergence": result.first_divergence, "params_compared": result.params.compared,
+                      "baseline_rss": baseline["VmRSS"], "peak_rss": end["VmHWM"],
+                      "peak_anon": peaks["RssAnon"], "peak_file": peaks["RssFile"],
+                      "baseline_anon": baseline["RssAnon"], "baseline_file": baseline["RssFile"]}))
+
+
+def run_child_compare(run_a: Path, run_b: Path, timeout: float = 1800) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "compare.bench", "--child-compare", str(run_a), str(run_b)],
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"comparator child failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_traces(tmp: Path, step_counts: list[int], ranks: int, indices_per_step: int) -> list[dict]:
+    results = []
+    for steps in step_counts:
+        a, b = tmp / f"trace-{steps}-a", tmp / f"trace-{steps}-b"
+        started = time.monotonic()
+        write_trace_run(a, steps, ranks, indices_per_step)
+        shutil.copytree(a, b)
+        size = sum(p.stat().st_size for p in (a / "trace").iterdir())
+        print(f"  wrote 2 x {steps:,} steps x {ranks} ranks ({fmt_mb(size)} per run) in "
+              f"{time.monotonic() - started:.1f} s", flush=True)
+        r = run_child_compare(a, b)
+        r.update({"steps": steps, "ranks": ranks, "bytes": size})
+        results.append(r)
+        print(f"  compared in {r['seconds']:.1f} s, peak RSS {fmt_mb(r['peak_rss'])}", flush=True)
+        shutil.rmtree(a)
+        shutil.rmtree(b)
+    return results
+
+
+def print_traces(results: list[dict], indices_per_step: int) -> None:
+    rows = []
+    for r in results:
+        rows.append([f"{r['steps']:,} x {r['ranks']}", fmt_mb(r["bytes"]), f"{r['seconds']:.1f} s",
+                     f"{r['rank_steps'] / r['seconds']:,.0f}", f"{r['rank_steps'] / r['seconds'] / r['ranks']:,.0f}",
+                     fmt_mb(r["peak_rss"]), fmt_mb(r["peak_rss"] - r["baseline_rss"]),
+                     "equivalent" if r["equivalent"] else "DIFFERENT"])
+    print(table(rows, ["steps x ranks", "trace/run", "compare_runs", "rank-steps/s", "steps/s (all ranks)",
+                       "peak RSS", "over baseline", "verdict"]))
+    print(f"  (each record: step, epoch, loss, lr, grad_norm, time_s and {indices_per_step} indices; "
+          f"the two runs identical, so every value is compared)")
+    if len(results) >= 2:
+        a, b = results[0], results[-1]
+        per_step = (b["peak_rss"] - a["peak_rss"]) / (b["steps"] - a["steps"])
+        print(f"  peak RSS grows {per_step:,.0f} bytes per step between {a['steps']:,} and {b['steps']:,} steps")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4b. comparator on two synthetic >= 2 GB safetensors checkpoints
+
+def checkpoint_layout(total_mb: int, largest_mb: int) -> list[tuple[str, list[int]]]:
+    """Tensor names and shapes (float32) summing to at least `total_mb`, the largest `largest_mb`:
+    a weight [rows, 4096] and a bias [4096] per layer."""
+    sizes = [largest_mb] + [max(largest_mb * k // 8, 1) for k in (7, 6, 5)]
+    while sum(sizes) < total_mb:
+        sizes.append(min(max(largest_mb // 2, 1), total_mb - sum(sizes)))
+    layout = []
+    for i, mb in enumerate(sizes):
+        layout.append((f"layers.{i}.weight", [mb * 2**20 // 4 // 4096, 4096]))
+        layout.append((f"layers.{i}.bias", [4096]))
+    return layout
+
+
+def write_safetensors_streaming(path: Path, layout: list[tuple[str, list[int]]], seed: int,
+                                chunk_elements: int = 1 << 22) -> int:
+    """The safetensors format written by hand: 8-byte little-endian header length, the JSON header
+    (dtype, shape, data_offsets), then each tensor's bytes, generated and written a chunk at a time."""
+    import torch
+
+    header, offset = {}, 0
+    for name, shape in layout:
+        nbytes = math.prod(shape) * 4
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    header["__metadata__"] = {"format": "pt", "written_by": "compare.bench"}
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the data starts 8-byte aligned
+    g = torch.Generator().manual_seed(seed)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        for name, shape in layout:
+            left = math.prod(shape)
+            while left:
+                n = min(left, chunk_elements)
+                f.write(torch.randn(n, generator=g).numpy().tobytes())
+                left -= n
+    return path.stat().st_size
+
+
+def bench_checkpoints(tmp: Path, total_mb: int, largest_mb: int) -> dict:
+    """Two run directories whose final.safetensors are >= total_mb each, identical but for one
+    element of the largest tensor; compare_runs in a child, its time and peak memory."""
+    from ddp_parity.trace import FORMAT_VERSION, write_json_atomic
+
+    layout = checkpoint_layout(total_mb, largest_mb)
+    a, b = tmp / "ckpt-a", tmp / "ckpt-b"
+    started = time.monotonic()
+    for run in (a, b):
+        (run / "trace").mkdir(parents=True)
+        write_json_atomic(run / "meta.json", {"format_version": FORMAT_VERSION, "side": "synthetic", "world_size": 1})
+        (run / "trace" / "rank0.jsonl").write_text('{"step": 1, "epoch": 0, "loss": 1.0}\n')
+    size = write_safetensors_streaming(a / "final.safetensors", layout, seed=0)
+    shutil.copyfile(a / "final.safetensors", b / "final.safetensors")
+    # flip the last element of the largest tensor in b: one chunk takes the slow (diff) path
+    with open(b / "final.safetensors", "r+b") as f:
+        header_len = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(header_len))
+        end = header[layout[0][0]]["data_offsets"][1]
+        f.seek(8 + header_len + end - 4)
+        f.write(struct.pack("<f", 12345.0))
+    print(f"  wrote 2 x {fmt_mb(size)} ({len(layout)} tensors, largest {largest_mb} MB) in "
+          f"{time.monotonic() - started:.1f} s", flush=True)
+    r = run_child_compare(a, b)
+    r.update({"bytes": size, "largest": largest_mb * 2**20, "tensors": len(layout)})
+    shutil.rmtree(a)
+    shutil.rmtree(b)
+    return r
+
+
+def print_checkpoints(r: dict) -> None:
+    growth = r["peak_rss"] - r["baseline_rss"]
+    anon = r["peak_anon"] - r["baseline_anon"]
+    rows = [
+        ["checkpoint size (each side)", fmt_mb(r["bytes"]), "-"],
+        ["largest tensor", fmt_mb(r["largest"]), "-"],
+        ["compare_runs time", f"{r['seconds']:.1f} s", f"{2 * r['bytes'] / r['seconds'] / 2**20:,.0f} MB/s read (both files)"],
+        ["peak RSS (VmHWM)", fmt_mb(r["peak_rss"]), f"{r['peak_rss'] / r['largest']:.2f} x largest, "
+                                                    f"{r['peak_rss'] / r['bytes']:.2f} x file"],
+        ["  over the baseline after imports", fmt_mb(growth), f"{growth / r['largest']:.2f} x largest, "
+                                                             f"{growth / r['bytes']:.2f} x file"],
+        ["  anonymous memory, peak over baseline", fmt_mb(anon), f"{anon / r['largest']:.2f} x largest"],
+        ["  file-backed (mmap) pages, peak", fmt_mb(r["peak_file"]), f"{r['peak_file'] / r['bytes']:.2f} x file"],
+    ]
+    print(table(rows, ["what", "value", "relative"]))
+    first = r.get("first_divergence") or {}
+    print(f"  verdict {'equivalent' if r['equivalent'] else 'different'} as planted "
+          f"(first divergence: {first.get('tensor')}[{first.get('element')}]); {r['params_compared']} tensors compared")
+
+
+# ---------------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m compare.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="skip the slow parts: no larger network, 1 repeat, 100k-step traces, 256 MB checkpoints")
+    p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
+    p.add_argument("--repeats", type=int, default=None, help="run pairs per network (default 3, --quick 1)")
+    p.add_argument("--trace-steps", type=int, default=None, help="synthetic trace length (default 1,000,000)")
+    p.add_argument("--trace-indices", type=int, default=4, help="indices per synthetic step record (default 4)")
+    p.add_argument("--ckpt-mb", type=int, default=None, help="synthetic checkpoint size per side (default 2100 MB)")
+    p.add_argument("--record-steps", type=int, default=3000, help="steps per loop in the recording benchmark")
+    p.add_argument("--tmp", default=None, help="where to write (default: a new folder under /tmp)")
+    p.add_argument("--child-compare", nargs=2, help=argparse.SUPPRESS)
+    p.add_argument("--profile", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(args.only) - set(SECTIONS)
+    if unknown:
+        p.error(f"--only: unknown sections {sorted(unknown)}; choose from {','.join(SECTIONS)}")
+    if "harness" in args.only and "launch" not in args.only:
+        p.error("--only harness needs launch too (the launches by hand are section 1's default-network runs)")
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    args.trace_steps = args.trace_steps or (100_000 if args.quick else 1_000_000)
+    args.ckpt_mb = args.ckpt_mb or (256 if args.quick else 2100)
+    return args
+
+
+def machine_line() -> str:
+    import torch
+    try:
+        import lightning
+        lv = lightning.__version__
+    except ImportError:
+        lv = "-"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"{time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} cores  "
+            f"python {platform.python_version()}  torch {torch.__version__}  lightning {lv}  load average {load}")
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.child_compare:
+        child_compare(*args.child_compare, profile=args.profile)
+        return 0
+    print("$ python -m compare.bench " + " ".join(sys.argv[1:] if argv is None else argv))
+    print(machine_line())
+    tmp = Path(args.tmp) if args.tmp else Path(tempfile.mkdtemp(prefix="ddp-parity-bench-", dir="/tmp"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    from ddp_parity.config import parse_raw_config
+    cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG)])
+    nproc, threads, batch = 2, cfg.threads, cfg.data.batch_size
+    started = time.monotonic()
+    try:
+        if "launch" in args.only:
+            section(f"1. Lightning vs raw: real runs, {nproc} processes x {threads} thread, gloo on CPU; median step "
+                    f"time of rank 0 after {WARMUP_STEPS} warm-up steps, median over {args.repeats} run pair(s)")
+            networks = [("default", [])] + ([] if args.quick else [("2048x4", LARGE)])
+            launch_results = [bench_launch(tmp, name, ov, args.repeats, nproc, threads, batch, timeout=900)
+                              for name, ov in networks]
+            print_launch(launch_results)
+            print(f"  default: configs/default.yaml (32-64-10, 2000 samples, 3 epochs); 2048x4: "
+                  f"{' '.join(LARGE)}")
+        if "harness" in args.only:
+            section("2. compare/run.py end to end vs the same two launches by hand (default config)")
+            print_harness(bench_harness(tmp, launch_results[0]["walls"], max(1, min(args.repeats, 2))))
+        if "record" in args.only:
+            section("3. recording on vs off: TraceRecorder.record in the raw loop's step, one process")
+            print_record(bench_record(tmp, args.record_steps, 5 if not args.quick else 3, threads))
+        if "comparator" in args.only:
+            free = shutil.disk_usage(tmp).free
+            need_gb = (2 * args.ckpt_mb / 1024) + 2 * args.trace_steps * 4 * 170 / 2**30
+            section(f"4a. comparator on two synthetic traces ({args.trace_steps:,} steps x 4 ranks), in a child process")
+            if free < MIN_FREE_DISK:
+                print(f"  skipped: {free / 2**30:.1f} GB free under {tmp}, this needs 10 GB (about {need_gb:.1f} GB used)")
+            else:
+                counts = sorted({max(args.trace_steps // 10, 1), args.trace_steps})
+                print_traces(bench_traces(tmp, counts, 4, args.trace_indices), args.trace_indices)
+                section(f"4b. comparator on two synthetic safetensors checkpoints of {args.ckpt_mb} MB, in a child process")
+                largest = 256 if args.ckpt_mb >= 1024 else max(args.ckpt_mb // 4, 1)
+                print_checkpoints(bench_checkpoints(tmp, args.ckpt_mb, largest))
+    finally:
+        if not args.tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\ntotal {time.monotonic() - started:.0f} s; load average at the end "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
