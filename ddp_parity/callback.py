@@ -17,7 +17,7 @@ import lightning as L
 import torch
 
 from ddp_parity.runs import write_error_file
-from ddp_parity.trace import TraceRecorder, batch_indices
+from ddp_parity.trace import TraceRecorder, batch_indices, param_digest, params_sha256, sampler_facts
 
 
 class TraceCallback(L.Callback):
@@ -37,6 +37,10 @@ class TraceCallback(L.Callback):
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        # before the strategy wraps the model in DDP (and broadcasts rank 0's weights)
+        self._init_params_sha256 = params_sha256(pl_module)
+
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         run_dir = Path(self.run_dir or trainer.default_root_dir)
         config = self.config if self.config is not None else dict(pl_module.hparams)
@@ -46,7 +50,10 @@ class TraceCallback(L.Callback):
                                                   "resumed_from": trainer.ckpt_path})
         self._last_step = trainer.global_step
         # a resumed fit keeps the steps recorded up to its checkpoint and records the rest again
-        self.recorder.start(keep_steps_upto=trainer.global_step if trainer.ckpt_path else None)
+        sampler = getattr(trainer.train_dataloader, "sampler", None)
+        self.recorder.start(facts={"init_params_sha256": getattr(self, "_init_params_sha256", None),
+                                   "sampler": sampler_facts(sampler) if sampler is not None else None},
+                            keep_steps_upto=trainer.global_step if trainer.ckpt_path else None)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.recorder.finish(pl_module)
@@ -82,7 +89,7 @@ class TraceCallback(L.Callback):
         self.recorder.record(trainer.global_step, step_loss,
                              torch.cat(self._micro_indices) if self._micro_indices else None,
                              epoch=trainer.current_epoch, lr=self._lr, grad_norm=self._grad_norm,
-                             batch=self._micro_batches or None)
+                             batch=self._micro_batches or None, param_digest=param_digest(pl_module))
         self._micro_losses, self._micro_indices, self._micro_batches = [], [], []
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -91,11 +91,28 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def params_sha256(model: torch.nn.Module) -> str:
+    """sha256 of the parameters' bytes in registration order; names are left out so that a plain
+    network and the LightningModule holding it (`net.` + its names) hash alike."""
     h = hashlib.sha256()
-    for name, tensor in unwrap(model).state_dict().items():
-        h.update(name.encode())
+    for tensor in unwrap(model).parameters():
         h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
+
+
+def param_digest(model: torch.nn.Module) -> torch.Tensor:
+    """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
+    parameter tensors, kept on the device (no sync) until the trace is flushed."""
+    params = [p for p in unwrap(model).parameters()]
+    return torch.stack([params[0].detach().double().sum(), params[-1].detach().double().sum()])
+
+
+def sampler_facts(sampler) -> dict:
+    """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard."""
+    facts = {"class": type(sampler).__name__}
+    for key in ("seed", "shuffle", "drop_last", "num_replicas", "rank"):
+        if hasattr(sampler, key):
+            facts[key] = getattr(sampler, key)
+    return facts
 
 
 def versions() -> dict:

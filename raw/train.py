@@ -36,7 +36,7 @@ from ddp_parity.determinism import set_determinism
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
-from ddp_parity.trace import TraceRecorder, unwrap
+from ddp_parity.trace import TraceRecorder, param_digest, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
 EXIT_BAD_INPUT = 2
@@ -152,10 +152,12 @@ class Training:
     scheduler: object
     scaler: torch.amp.GradScaler | None
     autocast_dtype: torch.dtype | None
+    init_params_sha256: str       # this rank's weights as built, before DDP's broadcast
 
 
 def build_training(cfg: RunConfig, d: Dist) -> Training:
     model = build_net(cfg.model).to(d.device)
+    init_digest = params_sha256(model)
     # DDP broadcasts rank 0's parameters at construction, so every replica starts identical
     device_ids = [d.local_rank] if d.device.type == "cuda" else None
     ddp_model = DDP(model, device_ids=device_ids) if d.ddp else model
@@ -164,7 +166,7 @@ def build_training(cfg: RunConfig, d: Dist) -> Training:
     precision = cfg.trainer.precision
     autocast_dtype = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(precision)
     scaler = torch.amp.GradScaler(d.device.type) if precision == "16-mixed" else None
-    return Training(model, ddp_model, optimizer, scheduler, scaler, autocast_dtype)
+    return Training(model, ddp_model, optimizer, scheduler, scaler, autocast_dtype, init_digest)
 
 
 def autocast(t: Training, d: Dist):
@@ -345,7 +347,7 @@ def optimizer_step(cfg: RunConfig, d: Dist, t: Training, progress: Progress, ste
     progress.global_step += 1
     step_scheduler(cfg, t, "step")
     recorder.record(progress.global_step, step.loss, torch.cat(step.indices), epoch=progress.epoch,
-                    lr=lr, grad_norm=grad_norm)
+                    lr=lr, grad_norm=grad_norm, param_digest=param_digest(t.model))
 
 
 def step_checkpoint_due(cfg: RunConfig, progress: Progress) -> bool:
@@ -378,9 +380,9 @@ def validate(cfg: RunConfig, d: Dist, t: Training, loader, epoch: int, step: int
     return result
 
 
-def train(cfg: RunConfig, d: Dist, t: Training, run_dir: Path, start: Progress, rng: dict | None,
-          recorder: TraceRecorder, reference_world_size: int | None) -> None:
-    train_loader, sampler, val_loader = build_loaders(cfg, d, reference_world_size)
+def train(cfg: RunConfig, d: Dist, t: Training, loaders: tuple, run_dir: Path, start: Progress,
+          rng: dict | None, recorder: TraceRecorder) -> None:
+    train_loader, sampler, val_loader = loaders
     progress = start
     for epoch in range(start.epoch, cfg.trainer.max_epochs):
         if progress.batches_done >= len(train_loader):  # resumed from an epoch-end checkpoint
@@ -413,7 +415,7 @@ def reference_world_size(cfg: RunConfig, d: Dist) -> int:
     return cfg.trainer.devices * cfg.trainer.num_nodes
 
 
-def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None) -> tuple[Path, Training, Progress, dict | None, TraceRecorder]:
+def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None):
     check_world_size(cfg.data, d.world_size)
     if cfg.trainer.devices != "auto" and d.ddp and cfg.trainer.devices * cfg.trainer.num_nodes != d.world_size:
         print0(d, f"note: trainer.devices x num_nodes = {cfg.trainer.devices * cfg.trainer.num_nodes}, "
@@ -434,8 +436,11 @@ def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None) -> tup
     recorder = TraceRecorder(run_dir, side="reference" if reference else "raw", config=cfg.to_dict(),
                              extra_meta={"device": str(d.device), "resumed_from": str(ckpt) if ckpt else None,
                                          "reference_world_size": reference})
-    recorder.start(keep_steps_upto=progress.global_step if ckpt else None)
-    return run_dir, t, progress, rng, recorder
+    loaders = build_loaders(cfg, d, reference)
+    sampler = loaders[1].samplers[0] if reference else loaders[1]
+    recorder.start(facts={"init_params_sha256": t.init_params_sha256, "sampler": sampler_facts(sampler)},
+                   keep_steps_upto=progress.global_step if ckpt else None)
+    return run_dir, t, loaders, progress, rng, recorder
 
 
 def main(argv: list[str]) -> int:
@@ -455,7 +460,7 @@ def main(argv: list[str]) -> int:
     try:
         try:
             reference = reference_world_size(cfg, d) if reference else None
-            run_dir, t, progress, rng, recorder = prepare(cfg, d, resume, reference)
+            run_dir, t, loaders, progress, rng, recorder = prepare(cfg, d, resume, reference)
         except (ConfigError, RunDirError) as err:
             print(f"raw/train.py: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -464,7 +469,7 @@ def main(argv: list[str]) -> int:
                   f"{cfg.data.batch_size * d.world_size * cfg.trainer.accumulate_grad_batches}, run_dir {run_dir}")
         started = time.perf_counter()
         try:
-            train(cfg, d, t, run_dir, progress, rng, recorder, reference)
+            train(cfg, d, t, loaders, run_dir, progress, rng, recorder)
         except BaseException as err:  # let the harness know which rank failed and why
             recorder.close()
             write_error_file(run_dir, err)
