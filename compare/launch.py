@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ddp_parity.trace import read_progress
+
 REPO = Path(__file__).resolve().parent.parent
 SIDES = ("raw", "lightning")
 
@@ -56,14 +58,17 @@ class Launch:
 
 def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: Path, threads: int,
                  lightning_launcher: str = "lightning", max_restarts: int = 0, nnodes: int = 1,
-                 extra_env: Optional[dict] = None, run_dir: Optional[Path] = None) -> Launch:
+                 extra_env: Optional[dict] = None, run_dir: Optional[Path] = None,
+                 mistake: Optional[str] = None) -> Launch:
     """The command lines of one side. Several nodes always go through torchrun (Lightning then
     runs with num_nodes under it); the rendezvous stays on 127.0.0.1."""
     run_dir, port = run_dir or out / side, free_port()
     common = ["--config", str(config), "--run_dir", str(run_dir), "--threads", str(threads),
               "--trainer.devices", str(nproc), "--trainer.num_nodes", str(nnodes),
               "--trainer.enable_progress_bar", "false", *overrides]
-    if side == "raw":
+    if side == "raw" and mistake:  # the raw loop with one classic mistake (raw/mistakes.py)
+        target = [str(REPO / "raw" / "mistakes.py"), mistake, *common]
+    elif side == "raw":
         target = [str(REPO / "raw" / "train.py"), *common]
     elif side == "reference":  # one plain process emulating nproc x nnodes ranks
         return Launch(side, [[sys.executable, str(REPO / "raw" / "train.py"), "--reference", *common]],
@@ -90,12 +95,16 @@ class Outcome:
     interrupted: bool = False
     errors: list = field(default_factory=list)   # error files the ranks wrote
     log_tail: str = ""
+    stall: Optional[dict] = None                 # {"ranks": {rank: last step}, "seconds": s} when it hung
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and not self.interrupted
+        return self.returncode == 0 and not self.timed_out and not self.interrupted and not self.stall
 
     def describe(self) -> str:
+        if self.stall:
+            where = ", ".join(f"rank {r} after step {s}" for r, s in sorted(self.stall["ranks"].items()))
+            return f"{self.side}: stalled (no rank made progress for {self.stall['seconds']:.0f} s: {where})"
         if self.timed_out:
             return f"{self.side}: timed out after {self.seconds:.0f} s"
         if self.interrupted:
@@ -103,12 +112,52 @@ class Outcome:
         return f"{self.side}: exit code {self.returncode}"
 
 
-def run_launch(launch: Launch, timeout: float) -> Outcome:
-    """Run every node's command of one side to completion or timeout."""
-    return run_launches([launch], timeout)[0]
+def run_launch(launch: Launch, timeout: float, stall_seconds: Optional[float] = None) -> Outcome:
+    """Run every node's command of one side to completion, timeout or stall."""
+    return run_launches([launch], timeout, stall_seconds)[0]
 
 
-def run_launches(launches: list[Launch], timeout: float) -> list[Outcome]:
+def watch(running, outcomes: dict, started: float, timeout: float, stall_seconds: Optional[float]) -> None:
+    """Wait for every side to end. A side whose ranks have all stopped making progress (their
+    heartbeats unchanged for stall_seconds, after the first one) is a stall: the classic DDP hang
+    where a rank waits in a collective its peers never join. It is stopped at once, not at the timeout."""
+    pending = {launch.side: (launch, procs) for launch, procs, _ in running}
+    last_change: dict[str, tuple[dict, float]] = {}
+    while pending:
+        now = time.monotonic()
+        for side, (launch, procs) in list(pending.items()):
+            outcome = outcomes[side]
+            codes = [proc.poll() for proc in procs]
+            if all(code is not None for code in codes):
+                outcome.returncode = next((c for c in codes if c != 0), 0)
+            elif any(code not in (None, 0) for code in codes) and len(procs) > 1:
+                outcome.returncode = next(c for c in codes if c not in (None, 0))  # one node failed
+            elif now - started > timeout:
+                outcome.timed_out = True
+            elif stall_seconds:
+                beats = {rank: beat["step"] for rank, beat in read_progress(launch.run_dir).items()}
+                seen, since = last_change.get(side, (None, now))
+                if beats != seen:
+                    last_change[side] = (beats, now)
+                elif beats and now - since > stall_seconds:
+                    outcome.stall = {"ranks": beats, "seconds": now - since}
+            if outcome.returncode is not None or outcome.timed_out or outcome.stall:
+                outcome.seconds = now - started
+                for proc in procs:
+                    kill_tree(proc.pid)
+                del pending[side]
+        if pending:  # wait on a running process, at most POLL_S, then look again
+            first = next(iter(pending.values()))[1]
+            try:
+                next(p for p in first if p.poll() is None).wait(timeout=POLL_S)
+            except (subprocess.TimeoutExpired, StopIteration):
+                pass
+
+
+POLL_S = 0.2  # how often the watcher looks at the processes and heartbeats
+
+
+def run_launches(launches: list[Launch], timeout: float, stall_seconds: Optional[float] = None) -> list[Outcome]:
     """Run several sides at once (each with all its nodes); output goes to their log files.
     Whatever happens (timeout, failure, Ctrl-C), every process tree is killed before returning."""
     started = time.monotonic()
@@ -128,14 +177,7 @@ def run_launches(launches: list[Launch], timeout: float) -> list[Outcome]:
                 procs.append(subprocess.Popen(command, env=launch.env, cwd=REPO, stdout=log,
                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                               start_new_session=True))
-        for launch, procs, _ in running:
-            outcome = outcomes[launch.side]
-            try:
-                codes = [proc.wait(timeout=max(0.1, timeout - (time.monotonic() - started))) for proc in procs]
-                outcome.returncode = next((c for c in codes if c != 0), 0)
-            except subprocess.TimeoutExpired:
-                outcome.timed_out = True
-            outcome.seconds = time.monotonic() - started
+        watch(running, outcomes, started, timeout, stall_seconds)
     except KeyboardInterrupt:
         interrupted = True
     finally:

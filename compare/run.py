@@ -49,6 +49,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output directory (default: runs/compare-<time>)")
     p.add_argument("--overwrite", action="store_true", help="reuse an output directory that holds results")
     p.add_argument("--timeout", type=float, default=None, help="seconds per run (default: from the config)")
+    p.add_argument("--stall-timeout", type=float, default=20.0,
+                   help="stop a side whose ranks all made no progress for this many seconds (0: off)")
     p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
     p.add_argument("--keep-going", action="store_true",
@@ -59,6 +61,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="Lightning's own launcher (re-runs the command per rank) or torchrun")
     p.add_argument("--reference", action="store_true",
                    help="also train one plain process on the global batches DDP sees, and measure both runs against it")
+    p.add_argument("--mistake", default=None, metavar="NAME",
+                   help="run the raw side with one classic DDP mistake and see the diagnosis (`--mistake list`)")
     p.add_argument("--matrix", default=None, metavar="FILE",
                    help="run every configuration of a YAML list (configs/matrix.yaml) and print one row each")
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
@@ -71,6 +75,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.timeout is not None and args.timeout <= 0:
         p.error(f"--timeout must be positive, got {args.timeout}")
     return args
+
+
+def mistake_catalogue() -> dict:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "raw"))
+    from mistakes import MISTAKES
+
+    return MISTAKES
+
+
+def print_mistakes() -> int:
+    for mistake in mistake_catalogue().values():
+        print(f"{mistake.name:34s} {mistake.summary} (expect: {mistake.expected})")
+    return EXIT_EQUIVALENT
 
 
 def to_flags(assignments: list[str], option: str) -> list[str]:
@@ -133,6 +150,9 @@ def failure_report(outcome: Outcome) -> dict:
     errors = outcome.errors
     root = next((e for e in errors if not PEER_FAILURE.search(e.get("message", "") + e.get("type", ""))),
                 errors[0] if errors else None)
+    if outcome.stall:
+        return {"side": outcome.side, "rank": None, "summary": outcome.describe(), "stall": outcome.stall,
+                "error_lines": []}
     if root is not None:
         lines = [f"{root['type']}: {root['message']}"] + root.get("traceback", "").strip().splitlines()[-6:]
         return {"side": outcome.side, "rank": root["rank"], "summary": outcome.describe(), "error_lines": lines}
@@ -173,7 +193,7 @@ def compare_existing(args) -> int:
 
 
 def side_flags(args) -> tuple[list[str], dict[str, list[str]]]:
-    both = to_flags(args.overrides, "--set")
+    both = to_flags(args.overrides, "--set") + (mistake_catalogue()[args.mistake].overrides if args.mistake else [])
     only = {"raw": to_flags(args.set_raw, "--set-raw"), "lightning": to_flags(args.set_lightning, "--set-lightning")}
     return both, only
 
@@ -191,12 +211,12 @@ def launch_and_compare(args) -> tuple[int, dict]:
     out = prepare_out(args)
     sides = ("raw", "lightning", "reference") if args.reference else ("raw", "lightning")
     launches = [build_launch(side, args.config, nproc, both + only.get(side, only["raw"]), out, cfg.threads,
-                             lightning_launcher=args.lightning_launcher, nnodes=nnodes)
+                             lightning_launcher=args.lightning_launcher, nnodes=nnodes, mistake=args.mistake)
                 for side in sides]
     for launch in launches:
         print(f"[{launch.side}] {' '.join(launch.command[:6])} ... (log: {launch.log_path}, "
               f"timeout {timeout:.0f} s)", flush=True)
-    outcomes = run_sides(launches, timeout, args.parallel, args.keep_going)
+    outcomes = run_sides(launches, timeout, args.parallel, args.keep_going, args.stall_timeout or None)
     logs = {o.side: str(out / f"{o.side}.log") for o in outcomes}
     failed = [o for o in outcomes if not o.ok]
     world = {"nproc": nproc, "nnodes": nnodes, "world_size": nproc * nnodes}
@@ -248,14 +268,14 @@ def format_reference(ref: dict) -> str:
     return "\n".join(lines)
 
 
-def run_sides(launches, timeout: float, parallel: bool, keep_going: bool) -> list[Outcome]:
+def run_sides(launches, timeout: float, parallel: bool, keep_going: bool, stall: float | None) -> list[Outcome]:
     """One side after the other (clean timings), or both at once (--parallel: faster, noisier timings)."""
     if parallel:
-        outcomes = run_launches(launches, timeout)
+        outcomes = run_launches(launches, timeout, stall)
     else:
         outcomes = []
         for launch in launches:
-            outcomes.append(run_launch(launch, timeout))
+            outcomes.append(run_launch(launch, timeout, stall))
             if not outcomes[-1].ok and not keep_going:
                 break
     for outcome in outcomes:
@@ -355,6 +375,11 @@ def run_matrix(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        if args.mistake == "list":
+            return print_mistakes()
+        if args.mistake and args.mistake not in mistake_catalogue():
+            raise UsageError(f"--mistake {args.mistake!r}: not in the catalogue ({', '.join(mistake_catalogue())}); "
+                             f"see --mistake list")
         if args.traces:
             return compare_existing(args)
         if args.matrix:

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import platform
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -31,7 +32,8 @@ TRACE_DIR = "trace"
 META_FILE = "meta.json"
 FINAL_PARAMS_FILE = "final.safetensors"
 VALIDATION_FILE = "validation.jsonl"
-INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a count
+INDEX_LIST_LIMIT = 4096
+HEARTBEAT_S = 1.0  # at most one progress write per second: cheap, and enough to see a stall  # longer index lists are stored as a digest plus a count
 
 
 class TraceFormatError(ValueError):
@@ -108,7 +110,7 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
 
 def sampler_facts(sampler) -> dict:
     """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard."""
-    facts = {"class": type(sampler).__name__}
+    facts = {"class": type(sampler).__name__, "num_samples": len(sampler)}
     for key in ("seed", "shuffle", "drop_last", "num_replicas", "rank"):
         if hasattr(sampler, key):
             facts[key] = getattr(sampler, key)
@@ -155,6 +157,8 @@ class TraceRecorder:
         self._pending: list[dict] = []
         self._last_time: Optional[float] = None
         self._last_flushed_loss = float("nan")
+        self._latest: Optional[tuple[int, int]] = None
+        self._stop_beating = threading.Event()
         self._file = None
         self.meta: dict = {}
 
@@ -182,6 +186,7 @@ class TraceRecorder:
             if path == self.trace_path or self.rank == 0:
                 _keep_steps_upto(path, keep_steps_upto or 0)
         self._file = open(self.trace_path, "a")
+        threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True).start()
         self.meta = {
             "format_version": FORMAT_VERSION, "side": self.side, "world_size": self.world_size,
             "backend": dist.get_backend() if self.world_size > 1 or dist.is_initialized() else None,
@@ -206,8 +211,29 @@ class TraceRecorder:
             entry["batch_digest"] = batch_fingerprint(batch)
         entry.update({k: _detach(v) for k, v in extra.items()})
         self._pending.append(entry)
+        self._latest = (int(step), int(epoch))
         if len(self._pending) >= self.flush_every:
             self.flush()
+
+    def _heartbeat(self) -> None:
+        """Progress for a watcher (the harness's stall detection): this rank's latest step, written
+        by a background thread at most once a second. It keeps beating while the training thread is
+        blocked in a collective (c10d waits release the GIL), so a hang shows where each rank stopped."""
+        written = None
+        while not self._stop_beating.wait(HEARTBEAT_S):
+            latest = self._latest
+            if latest is not None and latest != written:
+                tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
+                tmp.write_text(json.dumps({"step": latest[0], "epoch": latest[1], "time": time.time()}))
+                os.replace(tmp, self.progress_path)
+                written = latest
+
+    def _stop_heartbeat(self) -> None:
+        self._stop_beating.set()
+
+    @property
+    def progress_path(self) -> Path:
+        return self.run_dir / TRACE_DIR / f"rank{self.rank}.progress"
 
     def record_validation(self, epoch: int, step: int, metrics: dict) -> None:
         """Rank 0 appends one validation result (already synced across ranks)."""
@@ -234,10 +260,7 @@ class TraceRecorder:
         parameters and the completed meta.json. A collective when a process group exists."""
         from safetensors.torch import save_file
 
-        self.flush()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self.close()
         digest = params_sha256(model)
         digests = [digest]
         if self.world_size > 1:
@@ -256,6 +279,7 @@ class TraceRecorder:
 
     def close(self) -> None:
         """Flush what was recorded (on an error path), without the collectives of finish()."""
+        self._stop_heartbeat()
         self.flush()
         if self._file is not None:
             self._file.close()
@@ -344,6 +368,17 @@ def iter_records(run_dir: str | os.PathLike, rank: int) -> Iterator[dict]:
 
 def read_records(run_dir: str | os.PathLike, rank: int) -> list[dict]:
     return list(iter_records(run_dir, rank))
+
+
+def read_progress(run_dir: str | os.PathLike) -> dict[int, dict]:
+    """Each rank's last heartbeat ({rank: {"step", "epoch", "time"}}); ranks without one are absent."""
+    found = {}
+    for path in (Path(run_dir) / TRACE_DIR).glob("rank*.progress"):
+        try:
+            found[int(path.stem[4:])] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def read_validation(run_dir: str | os.PathLike) -> list[dict]:

@@ -1,0 +1,138 @@
+"""The tutorial's classic DDP mistakes, one at a time, applied to raw/train.py from the outside.
+
+    torchrun --nproc_per_node=2 raw/mistakes.py no-set-epoch --config configs/default.yaml ...
+    python compare/run.py --mistake no-set-epoch        # and see what the harness says
+    python compare/run.py --mistake list
+
+raw/train.py stays the clean reference: each mistake replaces one of its functions or classes
+before `train.main` runs, the way the mistake would look in a user's own loop.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.utils.data import DistributedSampler
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import train  # noqa: E402  (raw/train.py, the module every mistake bends)
+
+
+@dataclass
+class Mistake:
+    name: str
+    summary: str
+    apply: Callable[[], None]
+    overrides: list[str] = field(default_factory=list)  # config both sides need for the mistake to show
+    expected: str = ""                                  # the diagnosis category the harness should give
+
+
+class ForgetfulSampler(DistributedSampler):
+    """set_epoch is never called: every epoch shuffles with the same seed, repeating epoch 0's order."""
+
+    def set_epoch(self, epoch: int) -> None:
+        pass
+
+
+class OffByOneSeedSampler(DistributedSampler):
+    """The sampler seeded with something else than seed_everything (LightningCLI's `true` does this)."""
+
+    def __init__(self, *args, seed: int = 0, **kwargs):
+        super().__init__(*args, seed=seed + 1, **kwargs)
+
+
+class UnevenSampler(DistributedSampler):
+    """A hand-made split without DistributedSampler's padding: rank 0 gets one batch more than the others."""
+
+    def __iter__(self):
+        own = list(super().__iter__())
+        return iter(own + own[:32] if self.rank == 0 else own)
+
+    def __len__(self) -> int:
+        return super().__len__() + (32 if self.rank == 0 else 0)
+
+
+def no_set_epoch() -> None:
+    train.DistributedSampler = ForgetfulSampler
+
+
+def sampler_seed() -> None:
+    train.DistributedSampler = OffByOneSeedSampler
+
+
+def uneven_shards() -> None:
+    train.DistributedSampler = UnevenSampler
+
+
+def unseeded_init() -> None:
+    """Each rank builds its weights from its own fresh random seed (no seed_everything before the model)."""
+    build = train.build_net
+
+    def build_unseeded(config):
+        torch.manual_seed(torch.seed())
+        return build(config)
+
+    train.build_net = build_unseeded
+
+
+def thread_mismatch() -> None:
+    """One process runs with another thread count than the config says (e.g. OMP_NUM_THREADS left to a launcher)."""
+    setup = train.set_determinism
+
+    def set_determinism_with_more_threads(seed, threads, deterministic):
+        facts = setup(seed, threads, deterministic)
+        torch.set_num_threads(threads + 1)
+        return facts
+
+    train.set_determinism = set_determinism_with_more_threads
+
+
+def no_loss_scaling_for_accumulation() -> None:
+    """backward() on the micro-batch loss as it is, not divided by accumulate_grad_batches: the
+    logged loss looks right, the accumulated gradient is k times too large."""
+    batch_loss, parse = train.batch_loss, train.parse_raw_config
+    accumulate = {}
+
+    def parse_and_note_k(argv):
+        cfg = parse(argv)
+        accumulate["k"] = cfg.trainer.accumulate_grad_batches
+        return cfg
+
+    def unscaled(t, d, batch, loss_fn):
+        loss, k = batch_loss(t, d, batch, loss_fn), accumulate["k"]
+        return loss + (k - 1) * (loss - loss.detach())  # value unchanged, gradient times k
+
+    train.parse_raw_config, train.batch_loss = parse_and_note_k, unscaled
+
+MISTAKES = {m.name: m for m in [
+    Mistake("no-set-epoch", "sampler.set_epoch(epoch) forgotten: every epoch repeats epoch 0's order",
+            no_set_epoch, expected="set_epoch"),
+    Mistake("unseeded-init", "ranks build their weights without a common seed (DDP then broadcasts rank 0's)",
+            unseeded_init, expected="init"),
+    Mistake("thread-mismatch", "one thread count in the config, another in the process",
+            thread_mismatch, expected="config"),
+    Mistake("sampler-seed", "the DistributedSampler seeded differently from seed_everything",
+            sampler_seed, expected="sampler_seed"),
+    Mistake("no-loss-scaling-for-accumulation", "gradient accumulation without dividing the loss by k",
+            no_loss_scaling_for_accumulation, overrides=["--trainer.accumulate_grad_batches", "2"],
+            expected="gradients"),
+    Mistake("uneven-shards", "ranks with different numbers of batches: one waits in a collective forever",
+            uneven_shards, expected="stall"),
+]}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in MISTAKES:
+        print(f"raw/mistakes.py: error: first argument must be one of {', '.join(MISTAKES)}", file=sys.stderr)
+        return 2
+    mistake = MISTAKES[argv[0]]
+    mistake.apply()
+    return train.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
