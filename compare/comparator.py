@@ -21,7 +21,7 @@ import torch
 from ddp_parity.trace import FINAL_PARAMS_FILE, TraceFormatError, iter_records, read_meta, read_validation, trace_ranks
 
 # per-step quantities in causal order: what a step consumed, what it computed, what it applied
-STEP_QUANTITIES = ("samples", "loss", "grad_norm", "lr")
+STEP_QUANTITIES = ("samples", "loss", "grad_norm", "lr", "param_digest")
 
 
 @dataclass
@@ -213,7 +213,13 @@ def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> Opt
         a, b = rec_a.get(name), rec_b.get(name)
         if a is None or b is None:
             continue
-        ok = result.quantities[name].add(float(a), float(b), result.criterion, where)
+        if isinstance(a, list):  # param_digest: compared element by element, counted once
+            worst = max(range(len(a)), key=lambda i: abs(a[i] - b[i])) if len(a) == len(b) and a else 0
+            ok = len(a) == len(b) and result.quantities[name].add(float(a[worst]), float(b[worst]), result.criterion,
+                                                                   where) and all(
+                result.criterion.passes(float(x), float(y)) for x, y in zip(a, b))
+        else:
+            ok = result.quantities[name].add(float(a), float(b), result.criterion, where)
         if not ok and first is None:
             first = {**where, "quantity": name, "a": a, "b": b}
     return first

@@ -79,6 +79,9 @@ def diagnose(run_a, run_b, report: Optional[dict], stall: Optional[dict] = None)
     init = _init_digests(meta_a), _init_digests(meta_b)
     init_finding = _init_finding(*init)
 
+    if init_finding is not None and init_finding["rank0_differs"] and seed_diff is None:
+        return _init(init_finding, init, seed_diff, sides, base, report)  # no need to read the traces
+
     walk = Walk(run_a, run_b, rtol, atol).run()
 
     # an unpinned global seed (LightningCLI's `seed_everything: true` picks one at random) shows up
@@ -91,7 +94,7 @@ def diagnose(run_a, run_b, report: Optional[dict], stall: Optional[dict] = None)
     if init_finding is not None and (init_finding["rank0_differs"] or walk.found is None):
         return _init(init_finding, init, seed_diff, sides, base, report)
     if init_finding is not None:
-        base["init_note"] = ("init_params_sha256 differs between ranks of one side, but rank 0's weights match "
+        base["init_note"] = ("init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match "
                              "across the sides and DDP broadcasts them at construction: harmless by itself")
         base["init_params_sha256"] = {name_a: init[0], name_b: init[1]}
 
@@ -136,7 +139,8 @@ def config_differences(meta_a: dict, meta_b: dict) -> tuple[dict, Optional[tuple
     values, and the seed_everything pair (kept apart) or None."""
     diffs: dict[str, tuple] = {}
     for key in META_KEYS:
-        if key in meta_a and key in meta_b and not _same(meta_a[key], meta_b[key]):
+        if key in meta_a and key in meta_b and not _same(*(_device_type(m[key]) if key == "device" else m[key]
+                                                          for m in (meta_a, meta_b))):
             diffs[key] = (meta_a[key], meta_b[key])
     va, vb = meta_a.get("versions") or {}, meta_b.get("versions") or {}
     for key in VERSION_KEYS:
@@ -159,6 +163,11 @@ def config_differences(meta_a: dict, meta_b: dict) -> tuple[dict, Optional[tuple
             if key in fa and key in fb and not _same(fa[key], fb[key]):
                 diffs[f"ranks[{r}].{key}"] = (fa[key], fb[key])
     return diffs, seed
+
+
+def _device_type(device):
+    """"cuda:0" and "cuda" alike: the index a rank runs on does not change what it computes."""
+    return device.split(":", 1)[0] if isinstance(device, str) else device
 
 
 def _flatten(config: dict, prefix: str = "") -> dict:
@@ -203,13 +212,13 @@ def _config(diffs: dict, sides: dict, base: dict) -> dict:
     parts = [f"The runs are not configured alike ({na} vs {nb}): {'; '.join(lines)}."]
     if threads:
         parts.append("The number of intra-op threads decides how a CPU kernel splits its reductions, so "
-                     "different thread counts sum in a different order and round differently: the first "
-                     "matmul already differs in its last bits and the runs drift apart from step 1.")
+                     "different thread counts sum in a different order and round differently: typically the "
+                     "first loss already differs in its last bits and the runs drift apart from there.")
     if SEED_KEY in diffs:
         parts.append("The global seed differs too: it decides the initial weights and the DistributedSampler's "
                      "shuffle (LightningCLI's `seed_everything: true` picks a random seed).")
-    parts.append("Everything downstream (weights, samples, losses) is then expected to differ, so nothing "
-                 "after the configuration is worth comparing until both sides resolve the same settings.")
+    parts.append("Configuration comes first in the causal order: whatever differs downstream (weights, "
+                 "samples, losses) may be its consequence, so fix it before reading anything after it.")
     others = [k for k in diffs if k not in threads and k != SEED_KEY]
     fixes = []
     if threads:
@@ -298,11 +307,6 @@ class Walk:
         self.counts: dict[str, dict[int, int]] = {"a": {}, "b": {}}
         self.ranks: dict[str, list[int]] = {}
         self.repeats: Optional[dict] = None  # for a samples divergence: does each side repeat its first epoch
-        # per side and rank: sample keys of the first epoch and of the current epoch (for set_epoch)
-        self._first_epoch: dict = {"a": {}, "b": {}}
-        self._epoch_keys: dict = {"a": {}, "b": {}}
-        self._cur_epoch: dict = {"a": {}, "b": {}}
-        self._cur_keys: dict = {"a": {}, "b": {}}
 
     def run(self) -> "Walk":
         for side, run in self.runs.items():
@@ -331,11 +335,11 @@ class Walk:
                 self.found = self._structure(recs, ranks, missing, step_numbers)
                 break
             step = present[0]["step"]
-            self._remember_samples(recs)
             self.found = self._compare_step(step, recs, ranks)
             if self.found is not None:
                 if self.found["quantity"] == "samples":
-                    self._check_repeats(streams, recs, ranks, self.found)
+                    self.repeats = {side: {r: self._repeats_first_epoch(side, r, recs[side][r].get("epoch"))
+                                           for r in ranks} for side in self.runs}
                 break
             self.steps_compared += 1
             self.last_step = step
@@ -395,6 +399,8 @@ class Walk:
         return None
 
     def _equal(self, a, b) -> bool:
+        if a == b:  # the common case first
+            return True
         if isinstance(a, list) or isinstance(b, list):
             if not (isinstance(a, list) and isinstance(b, list)) or len(a) != len(b):
                 return False
@@ -411,42 +417,27 @@ class Walk:
 
     # -- set_epoch: does a side consume its first epoch's order again? ----------------------
 
-    def _remember_samples(self, recs: dict) -> None:
-        for side in recs:
-            for r, rec in recs[side].items():
-                epoch = rec.get("epoch")
-                key = _key_digest(_sample_key(rec))
-                if r not in self._first_epoch[side]:
-                    self._first_epoch[side][r] = epoch
-                    self._epoch_keys[side][r] = []
-                if self._cur_epoch[side].get(r, object()) != epoch:
-                    self._cur_epoch[side][r] = epoch
-                    self._cur_keys[side][r] = []
-                self._cur_keys[side][r].append(key)
-                if epoch == self._first_epoch[side][r]:
-                    self._epoch_keys[side][r].append(key)
-
-    def _check_repeats(self, streams: dict, recs: dict, ranks: list[int], found: dict) -> None:
-        """Read the rest of the divergent epoch on every rank of both sides (and no further), and
-        tell per side and rank whether its indices in that epoch, in order, equal its first epoch's."""
-        repeats: dict = {"a": {}, "b": {}}
-        for side in self.runs:
-            for r in ranks:
-                epoch = recs[side][r].get("epoch")
-                first = self._first_epoch[side].get(r)
-                if epoch is None or first is None or epoch == first:
-                    repeats[side][r] = False
-                    continue
-                keys = list(self._cur_keys[side][r])
-                ended_early = True
-                for rec in streams[side][r]:
-                    if rec.get("epoch") != epoch:
-                        ended_early = False
-                        break
-                    keys.append(_key_digest(_sample_key(rec)))
-                reference = self._epoch_keys[side][r]
-                repeats[side][r] = bool(keys) and (keys == reference or (ended_early and keys == reference[:len(keys)]))
-        self.repeats = repeats
+    def _repeats_first_epoch(self, side: str, rank: int, epoch) -> bool:
+        """Whether this rank consumed, in `epoch`, exactly the samples of its first epoch in the same
+        order (so both the multiset and the order). A second streaming pass over this one trace, up
+        to the end of `epoch`, keeping digests of two epochs only; done once, at a samples divergence."""
+        first_epoch, first, this = None, [], []
+        for rec in self._records(side, rank):
+            e = rec.get("epoch")
+            if first_epoch is None:
+                first_epoch = e
+            if e is None or epoch is None or epoch == first_epoch:
+                return False
+            if e == first_epoch:
+                first.append(_key_digest(_sample_key(rec)))
+            elif e == epoch:
+                this.append(_key_digest(_sample_key(rec)))
+            elif this:
+                break  # past the divergent epoch
+        if not this or not first:
+            return False
+        # a trace that ends inside the epoch (a killed run) is judged on what it holds
+        return this == first or (len(this) < len(first) and this == first[:len(this)])
 
 
 def _sample_key(record: dict):
@@ -499,11 +490,11 @@ def _samples(walk: Walk, meta_a, meta_b, sides: dict, base: dict) -> dict:
             other = nb if ra else na
             evidence["repeating_side"] = stuck
             explanation = (
-                f"Both sides consumed the same samples until epoch {epoch}; from step {step} (the start of "
-                f"epoch {epoch} on rank {rank}) {stuck} consumes exactly the indices, in exactly the order, "
-                f"that it consumed in its first epoch, while {other} draws a new permutation. A "
+                f"In epoch {epoch} {stuck} replays its first epoch: from step {step} rank {rank} consumes "
+                f"exactly the indices, in exactly the order, that it consumed in its first epoch, while {other} "
+                f"draws a new permutation (the sides matched for {walk.steps_compared} step(s) before). A "
                 "DistributedSampler shuffles with seed + epoch, and its epoch only changes when "
-                "set_epoch(epoch) is called; without that call every epoch replays epoch 0's order. "
+                "set_epoch(epoch) is called; without that call every epoch replays the first epoch's order. "
                 "Lightning calls set_epoch on the sampler it injects; a hand-written loop must do it itself.")
             advice = (f"On {stuck}: call sampler.set_epoch(epoch) at the start of every epoch, before "
                       "iterating the DataLoader (also after resuming from a checkpoint).")
@@ -561,8 +552,7 @@ def _sampler_seed(walk: Walk, seeds: tuple, seed_diff, init_finding, sides: dict
                      f"{seeds[1][r0]}), so they shuffle the dataset into different permutations")
     else:
         parts.append("The global seed differs, and with it the sampler's shuffle")
-    parts[-1] += (f" and the first step already consumes other samples (step {f['step']}, rank {f['rank']})."
-                  if f else ".")
+    parts[-1] += (f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else ".")
     if seed_diff is not None:
         parts.append(f"seed_everything resolves to {_fmt(seed_diff[0])} on {na} and {_fmt(seed_diff[1])} on {nb}.")
     parts.append("Lightning seeds the DistributedSampler it injects from the global seed (PL_GLOBAL_SEED), and "
@@ -689,6 +679,13 @@ def _step_count(walk: Walk, meta_a, meta_b, sides: dict, base: dict) -> dict:
     advice = ("Shard with DistributedSampler on both sides (same drop_last for sampler and DataLoader, same "
               "batch size) so every rank gets the same number of batches, and stop on the same max_epochs / "
               "max_steps; with accumulation, treat the epoch's leftover micro-batches the same way.")
+    empty = [sides[s] for s in ("a", "b") if not any(walk.counts[s].values())]
+    if empty:
+        explanation = (f"{' and '.join(empty)} recorded no step at all (steps per rank: {desc}): that run failed "
+                       "or was stopped before its first optimizer step finished (or never wrote its trace), so "
+                       "there is nothing to compare yet.")
+        advice = (f"Look at {' and '.join(empty)}'s log for the error (a rank that failed at start-up, a wrong "
+                  "run directory, a timeout), fix it and run the comparison again.")
     return _result("step_count", f["step"], f["rank"], evidence, explanation, advice)
 
 
@@ -791,6 +788,21 @@ def _stall(stall: dict, run_a, run_b, meta_a, meta_b, sides: dict, base: dict, c
             "an odd dataset size without DistributedSampler's padding), so at the end of an epoch it enters an "
             "all-reduce its peers, already done with the epoch, never reach; a rank that died or skipped a "
             "step (an early `continue`, a NaN guard on one rank) hangs the others the same way.")
+    elif len(set(per_rank_batches(meta).values())) > 1:
+        batches = per_rank_batches(meta)
+        most = max(batches.values())
+        long_ranks = sorted(r for r, n in batches.items() if n == most)
+        counts = ", ".join(f"rank {r}: {n}" for r, n in sorted(batches.items()))
+        evidence["batches_per_epoch"] = batches
+        explanation = (
+            f"{side or 'A run'} hung{took} with every rank at step {top}: the ranks have different numbers of "
+            f"batches per epoch ({counts}). Rank {long_ranks[0]} trains one more batch and waits in the gradient "
+            f"all-reduce of step {top + 1}, which its peers, already past the end of the epoch and waiting in "
+            "the next collective, never join: uneven shards, the classic DDP hang.")
+        return _result("stall", top + 1, long_ranks[0], evidence, explanation,
+                       "Give every rank the same number of batches: shard with DistributedSampler (it pads to "
+                       "ceil(N / world_size)) or drop the tail on every rank; for truly uneven inputs use DDP's "
+                       "Join context.")
     else:
         explanation = (
             f"{side or 'A run'} hung{took} with every rank at step {top}: all of them wait in a collective "
@@ -805,6 +817,19 @@ def _stall(stall: dict, run_a, run_b, meta_a, meta_b, sides: dict, base: dict, c
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+def per_rank_batches(meta: Optional[dict]) -> dict[int, int]:
+    """Batches per epoch of each rank, from the sampler facts in meta.json and the batch size."""
+    meta = meta or {}
+    data = (meta.get("config") or {}).get("data") or {}
+    batch, drop_last = data.get("batch_size"), bool(data.get("drop_last"))
+    found = {}
+    for facts in meta.get("ranks") or []:
+        samples = ((facts or {}).get("sampler") or {}).get("num_samples")
+        if isinstance(batch, int) and batch > 0 and isinstance(samples, int):
+            found[int(facts.get("rank", len(found)))] = samples // batch if drop_last else -(-samples // batch)
+    return found
+
 
 def _meta(run) -> tuple[Optional[dict], Optional[str]]:
     try:

@@ -41,7 +41,7 @@ def describe_divergence(first: Optional[dict]) -> str:
 def table_rows(report: dict) -> list[list[str]]:
     rows = []
     for name, stats in report["per_step"].items():
-        label = "samples/step" if name == "samples" else f"{name}/step"
+        label = "samples/step" if name == "samples" else "params/step" if name == "param_digest" else f"{name}/step"
         rows.append([label, stats])
     rows.append(["validation", report["validation"]])
     rows.append(["final params", report["params"]])

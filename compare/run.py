@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable from a checkout as a script
 
 from compare.comparator import Criterion, compare_runs, compare_to_reference  # noqa: E402
+from compare.diagnosis import diagnose, format_diagnosis  # noqa: E402
 from compare.launch import Outcome, build_launch, run_launch, run_launches  # noqa: E402
 from compare.report import format_summary, plot_loss_curves, timing_summary, write_report  # noqa: E402
 from ddp_parity.config import ConfigError, RunConfig, parse_raw_config  # noqa: E402
@@ -177,9 +178,11 @@ def build_report(comparison, out: Path | None, logs: dict) -> dict:
 
 
 def finish(report: dict, comparison, out: Path) -> int:
+    report["diagnosis"] = diagnose(report["runs"]["a"], report["runs"]["b"], report)
     write_report(out, report)
     plot_loss_curves(out, comparison.curves)
     print(format_summary(report))
+    print(format_diagnosis(report["diagnosis"]))
     print(f"report: {out / 'report.json'}  plot: {out / 'loss_curves.png'}")
     return EXIT_EQUIVALENT if report["verdict"] == "equivalent" else EXIT_DIFFERENT
 
@@ -225,8 +228,14 @@ def launch_and_compare(args) -> tuple[int, dict]:
                   "first_divergence": None, "failure": failure_report(failed[0]), "logs": logs, **world,
                   "seconds": sum(o.seconds for o in outcomes),
                   "runs": {"a": str(out / "raw"), "b": str(out / "lightning")}}
+        stall = {**failed[0].stall, "side": failed[0].side} if failed[0].stall else None
+        report["diagnosis"] = diagnose(out / "raw", out / "lightning", report, stall=stall)
+        if stall:
+            report["first_divergence"] = {"quantity": "stall", "step": report["diagnosis"]["step"],
+                                          "rank": report["diagnosis"]["rank"], "side": failed[0].side}
         write_report(out, report)
         print(format_summary(report))
+        print(format_diagnosis(report["diagnosis"]))
         return EXIT_FAILED, report
     comparison = compare_runs(out / "raw", out / "lightning", Criterion(args.rtol, args.atol))
     report = {**build_report(comparison, out, logs), **world, "seconds": sum(o.seconds for o in outcomes)}

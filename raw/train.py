@@ -206,8 +206,10 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return run_dir / "checkpoints"
 
 
-def save_checkpoint(cfg: RunConfig, d: Dist, t: Training, progress: Progress, run_dir: Path) -> None:
+def save_checkpoint(cfg: RunConfig, d: Dist, t: Training, progress: Progress, run_dir: Path,
+                    recorder: TraceRecorder) -> None:
     """Everything that decides what comes next, every rank's RNG included; rank 0 writes."""
+    recorder.flush()  # the trace up to this step is on disk before the checkpoint that resumes after it
     states = [rng_state()]
     if d.ddp:
         states = [None] * d.world_size
@@ -290,8 +292,12 @@ class StepInputs:
 def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Progress,
                     recorder: TraceRecorder, run_dir: Path, rng_to_restore: dict | None) -> None:
     loss_fn, k = build_loss(), cfg.trainer.accumulate_grad_batches
-    batches = iter(loader)  # creating the iterator draws a seed from torch's RNG, as in Lightning
-    if rng_to_restore is not None:
+    # creating the iterator draws a seed from torch's RNG, as in Lightning. A checkpoint taken at an
+    # epoch's end holds the state before that draw; one taken mid-epoch, the state after it.
+    if rng_to_restore is not None and progress.batches_done == 0:
+        set_rng_state(rng_to_restore)
+    batches = iter(loader)
+    if rng_to_restore is not None and progress.batches_done > 0:
         set_rng_state(rng_to_restore)
     for _ in range(progress.batches_done):  # mid-epoch resume: skip what was already trained
         next(batches)
@@ -318,7 +324,7 @@ def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Prog
             if progress.batches_done == len(loader):
                 step_scheduler(cfg, t, "epoch")  # before validation, as Lightning does
             elif step_checkpoint_due(cfg, progress):  # the epoch's last step is saved at epoch end
-                save_checkpoint(cfg, d, t, progress, run_dir)
+                save_checkpoint(cfg, d, t, progress, run_dir, recorder)
     bar.close()
 
 
@@ -398,7 +404,7 @@ def train(cfg: RunConfig, d: Dist, t: Training, loaders: tuple, run_dir: Path, s
                       f"({result['val_count']} samples)")
         print0(d, f"epoch {epoch} step {progress.global_step} loss {recorder.last_loss():.4f}")
         if epoch_checkpoint_due(cfg, progress):
-            save_checkpoint(cfg, d, t, progress, run_dir)
+            save_checkpoint(cfg, d, t, progress, run_dir, recorder)
         progress = Progress(epoch + 1, 0, progress.global_step)
 
 

@@ -22,6 +22,10 @@ from safetensors.torch import load_file
 
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
+# the test modules import these helpers with `from conftest import ...`
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 PYTHON = sys.executable
@@ -59,35 +63,59 @@ def _kill_group(pgid: int) -> None:
         pass  # nothing of the group is left
 
 
-def run_cmd(cmd: Sequence[str], env: Optional[dict] = None,
-            timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
-    """Run `cmd` from the repository root in a new session; always reap its whole process group."""
+def run_cmd(cmd: Sequence[str], env: Optional[dict] = None, timeout: float = RUN_TIMEOUT_S,
+            log: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """Run `cmd` from the repository root in a new session; always reap its whole process group.
+
+    `log`: a file to append the command and its full output to (failures quote only part of it).
+    """
     cmd = [str(c) for c in cmd]
     proc = subprocess.Popen(cmd, cwd=REPO, env=child_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+    timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        timed_out = True
         _kill_group(proc.pid)
         stdout, stderr = proc.communicate()
-        pytest.fail(f"timed out after {timeout:.0f}s (process group killed): {' '.join(cmd)}\n"
-                    f"--- stdout (tail) ---\n{stdout[-3000:]}\n--- stderr (tail) ---\n{stderr[-3000:]}",
-                    pytrace=False)
     finally:
         # a worker that outlived its launcher (or the launcher itself on an exception) dies here
         _kill_group(proc.pid)
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    result = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    result.log = log
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as f:
+            f.write(f"$ {' '.join(cmd)}\n# exit code {proc.returncode}{' (timed out)' if timed_out else ''}\n"
+                    f"--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n")
+    if timed_out:
+        pytest.fail(f"timed out after {timeout:.0f}s (process group killed)\n{describe(result)}", pytrace=False)
+    return result
+
+
+def _clip(text: str, head: int, tail: int) -> str:
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters left out ...]\n{text[-tail:]}"
 
 
 def describe(result: subprocess.CompletedProcess) -> str:
+    log = getattr(result, "log", None)
     return (f"command: {' '.join(result.args)}\nexit code: {result.returncode}\n"
-            f"--- stdout (tail) ---\n{result.stdout[-4000:]}\n--- stderr (tail) ---\n{result.stderr[-6000:]}")
+            + (f"full output: {log}\n" if log else "")
+            + f"--- stdout ---\n{_clip(result.stdout, 2000, 3000)}\n--- stderr ---\n{_clip(result.stderr, 6000, 6000)}")
 
 
 def check_ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert result.returncode == 0, describe(result)
     return result
+
+
+def _log_path(tmp_path: Path, run_dir: Path) -> Path:
+    """Beside the run directory, never inside it (some tests check that it was not created)."""
+    return Path(tmp_path) / f"{Path(run_dir).name}.log"
 
 
 def _torchrun_prefix(nproc: int) -> list[str]:
@@ -103,13 +131,13 @@ def run_raw(tmp_path: Path, nproc: Optional[int], *overrides: str, run_dir: Opti
     The run directory is `run_dir` (default: tmp_path / "raw"); `config=None` leaves `--config`
     out. Overrides come last, so they win over the config file.
     """
+    run_dir = Path(run_dir if run_dir is not None else Path(tmp_path) / "raw")
     prefix = [PYTHON] if nproc is None else _torchrun_prefix(nproc)
     args = ["raw/train.py"]
     if config is not None:
         args += ["--config", str(config)]
-    args += ["--run_dir", str(run_dir if run_dir is not None else tmp_path / "raw")]
-    args += ["--trainer.enable_progress_bar", "false", *overrides]
-    return run_cmd(prefix + args, env=env, timeout=timeout)
+    args += ["--run_dir", str(run_dir), "--trainer.enable_progress_bar", "false", *overrides]
+    return run_cmd(prefix + args, env=env, timeout=timeout, log=_log_path(tmp_path, run_dir))
 
 
 def run_lightning(tmp_path: Path, *overrides: str, run_dir: Optional[Path] = None,
@@ -118,18 +146,18 @@ def run_lightning(tmp_path: Path, *overrides: str, run_dir: Optional[Path] = Non
                   timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
     """`python -m lightning_impl fit` under Lightning's own launcher (the config's devices), or under
     `torchrun --nproc_per_node=nproc -m lightning_impl fit`."""
+    run_dir = Path(run_dir if run_dir is not None else Path(tmp_path) / "lightning")
     args = ["-m", "lightning_impl", subcommand]
     if config is not None:
         args += ["--config", str(config)]
-    args += ["--run_dir", str(run_dir if run_dir is not None else tmp_path / "lightning")]
-    args += ["--trainer.enable_progress_bar", "false", *overrides]
+    args += ["--run_dir", str(run_dir), "--trainer.enable_progress_bar", "false", *overrides]
     env = dict(env or {})
+    log = _log_path(tmp_path, run_dir)
     if launcher == "lightning":
-        port = free_port()
-        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-        return run_cmd([PYTHON, *args], env=env, timeout=timeout)
+        env.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())})
+        return run_cmd([PYTHON, *args], env=env, timeout=timeout, log=log)
     if launcher == "torchrun":
-        return run_cmd(_torchrun_prefix(nproc) + args, env=env, timeout=timeout)
+        return run_cmd(_torchrun_prefix(nproc) + args, env=env, timeout=timeout, log=log)
     raise ValueError(f"launcher must be 'lightning' or 'torchrun', got {launcher!r}")
 
 

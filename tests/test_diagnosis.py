@@ -1,0 +1,295 @@
+"""The diagnosis on small hand-made run directories: no training, no processes.
+
+Each test builds a pair of runs (meta.json, trace/rank*.jsonl, a tiny final.safetensors) shaped like
+the real raw/Lightning pair, breaks one thing, and checks the category, the step and the rank.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from compare.comparator import Criterion, compare_runs
+from compare.diagnosis import CATEGORIES, diagnose, format_diagnosis
+
+WORLD, EPOCHS, STEPS_PER_EPOCH, DATASET = 2, 2, 4, 64
+BATCH = DATASET // WORLD // STEPS_PER_EPOCH
+INIT = "9bc3c4d7" * 8
+
+BASE_CONFIG = {
+    "checkpoint": {"every_n_epochs": 1, "every_n_train_steps": None, "keep_last": 2},
+    "ckpt_path": None,
+    "data": {"batch_size": BATCH, "data_seed": 0, "drop_last": False, "num_samples": DATASET},
+    "model": {"lr": 0.001, "optimizer": "adam", "hidden_dim": 8},
+    "run_dir": "/somewhere/raw",
+    "seed_everything": 42,
+    "threads": 1,
+    "trainer": {"accelerator": "cpu", "accumulate_grad_batches": 1, "devices": 2, "max_epochs": EPOCHS,
+                "precision": "32-true", "enable_progress_bar": False, "logger": False},
+}
+# what LightningCLI adds to its resolved config: keys the raw side does not have, or spells differently
+LIGHTNING_EXTRAS = {
+    "config": ["/work/main/configs/default.yaml"], "optimizer": None, "lr_scheduler": None,
+    "run_dir": "/somewhere/lightning", "weights_only": None,
+    "trainer": {"devices": "2", "callbacks": None, "default_root_dir": "/somewhere/lightning",
+                "enable_checkpointing": None, "max_steps": -1, "use_distributed_sampler": True,
+                "enable_progress_bar": True, "logger": True},
+}
+PARAMS = {"net.0.weight": torch.arange(6, dtype=torch.float32).reshape(2, 3), "net.0.bias": torch.ones(2)}
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def make_meta(side: str, seed: int = 42, init=INIT, threads=1, config: dict | None = None) -> dict:
+    cfg = _merge(BASE_CONFIG, LIGHTNING_EXTRAS) if side == "lightning" else copy.deepcopy(BASE_CONFIG)
+    cfg = _merge(cfg, config or {})
+    inits = init if isinstance(init, list) else [init] * WORLD
+    threads = threads if isinstance(threads, list) else [threads] * WORLD
+    return {
+        "format_version": 1, "side": side, "world_size": WORLD, "backend": "gloo", "device": "cpu",
+        "versions": {"python": "3.11.7", "torch": "2.13.0+cpu", "lightning": "2.6.6"},
+        "config": cfg, "finished": True,
+        "ranks": [{"rank": r, "host": "vm", "pid": 100 + r, "threads": threads[r], "omp_num_threads": str(threads[r]),
+                   "init_params_sha256": inits[r],
+                   "sampler": {"class": "DistributedSampler", "drop_last": False, "num_replicas": WORLD, "rank": r,
+                               "seed": seed, "shuffle": True}}
+                  for r in range(WORLD)],
+    }
+
+
+def make_records(seed: int = 42, set_epoch: bool = True, epochs: int = EPOCHS) -> dict[int, list[dict]]:
+    """Per rank, one record per step: a DistributedSampler-like shard of a seed+epoch permutation."""
+    out: dict[int, list[dict]] = {r: [] for r in range(WORLD)}
+    step = 0
+    for epoch in range(epochs):
+        order = list(range(DATASET))
+        random.Random(seed + (epoch if set_epoch else 0)).shuffle(order)
+        shards = {r: order[r::WORLD] for r in range(WORLD)}
+        for i in range(STEPS_PER_EPOCH):
+            step += 1
+            for r in range(WORLD):
+                out[r].append({"step": step, "epoch": epoch, "loss": 2.5 - 0.01 * step - 0.001 * r, "lr": 0.001,
+                               "grad_norm": 0.5 + 0.001 * step, "time_s": 0.01,
+                               "indices": shards[r][i * BATCH:(i + 1) * BATCH],
+                               "param_digest": [-4.5 + 0.01 * step, 0.62 + 0.001 * step]})
+    return out
+
+
+def write_run(path: Path, meta: dict, records: dict[int, list[dict]], params=PARAMS) -> Path:
+    (path / "trace").mkdir(parents=True)
+    (path / "meta.json").write_text(json.dumps(meta))
+    for rank, recs in records.items():
+        (path / "trace" / f"rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    save_file({k: v.clone() for k, v in params.items()}, str(path / "final.safetensors"))
+    return path
+
+
+def pair(tmp_path: Path, meta_b: dict | None = None, records_b=None, meta_a: dict | None = None, records_a=None):
+    a = write_run(tmp_path / "raw", meta_a or make_meta("raw"), records_a or make_records())
+    b = write_run(tmp_path / "lightning", meta_b or make_meta("lightning"), records_b or make_records())
+    return a, b
+
+
+def run_diagnosis(a, b, stall=None, criterion=Criterion()):
+    report = compare_runs(a, b, criterion).to_dict()
+    d = diagnose(a, b, report, stall)
+    assert d["category"] in CATEGORIES
+    assert set(d) == {"category", "step", "rank", "evidence", "explanation", "advice"}
+    json.dumps(d)  # the evidence goes into report.json as it is
+    assert d["explanation"] and d["advice"]
+    return report, d
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_identical_pair_is_equivalent_despite_lightning_cli_extras(tmp_path):
+    # the Lightning side's config has extra keys, `devices: "2"`, its own run_dir and progress bar
+    report, d = run_diagnosis(*pair(tmp_path))
+    assert report["verdict"] == "equivalent"
+    assert (d["category"], d["step"], d["rank"]) == ("equivalent", None, None)
+    assert d["evidence"]["steps_compared"] == EPOCHS * STEPS_PER_EPOCH
+    assert format_diagnosis(d).startswith("diagnosis: equivalent: ")
+
+
+def test_thread_count_on_one_rank_is_a_config_difference(tmp_path):
+    a, b = pair(tmp_path, meta_b=make_meta("lightning", threads=[1, 2]))
+    _, d = run_diagnosis(a, b)  # the traces are identical: threads are caught from meta.json alone
+    assert (d["category"], d["step"], d["rank"]) == ("config", None, 1)
+    assert "ranks[1].threads: 1 vs 2" in d["evidence"]["differences"]
+    assert "OMP_NUM_THREADS" in d["advice"] and "set_num_threads" in d["advice"]
+
+
+def test_config_comes_before_samples_in_causal_order(tmp_path):
+    records_b = make_records()
+    records_b[1][2]["indices"] = list(reversed(records_b[1][2]["indices"]))  # samples differ at step 3
+    a, b = pair(tmp_path, meta_b=make_meta("lightning", config={"model": {"lr": 0.002}}), records_b=records_b)
+    report, d = run_diagnosis(a, b)
+    assert report["first_divergence"]["quantity"] == "samples"
+    assert (d["category"], d["step"], d["rank"]) == ("config", None, None)
+    assert d["evidence"]["differences"] == ["config.model.lr: 0.001 vs 0.002"]
+
+
+def test_different_initial_weights(tmp_path):
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec["loss"] += 0.25  # the first loss already differs
+    a, b = pair(tmp_path, meta_b=make_meta("lightning", init=["ff" * 32, "ee" * 32]), records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("init", None, 0)
+    assert d["evidence"]["init_params_sha256"]["lightning"] == {"0": "ff" * 32, "1": "ee" * 32} or \
+        d["evidence"]["init_params_sha256"]["lightning"] == {0: "ff" * 32, 1: "ee" * 32}
+    assert "broadcast" in d["explanation"]
+
+
+def test_ranks_of_one_side_built_different_weights(tmp_path):
+    # rank 1 of the Lightning side built other weights; rank 0 matches: DDP's broadcast makes that harmless
+    a, b = pair(tmp_path, meta_b=make_meta("lightning", init=[INIT, "ee" * 32]))
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("init", None, 1)
+    assert "broadcasts rank 0's parameters" in d["explanation"]
+    # ... and when the runs then diverge later for another reason, that reason is named
+    records_b = make_records()
+    records_b[0][1]["grad_norm"] *= 2
+    records_b[1][1]["grad_norm"] *= 2
+    a, b = pair(tmp_path / "later", meta_b=make_meta("lightning", init=[INIT, "ee" * 32]), records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("gradients", 2, 0)
+    assert "init_note" in d["evidence"]
+
+
+def test_missing_set_epoch_repeats_the_first_epoch(tmp_path):
+    a, b = pair(tmp_path, records_a=make_records(set_epoch=False))  # raw forgot sampler.set_epoch
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("set_epoch", STEPS_PER_EPOCH + 1, 0)
+    assert d["evidence"]["repeating_side"] == "raw"
+    assert "set_epoch(epoch)" in d["advice"]
+    assert format_diagnosis(d).startswith(f"diagnosis: set_epoch at step {STEPS_PER_EPOCH + 1} rank 0: ")
+
+
+def test_sampler_seed_differs(tmp_path):
+    a, b = pair(tmp_path, meta_a=make_meta("raw", seed=43), records_a=make_records(seed=43))
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("sampler_seed", 1, 0)
+    assert "seed_everything: true" in d["explanation"]
+    assert "seed_everything" in d["advice"]
+
+
+def test_unpinned_global_seed_is_named_as_the_sampler_seed(tmp_path):
+    # LightningCLI's `seed_everything: true` resolved to a random seed: config, weights and sampler all differ
+    meta_b = make_meta("lightning", seed=1234, init="ab" * 32, config={"seed_everything": 1234})
+    a, b = pair(tmp_path, meta_b=meta_b, records_b=make_records(seed=1234))
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("sampler_seed", 1, 0)
+    assert d["evidence"]["seed_everything"] == {"raw": 42, "lightning": 1234}
+    assert "initial weights" in d["explanation"]
+
+
+def test_other_data_order(tmp_path):
+    records_b = make_records()
+    records_b[1][2]["indices"] = records_b[1][2]["indices"][1:] + records_b[1][2]["indices"][:1]
+    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("data_order", 3, 1)
+
+
+def test_loss_differs_with_the_same_samples(tmp_path):
+    records_b = make_records()
+    records_b[1][1]["loss"] = float(torch.nextafter(torch.tensor(records_b[1][1]["loss"], dtype=torch.float64),
+                                                    torch.tensor(9.0, dtype=torch.float64)))
+    a, b = pair(tmp_path, records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"], d["rank"]) == ("numerics", 2, 1)
+    assert "threads" in d["advice"]
+    # the report's tolerance applies: one ulp passes rtol=1e-6
+    _, d = run_diagnosis(a, b, criterion=Criterion(rtol=1e-6))
+    assert d["category"] == "equivalent"
+
+
+def test_grad_norm_differs_with_the_same_loss(tmp_path):
+    records_b = make_records()
+    for r in range(WORLD):
+        records_b[r][1]["grad_norm"] /= 2  # the loss was not divided by accumulate_grad_batches on one side
+    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("gradients", 2, 0)
+    assert "factor of about 2" in d["explanation"]
+    assert "accumulate_grad_batches" in d["advice"]
+
+
+def test_learning_rate_differs(tmp_path):
+    records_b = make_records()
+    for r in range(WORLD):
+        for rec in records_b[r][2:]:
+            rec["lr"] = 0.0005  # stepped per step instead of per epoch
+    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("optimizer", 3, 0)
+    assert d["evidence"]["lr"] == {"raw": 0.001, "lightning": 0.0005}
+
+
+def test_parameters_after_the_step_differ(tmp_path):
+    # not compared by the comparator step by step; the diagnosis reads param_digest
+    records_b = make_records()
+    records_b[1][3]["param_digest"][1] += 1e-9
+    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("optimizer", 4, 1)
+    assert "param_digest" in d["evidence"]
+
+
+def test_uneven_step_counts(tmp_path):
+    records_b = make_records()
+    records_b[1] = records_b[1][:-1]  # rank 1 of the Lightning side ran one batch less
+    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    last = EPOCHS * STEPS_PER_EPOCH
+    assert (d["category"], d["step"], d["rank"]) == ("step_count", last, 1)
+    assert d["evidence"]["steps"]["lightning"] in ({0: last, 1: last - 1}, {"0": last, "1": last - 1})
+    assert "rank 1 7" in d["explanation"]
+
+
+def test_stall_names_the_waiting_rank(tmp_path):
+    a, b = pair(tmp_path)
+    _, d = run_diagnosis(a, b, stall={"side": "raw", "ranks": {0: 31, 1: 32}, "seconds": 20.5})
+    assert (d["category"], d["step"], d["rank"]) == ("stall", 33, 1)
+    assert "rank 1 finished step 32" in d["explanation"] and "uneven" in d["explanation"]
+    assert "diagnosis: stall at step 33 rank 1" in format_diagnosis(d)
+
+
+def test_the_walk_stops_at_the_first_divergence(tmp_path):
+    records_b = make_records()
+    records_b[0][0]["loss"] += 1.0  # step 1
+    a, b = pair(tmp_path, records_b=records_b)
+    report = compare_runs(a, b).to_dict()
+    with open(b / "trace" / "rank0.jsonl", "a") as f:
+        f.write('{"step": 99, "loss": 1.0, "ind')  # a cut-off line far after it: never read
+    d = diagnose(a, b, report)
+    assert (d["category"], d["step"], d["rank"]) == ("numerics", 1, 0)
+
+
+def test_a_run_that_left_no_trace(tmp_path):
+    # the Lightning side failed before it wrote anything; the harness has no comparison report
+    a = write_run(tmp_path / "raw", make_meta("raw"), make_records())
+    d = diagnose(a, tmp_path / "lightning", None)
+    assert (d["category"], d["step"], d["rank"]) == ("step_count", 1, 0)
+    assert "lightning" in d["evidence"]["unreadable_meta"]
+    assert d["evidence"]["steps"]["lightning"] in ({}, {0: 0, 1: 0})
+
+
+def test_ranks_of_both_sides_ran_uneven_numbers_of_steps(tmp_path):
+    records = make_records()
+    records[1] = records[1][:-1]  # rank 1 ran one batch less, on both sides alike
+    a, b = pair(tmp_path, records_a=copy.deepcopy(records), records_b=copy.deepcopy(records))
+    _, d = run_diagnosis(a, b)
+    last = EPOCHS * STEPS_PER_EPOCH
+    assert (d["category"], d["step"], d["rank"]) == ("step_count", last, 0)  # rank 0 has the extra step
+    assert "the ranks themselves disagree" in d["explanation"]
