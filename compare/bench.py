@@ -163,7 +163,10 @@ def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
         total = time.monotonic() - started
         if proc.returncode != 0:
             raise RuntimeError(f"compare/run.py exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-        inside = sum(float(s) for s in re.findall(r"^\[(?:raw|lightning)\] done in ([\d.]+) s", proc.stdout, re.M))
+        try:  # report.json's `seconds`: the two launches as the harness timed them
+            inside = float(json.loads((out / "report.json").read_text())["seconds"])
+        except (OSError, KeyError, ValueError):
+            inside = sum(float(s) for s in re.findall(r"^\[(?:raw|lightning)\] done in ([\d.]+) s", proc.stdout, re.M))
         totals.append(total)
         launches.append(inside)
         own.append(total - inside)
@@ -217,11 +220,17 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
     optimizer = build_optimizer(net.parameters(), cfg.model)
     loss_fn = build_loss()
 
+    try:  # what raw/train.py records per step beside the loss: the gradient norm and, where the
+        from ddp_parity.trace import param_digest  # trace format has it, a parameter digest
+    except ImportError:
+        param_digest = None
+
     def loop(recorder) -> dict:
-        """Per step: wall seconds, CPU seconds of this process, and CPU seconds inside record()
-        (CPU time, not wall: other processes on a shared machine inflate wall time, not CPU time;
-        the loop runs on one thread: 1 intra-op thread, DataLoader without workers)."""
-        step, epoch, in_record = 0, 0, 0.0
+        """Per step: wall seconds, CPU seconds of this process, CPU seconds computing what the trace
+        records (grad norm, parameter digest) and CPU seconds inside record(). CPU time, not wall:
+        other processes on a shared machine inflate wall time, not CPU time; the loop runs on one
+        thread (1 intra-op thread, DataLoader without workers)."""
+        step, epoch, in_inputs, in_record = 0, 0, 0.0, 0.0
         wall, cpu = time.perf_counter(), time.process_time()
         while step < steps:
             sampler.set_epoch(epoch)
@@ -230,14 +239,20 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if recorder is not None:
+                    t0 = time.thread_time()
                     grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
+                    in_inputs += time.thread_time() - t0
                 lr = optimizer.param_groups[0]["lr"]
                 optimizer.step()
                 step += 1
                 if recorder is not None:
                     t0 = time.thread_time()
-                    recorder.record(step, loss, batch.index, epoch=epoch, lr=lr, grad_norm=grad_norm)
-                    in_record += time.thread_time() - t0
+                    extra = {"param_digest": param_digest(net)} if param_digest is not None else {}
+                    t1 = time.thread_time()
+                    recorder.record(step, loss, batch.index, epoch=epoch, lr=lr, grad_norm=grad_norm, **extra)
+                    t2 = time.thread_time()
+                    in_inputs += t1 - t0
+                    in_record += t2 - t1
                 if step == steps:
                     break
             epoch += 1
@@ -246,7 +261,7 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
             recorder.flush()
             in_record += time.thread_time() - t0
         return {"wall": (time.perf_counter() - wall) / steps, "cpu": (time.process_time() - cpu) / steps,
-                "record": in_record / steps}
+                "inputs": in_inputs / steps, "record": in_record / steps}
 
     loop(None)  # warm-up
     off, on = [], []
@@ -261,20 +276,23 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
               f"record() {on[-1]['record'] * 1e6:.1f} us CPU/step", flush=True)
     pick = lambda runs, key: median([r[key] for r in runs])  # noqa: E731
     return {"off": pick(off, "cpu"), "on": pick(on, "cpu"), "off_wall": pick(off, "wall"), "on_wall": pick(on, "wall"),
-            "record": pick(on, "record"), "steps": steps, "repeats": repeats}
+            "inputs": pick(on, "inputs"), "record": pick(on, "record"), "steps": steps, "repeats": repeats,
+            "digest": param_digest is not None}
 
 
 def print_record(r: dict) -> None:
     off = r["off"]
+    inputs = "grad norm + param digest" if r["digest"] else "grad norm"
     rows = [
         ["step, recording off", fmt_ms(off), fmt_ms(r["off_wall"]), "-"],
-        ["step, recording on (grad norm + record)", fmt_ms(r["on"]), fmt_ms(r["on_wall"]), f"{(r['on'] - off) / off:+.2%}"],
+        [f"step, recording on ({inputs} + record)", fmt_ms(r["on"]), fmt_ms(r["on_wall"]), f"{(r['on'] - off) / off:+.2%}"],
         ["  difference per step", fmt_us(r["on"] - off), fmt_us(r["on_wall"] - r["off_wall"]), f"{(r['on'] - off) / off:+.2%}"],
+        [f"  computing what is recorded ({inputs})", f"{r['inputs'] * 1e6:.1f} us", "-", f"{r['inputs'] / off:.2%}"],
         ["  inside TraceRecorder.record (flushes included)", f"{r['record'] * 1e6:.1f} us", "-", f"{r['record'] / off:.2%}"],
     ]
     print(table(rows, ["what (default network, 1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"]))
     print(f"  ({r['steps']} steps per loop, median of {r['repeats']} interleaved repeats of the mean step; "
-          f"'on' adds get_total_norm, which the raw loop computes for the trace only)")
+          f"the raw loop computes the {inputs} for the trace only)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,7 +512,7 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true",
                    help="skip the slow parts: no larger network, 1 repeat, 100k-step traces, 256 MB checkpoints")
     p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
-    p.add_argument("--repeats", type=int, default=None, help="run pairs per network (default 3, --quick 1)")
+    p.add_argument("--repeats", type=int, default=None, help="run pairs per network (default 5, --quick 1)")
     p.add_argument("--trace-steps", type=int, default=None, help="synthetic trace length (default 1,000,000)")
     p.add_argument("--trace-indices", type=int, default=4, help="indices per synthetic step record (default 4)")
     p.add_argument("--ckpt-mb", type=int, default=None, help="synthetic checkpoint size per side (default 2100 MB)")
@@ -509,7 +527,7 @@ def parse_args(argv):
         p.error(f"--only: unknown sections {sorted(unknown)}; choose from {','.join(SECTIONS)}")
     if "harness" in args.only and "launch" not in args.only:
         p.error("--only harness needs launch too (the launches by hand are section 1's default-network runs)")
-    args.repeats = args.repeats or (1 if args.quick else 3)
+    args.repeats = args.repeats or (1 if args.quick else 5)
     args.trace_steps = args.trace_steps or (100_000 if args.quick else 1_000_000)
     args.ckpt_mb = args.ckpt_mb or (256 if args.quick else 2100)
     return args

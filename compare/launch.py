@@ -59,10 +59,12 @@ class Launch:
 def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: Path, threads: int,
                  lightning_launcher: str = "lightning", max_restarts: int = 0, nnodes: int = 1,
                  extra_env: Optional[dict] = None, run_dir: Optional[Path] = None,
-                 mistake: Optional[str] = None) -> Launch:
+                 mistake: Optional[str] = None, name: Optional[str] = None) -> Launch:
     """The command lines of one side. Several nodes always go through torchrun (Lightning then
-    runs with num_nodes under it); the rendezvous stays on 127.0.0.1."""
-    run_dir, port = run_dir or out / side, free_port()
+    runs with num_nodes under it); the rendezvous stays on 127.0.0.1. `name` labels the run (its
+    folder and log) when one side runs twice, e.g. "raw-fault"."""
+    name = name or side
+    run_dir, port = run_dir or out / name, free_port()
     common = ["--config", str(config), "--run_dir", str(run_dir), "--threads", str(threads),
               "--trainer.devices", str(nproc), "--trainer.num_nodes", str(nnodes),
               "--trainer.enable_progress_bar", "false", *overrides]
@@ -71,9 +73,9 @@ def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: 
     elif side == "raw":
         target = [str(REPO / "raw" / "train.py"), *common]
     elif side == "reference":  # one plain process emulating nproc x nnodes ranks
-        return Launch(side, [[sys.executable, str(REPO / "raw" / "train.py"), "--reference", *common]],
+        return Launch(name, [[sys.executable, str(REPO / "raw" / "train.py"), "--reference", *common]],
                       {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", **(extra_env or {})},
-                      run_dir, out / f"{side}.log")
+                      run_dir, out / f"{name}.log")
     else:
         target = ["-m", "lightning_impl", "fit", *common]
     if side == "raw" or lightning_launcher == "torchrun" or nnodes > 1:
@@ -83,7 +85,7 @@ def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: 
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), **(extra_env or {})}
     env.pop("DDP_PARITY_RUN_DIR", None)
-    return Launch(side, commands, env, run_dir, out / f"{side}.log")
+    return Launch(name, commands, env, run_dir, out / f"{name}.log")
 
 
 @dataclass

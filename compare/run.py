@@ -64,6 +64,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="also train one plain process on the global batches DDP sees, and measure both runs against it")
     p.add_argument("--mistake", default=None, metavar="NAME",
                    help="run the raw side with one classic DDP mistake and see the diagnosis (`--mistake list`)")
+    p.add_argument("--fault", default=None, metavar="RANK:STEP",
+                   help="also run both sides with RANK killed after STEP (once) under torchrun --max-restarts=1, "
+                        "and compare each with its uninterrupted run")
     p.add_argument("--matrix", default=None, metavar="FILE",
                    help="run every configuration of a YAML list (configs/matrix.yaml) and print one row each")
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
@@ -216,6 +219,8 @@ def launch_and_compare(args) -> tuple[int, dict]:
     launches = [build_launch(side, args.config, nproc, both + only.get(side, only["raw"]), out, cfg.threads,
                              lightning_launcher=args.lightning_launcher, nnodes=nnodes, mistake=args.mistake)
                 for side in sides]
+    if args.fault:
+        launches += fault_launches(args, cfg, nproc, nnodes, both, only, out)
     for launch in launches:
         print(f"[{launch.side}] {' '.join(launch.command[:6])} ... (log: {launch.log_path}, "
               f"timeout {timeout:.0f} s)", flush=True)
@@ -241,12 +246,56 @@ def launch_and_compare(args) -> tuple[int, dict]:
     report = {**build_report(comparison, out, logs), **world, "seconds": sum(o.seconds for o in outcomes)}
     if args.reference:
         report["reference"] = reference_report(out, args)
+    if args.fault:
+        report["fault"] = fault_report(out, args)
     code = finish(report, comparison, out)
+    if args.fault:
+        print(format_fault(report["fault"]))
+        if any(r["verdict"] != "equivalent" for r in report["fault"]["pairs"].values()):
+            code = max(code, EXIT_DIFFERENT)
     if args.reference:
         print(format_reference(report["reference"]))
         if any(r["verdict"] != "equivalent" for r in report["reference"]["against"].values()):
             code = max(code, EXIT_DIFFERENT)
     return (EXIT_FAILED if failed else code), report
+
+
+def fault_launches(args, cfg, nproc, nnodes, both, only, out) -> list:
+    """Both sides again under torchrun --max-restarts=1, with one rank killed once at one step."""
+    from ddp_parity.faults import FAULT_ENV, MARKER_ENV
+
+    return [build_launch(side, args.config, nproc, both + only[side], out, cfg.threads, lightning_launcher="torchrun",
+                         nnodes=nnodes, max_restarts=1, name=f"{side}-fault",
+                         extra_env={FAULT_ENV: args.fault, MARKER_ENV: str(out / f"{side}-fault.marker")})
+            for side in ("raw", "lightning")]
+
+
+def fault_report(out: Path, args) -> dict:
+    """Each crashed-and-restarted run against its uninterrupted twin, and the two against each other."""
+    from ddp_parity.trace import read_meta
+
+    criterion = Criterion(args.rtol, args.atol)
+    pairs = {}
+    for name, a, b in (("raw vs raw-fault", "raw", "raw-fault"), ("lightning vs lightning-fault", "lightning",
+                                                                   "lightning-fault"),
+                       ("raw-fault vs lightning-fault", "raw-fault", "lightning-fault")):
+        result = compare_runs(out / a, out / b, criterion).to_dict()
+        pairs[name] = {"verdict": result["verdict"], "first_divergence": result["first_divergence"],
+                       "losses": result["losses"], "params": {k: v for k, v in result["params"].items() if k != "tensors"}}
+    resumed = {side: read_meta(out / f"{side}-fault").get("resumed_from") for side in ("raw", "lightning")}
+    fired = {side: (out / f"{side}-fault.marker").exists() for side in ("raw", "lightning")}
+    return {"fault": args.fault, "fired": fired, "resumed_from": resumed, "pairs": pairs}
+
+
+def format_fault(fault: dict) -> str:
+    lines = [f"fault {fault['fault']} (rank:step), each side restarted by torchrun --max-restarts=1:"]
+    for side in ("raw", "lightning"):
+        lines.append(f"  {side}: crashed: {'yes' if fault['fired'][side] else 'NO'}; resumed from "
+                     f"{fault['resumed_from'][side] or 'the start (no checkpoint yet)'}")
+    for name, pair in fault["pairs"].items():
+        lines.append(f"  {name:30s} {pair['verdict']}; losses equal {pair['losses']['equal']}/"
+                     f"{pair['losses']['compared']}, params max abs {pair['params']['max_abs']:.3g}")
+    return "\n".join(lines)
 
 
 # the tolerance of --reference unless --rtol/--atol say otherwise: float32 carries about 1.2e-7
@@ -389,6 +438,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.mistake and args.mistake not in mistake_catalogue():
             raise UsageError(f"--mistake {args.mistake!r}: not in the catalogue ({', '.join(mistake_catalogue())}); "
                              f"see --mistake list")
+        if args.fault:
+            from ddp_parity.faults import parse_fault
+            try:
+                parse_fault(args.fault)
+            except ValueError as err:
+                raise UsageError(f"--fault: {err}") from None
         if args.traces:
             return compare_existing(args)
         if args.matrix:

@@ -58,6 +58,11 @@ class TraceCallback(L.Callback):
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.recorder.finish(pl_module)
 
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        # every rank: the trace up to this step is on disk before a checkpoint that resumes after it
+        if self.recorder is not None:
+            self.recorder.flush()
+
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         if self.recorder is not None:
             self.recorder.close()

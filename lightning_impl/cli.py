@@ -5,13 +5,17 @@ from __future__ import annotations
 import os
 import sys
 
-from lightning.pytorch.callbacks import ModelCheckpoint
+from pathlib import Path
+
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
 from ddp_parity.callback import TraceCallback
 from ddp_parity.config import CheckpointConfig, ConfigError, DataConfig, ModelConfig, add_shared_arguments, \
     check_consistent
 from ddp_parity.determinism import pin_threads
+from ddp_parity.distributed import init_process_group_from_env
+from ddp_parity.faults import FAULT_ENV, maybe_inject_fault
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir
 from lightning_impl.module import ParityDataModule, ParityModule
 
@@ -37,10 +41,16 @@ class ParityCLI(LightningCLI):
         os.environ[RUN_DIR_ENV] = str(run_dir)  # Lightning's launcher re-runs us with this environment
         if self.subcommand == "fit" and os.environ.get("LOCAL_RANK", "0") == "0" and not config.get("ckpt_path"):
             try:
-                check_fresh_run_dir(run_dir, resuming=os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0")
+                check_fresh_run_dir(run_dir, resuming=restarted())
             except RunDirError as err:
                 self.parser.error(str(err))
         config.trainer.default_root_dir = str(run_dir)
+        if restarted() and "RANK" in os.environ:
+            # join the group before Lightning does (it then keeps it): see init_process_group_from_env
+            init_process_group_from_env("gloo" if config.trainer.accelerator == "cpu" else "nccl")
+        last = Path(run_dir) / "checkpoints" / "last.ckpt"
+        if self.subcommand == "fit" and restarted() and not config.get("ckpt_path") and last.exists():
+            config.ckpt_path = str(last)  # a torchrun restart resumes by itself, as the raw loop does
 
     def instantiate_trainer(self, **kwargs):
         config = self.config_init[self.subcommand] if self.subcommand else self.config_init
@@ -51,7 +61,20 @@ class ParityCLI(LightningCLI):
         callbacks = list(config.trainer.get("callbacks") or [])
         callbacks += [TraceCallback(run_dir, side="lightning", config=resolved.as_dict()),
                       build_checkpoint_callback(ckpt, run_dir)]
+        if os.environ.get(FAULT_ENV):
+            callbacks.append(FaultInjection())
         return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+
+
+def restarted() -> bool:
+    return os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
+
+
+class FaultInjection(Callback):
+    """Tests and demos only (DDP_PARITY_FAULT=RANK:STEP[:KIND]): crash one rank after one step, once."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        maybe_inject_fault(trainer.global_step, "step")
 
 
 def build_checkpoint_callback(ckpt: CheckpointConfig, run_dir: str) -> ModelCheckpoint:
@@ -59,7 +82,9 @@ def build_checkpoint_callback(ckpt: CheckpointConfig, run_dir: str) -> ModelChec
     return ModelCheckpoint(dirpath=os.path.join(run_dir, "checkpoints"), filename="step-{step:08d}",
                            auto_insert_metric_name=False, monitor="step", mode="max",
                            save_top_k=ckpt.keep_last, save_last=True,
-                           every_n_train_steps=ckpt.every_n_train_steps, every_n_epochs=ckpt.every_n_epochs)
+                           every_n_train_steps=ckpt.every_n_train_steps,
+                           # Lightning takes one trigger: with a step interval, steps (last.ckpt follows each save)
+                           every_n_epochs=None if ckpt.every_n_train_steps else ckpt.every_n_epochs)
 
 
 def cli_main(args=None) -> ParityCLI:

@@ -33,6 +33,7 @@ from tqdm import tqdm
 from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.determinism import set_determinism
+from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
@@ -75,7 +76,7 @@ def setup_distributed(accelerator: str) -> Dist:
     rank, local_rank, world_size = (int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
     device = pick_device(accelerator, local_rank)  # bind the device before the process group (NCCL needs it)
     backend = dist.get_default_backend_for_device(device)  # nccl on CUDA, gloo on CPU
-    dist.init_process_group(backend=backend, init_method="env://")
+    init_process_group_from_env(backend)
     return Dist(True, rank, local_rank, world_size, device)
 
 
