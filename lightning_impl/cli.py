@@ -32,7 +32,7 @@ class ParityCLI(LightningCLI):
         try:
             check_consistent(ModelConfig(**config.model), DataConfig(**config.data))
         except ConfigError as err:
-            self.parser.error(str(err))
+            fail(str(err))
         # seed_everything already ran (LightningCLI seeds before instantiating, as the raw loop
         # seeds before building Net). Pin threads and export OMP_NUM_THREADS so that Lightning's
         # launcher does not set cpu_count // processes.
@@ -43,7 +43,8 @@ class ParityCLI(LightningCLI):
             try:
                 check_fresh_run_dir(run_dir, resuming=restarted())
             except RunDirError as err:
-                self.parser.error(str(err))
+                fail(str(err))
+        check_port_free(config)
         config.trainer.default_root_dir = str(run_dir)
         if restarted() and "RANK" in os.environ:
             # join the group before Lightning does (it then keeps it): see init_process_group_from_env
@@ -64,6 +65,30 @@ class ParityCLI(LightningCLI):
         if os.environ.get(FAULT_ENV):
             callbacks.append(FaultInjection())
         return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+
+
+def fail(message: str) -> None:
+    """One line naming the problem, exit code 2 (LightningCLI's parser.error would add the usage)."""
+    print(f"python -m lightning_impl: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def check_port_free(config) -> None:
+    """Lightning's own launcher makes this process the rendezvous server on MASTER_PORT; a port in use
+    would fail deep inside it. Say so first (torchrun checks its own port)."""
+    import socket
+
+    devices = config.trainer.devices if isinstance(config.trainer.devices, int) else 1
+    if "LOCAL_RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ or devices * config.trainer.num_nodes < 2:
+        return
+    addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "0") or 0)
+    if not port:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((addr, port))
+        except OSError:
+            fail(f"MASTER_PORT {port} on {addr} is already in use: choose a free port (compare/run.py picks one)")
 
 
 def restarted() -> bool:

@@ -30,7 +30,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 from tqdm import tqdm
 
-from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
+from ddp_parity.config import ConfigError, RunConfig, check_world_size, one_line, parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.determinism import set_determinism
 from ddp_parity.distributed import init_process_group_from_env
@@ -253,7 +253,7 @@ def load_checkpoint(path: Path, d: Dist, t: Training) -> tuple[Progress, dict]:
         t.model.load_state_dict(payload["model"])
         t.optimizer.load_state_dict(payload["optimizer"])
     except Exception as err:  # corrupt, truncated, pickled objects, another model's shape
-        raise ConfigError(f"checkpoint {path} cannot be loaded: {str(err).splitlines()[0][:300]}") from None
+        raise ConfigError(f"checkpoint {path} cannot be loaded: {one_line(str(err))[:400]}") from None
     if t.scheduler and payload["scheduler"]:
         t.scheduler.load_state_dict(payload["scheduler"])
     if t.scaler and payload["scaler"]:

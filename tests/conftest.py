@@ -20,6 +20,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from compare.launch import kill_tree
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
 # the test modules import these helpers with `from conftest import ...`
@@ -78,6 +79,7 @@ def run_cmd(cmd: Sequence[str], env: Optional[dict] = None, timeout: float = RUN
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
+        kill_tree(proc.pid)  # before reaping it: torchrun starts its workers in sessions of their own
         _kill_group(proc.pid)
         stdout, stderr = proc.communicate()
     finally:
