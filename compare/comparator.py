@@ -8,12 +8,14 @@ The default criterion is bitwise equality; with tolerances a value passes when
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 from array import array
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -67,29 +69,33 @@ class Stats:
     def add_tensor(self, a: torch.Tensor, b: torch.Tensor, criterion: Criterion, name: str,
                    chunk: int = 1 << 22) -> None:
         """Compare two tensors in chunks, so extra memory stays a few chunks, not a tensor copy."""
+        self.add_chunks(zip(a.reshape(-1).split(chunk), b.reshape(-1).split(chunk)), criterion, name)
+
+    def add_chunks(self, chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], criterion: Criterion,
+                   name: str) -> None:
+        """Compare one pair of tensors given as consecutive flat chunks of equal lengths."""
         self.compared += 1
-        flat_a, flat_b = a.reshape(-1), b.reshape(-1)
-        ok, max_abs, max_rel, first_bad = True, 0.0, 0.0, None
-        for start in range(0, flat_a.numel(), chunk):
-            ca, cb = flat_a[start:start + chunk], flat_b[start:start + chunk]
-            if criterion.exact and torch.equal(ca, cb):
-                continue  # the common case, and the cheapest
-            da, db = ca.double(), cb.double()
-            diff = (da - db).abs()
-            bad = ~(diff <= criterion.atol + criterion.rtol * db.abs()) if not criterion.exact else ca != cb
-            diff = torch.where(torch.isnan(da) & torch.isnan(db), torch.zeros_like(diff), diff)
-            rel = torch.where(diff == 0, torch.zeros_like(diff), diff / db.abs())
-            max_abs = max(max_abs, diff.max().item())
-            max_rel = max(max_rel, rel.max().item())
-            if bool(bad.any()):
-                ok = False
-                if first_bad is None:
-                    first_bad = start + int(bad.nonzero()[0])
+        ok, max_abs, max_rel, first, start = True, 0.0, 0.0, None, 0
+        for ca, cb in chunks:
+            if not (criterion.exact and torch.equal(ca, cb)):  # equal: the common case, and the cheapest
+                da, db = ca.double(), cb.double()
+                diff = (da - db).abs()
+                bad = ~(diff <= criterion.atol + criterion.rtol * db.abs()) if not criterion.exact else ca != cb
+                diff = torch.where(torch.isnan(da) & torch.isnan(db), torch.zeros_like(diff), diff)
+                rel = torch.where(diff == 0, torch.zeros_like(diff), diff / db.abs())
+                max_abs = max(max_abs, diff.max().item())
+                max_rel = max(max_rel, rel.max().item())
+                if bool(bad.any()):
+                    ok = False
+                    if first is None:
+                        at = int(bad.nonzero()[0])
+                        first = {"tensor": name, "element": start + at, "a": ca[at].item(), "b": cb[at].item()}
+                del da, db, diff, bad, rel
+            start += ca.numel()
         self.equal += ok
         self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
         if not ok and self.first is None:
-            self.first = {"tensor": name, "element": first_bad, "a": flat_a[first_bad].item(),
-                          "b": flat_b[first_bad].item()}
+            self.first = first
 
     def merge(self, other: "Stats") -> None:
         self.compared += other.compared
@@ -166,35 +172,85 @@ def compare_steps(run_a, run_b, result: Comparison) -> None:
     result.steps = {"ranks_a": ranks_a, "ranks_b": ranks_b, "steps_a": {}, "steps_b": {}}
     if ranks_a != ranks_b:
         result.problems.append(f"the runs have different ranks: {ranks_a} vs {ranks_b}")
-    sums: dict[str, dict[int, list]] = {"a": {}, "b": {}}
+    sums = {"a": LossSums(), "b": LossSums()}
     times: dict[str, array] = {"a": array("d"), "b": array("d")}
+    fast = result.criterion.exact  # under the exact criterion equal records need one dict comparison
     earliest: Optional[dict] = None
     for rank in sorted(set(ranks_a) & set(ranks_b)):
         count_a = count_b = 0
+        equal_counts = dict.fromkeys(STEP_QUANTITIES, 0)
         for rec_a, rec_b in zip_longest(iter_records(run_a, rank), iter_records(run_b, rank)):
+            for side, rec, position in (("a", rec_a, count_a), ("b", rec_b, count_b)):
+                if rec is not None:
+                    sums[side].add(position, rec["step"], rec["loss"])
+                    time_s = rec.pop("time_s", None)  # wall time: summarised, never compared
+                    if rank == 0 and time_s is not None:
+                        times[side].append(time_s)
             count_a += rec_a is not None
             count_b += rec_b is not None
-            for side, rec in (("a", rec_a), ("b", rec_b)):
-                if rec is not None:
-                    sums[side].setdefault(rec["step"], [0.0, 0])
-                    sums[side][rec["step"]][0] += rec["loss"]
-                    sums[side][rec["step"]][1] += 1
-                    if rank == 0 and rec.get("time_s") is not None:
-                        times[side].append(rec["time_s"])
             if rec_a is None or rec_b is None:
                 continue
             if rec_a["step"] != rec_b["step"]:
                 result.problems.append(f"rank {rank}: step numbers part ways: {rec_a['step']} vs {rec_b['step']}")
                 break
+            if fast and rec_a == rec_b:  # every field equal (a NaN never is: it takes the full path)
+                equal_counts["samples"] += 1
+                for name in STEP_QUANTITIES[1:]:
+                    equal_counts[name] += rec_a.get(name) is not None
+                continue
             divergence = compare_step(rec_a, rec_b, rank, result)
             if divergence and (earliest is None or divergence["step"] < earliest["step"]):
                 earliest = divergence
+        for name, n in equal_counts.items():
+            result.quantities[name].compared += n
+            result.quantities[name].equal += n
         result.steps["steps_a"][rank], result.steps["steps_b"][rank] = count_a, count_b
         if count_a != count_b:
             result.problems.append(f"rank {rank}: {count_a} steps in {run_a} but {count_b} in {run_b}")
     result.first_divergence = earliest
-    result.curves = {side: {step: total / n for step, (total, n) in sorted(per.items())} for side, per in sums.items()}
+    result.curves = {side: per.means() for side, per in sums.items()}
     result.timing = {"a": step_time_summary(times["a"]), "b": step_time_summary(times["b"])}
+
+
+class LossSums:
+    """Per step, the loss summed over ranks (for the plot), in flat arrays: 24 bytes a step where a
+    dict of lists takes several hundred. Ranks record the same steps in the same order, so record i
+    of every rank adds into slot i; a record out of line goes to a dict."""
+
+    def __init__(self):
+        self.steps, self.totals, self.counts = array("q"), array("d"), array("q")
+        self.other: dict[int, list] = {}
+
+    def add(self, position: int, step: int, loss: float) -> None:
+        if position < len(self.steps) and self.steps[position] == step:
+            self.totals[position] += loss
+            self.counts[position] += 1
+        elif position == len(self.steps) and not self.other:
+            self.steps.append(step)
+            self.totals.append(0.0 + loss)
+            self.counts.append(1)
+        else:
+            entry = self.other.setdefault(step, [0.0, 0])
+            entry[0] += loss
+            entry[1] += 1
+
+    def means(self, max_points: int = 20_000) -> dict[int, float]:
+        """step -> mean loss over ranks, in step order; beyond `max_points` steps every k-th step
+        and the last (a plot shows no more, and a dict of a million steps takes a hundred MB)."""
+        steps, totals, counts = self.steps, self.totals, self.counts
+        if self.other or any(a >= b for a, b in zip(steps, steps[1:])):  # out of line: merge by step
+            per: dict[int, list] = {}
+            for step, total, n in [*zip(steps, totals, counts), *((k, v[0], v[1]) for k, v in self.other.items())]:
+                entry = per.setdefault(step, [0.0, 0])
+                entry[0], entry[1] = entry[0] + total, entry[1] + n
+            steps = array("q", sorted(per))
+            totals = array("d", (per[s][0] for s in steps))
+            counts = array("q", (per[s][1] for s in steps))
+        stride = max(1, math.ceil(len(steps) / max_points))
+        kept = list(range(0, len(steps), stride))
+        if steps and kept[-1] != len(steps) - 1:
+            kept.append(len(steps) - 1)
+        return {steps[i]: totals[i] / counts[i] for i in kept}
 
 
 def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> Optional[dict]:
@@ -239,10 +295,12 @@ def short(value, limit: int = 12):
 
 
 def step_time_summary(times: array, warmup: int = 5) -> dict:
-    kept = sorted(times[warmup:] if len(times) > warmup else times)
-    if not kept:
+    kept = np.frombuffer(times, dtype=np.float64) if len(times) else np.empty(0)
+    kept = kept[warmup:] if len(kept) > warmup else kept
+    if not len(kept):
         return {"median_s": None, "steps": 0}
-    return {"median_s": kept[len(kept) // 2], "steps": len(kept)}
+    middle = len(kept) // 2  # the same element as sorted(kept)[middle], without a list of floats
+    return {"median_s": float(np.partition(kept, middle)[middle]), "steps": len(kept)}
 
 
 def compare_validation(run_a, run_b, result: Comparison) -> None:
@@ -288,32 +346,81 @@ def match_keys(keys_a: list[str], keys_b: list[str], key_map: Optional[Callable[
         "__only_b__": sorted(norm_b[k] for k in norm_b if k not in norm_a)}
 
 
-def compare_params(run_a, run_b, result: Comparison, key_map=None) -> None:
-    from safetensors import safe_open
+SAFETENSORS_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                      "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+                      "U8": torch.uint8, "BOOL": torch.bool}
 
+
+class SafetensorsReader:
+    """A safetensors file read a chunk at a time with plain reads into one reused buffer, so a
+    comparison holds a few chunks whatever the tensor or file size. (safe_open maps the file and
+    every page read stays resident while it is mapped: peak RSS reached both files' size; and
+    get_tensor copies each tensor whole.) The format: an 8-byte little-endian header length, a
+    JSON header (dtype, shape, data_offsets per tensor), then the data."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.file = open(path, "rb")
+        try:
+            (length,) = struct.unpack("<Q", self.file.read(8))
+            self.header = json.loads(self.file.read(length))
+        except (struct.error, ValueError) as err:
+            self.file.close()
+            raise TraceFormatError(f"{path}: not a safetensors file ({err})") from None
+        self.header.pop("__metadata__", None)
+        self.data_start = 8 + length
+
+    def keys(self) -> list[str]:
+        return list(self.header)
+
+    def dtype_and_shape(self, key: str) -> tuple[object, tuple]:
+        info = self.header[key]
+        return SAFETENSORS_DTYPES.get(info["dtype"], info["dtype"]), tuple(info["shape"])
+
+    def chunks(self, key: str, chunk: int) -> Iterator[torch.Tensor]:
+        dtype, shape = self.dtype_and_shape(key)
+        begin, end = self.header[key]["data_offsets"]
+        buffer = torch.empty(min(chunk, max(math.prod(shape), 1)), dtype=dtype)
+        itemsize = buffer.element_size()
+        self.file.seek(self.data_start + begin)
+        for offset in range(0, end - begin, chunk * itemsize):
+            n = min(chunk * itemsize, end - begin - offset) // itemsize
+            view = buffer[:n]
+            if self.file.readinto(view.view(torch.uint8).numpy()) != n * itemsize:
+                raise TraceFormatError(f"{self.path}: tensor {key} is cut off")
+            yield view
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 1 << 20) -> None:
     path_a, path_b = Path(run_a) / FINAL_PARAMS_FILE, Path(run_b) / FINAL_PARAMS_FILE
     for path in (path_a, path_b):
         if not path.is_file():
             result.problems.append(f"{path}: no final parameters (did the run finish?)")
     if result.problems and not (path_a.is_file() and path_b.is_file()):
         return
-    with safe_open(str(path_a), framework="pt") as fa, safe_open(str(path_b), framework="pt") as fb:
-        pairs = match_keys(list(fa.keys()), list(fb.keys()), key_map)
+    fa, fb = SafetensorsReader(path_a), SafetensorsReader(path_b)
+    try:
+        pairs = match_keys(fa.keys(), fb.keys(), key_map)
         only_a, only_b = pairs.pop("__only_a__"), pairs.pop("__only_b__")
         result.params_only_in = {"a": only_a, "b": only_b}
         if only_a or only_b:
             result.problems.append(f"parameters on one side only: {only_a[:5]} in {run_a}; {only_b[:5]} in {run_b}")
         for name, (key_a, key_b) in sorted(pairs.items()):
-            a, b = fa.get_tensor(key_a), fb.get_tensor(key_b)
-            if a.shape != b.shape or a.dtype != b.dtype:
-                result.problems.append(f"parameter {name}: {tuple(a.shape)} {a.dtype} vs {tuple(b.shape)} {b.dtype}")
+            (dtype_a, shape_a), (dtype_b, shape_b) = fa.dtype_and_shape(key_a), fb.dtype_and_shape(key_b)
+            if shape_a != shape_b or dtype_a != dtype_b:
+                result.problems.append(f"parameter {name}: {shape_a} {dtype_a} vs {shape_b} {dtype_b}")
                 continue
             stats = Stats()
-            stats.add_tensor(a, b, result.criterion, name)
+            stats.add_chunks(zip(fa.chunks(key_a, chunk), fb.chunks(key_b, chunk)), result.criterion, name)
             result.params.merge(stats)
-            result.param_tensors.append({"name": name, "shape": list(a.shape), "equal": stats.all_equal,
+            result.param_tensors.append({"name": name, "shape": list(shape_a), "equal": stats.all_equal,
                                          "max_abs": stats.max_abs, "max_rel": stats.max_rel})
-            del a, b
+    finally:
+        fa.close()
+        fb.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +20,11 @@ def fmt(value, digits: int = 3) -> str:
 
 
 def fmt_value(value) -> str:
-    """Diverging values in full: 9 significant digits tell any two float32 numbers apart."""
+    """Diverging values in full: 9 significant digits tell any two float32 numbers apart; index
+    lists by their first few entries."""
+    if isinstance(value, list):
+        shown = [v for v in value[:4] if v != "..."]
+        return "[" + ", ".join(map(str, shown)) + (", ...]" if len(value) > len(shown) else "]")
     return fmt(value, 9)
 
 

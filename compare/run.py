@@ -11,6 +11,7 @@ Exit codes: 0 equivalent, 1 not equivalent, 2 bad usage or config, 3 a run faile
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import shutil
@@ -69,6 +70,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "and compare each with its uninterrupted run")
     p.add_argument("--matrix", default=None, metavar="FILE",
                    help="run every configuration of a YAML list (configs/matrix.yaml) and print one row each")
+    p.add_argument("--strip-prefix", action="append", default=[], metavar="PREFIX",
+                   help="drop PREFIX from parameter names of both runs before pairing them (repeatable)")
+    p.add_argument("--key-map", default=None, metavar="FILE",
+                   help="JSON object renaming parameters (after --strip-prefix) before pairing: {\"name\": \"other name\"}")
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
     args = p.parse_args(argv)
     if args.rtol < 0 or args.atol < 0:
@@ -190,9 +195,31 @@ def finish(report: dict, comparison, out: Path) -> int:
     return EXIT_EQUIVALENT if report["verdict"] == "equivalent" else EXIT_DIFFERENT
 
 
+def build_key_map(args):
+    """The parameter-name mapping from --strip-prefix and --key-map (None: the default pairing)."""
+    if not args.strip_prefix and not args.key_map:
+        return None
+    renames = {}
+    if args.key_map:
+        try:
+            renames = json.loads(Path(args.key_map).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise UsageError(f"--key-map {args.key_map}: {err}") from None
+        if not isinstance(renames, dict) or not all(isinstance(v, str) for v in renames.values()):
+            raise UsageError(f"--key-map {args.key_map}: expected a JSON object of name -> name")
+    prefixes = tuple(args.strip_prefix) + ("module.",)
+
+    def key_map(key: str) -> str:
+        for prefix in prefixes:
+            key = key.removeprefix(prefix)
+        return renames.get(key, key)
+
+    return key_map
+
+
 def compare_existing(args) -> int:
     run_a, run_b = args.traces
-    comparison = compare_runs(run_a, run_b, Criterion(args.rtol, args.atol))
+    comparison = compare_runs(run_a, run_b, Criterion(args.rtol, args.atol), key_map=build_key_map(args))
     out = Path(args.out) if args.out else Path(run_a).parent
     report = build_report(comparison, out, {})
     return finish(report, comparison, out)
@@ -242,7 +269,8 @@ def launch_and_compare(args) -> tuple[int, dict]:
         print(format_summary(report))
         print(format_diagnosis(report["diagnosis"]))
         return EXIT_FAILED, report
-    comparison = compare_runs(out / "raw", out / "lightning", Criterion(args.rtol, args.atol))
+    comparison = compare_runs(out / "raw", out / "lightning", Criterion(args.rtol, args.atol),
+                              key_map=build_key_map(args))
     report = {**build_report(comparison, out, logs), **world, "seconds": sum(o.seconds for o in outcomes)}
     if args.reference:
         report["reference"] = reference_report(out, args)

@@ -21,6 +21,7 @@ import os
 import platform
 import threading
 import time
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -93,10 +94,10 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def params_sha256(model: torch.nn.Module) -> str:
-    """sha256 of the parameters' bytes in registration order; names are left out so that a plain
+    """sha256 of the parameters' and buffers' bytes in registration order; names are left out so that a plain
     network and the LightningModule holding it (`net.` + its names) hash alike."""
     h = hashlib.sha256()
-    for tensor in unwrap(model).parameters():
+    for tensor in unwrap(model).state_dict().values():  # buffers too (BatchNorm's running stats)
         h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
@@ -105,7 +106,8 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
     """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
     parameter tensors, kept on the device (no sync) until the trace is flushed."""
     params = [p for p in unwrap(model).parameters()]
-    return torch.stack([params[0].detach().double().sum(), params[-1].detach().double().sum()])
+    # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
+    return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
 
 
 def sampler_facts(sampler) -> dict:
@@ -349,21 +351,45 @@ def trace_ranks(run_dir: str | os.PathLike) -> list[int]:
     return ranks
 
 
-def iter_records(run_dir: str | os.PathLike, rank: int) -> Iterator[dict]:
-    """One rank's step records, in order, streamed (memory does not grow with the run)."""
+def iter_records(run_dir: str | os.PathLike, rank: int, block: int = 256) -> Iterator[dict]:
+    """One rank's step records, in order, streamed (memory does not grow with the run).
+
+    Lines are parsed `block` at a time as one JSON array: a third less time than one json.loads per
+    line, whose fixed cost is most of a short line's. A block that does not parse that way (a blank
+    line, a line cut off by a crash) is parsed again line by line, which names the line at fault."""
     path = Path(run_dir) / TRACE_DIR / f"rank{rank}.jsonl"
     with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+        lineno = 0
+        while True:
+            lines = list(islice(f, block))
+            if not lines:
+                return
             try:
-                record = json.loads(line)
+                records = json.loads("[" + ",".join(lines) + "]")
             except json.JSONDecodeError:
-                raise TraceFormatError(f"{path}:{lineno}: line cut off or not JSON "
-                                       f"(was the run killed while writing?)") from None
-            if not isinstance(record, dict) or "step" not in record or "loss" not in record:
-                raise TraceFormatError(f"{path}:{lineno}: a step record needs `step` and `loss`")
-            yield record
+                records = None
+            if records is None or len(records) != len(lines):  # line by line: a bad line raises when reached
+                records = (_parse_line(path, lineno + i, line) for i, line in enumerate(lines, 1))
+            for i, record in enumerate(records, 1):
+                if record is _BLANK:
+                    continue
+                if type(record) is not dict or "step" not in record or "loss" not in record:
+                    raise TraceFormatError(f"{path}:{lineno + i}: a step record needs `step` and `loss`")
+                yield record
+            lineno += len(lines)
+
+
+_BLANK = object()
+
+
+def _parse_line(path: Path, lineno: int, line: str):
+    if not line.strip():
+        return _BLANK
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        raise TraceFormatError(f"{path}:{lineno}: line cut off or not JSON "
+                               f"(was the run killed while writing?)") from None
 
 
 def read_records(run_dir: str | os.PathLike, rank: int) -> list[dict]:

@@ -432,6 +432,9 @@ def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None):
     ckpt = resume_point(cfg, resume or restarted, run_dir)
     check_fresh_run_dir(run_dir, resuming=ckpt is not None or restarted)
     t = build_training(cfg, d)
+    # Lightning re-seeds (reset_seed) when its DDP strategy sets up, after the model's init drew from
+    # the RNG; the same here, or dropout masks differ from the first step
+    set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
     progress, rng = Progress(), None
     if ckpt is not None:
         progress, rng = load_checkpoint(ckpt, d, t)

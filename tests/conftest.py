@@ -228,3 +228,15 @@ def assert_traces_equal(a: Path, b: Path, ranks: Sequence[int] = (0, 1),
                 assert key in x and key in y, f"rank {rank} step {x.get('step')}: `{key}` missing"
                 assert x[key] == y[key], (f"rank {rank} step {x['step']} `{key}`: "
                                           f"{x[key]!r} ({a}) != {y[key]!r} ({b})")
+
+
+def run_harness(*args: str, env: Optional[dict] = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python compare/run.py ARGS` in a session of its own; its whole process tree is killed after."""
+    proc = subprocess.Popen([PYTHON, "compare/run.py", *args], cwd=REPO, env=child_env(env), text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        kill_tree(proc.pid)  # before reaping: nothing the harness started may outlive a test
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)

@@ -130,3 +130,18 @@ def test_nan_on_both_sides_counts_as_equal_but_nan_on_one_does_not(tmp_path):
     a = make_run(tmp_path / "a", nan, PARAMS)
     assert compare_runs(a, make_run(tmp_path / "b", nan, PARAMS)).to_dict()["verdict"] == "equivalent"
     assert compare_runs(a, make_run(tmp_path / "c", LOSSES, PARAMS)).to_dict()["verdict"] == "different"
+
+
+def test_key_map_options_of_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    a = make_run(tmp_path / "a", LOSSES, {"encoder.w": torch.ones(3)})
+    b = make_run(tmp_path / "b", LOSSES, {"model.body.w": torch.ones(3)})
+    run = lambda *extra: subprocess.run([sys.executable, "compare/run.py", "--traces", str(a), str(b), "--out",
+                                         str(tmp_path / "out"), "--overwrite", *extra], capture_output=True, text=True,
+                                        cwd=Path(__file__).resolve().parents[1], timeout=120)
+    unmapped = run()
+    assert unmapped.returncode == 1 and "model.body.w" in unmapped.stdout  # named: present on one side only
+    (tmp_path / "map.json").write_text('{"body.w": "encoder.w"}')
+    assert run("--strip-prefix", "model.", "--key-map", str(tmp_path / "map.json")).returncode == 0

@@ -4,30 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from compare.launch import kill_tree
+from conftest import run_harness
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
 def harness(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    import os
-
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("DDP_PARITY_", "TORCHELASTIC_"))}
-    full_env.update(env or {})
-    proc = subprocess.Popen([sys.executable, "compare/run.py", *args], cwd=REPO, env=full_env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        kill_tree(proc.pid)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_harness(*args, env=env, timeout=timeout)
 
 
 def processes_mentioning(text: str) -> list[str]:

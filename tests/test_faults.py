@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from compare.comparator import compare_runs
-from compare.launch import build_launch, kill_tree, run_launch
+from compare.launch import build_launch, run_launch
+from conftest import run_harness
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
 from ddp_parity.trace import read_meta
 
@@ -58,15 +59,9 @@ def test_raw_crash_and_restart_ends_bitwise_equal(uninterrupted, tmp_path, fault
 @pytest.mark.slow
 def test_harness_fault_runs_both_sides_to_bitwise_equal_ends(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "compare/run.py", "--fault", "1:12", "--out", str(out),
-                             "--set", "data.num_samples=512", "--set", "trainer.max_epochs=2"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        kill_tree(proc.pid)
-    assert proc.returncode == 0, stdout[-3000:] + stderr[-2000:]
+    proc = run_harness("--fault", "1:12", "--out", str(out), "--set", "data.num_samples=512",
+                       "--set", "trainer.max_epochs=2")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     fault = json.loads((out / "report.json").read_text())["fault"]
     assert fault["fired"] == {"raw": True, "lightning": True}
     assert fault["resumed_from"]["raw"].endswith("step-00000008.pt")       # the epoch-end checkpoint

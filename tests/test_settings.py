@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from compare.launch import kill_tree
+from conftest import run_harness
 from ddp_parity.config import parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.model import build_net
@@ -23,23 +23,17 @@ pytestmark = pytest.mark.slow
 
 
 def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen([sys.executable, "compare/run.py", *args], cwd=REPO, text=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        kill_tree(proc.pid)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_harness(*args, timeout=timeout)
 
 
 def test_every_cpu_row_of_the_matrix_is_bitwise_equal(tmp_path):
-    """configs/matrix.yaml: precision, accumulation with a leftover, clipping, schedules per step and
+    """configs/matrix.yaml: dropout, precision, accumulation with a leftover, clipping, schedules per step and
     per epoch, drop_last on uneven data, world 1/2/4 and two nodes; each at its smallest size."""
     out = tmp_path / "matrix"
     result = harness("--matrix", "configs/matrix.yaml", "--parallel", "--out", str(out))
     rows = json.loads((out / "matrix.json").read_text())["rows"]
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert len(rows) == 11 and all(r["verdict"] == "equivalent" for r in rows), rows
+    assert len(rows) == 12 and all(r["verdict"] == "equivalent" for r in rows), rows
     for name in (r["name"] for r in rows):
         report = json.loads((out / name / "report.json").read_text())
         assert report["losses"]["max_abs"] == 0.0 and report["params"]["max_abs"] == 0.0
