@@ -7,6 +7,8 @@ Lightning does it here; where parity needs a setting, a one-line comment says so
 
 from __future__ import annotations
 
+import math
+
 import lightning as L
 from torch.utils.data import DataLoader
 
@@ -57,6 +59,24 @@ class ParityModule(L.LightningModule):
                 "lr_scheduler": {"scheduler": scheduler, "interval": self.config.lr_schedule_interval}}
 
 
+class ResumableDataLoader(DataLoader):
+    """A DataLoader whose next iteration starts `skip_batches` batches in, once: a fit resumed from a
+    mid-epoch checkpoint then trains exactly the batches that were left, as the raw loop does, instead
+    of Lightning's default of re-feeding the epoch from its first batch. (Lightning re-creates the
+    loader to inject its DistributedSampler; `skip_batches` is an init argument, so it survives.)"""
+
+    def __init__(self, *args, skip_batches: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.skip_batches = skip_batches
+
+    def __iter__(self):
+        batches = super().__iter__()  # draws its seed from torch's RNG first, as the raw loop's does
+        skip, self.skip_batches = self.skip_batches, 0
+        for _ in range(skip):
+            next(batches)
+        return batches
+
+
 class ParityDataModule(L.LightningDataModule):
     """Takes the keys of `ddp_parity.config.DataConfig` (`data:` in the YAML)."""
 
@@ -71,8 +91,18 @@ class ParityDataModule(L.LightningDataModule):
     def train_dataloader(self):
         # shuffle=True tells Lightning to inject DistributedSampler(shuffle=True, seed=PL_GLOBAL_SEED)
         # and call its set_epoch every epoch: the raw loop's sampler, seeded from seed_everything
-        return DataLoader(self.train_set, batch_size=self.config.batch_size, shuffle=True,
-                          drop_last=self.config.drop_last)
+        return ResumableDataLoader(self.train_set, batch_size=self.config.batch_size, shuffle=True,
+                                   drop_last=self.config.drop_last, skip_batches=self._batches_done_in_epoch())
+
+    def _batches_done_in_epoch(self) -> int:
+        """Batches of the current epoch a restored checkpoint had trained (0 at an epoch boundary)."""
+        if self.trainer is None or not self.trainer.ckpt_path:
+            return 0
+        done = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        per_rank = math.ceil(len(self.train_set) / self.trainer.world_size)  # DistributedSampler pads
+        per_epoch = per_rank // self.config.batch_size if self.config.drop_last else math.ceil(
+            per_rank / self.config.batch_size)
+        return done if 0 < done < per_epoch else 0
 
     def val_dataloader(self):
         if self.val_set is None:
