@@ -48,6 +48,7 @@ def test_default_run_is_bitwise_equivalent(tmp_path):
     assert rep["validation"]["compared"] == rep["validation"]["equal"] == 9
     assert rep["timing"]["raw_median_ms"] > 0 and rep["timing"]["lightning_median_ms"] > 0
     assert "verdict: EQUIVALENT" in result.stdout and "final params" in result.stdout
+    assert rep["diagnosis"]["category"] == "equivalent"
     png = (out / "loss_curves.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image
@@ -59,7 +60,7 @@ def test_default_run_is_bitwise_equivalent(tmp_path):
 
 def test_a_one_sided_learning_rate_is_caught_at_step_1(tmp_path):
     out = tmp_path / "out"
-    result = harness("--out", str(out), "--set", "trainer.max_epochs=1", "--set-raw", "model.lr=0.002")
+    result = harness("--out", str(out), "--parallel", "--set", "trainer.max_epochs=1", "--set-raw", "model.lr=0.002")
     assert result.returncode == 1, result.stdout + result.stderr
     first = report(out)["first_divergence"]
     assert (first["step"], first["quantity"], first["a"], first["b"]) == (1, "lr", 0.002, 0.001)
@@ -68,7 +69,8 @@ def test_a_one_sided_learning_rate_is_caught_at_step_1(tmp_path):
 
 def test_saved_runs_compare_with_traces_and_edits_are_found(tmp_path):
     out = tmp_path / "out"
-    assert harness("--out", str(out), "--set", "trainer.max_epochs=1", "--set", "data.num_samples=512").returncode == 0
+    assert harness("--out", str(out), "--parallel", "--set", "trainer.max_epochs=1",
+                   "--set", "data.num_samples=512").returncode == 0
     raw, lightning = out / "raw", out / "lightning"
     again = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "again"))
     assert again.returncode == 0 and report(tmp_path / "again")["verdict"] == "equivalent"

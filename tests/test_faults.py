@@ -61,7 +61,7 @@ def test_harness_fault_mid_epoch_runs_both_sides_to_bitwise_equal_ends(tmp_path)
     out = tmp_path / "out"
     """Mid-epoch on both sides: killed after step 5, resumed from the checkpoint of step 3 with the
     epoch's remaining batches (Lightning through lightning_impl's ResumableDataLoader)."""
-    proc = run_harness("--fault", "1:5", "--out", str(out), "--set", "data.num_samples=512",
+    proc = run_harness("--fault", "1:5", "--out", str(out), "--parallel", "--set", "data.num_samples=512",
                        "--set", "trainer.max_epochs=2", "--set", "checkpoint.every_n_train_steps=3")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     fault = json.loads((out / "report.json").read_text())["fault"]

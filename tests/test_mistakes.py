@@ -54,12 +54,4 @@ def test_the_catalogue_lists_itself():
     result = subprocess.run([sys.executable, "compare/run.py", "--mistake", "list"], cwd=REPO, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0
-    assert [line.split()[0] for line in result.stdout.strip().splitlines()] == list(EXPECTED)
-
-
-def test_the_clean_run_is_diagnosed_equivalent(tmp_path):
-    out = tmp_path / "clean"
-    proc = run_harness("--out", str(out), "--parallel", "--set", "data.num_samples=256", "--set",
-                       "trainer.max_epochs=1", timeout=240)
-    assert proc.returncode == 0
-    assert json.loads((out / "report.json").read_text())["diagnosis"]["category"] == "equivalent"
+    assert sorted(line.split()[0] for line in result.stdout.strip().splitlines()) == sorted(EXPECTED)
