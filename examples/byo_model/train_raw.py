@@ -11,7 +11,6 @@ comments marked "as Lightning".
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from pathlib import Path
 
