@@ -70,15 +70,13 @@ def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: 
               "--trainer.enable_progress_bar", "false", *overrides]
     if side == "raw" and mistake:  # the raw loop with one classic mistake (raw/mistakes.py)
         target = [str(REPO / "raw" / "mistakes.py"), mistake, *common]
-    elif side == "raw":
-        target = [str(REPO / "raw" / "train.py"), *common]
-    elif side == "reference":  # one plain process emulating nproc x nnodes ranks
-        return Launch(name, [[sys.executable, str(REPO / "raw" / "train.py"), "--reference", *common]],
-                      {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", **(extra_env or {})},
-                      run_dir, out / f"{name}.log")
+    elif side in ("raw", "reference"):
+        target = [str(REPO / "raw" / "train.py"), *(["--reference"] if side == "reference" else []), *common]
     else:
         target = ["-m", "lightning_impl", "fit", *common]
-    if side == "raw" or lightning_launcher == "torchrun" or nnodes > 1:
+    if side == "reference":  # one plain process emulating nproc x nnodes ranks
+        commands = [[sys.executable, *target]]
+    elif side == "raw" or lightning_launcher == "torchrun" or nnodes > 1:
         commands = [[*torchrun_args(nproc, port, max_restarts, nnodes, node), *target] for node in range(nnodes)]
     else:
         commands = [[sys.executable, *target]]
