@@ -13,5 +13,6 @@ __all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback"]
 def __getattr__(name: str):
     if name == "TraceCallback":  # lazily: the raw loop never imports lightning
         from ddp_parity.callback import TraceCallback
+
         return TraceCallback
     raise AttributeError(name)

@@ -11,7 +11,7 @@ every `flush_every` steps.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import lightning as L
 import torch
@@ -21,18 +21,19 @@ from ddp_parity.trace import TraceRecorder, batch_indices, param_digest, params_
 
 
 class TraceCallback(L.Callback):
-    def __init__(self, run_dir: Optional[str] = None, side: str = "lightning", config: Optional[dict] = None,
-                 flush_every: int = 100):
+    def __init__(
+        self, run_dir: str | None = None, side: str = "lightning", config: dict | None = None, flush_every: int = 100
+    ):
         self.run_dir = run_dir
         self.side = side
         self.config = config
         self.flush_every = flush_every
-        self.recorder: Optional[TraceRecorder] = None
+        self.recorder: TraceRecorder | None = None
         self._micro_losses: list[torch.Tensor] = []
         self._micro_indices: list[Any] = []
         self._micro_batches: list[Any] = []
-        self._lr: Optional[float] = None
-        self._grad_norm: Optional[torch.Tensor] = None
+        self._lr: float | None = None
+        self._grad_norm: torch.Tensor | None = None
         self._last_step = 0
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -44,16 +45,27 @@ class TraceCallback(L.Callback):
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         run_dir = Path(self.run_dir or trainer.default_root_dir)
         config = self.config if self.config is not None else dict(pl_module.hparams)
-        self.recorder = TraceRecorder(run_dir, side=self.side, config=config, flush_every=self.flush_every,
-                                      extra_meta={"device": str(trainer.strategy.root_device),
-                                                  "precision": str(trainer.precision),
-                                                  "resumed_from": trainer.ckpt_path})
+        self.recorder = TraceRecorder(
+            run_dir,
+            side=self.side,
+            config=config,
+            flush_every=self.flush_every,
+            extra_meta={
+                "device": str(trainer.strategy.root_device),
+                "precision": str(trainer.precision),
+                "resumed_from": trainer.ckpt_path,
+            },
+        )
         self._last_step = trainer.global_step
         # a resumed fit keeps the steps recorded up to its checkpoint and records the rest again
         sampler = getattr(trainer.train_dataloader, "sampler", None)
-        self.recorder.start(facts={"init_params_sha256": getattr(self, "_init_params_sha256", None),
-                                   "sampler": sampler_facts(sampler) if sampler is not None else None},
-                            keep_steps_upto=trainer.global_step if trainer.ckpt_path else None)
+        self.recorder.start(
+            facts={
+                "init_params_sha256": getattr(self, "_init_params_sha256", None),
+                "sampler": sampler_facts(sampler) if sampler is not None else None,
+            },
+            keep_steps_upto=trainer.global_step if trainer.ckpt_path else None,
+        )
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.recorder.finish(pl_module)
@@ -76,8 +88,9 @@ class TraceCallback(L.Callback):
         self._grad_norm = torch.nn.utils.get_total_norm(grads)
         self._lr = optimizer.param_groups[0]["lr"]
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches
         indices = batch_indices(batch)
@@ -91,10 +104,16 @@ class TraceCallback(L.Callback):
         step_loss = self._micro_losses[0]
         for micro in self._micro_losses[1:]:
             step_loss = step_loss + micro  # summed in order, as the raw loop does
-        self.recorder.record(trainer.global_step, step_loss,
-                             torch.cat(self._micro_indices) if self._micro_indices else None,
-                             epoch=trainer.current_epoch, lr=self._lr, grad_norm=self._grad_norm,
-                             batch=self._micro_batches or None, param_digest=param_digest(pl_module))
+        self.recorder.record(
+            trainer.global_step,
+            step_loss,
+            torch.cat(self._micro_indices) if self._micro_indices else None,
+            epoch=trainer.current_epoch,
+            lr=self._lr,
+            grad_norm=self._grad_norm,
+            batch=self._micro_batches or None,
+            param_digest=param_digest(pl_module),
+        )
         self._micro_losses, self._micro_indices, self._micro_batches = [], [], []
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal, Optional, Union
+from typing import Literal, Optional
 
 
 class ConfigError(ValueError):
@@ -45,7 +45,7 @@ class ModelConfig:
     """Weight decay passed to the optimizer."""
     momentum: float = 0.0
     """Momentum, for `sgd` only."""
-    lr_schedule: Optional[Literal["step", "cosine"]] = None
+    lr_schedule: Literal["step", "cosine"] | None = None
     """Learning-rate schedule: none, StepLR or CosineAnnealingLR."""
     lr_schedule_interval: Literal["step", "epoch"] = "epoch"
     """Step the schedule after every optimizer step or after every epoch."""
@@ -100,7 +100,7 @@ class TrainerConfig:
 
     accelerator: Literal["auto", "cpu", "gpu", "cuda"] = "auto"
     """Where to train: `auto` takes torch.accelerator's device when there is one, else CPU."""
-    devices: Union[int, Literal["auto"]] = "auto"
+    devices: int | Literal["auto"] = "auto"
     """Processes per node. The raw loop takes its world size from torchrun and checks it against this."""
     num_nodes: int = 1
     """Nodes (torchrun --nnodes)."""
@@ -112,7 +112,7 @@ class TrainerConfig:
     """Numeric precision: fp32, or autocast to bf16/fp16 (fp16 with a GradScaler, CUDA only)."""
     accumulate_grad_batches: int = 1
     """Micro-batches per optimizer step."""
-    gradient_clip_val: Optional[float] = None
+    gradient_clip_val: float | None = None
     """Clip the global gradient norm to this value (None: no clipping)."""
     deterministic: bool = True
     """torch.use_deterministic_algorithms and the cuDNN/cuBLAS settings that go with it."""
@@ -133,19 +133,25 @@ class TrainerConfig:
         for key in ("num_nodes", "max_epochs", "accumulate_grad_batches", "check_val_every_n_epoch"):
             _require(getattr(self, key) > 0, f"trainer.{key}", f"must be positive, got {getattr(self, key)}")
         if self.gradient_clip_val is not None:
-            _require(self.gradient_clip_val > 0, "trainer.gradient_clip_val",
-                     f"must be positive or null, got {self.gradient_clip_val}")
-        _require(self.num_sanity_val_steps == 0, "trainer.num_sanity_val_steps",
-                 "must be 0: sanity validation runs only on the Lightning side and would break parity")
+            _require(
+                self.gradient_clip_val > 0,
+                "trainer.gradient_clip_val",
+                f"must be positive or null, got {self.gradient_clip_val}",
+            )
+        _require(
+            self.num_sanity_val_steps == 0,
+            "trainer.num_sanity_val_steps",
+            "must be 0: sanity validation runs only on the Lightning side and would break parity",
+        )
 
 
 @dataclass
 class CheckpointConfig:
     """When checkpoints are written and how many are kept (the `checkpoint:` section)."""
 
-    every_n_train_steps: Optional[int] = None
+    every_n_train_steps: int | None = None
     """Save after every n optimizer steps (None: only at epoch ends)."""
-    every_n_epochs: Optional[int] = 1
+    every_n_epochs: int | None = 1
     """Save at the end of every n epochs (None: never at epoch ends)."""
     keep_last: int = 2
     """Keep the newest k checkpoints (-1: keep all)."""
@@ -154,22 +160,34 @@ class CheckpointConfig:
         for key in ("every_n_train_steps", "every_n_epochs"):
             value = getattr(self, key)
             _require(value is None or value > 0, f"checkpoint.{key}", f"must be positive or null, got {value}")
-        _require(self.keep_last == -1 or self.keep_last > 0, "checkpoint.keep_last",
-                 f"must be positive or -1, got {self.keep_last}")
+        _require(
+            self.keep_last == -1 or self.keep_last > 0,
+            "checkpoint.keep_last",
+            f"must be positive or -1, got {self.keep_last}",
+        )
 
 
 def check_consistent(model: ModelConfig, data: DataConfig) -> None:
     """Cross-section checks that neither section can make alone."""
-    _require(model.input_dim == data.num_features, "model.input_dim",
-             f"({model.input_dim}) must equal data.num_features ({data.num_features})")
-    _require(model.num_classes == data.num_classes, "model.num_classes",
-             f"({model.num_classes}) must equal data.num_classes ({data.num_classes})")
+    _require(
+        model.input_dim == data.num_features,
+        "model.input_dim",
+        f"({model.input_dim}) must equal data.num_features ({data.num_features})",
+    )
+    _require(
+        model.num_classes == data.num_classes,
+        "model.num_classes",
+        f"({model.num_classes}) must equal data.num_classes ({data.num_classes})",
+    )
 
 
 def check_world_size(data: DataConfig, world_size: int) -> None:
     """Every rank must get at least one sample (DistributedSampler would otherwise pad from nothing)."""
-    _require(data.num_samples >= world_size, "data.num_samples",
-             f"({data.num_samples}) must be at least the world size ({world_size})")
+    _require(
+        data.num_samples >= world_size,
+        "data.num_samples",
+        f"({data.num_samples}) must be at least the world size ({world_size})",
+    )
 
 
 def as_dict(config) -> dict:
@@ -179,14 +197,15 @@ def as_dict(config) -> dict:
 # ---------------------------------------------------------------------------------------------
 # parsing: the raw loop's parser; the Lightning CLI adds the same shared keys to its own
 
+
 @dataclass
 class RunConfig:
     """The whole resolved config of a raw run."""
 
     seed_everything: int
     threads: int
-    run_dir: Optional[str]
-    ckpt_path: Optional[str]
+    run_dir: str | None
+    ckpt_path: str | None
     trainer: TrainerConfig
     model: ModelConfig
     data: DataConfig
@@ -200,24 +219,40 @@ def add_shared_arguments(parser) -> None:
     """Keys both sides read that are not Trainer, model or data keys."""
     from jsonargparse.typing import PositiveInt
 
-    parser.add_argument("--threads", type=PositiveInt, default=1,
-                        help="Threads per process (torch.set_num_threads and OMP_NUM_THREADS).")
-    parser.add_argument("--run_dir", "--run-dir", type=Optional[str], default=None,
-                        help="Where this run writes its trace, checkpoints and final parameters "
-                             "(default: a new folder under runs/).")
+    parser.add_argument(
+        "--threads",
+        type=PositiveInt,
+        default=1,
+        help="Threads per process (torch.set_num_threads and OMP_NUM_THREADS).",
+    )
+    parser.add_argument(
+        "--run_dir",
+        "--run-dir",
+        type=Optional[str],  # noqa: UP045 (jsonargparse reads the annotation object)
+        default=None,
+        help="Where this run writes its trace, checkpoints and final parameters (default: a new folder under runs/).",
+    )
     parser.add_class_arguments(CheckpointConfig, "checkpoint")
 
 
 def build_raw_parser():
     from jsonargparse import ActionConfigFile, ArgumentParser
 
-    parser = ArgumentParser(prog="raw/train.py", exit_on_error=False,
-                            description="Hand-written DDP training; reads the same config as the Lightning twin.")
+    parser = ArgumentParser(
+        prog="raw/train.py",
+        exit_on_error=False,
+        description="Hand-written DDP training; reads the same config as the Lightning twin.",
+    )
     parser.add_argument("--config", action=ActionConfigFile, help="The YAML config (LightningCLI's shape).")
-    parser.add_argument("--seed_everything", type=int, default=42,
-                        help="Seed for random, numpy, torch and the DistributedSampler.")
-    parser.add_argument("--ckpt_path", type=Optional[str], default=None,
-                        help="`last` (same as --resume) or a checkpoint file to resume from.")
+    parser.add_argument(
+        "--seed_everything", type=int, default=42, help="Seed for random, numpy, torch and the DistributedSampler."
+    )
+    parser.add_argument(
+        "--ckpt_path",
+        type=Optional[str],  # noqa: UP045 (jsonargparse reads the annotation object)
+        default=None,
+        help="`last` (same as --resume) or a checkpoint file to resume from.",
+    )
     add_shared_arguments(parser)
     parser.add_class_arguments(TrainerConfig, "trainer")
     parser.add_class_arguments(ModelConfig, "model")
@@ -238,9 +273,16 @@ def parse_raw_config(argv: list[str]) -> RunConfig:
     except (TypeError, ValueError) as err:
         raise ConfigError(one_line(str(err))) from None
     check_consistent(init.model, init.data)
-    return RunConfig(seed_everything=init.seed_everything, threads=init.threads, run_dir=init.run_dir,
-                     ckpt_path=init.ckpt_path, trainer=init.trainer, model=init.model, data=init.data,
-                     checkpoint=init.checkpoint)
+    return RunConfig(
+        seed_everything=init.seed_everything,
+        threads=init.threads,
+        run_dir=init.run_dir,
+        ckpt_path=init.ckpt_path,
+        trainer=init.trainer,
+        model=init.model,
+        data=init.data,
+        checkpoint=init.checkpoint,
+    )
 
 
 def one_line(message: str) -> str:

@@ -48,6 +48,5 @@ def build_datasets(config: DataConfig) -> tuple[SyntheticClassification, Synthet
     train = SyntheticClassification(config.num_samples, config.num_features, config.num_classes, config.data_seed)
     val = None
     if config.val_samples > 0:
-        val = SyntheticClassification(config.val_samples, config.num_features, config.num_classes,
-                                      config.data_seed + 1)
+        val = SyntheticClassification(config.val_samples, config.num_features, config.num_classes, config.data_seed + 1)
     return train, val

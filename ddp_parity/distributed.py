@@ -21,5 +21,6 @@ def init_process_group_from_env(backend: str) -> None:
         return
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size, is_master=False)
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    dist.init_process_group(backend=backend, store=dist.PrefixStore(f"ddp-parity/attempt{attempt}", store),
-                            rank=rank, world_size=world_size)
+    dist.init_process_group(
+        backend=backend, store=dist.PrefixStore(f"ddp-parity/attempt{attempt}", store), rank=rank, world_size=world_size
+    )

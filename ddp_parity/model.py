@@ -14,8 +14,9 @@ class Net(nn.Module):
     `depth` counts hidden Linear+ReLU layers; depth=1 with the defaults is the tutorial network.
     """
 
-    def __init__(self, input_dim: int = 32, hidden_dim: int = 64, num_classes: int = 10,
-                 depth: int = 1, dropout: float = 0.0):
+    def __init__(
+        self, input_dim: int = 32, hidden_dim: int = 64, num_classes: int = 10, depth: int = 1, dropout: float = 0.0
+    ):
         super().__init__()
         layers: list[nn.Module] = []
         width = input_dim

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Optional
 
 from ddp_parity.trace import META_FILE
 
@@ -16,7 +15,7 @@ class RunDirError(ValueError):
     """A run directory that cannot be used; the message says why and what to do."""
 
 
-def resolve_run_dir(explicit: Optional[str], side: str) -> Path:
+def resolve_run_dir(explicit: str | None, side: str) -> Path:
     """The run directory every rank of one job agrees on.
 
     An explicit path wins. Otherwise a launcher parent may have exported one (Lightning's own
@@ -38,8 +37,7 @@ def resolve_run_dir(explicit: Optional[str], side: str) -> Path:
 def check_fresh_run_dir(run_dir: Path, resuming: bool) -> None:
     """Refuse to write a new run over a finished or started one (nothing written is ever lost)."""
     if not resuming and (run_dir / META_FILE).exists():
-        raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run_dir "
-                          f"or resume it")
+        raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run_dir or resume it")
 
 
 def write_error_file(run_dir: Path, exc: BaseException) -> None:
@@ -52,9 +50,13 @@ def write_error_file(run_dir: Path, exc: BaseException) -> None:
         folder = Path(run_dir) / "errors"
         folder.mkdir(parents=True, exist_ok=True)
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        payload = {"rank": rank, "time": time.time(), "type": type(exc).__name__,
-                   "message": str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
-                   "traceback": "".join(lines[-6:])[-3000:]}
+        payload = {
+            "rank": rank,
+            "time": time.time(),
+            "type": type(exc).__name__,
+            "message": str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
+            "traceback": "".join(lines[-6:])[-3000:],
+        }
         (folder / f"rank{rank}.json").write_text(json.dumps(payload, indent=2) + "\n")
     except Exception:
         pass

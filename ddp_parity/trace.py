@@ -21,9 +21,10 @@ import os
 import platform
 import threading
 import time
+from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -33,8 +34,8 @@ TRACE_DIR = "trace"
 META_FILE = "meta.json"
 FINAL_PARAMS_FILE = "final.safetensors"
 VALIDATION_FILE = "validation.jsonl"
-INDEX_LIST_LIMIT = 4096
-HEARTBEAT_S = 1.0  # at most one progress write per second: cheap, and enough to see a stall  # longer index lists are stored as a digest plus a count
+INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a count
+HEARTBEAT_S = 1.0  # at most one progress write per second: cheap, and enough to see a stall
 
 
 class TraceFormatError(ValueError):
@@ -43,6 +44,7 @@ class TraceFormatError(ValueError):
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
+
 
 def write_json_atomic(path: Path, payload: dict) -> None:
     """Write to a temporary file, then rename: a crash never leaves half a file behind."""
@@ -79,7 +81,7 @@ def _tensors_in(obj: Any) -> Iterator[torch.Tensor]:
             yield from _tensors_in(value)
 
 
-def batch_indices(batch: Any) -> Optional[torch.Tensor]:
+def batch_indices(batch: Any) -> torch.Tensor | None:
     """The dataset indices a batch carries: a `.index` field (our `Sample`) or an `"index"` key."""
     if isinstance(batch, dict):
         found = batch.get("index", batch.get("indices"))
@@ -123,6 +125,7 @@ def versions() -> dict:
     facts = {"python": platform.python_version(), "torch": torch.__version__}
     try:
         import lightning
+
         facts["lightning"] = lightning.__version__
     except ImportError:
         facts["lightning"] = None
@@ -138,18 +141,25 @@ def _rank_and_world() -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------------
 # writing
 
+
 class TraceRecorder:
     """Records one rank's trace. Use from any training loop:
 
-        recorder = TraceRecorder(run_dir, side="my-loop", config=cfg_dict)
-        recorder.start()                      # after init_process_group, on every rank
-        for ...:                              # after each optimizer step:
-            recorder.record(step, loss, batch_indices, epoch=epoch, lr=lr, grad_norm=norm)
-        recorder.finish(model)                # every rank; rank 0 writes final params and meta
+    recorder = TraceRecorder(run_dir, side="my-loop", config=cfg_dict)
+    recorder.start()                      # after init_process_group, on every rank
+    for ...:                              # after each optimizer step:
+        recorder.record(step, loss, batch_indices, epoch=epoch, lr=lr, grad_norm=norm)
+    recorder.finish(model)                # every rank; rank 0 writes final params and meta
     """
 
-    def __init__(self, run_dir: str | os.PathLike, side: str, config: Optional[dict] = None,
-                 extra_meta: Optional[dict] = None, flush_every: int = 100):
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        side: str,
+        config: dict | None = None,
+        extra_meta: dict | None = None,
+        flush_every: int = 100,
+    ):
         self.run_dir = Path(run_dir)
         self.side = side
         self.config = config or {}
@@ -157,9 +167,9 @@ class TraceRecorder:
         self.flush_every = flush_every
         self.rank, self.world_size = _rank_and_world()
         self._pending: list[dict] = []
-        self._last_time: Optional[float] = None
+        self._last_time: float | None = None
         self._last_flushed_loss = float("nan")
-        self._latest: Optional[tuple[int, int]] = None
+        self._latest: tuple[int, int] | None = None
         self._stop_beating = threading.Event()
         self._file = None
         self.meta: dict = {}
@@ -168,7 +178,7 @@ class TraceRecorder:
     def trace_path(self) -> Path:
         return self.run_dir / TRACE_DIR / f"rank{self.rank}.jsonl"
 
-    def start(self, facts: Optional[dict] = None, keep_steps_upto: Optional[int] = None) -> None:
+    def start(self, facts: dict | None = None, keep_steps_upto: int | None = None) -> None:
         """Open this rank's trace and (rank 0) write meta.json with every rank's facts.
 
         A collective when a process group exists. `keep_steps_upto` resumes an existing trace:
@@ -176,9 +186,14 @@ class TraceRecorder:
         recorded again.
         """
         self.rank, self.world_size = _rank_and_world()
-        rank_facts = {"rank": self.rank, "pid": os.getpid(), "host": platform.node(),
-                      "threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-                      **(facts or {})}
+        rank_facts = {
+            "rank": self.rank,
+            "pid": os.getpid(),
+            "host": platform.node(),
+            "threads": torch.get_num_threads(),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            **(facts or {}),
+        }
         all_facts = [rank_facts]
         if self.world_size > 1:
             all_facts = [None] * self.world_size
@@ -190,22 +205,43 @@ class TraceRecorder:
         self._file = open(self.trace_path, "a")
         threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True).start()
         self.meta = {
-            "format_version": FORMAT_VERSION, "side": self.side, "world_size": self.world_size,
+            "format_version": FORMAT_VERSION,
+            "side": self.side,
+            "world_size": self.world_size,
             "backend": dist.get_backend() if self.world_size > 1 or dist.is_initialized() else None,
-            "versions": versions(), "config": self.config, "ranks": all_facts,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "finished": False, **self.extra_meta,
+            "versions": versions(),
+            "config": self.config,
+            "ranks": all_facts,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "finished": False,
+            **self.extra_meta,
         }
         if self.rank == 0:
             write_json_atomic(self.run_dir / META_FILE, self.meta)
         self._last_time = time.perf_counter()
 
-    def record(self, step: int, loss: torch.Tensor | float, indices: Any = None, *, epoch: int = 0,
-               lr: Optional[float] = None, grad_norm: torch.Tensor | float | None = None,
-               batch: Any = None, **extra: Any) -> None:
+    def record(
+        self,
+        step: int,
+        loss: torch.Tensor | float,
+        indices: Any = None,
+        *,
+        epoch: int = 0,
+        lr: float | None = None,
+        grad_norm: torch.Tensor | float | None = None,
+        batch: Any = None,
+        **extra: Any,
+    ) -> None:
         """One optimizer step. Tensors are kept as they are (no sync) until the next flush."""
         now = time.perf_counter()
-        entry = {"step": int(step), "epoch": int(epoch), "loss": _detach(loss), "lr": lr,
-                 "grad_norm": _detach(grad_norm), "time_s": now - self._last_time if self._last_time else None}
+        entry = {
+            "step": int(step),
+            "epoch": int(epoch),
+            "loss": _detach(loss),
+            "lr": lr,
+            "grad_norm": _detach(grad_norm),
+            "time_s": now - self._last_time if self._last_time else None,
+        }
         self._last_time = now
         if indices is not None:
             entry["indices"] = indices.detach() if isinstance(indices, torch.Tensor) else list(indices)
@@ -274,9 +310,15 @@ class TraceRecorder:
         tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
         save_file(state, str(tmp))
         os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
-        self.meta.update({"finished": True, "ended": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                          "params_sha256": digest, "replicas_identical": len(set(digests)) == 1,
-                          **extra_meta})
+        self.meta.update(
+            {
+                "finished": True,
+                "ended": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "params_sha256": digest,
+                "replicas_identical": len(set(digests)) == 1,
+                **extra_meta,
+            }
+        )
         write_json_atomic(self.run_dir / META_FILE, self.meta)
 
     def close(self) -> None:
@@ -311,14 +353,17 @@ def _keep_steps_upto(path: Path, keep_steps_upto: int) -> None:
     """Drop records after a step (those a resumed run is about to write again)."""
     if not path.exists():
         return
-    kept = [line for line in path.read_text().splitlines()
-            if line.strip() and _complete_step(line) is not None and _complete_step(line) <= keep_steps_upto]
+    kept = [
+        line
+        for line in path.read_text().splitlines()
+        if line.strip() and _complete_step(line) is not None and _complete_step(line) <= keep_steps_upto
+    ]
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(line + "\n" for line in kept))
     os.replace(tmp, path)
 
 
-def _complete_step(line: str) -> Optional[int]:
+def _complete_step(line: str) -> int | None:
     try:
         return int(json.loads(line)["step"])
     except (ValueError, KeyError, TypeError):
@@ -327,6 +372,7 @@ def _complete_step(line: str) -> Optional[int]:
 
 # ---------------------------------------------------------------------------------------------
 # reading
+
 
 def read_meta(run_dir: str | os.PathLike) -> dict:
     path = Path(run_dir) / META_FILE
@@ -338,8 +384,9 @@ def read_meta(run_dir: str | os.PathLike) -> dict:
         raise TraceFormatError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
-        raise TraceFormatError(f"{path}: trace format_version {version!r} is not supported "
-                               f"(this reader reads version {FORMAT_VERSION})")
+        raise TraceFormatError(
+            f"{path}: trace format_version {version!r} is not supported (this reader reads version {FORMAT_VERSION})"
+        )
     return meta
 
 
@@ -388,8 +435,9 @@ def _parse_line(path: Path, lineno: int, line: str):
     try:
         return json.loads(line)
     except json.JSONDecodeError:
-        raise TraceFormatError(f"{path}:{lineno}: line cut off or not JSON "
-                               f"(was the run killed while writing?)") from None
+        raise TraceFormatError(
+            f"{path}:{lineno}: line cut off or not JSON (was the run killed while writing?)"
+        ) from None
 
 
 def read_records(run_dir: str | os.PathLike, rank: int) -> list[dict]:

@@ -58,5 +58,8 @@ class ValidationMetrics(nn.Module):
     def compute(self) -> dict:
         count = self.count.compute().item()
         assert count == math.floor(count)
-        return {"val_loss": self.loss.compute().item(), "val_acc": self.accuracy.compute().item(),
-                "val_count": int(count)}
+        return {
+            "val_loss": self.loss.compute().item(),
+            "val_acc": self.accuracy.compute().item(),
+            "val_count": int(count),
+        }

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import os
 import sys
-
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
 from ddp_parity.callback import TraceCallback
-from ddp_parity.config import CheckpointConfig, ConfigError, DataConfig, ModelConfig, add_shared_arguments, \
-    check_consistent
+from ddp_parity.config import (
+    CheckpointConfig,
+    ConfigError,
+    DataConfig,
+    ModelConfig,
+    add_shared_arguments,
+    check_consistent,
+)
 from ddp_parity.determinism import pin_threads
 from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import FAULT_ENV, maybe_inject_fault
@@ -56,12 +61,17 @@ class ParityCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs):
         config = self.config_init[self.subcommand] if self.subcommand else self.config_init
         run_dir = config.trainer.default_root_dir
-        ckpt: CheckpointConfig = CheckpointConfig(**vars(config.checkpoint)) if not isinstance(
-            config.checkpoint, CheckpointConfig) else config.checkpoint
+        ckpt: CheckpointConfig = (
+            CheckpointConfig(**vars(config.checkpoint))
+            if not isinstance(config.checkpoint, CheckpointConfig)
+            else config.checkpoint
+        )
         resolved = (self.config[self.subcommand] if self.subcommand else self.config).clone()
         callbacks = list(config.trainer.get("callbacks") or [])
-        callbacks += [TraceCallback(run_dir, side="lightning", config=resolved.as_dict()),
-                      build_checkpoint_callback(ckpt, run_dir)]
+        callbacks += [
+            TraceCallback(run_dir, side="lightning", config=resolved.as_dict()),
+            build_checkpoint_callback(ckpt, run_dir),
+        ]
         if os.environ.get(FAULT_ENV):
             callbacks.append(FaultInjection())
         return super().instantiate_trainer(callbacks=callbacks, **kwargs)
@@ -104,17 +114,28 @@ class FaultInjection(Callback):
 
 def build_checkpoint_callback(ckpt: CheckpointConfig, run_dir: str) -> ModelCheckpoint:
     """The raw loop's checkpoint policy in ModelCheckpoint terms: keep the newest `keep_last` by step."""
-    return ModelCheckpoint(dirpath=os.path.join(run_dir, "checkpoints"), filename="step-{step:08d}",
-                           auto_insert_metric_name=False, monitor="step", mode="max",
-                           save_top_k=ckpt.keep_last, save_last=True,
-                           every_n_train_steps=ckpt.every_n_train_steps,
-                           # Lightning takes one trigger: with a step interval, steps (last.ckpt follows each save)
-                           every_n_epochs=None if ckpt.every_n_train_steps else ckpt.every_n_epochs)
+    return ModelCheckpoint(
+        dirpath=os.path.join(run_dir, "checkpoints"),
+        filename="step-{step:08d}",
+        auto_insert_metric_name=False,
+        monitor="step",
+        mode="max",
+        save_top_k=ckpt.keep_last,
+        save_last=True,
+        every_n_train_steps=ckpt.every_n_train_steps,
+        # Lightning takes one trigger: with a step interval, steps (last.ckpt follows each save)
+        every_n_epochs=None if ckpt.every_n_train_steps else ckpt.every_n_epochs,
+    )
 
 
 def cli_main(args=None) -> ParityCLI:
-    return ParityCLI(ParityModule, ParityDataModule, auto_configure_optimizers=False,
-                     save_config_kwargs={"overwrite": True}, args=args)
+    return ParityCLI(
+        ParityModule,
+        ParityDataModule,
+        auto_configure_optimizers=False,
+        save_config_kwargs={"overwrite": True},
+        args=args,
+    )
 
 
 if __name__ == "__main__":

@@ -47,16 +47,20 @@ class ParityModule(L.LightningModule):
         # the figures are already global; sync_dist (a mean of equal values) just keeps Lightning
         # from warning, at one collective per epoch. The trace reads last_validation, not the log.
         self.log_dict({k: float(v) for k, v in self.last_validation.items()}, prog_bar=True, sync_dist=True)
-        self.print(f"epoch {self.current_epoch} val_loss {self.last_validation['val_loss']:.4f} "
-                   f"val_acc {self.last_validation['val_acc']:.4f} ({self.last_validation['val_count']} samples)")
+        self.print(
+            f"epoch {self.current_epoch} val_loss {self.last_validation['val_loss']:.4f} "
+            f"val_acc {self.last_validation['val_acc']:.4f} ({self.last_validation['val_count']} samples)"
+        )
 
     def configure_optimizers(self):
         optimizer = build_optimizer(self.parameters(), self.config)
         scheduler = build_scheduler(optimizer, self.config)
         if scheduler is None:
             return optimizer
-        return {"optimizer": optimizer,
-                "lr_scheduler": {"scheduler": scheduler, "interval": self.config.lr_schedule_interval}}
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": self.config.lr_schedule_interval},
+        }
 
 
 class ResumableDataLoader(DataLoader):
@@ -91,8 +95,13 @@ class ParityDataModule(L.LightningDataModule):
     def train_dataloader(self):
         # shuffle=True tells Lightning to inject DistributedSampler(shuffle=True, seed=PL_GLOBAL_SEED)
         # and call its set_epoch every epoch: the raw loop's sampler, seeded from seed_everything
-        return ResumableDataLoader(self.train_set, batch_size=self.config.batch_size, shuffle=True,
-                                   drop_last=self.config.drop_last, skip_batches=self._batches_done_in_epoch())
+        return ResumableDataLoader(
+            self.train_set,
+            batch_size=self.config.batch_size,
+            shuffle=True,
+            drop_last=self.config.drop_last,
+            skip_batches=self._batches_done_in_epoch(),
+        )
 
     def _batches_done_in_epoch(self) -> int:
         """Batches of the current epoch a restored checkpoint had trained (0 at an epoch boundary)."""
@@ -100,8 +109,11 @@ class ParityDataModule(L.LightningDataModule):
             return 0
         done = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
         per_rank = math.ceil(len(self.train_set) / self.trainer.world_size)  # DistributedSampler pads
-        per_epoch = per_rank // self.config.batch_size if self.config.drop_last else math.ceil(
-            per_rank / self.config.batch_size)
+        per_epoch = (
+            per_rank // self.config.batch_size
+            if self.config.drop_last
+            else math.ceil(per_rank / self.config.batch_size)
+        )
         return done if 0 < done < per_epoch else 0
 
     def val_dataloader(self):

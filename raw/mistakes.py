@@ -11,15 +11,15 @@ before `train.main` runs, the way the mistake would look in a user's own loop.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
 
 import torch
 from torch.utils.data import DistributedSampler
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import train  # noqa: E402  (raw/train.py, the module every mistake bends)
+# raw/train.py, the module every mistake bends: imported by main(), so that the harness can read the
+# catalogue below without importing the training script
+train = None
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Mistake:
     summary: str
     apply: Callable[[], None]
     overrides: list[str] = field(default_factory=list)  # config both sides need for the mistake to show
-    expected: str = ""                                  # the diagnosis category the harness should give
+    expected: str = ""  # the diagnosis category the harness should give
 
 
 class ForgetfulSampler(DistributedSampler):
@@ -108,29 +108,59 @@ def no_loss_scaling_for_accumulation() -> None:
 
     train.parse_raw_config, train.batch_loss = parse_and_note_k, unscaled
 
-MISTAKES = {m.name: m for m in [
-    Mistake("no-set-epoch", "sampler.set_epoch(epoch) forgotten: every epoch repeats epoch 0's order",
-            no_set_epoch, expected="set_epoch"),
-    Mistake("unseeded-init", "ranks build their weights without a common seed (DDP then broadcasts rank 0's)",
-            unseeded_init, expected="init"),
-    Mistake("thread-mismatch", "one thread count in the config, another in the process",
-            thread_mismatch, expected="config"),
-    Mistake("sampler-seed", "the DistributedSampler seeded differently from seed_everything",
-            sampler_seed, expected="sampler_seed"),
-    Mistake("no-loss-scaling-for-accumulation", "gradient accumulation without dividing the loss by k",
-            no_loss_scaling_for_accumulation, overrides=["--trainer.accumulate_grad_batches", "2"],
-            expected="gradients"),
-    Mistake("uneven-shards", "ranks with different numbers of batches: one waits in a collective forever",
-            uneven_shards, expected="stall"),
-]}
+
+MISTAKES = {
+    m.name: m
+    for m in [
+        Mistake(
+            "no-set-epoch",
+            "sampler.set_epoch(epoch) forgotten: every epoch repeats epoch 0's order",
+            no_set_epoch,
+            expected="set_epoch",
+        ),
+        Mistake(
+            "unseeded-init",
+            "ranks build their weights without a common seed (DDP then broadcasts rank 0's)",
+            unseeded_init,
+            expected="init",
+        ),
+        Mistake(
+            "thread-mismatch",
+            "one thread count in the config, another in the process",
+            thread_mismatch,
+            expected="config",
+        ),
+        Mistake(
+            "sampler-seed",
+            "the DistributedSampler seeded differently from seed_everything",
+            sampler_seed,
+            expected="sampler_seed",
+        ),
+        Mistake(
+            "no-loss-scaling-for-accumulation",
+            "gradient accumulation without dividing the loss by k",
+            no_loss_scaling_for_accumulation,
+            overrides=["--trainer.accumulate_grad_batches", "2"],
+            expected="gradients",
+        ),
+        Mistake(
+            "uneven-shards",
+            "ranks with different numbers of batches: one waits in a collective forever",
+            uneven_shards,
+            expected="stall",
+        ),
+    ]
+}
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in MISTAKES:
         print(f"raw/mistakes.py: error: first argument must be one of {', '.join(MISTAKES)}", file=sys.stderr)
         return 2
-    mistake = MISTAKES[argv[0]]
-    mistake.apply()
+    global train
+    import train  # beside this file: a script's own folder is on its import path
+
+    MISTAKES[argv[0]].apply()
     return train.main(argv[1:])
 
 

@@ -80,7 +80,7 @@ def setup_distributed(accelerator: str) -> Dist:
     return Dist(True, rank, local_rank, world_size, device)
 
 
-def cleanup_distributed(d: Dist, t: "Training | None") -> None:
+def cleanup_distributed(d: Dist, t: Training | None) -> None:
     """Drop the DDP wrapper first, then the process group. DDP's Reducer holds the group; freed
     last (at interpreter exit, GIL held) it joins gloo's worker threads while one of them waits for
     the GIL to free a finished collective's tensors: a hang at exit, about one run in three here.
@@ -105,8 +105,7 @@ def build_train_loader(cfg: RunConfig, train_set, world_size: int, rank: int):
     """DistributedSampler splits the data across ranks (no shuffle=True on the DataLoader: the
     sampler shuffles, seeded like Lightning's injected one). One process uses the same sampler with
     one replica, so its order is what torchrun --nproc_per_node=1 sees."""
-    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True,
-                                 seed=cfg.seed_everything)
+    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, seed=cfg.seed_everything)
     return DataLoader(train_set, batch_size=cfg.data.batch_size, sampler=sampler, drop_last=cfg.data.drop_last), sampler
 
 
@@ -115,7 +114,9 @@ class GlobalBatchLoader:
     trains on the global batch DDP sees (the union of the ranks' batches)."""
 
     def __init__(self, cfg: RunConfig, train_set, world_size: int):
-        self.loaders, self.samplers = zip(*(build_train_loader(cfg, train_set, world_size, r) for r in range(world_size)))
+        self.loaders, self.samplers = zip(
+            *(build_train_loader(cfg, train_set, world_size, r) for r in range(world_size))
+        )
 
     def __iter__(self):
         return (list(per_rank) for per_rank in zip(*self.loaders))
@@ -136,8 +137,9 @@ def build_loaders(cfg: RunConfig, d: Dist, reference_world_size: int | None = No
         train_loader, sampler = build_train_loader(cfg, train_set, d.world_size, d.rank)
     val_loader = None
     if val_set is not None:
-        val_loader = DataLoader(val_set, batch_size=cfg.data.batch_size,
-                                sampler=ExactShardSampler(val_set, d.world_size, d.rank))
+        val_loader = DataLoader(
+            val_set, batch_size=cfg.data.batch_size, sampler=ExactShardSampler(val_set, d.world_size, d.rank)
+        )
     return train_loader, sampler, val_loader
 
 
@@ -147,13 +149,13 @@ def build_loaders(cfg: RunConfig, d: Dist, reference_world_size: int | None = No
 
 @dataclass
 class Training:
-    model: torch.nn.Module        # the plain network (what checkpoints hold)
-    ddp_model: torch.nn.Module    # what the loop calls: DDP-wrapped, or the network itself
+    model: torch.nn.Module  # the plain network (what checkpoints hold)
+    ddp_model: torch.nn.Module  # what the loop calls: DDP-wrapped, or the network itself
     optimizer: torch.optim.Optimizer
     scheduler: object
     scaler: torch.amp.GradScaler | None
     autocast_dtype: torch.dtype | None
-    init_params_sha256: str       # this rank's weights as built, before DDP's broadcast
+    init_params_sha256: str  # this rank's weights as built, before DDP's broadcast
 
 
 def build_training(cfg: RunConfig, d: Dist) -> Training:
@@ -172,7 +174,11 @@ def build_training(cfg: RunConfig, d: Dist) -> Training:
 
 def autocast(t: Training, d: Dist):
     # cache_enabled=False: Lightning's MixedPrecision does the same (same numbers, no cast cache)
-    return torch.autocast(d.device.type, dtype=t.autocast_dtype, cache_enabled=False) if t.autocast_dtype else nullcontext()
+    return (
+        torch.autocast(d.device.type, dtype=t.autocast_dtype, cache_enabled=False)
+        if t.autocast_dtype
+        else nullcontext()
+    )
 
 
 # -----------------------------------------------------------------------------
@@ -181,17 +187,20 @@ def autocast(t: Training, d: Dist):
 
 @dataclass
 class Progress:
-    epoch: int = 0            # the epoch in progress
-    batches_done: int = 0     # micro-batches of that epoch already trained
-    global_step: int = 0      # optimizer steps taken
+    epoch: int = 0  # the epoch in progress
+    batches_done: int = 0  # micro-batches of that epoch already trained
+    global_step: int = 0  # optimizer steps taken
 
 
 def rng_state() -> dict:
     """Every generator's state as plain lists and ints: gathers between ranks and loads with weights_only."""
     name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"torch": torch.get_rng_state().tolist(), "python": random.getstate(),
-            "numpy": [name, keys.tolist(), pos, has_gauss, cached],
-            "cuda": [s.tolist() for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else []}
+    return {
+        "torch": torch.get_rng_state().tolist(),
+        "python": random.getstate(),
+        "numpy": [name, keys.tolist(), pos, has_gauss, cached],
+        "cuda": [s.tolist() for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else [],
+    }
 
 
 def set_rng_state(state: dict) -> None:
@@ -207,8 +216,9 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return run_dir / "checkpoints"
 
 
-def save_checkpoint(cfg: RunConfig, d: Dist, t: Training, progress: Progress, run_dir: Path,
-                    recorder: TraceRecorder) -> None:
+def save_checkpoint(
+    cfg: RunConfig, d: Dist, t: Training, progress: Progress, run_dir: Path, recorder: TraceRecorder
+) -> None:
     """Everything that decides what comes next, every rank's RNG included; rank 0 writes."""
     recorder.flush()  # the trace up to this step is on disk before the checkpoint that resumes after it
     states = [rng_state()]
@@ -216,11 +226,16 @@ def save_checkpoint(cfg: RunConfig, d: Dist, t: Training, progress: Progress, ru
         states = [None] * d.world_size
         dist.all_gather_object(states, rng_state())
     if d.master:
-        payload = {"model": t.model.state_dict(), "optimizer": t.optimizer.state_dict(),
-                   "scheduler": t.scheduler.state_dict() if t.scheduler else None,
-                   "scaler": t.scaler.state_dict() if t.scaler else None,
-                   "progress": vars(progress).copy(), "sampler": {"seed": cfg.seed_everything, "epoch": progress.epoch},
-                   "world_size": d.world_size, "rng": states}
+        payload = {
+            "model": t.model.state_dict(),
+            "optimizer": t.optimizer.state_dict(),
+            "scheduler": t.scheduler.state_dict() if t.scheduler else None,
+            "scaler": t.scaler.state_dict() if t.scaler else None,
+            "progress": vars(progress).copy(),
+            "sampler": {"seed": cfg.seed_everything, "epoch": progress.epoch},
+            "world_size": d.world_size,
+            "rng": states,
+        }
         folder = checkpoint_dir(run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"step-{progress.global_step:08d}.pt"
@@ -259,8 +274,10 @@ def load_checkpoint(path: Path, d: Dist, t: Training) -> tuple[Progress, dict]:
     if t.scaler and payload["scaler"]:
         t.scaler.load_state_dict(payload["scaler"])
     if payload["world_size"] != d.world_size:
-        raise ConfigError(f"checkpoint {path} was written by {payload['world_size']} processes, "
-                          f"this run has {d.world_size}: the data split would differ")
+        raise ConfigError(
+            f"checkpoint {path} was written by {payload['world_size']} processes, "
+            f"this run has {d.world_size}: the data split would differ"
+        )
     return Progress(**payload["progress"]), payload["rng"][d.rank]
 
 
@@ -290,8 +307,16 @@ class StepInputs:
     indices: list = None
 
 
-def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Progress,
-                    recorder: TraceRecorder, run_dir: Path, rng_to_restore: dict | None) -> None:
+def train_one_epoch(
+    cfg: RunConfig,
+    d: Dist,
+    t: Training,
+    loader,
+    progress: Progress,
+    recorder: TraceRecorder,
+    run_dir: Path,
+    rng_to_restore: dict | None,
+) -> None:
     loss_fn, k = build_loss(), cfg.trainer.accumulate_grad_batches
     # creating the iterator draws a seed from torch's RNG, as in Lightning. A checkpoint taken at an
     # epoch's end holds the state before that draw; one taken mid-epoch, the state after it.
@@ -302,8 +327,13 @@ def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Prog
         set_rng_state(rng_to_restore)
     for _ in range(progress.batches_done):  # mid-epoch resume: skip what was already trained
         next(batches)
-    bar = tqdm(total=len(loader), initial=progress.batches_done, desc=f"epoch {progress.epoch}",
-               disable=not (d.master and cfg.trainer.enable_progress_bar), leave=False)
+    bar = tqdm(
+        total=len(loader),
+        initial=progress.batches_done,
+        desc=f"epoch {progress.epoch}",
+        disable=not (d.master and cfg.trainer.enable_progress_bar),
+        leave=False,
+    )
     step = StepInputs()
     for batch_idx, batch in enumerate(batches, start=progress.batches_done):
         last_micro = (batch_idx + 1) % k == 0 or batch_idx + 1 == len(loader)  # Lightning steps on the final batch too
@@ -311,7 +341,7 @@ def train_one_epoch(cfg: RunConfig, d: Dist, t: Training, loader, progress: Prog
             t.optimizer.zero_grad(set_to_none=True)
             step = StepInputs(indices=[])
         # all but the last micro-batch skip DDP's all-reduce; gradients accumulate locally
-        with (t.ddp_model.no_sync() if d.ddp and not last_micro else nullcontext()):
+        with t.ddp_model.no_sync() if d.ddp and not last_micro else nullcontext():
             with autocast(t, d):
                 loss = batch_loss(t, d, batch, loss_fn) / k  # divided by k always, as Lightning does
             (t.scaler.scale(loss) if t.scaler else loss).backward()
@@ -337,8 +367,9 @@ def batch_loss(t: Training, d: Dist, batch, loss_fn) -> torch.Tensor:
     return loss_fn(t.ddp_model(batch.x.to(d.device)), batch.y.to(d.device))
 
 
-def optimizer_step(cfg: RunConfig, d: Dist, t: Training, progress: Progress, step: StepInputs,
-                   recorder: TraceRecorder) -> None:
+def optimizer_step(
+    cfg: RunConfig, d: Dist, t: Training, progress: Progress, step: StepInputs, recorder: TraceRecorder
+) -> None:
     if t.scaler:
         t.scaler.unscale_(t.optimizer)  # clip and measure true gradients, not scaled ones
     params = [p for group in t.optimizer.param_groups for p in group["params"]]
@@ -353,8 +384,15 @@ def optimizer_step(cfg: RunConfig, d: Dist, t: Training, progress: Progress, ste
         t.optimizer.step()
     progress.global_step += 1
     step_scheduler(cfg, t, "step")
-    recorder.record(progress.global_step, step.loss, torch.cat(step.indices), epoch=progress.epoch,
-                    lr=lr, grad_norm=grad_norm, param_digest=param_digest(t.model))
+    recorder.record(
+        progress.global_step,
+        step.loss,
+        torch.cat(step.indices),
+        epoch=progress.epoch,
+        lr=lr,
+        grad_norm=grad_norm,
+        param_digest=param_digest(t.model),
+    )
 
 
 def step_checkpoint_due(cfg: RunConfig, progress: Progress) -> bool:
@@ -387,8 +425,16 @@ def validate(cfg: RunConfig, d: Dist, t: Training, loader, epoch: int, step: int
     return result
 
 
-def train(cfg: RunConfig, d: Dist, t: Training, loaders: tuple, run_dir: Path, start: Progress,
-          rng: dict | None, recorder: TraceRecorder) -> None:
+def train(
+    cfg: RunConfig,
+    d: Dist,
+    t: Training,
+    loaders: tuple,
+    run_dir: Path,
+    start: Progress,
+    rng: dict | None,
+    recorder: TraceRecorder,
+) -> None:
     train_loader, sampler, val_loader = loaders
     progress = start
     for epoch in range(start.epoch, cfg.trainer.max_epochs):
@@ -401,8 +447,11 @@ def train(cfg: RunConfig, d: Dist, t: Training, loaders: tuple, run_dir: Path, s
         rng = None
         if val_loader is not None and (epoch + 1) % cfg.trainer.check_val_every_n_epoch == 0:
             result = validate(cfg, d, t, val_loader, epoch, progress.global_step, recorder)
-            print0(d, f"epoch {epoch} val_loss {result['val_loss']:.4f} val_acc {result['val_acc']:.4f} "
-                      f"({result['val_count']} samples)")
+            print0(
+                d,
+                f"epoch {epoch} val_loss {result['val_loss']:.4f} val_acc {result['val_acc']:.4f} "
+                f"({result['val_count']} samples)",
+            )
         print0(d, f"epoch {epoch} step {progress.global_step} loss {recorder.last_loss():.4f}")
         if epoch_checkpoint_due(cfg, progress):
             save_checkpoint(cfg, d, t, progress, run_dir, recorder)
@@ -425,8 +474,11 @@ def reference_world_size(cfg: RunConfig, d: Dist) -> int:
 def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None):
     check_world_size(cfg.data, d.world_size)
     if cfg.trainer.devices != "auto" and d.ddp and cfg.trainer.devices * cfg.trainer.num_nodes != d.world_size:
-        print0(d, f"note: trainer.devices x num_nodes = {cfg.trainer.devices * cfg.trainer.num_nodes}, "
-                  f"torchrun started {d.world_size} processes; the raw loop follows torchrun")
+        print0(
+            d,
+            f"note: trainer.devices x num_nodes = {cfg.trainer.devices * cfg.trainer.num_nodes}, "
+            f"torchrun started {d.world_size} processes; the raw loop follows torchrun",
+        )
     run_dir = resolve_run_dir(cfg.run_dir, "reference" if reference else "raw")
     restarted = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
     ckpt = resume_point(cfg, resume or restarted, run_dir)
@@ -443,13 +495,22 @@ def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None):
         run_dir.mkdir(parents=True, exist_ok=True)
     if d.ddp:
         dist.barrier()
-    recorder = TraceRecorder(run_dir, side="reference" if reference else "raw", config=cfg.to_dict(),
-                             extra_meta={"device": str(d.device), "resumed_from": str(ckpt) if ckpt else None,
-                                         "reference_world_size": reference})
+    recorder = TraceRecorder(
+        run_dir,
+        side="reference" if reference else "raw",
+        config=cfg.to_dict(),
+        extra_meta={
+            "device": str(d.device),
+            "resumed_from": str(ckpt) if ckpt else None,
+            "reference_world_size": reference,
+        },
+    )
     loaders = build_loaders(cfg, d, reference)
     sampler = loaders[1].samplers[0] if reference else loaders[1]
-    recorder.start(facts={"init_params_sha256": t.init_params_sha256, "sampler": sampler_facts(sampler)},
-                   keep_steps_upto=progress.global_step if ckpt else None)
+    recorder.start(
+        facts={"init_params_sha256": t.init_params_sha256, "sampler": sampler_facts(sampler)},
+        keep_steps_upto=progress.global_step if ckpt else None,
+    )
     return run_dir, t, loaders, progress, rng, recorder
 
 
@@ -474,9 +535,12 @@ def main(argv: list[str]) -> int:
         except (ConfigError, RunDirError) as err:
             print(f"raw/train.py: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        print0(d, f"world_size {d.world_size}, device {d.device}, backend "
-                  f"{dist.get_backend() if d.ddp else 'none'}, effective batch "
-                  f"{cfg.data.batch_size * d.world_size * cfg.trainer.accumulate_grad_batches}, run_dir {run_dir}")
+        print0(
+            d,
+            f"world_size {d.world_size}, device {d.device}, backend "
+            f"{dist.get_backend() if d.ddp else 'none'}, effective batch "
+            f"{cfg.data.batch_size * d.world_size * cfg.trainer.accumulate_grad_batches}, run_dir {run_dir}",
+        )
         started = time.perf_counter()
         try:
             train(cfg, d, t, loaders, run_dir, progress, rng, recorder)

@@ -13,19 +13,15 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from compare.launch import kill_tree
+from ddp_parity.harness.launch import kill_tree
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
-
-# the test modules import these helpers with `from conftest import ...`
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
@@ -36,9 +32,21 @@ TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 RUN_TIMEOUT_S = float(os.environ.get("DDP_PARITY_TEST_TIMEOUT", "150"))
 
 # Variables that would make a child think it is a worker of some other job (or fire a fault).
-_SCRUBBED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
-                 "MASTER_ADDR", "MASTER_PORT", "DDP_PARITY_RUN_DIR", "DDP_PARITY_FAULT",
-                 "DDP_PARITY_FAULT_MARKER", "PL_GLOBAL_SEED", "PL_TRAINER_GPUS")
+_SCRUBBED_ENV = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "DDP_PARITY_RUN_DIR",
+    "DDP_PARITY_FAULT",
+    "DDP_PARITY_FAULT_MARKER",
+    "PL_GLOBAL_SEED",
+    "PL_TRAINER_GPUS",
+)
 
 
 def free_port() -> int:
@@ -48,9 +56,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def child_env(extra: Optional[dict] = None) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in _SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
+def child_env(extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
     env["OMP_NUM_THREADS"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
@@ -64,16 +71,24 @@ def _kill_group(pgid: int) -> None:
         pass  # nothing of the group is left
 
 
-def run_cmd(cmd: Sequence[str], env: Optional[dict] = None, timeout: float = RUN_TIMEOUT_S,
-            log: Optional[Path] = None) -> subprocess.CompletedProcess:
+def run_cmd(
+    cmd: Sequence[str], env: dict | None = None, timeout: float = RUN_TIMEOUT_S, log: Path | None = None
+) -> subprocess.CompletedProcess:
     """Run `cmd` from the repository root in a new session; always reap its whole process group.
 
     `log`: a file to append the command and its full output to (failures quote only part of it).
     """
     cmd = [str(c) for c in cmd]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=child_env(env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=child_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -90,8 +105,10 @@ def run_cmd(cmd: Sequence[str], env: Optional[dict] = None, timeout: float = RUN
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a") as f:
-            f.write(f"$ {' '.join(cmd)}\n# exit code {proc.returncode}{' (timed out)' if timed_out else ''}\n"
-                    f"--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n")
+            f.write(
+                f"$ {' '.join(cmd)}\n# exit code {proc.returncode}{' (timed out)' if timed_out else ''}\n"
+                f"--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n"
+            )
     if timed_out:
         pytest.fail(f"timed out after {timeout:.0f}s (process group killed)\n{describe(result)}", pytrace=False)
     return result
@@ -105,9 +122,11 @@ def _clip(text: str, head: int, tail: int) -> str:
 
 def describe(result: subprocess.CompletedProcess) -> str:
     log = getattr(result, "log", None)
-    return (f"command: {' '.join(result.args)}\nexit code: {result.returncode}\n"
-            + (f"full output: {log}\n" if log else "")
-            + f"--- stdout ---\n{_clip(result.stdout, 2000, 3000)}\n--- stderr ---\n{_clip(result.stderr, 6000, 6000)}")
+    return (
+        f"command: {' '.join(result.args)}\nexit code: {result.returncode}\n"
+        + (f"full output: {log}\n" if log else "")
+        + f"--- stdout ---\n{_clip(result.stdout, 2000, 3000)}\n--- stderr ---\n{_clip(result.stderr, 6000, 6000)}"
+    )
 
 
 def check_ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -121,13 +140,25 @@ def _log_path(tmp_path: Path, run_dir: Path) -> Path:
 
 
 def _torchrun_prefix(nproc: int) -> list[str]:
-    return [TORCHRUN, "--nnodes=1", f"--nproc_per_node={nproc}", "--master_addr=127.0.0.1",
-            f"--master_port={free_port()}", "--max-restarts=0"]
+    return [
+        TORCHRUN,
+        "--nnodes=1",
+        f"--nproc_per_node={nproc}",
+        "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}",
+        "--max-restarts=0",
+    ]
 
 
-def run_raw(tmp_path: Path, nproc: Optional[int], *overrides: str, run_dir: Optional[Path] = None,
-            config: Optional[Path] = DEFAULT_CONFIG, env: Optional[dict] = None,
-            timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+def run_raw(
+    tmp_path: Path,
+    nproc: int | None,
+    *overrides: str,
+    run_dir: Path | None = None,
+    config: Path | None = DEFAULT_CONFIG,
+    env: dict | None = None,
+    timeout: float = RUN_TIMEOUT_S,
+) -> subprocess.CompletedProcess:
     """raw/train.py: `nproc=None` is one plain `python raw/train.py`, otherwise torchrun with nproc workers.
 
     The run directory is `run_dir` (default: tmp_path / "raw"); `config=None` leaves `--config`
@@ -142,10 +173,17 @@ def run_raw(tmp_path: Path, nproc: Optional[int], *overrides: str, run_dir: Opti
     return run_cmd(prefix + args, env=env, timeout=timeout, log=_log_path(tmp_path, run_dir))
 
 
-def run_lightning(tmp_path: Path, *overrides: str, run_dir: Optional[Path] = None,
-                  launcher: str = "lightning", nproc: int = 2, config: Optional[Path] = DEFAULT_CONFIG,
-                  subcommand: str = "fit", env: Optional[dict] = None,
-                  timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+def run_lightning(
+    tmp_path: Path,
+    *overrides: str,
+    run_dir: Path | None = None,
+    launcher: str = "lightning",
+    nproc: int = 2,
+    config: Path | None = DEFAULT_CONFIG,
+    subcommand: str = "fit",
+    env: dict | None = None,
+    timeout: float = RUN_TIMEOUT_S,
+) -> subprocess.CompletedProcess:
     """`python -m lightning_impl fit` under Lightning's own launcher (the config's devices), or under
     `torchrun --nproc_per_node=nproc -m lightning_impl fit`."""
     run_dir = Path(run_dir if run_dir is not None else Path(tmp_path) / "lightning")
@@ -166,6 +204,7 @@ def run_lightning(tmp_path: Path, *overrides: str, run_dir: Optional[Path] = Non
 # ---------------------------------------------------------------------------------------------
 # reading runs
 
+
 def final_params(run_dir: Path) -> dict[str, torch.Tensor]:
     path = Path(run_dir) / FINAL_PARAMS_FILE
     assert path.is_file(), f"{path} is missing"
@@ -174,7 +213,7 @@ def final_params(run_dir: Path) -> dict[str, torch.Tensor]:
 
 def strip_prefix(params: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     assert all(k.startswith(prefix) for k in params), sorted(params)
-    return {k[len(prefix):]: v for k, v in params.items()}
+    return {k[len(prefix) :]: v for k, v in params.items()}
 
 
 def assert_params_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
@@ -196,6 +235,7 @@ def steps(run_dir: Path, rank: int = 0) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # runs shared by several tests (each made once per session, read-only afterwards)
 
+
 @pytest.fixture(scope="session")
 def raw_ddp2_run(tmp_path_factory) -> Path:
     """torchrun --nproc_per_node=2 raw/train.py on the default config, 2 epochs."""
@@ -216,8 +256,7 @@ def lightning_ddp2_run(tmp_path_factory) -> Path:
 PARITY_KEYS = ("step", "epoch", "loss", "lr", "grad_norm", "indices")
 
 
-def assert_traces_equal(a: Path, b: Path, ranks: Sequence[int] = (0, 1),
-                        keys: Sequence[str] = PARITY_KEYS) -> None:
+def assert_traces_equal(a: Path, b: Path, ranks: Sequence[int] = (0, 1), keys: Sequence[str] = PARITY_KEYS) -> None:
     """Every rank's step records agree field by field, with exact (==) float equality."""
     for rank in ranks:
         ra, rb = read_records(a, rank), read_records(b, rank)
@@ -226,15 +265,21 @@ def assert_traces_equal(a: Path, b: Path, ranks: Sequence[int] = (0, 1),
         for x, y in zip(ra, rb):
             for key in keys:
                 assert key in x and key in y, f"rank {rank} step {x.get('step')}: `{key}` missing"
-                assert x[key] == y[key], (f"rank {rank} step {x['step']} `{key}`: "
-                                          f"{x[key]!r} ({a}) != {y[key]!r} ({b})")
+                assert x[key] == y[key], f"rank {rank} step {x['step']} `{key}`: {x[key]!r} ({a}) != {y[key]!r} ({b})"
 
 
-def run_harness(*args: str, env: Optional[dict] = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_harness(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python compare/run.py ARGS` in a session of its own; its whole process tree is killed after."""
-    proc = subprocess.Popen([PYTHON, "compare/run.py", *args], cwd=REPO, env=child_env(env), text=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [PYTHON, "compare/run.py", *args],
+        cwd=REPO,
+        env=child_env(env),
+        text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     finally:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from compare.comparator import Criterion, compare_runs
-from compare.launch import free_port, kill_tree, torchrun_args
+from ddp_parity.compare.comparator import Criterion, compare_runs
+from ddp_parity.harness.launch import free_port, kill_tree, torchrun_args
 from ddp_parity.trace import read_records
 
 pytestmark = pytest.mark.slow
@@ -35,16 +35,27 @@ def load_example_model():
 
 
 def child_env(port: int) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TORCHELASTIC_", "DDP_PARITY_", "PL_"))
-           and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TORCHELASTIC_", "DDP_PARITY_", "PL_"))
+        and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK")
+    }
     env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     return env
 
 
 def run(cmd: list[str], port: int) -> None:
-    proc = subprocess.Popen(cmd, cwd=REPO, env=child_env(port), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=child_env(port),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -63,8 +74,19 @@ def byo_runs(tmp_path_factory) -> tuple[Path, Path]:
     port = free_port()
     run([*torchrun_args(2, port), str(EXAMPLE / "train_raw.py"), "--run_dir", str(raw), "--epochs", str(EPOCHS)], port)
     port = free_port()  # Lightning's own launcher: it re-runs the script once per extra rank
-    run([sys.executable, str(EXAMPLE / "train_lightning.py"), "--run_dir", str(lightning), "--devices", "2",
-         "--epochs", str(EPOCHS)], port)
+    run(
+        [
+            sys.executable,
+            str(EXAMPLE / "train_lightning.py"),
+            "--run_dir",
+            str(lightning),
+            "--devices",
+            "2",
+            "--epochs",
+            str(EPOCHS),
+        ],
+        port,
+    )
     return raw, lightning
 
 
@@ -81,8 +103,9 @@ def test_raw_and_lightning_are_bitwise_equal(byo_runs):
     # BatchNorm buffers are in the final state too, and every replica ended identical on both sides
     assert any("running_mean" in row["name"] for row in result.param_tensors)
     for rank in (0, 1):  # the per-step parameter digest (not part of compare_runs' verdict) agrees too
-        assert [r["param_digest"] for r in read_records(raw, rank)] == \
-            [r["param_digest"] for r in read_records(lightning, rank)]
+        assert [r["param_digest"] for r in read_records(raw, rank)] == [
+            r["param_digest"] for r in read_records(lightning, rank)
+        ]
     for run_dir in byo_runs:
         meta = json.loads((run_dir / "meta.json").read_text())
         assert meta["replicas_identical"] is True and meta["world_size"] == 2

@@ -9,12 +9,18 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from compare.comparator import Criterion, compare_runs, match_keys
+from ddp_parity.compare.comparator import Criterion, compare_runs, match_keys
 from ddp_parity.trace import FORMAT_VERSION, TraceFormatError
 
 
-def make_run(path: Path, losses: dict[int, list[float]], params: dict[str, torch.Tensor],
-             indices=None, version=FORMAT_VERSION, lr: float = 1e-3) -> Path:
+def make_run(
+    path: Path,
+    losses: dict[int, list[float]],
+    params: dict[str, torch.Tensor],
+    indices=None,
+    version=FORMAT_VERSION,
+    lr: float = 1e-3,
+) -> Path:
     """A run directory with `losses[rank][i]` at step i+1 and the given final parameters."""
     (path / "trace").mkdir(parents=True)
     (path / "meta.json").write_text(json.dumps({"format_version": version, "world_size": len(losses)}))
@@ -22,8 +28,19 @@ def make_run(path: Path, losses: dict[int, list[float]], params: dict[str, torch
         lines = []
         for i, loss in enumerate(per_step):
             step_indices = indices(rank, i) if indices else [rank * 1000 + i]
-            lines.append(json.dumps({"step": i + 1, "epoch": 0, "loss": loss, "lr": lr, "grad_norm": 1.0,
-                                     "time_s": 0.01, "indices": step_indices}))
+            lines.append(
+                json.dumps(
+                    {
+                        "step": i + 1,
+                        "epoch": 0,
+                        "loss": loss,
+                        "lr": lr,
+                        "grad_norm": 1.0,
+                        "time_s": 0.01,
+                        "indices": step_indices,
+                    }
+                )
+            )
         (path / "trace" / f"rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
     save_file(params, str(path / "final.safetensors"))
     return path
@@ -60,10 +77,11 @@ def test_one_ulp_is_a_difference_under_the_exact_criterion(tmp_path):
 
 
 def test_first_divergence_is_the_earliest_step_across_ranks_in_causal_order(tmp_path):
-    late = {0: [2.0, 1.5, 9.0], 1: list(LOSSES[1])}       # rank 0 differs at step 3
+    late = {0: [2.0, 1.5, 9.0], 1: list(LOSSES[1])}  # rank 0 differs at step 3
     a = make_run(tmp_path / "a", LOSSES, PARAMS)
-    b = make_run(tmp_path / "b", late, PARAMS,
-                 indices=lambda rank, i: [7] if (rank, i) == (1, 1) else [rank * 1000 + i])  # rank 1 at step 2
+    b = make_run(
+        tmp_path / "b", late, PARAMS, indices=lambda rank, i: [7] if (rank, i) == (1, 1) else [rank * 1000 + i]
+    )  # rank 1 at step 2
     first = compare_runs(a, b).to_dict()["first_divergence"]
     assert (first["step"], first["rank"], first["quantity"]) == (2, 1, "samples")
 
@@ -138,9 +156,26 @@ def test_key_map_options_of_the_command_line(tmp_path):
 
     a = make_run(tmp_path / "a", LOSSES, {"encoder.w": torch.ones(3)})
     b = make_run(tmp_path / "b", LOSSES, {"model.body.w": torch.ones(3)})
-    run = lambda *extra: subprocess.run([sys.executable, "compare/run.py", "--traces", str(a), str(b), "--out",
-                                         str(tmp_path / "out"), "--overwrite", *extra], capture_output=True, text=True,
-                                        cwd=Path(__file__).resolve().parents[1], timeout=120)
+
+    def run(*extra):
+        return subprocess.run(
+            [
+                sys.executable,
+                "compare/run.py",
+                "--traces",
+                str(a),
+                str(b),
+                "--out",
+                str(tmp_path / "out"),
+                "--overwrite",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+            timeout=120,
+        )
+
     unmapped = run()
     assert unmapped.returncode == 1 and "model.body.w" in unmapped.stdout  # named: present on one side only
     (tmp_path / "map.json").write_text('{"body.w": "encoder.w"}')

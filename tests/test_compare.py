@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import run_harness
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,8 +68,12 @@ def test_a_one_sided_learning_rate_is_caught_at_step_1(tmp_path):
 
 def test_saved_runs_compare_with_traces_and_edits_are_found(tmp_path):
     out = tmp_path / "out"
-    assert harness("--out", str(out), "--parallel", "--set", "trainer.max_epochs=1",
-                   "--set", "data.num_samples=512").returncode == 0
+    assert (
+        harness(
+            "--out", str(out), "--parallel", "--set", "trainer.max_epochs=1", "--set", "data.num_samples=512"
+        ).returncode
+        == 0
+    )
     raw, lightning = out / "raw", out / "lightning"
     again = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "again"))
     assert again.returncode == 0 and report(tmp_path / "again")["verdict"] == "equivalent"
@@ -95,8 +98,13 @@ def test_saved_runs_compare_with_traces_and_edits_are_found(tmp_path):
 
 def test_a_rank_that_crashes_gives_exit_3_with_its_error(tmp_path):
     out = tmp_path / "out"
-    result = harness("--out", str(out), "--set", "trainer.max_epochs=1",
-                     env={"DDP_PARITY_FAULT": "1:3:raise", "DDP_PARITY_FAULT_MARKER": str(tmp_path / "fired")})
+    result = harness(
+        "--out",
+        str(out),
+        "--set",
+        "trainer.max_epochs=1",
+        env={"DDP_PARITY_FAULT": "1:3:raise", "DDP_PARITY_FAULT_MARKER": str(tmp_path / "fired")},
+    )
     assert result.returncode == 3, result.stdout + result.stderr
     rep = report(out)
     assert rep["verdict"] == "failed"
@@ -113,12 +121,15 @@ def test_a_value_that_fails_only_at_run_time_gives_exit_3(tmp_path):
     assert processes_mentioning(str(out)) == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--set", "data.bogus=1"], "data.bogus"),
-    (["--set", "data.batch_size=-4"], "data.batch_size"),
-    (["--set", "nonsense"], "KEY=VALUE"),
-    (["--config", "/nonexistent.yaml"], "/nonexistent.yaml"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "data.bogus=1"], "data.bogus"),
+        (["--set", "data.batch_size=-4"], "data.batch_size"),
+        (["--set", "nonsense"], "KEY=VALUE"),
+        (["--config", "/nonexistent.yaml"], "/nonexistent.yaml"),
+    ],
+)
 def test_bad_input_exits_2_before_launching_anything(tmp_path, args, message):
     out = tmp_path / "out"
     result = harness("--out", str(out), *args, timeout=60)
@@ -130,7 +141,7 @@ def test_bad_input_exits_2_before_launching_anything(tmp_path, args, message):
 def test_an_output_directory_with_results_is_refused(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    (out / "report.json").write_text("{\"keep\": true}")
+    (out / "report.json").write_text('{"keep": true}')
     result = harness("--out", str(out), timeout=60)
     assert result.returncode == 2 and "--overwrite" in result.stderr
-    assert (out / "report.json").read_text() == "{\"keep\": true}"
+    assert (out / "report.json").read_text() == '{"keep": true}'

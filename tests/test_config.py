@@ -8,9 +8,9 @@ import inspect
 from pathlib import Path
 
 import pytest
+from conftest import DEFAULT_CONFIG, run_raw
 
 from ddp_parity.config import ConfigError, TrainerConfig, parse_raw_config
-from conftest import DEFAULT_CONFIG, run_raw
 
 DEFAULT = str(DEFAULT_CONFIG)
 
@@ -42,6 +42,7 @@ def write_config_with(tmp_path: Path, section: str, line: str, name: str = "bad.
 
 # -- parsing ------------------------------------------------------------------------------
 
+
 def test_default_config_has_the_tutorial_values():
     cfg = parse_raw_config(["--config", DEFAULT])
     assert cfg.data.batch_size == 32
@@ -72,6 +73,7 @@ def test_an_override_before_the_file_loses_to_it():
 
 # -- errors that name the key -------------------------------------------------------------
 
+
 def test_unknown_dotted_key_is_named():
     message = config_error(["--config", DEFAULT, "--data.bogus", "1"])
     assert "data.bogus" in message
@@ -100,9 +102,16 @@ def test_zero_batch_size_is_named():
     assert "data.batch_size" in message
 
 
-@pytest.mark.parametrize("key,value", [("data.batch_size", "abc"), ("trainer.max_epochs", "1.5"),
-                                       ("model.lr", "fast"), ("data.drop_last", "maybe"),
-                                       ("model.optimizer", "lion")])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("data.batch_size", "abc"),
+        ("trainer.max_epochs", "1.5"),
+        ("model.lr", "fast"),
+        ("data.drop_last", "maybe"),
+        ("model.optimizer", "lion"),
+    ],
+)
 def test_wrong_type_is_named(key, value):
     message = config_error(["--config", DEFAULT, f"--{key}", value])
     assert key in message
@@ -134,6 +143,7 @@ def test_num_classes_must_match():
 
 
 # -- the command line ---------------------------------------------------------------------
+
 
 def assert_one_line_error(result, *needles: str) -> str:
     assert result.returncode == 2, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
@@ -171,6 +181,7 @@ def test_cli_missing_config_file_exits_2(tmp_path):
 
 # -- the trainer section speaks Lightning's language -------------------------------------
 
+
 def test_every_trainer_key_is_a_lightning_trainer_parameter():
     import lightning
 
@@ -179,5 +190,4 @@ def test_every_trainer_key_is_a_lightning_trainer_parameter():
     assert fields, "TrainerConfig has no fields"
     for name in fields:
         assert name in parameters, f"trainer.{name} is not a lightning.Trainer argument"
-        assert parameters[name].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                         inspect.Parameter.KEYWORD_ONLY), name
+        assert parameters[name].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY), name

@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from compare.comparator import Criterion, compare_runs
-from compare.diagnosis import CATEGORIES, diagnose, format_diagnosis
+from ddp_parity.compare.comparator import Criterion, compare_runs
+from ddp_parity.compare.diagnosis import CATEGORIES, diagnose, format_diagnosis
 
 WORLD, EPOCHS, STEPS_PER_EPOCH, DATASET = 2, 2, 4, 64
 BATCH = DATASET // WORLD // STEPS_PER_EPOCH
@@ -29,16 +29,33 @@ BASE_CONFIG = {
     "run_dir": "/somewhere/raw",
     "seed_everything": 42,
     "threads": 1,
-    "trainer": {"accelerator": "cpu", "accumulate_grad_batches": 1, "devices": 2, "max_epochs": EPOCHS,
-                "precision": "32-true", "enable_progress_bar": False, "logger": False},
+    "trainer": {
+        "accelerator": "cpu",
+        "accumulate_grad_batches": 1,
+        "devices": 2,
+        "max_epochs": EPOCHS,
+        "precision": "32-true",
+        "enable_progress_bar": False,
+        "logger": False,
+    },
 }
 # what LightningCLI adds to its resolved config: keys the raw side does not have, or spells differently
 LIGHTNING_EXTRAS = {
-    "config": ["/work/main/configs/default.yaml"], "optimizer": None, "lr_scheduler": None,
-    "run_dir": "/somewhere/lightning", "weights_only": None,
-    "trainer": {"devices": "2", "callbacks": None, "default_root_dir": "/somewhere/lightning",
-                "enable_checkpointing": None, "max_steps": -1, "use_distributed_sampler": True,
-                "enable_progress_bar": True, "logger": True},
+    "config": ["/work/main/configs/default.yaml"],
+    "optimizer": None,
+    "lr_scheduler": None,
+    "run_dir": "/somewhere/lightning",
+    "weights_only": None,
+    "trainer": {
+        "devices": "2",
+        "callbacks": None,
+        "default_root_dir": "/somewhere/lightning",
+        "enable_checkpointing": None,
+        "max_steps": -1,
+        "use_distributed_sampler": True,
+        "enable_progress_bar": True,
+        "logger": True,
+    },
 }
 PARAMS = {"net.0.weight": torch.arange(6, dtype=torch.float32).reshape(2, 3), "net.0.bias": torch.ones(2)}
 
@@ -59,14 +76,33 @@ def make_meta(side: str, seed: int = 42, init=INIT, threads=1, config: dict | No
     inits = init if isinstance(init, list) else [init] * WORLD
     threads = threads if isinstance(threads, list) else [threads] * WORLD
     return {
-        "format_version": 1, "side": side, "world_size": WORLD, "backend": "gloo", "device": "cpu",
+        "format_version": 1,
+        "side": side,
+        "world_size": WORLD,
+        "backend": "gloo",
+        "device": "cpu",
         "versions": {"python": "3.11.7", "torch": "2.13.0+cpu", "lightning": "2.6.6"},
-        "config": cfg, "finished": True,
-        "ranks": [{"rank": r, "host": "vm", "pid": 100 + r, "threads": threads[r], "omp_num_threads": str(threads[r]),
-                   "init_params_sha256": inits[r],
-                   "sampler": {"class": "DistributedSampler", "drop_last": False, "num_replicas": WORLD, "rank": r,
-                               "seed": seed, "shuffle": True}}
-                  for r in range(WORLD)],
+        "config": cfg,
+        "finished": True,
+        "ranks": [
+            {
+                "rank": r,
+                "host": "vm",
+                "pid": 100 + r,
+                "threads": threads[r],
+                "omp_num_threads": str(threads[r]),
+                "init_params_sha256": inits[r],
+                "sampler": {
+                    "class": "DistributedSampler",
+                    "drop_last": False,
+                    "num_replicas": WORLD,
+                    "rank": r,
+                    "seed": seed,
+                    "shuffle": True,
+                },
+            }
+            for r in range(WORLD)
+        ],
     }
 
 
@@ -81,10 +117,18 @@ def make_records(seed: int = 42, set_epoch: bool = True, epochs: int = EPOCHS) -
         for i in range(STEPS_PER_EPOCH):
             step += 1
             for r in range(WORLD):
-                out[r].append({"step": step, "epoch": epoch, "loss": 2.5 - 0.01 * step - 0.001 * r, "lr": 0.001,
-                               "grad_norm": 0.5 + 0.001 * step, "time_s": 0.01,
-                               "indices": shards[r][i * BATCH:(i + 1) * BATCH],
-                               "param_digest": [-4.5 + 0.01 * step, 0.62 + 0.001 * step]})
+                out[r].append(
+                    {
+                        "step": step,
+                        "epoch": epoch,
+                        "loss": 2.5 - 0.01 * step - 0.001 * r,
+                        "lr": 0.001,
+                        "grad_norm": 0.5 + 0.001 * step,
+                        "time_s": 0.01,
+                        "indices": shards[r][i * BATCH : (i + 1) * BATCH],
+                        "param_digest": [-4.5 + 0.01 * step, 0.62 + 0.001 * step],
+                    }
+                )
     return out
 
 
@@ -114,6 +158,7 @@ def run_diagnosis(a, b, stall=None, criterion=Criterion()):
 
 
 # ---------------------------------------------------------------------------------------------
+
 
 def test_identical_pair_is_equivalent_despite_lightning_cli_extras(tmp_path):
     # the Lightning side's config has extra keys, `devices: "2"`, its own run_dir and progress bar
@@ -150,8 +195,9 @@ def test_different_initial_weights(tmp_path):
     a, b = pair(tmp_path, meta_b=make_meta("lightning", init=["ff" * 32, "ee" * 32]), records_b=records_b)
     _, d = run_diagnosis(a, b)
     assert (d["category"], d["step"], d["rank"]) == ("init", None, 0)
-    assert d["evidence"]["init_params_sha256"]["lightning"] == {"0": "ff" * 32, "1": "ee" * 32} or \
-        d["evidence"]["init_params_sha256"]["lightning"] == {0: "ff" * 32, 1: "ee" * 32}
+    assert d["evidence"]["init_params_sha256"]["lightning"] == {"0": "ff" * 32, "1": "ee" * 32} or d["evidence"][
+        "init_params_sha256"
+    ]["lightning"] == {0: "ff" * 32, 1: "ee" * 32}
     assert "broadcast" in d["explanation"]
 
 
@@ -207,8 +253,11 @@ def test_other_data_order(tmp_path):
 
 def test_loss_differs_with_the_same_samples(tmp_path):
     records_b = make_records()
-    records_b[1][1]["loss"] = float(torch.nextafter(torch.tensor(records_b[1][1]["loss"], dtype=torch.float64),
-                                                    torch.tensor(9.0, dtype=torch.float64)))
+    records_b[1][1]["loss"] = float(
+        torch.nextafter(
+            torch.tensor(records_b[1][1]["loss"], dtype=torch.float64), torch.tensor(9.0, dtype=torch.float64)
+        )
+    )
     a, b = pair(tmp_path, records_b=records_b)
     _, d = run_diagnosis(a, b)
     assert (d["category"], d["step"], d["rank"]) == ("numerics", 2, 1)

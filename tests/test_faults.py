@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from compare.comparator import compare_runs
-from compare.launch import build_launch, run_launch
 from conftest import run_harness
+
+from ddp_parity.compare.comparator import compare_runs
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
+from ddp_parity.harness.launch import build_launch, run_launch
 from ddp_parity.trace import read_meta
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,8 +25,9 @@ SMALL = ["--data.num_samples", "512", "--trainer.max_epochs", "2", "--checkpoint
 
 def train_raw(out: Path, name: str, fault: str | None = None, overrides=SMALL):
     env = {FAULT_ENV: fault, MARKER_ENV: str(out / f"{name}.marker")} if fault else None
-    launch = build_launch("raw", CONFIG, 2, list(overrides), out, 1, max_restarts=1 if fault else 0,
-                          name=name, extra_env=env)
+    launch = build_launch(
+        "raw", CONFIG, 2, list(overrides), out, 1, max_restarts=1 if fault else 0, name=name, extra_env=env
+    )
     outcome = run_launch(launch, timeout=180)
     assert outcome.ok, outcome.describe() + "\n" + outcome.log_tail
     return launch.run_dir
@@ -38,13 +39,19 @@ def uninterrupted(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault, resumed_from", [
-    ("1:1", None),                    # the very first step: no checkpoint yet, the restart starts over
-    ("1:5", "step-00000003.pt"),      # mid-epoch: resumes mid-epoch with exactly the batches that were left
-    ("0:8", "step-00000006.pt"),      # the epoch's last step, before its epoch-end checkpoint
-    ("0:8:checkpoint", "step-00000006.pt"),  # killed while writing that checkpoint: the older one is the newest complete
-    ("1:11:raise", "step-00000009.pt"),      # an exception instead of SIGKILL, in the second epoch
-])
+@pytest.mark.parametrize(
+    "fault, resumed_from",
+    [
+        ("1:1", None),  # the very first step: no checkpoint yet, the restart starts over
+        ("1:5", "step-00000003.pt"),  # mid-epoch: resumes mid-epoch with exactly the batches that were left
+        ("0:8", "step-00000006.pt"),  # the epoch's last step, before its epoch-end checkpoint
+        (
+            "0:8:checkpoint",
+            "step-00000006.pt",
+        ),  # killed while writing that checkpoint: the older one is the newest complete
+        ("1:11:raise", "step-00000009.pt"),  # an exception instead of SIGKILL, in the second epoch
+    ],
+)
 def test_raw_crash_and_restart_ends_bitwise_equal(uninterrupted, tmp_path, fault, resumed_from):
     run = train_raw(tmp_path, "faulty", fault)
     assert (tmp_path / "faulty.marker").exists(), "the fault never fired"
@@ -61,8 +68,19 @@ def test_harness_fault_mid_epoch_runs_both_sides_to_bitwise_equal_ends(tmp_path)
     out = tmp_path / "out"
     """Mid-epoch on both sides: killed after step 5, resumed from the checkpoint of step 3 with the
     epoch's remaining batches (Lightning through lightning_impl's ResumableDataLoader)."""
-    proc = run_harness("--fault", "1:5", "--out", str(out), "--parallel", "--set", "data.num_samples=512",
-                       "--set", "trainer.max_epochs=2", "--set", "checkpoint.every_n_train_steps=3")
+    proc = run_harness(
+        "--fault",
+        "1:5",
+        "--out",
+        str(out),
+        "--parallel",
+        "--set",
+        "data.num_samples=512",
+        "--set",
+        "trainer.max_epochs=2",
+        "--set",
+        "checkpoint.every_n_train_steps=3",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     fault = json.loads((out / "report.json").read_text())["fault"]
     assert fault["fired"] == {"raw": True, "lightning": True}
@@ -74,9 +92,15 @@ def test_harness_fault_mid_epoch_runs_both_sides_to_bitwise_equal_ends(tmp_path)
 # ---------------------------------------------------------------------------------------------
 # bad input: one line naming the problem, exit code 2, nothing already written lost
 
+
 def raw(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "raw/train.py", "--config", CONFIG, "--trainer.enable_progress_bar",
-                           "false", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "raw/train.py", "--config", CONFIG, "--trainer.enable_progress_bar", "false", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess, *words: str) -> None:
@@ -122,8 +146,11 @@ def test_truncated_checkpoint_is_refused_and_kept(trained, tmp_path):
 @pytest.mark.slow
 def test_checkpoint_of_another_model_shape_is_refused(trained, tmp_path):
     run = copy_run(trained, tmp_path)
-    one_line_error(raw("--run_dir", str(run), "--data.num_samples", "64", "--model.hidden_dim", "32", "--resume"),
-                   "cannot be loaded", "size mismatch")
+    one_line_error(
+        raw("--run_dir", str(run), "--data.num_samples", "64", "--model.hidden_dim", "32", "--resume"),
+        "cannot be loaded",
+        "size mismatch",
+    )
 
 
 class Payload:
@@ -144,17 +171,25 @@ def test_checkpoint_with_pickled_objects_is_refused_not_executed(trained, tmp_pa
     witness = tmp_path / "code-ran"
     payload["model"]["evil"] = Payload(witness)
     torch.save(payload, ckpt)
-    one_line_error(raw("--run_dir", str(run), "--data.num_samples", "64", "--resume"), "cannot be loaded",
-                   "weights_only")
+    one_line_error(
+        raw("--run_dir", str(run), "--data.num_samples", "64", "--resume"), "cannot be loaded", "weights_only"
+    )
     assert not witness.exists()
 
 
 @pytest.mark.slow
 def test_traces_of_another_format_version_or_cut_off_are_named(trained, tmp_path):
     run_b = copy_run(trained, tmp_path)
-    compare = lambda: subprocess.run([sys.executable, "compare/run.py", "--traces", str(trained), str(run_b),
-                                      "--out", str(tmp_path / "cmp")], cwd=REPO, capture_output=True, text=True,
-                                     timeout=120)
+
+    def compare():
+        return subprocess.run(
+            [sys.executable, "compare/run.py", "--traces", str(trained), str(run_b), "--out", str(tmp_path / "cmp")],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
     trace = run_b / "trace" / "rank0.jsonl"
     trace.write_text(trace.read_text()[:-15])
     result = compare()
@@ -168,10 +203,19 @@ def test_traces_of_another_format_version_or_cut_off_are_named(trained, tmp_path
 @pytest.mark.slow
 def test_traces_of_different_configs_say_what_differs(trained, tmp_path):
     other = tmp_path / "other"
-    assert raw("--run_dir", str(other), "--data.num_samples", "64", "--trainer.max_epochs", "1",
-               "--model.lr", "0.002").returncode == 0
-    result = subprocess.run([sys.executable, "compare/run.py", "--traces", str(trained), str(other), "--out",
-                             str(tmp_path / "cmp")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (
+        raw(
+            "--run_dir", str(other), "--data.num_samples", "64", "--trainer.max_epochs", "1", "--model.lr", "0.002"
+        ).returncode
+        == 0
+    )
+    result = subprocess.run(
+        [sys.executable, "compare/run.py", "--traces", str(trained), str(other), "--out", str(tmp_path / "cmp")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1
     diagnosis = json.loads((tmp_path / "cmp" / "report.json").read_text())["diagnosis"]
     assert diagnosis["category"] == "config"
@@ -181,8 +225,14 @@ def test_traces_of_different_configs_say_what_differs(trained, tmp_path):
 def lightning(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-m", "lightning_impl", "fit", "--config", CONFIG, *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "lightning_impl", "fit", "--config", CONFIG, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.mark.slow

@@ -8,11 +8,30 @@ import math
 import pytest
 import torch
 import yaml
+from conftest import (
+    DEFAULT_CONFIG,
+    PYTHON,
+    assert_params_equal,
+    assert_traces_equal,
+    check_ok,
+    describe,
+    final_params,
+    run_cmd,
+    run_lightning,
+    steps,
+    strip_prefix,
+)
 
-from conftest import (DEFAULT_CONFIG, PYTHON, assert_params_equal, assert_traces_equal, check_ok, describe,
-                      final_params, run_cmd, run_lightning, steps, strip_prefix)
-from ddp_parity.trace import (FINAL_PARAMS_FILE, FORMAT_VERSION, META_FILE, batch_fingerprint, read_meta,
-                              read_records, read_validation, trace_ranks)
+from ddp_parity.trace import (
+    FINAL_PARAMS_FILE,
+    FORMAT_VERSION,
+    META_FILE,
+    batch_fingerprint,
+    read_meta,
+    read_records,
+    read_validation,
+    trace_ranks,
+)
 
 STEPS_PER_EPOCH = math.ceil(2000 / 2 / 32)  # the default config on two processes
 
@@ -109,9 +128,17 @@ def test_trace_callback_on_a_foreign_model(tmp_path):
     torch.manual_seed(0)
     model = Tiny()
     run_dir = tmp_path / "foreign"
-    trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
-                        callbacks=[TraceCallback(str(run_dir))])
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        callbacks=[TraceCallback(str(run_dir))],
+    )
     trainer.fit(model, loader)
 
     records = read_records(run_dir, 0)

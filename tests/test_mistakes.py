@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_harness
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,18 +16,30 @@ pytestmark = pytest.mark.slow
 
 # name -> (exit code, category, step, rank); None: not step-specific
 EXPECTED = {
-    "no-set-epoch": (1, "set_epoch", 5, 0),                       # epoch 1's first step replays epoch 0
+    "no-set-epoch": (1, "set_epoch", 5, 0),  # epoch 1's first step replays epoch 0
     "sampler-seed": (1, "sampler_seed", 1, 0),
     "unseeded-init": (1, "init", None, None),
     "thread-mismatch": (1, "config", None, None),
     "no-loss-scaling-for-accumulation": (1, "gradients", 1, 0),
-    "uneven-shards": (3, "stall", 5, 0),                           # rank 0 has 5 batches, rank 1 has 4
+    "uneven-shards": (3, "stall", 5, 0),  # rank 0 has 5 batches, rank 1 has 4
 }
 
 
 def run_mistake(name: str, out: Path) -> subprocess.CompletedProcess:
-    return run_harness("--mistake", name, "--out", str(out), "--parallel", "--stall-timeout", "8",
-                       "--set", "data.num_samples=256", "--set", "trainer.max_epochs=2", timeout=240)
+    return run_harness(
+        "--mistake",
+        name,
+        "--out",
+        str(out),
+        "--parallel",
+        "--stall-timeout",
+        "8",
+        "--set",
+        "data.num_samples=256",
+        "--set",
+        "trainer.max_epochs=2",
+        timeout=240,
+    )
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
@@ -51,7 +62,8 @@ def test_each_mistake_is_named(name, tmp_path):
 
 
 def test_the_catalogue_lists_itself():
-    result = subprocess.run([sys.executable, "compare/run.py", "--mistake", "list"], cwd=REPO, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "compare/run.py", "--mistake", "list"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0
     assert sorted(line.split()[0] for line in result.stdout.strip().splitlines()) == sorted(EXPECTED)

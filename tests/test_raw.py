@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import assert_params_equal, assert_traces_equal, check_ok, describe, final_params, run_raw, steps
+
 from ddp_parity.trace import FINAL_PARAMS_FILE, META_FILE, read_meta, read_records, read_validation, trace_ranks
 
 NUM_SAMPLES = 2000  # configs/default.yaml
@@ -119,8 +119,10 @@ def test_new_run_into_an_existing_run_dir_is_refused(tmp_path):
     run_dir = tmp_path / "r"
     overrides = ("--data.num_samples", "256", "--trainer.max_epochs", "1")
     check_ok(run_raw(tmp_path, None, *overrides, run_dir=run_dir))
-    kept = {name: (run_dir / name).read_bytes()
-            for name in (META_FILE, FINAL_PARAMS_FILE, "trace/rank0.jsonl", "validation.jsonl")}
+    kept = {
+        name: (run_dir / name).read_bytes()
+        for name in (META_FILE, FINAL_PARAMS_FILE, "trace/rank0.jsonl", "validation.jsonl")
+    }
     checkpoints = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
 
     for again in (overrides, ("--data.num_samples", "256", "--trainer.max_epochs", "2", "--model.lr", "0.01")):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_harness
 from safetensors.torch import load_file
 
-from conftest import run_harness
 from ddp_parity.config import parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.model import build_net
@@ -33,8 +33,11 @@ def test_every_cpu_row_of_the_matrix_is_bitwise_equal(tmp_path):
 
     # two rows run elsewhere in the suite, at a size that proves more: world-2 (fp32) is the default
     # run of test_compare.py, world-4 the raw-vs-Lightning pair of the reference test below
-    entries = [e for e in yaml.safe_load((REPO / "configs" / "matrix.yaml").read_text())
-               if e["name"] not in ("fp32", "world-4")]
+    entries = [
+        e
+        for e in yaml.safe_load((REPO / "configs" / "matrix.yaml").read_text())
+        if e["name"] not in ("fp32", "world-4")
+    ]
     assert len(entries) == 10
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(yaml.safe_dump(entries))
@@ -46,7 +49,9 @@ def test_every_cpu_row_of_the_matrix_is_bitwise_equal(tmp_path):
     for name in (r["name"] for r in rows):
         report = json.loads((out / name / "report.json").read_text())
         assert report["losses"]["max_abs"] == 0.0 and report["params"]["max_abs"] == 0.0
-        assert report["validation"]["compared"] > 0 and report["validation"]["equal"] == report["validation"]["compared"]
+        assert (
+            report["validation"]["compared"] > 0 and report["validation"]["equal"] == report["validation"]["compared"]
+        )
     accumulate = json.loads((out / "accumulate-3" / "report.json").read_text())
     assert accumulate["steps"]["steps_a"]["0"] == 2 * 3  # 8 micro-batches per epoch: 2 full steps + a leftover
     assert {r["name"]: r["world_size"] for r in rows}["two-nodes"] == 2
@@ -79,8 +84,20 @@ def test_reference_mode_measures_ddp_against_one_process(tmp_path):
     """World 4 against one process on the same global batches: the same samples every step, and
     differences at float32 roundoff (measured: 1 ulp of the loss, 3e-8 in parameters)."""
     out = tmp_path / "ref"
-    result = harness("--out", str(out), "--reference", "--parallel", "--nproc", "4", "--set", "trainer.max_epochs=2",
-                     "--set", "data.num_samples=512", "--set", "data.val_samples=101")
+    result = harness(
+        "--out",
+        str(out),
+        "--reference",
+        "--parallel",
+        "--nproc",
+        "4",
+        "--set",
+        "trainer.max_epochs=2",
+        "--set",
+        "data.num_samples=512",
+        "--set",
+        "data.val_samples=101",
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     report = json.loads((out / "report.json").read_text())
     # the matrix's world-4 row: raw and Lightning bitwise equal at world size 4
@@ -99,12 +116,21 @@ def test_reference_mode_measures_ddp_against_one_process(tmp_path):
 def test_reference_at_world_2_is_bitwise(tmp_path):
     """With two ranks DDP's average (g0 + g1) / 2 is the reference's gradient to the bit."""
     ddp, ref = tmp_path / "ddp", tmp_path / "reference"
-    from compare.launch import build_launch, run_launches
-    from compare.comparator import Criterion, compare_to_reference
+    from ddp_parity.compare.comparator import Criterion, compare_to_reference
+    from ddp_parity.harness.launch import build_launch, run_launches
 
-    launches = [build_launch(side, str(REPO / "configs/default.yaml"), 2,
-                             ["--trainer.max_epochs", "1", "--data.num_samples", "512"], tmp_path, 1,
-                             run_dir=path) for side, path in (("raw", ddp), ("reference", ref))]
+    launches = [
+        build_launch(
+            side,
+            str(REPO / "configs/default.yaml"),
+            2,
+            ["--trainer.max_epochs", "1", "--data.num_samples", "512"],
+            tmp_path,
+            1,
+            run_dir=path,
+        )
+        for side, path in (("raw", ddp), ("reference", ref))
+    ]
     assert all(o.ok for o in run_launches(launches, timeout=180))
     report = compare_to_reference(ddp, ref, Criterion()).to_dict()
     assert report["per_step"]["loss"]["max_abs"] == 0.0 and report["params"]["max_abs"] == 0.0
@@ -115,10 +141,28 @@ def test_fp16_with_grad_scaler_runs_on_cpu_and_the_harness_refuses_to_compare_it
     """fp16 AMP is the CUDA path; on CPU the raw loop still runs it (GradScaler state in the
     checkpoint), while Lightning would silently switch to bf16, so the harness refuses the pair."""
     run = tmp_path / "fp16"
-    proc = subprocess.run([sys.executable, "raw/train.py", "--config", "configs/default.yaml", "--run_dir", str(run),
-                           "--trainer.precision", "16-mixed", "--trainer.max_epochs", "1", "--data.num_samples", "256",
-                           "--trainer.enable_progress_bar", "false"], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "raw/train.py",
+            "--config",
+            "configs/default.yaml",
+            "--run_dir",
+            str(run),
+            "--trainer.precision",
+            "16-mixed",
+            "--trainer.max_epochs",
+            "1",
+            "--data.num_samples",
+            "256",
+            "--trainer.enable_progress_bar",
+            "false",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     ckpt = torch.load(next((run / "checkpoints").glob("step-*.pt")), weights_only=True)
     assert ckpt["scaler"]["scale"] > 1 and ckpt["scaler"]["_growth_tracker"] == 8  # 256 samples / 32: 8 unskipped steps

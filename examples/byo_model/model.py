@@ -11,29 +11,29 @@ import argparse
 import os
 import random
 from dataclasses import asdict, dataclass
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-
 # ---------------------------------------------------------------------------------------------
 # the configuration both scripts take (same flags, same defaults)
+
 
 @dataclass
 class Config:
     run_dir: str
-    seed: int = 42              # seeds random/numpy/torch and the DistributedSampler, as seed_everything does
-    threads: int = 1            # per process, on both sides (CPU float results depend on it)
-    devices: int = 2            # Lightning's devices; the raw loop takes its world size from torchrun
+    seed: int = 42  # seeds random/numpy/torch and the DistributedSampler, as seed_everything does
+    threads: int = 1  # per process, on both sides (CPU float results depend on it)
+    devices: int = 2  # Lightning's devices; the raw loop takes its world size from torchrun
     epochs: int = 2
-    batch_size: int = 32        # per rank
+    batch_size: int = 32  # per rank
     lr: float = 2e-3
     weight_decay: float = 1e-2
     dropout: float = 0.3
-    num_samples: int = 1500     # 750 per rank with 2 ranks: 23 full batches and one of 14
+    num_samples: int = 1500  # 750 per rank with 2 ranks: 23 full batches and one of 14
     val_samples: int = 256
     data_seed: int = 0
     num_classes: int = 10
@@ -42,7 +42,7 @@ class Config:
         return asdict(self)
 
 
-def parse_args(argv: Optional[list[str]] = None, prog: Optional[str] = None) -> Config:
+def parse_args(argv: list[str] | None = None, prog: str | None = None) -> Config:
     p = argparse.ArgumentParser(prog=prog, description="bring-your-own-model parity example")
     p.add_argument("--run_dir", "--run-dir", required=True, help="where this run writes its trace")
     for name, default in Config.__dataclass_fields__.items():
@@ -57,6 +57,7 @@ def parse_args(argv: Optional[list[str]] = None, prog: Optional[str] = None) -> 
 
 # ---------------------------------------------------------------------------------------------
 # determinism helpers the raw loop needs (Lightning does the same inside seed_everything)
+
 
 def pin_threads(threads: int) -> None:
     """Same intra-op thread count on both sides. Exported too: torchrun sets OMP_NUM_THREADS=1 when
@@ -76,6 +77,7 @@ def seed_everything(seed: int) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # data: class templates plus noise, from a generator of its own (never the global RNG)
+
 
 class Item(NamedTuple):
     """One image, or after default_collate one batch. `index` is what the trace records."""
@@ -117,16 +119,24 @@ def build_datasets(cfg: Config) -> tuple[SyntheticImages, SyntheticImages]:
 # ---------------------------------------------------------------------------------------------
 # the network: conv -> BN -> ReLU -> pool, twice; dropout on the features and before the head
 
+
 class SmallCNN(nn.Module):
     def __init__(self, num_classes: int = 10, dropout: float = 0.3):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),   # 8x8x8
-            nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),  # 16x4x4
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 8x8x8
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 16x4x4
             nn.Dropout2d(dropout),
         )
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(16 * 4 * 4, 64), nn.ReLU(), nn.Dropout(dropout),
-                                  nn.Linear(64, num_classes))
+        self.head = nn.Sequential(
+            nn.Flatten(), nn.Linear(16 * 4 * 4, 64), nn.ReLU(), nn.Dropout(dropout), nn.Linear(64, num_classes)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x))
@@ -144,7 +154,9 @@ def validation_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch
     """[sum of losses, correct, count] of one batch, float64 so sums over ranks do not round."""
     logits = model(x)
     loss = nn.functional.cross_entropy(logits, y, reduction="sum")
-    return torch.stack([loss.double(), (logits.argmax(1) == y).sum().double(), torch.tensor(float(len(y)), dtype=torch.float64)])
+    return torch.stack(
+        [loss.double(), (logits.argmax(1) == y).sum().double(), torch.tensor(float(len(y)), dtype=torch.float64)]
+    )
 
 
 def validation_metrics(sums: torch.Tensor) -> dict:

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import gc
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))                  # model.py beside this file
-sys.path.insert(1, str(Path(__file__).resolve().parents[2]))              # the repository (ddp_parity)
+import lightning as L
+import torch
+import torch.distributed as dist
+from model import (
+    Config,
+    build_datasets,
+    build_model,
+    build_optimizer,
+    parse_args,
+    pin_threads,
+    validation_metrics,
+    validation_sums,
+)
+from torch.utils.data import DataLoader
 
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
-
-from ddp_parity import TraceCallback  # noqa: E402  # parity
-from model import (Config, build_datasets, build_model, build_optimizer, parse_args, pin_threads,  # noqa: E402
-                   validation_metrics, validation_sums)
+from ddp_parity import TraceCallback  # parity
 
 
 class LitCNN(L.LightningModule):
@@ -67,10 +71,19 @@ def main(argv=None) -> int:
     # shuffle=True: Lightning injects DistributedSampler(shuffle=True, seed=PL_GLOBAL_SEED) and calls set_epoch
     train_loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True)
     val_loader = DataLoader(val_set, batch_size=cfg.batch_size)
-    trainer = L.Trainer(strategy="ddp", accelerator="cpu", devices=cfg.devices, max_epochs=cfg.epochs,
-                        callbacks=[TraceCallback(cfg.run_dir, config=cfg.to_dict())],  # parity
-                        logger=False, enable_checkpointing=False, num_sanity_val_steps=0,
-                        enable_progress_bar=False, enable_model_summary=False, deterministic=True)
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=cfg.devices,
+        max_epochs=cfg.epochs,
+        callbacks=[TraceCallback(cfg.run_dir, config=cfg.to_dict())],  # parity
+        logger=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        deterministic=True,
+    )
     trainer.fit(model, train_loader, val_loader)
     if trainer.global_rank == 0:
         v = model.last_validation

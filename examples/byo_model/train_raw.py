@@ -12,34 +12,38 @@ from __future__ import annotations
 
 import gc
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))                  # model.py beside this file
-sys.path.insert(1, str(Path(__file__).resolve().parents[2]))              # the repository (ddp_parity)
+import torch
+import torch.distributed as dist
+from model import (
+    build_datasets,
+    build_model,
+    build_optimizer,
+    parse_args,
+    pin_threads,
+    seed_everything,
+    validation_metrics,
+    validation_sums,
+)
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
-from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
-
-from ddp_parity.trace import TraceRecorder, param_digest  # noqa: E402  # parity
-from model import (build_datasets, build_model, build_optimizer, parse_args, pin_threads,  # noqa: E402
-                   seed_everything, validation_metrics, validation_sums)
+from ddp_parity.trace import TraceRecorder, param_digest  # parity
 
 
 def main(argv=None) -> int:
     cfg = parse_args(argv, prog="train_raw.py")
     pin_threads(cfg.threads)
     torch.use_deterministic_algorithms(True)  # as Trainer(deterministic=True)
-    seed_everything(cfg.seed)          # as Lightning: random, numpy, torch, PL_GLOBAL_SEED
-    dist.init_process_group("gloo")    # torchrun's env:// (RANK, WORLD_SIZE, MASTER_ADDR/PORT)
+    seed_everything(cfg.seed)  # as Lightning: random, numpy, torch, PL_GLOBAL_SEED
+    dist.init_process_group("gloo")  # torchrun's env:// (RANK, WORLD_SIZE, MASTER_ADDR/PORT)
     rank, world = dist.get_rank(), dist.get_world_size()
     recorder = TraceRecorder(cfg.run_dir, side="raw", config=cfg.to_dict())  # parity
-    recorder.start()                                                         # parity
+    recorder.start()  # parity
 
-    model = build_model(cfg)           # weight init draws from the global torch RNG
-    seed_everything(cfg.seed)          # as Lightning: DDPStrategy.setup_distributed() calls reset_seed()
-    ddp_model = DDP(model)             # broadcasts rank 0's parameters and buffers
+    model = build_model(cfg)  # weight init draws from the global torch RNG
+    seed_everything(cfg.seed)  # as Lightning: DDPStrategy.setup_distributed() calls reset_seed()
+    ddp_model = DDP(model)  # broadcasts rank 0's parameters and buffers
     optimizer = build_optimizer(model.parameters(), cfg)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -48,8 +52,11 @@ def main(argv=None) -> int:
     sampler = DistributedSampler(train_set, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed)
     loader = DataLoader(train_set, batch_size=cfg.batch_size, sampler=sampler)
     # as Lightning injects for a validation loader: DistributedSampler(shuffle=False)
-    val_loader = DataLoader(val_set, batch_size=cfg.batch_size,
-                            sampler=DistributedSampler(val_set, num_replicas=world, rank=rank, shuffle=False))
+    val_loader = DataLoader(
+        val_set,
+        batch_size=cfg.batch_size,
+        sampler=DistributedSampler(val_set, num_replicas=world, rank=rank, shuffle=False),
+    )
 
     step = 0
     for epoch in range(cfg.epochs):
@@ -58,23 +65,33 @@ def main(argv=None) -> int:
         # iter(loader) draws one int64 from the global torch RNG (the DataLoader's _base_seed);
         # Lightning creates exactly one train iterator per epoch too, at the same point
         for batch in loader:
-            logits = ddp_model(batch.x)                   # dropout draws from the global torch RNG
+            logits = ddp_model(batch.x)  # dropout draws from the global torch RNG
             loss = loss_fn(logits, batch.y)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()                               # DDP all-reduces (averages) the gradients
+            loss.backward()  # DDP all-reduces (averages) the gradients
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
             lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
             step += 1
-            recorder.record(step, loss, batch.index, epoch=epoch, lr=lr, grad_norm=grad_norm,  # parity
-                            param_digest=param_digest(model))  # parity: TraceCallback records it too
+            recorder.record(
+                step,
+                loss,
+                batch.index,
+                epoch=epoch,
+                lr=lr,
+                grad_norm=grad_norm,  # parity
+                param_digest=param_digest(model),
+            )  # parity: TraceCallback records it too
         metrics = validate(ddp_model, val_loader)
-        recorder.record_validation(epoch, step, metrics)                                         # parity
+        recorder.record_validation(epoch, step, metrics)  # parity
         if rank == 0:
-            print(f"epoch {epoch} step {step} loss {recorder.last_loss():.4f} "
-                  f"val_loss {metrics['val_loss']:.4f} val_acc {metrics['val_acc']:.4f}", flush=True)
+            print(
+                f"epoch {epoch} step {step} loss {recorder.last_loss():.4f} "
+                f"val_loss {metrics['val_loss']:.4f} val_acc {metrics['val_acc']:.4f}",
+                flush=True,
+            )
 
-    recorder.finish(model)                                                                       # parity
+    recorder.finish(model)  # parity
     # drop DDP's reducer before the process group (a gloo thread can otherwise hang the exit)
     del ddp_model
     gc.collect()
@@ -89,7 +106,7 @@ def validate(ddp_model: DDP, loader: DataLoader) -> dict:
     with its own batches), and that is what the evaluation, and the final replicas, use."""
     ddp_model.eval()
     sums = torch.zeros(3, dtype=torch.float64)
-    for batch in loader:               # creating this iterator draws from the global RNG too, as in Lightning
+    for batch in loader:  # creating this iterator draws from the global RNG too, as in Lightning
         sums += validation_sums(ddp_model, batch.x, batch.y)
     dist.all_reduce(sums)
     ddp_model.train()

@@ -1,8 +1,8 @@
 """Benchmarks: what Lightning, the harness, recording and the comparator cost. Prints a table.
 
-    python -m compare.bench                 # everything (a few minutes on a 2-core machine)
-    python -m compare.bench --quick         # no large network, 100k-step traces, 256 MB checkpoints
-    python -m compare.bench --only record,comparator
+    python -m benchmarks.bench                 # everything (a few minutes on a 2-core machine)
+    python -m benchmarks.bench --quick         # no large network, 100k-step traces, 256 MB checkpoints
+    python -m benchmarks.bench --only record,comparator
 
 Sections (every figure measured in this run; comparisons are ratios of figures measured here):
   launch      Lightning vs raw: median step time and samples/s of real 2-process runs (the same
@@ -36,8 +36,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 LARGE = ["--model.hidden_dim", "2048", "--model.depth", "4", "--data.num_samples", "1920", "--trainer.max_epochs", "1"]
@@ -48,6 +46,7 @@ MIN_FREE_DISK = 10 * 2**30
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
+
 
 def median(values):
     values = [v for v in values if v is not None]
@@ -95,6 +94,7 @@ def proc_status() -> dict:
 
 def step_times(run_dir: Path, rank: int = 0) -> list[float]:
     from ddp_parity.trace import iter_records
+
     return [r["time_s"] for r in iter_records(run_dir, rank) if r.get("time_s") is not None]
 
 
@@ -107,8 +107,10 @@ def median_step(run_dir: Path) -> float | None:
 # ---------------------------------------------------------------------------------------------
 # 1. Lightning vs raw, real 2-process runs
 
+
 def run_side(side: str, out: Path, overrides: list[str], nproc: int, threads: int, timeout: float):
-    from compare.launch import build_launch, run_launch
+    from ddp_parity.harness.launch import build_launch, run_launch
+
     launch = build_launch(side, str(DEFAULT_CONFIG), nproc, overrides, out, threads)
     outcome = run_launch(launch, timeout)
     if not outcome.ok:
@@ -116,8 +118,9 @@ def run_side(side: str, out: Path, overrides: list[str], nproc: int, threads: in
     return launch, outcome
 
 
-def bench_launch(tmp: Path, name: str, overrides: list[str], repeats: int, nproc: int, threads: int,
-                 batch_size: int, timeout: float) -> dict:
+def bench_launch(
+    tmp: Path, name: str, overrides: list[str], repeats: int, nproc: int, threads: int, batch_size: int, timeout: float
+) -> dict:
     """`repeats` pairs of runs, alternating which side goes first; per run the median step time of
     rank 0 after warm-up; the figure is the median over runs."""
     per_side = {"raw": [], "lightning": []}
@@ -129,27 +132,62 @@ def bench_launch(tmp: Path, name: str, overrides: list[str], repeats: int, nproc
             launch, outcome = run_side(side, out, overrides, nproc, threads, timeout)
             per_side[side].append(median_step(launch.run_dir))
             walls[side].append(outcome.seconds)
-            print(f"  {name} run {i + 1}/{repeats} {side:9s}: median step {fmt_ms(per_side[side][-1])}, "
-                  f"wall {outcome.seconds:.1f} s", flush=True)
+            print(
+                f"  {name} run {i + 1}/{repeats} {side:9s}: median step {fmt_ms(per_side[side][-1])}, "
+                f"wall {outcome.seconds:.1f} s",
+                flush=True,
+            )
     raw, lit = median(per_side["raw"]), median(per_side["lightning"])
-    return {"name": name, "raw": raw, "lightning": lit, "raw_runs": per_side["raw"], "lightning_runs": per_side["lightning"],
-            "walls": walls, "overhead": lit - raw, "ratio": lit / raw,
-            "raw_sps": batch_size * nproc / raw, "lightning_sps": batch_size * nproc / lit}
+    return {
+        "name": name,
+        "raw": raw,
+        "lightning": lit,
+        "raw_runs": per_side["raw"],
+        "lightning_runs": per_side["lightning"],
+        "walls": walls,
+        "overhead": lit - raw,
+        "ratio": lit / raw,
+        "raw_sps": batch_size * nproc / raw,
+        "lightning_sps": batch_size * nproc / lit,
+    }
 
 
 def print_launch(results: list[dict]) -> None:
     rows = []
     for r in results:
         spread = lambda xs: f"{min(xs) * 1e3:.2f}-{max(xs) * 1e3:.2f}"  # noqa: E731
-        rows.append([r["name"], fmt_ms(r["raw"]), fmt_ms(r["lightning"]), fmt_us(r["overhead"]), fmt_ratio(r["ratio"]),
-                     f"{r['raw_sps']:,.0f}", f"{r['lightning_sps']:,.0f}",
-                     f"{spread(r['raw_runs'])} / {spread(r['lightning_runs'])} ms"])
-    print(table(rows, ["network", "raw step", "lightning step", "overhead/step", "lightning/raw",
-                       "raw samples/s", "lightning samples/s", "per-run medians raw / lightning"]))
+        rows.append(
+            [
+                r["name"],
+                fmt_ms(r["raw"]),
+                fmt_ms(r["lightning"]),
+                fmt_us(r["overhead"]),
+                fmt_ratio(r["ratio"]),
+                f"{r['raw_sps']:,.0f}",
+                f"{r['lightning_sps']:,.0f}",
+                f"{spread(r['raw_runs'])} / {spread(r['lightning_runs'])} ms",
+            ]
+        )
+    print(
+        table(
+            rows,
+            [
+                "network",
+                "raw step",
+                "lightning step",
+                "overhead/step",
+                "lightning/raw",
+                "raw samples/s",
+                "lightning samples/s",
+                "per-run medians raw / lightning",
+            ],
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # 2. compare/run.py end to end vs the two launches by hand
+
 
 def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
     """compare/run.py on the default config, timed from outside; it prints each launch's duration,
@@ -158,11 +196,19 @@ def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
     for i in range(repeats):
         out = tmp / f"harness-{i}"
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, str(REPO / "compare" / "run.py"), "--out", str(out)], cwd=REPO,
-                              capture_output=True, text=True, timeout=900, start_new_session=True)
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "compare" / "run.py"), "--out", str(out)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            start_new_session=True,
+        )
         total = time.monotonic() - started
         if proc.returncode != 0:
-            raise RuntimeError(f"compare/run.py exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"compare/run.py exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
         try:  # report.json's `seconds`: the two launches as the harness timed them
             inside = float(json.loads((out / "report.json").read_text())["seconds"])
         except (OSError, KeyError, ValueError):
@@ -173,31 +219,57 @@ def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
         print(f"  compare/run.py run {i + 1}/{repeats}: {total:.1f} s, of which launches {inside:.1f} s", flush=True)
     # the harness's comparison step alone, on the runs it just made: --traces reads, compares, plots
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(REPO / "compare" / "run.py"), "--traces", str(out / "raw"),
-                           str(out / "lightning"), "--out", str(tmp / "harness-traces")], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "compare" / "run.py"),
+            "--traces",
+            str(out / "raw"),
+            str(out / "lightning"),
+            "--out",
+            str(tmp / "harness-traces"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     traces_only = time.monotonic() - started
     by_hand = [r + lt for r, lt in zip(by_hand_walls["raw"], by_hand_walls["lightning"])]
-    return {"total": median(totals), "launches_inside": median(launches), "own": median(own),
-            "traces_only": traces_only, "traces_only_ok": proc.returncode == 0, "by_hand": median(by_hand)}
+    return {
+        "total": median(totals),
+        "launches_inside": median(launches),
+        "own": median(own),
+        "traces_only": traces_only,
+        "traces_only_ok": proc.returncode == 0,
+        "by_hand": median(by_hand),
+    }
 
 
 def print_harness(h: dict) -> None:
     total = h["total"]
     rows = [
         ["compare/run.py end to end (default config)", f"{total:.2f} s", "100%"],
-        ["  its two launches (as it reports them)", f"{h['launches_inside']:.2f} s", f"{h['launches_inside'] / total:.1%}"],
+        [
+            "  its two launches (as it reports them)",
+            f"{h['launches_inside']:.2f} s",
+            f"{h['launches_inside'] / total:.1%}",
+        ],
         ["  the harness's own cost (the rest)", f"{h['own']:.2f} s", f"{h['own'] / total:.1%}"],
         ["the same two launches by hand (section 1)", f"{h['by_hand']:.2f} s", f"{h['by_hand'] / total:.1%}"],
         ["  end to end minus by hand", f"{total - h['by_hand']:+.2f} s", f"{(total - h['by_hand']) / total:+.1%}"],
-        ["compare/run.py --traces (start, read, compare, report, plot)", f"{h['traces_only']:.2f} s",
-         f"{h['traces_only'] / total:.1%}"],
+        [
+            "compare/run.py --traces (start, read, compare, report, plot)",
+            f"{h['traces_only']:.2f} s",
+            f"{h['traces_only'] / total:.1%}",
+        ],
     ]
     print(table(rows, ["what", "wall", "of end to end"]))
 
 
 # ---------------------------------------------------------------------------------------------
 # 3. recording on vs off, in one process
+
 
 def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
     """The default network's training step in one process, the raw loop's code path, with and
@@ -260,8 +332,12 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
             t0 = time.thread_time()
             recorder.flush()
             in_record += time.thread_time() - t0
-        return {"wall": (time.perf_counter() - wall) / steps, "cpu": (time.process_time() - cpu) / steps,
-                "inputs": in_inputs / steps, "record": in_record / steps}
+        return {
+            "wall": (time.perf_counter() - wall) / steps,
+            "cpu": (time.process_time() - cpu) / steps,
+            "inputs": in_inputs / steps,
+            "record": in_record / steps,
+        }
 
     loop(None)  # warm-up
     off, on = [], []
@@ -271,13 +347,24 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
         recorder.start()
         on.append(loop(recorder))
         recorder.close()
-        print(f"  repeat {i + 1}/{repeats}: off {fmt_ms(off[-1]['cpu'])} CPU ({fmt_ms(off[-1]['wall'])} wall)/step, "
-              f"on {fmt_ms(on[-1]['cpu'])} CPU ({fmt_ms(on[-1]['wall'])} wall)/step, "
-              f"record() {on[-1]['record'] * 1e6:.1f} us CPU/step", flush=True)
+        print(
+            f"  repeat {i + 1}/{repeats}: off {fmt_ms(off[-1]['cpu'])} CPU ({fmt_ms(off[-1]['wall'])} wall)/step, "
+            f"on {fmt_ms(on[-1]['cpu'])} CPU ({fmt_ms(on[-1]['wall'])} wall)/step, "
+            f"record() {on[-1]['record'] * 1e6:.1f} us CPU/step",
+            flush=True,
+        )
     pick = lambda runs, key: median([r[key] for r in runs])  # noqa: E731
-    return {"off": pick(off, "cpu"), "on": pick(on, "cpu"), "off_wall": pick(off, "wall"), "on_wall": pick(on, "wall"),
-            "inputs": pick(on, "inputs"), "record": pick(on, "record"), "steps": steps, "repeats": repeats,
-            "digest": param_digest is not None}
+    return {
+        "off": pick(off, "cpu"),
+        "on": pick(on, "cpu"),
+        "off_wall": pick(off, "wall"),
+        "on_wall": pick(on, "wall"),
+        "inputs": pick(on, "inputs"),
+        "record": pick(on, "record"),
+        "steps": steps,
+        "repeats": repeats,
+        "digest": param_digest is not None,
+    }
 
 
 def print_record(r: dict) -> None:
@@ -285,18 +372,38 @@ def print_record(r: dict) -> None:
     inputs = "grad norm + param digest" if r["digest"] else "grad norm"
     rows = [
         ["step, recording off", fmt_ms(off), fmt_ms(r["off_wall"]), "-"],
-        [f"step, recording on ({inputs} + record)", fmt_ms(r["on"]), fmt_ms(r["on_wall"]), f"{(r['on'] - off) / off:+.2%}"],
-        ["  difference per step", fmt_us(r["on"] - off), fmt_us(r["on_wall"] - r["off_wall"]), f"{(r['on'] - off) / off:+.2%}"],
+        [
+            f"step, recording on ({inputs} + record)",
+            fmt_ms(r["on"]),
+            fmt_ms(r["on_wall"]),
+            f"{(r['on'] - off) / off:+.2%}",
+        ],
+        [
+            "  difference per step",
+            fmt_us(r["on"] - off),
+            fmt_us(r["on_wall"] - r["off_wall"]),
+            f"{(r['on'] - off) / off:+.2%}",
+        ],
         [f"  computing what is recorded ({inputs})", f"{r['inputs'] * 1e6:.1f} us", "-", f"{r['inputs'] / off:.2%}"],
-        ["  inside TraceRecorder.record (flushes included)", f"{r['record'] * 1e6:.1f} us", "-", f"{r['record'] / off:.2%}"],
+        [
+            "  inside TraceRecorder.record (flushes included)",
+            f"{r['record'] * 1e6:.1f} us",
+            "-",
+            f"{r['record'] / off:.2%}",
+        ],
     ]
-    print(table(rows, ["what (default network, 1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"]))
-    print(f"  ({r['steps']} steps per loop, median of {r['repeats']} interleaved repeats of the mean step; "
-          f"the raw loop computes the {inputs} for the trace only)")
+    print(
+        table(rows, ["what (default network, 1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"])
+    )
+    print(
+        f"  ({r['steps']} steps per loop, median of {r['repeats']} interleaved repeats of the mean step; "
+        f"the raw loop computes the {inputs} for the trace only)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # 4a. comparator on two synthetic traces
+
 
 def write_trace_run(run_dir: Path, steps: int, ranks: int, indices_per_step: int, batch_size: int = 32) -> None:
     """A run directory with `steps` records per rank, written as text (no json.dumps per line)."""
@@ -307,8 +414,10 @@ def write_trace_run(run_dir: Path, steps: int, ranks: int, indices_per_step: int
     from ddp_parity.trace import FORMAT_VERSION, write_json_atomic
 
     (run_dir / "trace").mkdir(parents=True)
-    write_json_atomic(run_dir / "meta.json", {"format_version": FORMAT_VERSION, "side": "synthetic",
-                                              "world_size": ranks, "finished": True})
+    write_json_atomic(
+        run_dir / "meta.json",
+        {"format_version": FORMAT_VERSION, "side": "synthetic", "world_size": ranks, "finished": True},
+    )
     save_file({"w": torch.arange(16, dtype=torch.float32)}, str(run_dir / "final.safetensors"))
     losses = [repr(float(np.float32(2.3 * math.exp(-i / 400) + 0.01 * (i % 7)))) for i in range(1009)]
     norms = [repr(float(np.float32(0.5 + 0.001 * i))) for i in range(997)]
@@ -320,9 +429,11 @@ def write_trace_run(run_dir: Path, steps: int, ranks: int, indices_per_step: int
             for step in range(1, steps + 1):
                 first = (step * batch_size * ranks + rank * batch_size) % 1_000_000
                 idx = ", ".join(str(first + k) for k in range(indices_per_step))
-                lines.append(f'{{"step": {step}, "epoch": {step // steps_per_epoch}, "loss": {losses[(step + rank) % 1009]}, '
-                             f'"lr": 0.001, "grad_norm": {norms[step % 997]}, "time_s": {times[step % 101]}, '
-                             f'"indices": [{idx}]}}\n')
+                lines.append(
+                    f'{{"step": {step}, "epoch": {step // steps_per_epoch}, "loss": {losses[(step + rank) % 1009]}, '
+                    f'"lr": 0.001, "grad_norm": {norms[step % 997]}, "time_s": {times[step % 101]}, '
+                    f'"indices": [{idx}]}}\n'
+                )
                 if len(lines) == 10000:
                     f.write("".join(lines))
                     lines.clear()
@@ -341,7 +452,8 @@ def child_compare(run_a: str, run_b: str, profile: int = 0) -> None:
                 peaks[key] = max(peaks[key], status.get(key, 0))
             stop.wait(0.005)
 
-    from compare.comparator import Criterion, compare_runs
+    from ddp_parity.compare.comparator import Criterion, compare_runs
+
     gc.collect()
     baseline = proc_status()
     sampler = threading.Thread(target=sample, daemon=True)
@@ -350,6 +462,7 @@ def child_compare(run_a: str, run_b: str, profile: int = 0) -> None:
     if profile:
         import cProfile
         import pstats
+
         prof = cProfile.Profile()
         result = prof.runcall(compare_runs, run_a, run_b, Criterion())
         stats = pstats.Stats(prof, stream=sys.stderr)
@@ -361,16 +474,33 @@ def child_compare(run_a: str, run_b: str, profile: int = 0) -> None:
     sampler.join()
     end = proc_status()
     steps = sum(result.steps.get("steps_a", {}).values()) if result.steps else 0
-    print(json.dumps({"seconds": seconds, "rank_steps": steps, "equivalent": result.equivalent,
-                      "first_divergence": result.first_divergence, "params_compared": result.params.compared,
-                      "baseline_rss": baseline["VmRSS"], "peak_rss": end["VmHWM"],
-                      "peak_anon": peaks["RssAnon"], "peak_file": peaks["RssFile"],
-                      "baseline_anon": baseline["RssAnon"], "baseline_file": baseline["RssFile"]}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "rank_steps": steps,
+                "equivalent": result.equivalent,
+                "first_divergence": result.first_divergence,
+                "params_compared": result.params.compared,
+                "baseline_rss": baseline["VmRSS"],
+                "peak_rss": end["VmHWM"],
+                "peak_anon": peaks["RssAnon"],
+                "peak_file": peaks["RssFile"],
+                "baseline_anon": baseline["RssAnon"],
+                "baseline_file": baseline["RssFile"],
+            }
+        )
+    )
 
 
 def run_child_compare(run_a: Path, run_b: Path, timeout: float = 1800) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "compare.bench", "--child-compare", str(run_a), str(run_b)],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench", "--child-compare", str(run_a), str(run_b)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"comparator child failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -384,8 +514,11 @@ def bench_traces(tmp: Path, step_counts: list[int], ranks: int, indices_per_step
         write_trace_run(a, steps, ranks, indices_per_step)
         shutil.copytree(a, b)
         size = sum(p.stat().st_size for p in (a / "trace").iterdir())
-        print(f"  wrote 2 x {steps:,} steps x {ranks} ranks ({fmt_mb(size)} per run) in "
-              f"{time.monotonic() - started:.1f} s", flush=True)
+        print(
+            f"  wrote 2 x {steps:,} steps x {ranks} ranks ({fmt_mb(size)} per run) in "
+            f"{time.monotonic() - started:.1f} s",
+            flush=True,
+        )
         r = run_child_compare(a, b)
         r.update({"steps": steps, "ranks": ranks, "bytes": size})
         results.append(r)
@@ -398,14 +531,37 @@ def bench_traces(tmp: Path, step_counts: list[int], ranks: int, indices_per_step
 def print_traces(results: list[dict], indices_per_step: int) -> None:
     rows = []
     for r in results:
-        rows.append([f"{r['steps']:,} x {r['ranks']}", fmt_mb(r["bytes"]), f"{r['seconds']:.1f} s",
-                     f"{r['rank_steps'] / r['seconds']:,.0f}", f"{r['rank_steps'] / r['seconds'] / r['ranks']:,.0f}",
-                     fmt_mb(r["peak_rss"]), fmt_mb(r["peak_rss"] - r["baseline_rss"]),
-                     "equivalent" if r["equivalent"] else "DIFFERENT"])
-    print(table(rows, ["steps x ranks", "trace/run", "compare_runs", "rank-steps/s", "steps/s (all ranks)",
-                       "peak RSS", "over baseline", "verdict"]))
-    print(f"  (each record: step, epoch, loss, lr, grad_norm, time_s and {indices_per_step} indices; "
-          f"the two runs identical, so every value is compared)")
+        rows.append(
+            [
+                f"{r['steps']:,} x {r['ranks']}",
+                fmt_mb(r["bytes"]),
+                f"{r['seconds']:.1f} s",
+                f"{r['rank_steps'] / r['seconds']:,.0f}",
+                f"{r['rank_steps'] / r['seconds'] / r['ranks']:,.0f}",
+                fmt_mb(r["peak_rss"]),
+                fmt_mb(r["peak_rss"] - r["baseline_rss"]),
+                "equivalent" if r["equivalent"] else "DIFFERENT",
+            ]
+        )
+    print(
+        table(
+            rows,
+            [
+                "steps x ranks",
+                "trace/run",
+                "compare_runs",
+                "rank-steps/s",
+                "steps/s (all ranks)",
+                "peak RSS",
+                "over baseline",
+                "verdict",
+            ],
+        )
+    )
+    print(
+        f"  (each record: step, epoch, loss, lr, grad_norm, time_s and {indices_per_step} indices; "
+        f"the two runs identical, so every value is compared)"
+    )
     if len(results) >= 2:
         a, b = results[0], results[-1]
         per_step = (b["peak_rss"] - a["peak_rss"]) / (b["steps"] - a["steps"])
@@ -414,6 +570,7 @@ def print_traces(results: list[dict], indices_per_step: int) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # 4b. comparator on two synthetic >= 2 GB safetensors checkpoints
+
 
 def checkpoint_layout(total_mb: int, largest_mb: int) -> list[tuple[str, list[int]]]:
     """Tensor names and shapes (float32) summing to at least `total_mb`, the largest `largest_mb`:
@@ -428,8 +585,9 @@ def checkpoint_layout(total_mb: int, largest_mb: int) -> list[tuple[str, list[in
     return layout
 
 
-def write_safetensors_streaming(path: Path, layout: list[tuple[str, list[int]]], seed: int,
-                                chunk_elements: int = 1 << 22) -> int:
+def write_safetensors_streaming(
+    path: Path, layout: list[tuple[str, list[int]]], seed: int, chunk_elements: int = 1 << 22
+) -> int:
     """The safetensors format written by hand: 8-byte little-endian header length, the JSON header
     (dtype, shape, data_offsets), then each tensor's bytes, generated and written a chunk at a time."""
     import torch
@@ -439,14 +597,14 @@ def write_safetensors_streaming(path: Path, layout: list[tuple[str, list[int]]],
         nbytes = math.prod(shape) * 4
         header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
-    header["__metadata__"] = {"format": "pt", "written_by": "compare.bench"}
+    header["__metadata__"] = {"format": "pt", "written_by": "benchmarks.bench"}
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * (-len(raw) % 8)  # the data starts 8-byte aligned
     g = torch.Generator().manual_seed(seed)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(raw)))
         f.write(raw)
-        for name, shape in layout:
+        for _name, shape in layout:
             left = math.prod(shape)
             while left:
                 n = min(left, chunk_elements)
@@ -476,8 +634,11 @@ def bench_checkpoints(tmp: Path, total_mb: int, largest_mb: int) -> dict:
         end = header[layout[0][0]]["data_offsets"][1]
         f.seek(8 + header_len + end - 4)
         f.write(struct.pack("<f", 12345.0))
-    print(f"  wrote 2 x {fmt_mb(size)} ({len(layout)} tensors, largest {largest_mb} MB) in "
-          f"{time.monotonic() - started:.1f} s", flush=True)
+    print(
+        f"  wrote 2 x {fmt_mb(size)} ({len(layout)} tensors, largest {largest_mb} MB) in "
+        f"{time.monotonic() - started:.1f} s",
+        flush=True,
+    )
     r = run_child_compare(a, b)
     r.update({"bytes": size, "largest": largest_mb * 2**20, "tensors": len(layout)})
     shutil.rmtree(a)
@@ -491,26 +652,42 @@ def print_checkpoints(r: dict) -> None:
     rows = [
         ["checkpoint size (each side)", fmt_mb(r["bytes"]), "-"],
         ["largest tensor", fmt_mb(r["largest"]), "-"],
-        ["compare_runs time", f"{r['seconds']:.1f} s", f"{2 * r['bytes'] / r['seconds'] / 2**20:,.0f} MB/s read (both files)"],
-        ["peak RSS (VmHWM)", fmt_mb(r["peak_rss"]), f"{r['peak_rss'] / r['largest']:.2f} x largest, "
-                                                    f"{r['peak_rss'] / r['bytes']:.2f} x file"],
-        ["  over the baseline after imports", fmt_mb(growth), f"{growth / r['largest']:.2f} x largest, "
-                                                             f"{growth / r['bytes']:.2f} x file"],
+        [
+            "compare_runs time",
+            f"{r['seconds']:.1f} s",
+            f"{2 * r['bytes'] / r['seconds'] / 2**20:,.0f} MB/s read (both files)",
+        ],
+        [
+            "peak RSS (VmHWM)",
+            fmt_mb(r["peak_rss"]),
+            f"{r['peak_rss'] / r['largest']:.2f} x largest, {r['peak_rss'] / r['bytes']:.2f} x file",
+        ],
+        [
+            "  over the baseline after imports",
+            fmt_mb(growth),
+            f"{growth / r['largest']:.2f} x largest, {growth / r['bytes']:.2f} x file",
+        ],
         ["  anonymous memory, peak over baseline", fmt_mb(anon), f"{anon / r['largest']:.2f} x largest"],
         ["  file-backed (mmap) pages, peak", fmt_mb(r["peak_file"]), f"{r['peak_file'] / r['bytes']:.2f} x file"],
     ]
     print(table(rows, ["what", "value", "relative"]))
     first = r.get("first_divergence") or {}
-    print(f"  verdict {'equivalent' if r['equivalent'] else 'different'} as planted "
-          f"(first divergence: {first.get('tensor')}[{first.get('element')}]); {r['params_compared']} tensors compared")
+    print(
+        f"  verdict {'equivalent' if r['equivalent'] else 'different'} as planted "
+        f"(first divergence: {first.get('tensor')}[{first.get('element')}]); {r['params_compared']} tensors compared"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m compare.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="skip the slow parts: no larger network, 1 repeat, 100k-step traces, 256 MB checkpoints")
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="skip the slow parts: no larger network, 1 repeat, 100k-step traces, 256 MB checkpoints",
+    )
     p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
     p.add_argument("--repeats", type=int, default=None, help="run pairs per network (default 5, --quick 1)")
     p.add_argument("--trace-steps", type=int, default=None, help="synthetic trace length (default 1,000,000)")
@@ -535,14 +712,18 @@ def parse_args(argv):
 
 def machine_line() -> str:
     import torch
+
     try:
         import lightning
+
         lv = lightning.__version__
     except ImportError:
         lv = "-"
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"{time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} cores  "
-            f"python {platform.python_version()}  torch {torch.__version__}  lightning {lv}  load average {load}")
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} cores  "
+        f"python {platform.python_version()}  torch {torch.__version__}  lightning {lv}  load average {load}"
+    )
 
 
 def main(argv=None) -> int:
@@ -550,24 +731,27 @@ def main(argv=None) -> int:
     if args.child_compare:
         child_compare(*args.child_compare, profile=args.profile)
         return 0
-    print("$ python -m compare.bench " + " ".join(sys.argv[1:] if argv is None else argv))
+    print("$ python -m benchmarks.bench " + " ".join(sys.argv[1:] if argv is None else argv))
     print(machine_line())
     tmp = Path(args.tmp) if args.tmp else Path(tempfile.mkdtemp(prefix="ddp-parity-bench-", dir="/tmp"))
     tmp.mkdir(parents=True, exist_ok=True)
     from ddp_parity.config import parse_raw_config
+
     cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG)])
     nproc, threads, batch = 2, cfg.threads, cfg.data.batch_size
     started = time.monotonic()
     try:
         if "launch" in args.only:
-            section(f"1. Lightning vs raw: real runs, {nproc} processes x {threads} thread, gloo on CPU; median step "
-                    f"time of rank 0 after {WARMUP_STEPS} warm-up steps, median over {args.repeats} run pair(s)")
+            section(
+                f"1. Lightning vs raw: real runs, {nproc} processes x {threads} thread, gloo on CPU; median step "
+                f"time of rank 0 after {WARMUP_STEPS} warm-up steps, median over {args.repeats} run pair(s)"
+            )
             networks = [("default", [])] + ([] if args.quick else [("2048x4", LARGE)])
-            launch_results = [bench_launch(tmp, name, ov, args.repeats, nproc, threads, batch, timeout=900)
-                              for name, ov in networks]
+            launch_results = [
+                bench_launch(tmp, name, ov, args.repeats, nproc, threads, batch, timeout=900) for name, ov in networks
+            ]
             print_launch(launch_results)
-            print(f"  default: configs/default.yaml (32-64-10, 2000 samples, 3 epochs); 2048x4: "
-                  f"{' '.join(LARGE)}")
+            print(f"  default: configs/default.yaml (32-64-10, 2000 samples, 3 epochs); 2048x4: {' '.join(LARGE)}")
         if "harness" in args.only:
             section("2. compare/run.py end to end vs the same two launches by hand (default config)")
             print_harness(bench_harness(tmp, launch_results[0]["walls"], max(1, min(args.repeats, 2))))
@@ -577,20 +761,28 @@ def main(argv=None) -> int:
         if "comparator" in args.only:
             free = shutil.disk_usage(tmp).free
             need_gb = (2 * args.ckpt_mb / 1024) + 2 * args.trace_steps * 4 * 170 / 2**30
-            section(f"4a. comparator on two synthetic traces ({args.trace_steps:,} steps x 4 ranks), in a child process")
+            section(
+                f"4a. comparator on two synthetic traces ({args.trace_steps:,} steps x 4 ranks), in a child process"
+            )
             if free < MIN_FREE_DISK:
-                print(f"  skipped: {free / 2**30:.1f} GB free under {tmp}, this needs 10 GB (about {need_gb:.1f} GB used)")
+                print(
+                    f"  skipped: {free / 2**30:.1f} GB free under {tmp}, this needs 10 GB (about {need_gb:.1f} GB used)"
+                )
             else:
                 counts = sorted({max(args.trace_steps // 10, 1), args.trace_steps})
                 print_traces(bench_traces(tmp, counts, 4, args.trace_indices), args.trace_indices)
-                section(f"4b. comparator on two synthetic safetensors checkpoints of {args.ckpt_mb} MB, in a child process")
+                section(
+                    f"4b. comparator on two synthetic safetensors checkpoints of {args.ckpt_mb} MB, in a child process"
+                )
                 largest = 256 if args.ckpt_mb >= 1024 else max(args.ckpt_mb // 4, 1)
                 print_checkpoints(bench_checkpoints(tmp, args.ckpt_mb, largest))
     finally:
         if not args.tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"\ntotal {time.monotonic() - started:.0f} s; load average at the end "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"\ntotal {time.monotonic() - started:.0f} s; load average at the end "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     return 0
 
 

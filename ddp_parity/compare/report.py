@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from ddp_parity.trace import write_json_atomic
 
@@ -28,11 +27,15 @@ def fmt_value(value) -> str:
     return fmt(value, 9)
 
 
-def describe_divergence(first: Optional[dict]) -> str:
+def describe_divergence(first: dict | None) -> str:
     if not first:
         return "-"
     if "step" in first:
-        where = f"step {first['step']} rank {first.get('rank')}" if first.get("rank") is not None else f"step {first['step']}"
+        where = (
+            f"step {first['step']} rank {first.get('rank')}"
+            if first.get("rank") is not None
+            else f"step {first['step']}"
+        )
         if "metric" in first:
             where = f"epoch {first.get('epoch')} {first['metric']}"
         return f"{where}: {fmt_value(first.get('a'))} vs {fmt_value(first.get('b'))}"
@@ -50,10 +53,16 @@ def table_rows(report: dict) -> list[list[str]]:
     rows.append(["final params", report["params"]])
     out = []
     for label, s in rows:
-        out.append([label, fmt(s["compared"]), fmt(s["equal"]),
-                    "-" if label.startswith("samples") else fmt(s["max_abs"]),
-                    "-" if label.startswith("samples") else fmt(s["max_rel"]),
-                    describe_divergence(s["first_divergence"])])
+        out.append(
+            [
+                label,
+                fmt(s["compared"]),
+                fmt(s["equal"]),
+                "-" if label.startswith("samples") else fmt(s["max_abs"]),
+                "-" if label.startswith("samples") else fmt(s["max_rel"]),
+                describe_divergence(s["first_divergence"]),
+            ]
+        )
     return out
 
 
@@ -77,8 +86,11 @@ def format_summary(report: dict) -> str:
         lines += ["  " + line for line in failure.get("error_lines", [])]
         lines.append(f"  logs: {', '.join(report.get('logs', {}).values())}")
         return "\n".join(lines)
-    criterion = report["criterion"] if report["criterion"] == "exact" else \
-        f"|a-b| <= {report['criterion']['atol']} + {report['criterion']['rtol']}*|b|"
+    criterion = (
+        report["criterion"]
+        if report["criterion"] == "exact"
+        else f"|a-b| <= {report['criterion']['atol']} + {report['criterion']['rtol']}*|b|"
+    )
     steps = sum(report["steps"]["steps_a"].values()) if report.get("steps") else 0
     verdict = "EQUIVALENT" if report["verdict"] == "equivalent" else "DIFFERENT"
     lines.append(f"verdict: {verdict} ({criterion}; {steps} rank-steps compared)")
@@ -90,9 +102,11 @@ def format_summary(report: dict) -> str:
         lines.append(f"first divergence: {first.get('quantity')} at {describe_divergence(first)}")
     timing = report.get("timing") or {}
     if timing.get("overhead_us") is not None:
-        lines.append(f"median step time: raw {timing['raw_median_ms']:.3f} ms, lightning {timing['lightning_median_ms']:.3f} ms "
-                     f"(lightning overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; "
-                     f"information only)")
+        lines.append(
+            f"median step time: raw {timing['raw_median_ms']:.3f} ms, lightning {timing['lightning_median_ms']:.3f} ms "
+            f"(lightning overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; "
+            f"information only)"
+        )
     lines.append(f"runs: {report['runs']['a']}  {report['runs']['b']}")
     return "\n".join(lines)
 
@@ -101,8 +115,13 @@ def timing_summary(timing: dict, names=("raw", "lightning")) -> dict:
     a, b = timing.get("a", {}).get("median_s"), timing.get("b", {}).get("median_s")
     if a is None or b is None:
         return {"raw_median_ms": None, "lightning_median_ms": None, "overhead_us": None, "ratio": None}
-    return {f"{names[0]}_median_ms": a * 1e3, f"{names[1]}_median_ms": b * 1e3,
-            "overhead_us": (b - a) * 1e6, "ratio": b / a if a else None, "warmup_steps_excluded": 5}
+    return {
+        f"{names[0]}_median_ms": a * 1e3,
+        f"{names[1]}_median_ms": b * 1e3,
+        "overhead_us": (b - a) * 1e6,
+        "ratio": b / a if a else None,
+        "warmup_steps_excluded": 5,
+    }
 
 
 def write_report(out: Path, report: dict) -> Path:
@@ -139,11 +158,22 @@ def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Pa
         bottom.set_ylim(floor / 10, floor * 1e3)
         bottom.set_yticks([floor], ["0 (exact)"])
         bottom.minorticks_off()
-        bottom.text(0.5, 0.6, f"all {len(common)} steps: difference exactly 0 (bitwise identical)",
-                    transform=bottom.transAxes, ha="center", fontsize=11)
+        bottom.text(
+            0.5,
+            0.6,
+            f"all {len(common)} steps: difference exactly 0 (bitwise identical)",
+            transform=bottom.transAxes,
+            ha="center",
+            fontsize=11,
+        )
     else:
-        bottom.text(0.01, 0.9, f"{len(diffs) - len(nonzero)} of {len(diffs)} steps exactly 0 (drawn on the dotted floor)",
-                    transform=bottom.transAxes, fontsize=8)
+        bottom.text(
+            0.01,
+            0.9,
+            f"{len(diffs) - len(nonzero)} of {len(diffs)} steps exactly 0 (drawn on the dotted floor)",
+            transform=bottom.transAxes,
+            fontsize=8,
+        )
     bottom.set_ylabel("|raw - lightning|")
     bottom.set_xlabel("optimizer step")
     fig.tight_layout()

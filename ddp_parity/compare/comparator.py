@@ -12,10 +12,10 @@ import json
 import math
 import struct
 from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
 
 import numpy as np
 import torch
@@ -52,7 +52,7 @@ class Stats:
     equal: int = 0
     max_abs: float = 0.0
     max_rel: float = 0.0
-    first: Optional[dict] = None
+    first: dict | None = None
 
     def add(self, a: float, b: float, criterion: Criterion, where: dict) -> bool:
         self.compared += 1
@@ -66,13 +66,13 @@ class Stats:
             self.first = {**where, "a": a, "b": b}
         return ok
 
-    def add_tensor(self, a: torch.Tensor, b: torch.Tensor, criterion: Criterion, name: str,
-                   chunk: int = 1 << 22) -> None:
+    def add_tensor(
+        self, a: torch.Tensor, b: torch.Tensor, criterion: Criterion, name: str, chunk: int = 1 << 22
+    ) -> None:
         """Compare two tensors in chunks, so extra memory stays a few chunks, not a tensor copy."""
         self.add_chunks(zip(a.reshape(-1).split(chunk), b.reshape(-1).split(chunk)), criterion, name)
 
-    def add_chunks(self, chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], criterion: Criterion,
-                   name: str) -> None:
+    def add_chunks(self, chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], criterion: Criterion, name: str) -> None:
         """Compare one pair of tensors given as consecutive flat chunks of equal lengths."""
         self.compared += 1
         ok, max_abs, max_rel, first, start = True, 0.0, 0.0, None, 0
@@ -97,7 +97,7 @@ class Stats:
         if not ok and self.first is None:
             self.first = first
 
-    def merge(self, other: "Stats") -> None:
+    def merge(self, other: Stats) -> None:
         self.compared += other.compared
         self.equal += other.equal
         self.max_abs, self.max_rel = max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel)
@@ -108,8 +108,13 @@ class Stats:
         return self.equal == self.compared
 
     def summary(self) -> dict:
-        return {"compared": self.compared, "equal": self.equal, "max_abs": self.max_abs, "max_rel": self.max_rel,
-                "first_divergence": self.first}
+        return {
+            "compared": self.compared,
+            "equal": self.equal,
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "first_divergence": self.first,
+        }
 
 
 @dataclass
@@ -117,21 +122,26 @@ class Comparison:
     run_a: str
     run_b: str
     criterion: Criterion
-    steps: dict = field(default_factory=dict)          # structure: ranks, step counts, mismatch
-    quantities: dict = field(default_factory=dict)     # name -> Stats
+    steps: dict = field(default_factory=dict)  # structure: ranks, step counts, mismatch
+    quantities: dict = field(default_factory=dict)  # name -> Stats
     validation: Stats = field(default_factory=Stats)
     params: Stats = field(default_factory=Stats)
     param_tensors: list = field(default_factory=list)  # per-tensor rows
     params_only_in: dict = field(default_factory=dict)
-    first_divergence: Optional[dict] = None
-    curves: dict = field(default_factory=dict)         # for the plot: step -> mean loss per side
+    first_divergence: dict | None = None
+    curves: dict = field(default_factory=dict)  # for the plot: step -> mean loss per side
     timing: dict = field(default_factory=dict)
-    problems: list = field(default_factory=list)       # structural messages (step counts, keys)
+    problems: list = field(default_factory=list)  # structural messages (step counts, keys)
 
     @property
     def equivalent(self) -> bool:
-        return (not self.problems and all(s.all_equal for s in self.quantities.values())
-                and self.validation.all_equal and self.params.all_equal and self.params.compared > 0)
+        return (
+            not self.problems
+            and all(s.all_equal for s in self.quantities.values())
+            and self.validation.all_equal
+            and self.params.all_equal
+            and self.params.compared > 0
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -151,8 +161,13 @@ class Comparison:
 
 # ---------------------------------------------------------------------------------------------
 
-def compare_runs(run_a: str | Path, run_b: str | Path, criterion: Criterion = Criterion(),
-                 key_map: Optional[Callable[[str], str]] = None) -> Comparison:
+
+def compare_runs(
+    run_a: str | Path,
+    run_b: str | Path,
+    criterion: Criterion = Criterion(),
+    key_map: Callable[[str], str] | None = None,
+) -> Comparison:
     """Compare two finished runs; raises TraceFormatError for a run that cannot be read."""
     read_meta(run_a), read_meta(run_b)  # refuses unknown format versions first
     result = Comparison(str(run_a), str(run_b), criterion)
@@ -175,7 +190,7 @@ def compare_steps(run_a, run_b, result: Comparison) -> None:
     sums = {"a": LossSums(), "b": LossSums()}
     times: dict[str, array] = {"a": array("d"), "b": array("d")}
     fast = result.criterion.exact  # under the exact criterion equal records need one dict comparison
-    earliest: Optional[dict] = None
+    earliest: dict | None = None
     for rank in sorted(set(ranks_a) & set(ranks_b)):
         count_a = count_b = 0
         equal_counts = dict.fromkeys(STEP_QUANTITIES, 0)
@@ -253,7 +268,7 @@ class LossSums:
         return {steps[i]: totals[i] / counts[i] for i in kept}
 
 
-def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> Optional[dict]:
+def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> dict | None:
     """Compare one step on one rank; return its first divergence in causal order, if any."""
     where = {"step": rec_a["step"], "epoch": rec_a.get("epoch"), "rank": rank}
     first = None
@@ -271,9 +286,11 @@ def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> Opt
             continue
         if isinstance(a, list):  # param_digest: compared element by element, counted once
             worst = max(range(len(a)), key=lambda i: abs(a[i] - b[i])) if len(a) == len(b) and a else 0
-            ok = len(a) == len(b) and result.quantities[name].add(float(a[worst]), float(b[worst]), result.criterion,
-                                                                   where) and all(
-                result.criterion.passes(float(x), float(y)) for x, y in zip(a, b))
+            ok = (
+                len(a) == len(b)
+                and result.quantities[name].add(float(a[worst]), float(b[worst]), result.criterion, where)
+                and all(result.criterion.passes(float(x), float(y)) for x, y in zip(a, b))
+            )
         else:
             ok = result.quantities[name].add(float(a), float(b), result.criterion, where)
         if not ok and first is None:
@@ -314,18 +331,23 @@ def compare_validation(run_a, run_b, result: Comparison) -> None:
             if key not in rec_a or key not in rec_b:
                 result.problems.append(f"validation metric {key!r} is recorded by one run only")
                 continue
-            result.validation.add(float(rec_a[key]), float(rec_b[key]), result.criterion,
-                                  {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key})
+            result.validation.add(
+                float(rec_a[key]),
+                float(rec_b[key]),
+                result.criterion,
+                {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key},
+            )
 
 
 # ---------------------------------------------------------------------------------------------
 # final parameters, streamed one tensor at a time from memory-mapped safetensors
 
+
 def strip_known_prefixes(key: str) -> str:
-    return key[len("module."):] if key.startswith("module.") else key
+    return key[len("module.") :] if key.startswith("module.") else key
 
 
-def match_keys(keys_a: list[str], keys_b: list[str], key_map: Optional[Callable[[str], str]]) -> dict[str, str]:
+def match_keys(keys_a: list[str], keys_b: list[str], key_map: Callable[[str], str] | None) -> dict[str, str]:
     """Pair keys of run A with keys of run B: after `module.` and a user mapping, and, where the
     sets still differ, after dropping one leading component on the side that has one more (a
     LightningModule holds the network as an attribute: `net.` + the raw key)."""
@@ -336,19 +358,31 @@ def match_keys(keys_a: list[str], keys_b: list[str], key_map: Optional[Callable[
             prefixes = {k.split(".", 1)[0] for k in longer if "." in k}
             if len(prefixes) == 1:
                 prefix = prefixes.pop() + "."
-                stripped = {k[len(prefix):]: v for k, v in longer.items()}
-                if set(stripped) & set(shorter) and len(set(stripped) & set(shorter)) >= len(set(longer) & set(shorter)):
+                stripped = {k[len(prefix) :]: v for k, v in longer.items()}
+                if set(stripped) & set(shorter) and len(set(stripped) & set(shorter)) >= len(
+                    set(longer) & set(shorter)
+                ):
                     longer.clear()
                     longer.update(stripped)
                     break
     return {norm_a[k]: (norm_a[k], norm_b[k]) for k in norm_a if k in norm_b} | {
         "__only_a__": sorted(norm_a[k] for k in norm_a if k not in norm_b),
-        "__only_b__": sorted(norm_b[k] for k in norm_b if k not in norm_a)}
+        "__only_b__": sorted(norm_b[k] for k in norm_b if k not in norm_a),
+    }
 
 
-SAFETENSORS_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-                      "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
-                      "U8": torch.uint8, "BOOL": torch.bool}
+SAFETENSORS_DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
 
 
 class SafetensorsReader:
@@ -416,8 +450,15 @@ def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 
             stats = Stats()
             stats.add_chunks(zip(fa.chunks(key_a, chunk), fb.chunks(key_b, chunk)), result.criterion, name)
             result.params.merge(stats)
-            result.param_tensors.append({"name": name, "shape": list(shape_a), "equal": stats.all_equal,
-                                         "max_abs": stats.max_abs, "max_rel": stats.max_rel})
+            result.param_tensors.append(
+                {
+                    "name": name,
+                    "shape": list(shape_a),
+                    "equal": stats.all_equal,
+                    "max_abs": stats.max_abs,
+                    "max_rel": stats.max_rel,
+                }
+            )
     finally:
         fa.close()
         fb.close()
@@ -425,6 +466,7 @@ def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 
 
 # ---------------------------------------------------------------------------------------------
 # a DDP run against its one-process reference (raw/train.py --reference)
+
 
 def merged_records(run_dir) -> Iterator[dict]:
     """A DDP run's ranks merged step by step into what one process training on the global batch
@@ -444,8 +486,9 @@ def merged_records(run_dir) -> Iterator[dict]:
         yield merged
 
 
-def compare_to_reference(ddp_run, reference_run, criterion: Criterion,
-                         key_map: Optional[Callable[[str], str]] = None) -> Comparison:
+def compare_to_reference(
+    ddp_run, reference_run, criterion: Criterion, key_map: Callable[[str], str] | None = None
+) -> Comparison:
     """Compare a DDP run with the one-process reference. Not bitwise (float sums in another
     order): the report gives the measured differences, the verdict the given tolerance."""
     read_meta(ddp_run), read_meta(reference_run)

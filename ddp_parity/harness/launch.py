@@ -16,11 +16,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ddp_parity.trace import read_progress
 
-REPO = Path(__file__).resolve().parent.parent
+# the checkout ddp_parity is installed from (pip install -e .): the twins are launched from there
+REPO = Path(__file__).resolve().parents[2]
 SIDES = ("raw", "lightning")
 
 
@@ -32,9 +32,17 @@ def free_port() -> int:
 
 
 def torchrun_args(nproc: int, port: int, max_restarts: int = 0, nnodes: int = 1, node_rank: int = 0) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", f"--nnodes={nnodes}",
-            f"--node_rank={node_rank}", "--master_addr=127.0.0.1", f"--master_port={port}",
-            f"--max-restarts={max_restarts}"]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={nproc}",
+        f"--nnodes={nnodes}",
+        f"--node_rank={node_rank}",
+        "--master_addr=127.0.0.1",
+        f"--master_port={port}",
+        f"--max-restarts={max_restarts}",
+    ]
 
 
 @dataclass
@@ -56,18 +64,41 @@ class Launch:
         return self.log_path if node == 0 else self.log_path.with_name(f"{self.side}.node{node}.log")
 
 
-def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: Path, threads: int,
-                 lightning_launcher: str = "lightning", max_restarts: int = 0, nnodes: int = 1,
-                 extra_env: Optional[dict] = None, run_dir: Optional[Path] = None,
-                 mistake: Optional[str] = None, name: Optional[str] = None) -> Launch:
+def build_launch(
+    side: str,
+    config: str,
+    nproc: int,
+    overrides: list[str],
+    out: Path,
+    threads: int,
+    lightning_launcher: str = "lightning",
+    max_restarts: int = 0,
+    nnodes: int = 1,
+    extra_env: dict | None = None,
+    run_dir: Path | None = None,
+    mistake: str | None = None,
+    name: str | None = None,
+) -> Launch:
     """The command lines of one side. Several nodes always go through torchrun (Lightning then
     runs with num_nodes under it); the rendezvous stays on 127.0.0.1. `name` labels the run (its
     folder and log) when one side runs twice, e.g. "raw-fault"."""
     name = name or side
     run_dir, port = run_dir or out / name, free_port()
-    common = ["--config", str(config), "--run_dir", str(run_dir), "--threads", str(threads),
-              "--trainer.devices", str(nproc), "--trainer.num_nodes", str(nnodes),
-              "--trainer.enable_progress_bar", "false", *overrides]
+    common = [
+        "--config",
+        str(config),
+        "--run_dir",
+        str(run_dir),
+        "--threads",
+        str(threads),
+        "--trainer.devices",
+        str(nproc),
+        "--trainer.num_nodes",
+        str(nnodes),
+        "--trainer.enable_progress_bar",
+        "false",
+        *overrides,
+    ]
     if side == "raw" and mistake:  # the raw loop with one classic mistake (raw/mistakes.py)
         target = [str(REPO / "raw" / "mistakes.py"), mistake, *common]
     elif side in ("raw", "reference"):
@@ -80,8 +111,14 @@ def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: 
         commands = [[*torchrun_args(nproc, port, max_restarts, nnodes, node), *target] for node in range(nnodes)]
     else:
         commands = [[sys.executable, *target]]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), **(extra_env or {})}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "PYTHONUNBUFFERED": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        **(extra_env or {}),
+    }
     env.pop("DDP_PARITY_RUN_DIR", None)
     return Launch(name, commands, env, run_dir, out / f"{name}.log")
 
@@ -89,13 +126,13 @@ def build_launch(side: str, config: str, nproc: int, overrides: list[str], out: 
 @dataclass
 class Outcome:
     side: str
-    returncode: Optional[int]
+    returncode: int | None
     seconds: float
     timed_out: bool = False
     interrupted: bool = False
-    errors: list = field(default_factory=list)   # error files the ranks wrote
+    errors: list = field(default_factory=list)  # error files the ranks wrote
     log_tail: str = ""
-    stall: Optional[dict] = None                 # {"ranks": {rank: last step}, "seconds": s} when it hung
+    stall: dict | None = None  # {"ranks": {rank: last step}, "seconds": s} when it hung
 
     @property
     def ok(self) -> bool:
@@ -112,12 +149,12 @@ class Outcome:
         return f"{self.side}: exit code {self.returncode}"
 
 
-def run_launch(launch: Launch, timeout: float, stall_seconds: Optional[float] = None) -> Outcome:
+def run_launch(launch: Launch, timeout: float, stall_seconds: float | None = None) -> Outcome:
     """Run every node's command of one side to completion, timeout or stall."""
     return run_launches([launch], timeout, stall_seconds)[0]
 
 
-def watch(running, outcomes: dict, started: float, timeout: float, stall_seconds: Optional[float]) -> None:
+def watch(running, outcomes: dict, started: float, timeout: float, stall_seconds: float | None) -> None:
     """Wait for every side to end. A side whose ranks have all stopped making progress (their
     heartbeats unchanged for stall_seconds, after the first one) is a stall: the classic DDP hang
     where a rank waits in a collective its peers never join. It is stopped at once, not at the timeout."""
@@ -157,7 +194,7 @@ def watch(running, outcomes: dict, started: float, timeout: float, stall_seconds
 POLL_S = 0.2  # how often the watcher looks at the processes and heartbeats
 
 
-def run_launches(launches: list[Launch], timeout: float, stall_seconds: Optional[float] = None) -> list[Outcome]:
+def run_launches(launches: list[Launch], timeout: float, stall_seconds: float | None = None) -> list[Outcome]:
     """Run several sides at once (each with all its nodes); output goes to their log files.
     Whatever happens (timeout, failure, Ctrl-C), every process tree is killed before returning."""
     started = time.monotonic()
@@ -174,9 +211,17 @@ def run_launches(launches: list[Launch], timeout: float, stall_seconds: Optional
                 logs.append(log)
                 log.write("$ " + " ".join(command) + "\n")
                 log.flush()
-                procs.append(subprocess.Popen(command, env=launch.env, cwd=REPO, stdout=log,
-                                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                              start_new_session=True))
+                procs.append(
+                    subprocess.Popen(
+                        command,
+                        env=launch.env,
+                        cwd=REPO,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
         watch(running, outcomes, started, timeout, stall_seconds)
     except KeyboardInterrupt:
         interrupted = True
