@@ -170,6 +170,7 @@ class TraceRecorder:
         self._last_time: float | None = None
         self._last_flushed_loss = float("nan")
         self._latest: tuple[int, int] | None = None
+        self._phase = "startup"
         self._stop_beating = threading.Event()
         self._file = None
         self.meta: dict = {}
@@ -265,6 +266,11 @@ class TraceRecorder:
                 tmp.write_text(json.dumps({"step": latest[0], "epoch": latest[1], "time": time.time()}))
                 os.replace(tmp, self.progress_path)
                 written = latest
+
+    def set_phase(self, phase: str) -> None:
+        """Tell the heartbeat what this rank is doing now: "train", "validation", "checkpoint", ...
+        (a watcher tells a long phase from a hang by it)."""
+        self._phase = phase
 
     def _stop_heartbeat(self) -> None:
         self._stop_beating.set()

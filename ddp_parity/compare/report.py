@@ -66,13 +66,18 @@ def table_rows(report: dict) -> list[list[str]]:
     return out
 
 
-def format_table(report: dict) -> str:
-    header = ["quantity", "compared", "equal", "max abs diff", "max rel diff", "first divergence"]
-    rows = [header] + table_rows(report)
+def render_table(header: list[str], rows: list[list[str]]) -> str:
+    """The one plain-text table renderer: left-aligned columns, a dashed rule under the header."""
+    rows = [header] + [[str(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def format_table(report: dict) -> str:
+    header = ["quantity", "compared", "equal", "max abs diff", "max rel diff", "first divergence"]
+    return render_table(header, table_rows(report))
 
 
 def format_summary(report: dict) -> str:
