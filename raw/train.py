@@ -208,22 +208,6 @@ def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size
 
 
 # -----------------------------------------------------------------------------
-# validation
-
-
-@torch.no_grad()
-def validate(model, loader, device, autocast, num_classes: int) -> dict:
-    model.eval()
-    metrics = ValidationMetrics(num_classes).to(device)
-    for batch in loader:
-        with autocast():
-            logits = model(batch.x.to(device))  # no DDP forward: evaluation needs no gradient sync
-        metrics.update(logits, batch.y.to(device))
-    model.train()
-    return metrics.compute()  # synced across ranks by torchmetrics
-
-
-# -----------------------------------------------------------------------------
 # training
 
 
@@ -353,6 +337,22 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
     recorder.finish(model, train_seconds=time.perf_counter() - started)
     print0(f"done: {recorder.meta.get('params_sha256', '')[:16]} in {run_dir}")
     return 0
+
+
+# -----------------------------------------------------------------------------
+# validation
+
+
+@torch.no_grad()
+def validate(model, loader, device, autocast, num_classes: int) -> dict:
+    model.eval()
+    metrics = ValidationMetrics(num_classes).to(device)
+    for batch in loader:
+        with autocast():
+            logits = model(batch.x.to(device))  # no DDP forward: evaluation needs no gradient sync
+        metrics.update(logits, batch.y.to(device))
+    model.train()
+    return metrics.compute()  # synced across ranks by torchmetrics
 
 
 # -----------------------------------------------------------------------------
