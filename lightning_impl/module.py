@@ -49,6 +49,7 @@ class ParityDataModule(L.LightningDataModule):
             num_workers=self.config.num_workers,
             persistent_workers=self.config.persistent_workers,
             skip_batches=self._batches_done_in_epoch(),
+            resume_epoch=self.trainer.fit_loop.epoch_progress.current.processed if self._resuming() else None,
         )
 
     def val_dataloader(self):
@@ -64,9 +65,12 @@ class ParityDataModule(L.LightningDataModule):
             persistent_workers=self.config.persistent_workers,
         )
 
+    def _resuming(self) -> bool:
+        return self.trainer is not None and bool(self.trainer.ckpt_path)
+
     def _batches_done_in_epoch(self) -> int:
         """Batches of the current epoch a restored checkpoint had trained (0 at an epoch boundary)."""
-        if self.trainer is None or not self.trainer.ckpt_path:
+        if not self._resuming():
             return 0
         done = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
         per_rank = math.ceil(len(self.train_set) / self.trainer.world_size)  # DistributedSampler pads
@@ -90,11 +94,17 @@ class ResumableDataLoader(DataLoader):
     (Lightning re-creates the loader to inject its DistributedSampler; `skip_batches` is an init
     argument, so it survives.)"""
 
-    def __init__(self, *args, skip_batches: int = 0, **kwargs):
+    def __init__(self, *args, skip_batches: int = 0, resume_epoch: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.skip_batches = skip_batches
+        self.resume_epoch = resume_epoch
 
     def __iter__(self):
+        if self.resume_epoch is not None and hasattr(self.sampler, "set_epoch"):
+            # Lightning 2.6 creates a resumed fit's first iterator before it calls set_epoch
+            # (Lightning #21938); the skip below, and workers' prefetch, would draw epoch 0's order
+            self.sampler.set_epoch(self.resume_epoch)
+            self.resume_epoch = None
         batches = super().__iter__()  # draws its seed from torch's RNG first, as the raw loop's does
         skip, self.skip_batches = self.skip_batches, 0
         for _ in range(skip):

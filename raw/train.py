@@ -214,8 +214,9 @@ def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size
 def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -> int:
     ddp = dist.is_initialized()
     check_world_size(cfg.data, world_size)
-    if ddp and cfg.trainer.devices != "auto" and cfg.trainer.devices * cfg.trainer.num_nodes != world_size:
-        print0(f"note: trainer.devices x num_nodes != the {world_size} processes torchrun started; torchrun wins")
+    configured = cfg.trainer.devices * cfg.trainer.num_nodes if cfg.trainer.devices != "auto" else world_size
+    if ddp and configured != world_size:
+        print0(f"note: trainer.devices x num_nodes = {configured}, torchrun started {world_size}: torchrun wins")
     run_dir = resolve_run_dir(cfg.run_dir, SIDE)
     restarted = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
     ckpt_path = find_checkpoint(cfg, resume or restarted, run_dir)
