@@ -101,8 +101,10 @@ def build_launch(
     ]
     if side == "raw" and mistake:  # the raw loop with one classic mistake (raw/mistakes.py)
         target = [str(REPO / "raw" / "mistakes.py"), mistake, *common]
-    elif side in ("raw", "reference"):
-        target = [str(REPO / "raw" / "train.py"), *(["--reference"] if side == "reference" else []), *common]
+    elif side == "raw":
+        target = [str(REPO / "raw" / "train.py"), *common]
+    elif side == "reference":  # raw/reference.py bends raw/train.py to train on the global batches
+        target = [str(REPO / "raw" / "reference.py"), *common]
     else:
         target = ["-m", "lightning_impl", "fit", *common]
     if side == "reference":  # one plain process emulating nproc x nnodes ranks
