@@ -247,6 +247,7 @@ class TraceRecorder:
         extra_meta: dict | None = None,
         flush_every: int = 100,
         handle_signals: bool = True,
+        write_every_step: bool = True,
     ):
         self.run_dir = Path(run_dir)
         self.side = side
@@ -254,6 +255,9 @@ class TraceRecorder:
         self.extra_meta = dict(extra_meta or {})
         self.flush_every = flush_every
         self.handle_signals = handle_signals
+        # host values cost no device sync: write each step as it is recorded, so that even a hard
+        # kill (os._exit, SIGKILL) loses at most the step in flight
+        self.write_every_step = write_every_step
         self.rank, self.world_size = _rank_and_world()
         self.attempt = 0
         self._pending: list[dict] = []
@@ -449,7 +453,11 @@ class TraceRecorder:
             self._record_optimizer(optimizer, model)
         self._pending.append(entry)
         self._latest = (int(step), int(epoch))
-        if not _on_device(entry) or len(self._pending) >= self.flush_every or self._staged_bytes() > STAGED_BYTES_LIMIT:
+        if (
+            (self.write_every_step and not _on_device(entry))
+            or len(self._pending) >= self.flush_every
+            or self._staged_bytes() > STAGED_BYTES_LIMIT
+        ):
             self.flush()
 
     def _record_optimizer(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module | None) -> None:
