@@ -3,11 +3,13 @@ trace — and the parity plugin's public API:
 
     TraceRecorder   record a trace from any hand-written loop
     TraceCallback   record the same trace from any Lightning Trainer (imports lightning)
+    init_process_group  torch.distributed.init_process_group that survives torchrun --max-restarts
 """
 
+from ddp_parity.distributed import init_process_group
 from ddp_parity.trace import FORMAT_VERSION, TraceRecorder
 
-__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback"]
+__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback", "init_process_group"]
 
 
 def __getattr__(name: str):
