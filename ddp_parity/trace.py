@@ -234,6 +234,8 @@ class TraceRecorder:
         **extra: Any,
     ) -> None:
         """One optimizer step. Tensors are kept as they are (no sync) until the next flush."""
+        if self._watch is not None:
+            self._watch.end_step(step)  # module watch: the step's calls are complete
         now = time.perf_counter()
         entry = {
             "step": int(step),
@@ -253,6 +255,24 @@ class TraceRecorder:
         self._latest = (int(step), int(epoch))
         if len(self._pending) >= self.flush_every:
             self.flush()
+
+    _watch = None  # the ModuleWatch of watch(), if any
+
+    def watch(self, model: torch.nn.Module, steps: Any = None, *, start_step: int = 0):
+        """Record every module call of a few optimizer steps (ddp_parity/watch.py, docs/localisation.md):
+
+            recorder.watch(model)   # the plain model, before or after DDP(model); once, before training
+
+        `steps`: optimizer steps to watch (numbered as `record()` numbers them, from 1); default
+        watch.DEFAULT_STEPS; the environment variable DDP_PARITY_WATCH_STEP overrides it.
+        `start_step`: the step a resumed run starts after. Nothing else in the loop changes: the
+        parameter gradients are read at the end of each backward pass, before clipping."""
+        from ddp_parity.watch import ModuleWatch
+
+        if self._watch is not None:
+            self._watch.detach()
+        self._watch = ModuleWatch(model, steps, start_step=start_step)
+        return self._watch
 
     def _heartbeat(self) -> None:
         """Progress for a watcher (the harness's stall detection): this rank's latest step, written
@@ -291,6 +311,8 @@ class TraceRecorder:
         return self._last_flushed_loss
 
     def flush(self) -> None:
+        if self._watch is not None:
+            self._watch.flush(self.run_dir, self.rank)
         if not self._pending or self._file is None:
             return
         lines = [json.dumps(_to_json(entry)) for entry in self._pending]
