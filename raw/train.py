@@ -511,6 +511,7 @@ def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None):
         facts={"init_params_sha256": t.init_params_sha256, "sampler": sampler_facts(sampler)},
         keep_steps_upto=progress.global_step if ckpt else None,
     )
+    recorder.watch(t.model, start_step=progress.global_step)  # module watch (docs/localisation.md)
     return run_dir, t, loaders, progress, rng, recorder
 
 
