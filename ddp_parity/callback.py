@@ -76,6 +76,7 @@ class TraceCallback(L.Callback):
             },
             resumed_from_step=trainer.global_step if trainer.ckpt_path else None,
         )
+        self.recorder.watch(pl_module, start_step=trainer.global_step)  # module watch (docs/localisation.md)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.recorder.finish(pl_module)

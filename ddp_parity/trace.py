@@ -429,6 +429,8 @@ class TraceRecorder:
         left them. Tensors are kept as they are (no device sync) until written.
         """
         self._resolve_start(int(step) - 1)
+        if self._watch is not None:
+            self._watch.end_step(step)  # module watch: the step's calls are complete
         now = time.perf_counter()
         if lr is None and optimizer is not None:
             lr = optimizer.param_groups[0]["lr"]
@@ -469,6 +471,24 @@ class TraceRecorder:
 
     def _staged_bytes(self) -> int:
         return sum(e["batch_digest"].nbytes for e in self._pending if isinstance(e.get("batch_digest"), StagedDigest))
+
+    _watch = None  # the ModuleWatch of watch(), if any
+
+    def watch(self, model: torch.nn.Module, steps: Any = None, *, start_step: int = 0):
+        """Record every module call of a few optimizer steps (ddp_parity/watch.py, docs/localisation.md):
+
+            recorder.watch(model)   # the plain model, before or after DDP(model); once, before training
+
+        `steps`: optimizer steps to watch (numbered as `record()` numbers them, from 1); default
+        watch.DEFAULT_STEPS; the environment variable DDP_PARITY_WATCH_STEP overrides it.
+        `start_step`: the step a resumed run starts after. Nothing else in the loop changes: the
+        parameter gradients are read at the end of each backward pass, before clipping."""
+        from ddp_parity.watch import ModuleWatch
+
+        if self._watch is not None:
+            self._watch.detach()
+        self._watch = ModuleWatch(model, steps, start_step=start_step)
+        return self._watch
 
     def _heartbeat(self) -> None:
         """Progress for a watcher (the harness's stall detection): this rank's latest step, written
@@ -518,6 +538,8 @@ class TraceRecorder:
 
     def flush(self) -> None:
         """Write what is pending (on an accelerator: one device sync)."""
+        if self._watch is not None:
+            self._watch.flush(self.run_dir, self.rank)
         if not self._pending or self._fd is None or self._flushing:
             return
         self._flushing = True  # a signal arriving now must not write the same lines twice

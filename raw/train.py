@@ -38,7 +38,7 @@ from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
-from ddp_parity.trace import TraceRecorder, param_digest, params_sha256, sampler_facts
+from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
 SIDE = "raw"  # the trace's side name and the default run folder's prefix
@@ -258,6 +258,7 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
         facts={"init_params_sha256": init_params_sha256, "sampler": sampler_facts(sampler)},
         keep_steps_upto=start["global_step"] if ckpt_path else None,
     )
+    recorder.watch(model, start_step=start["global_step"])  # module watch (docs/localisation.md)
     k, clip = cfg.trainer.accumulate_grad_batches, cfg.trainer.gradient_clip_val
     every_n_steps, every_n_epochs = cfg.checkpoint.every_n_train_steps, cfg.checkpoint.every_n_epochs
     print0(
@@ -311,7 +312,7 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
                 step_loss = sum(step_losses)  # in order, as TraceCallback sums them (0 + a is a)
                 recorder.record(
                     global_step, step_loss, torch.cat(step_indices), epoch=epoch, lr=lr, grad_norm=grad_norm,
-                    param_digest=param_digest(model),
+                    optimizer=optimizer, model=model,
                 )  # fmt: skip
                 maybe_inject_fault(global_step, "step")
                 if every_n_steps and global_step % every_n_steps == 0 and batch_idx + 1 < len(train_loader):
