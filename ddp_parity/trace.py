@@ -29,6 +29,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ddp_parity.harness.lifeline import watch_parent_if_asked
+
+watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
+
 FORMAT_VERSION = 1
 TRACE_DIR = "trace"
 META_FILE = "meta.json"
@@ -171,6 +175,10 @@ class TraceRecorder:
         self._last_flushed_loss = float("nan")
         self._latest: tuple[int, int] | None = None
         self._phase = "startup"
+        self._work = 0  # ticks of progress of any kind, for the heartbeat
+        self._latest_loss: Any = None
+        self._cpu_clock: int | None = None  # the training thread's CPU clock (set by start())
+        self.total_steps: int | None = None  # optimizer steps the run will make, when the loop knows
         self._stop_beating = threading.Event()
         self._file = None
         self.meta: dict = {}
@@ -204,7 +212,7 @@ class TraceRecorder:
             if path == self.trace_path or self.rank == 0:
                 _keep_steps_upto(path, keep_steps_upto or 0)
         self._file = open(self.trace_path, "a")
-        threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True).start()
+        self._start_heartbeat()
         self.meta = {
             "format_version": FORMAT_VERSION,
             "side": self.side,
@@ -251,29 +259,84 @@ class TraceRecorder:
         entry.update({k: _detach(v) for k, v in extra.items()})
         self._pending.append(entry)
         self._latest = (int(step), int(epoch))
+        self._latest_loss = entry["loss"]
+        self._work += 1
         if len(self._pending) >= self.flush_every:
             self.flush()
 
+    def _start_heartbeat(self) -> None:
+        try:  # the CPU clock of the thread that trains: it moves while that thread computes, not while it waits
+            self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        except (AttributeError, OSError):
+            self._cpu_clock = None
+        self._write_heartbeat()
+        self._beating = threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True)
+        self._beating.start()
+
     def _heartbeat(self) -> None:
-        """Progress for a watcher (the harness's stall detection): this rank's latest step, written
-        by a background thread at most once a second. It keeps beating while the training thread is
-        blocked in a collective (c10d waits release the GIL), so a hang shows where each rank stopped."""
-        written = None
+        """Progress for a watcher (the harness's stall detection and live progress), written by a
+        background thread every HEARTBEAT_S: the latest step, the phase, and two measures of work,
+        `work` (ticked by every step, phase change and tick()) and `cpu_s` (CPU time of the thread
+        that trains). It keeps beating while the training thread is blocked in a collective (c10d
+        waits release the GIL): a rank whose step, work and CPU time all stand still is waiting,
+        one whose CPU time moves is busy (a long validation, a checkpoint of a large model)."""
         while not self._stop_beating.wait(HEARTBEAT_S):
-            latest = self._latest
-            if latest is not None and latest != written:
-                tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
-                tmp.write_text(json.dumps({"step": latest[0], "epoch": latest[1], "time": time.time()}))
-                os.replace(tmp, self.progress_path)
-                written = latest
+            self._write_heartbeat()
+
+    def _write_heartbeat(self) -> None:
+        step, epoch = self._latest or (None, None)
+        beat = {
+            "step": step,
+            "epoch": epoch,
+            "phase": self._phase,
+            "work": self._work,
+            "cpu_s": self._training_cpu_s(),
+            "time": time.time(),
+            "loss": self._heartbeat_loss(),
+            "total_steps": self.total_steps,
+        }
+        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(beat))
+            os.replace(tmp, self.progress_path)
+        except OSError:
+            pass  # the run directory went away (a test cleaning up): nothing to watch
+
+    def _training_cpu_s(self) -> float:
+        """CPU seconds of the training thread (the process's, where the platform cannot tell threads apart)."""
+        if self._cpu_clock is not None:
+            try:
+                return time.clock_gettime(self._cpu_clock)
+            except OSError:
+                self._cpu_clock = None
+        return time.process_time()
+
+    def _heartbeat_loss(self) -> float | None:
+        """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""
+        loss = self._latest_loss
+        if isinstance(loss, torch.Tensor) and loss.device.type == "cpu" and loss.numel() == 1:
+            loss = loss.item()
+        if not isinstance(loss, (int, float)):
+            loss = self._last_flushed_loss
+        return float(loss) if loss == loss and abs(loss) != float("inf") else None
 
     def set_phase(self, phase: str) -> None:
         """Tell the heartbeat what this rank is doing now: "train", "validation", "checkpoint", ...
         (a watcher tells a long phase from a hang by it)."""
-        self._phase = phase
+        if phase != self._phase:
+            self._phase = phase
+            self._work += 1
+
+    def tick(self) -> None:
+        """Count a unit of work that is not an optimizer step (a validation batch, a file written):
+        the watcher sees the rank is busy."""
+        self._work += 1
 
     def _stop_heartbeat(self) -> None:
         self._stop_beating.set()
+        beating = getattr(self, "_beating", None)
+        if beating is not None and beating is not threading.current_thread():
+            beating.join(timeout=2 * HEARTBEAT_S)  # its last write lands before any later one
 
     @property
     def progress_path(self) -> Path:
@@ -305,6 +368,9 @@ class TraceRecorder:
         from safetensors.torch import save_file
 
         self.close()
+        self.set_phase("finished")
+        if self.progress_path.parent.is_dir():
+            self._write_heartbeat()
         digest = params_sha256(model)
         digests = [digest]
         if self.world_size > 1:
