@@ -261,6 +261,8 @@ class TraceRecorder:
         self._latest = (int(step), int(epoch))
         self._latest_loss = entry["loss"]
         self._work += 1
+        if self._phase == "startup":
+            self._phase = "train"  # the first recorded step: a loop that never names its phases still shows it
         if len(self._pending) >= self.flush_every:
             self.flush()
 

@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from ddp_parity.config import ConfigError
-from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, stop_on_signals
+from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import REPO, SIDES
 from ddp_parity.trace import TraceFormatError
 
@@ -165,7 +165,7 @@ def dispatch(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    stop_on_signals()
+    previous = stop_on_signals()
     try:
         return dispatch(args)
     except (ConfigError, UsageError, TraceFormatError) as err:
@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return err.exit_code if isinstance(err, Interrupted) else 130
+    finally:
+        restore_signals(previous)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,13 @@ def _raise_interrupted(signum, frame) -> None:
     raise Interrupted(signum)
 
 
-def stop_on_signals() -> None:
+def stop_on_signals() -> dict:
     """SIGTERM (timeout, CI runners, kill, schedulers) and SIGHUP (a closed terminal) do what Ctrl-C does:
-    the exception unwinds through the launcher, which kills every process tree it started."""
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _raise_interrupted)
+    the exception unwinds through the launcher, which kills every process tree it started. Returns
+    the handlers it replaced (for restore_signals)."""
+    return {signum: signal.signal(signum, _raise_interrupted) for signum in STOP_SIGNALS}
+
+
+def restore_signals(previous: dict) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)

@@ -36,6 +36,8 @@ class Liveness:
             if self.last_progress is not None:
                 self.longest_quiet = max(self.longest_quiet, now - self.last_progress)
             self.last_progress = now
+        if beats and all(beat.get("phase") == "finished" for beat in beats.values()):
+            return None  # every rank is done (finish() is a collective); the processes are exiting
         limit = self.timeout()
         if not beats or limit is None or self.last_progress is None or now - self.last_progress <= limit:
             return None
