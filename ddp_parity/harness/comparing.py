@@ -99,7 +99,9 @@ def compare_and_report(out: Path, runs: dict[str, Path], rtol: float, atol: floa
     if len(names) > 2:
         report["pairs"] = [pair_entry(a, b, r) for (a, b), r in reports.items()]
         report["sides"] = names
-        if any(r["verdict"] != "equivalent" for r in reports.values()):
+        differing = [f"{a} vs {b}" for (a, b), r in reports.items() if r["verdict"] != "equivalent"]
+        report["differing_pairs"] = differing  # the top-level figures are the first pair's; these say which differ
+        if differing:
             report["verdict"] = "different"
     write_report(out, report)
     plot_loss_curves(out, curves[first], labels=first)

@@ -46,9 +46,11 @@ class OutDir:
         self.path, self.overwrite, self.option = Path(path), overwrite, option
         self.aside: Path | None = None
         self.committed = False
+        self.created = False
 
     def __enter__(self) -> Path:
         check_out(self.path, self.overwrite, self.option)
+        self.created = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             probe = self.path / f".probe-{os.getpid()}"
@@ -70,6 +72,8 @@ class OutDir:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self.aside is None:
+            if exc_type is not None and self.created and not any(self.path.iterdir()):
+                self.path.rmdir()  # refused before anything was written: leave no empty folder
             return
         if self.committed:
             shutil.rmtree(self.aside, ignore_errors=True)
