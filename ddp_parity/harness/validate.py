@@ -53,6 +53,18 @@ def parse_sides(text: str) -> list[str]:
     return sides
 
 
+def check_side_available(side: str) -> None:
+    """A side's module is in this checkout (the Fabric twin is newer than the other two)."""
+    from ddp_parity.harness.launch import LIGHTNING_MODULES, REPO
+
+    if side not in LIGHTNING_MODULES:
+        return
+    module = LIGHTNING_MODULES[side][1]
+    base = REPO.joinpath(*module.split("."))
+    if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+        raise UsageError(f"--sides {side}: `python -m {module}` is not in this checkout ({REPO})")
+
+
 def to_flags(assignments: list[str], option: str) -> list[str]:
     """`data.batch_size=16` -> ["--data.batch_size", "16"]; keys the harness sets itself are refused."""
     flags = []
@@ -149,8 +161,18 @@ def check_fault(spec: str, world_size: int, steps: int) -> None:
         raise UsageError(f"--fault {spec}: step {step} is outside the run (steps 1..{steps})")
 
 
-def default_timeout(steps: int) -> float:
-    return 120.0 + 0.5 * steps
+# a slow machine's floating-point rate, for the default run timeout only (a safety net: stalls are
+# caught by the heartbeats, so this errs long; a healthy big run must never be stopped by it)
+SLOW_FLOPS = 2e8
+
+
+def default_timeout(cfg: RunConfig, steps: int, world_size: int) -> float:
+    """Start-up, a per-step allowance, and the arithmetic of training (3 passes) and validation (1)
+    over every sample and epoch at a slow machine's rate."""
+    width, depth = cfg.model.hidden_dim, cfg.model.depth
+    params = cfg.model.input_dim * width + max(depth - 1, 0) * width * width + width * cfg.model.num_classes
+    passes = cfg.trainer.max_epochs * (3 * cfg.data.num_samples + cfg.data.val_samples)
+    return 120.0 + 0.5 * steps + 2 * params * passes / world_size / SLOW_FLOPS
 
 
 @dataclass
@@ -181,19 +203,19 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     from ddp_parity.harness.comparing import build_key_map
 
     sides = args.sides
+    for side in sides:
+        check_side_available(side)
     both = to_flags(args.overrides, "--set") + list(mistake_overrides or [])
     only = {side: to_flags(getattr(args, f"set_{side}") or [], f"--set-{side}") for side in SIDES}
     cfg = resolve_config(args.config, both)
-    for side in sides:
-        if only[side]:
-            resolve_config(args.config, both + only[side])
-    check_accelerator(cfg)
     nproc = args.nproc or (cfg.trainer.devices if cfg.trainer.devices != "auto" else 2)
     nnodes = args.nnodes or cfg.trainer.num_nodes
-    check_world(cfg, nproc * nnodes)
+    for side_cfg in [cfg] + [resolve_config(args.config, both + only[side]) for side in sides if only[side]]:
+        check_accelerator(side_cfg)
+        check_world(side_cfg, nproc * nnodes)
     steps = total_steps(cfg, nproc * nnodes)
     if args.fault:
         check_fault(args.fault, nproc * nnodes, steps)
     key_map = build_key_map(args.strip_prefix, args.key_map)
-    timeout = args.timeout or default_timeout(steps)
+    timeout = args.timeout or default_timeout(cfg, steps, nproc * nnodes)
     return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map)
