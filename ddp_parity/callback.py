@@ -84,6 +84,7 @@ class TraceCallback(L.Callback):
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         # every rank: the trace up to this step is on disk before a checkpoint that resumes after it
         if self.recorder is not None:
+            self.recorder.set_phase("checkpoint")
             self.recorder.flush()
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
@@ -106,6 +107,8 @@ class TraceCallback(L.Callback):
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        if self.recorder is not None:
+            self.recorder.set_phase("train")
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches
         indices = batch_indices(batch)
@@ -136,7 +139,27 @@ class TraceCallback(L.Callback):
         # on_validation_end, not _epoch_end: callbacks run before the module's epoch-end hook
         if trainer.sanity_checking or self.recorder is None:
             return
+        self.recorder.set_phase("after-validation")
         metrics = getattr(pl_module, "last_validation", None)
         if metrics is None:  # a model of the user's: whatever it logged under val*
             metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val")}
         self.recorder.record_validation(trainer.current_epoch, trainer.global_step, metrics)
+
+    # -- phases, for the heartbeat (a watcher tells a long validation or checkpoint from a hang) ----
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.recorder is not None and self.recorder.total_steps is None:
+            total = trainer.estimated_stepping_batches
+            self.recorder.total_steps = int(total) if total != float("inf") else None
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.recorder is not None:
+            self.recorder.set_phase("validation")
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        if self.recorder is not None:
+            self.recorder.tick()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.recorder is not None:
+            self.recorder.set_phase("epoch-end")

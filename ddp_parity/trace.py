@@ -36,6 +36,9 @@ import torch.distributed as dist
 
 from ddp_parity.determinism import torch_flags
 from ddp_parity.distributed import launch_env, world_facts
+from ddp_parity.lifeline import watch_parent_if_asked
+
+watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
 
 FORMAT_VERSION = 1
 TRACE_DIR = "trace"
@@ -265,6 +268,10 @@ class TraceRecorder:
         self._last_flushed_loss = float("nan")
         self._latest: tuple[int, int] | None = None
         self._phase = "startup"
+        self._work = 0  # ticks of progress of any kind, for the heartbeat
+        self._latest_loss: Any = None
+        self._cpu_clock: int | None = None  # the training thread's CPU clock (set by start())
+        self.total_steps: int | None = None  # optimizer steps the run will make, when the loop knows
         self._stop_beating = threading.Event()
         self._fd: int | None = None  # this rank's trace, opened once the attempt's resume point is known
         self._started = False
@@ -319,7 +326,7 @@ class TraceRecorder:
         all_facts = [f for f, _ in gathered]
         self.attempt = max(previous for _, previous in gathered) + 1
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-        threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True).start()
+        self._start_heartbeat()
         self._declared_resume = resume is not None
         start_step = int(resume) if resume is not None else (0 if self.attempt == 0 else None)
         self.meta = {
@@ -455,6 +462,10 @@ class TraceRecorder:
             self._record_optimizer(optimizer, model)
         self._pending.append(entry)
         self._latest = (int(step), int(epoch))
+        self._latest_loss = entry["loss"]
+        self._work += 1
+        if self._phase == "startup":
+            self._phase = "train"  # the first recorded step: a loop that never names its phases still shows it
         if (
             (self.write_every_step and not _on_device(entry))
             or len(self._pending) >= self.flush_every
@@ -490,26 +501,79 @@ class TraceRecorder:
         self._watch = ModuleWatch(model, steps, start_step=start_step)
         return self._watch
 
+    def _start_heartbeat(self) -> None:
+        try:  # the CPU clock of the thread that trains: it moves while that thread computes, not while it waits
+            self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        except (AttributeError, OSError):
+            self._cpu_clock = None
+        self._write_heartbeat()
+        self._beating = threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True)
+        self._beating.start()
+
     def _heartbeat(self) -> None:
-        """Progress for a watcher (the harness's stall detection): this rank's latest step, written
-        by a background thread at most once a second. It keeps beating while the training thread is
-        blocked in a collective (c10d waits release the GIL), so a hang shows where each rank stopped."""
-        written = None
+        """Progress for a watcher (the harness's stall detection and live progress), written by a
+        background thread every HEARTBEAT_S: the latest step, the phase, and two measures of work,
+        `work` (ticked by every step, phase change and tick()) and `cpu_s` (CPU time of the thread
+        that trains). It keeps beating while the training thread is blocked in a collective (c10d
+        waits release the GIL): a rank whose step, work and CPU time all stand still is waiting,
+        one whose CPU time moves is busy (a long validation, a checkpoint of a large model)."""
         while not self._stop_beating.wait(HEARTBEAT_S):
-            latest = self._latest
-            if latest is not None and latest != written:
-                tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
-                tmp.write_text(json.dumps({"step": latest[0], "epoch": latest[1], "time": time.time()}))
-                os.replace(tmp, self.progress_path)
-                written = latest
+            self._write_heartbeat()
+
+    def _write_heartbeat(self) -> None:
+        step, epoch = self._latest or (None, None)
+        beat = {
+            "step": step,
+            "epoch": epoch,
+            "phase": self._phase,
+            "work": self._work,
+            "cpu_s": self._training_cpu_s(),
+            "time": time.time(),
+            "loss": self._heartbeat_loss(),
+            "total_steps": self.total_steps,
+        }
+        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(beat))
+            os.replace(tmp, self.progress_path)
+        except OSError:
+            pass  # the run directory went away (a test cleaning up): nothing to watch
+
+    def _training_cpu_s(self) -> float:
+        """CPU seconds of the training thread (the process's, where the platform cannot tell threads apart)."""
+        if self._cpu_clock is not None:
+            try:
+                return time.clock_gettime(self._cpu_clock)
+            except OSError:
+                self._cpu_clock = None
+        return time.process_time()
+
+    def _heartbeat_loss(self) -> float | None:
+        """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""
+        loss = self._latest_loss
+        if isinstance(loss, torch.Tensor) and loss.device.type == "cpu" and loss.numel() == 1:
+            loss = loss.item()
+        if not isinstance(loss, (int, float)):
+            loss = self._last_flushed_loss
+        return float(loss) if loss == loss and abs(loss) != float("inf") else None
 
     def set_phase(self, phase: str) -> None:
         """Tell the heartbeat what this rank is doing now: "train", "validation", "checkpoint", ...
         (a watcher tells a long phase from a hang by it)."""
-        self._phase = phase
+        if phase != self._phase:
+            self._phase = phase
+            self._work += 1
+
+    def tick(self) -> None:
+        """Count a unit of work that is not an optimizer step (a validation batch, a file written):
+        the watcher sees the rank is busy."""
+        self._work += 1
 
     def _stop_heartbeat(self) -> None:
         self._stop_beating.set()
+        beating = getattr(self, "_beating", None)
+        if beating is not None and beating is not threading.current_thread():
+            beating.join(timeout=2 * HEARTBEAT_S)  # its last write lands before any later one
 
     @property
     def progress_path(self) -> Path:
@@ -570,6 +634,9 @@ class TraceRecorder:
             last = _last_complete_record(self.trace_path)
             self._resume_after(int(last["step"]) if last else 0)
         self.close()
+        self.set_phase("finished")
+        if self.progress_path.parent.is_dir():
+            self._write_heartbeat()
         digest, buffers = params_sha256(model), buffers_sha256(model)
         gathered = [(digest, buffers)]
         if self.world_size > 1:
