@@ -3,11 +3,12 @@ trace — and the parity plugin's public API:
 
     TraceRecorder   record a trace from any hand-written loop
     TraceCallback   record the same trace from any Lightning Trainer (imports lightning)
+    compare_traces  compare two run directories: the report with its diagnosis and warnings
 """
 
 from ddp_parity.trace import FORMAT_VERSION, TraceRecorder
 
-__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback"]
+__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback", "compare_traces"]
 
 
 def __getattr__(name: str):
@@ -15,4 +16,8 @@ def __getattr__(name: str):
         from ddp_parity.callback import TraceCallback
 
         return TraceCallback
+    if name == "compare_traces":  # lazily: a training process never needs the comparator
+        from ddp_parity.compare.comparator import compare_traces
+
+        return compare_traces
     raise AttributeError(name)

@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
-from ddp_parity.compare.diagnosis import diagnose, format_diagnosis
-from ddp_parity.compare.report import format_summary, plot_loss_curves, timing_summary, write_report
+from ddp_parity.compare.comparator import build_report as comparison_report
+from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
+from ddp_parity.compare.report import format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.config import ConfigError, RunConfig, parse_raw_config
 from ddp_parity.harness.launch import REPO, Outcome, build_launch, run_launch, run_launches
 from ddp_parity.trace import TraceFormatError, write_json_atomic
@@ -132,9 +133,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help='JSON object renaming parameters (after --strip-prefix) before pairing: {"name": "other name"}',
     )
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
+    p.add_argument(
+        "--ignore-config",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="leave a (run-control) config key out of the configuration comparison, e.g. snapshot_path (repeatable)",
+    )
     args = p.parse_args(argv)
-    if args.rtol < 0 or args.atol < 0:
-        p.error("--rtol and --atol must be 0 or more")
+    if not (math.isfinite(args.rtol) and math.isfinite(args.atol)) or args.rtol < 0 or args.atol < 0:
+        p.error("--rtol and --atol must be finite numbers, 0 or more")
     for name in ("nproc", "nnodes"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name} must be positive, got {getattr(args, name)}")
@@ -254,9 +262,8 @@ def failure_report(outcome: Outcome) -> dict:
     }
 
 
-def build_report(comparison, out: Path | None, logs: dict) -> dict:
-    report = comparison.to_dict()
-    report["timing"] = timing_summary(comparison.timing)
+def build_report(comparison, out: Path | None, logs: dict, ignore_config=()) -> dict:
+    report = comparison_report(comparison, ignore_config=ignore_config)  # figures, diagnosis, warnings, labels
     report["logs"] = logs
     if out is not None:
         report["plot"] = str(out / "loss_curves.png")
@@ -264,9 +271,8 @@ def build_report(comparison, out: Path | None, logs: dict) -> dict:
 
 
 def finish(report: dict, comparison, out: Path) -> int:
-    report["diagnosis"] = diagnose(report["runs"]["a"], report["runs"]["b"], report)
     write_report(out, report)
-    plot_loss_curves(out, comparison.curves)
+    plot_loss_curves(out, comparison.curves, labels_of(report))
     print(format_summary(report))
     print(format_diagnosis(report["diagnosis"]))
     print(f"report: {out / 'report.json'}  plot: {out / 'loss_curves.png'}")
@@ -299,7 +305,7 @@ def compare_existing(args) -> int:
     run_a, run_b = args.traces
     comparison = compare_runs(run_a, run_b, Criterion(args.rtol, args.atol), key_map=build_key_map(args))
     out = Path(args.out) if args.out else Path(run_a).parent
-    report = build_report(comparison, out, {})
+    report = build_report(comparison, out, {}, ignore_config=args.ignore_config)
     return finish(report, comparison, out)
 
 
@@ -358,7 +364,7 @@ def launch_and_compare(args) -> tuple[int, dict]:
             "runs": {"a": str(out / "raw"), "b": str(out / "lightning")},
         }
         stall = {**failed[0].stall, "side": failed[0].side} if failed[0].stall else None
-        report["diagnosis"] = diagnose(out / "raw", out / "lightning", report, stall=stall)
+        report["diagnosis"] = diagnose_failure(out / "raw", out / "lightning", report, stall=stall)
         if stall:
             report["first_divergence"] = {
                 "quantity": "stall",
@@ -373,7 +379,11 @@ def launch_and_compare(args) -> tuple[int, dict]:
     comparison = compare_runs(
         out / "raw", out / "lightning", Criterion(args.rtol, args.atol), key_map=build_key_map(args)
     )
-    report = {**build_report(comparison, out, logs), **world, "seconds": sum(o.seconds for o in outcomes)}
+    report = {
+        **build_report(comparison, out, logs, ignore_config=args.ignore_config),
+        **world,
+        "seconds": sum(o.seconds for o in outcomes),
+    }
     if args.reference:
         report["reference"] = reference_report(out, args)
     if args.fault:
