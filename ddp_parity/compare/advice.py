@@ -20,7 +20,7 @@ ADVICE: dict[str, Advice] = {
     "crash": Advice(
         "The other ranks' errors (a closed connection, a timeout in a collective) follow from this one: "
         "a rank that dies leaves its peers waiting in the next collective.",
-        "Fix the error {side} rank {rank} raised ({type}: {message}); its traceback is in {path}.",
+        "Fix the error {side} rank {error_rank} raised ({type}: {message}); its traceback is in {path}.",
     ),
     "metadata": Advice(
         "Without the setup (configuration, world size, per-rank facts) nothing says the runs trained "

@@ -179,7 +179,7 @@ def check_crash(ctx: Context) -> dict | None:
         evidence,
         facts,
         side=ctx.label(side),
-        rank=rank,
+        error_rank=rank,
         type=first.get("type"),
         message=first.get("message"),
         path=first.get("path"),
