@@ -238,7 +238,8 @@ def test_per_rank_global_state_differences_are_named_with_both_values(tmp_path, 
         facts[group] = {key: b}
     _, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b))
     assert d["category"] == "config"
-    assert f"ranks[0].{group}.{key}: {json.dumps(a) if not isinstance(a, str) else repr(a)}" in d["explanation"]
+    shown = json.dumps(a) if not isinstance(a, str) else repr(a)
+    assert f"ranks[*].{group}.{key}: {shown}" in d["explanation"] and f"{group}.{key}" in d["advice"]
 
 
 def test_launcher_variables_are_not_a_difference(tmp_path):

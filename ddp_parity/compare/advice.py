@@ -40,6 +40,12 @@ ADVICE: dict[str, Advice] = {
         "Pin threads on every rank of both sides: export OMP_NUM_THREADS=N and call torch.set_num_threads(N) "
         "before building the model (the config's `threads:` key).",
     ),
+    "config.state": Advice(
+        "Each rank records the state it ran under (thread counts, environment, the world as it saw it); "
+        "these values change what or where a rank computes.",
+        "Give every rank of both sides the same {keys} (set them in the launch environment, before the "
+        "process group and the model are created).",
+    ),
     "config.torch_flags": Advice(
         "These global torch settings choose kernels and precisions (deterministic algorithms, cuDNN "
         "benchmark, TF32, float32 matmul precision, default dtype): the same code computes other bits.",
@@ -166,8 +172,8 @@ ADVICE: dict[str, Advice] = {
     ),
     "resume": Advice(
         "{cause}",
-        "{fix} Save and load model, optimizer, scheduler, scaler and RNG state, and the number of "
-        "epochs and steps *done*, as raw/train.py does.",
+        "{fix} In general: save and load model, optimizer, scheduler, scaler and RNG state with the "
+        "checkpoint, as raw/train.py does.",
     ),
     "step_count": Advice(
         "DistributedSampler pads the dataset so every rank gets ceil(N / world_size) samples (or drops "
@@ -193,14 +199,14 @@ ADVICE: dict[str, Advice] = {
 
 # the right way to record each quantity (the `recording` findings name the one that was missed)
 RECORDING_FIX = {
-    "step": "number optimizer steps the same way on both sides: the recorder's `step` is the count of "
+    "step": "Number optimizer steps the same way on both sides: the recorder's `step` is the count of "
     "optimizer steps done, starting at 1 after the first (Lightning's trainer.global_step after the step)",
-    "grad_norm": "record the gradient norm before clipping, as clip_grad_norm_ returns it (Lightning: "
-    "`on_before_optimizer_step` sees it), on both sides",
-    "lr": "record the learning rate the optimizer step used: read optimizer.param_groups[0]['lr'] "
-    "before scheduler.step()",
-    "validation": "record validation figures as computed (float64/Python floats), not the values "
-    "`self.log` keeps (rounded to float32)",
+    "grad_norm": "Record the gradient norm before clipping, as clip_grad_norm_ returns it (Lightning: "
+    "`on_before_optimizer_step` sees it), on both sides.",
+    "lr": "Record the learning rate the optimizer step used: read optimizer.param_groups[0]['lr'] "
+    "before scheduler.step().",
+    "validation": "Record validation figures as computed (float64/Python floats), not the values "
+    "`self.log` keeps (rounded to float32).",
 }
 
 

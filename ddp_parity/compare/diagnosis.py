@@ -255,14 +255,15 @@ def check_config(ctx: Context) -> dict | None:
     if seed is not None:
         diffs = {**diffs, SEED_KEY: seed}
     lines = [f"{key}: {_fmt(a)} vs {_fmt(b)}" for key, (a, b) in diffs.items()]
-    rank = next((int(k[6 : k.index("]")]) for k in diffs if k.startswith("ranks[")), None)
+    rank = next((int(k[6 : k.index("]")]) for k in diffs if k.startswith("ranks[") and k[6] != "*"), None)
     threads = [
         k for k in diffs if k.endswith(("].threads", "].omp_num_threads", "num_threads")) or k == "config.threads"
     ]
     flags = [k for k in diffs if ".torch_flags." in k and k not in threads]
-    kind = "config.threads" if threads else "config.torch_flags" if flags else "config"
+    state = [k for k in diffs if not k.startswith("config.")]
+    kind = "config.threads" if threads else "config.torch_flags" if flags else "config.state" if state else "config"
     facts = f"The runs are not configured alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
-    keys = ", ".join(k.replace("config.", "", 1) for k in (flags or diffs))
+    keys = ", ".join(k.replace("config.", "", 1).replace("ranks[*].", "", 1) for k in (flags or state or diffs))
     evidence = {"differences": lines, "values": {k: list(v) for k, v in diffs.items()}}
     return finding(ctx, kind, None, rank, evidence, facts, keys=keys)
 
@@ -775,8 +776,8 @@ def check_lr(ctx: Context) -> dict | None:
     if shift is not None:
         facts = (
             f"The learning rates are one sequence shifted by one step: {ctx.label(shift)} records at each step the "
-            "value the other side records at the next, i.e. after scheduler.step() instead of the value the "
-            "optimizer used."
+            "value the other side records at the next one; it reads the rate after scheduler.step(), not the "
+            "rate the optimizer step used."
         )
         evidence["ahead"] = ctx.label(shift)
         return finding(ctx, "recording", f["step"], f["rank"], evidence, facts, fix=RECORDING_FIX["lr"])
@@ -1120,7 +1121,24 @@ def config_differences(meta_a: dict, meta_b: dict, ignore=()) -> tuple[dict, tup
             for key in sorted(set(ga) & set(gb)):
                 if (keys is None or key in keys) and not _same(ga[key], gb[key]):
                     diffs[f"ranks[{r}].{group}.{key}"] = (ga[key], gb[key])
-    return diffs, seed
+    return _collapse_ranks(diffs, len(meta_a.get("ranks") or [])), seed
+
+
+def _collapse_ranks(diffs: dict, world: int) -> dict:
+    """`ranks[*].key` for a per-rank fact that differs the same way on every rank: said once."""
+    per_key: dict[str, list] = {}
+    for key, pair in diffs.items():
+        if key.startswith("ranks["):
+            per_key.setdefault(key[key.index("]") + 2 :], []).append(pair)
+    out = {}
+    for key, pair in diffs.items():
+        rest = key[key.index("]") + 2 :] if key.startswith("ranks[") else None
+        pairs = per_key.get(rest, [])
+        if rest is not None and world > 1 and len(pairs) == world and all(_same(p, pairs[0]) for p in pairs):
+            out.setdefault(f"ranks[*].{rest}", pair)
+        else:
+            out[key] = pair
+    return out
 
 
 def _strip_config(key: str) -> str:
