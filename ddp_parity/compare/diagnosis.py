@@ -148,9 +148,11 @@ def finding(ctx: Context, kind: str, step, rank, evidence: dict, facts: str, **v
 
 def check_crash(ctx: Context) -> dict | None:
     """A run that stopped with an error: which side, rank and step, and the message, before anything."""
+    if ctx.stall:
+        return None  # the harness stopped a hung run: errors its ranks left on the way out are follow-ons
     crashed = []
     for side in ("a", "b"):
-        if ctx.meta(side).get("finished") is True and ctx.stall is None:
+        if ctx.meta(side).get("finished") is True:
             continue  # errors of an earlier attempt that the run recovered from: see `resume`
         errors = read_errors(ctx.run(side))
         if errors:
