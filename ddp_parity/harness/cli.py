@@ -126,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='JSON object renaming parameters (after --strip-prefix) before pairing: {"name": "other name"}',
     )
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
+    p.add_argument(
+        "--ignore-config",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="leave a (run-control) config key out of the configuration comparison, e.g. snapshot_path (repeatable)",
+    )
     return p
 
 

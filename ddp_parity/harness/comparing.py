@@ -1,8 +1,4 @@
-"""Every call the harness makes into the comparison and diagnosis lives here, and nowhere else.
-
-(The comparison API is being replaced by `ddp_parity.compare_traces`; switching the harness over
-means changing this module only.)
-"""
+"""Every call the harness makes into the comparison and diagnosis lives here, and nowhere else."""
 
 from __future__ import annotations
 
@@ -10,16 +6,9 @@ import itertools
 import json
 from pathlib import Path
 
-from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
-from ddp_parity.compare.diagnosis import diagnose, format_diagnosis
-from ddp_parity.compare.report import (
-    PLOT_FILE,
-    REPORT_FILE,
-    format_summary,
-    plot_loss_curves,
-    timing_summary,
-    write_report,
-)
+from ddp_parity.compare.comparator import Criterion, build_report, compare_runs, compare_to_reference
+from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
+from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 
 # the tolerance of --reference unless --rtol/--atol say otherwise: float32 carries about 1.2e-7
@@ -59,13 +48,12 @@ def build_key_map(strip_prefix: list[str], key_map_file: str | None):
     return key_map
 
 
-def compare_pair(run_a: Path, run_b: Path, labels: tuple[str, str], rtol: float, atol: float, key_map=None):
-    """The full comparison of two runs with its diagnosis: (report dict, loss curves)."""
+def compare_pair(run_a: Path, run_b: Path, labels, rtol: float, atol: float, key_map=None, ignore_config=()):
+    """The full comparison of two runs with its diagnosis and warnings: (report dict, loss curves).
+    `labels` None: the runs are named by their own side names (or folders)."""
     comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
-    report = comparison.to_dict()
-    report["timing"] = timing_summary(comparison.timing, names=labels)
-    report["diagnosis"] = diagnose(report["runs"]["a"], report["runs"]["b"], report)
-    return report, comparison.curves
+    report = build_report(comparison, ignore_config=ignore_config, labels=labels)
+    return report, report.curves
 
 
 def pair_entry(a: str, b: str, report: dict) -> dict:
@@ -85,14 +73,25 @@ def pair_entry(a: str, b: str, report: dict) -> dict:
     }
 
 
-def compare_and_report(out: Path, runs: dict[str, Path], rtol: float, atol: float, key_map=None, extra=None) -> dict:
+def compare_and_report(
+    out: Path,
+    runs: dict[str, Path],
+    rtol: float,
+    atol: float,
+    key_map=None,
+    extra=None,
+    ignore_config=(),
+    named_by_runs: bool = False,
+) -> dict:
     """Compare every pair of sides (in the order given), write report.json and the plot of the first
     pair (the top-level keys), add `pairs` when there are more than two sides, print the summary.
-    Returns the report; its `verdict` is equivalent only if every pair is."""
+    Returns the report; its `verdict` is equivalent only if every pair is. `named_by_runs`: label the
+    runs by what they recorded (--traces), not by the keys of `runs`."""
     names = list(runs)
     reports, curves = {}, {}
     for a, b in itertools.combinations(names, 2):
-        reports[(a, b)], curves[(a, b)] = compare_pair(runs[a], runs[b], (a, b), rtol, atol, key_map)
+        labels = None if named_by_runs else (a, b)
+        reports[(a, b)], curves[(a, b)] = compare_pair(runs[a], runs[b], labels, rtol, atol, key_map, ignore_config)
     first = (names[0], names[1])
     report = {**reports[first], **(extra or {})}
     report["plot"] = str(out / PLOT_FILE)
@@ -104,7 +103,7 @@ def compare_and_report(out: Path, runs: dict[str, Path], rtol: float, atol: floa
         if differing:
             report["verdict"] = "different"
     write_report(out, report)
-    plot_loss_curves(out, curves[first], labels=first)
+    plot_loss_curves(out, curves[first], labels=labels_of(report))
     print_comparison(report, reports)
     print(f"report: {out / REPORT_FILE}  plot: {out / PLOT_FILE}")
     return report
@@ -128,15 +127,7 @@ def print_comparison(report: dict, reports: dict) -> None:
 
 
 def _summary(report: dict, labels: tuple[str, str]) -> str:
-    """format_summary names the raw/lightning timings; other pairs get their own timing line."""
-    if labels == ("raw", "lightning"):
-        return format_summary(report)
-    timing = report.get("timing") or {}
-    text = format_summary({**report, "timing": {**timing, "overhead_us": None}})
-    a, b = (timing.get(f"{name}_median_ms") for name in labels)
-    if a is not None and b is not None:
-        text += f"\nmedian step time: {labels[0]} {a:.3f} ms, {labels[1]} {b:.3f} ms (information only)"
-    return text
+    return format_summary(report)  # names the runs by report["labels"]
 
 
 def exit_code(report: dict) -> int:
@@ -147,7 +138,7 @@ def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict |
     """A launch failed (crash or stall): diagnose from what the runs recorded, write and print."""
     names = list(runs)
     a, b = runs[names[0]], runs[names[1]]
-    report["diagnosis"] = diagnose(a, b, report, stall=stall)
+    report["diagnosis"] = diagnose_failure(a, b, report, stall=stall, labels=(names[0], names[1]))
     if stall:
         report["first_divergence"] = {
             "quantity": "stall",

@@ -87,7 +87,9 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
         extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides)
     if args.fault:
         extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol)
-    report = comparing.compare_and_report(out, runs, args.rtol, args.atol, plan.key_map, extra)
+    report = comparing.compare_and_report(
+        out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=args.ignore_config
+    )
     code = comparing.exit_code(report)
     if args.fault:
         print(fault.format_fault(report["fault"]))

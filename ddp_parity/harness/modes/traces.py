@@ -23,8 +23,10 @@ def compare_existing(args) -> int:
     run_a, run_b = (Path(p) for p in args.traces)
     out_dir = OutDir(Path(args.out), args.overwrite)
     with out_dir as out:
-        # labelled as the twins (report.json's timing keys name them), whatever the runs are
-        runs = {"raw": run_a, "lightning": run_b}
-        report = comparing.compare_and_report(out, runs, args.rtol, args.atol, key_map, {"logs": {}})
+        # the runs are named by their own side names (or folders): they may be any two runs
+        report = comparing.compare_and_report(
+            out, {"a": run_a, "b": run_b}, args.rtol, args.atol, key_map, {"logs": {}},
+            ignore_config=args.ignore_config, named_by_runs=True,
+        )  # fmt: skip
         out_dir.commit()
     return comparing.exit_code(report)
