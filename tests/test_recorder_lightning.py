@@ -1,0 +1,108 @@
+"""TraceCallback on a small model of our own (not the project's network): the gradient norm before
+clipping, the lr each step used, the optimizer's param groups, and error files keyed by the global
+rank under Lightning's own launcher (which sets no RANK).
+
+This file is also a script: `python tests/test_recorder_lightning.py RUN_DIR` fits a 2-process DDP
+Trainer through Lightning's own launcher in which rank 1 raises after step 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from ddp_parity import TraceCallback
+
+
+class Clipped(L.LightningModule):
+    """A linear regression with large gradients, clipped hard, and a per-step schedule."""
+
+    def __init__(self, fail_rank: int | None = None):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+        self.fail_rank = fail_rank
+        self.norms_seen: list[torch.Tensor] = []
+
+    def training_step(self, batch, batch_idx):
+        if self.fail_rank == self.global_rank and self.global_step == 1:
+            raise RuntimeError("injected failure on rank 1")
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y) * 100
+
+    def on_before_optimizer_step(self, optimizer):
+        # the module's hook runs after the callbacks' and before Lightning clips
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"]]
+        self.norms_seen.append(torch.nn.utils.get_total_norm(grads))
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.1, momentum=0.5)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def loader() -> DataLoader:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(32, 4, generator=g)
+    return DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
+
+
+def fit(run_dir: Path, **trainer_args) -> Clipped:
+    torch.manual_seed(0)
+    model = Clipped(fail_rank=trainer_args.pop("fail_rank", None))
+    trainer = L.Trainer(
+        accelerator="cpu",
+        max_epochs=1,
+        gradient_clip_val=0.01,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=run_dir,
+        callbacks=[TraceCallback(str(run_dir), side="mine")],
+        **trainer_args,
+    )
+    trainer.fit(model, loader())
+    return model
+
+
+def test_callback_norm_before_clipping_lr_used_and_param_groups(tmp_path):
+    from ddp_parity.trace import read_meta, read_records
+
+    model = fit(tmp_path / "run", devices=1)
+    records = read_records(tmp_path / "run", 0)
+    assert [r["step"] for r in records] == [1, 2, 3, 4]
+    assert [r["grad_norm"] for r in records] == [n.item() for n in model.norms_seen]  # what the step saw
+    assert all(r["grad_norm"] > 0.01 for r in records)  # before clipping at 0.01
+    assert [r["lr"] for r in records] == [0.1, 0.05, 0.025, 0.0125]  # the lr each step used
+    assert all(len(r["batch_digest"]) == 64 and r["attempt"] == 0 for r in records)
+    facts = read_meta(tmp_path / "run")["optimizer"]
+    assert facts["class"] == "SGD" and facts["param_groups"][0]["params"] == ["layer.weight", "layer.bias"]
+    assert facts["param_groups"][0]["momentum"] == 0.5 and facts["param_groups"][0]["initial_lr"] == 0.1
+
+
+@pytest.mark.slow
+def test_error_file_names_the_failing_rank_under_lightnings_launcher(tmp_path):
+    from conftest import PYTHON, REPO, free_port, run_cmd
+
+    run_dir = tmp_path / "run"
+    result = run_cmd(
+        [PYTHON, __file__, str(run_dir)],
+        env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())},
+        log=tmp_path / "fit.log",
+    )
+    assert result.returncode != 0
+    error = json.loads((run_dir / "errors" / "rank1.json").read_text())
+    assert (error["rank"], error["message"], error["step"]) == (1, "injected failure on rank 1", 1), error
+    other = run_dir / "errors" / "rank0.json"  # rank 0's follow-on error, if it had one, is its own
+    assert not other.exists() or "injected" not in json.loads(other.read_text())["message"]
+    assert REPO.is_dir()
+
+
+if __name__ == "__main__":
+    fit(Path(sys.argv[1]), devices=2, strategy="ddp", fail_rank=1)
