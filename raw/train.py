@@ -37,7 +37,7 @@ from ddp_parity.determinism import set_determinism
 from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
-from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
+from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir
 from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
@@ -284,7 +284,7 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
                 last_micro = (batch_idx + 1) % k == 0 or batch_idx + 1 == len(train_loader)
                 if batch_idx % k == 0:
                     optimizer.zero_grad(set_to_none=True)
-                    step_losses, step_indices = [], []
+                    step_losses, step_indices, step_batches = [], [], []
                 # all but the last micro-batch skip DDP's all-reduce; gradients accumulate locally
                 with ddp_model.no_sync() if ddp and not last_micro else nullcontext():
                     with autocast():
@@ -292,6 +292,7 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
                     (scaler.scale(loss) if scaler else loss).backward()
                 step_losses.append(loss.detach())
                 step_indices.append(batch.index)
+                step_batches.append(batch)
                 if not last_micro:
                     continue
                 if scaler:
@@ -312,7 +313,7 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
                 step_loss = sum(step_losses)  # in order, as TraceCallback sums them (0 + a is a)
                 recorder.record(
                     global_step, step_loss, torch.cat(step_indices), epoch=epoch, lr=lr, grad_norm=grad_norm,
-                    optimizer=optimizer, model=model,
+                    batch=step_batches, optimizer=optimizer, model=model,
                 )  # fmt: skip
                 maybe_inject_fault(global_step, "step")
                 if every_n_steps and global_step % every_n_steps == 0 and batch_idx + 1 < len(train_loader):
@@ -332,9 +333,9 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
             if epoch_due or (every_n_steps and global_step % every_n_steps == 0):
                 progress = {"epoch": epoch, "batches_done": len(train_loader), "global_step": global_step}
                 save_checkpoint(cfg, run_dir, stateful, progress, recorder)
-    except BaseException as err:  # let the harness know which rank failed and why
+    except BaseException as err:  # let the harness know which rank failed, where and why
         recorder.close()
-        write_error_file(run_dir, err)
+        recorder.record_error(err)
         raise
     recorder.finish(model, train_seconds=time.perf_counter() - started)
     print0(f"done: {recorder.meta.get('params_sha256', '')[:16]} in {run_dir}")

@@ -58,8 +58,8 @@ def table_rows(report: dict) -> list[list[str]]:
                 label,
                 fmt(s["compared"]),
                 fmt(s["equal"]),
-                "-" if label.startswith("samples") else fmt(s["max_abs"]),
-                "-" if label.startswith("samples") else fmt(s["max_rel"]),
+                "-" if label.startswith(("samples", "batch")) else fmt(s["max_abs"]),
+                "-" if label.startswith(("samples", "batch")) else fmt(s["max_rel"]),
                 describe_divergence(s["first_divergence"]),
             ]
         )
