@@ -63,6 +63,11 @@ def esc(value) -> str:
     return html.escape("-" if value is None else str(value), quote=True)
 
 
+def as_dict(value) -> dict:
+    """A report part that should be a dict, or {} (other helpers add keys; a hand-edited report may be odd)."""
+    return value if isinstance(value, dict) else {}
+
+
 # ---------------------------------------------------------------------------------------------
 # the entry points
 
@@ -124,8 +129,8 @@ def verdict_word(report: dict) -> str:
 
 def side_names(report: dict) -> dict:
     """The two runs' labels: the diagnosis's, else each run's meta side, else a and b."""
-    evidence = (report.get("diagnosis") or {}).get("evidence") or {}
-    known = evidence.get("sides") if isinstance(evidence.get("sides"), dict) else {}
+    evidence = as_dict(as_dict(report.get("diagnosis")).get("evidence"))
+    known = as_dict(evidence.get("sides"))
     names = {}
     for key, fallback in (("a", "run A"), ("b", "run B")):
         name = known.get(key)
@@ -404,7 +409,7 @@ def mark_difference(a: str, b: str) -> tuple[str, str]:
 
 
 def module_section(report: dict) -> str:
-    module = (report.get("diagnosis") or {}).get("module")
+    module = as_dict(report.get("diagnosis")).get("module")
     modules = report.get("modules")
     if not isinstance(module, dict) and not modules:
         return ""
@@ -419,8 +424,8 @@ def module_section(report: dict) -> str:
 
 
 def config_section(diagnosis, sides: dict) -> str:
-    evidence = (diagnosis or {}).get("evidence") or {}
-    values = evidence.get("values") if isinstance(evidence.get("values"), dict) else {}
+    evidence = as_dict(as_dict(diagnosis).get("evidence"))
+    values = as_dict(evidence.get("values"))
     rows = [
         [key, show_value(pair[0]), show_value(pair[1])]
         for key, pair in values.items()
