@@ -146,4 +146,3 @@ def test_markup_from_traces_shows_as_text_and_runs_nothing(browser, tmp_path):
     module = {row[0]: row[1] for row in table_cells(browser, "module")}
     assert module["name"] == SCRIPT and module["type"] == IMG
     assert not browser.find_elements("css selector", "body script, body img:not(#loss-curves)")
-
