@@ -192,6 +192,7 @@ def launch_by_hand(side: str, out: Path, overrides: list[str], nproc: int, threa
     """One side's command as a person would type it (the command compare/run.py builds), run plainly:
     no watcher, no heartbeat reading. Wall seconds from outside, Python's startup included."""
     launch = build_launch(side, str(DEFAULT_CONFIG), nproc, overrides, out, threads)
+    out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(launch.log_path, "w") as log:
         proc = subprocess.Popen(
@@ -443,9 +444,7 @@ def print_record(r: dict) -> None:
             f"{r['record'] / off:.2%}",
         ],
     ]
-    print(
-        table(rows, ["what (1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"])
-    )
+    print(table(rows, ["what (1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"]))
     print(
         f"  ({r['steps']} steps per loop, median of {r['repeats']} interleaved repeats of the mean step; "
         f"the raw loop computes the {inputs} for the trace only)"
