@@ -137,6 +137,8 @@ def bench_launch(
                 flush=True,
             )
     raw, lit = median(per_side["raw"]), median(per_side["lightning"])
+    if raw is None or lit is None:
+        raise RuntimeError(f"{name}: too few steps for a median after {WARMUP_STEPS} warm-up steps; train longer")
     return {
         "name": name,
         "raw": raw,

@@ -401,7 +401,7 @@ def launch_args(setup: Setup) -> list[str]:
             "--set",
             "trainer.accelerator=cpu",
             "--set",
-            "data.num_samples=128",
+            "data.num_samples=384",
             "--set",
             "trainer.max_epochs=1",
         ]

@@ -42,7 +42,7 @@ def dry_run(tmp_path_factory):
         start_new_session=True,
     )
     try:
-        output, _ = proc.communicate(timeout=900)
+        output, _ = proc.communicate(timeout=1500)
     finally:
         kill_tree(proc.pid)
     return proc.returncode, output, out
