@@ -1,19 +1,21 @@
-"""Benchmarks: what Lightning, the harness, recording and the comparator cost. Prints a table.
+"""Benchmarks: what Lightning, the harness, recording and the comparator cost. Prints tables.
 
     python -m benchmarks.bench                 # everything (a few minutes on a 2-core machine)
-    python -m benchmarks.bench --quick         # no large network, 100k-step traces, 256 MB checkpoints
+    python -m benchmarks.bench --quick         # no large network, 1 pair, 100k-step traces, 256 MB checkpoints
     python -m benchmarks.bench --only record,comparator
+    python -m benchmarks.bench --only launch --network large --nproc 1 --set trainer.accelerator=gpu   # on a GPU
 
 Sections (every figure measured in this run; comparisons are ratios of figures measured here):
-  launch      Lightning vs raw: median step time and samples/s of real 2-process runs (the same
-              commands as compare/run.py, via compare.launch), default network and a larger one
-  harness     compare/run.py end to end vs the same two launches by hand: the harness's own cost
+  launch      Lightning vs raw: median step time and samples/s of real runs (the same commands as
+              compare/run.py, via ddp_parity.harness.launch), default network and a larger one
+  harness     compare/run.py end to end vs the same two launches by hand, in pairs: the harness/by-hand ratio
   record      TraceRecorder.record per step vs the default network's step, in one process
   comparator  compare_runs on two synthetic 1,000,000-step x 4-rank traces, and on two synthetic
               >= 2 GB safetensors checkpoints: time and peak memory (in a child process)
 
-This is a script, not a test: timings depend on the machine and on what else runs on it (the load
-average is printed at the start and the end).
+Every trace here is written by ddp_parity.TraceRecorder (the one writer of the format) and every table
+by ddp_parity.compare.report.render_table. This is a script, not a test: timings depend on the machine
+and on what else runs on it (the load average is printed at the start and the end).
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from ddp_parity.compare.report import render_table
+from ddp_parity.harness.launch import REPO, build_launch, kill_tree, run_launch
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 LARGE = ["--model.hidden_dim", "2048", "--model.depth", "4", "--data.num_samples", "1920", "--trainer.max_epochs", "1"]
+NETWORKS = {"default": [], "large": LARGE}  # "large": the 2048x4 network
 WARMUP_STEPS = 5  # as compare_runs' step_time_summary
 SECTIONS = ("launch", "harness", "record", "comparator")
+HARNESS_TARGET = 1.10  # issue 12: compare/run.py end to end within 10% of the two launches by hand
 MIN_FREE_DISK = 10 * 2**30
 
 
@@ -70,11 +75,7 @@ def fmt_ratio(value, digits: int = 3) -> str:
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
-    rows = [header] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return render_table(header, rows)
 
 
 def section(title: str) -> None:
@@ -109,8 +110,6 @@ def median_step(run_dir: Path) -> float | None:
 
 
 def run_side(side: str, out: Path, overrides: list[str], nproc: int, threads: int, timeout: float):
-    from ddp_parity.harness.launch import build_launch, run_launch
-
     launch = build_launch(side, str(DEFAULT_CONFIG), nproc, overrides, out, threads)
     outcome = run_launch(launch, timeout)
     if not outcome.ok:
@@ -138,6 +137,8 @@ def bench_launch(
                 flush=True,
             )
     raw, lit = median(per_side["raw"]), median(per_side["lightning"])
+    if raw is None or lit is None:
+        raise RuntimeError(f"{name}: too few steps for a median after {WARMUP_STEPS} warm-up steps; train longer")
     return {
         "name": name,
         "raw": raw,
@@ -189,43 +190,82 @@ def print_launch(results: list[dict]) -> None:
 # 2. compare/run.py end to end vs the two launches by hand
 
 
-def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
-    """compare/run.py on the default config, timed from outside; it prints each launch's duration,
-    so its own cost (startup, config check, reading, comparing, report, plot) is the rest."""
-    totals, own, launches = [], [], []
-    for i in range(repeats):
-        out = tmp / f"harness-{i}"
-        started = time.monotonic()
-        proc = subprocess.run(
-            [sys.executable, str(REPO / "compare" / "run.py"), "--out", str(out)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            start_new_session=True,
+def launch_by_hand(side: str, out: Path, overrides: list[str], nproc: int, threads: int, timeout: float) -> float:
+    """One side's command as a person would type it (the command compare/run.py builds), run plainly:
+    no watcher, no heartbeat reading. Wall seconds from outside, Python's startup included."""
+    launch = build_launch(side, str(DEFAULT_CONFIG), nproc, overrides, out, threads)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(launch.log_path, "w") as log:
+        proc = subprocess.Popen(
+            launch.command, cwd=REPO, env=launch.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        total = time.monotonic() - started
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"compare/run.py exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-            )
-        try:  # report.json's `seconds`: the two launches as the harness timed them
-            inside = float(json.loads((out / "report.json").read_text())["seconds"])
-        except (OSError, KeyError, ValueError):
-            inside = sum(float(s) for s in re.findall(r"^\[(?:raw|lightning)\] done in ([\d.]+) s", proc.stdout, re.M))
+        try:
+            code = proc.wait(timeout=timeout)
+        finally:
+            kill_tree(proc.pid)
+    if code != 0:
+        raise RuntimeError(f"{side} by hand exited {code}; log {launch.log_path}")
+    return time.monotonic() - started
+
+
+def harness_end_to_end(out: Path, overrides: list[str], nproc: int, timeout: float) -> tuple[float, float]:
+    """`python compare/run.py` timed from outside; also the two launches as it timed them (report.json)."""
+    sets = [f"--set={key.removeprefix('--')}={value}" for key, value in zip(overrides[::2], overrides[1::2])]
+    command = [sys.executable, str(REPO / "compare" / "run.py"), "--out", str(out), "--nproc", str(nproc), *sets]
+    started = time.monotonic()
+    proc = subprocess.run(
+        [*command, "--stall-timeout", "300"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
+    total = time.monotonic() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"compare/run.py exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    try:
+        inside = float(json.loads((out / "report.json").read_text())["seconds"])
+    except (OSError, KeyError, ValueError):
+        inside = sum(float(x) for x in re.findall(r"^\[(?:raw|lightning)\] done in ([\d.]+) s", proc.stdout, re.M))
+    return total, inside
+
+
+def bench_harness(tmp: Path, pairs: int, overrides: list[str], nproc: int, threads: int) -> dict:
+    """`pairs` pairs, each: compare/run.py end to end, and the same two launches by hand (raw, then
+    lightning, as the harness runs them), in alternating order so drift on the machine hits both alike.
+    The figure is the median of the per-pair ratios: both halves of a ratio ran minutes apart at most."""
+    ratios, totals, by_hands, insides = [], [], [], []
+    for i in range(pairs):
+        order = ("harness", "by hand") if i % 2 == 0 else ("by hand", "harness")
+        for what in order:
+            if what == "harness":
+                total, inside = harness_end_to_end(tmp / f"harness-{i}", overrides, nproc, timeout=900)
+            else:
+                out = tmp / f"by-hand-{i}"
+                by_hand = sum(
+                    launch_by_hand(side, out, overrides, nproc, threads, 900) for side in ("raw", "lightning")
+                )
+        ratios.append(total / by_hand)
         totals.append(total)
-        launches.append(inside)
-        own.append(total - inside)
-        print(f"  compare/run.py run {i + 1}/{repeats}: {total:.1f} s, of which launches {inside:.1f} s", flush=True)
-    # the harness's comparison step alone, on the runs it just made: --traces reads, compares, plots
+        by_hands.append(by_hand)
+        insides.append(inside)
+        print(
+            f"  pair {i + 1}/{pairs}: compare/run.py {total:.1f} s (its launches {inside:.1f} s), "
+            f"by hand {by_hand:.1f} s, ratio x{total / by_hand:.3f}",
+            flush=True,
+        )
+    # the harness's comparison step alone, on the runs it just made: --traces reads, compares, reports
+    last = tmp / f"harness-{pairs - 1}"
     started = time.monotonic()
     proc = subprocess.run(
         [
             sys.executable,
             str(REPO / "compare" / "run.py"),
             "--traces",
-            str(out / "raw"),
-            str(out / "lightning"),
+            str(last / "raw"),
+            str(last / "lightning"),
             "--out",
             str(tmp / "harness-traces"),
         ],
@@ -234,46 +274,57 @@ def bench_harness(tmp: Path, by_hand_walls: dict, repeats: int) -> dict:
         text=True,
         timeout=300,
     )
-    traces_only = time.monotonic() - started
-    by_hand = [r + lt for r, lt in zip(by_hand_walls["raw"], by_hand_walls["lightning"])]
     return {
+        "ratio": median(ratios),
+        "ratios": ratios,
         "total": median(totals),
-        "launches_inside": median(launches),
-        "own": median(own),
-        "traces_only": traces_only,
+        "by_hand": median(by_hands),
+        "launches_inside": median(insides),
+        "traces_only": time.monotonic() - started,
         "traces_only_ok": proc.returncode == 0,
-        "by_hand": median(by_hand),
+        "pairs": pairs,
     }
 
 
 def print_harness(h: dict) -> None:
     total = h["total"]
     rows = [
-        ["compare/run.py end to end (default config)", f"{total:.2f} s", "100%"],
+        ["compare/run.py end to end", f"{total:.2f} s", "100%"],
         [
-            "  its two launches (as it reports them)",
+            "  its two launches (as it times them)",
             f"{h['launches_inside']:.2f} s",
             f"{h['launches_inside'] / total:.1%}",
         ],
-        ["  the harness's own cost (the rest)", f"{h['own']:.2f} s", f"{h['own'] / total:.1%}"],
-        ["the same two launches by hand (section 1)", f"{h['by_hand']:.2f} s", f"{h['by_hand'] / total:.1%}"],
-        ["  end to end minus by hand", f"{total - h['by_hand']:+.2f} s", f"{(total - h['by_hand']) / total:+.1%}"],
+        [
+            "  its own cost (the rest)",
+            f"{total - h['launches_inside']:.2f} s",
+            f"{(total - h['launches_inside']) / total:.1%}",
+        ],
+        ["the same two launches by hand", f"{h['by_hand']:.2f} s", f"{h['by_hand'] / total:.1%}"],
         [
             "compare/run.py --traces (start, read, compare, report, plot)",
-            f"{h['traces_only']:.2f} s",
+            f"{h['traces_only']:.2f} s" + ("" if h["traces_only_ok"] else " (FAILED)"),
             f"{h['traces_only'] / total:.1%}",
         ],
     ]
-    print(table(rows, ["what", "wall", "of end to end"]))
+    print(table(rows, ["what (medians over the pairs)", "wall", "of end to end"]))
+    spread = ", ".join(f"x{r:.3f}" for r in h["ratios"])
+    print(
+        f"harness/by-hand ratio: x{h['ratio']:.3f} (compare/run.py end to end / the same two launches by hand; "
+        f"median of {h['pairs']} pair(s): {spread}; target <= x{HARNESS_TARGET:.2f})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # 3. recording on vs off, in one process
 
 
-def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
-    """The default network's training step in one process, the raw loop's code path, with and
-    without what the trace adds (the gradient norm and TraceRecorder.record, flushes included)."""
+def bench_record(
+    tmp: Path, steps: int, repeats: int, threads: int, device: str = "cpu", flags: list[str] | None = None
+) -> dict:
+    """A network's training step in one process (the default one unless `flags` say otherwise), the raw
+    loop's code path, with and without what the trace adds (the gradient norm and TraceRecorder.record,
+    flushes included), on `device`."""
     import torch
     from torch.utils.data import DataLoader, DistributedSampler
 
@@ -283,12 +334,13 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
     from ddp_parity.trace import TraceRecorder
 
     torch.set_num_threads(threads)
-    cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG)])
+    cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG), *(flags or [])])
+    device = torch.device(device)
     train_set, _ = build_datasets(cfg.data)
     sampler = DistributedSampler(train_set, num_replicas=1, rank=0, shuffle=True, seed=cfg.seed_everything)
     loader = DataLoader(train_set, batch_size=cfg.data.batch_size, sampler=sampler)
     torch.manual_seed(cfg.seed_everything)
-    net = build_net(cfg.model)
+    net = build_net(cfg.model).to(device)
     optimizer = build_optimizer(net.parameters(), cfg.model)
     loss_fn = build_loss()
 
@@ -307,7 +359,7 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
         while step < steps:
             sampler.set_epoch(epoch)
             for batch in loader:
-                loss = loss_fn(net(batch.x), batch.y)
+                loss = loss_fn(net(batch.x.to(device)), batch.y.to(device))
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if recorder is not None:
@@ -332,6 +384,8 @@ def bench_record(tmp: Path, steps: int, repeats: int, threads: int) -> dict:
             t0 = time.thread_time()
             recorder.flush()
             in_record += time.thread_time() - t0
+        if device.type != "cpu":
+            torch.accelerator.synchronize()  # the wall time covers the work queued on the device
         return {
             "wall": (time.perf_counter() - wall) / steps,
             "cpu": (time.process_time() - cpu) / steps,
@@ -392,9 +446,7 @@ def print_record(r: dict) -> None:
             f"{r['record'] / off:.2%}",
         ],
     ]
-    print(
-        table(rows, ["what (default network, 1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"])
-    )
+    print(table(rows, ["what (1 process, 1 thread)", "CPU/step", "wall/step", "of the step off (CPU)"]))
     print(
         f"  ({r['steps']} steps per loop, median of {r['repeats']} interleaved repeats of the mean step; "
         f"the raw loop computes the {inputs} for the trace only)"
@@ -406,38 +458,42 @@ def print_record(r: dict) -> None:
 
 
 def write_trace_run(run_dir: Path, steps: int, ranks: int, indices_per_step: int, batch_size: int = 32) -> None:
-    """A run directory with `steps` records per rank, written as text (no json.dumps per line)."""
+    """A run directory with `steps` records per rank, written by TraceRecorder (the one writer of the
+    format). A recorder takes its rank from the process group; with none here, each rank other than 0
+    is recorded as rank 0 in a scratch folder and its file moved into place."""
     import numpy as np
     import torch
-    from safetensors.torch import save_file
 
-    from ddp_parity.trace import FORMAT_VERSION, write_json_atomic
+    from ddp_parity.trace import TRACE_DIR, TraceRecorder
 
-    (run_dir / "trace").mkdir(parents=True)
-    write_json_atomic(
-        run_dir / "meta.json",
-        {"format_version": FORMAT_VERSION, "side": "synthetic", "world_size": ranks, "finished": True},
-    )
-    save_file({"w": torch.arange(16, dtype=torch.float32)}, str(run_dir / "final.safetensors"))
-    losses = [repr(float(np.float32(2.3 * math.exp(-i / 400) + 0.01 * (i % 7)))) for i in range(1009)]
-    norms = [repr(float(np.float32(0.5 + 0.001 * i))) for i in range(997)]
-    times = [repr(0.002 + 1e-6 * i) for i in range(101)]
+    losses = [float(np.float32(2.3 * math.exp(-i / 400) + 0.01 * (i % 7))) for i in range(1009)]
+    norms = [float(np.float32(0.5 + 0.001 * i)) for i in range(997)]
     steps_per_epoch = 1000
-    for rank in range(ranks):
-        with open(run_dir / "trace" / f"rank{rank}.jsonl", "w", buffering=1 << 20) as f:
-            lines = []
-            for step in range(1, steps + 1):
-                first = (step * batch_size * ranks + rank * batch_size) % 1_000_000
-                idx = ", ".join(str(first + k) for k in range(indices_per_step))
-                lines.append(
-                    f'{{"step": {step}, "epoch": {step // steps_per_epoch}, "loss": {losses[(step + rank) % 1009]}, '
-                    f'"lr": 0.001, "grad_norm": {norms[step % 997]}, "time_s": {times[step % 101]}, '
-                    f'"indices": [{idx}]}}\n'
-                )
-                if len(lines) == 10000:
-                    f.write("".join(lines))
-                    lines.clear()
-            f.write("".join(lines))
+    for rank in range(ranks - 1, -1, -1):  # rank 0 last: it writes meta.json and the final parameters
+        folder = run_dir if rank == 0 else run_dir / f".scratch-rank{rank}"
+        recorder = TraceRecorder(
+            folder, side="synthetic", config={}, extra_meta={"world_size": ranks}, flush_every=10_000
+        )
+        recorder.start()
+        for step in range(1, steps + 1):
+            first = (step * batch_size * ranks + rank * batch_size) % 1_000_000
+            recorder.record(
+                step,
+                losses[(step + rank) % 1009],
+                range(first, first + indices_per_step),
+                epoch=step // steps_per_epoch,
+                lr=0.001,
+                grad_norm=norms[step % 997],
+            )
+        if rank == 0:
+            model = torch.nn.Module()
+            model.w = torch.nn.Parameter(torch.arange(16, dtype=torch.float32))
+            recorder.finish(model)
+        else:
+            recorder.close()
+            (run_dir / TRACE_DIR).mkdir(parents=True, exist_ok=True)
+            os.replace(folder / TRACE_DIR / "rank0.jsonl", run_dir / TRACE_DIR / f"rank{rank}.jsonl")
+            shutil.rmtree(folder)
 
 
 def child_compare(run_a: str, run_b: str, profile: int = 0) -> None:
@@ -616,15 +672,16 @@ def write_safetensors_streaming(
 def bench_checkpoints(tmp: Path, total_mb: int, largest_mb: int) -> dict:
     """Two run directories whose final.safetensors are >= total_mb each, identical but for one
     element of the largest tensor; compare_runs in a child, its time and peak memory."""
-    from ddp_parity.trace import FORMAT_VERSION, write_json_atomic
+    from ddp_parity.trace import TraceRecorder
 
     layout = checkpoint_layout(total_mb, largest_mb)
     a, b = tmp / "ckpt-a", tmp / "ckpt-b"
     started = time.monotonic()
-    for run in (a, b):
-        (run / "trace").mkdir(parents=True)
-        write_json_atomic(run / "meta.json", {"format_version": FORMAT_VERSION, "side": "synthetic", "world_size": 1})
-        (run / "trace" / "rank0.jsonl").write_text('{"step": 1, "epoch": 0, "loss": 1.0}\n')
+    for run in (a, b):  # meta.json and a one-step trace from the recorder; the checkpoint streamed below
+        recorder = TraceRecorder(run, side="synthetic", config={})
+        recorder.start()
+        recorder.record(1, 1.0, [0])
+        recorder.close()
     size = write_safetensors_streaming(a / "final.safetensors", layout, seed=0)
     shutil.copyfile(a / "final.safetensors", b / "final.safetensors")
     # flip the last element of the largest tensor in b: one chunk takes the slow (diff) path
@@ -686,10 +743,28 @@ def parse_args(argv):
     p.add_argument(
         "--quick",
         action="store_true",
-        help="skip the slow parts: no larger network, 1 repeat, 100k-step traces, 256 MB checkpoints",
+        help="skip the slow parts: default network only, 1 pair, 100k-step traces, 256 MB checkpoints",
     )
     p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
-    p.add_argument("--repeats", type=int, default=None, help="run pairs per network (default 5, --quick 1)")
+    p.add_argument(
+        "--repeats", type=int, default=None, help="run pairs per network and harness pairs (default 5, --quick 1)"
+    )
+    p.add_argument(
+        "--network",
+        choices=("default", "large", "both"),
+        default=None,
+        help="networks of the launch section (default: both; --quick: default); large = 2048x4",
+    )
+    p.add_argument("--nproc", type=int, default=2, help="processes per launch (default 2)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every launch, e.g. trainer.accelerator=gpu (repeatable)",
+    )
+    p.add_argument("--device", default="cpu", help="device of the recording section (cpu, cuda)")
     p.add_argument("--trace-steps", type=int, default=None, help="synthetic trace length (default 1,000,000)")
     p.add_argument("--trace-indices", type=int, default=4, help="indices per synthetic step record (default 4)")
     p.add_argument("--ckpt-mb", type=int, default=None, help="synthetic checkpoint size per side (default 2100 MB)")
@@ -702,12 +777,75 @@ def parse_args(argv):
     unknown = set(args.only) - set(SECTIONS)
     if unknown:
         p.error(f"--only: unknown sections {sorted(unknown)}; choose from {','.join(SECTIONS)}")
-    if "harness" in args.only and "launch" not in args.only:
-        p.error("--only harness needs launch too (the launches by hand are section 1's default-network runs)")
+    for item in args.overrides:
+        if "=" not in item or not item.partition("=")[0]:
+            p.error(f"--set {item!r}: expected KEY=VALUE, e.g. trainer.accelerator=gpu")
+    if args.nproc < 1:
+        p.error(f"--nproc must be positive, got {args.nproc}")
+    args.flags = [x for item in args.overrides for x in ("--" + item.partition("=")[0], item.partition("=")[2])]
+    args.network = args.network or ("default" if args.quick else "both")
     args.repeats = args.repeats or (1 if args.quick else 5)
     args.trace_steps = args.trace_steps or (100_000 if args.quick else 1_000_000)
     args.ckpt_mb = args.ckpt_mb or (256 if args.quick else 2100)
     return args
+
+
+# ---------------------------------------------------------------------------------------------
+# the sections: one function each, run in SECTIONS order (a new section: a function and an entry)
+
+
+def section_launch(args, tmp: Path, cfg) -> None:
+    section(
+        f"1. Lightning vs raw: real runs, {args.nproc} process(es) x {cfg.threads} thread; median step time of "
+        f"rank 0 after {WARMUP_STEPS} warm-up steps, median over {args.repeats} run pair(s)"
+    )
+    names = ["default", "large"] if args.network == "both" else [args.network]
+    results = [
+        bench_launch(
+            tmp, name, args.flags + NETWORKS[name], args.repeats, args.nproc, cfg.threads, cfg.data.batch_size, 900
+        )
+        for name in names
+    ]
+    print_launch(results)
+    print(f"  default: configs/default.yaml (32-64-10, 2000 samples, 3 epochs); large: {' '.join(LARGE)}")
+    if args.overrides:
+        print(f"  overrides: {' '.join(args.overrides)}")
+
+
+def section_harness(args, tmp: Path, cfg) -> None:
+    section(f"2. compare/run.py end to end vs the same two launches by hand (default network), {args.repeats} pair(s)")
+    print_harness(bench_harness(tmp, args.repeats, args.flags, args.nproc, cfg.threads))
+
+
+def section_record(args, tmp: Path, cfg) -> None:
+    section(f"3. recording on vs off: TraceRecorder.record in the raw loop's step, one process, {args.device}")
+    network = "large" if args.network == "large" else "default"
+    print(f"  network: {network}")
+    print_record(
+        bench_record(tmp, args.record_steps, 5 if not args.quick else 3, cfg.threads, args.device, NETWORKS[network])
+    )
+
+
+def section_comparator(args, tmp: Path, cfg) -> None:
+    free = shutil.disk_usage(tmp).free
+    need_gb = (2 * args.ckpt_mb / 1024) + 2 * args.trace_steps * 4 * 170 / 2**30
+    section(f"4a. comparator on two synthetic traces ({args.trace_steps:,} steps x 4 ranks), in a child process")
+    if free < MIN_FREE_DISK:
+        print(f"  skipped: {free / 2**30:.1f} GB free under {tmp}, this needs 10 GB (about {need_gb:.1f} GB used)")
+        return
+    counts = sorted({max(args.trace_steps // 10, 1), args.trace_steps})
+    print_traces(bench_traces(tmp, counts, 4, args.trace_indices), args.trace_indices)
+    section(f"4b. comparator on two synthetic safetensors checkpoints of {args.ckpt_mb} MB, in a child process")
+    largest = 256 if args.ckpt_mb >= 1024 else max(args.ckpt_mb // 4, 1)
+    print_checkpoints(bench_checkpoints(tmp, args.ckpt_mb, largest))
+
+
+SECTION_RUNNERS = {
+    "launch": section_launch,
+    "harness": section_harness,
+    "record": section_record,
+    "comparator": section_comparator,
+}
 
 
 def machine_line() -> str:
@@ -737,45 +875,12 @@ def main(argv=None) -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     from ddp_parity.config import parse_raw_config
 
-    cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG)])
-    nproc, threads, batch = 2, cfg.threads, cfg.data.batch_size
+    cfg = parse_raw_config(["--config", str(DEFAULT_CONFIG), *args.flags])
     started = time.monotonic()
     try:
-        if "launch" in args.only:
-            section(
-                f"1. Lightning vs raw: real runs, {nproc} processes x {threads} thread, gloo on CPU; median step "
-                f"time of rank 0 after {WARMUP_STEPS} warm-up steps, median over {args.repeats} run pair(s)"
-            )
-            networks = [("default", [])] + ([] if args.quick else [("2048x4", LARGE)])
-            launch_results = [
-                bench_launch(tmp, name, ov, args.repeats, nproc, threads, batch, timeout=900) for name, ov in networks
-            ]
-            print_launch(launch_results)
-            print(f"  default: configs/default.yaml (32-64-10, 2000 samples, 3 epochs); 2048x4: {' '.join(LARGE)}")
-        if "harness" in args.only:
-            section("2. compare/run.py end to end vs the same two launches by hand (default config)")
-            print_harness(bench_harness(tmp, launch_results[0]["walls"], max(1, min(args.repeats, 2))))
-        if "record" in args.only:
-            section("3. recording on vs off: TraceRecorder.record in the raw loop's step, one process")
-            print_record(bench_record(tmp, args.record_steps, 5 if not args.quick else 3, threads))
-        if "comparator" in args.only:
-            free = shutil.disk_usage(tmp).free
-            need_gb = (2 * args.ckpt_mb / 1024) + 2 * args.trace_steps * 4 * 170 / 2**30
-            section(
-                f"4a. comparator on two synthetic traces ({args.trace_steps:,} steps x 4 ranks), in a child process"
-            )
-            if free < MIN_FREE_DISK:
-                print(
-                    f"  skipped: {free / 2**30:.1f} GB free under {tmp}, this needs 10 GB (about {need_gb:.1f} GB used)"
-                )
-            else:
-                counts = sorted({max(args.trace_steps // 10, 1), args.trace_steps})
-                print_traces(bench_traces(tmp, counts, 4, args.trace_indices), args.trace_indices)
-                section(
-                    f"4b. comparator on two synthetic safetensors checkpoints of {args.ckpt_mb} MB, in a child process"
-                )
-                largest = 256 if args.ckpt_mb >= 1024 else max(args.ckpt_mb // 4, 1)
-                print_checkpoints(bench_checkpoints(tmp, args.ckpt_mb, largest))
+        for name in SECTIONS:
+            if name in args.only:
+                SECTION_RUNNERS[name](args, tmp, cfg)
     finally:
         if not args.tmp:
             shutil.rmtree(tmp, ignore_errors=True)
