@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ddp_parity.compare.comparator import Criterion, build_report, compare_runs, compare_to_reference
 from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
+from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 
@@ -104,8 +105,9 @@ def compare_and_report(
             report["verdict"] = "different"
     write_report(out, report)
     plot_loss_curves(out, curves[first], labels=labels_of(report))
+    write_html(out, report)  # after the plot, which it inlines
     print_comparison(report, reports)
-    print(f"report: {out / REPORT_FILE}  plot: {out / PLOT_FILE}")
+    print(f"report: {out / REPORT_FILE}  {out / HTML_FILE}  plot: {out / PLOT_FILE}")
     return report
 
 
@@ -147,6 +149,7 @@ def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict |
             "side": stall.get("side"),
         }
     write_report(out, report)
+    write_html(out, report)
     print(format_summary(report))
     print(format_diagnosis(report["diagnosis"]))
     return report
