@@ -167,10 +167,10 @@ def check_crash(ctx: Context) -> dict | None:
         "traceback": (first.get("traceback") or "").strip().splitlines()[-6:],
     }
     step, rank = first.get("step"), first.get("rank")
-    facts = (
-        f"{ctx.label(side)} crashed: rank {rank} raised {first.get('type')}: {first.get('message')} "
-        f"(after step {step}, during {first.get('phase') or 'training'})."
-    )
+    when = [f"after step {step}" if step is not None else "", f"during {first['phase']}" if first.get("phase") else ""]
+    when = ", ".join(w for w in when if w)
+    facts = f"{ctx.label(side)} crashed: rank {rank} raised {first.get('type')}: {first.get('message')}"
+    facts += f" ({when})." if when else "."
     if len(errors) > 1:
         facts += f" {len(errors) - 1} other rank(s) failed after it."
     return finding(
