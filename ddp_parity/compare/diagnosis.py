@@ -77,7 +77,9 @@ RANK_FACT_KEYS = ("threads", "omp_num_threads")
 # environment that changes what a rank computes; the launcher's own variables (TORCHELASTIC_*,
 # MASTER_ADDR, SLURM_*, GROUP_RANK ...) differ between launchers without changing a bit
 NUMERIC_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
-WORLD_KEYS = ("rank", "local_rank", "world_size", "node_rank")
+# the world as a rank saw it: its rank and the world size decide its shard; local_rank and node_rank
+# only say where it ran (they differ between a one-node and a simulated multi-node launch)
+WORLD_KEYS = ("rank", "world_size")
 SEED_KEY = "seed_everything"
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 BUFFER_HINTS = ("running_mean", "running_var", "num_batches_tracked")
