@@ -442,10 +442,19 @@ def check_resume(ctx: Context) -> dict | None:
     step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
     evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
     opener = f"{name} resumed after step {at}, and the runs part ways at step {step} (rank {rank}), from the resume on:"
-    if q in ("count", "numbering"):
-        facts = f"{opener} the step count jumps ({_fmt(first.get('step_numbers'))})."
+    if q == "numbering":
+        facts = f"{opener} the step numbers jump ({_fmt(first.get('step_numbers'))})."
         cause = "The resumed loop restarts its step counter at another value than the steps done."
         fix = "Restore the global step from the checkpoint and continue counting from it."
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    if q == "count":
+        counts = ctx.walk.counts
+        facts = (
+            f"{opener} {name} records {counts[side].get(rank, 0)} steps on rank {rank} where the other run "
+            f"records {counts[other].get(rank, 0)}."
+        )
+        cause = "The resumed run trains another number of steps than remained: it resumed at the wrong step or epoch."
+        fix = "Store the steps and epochs *done* with the checkpoint and resume right after them."
         return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
     if q == "samples":
         match = _samples_seen_elsewhere(ctx, side, other, rank, step)
