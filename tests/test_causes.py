@@ -281,3 +281,14 @@ def test_labels_reach_the_timing_line(tmp_path):
     report, _ = run_diagnosis(a, b, labels=("mine", "yours"))
     assert report["timing"]["mine_median_ms"] > 0
     assert "median step time: mine " in format_summary(report)
+
+
+def test_a_resume_that_skips_ahead_says_so(tmp_path):
+    good = make_records()
+    skipped = copy.deepcopy(good)
+    for r in range(WORLD):  # resumed after step 2, but went on with epoch 1's batches
+        skipped[r] = good[r][:2] + [{**rec, "step": i + 3} for i, rec in enumerate(good[r][STEPS_PER_EPOCH:])]
+    a, b = pair(tmp_path, meta_b=resumed_meta("lightning", 2), records_b=skipped)
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"]) == ("resume", 3)
+    assert "skips ahead" in d["explanation"] and d["evidence"]["matches_step"] == STEPS_PER_EPOCH + 1

@@ -55,7 +55,7 @@ META_TYPES = {
     "resumed_from_step": (int, type(None)),
 }
 # without these a run's setup cannot be checked: such a run is never called equivalent
-REQUIRED_META = ("side", "world_size", "config", "ranks")
+REQUIRED_META = ("side", "world_size")
 
 
 def load_meta(run) -> dict:
@@ -132,6 +132,10 @@ class Comparison:
         return self.walk.times if self.walk else {}
 
     @property
+    def steps(self) -> dict:
+        return self.walk.steps_summary() if self.walk else {}
+
+    @property
     def all_problems(self) -> list:
         return (self.walk.problems if self.walk else []) + self.problems
 
@@ -164,7 +168,7 @@ class Comparison:
             "verdict": "equivalent" if self.equivalent else "different",
             "criterion": self.criterion.describe(),
             "first_divergence": self.first_divergence,
-            "steps": self.walk.steps_summary() if self.walk else {},
+            "steps": self.steps,
             "problems": self.all_problems,
             "losses": quantities["loss"].summary() if "loss" in quantities else None,
             "per_step": {k: v.summary() for k, v in quantities.items()},

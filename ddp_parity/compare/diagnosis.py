@@ -77,7 +77,9 @@ RANK_FACT_KEYS = ("threads", "omp_num_threads")
 # environment that changes what a rank computes; the launcher's own variables (TORCHELASTIC_*,
 # MASTER_ADDR, SLURM_*, GROUP_RANK ...) differ between launchers without changing a bit
 NUMERIC_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
-WORLD_KEYS = ("rank", "local_rank", "world_size", "node_rank")
+# the world as a rank saw it: its rank and the world size decide its shard; local_rank and node_rank
+# only say where it ran (they differ between a one-node and a simulated multi-node launch)
+WORLD_KEYS = ("rank", "world_size")
 SEED_KEY = "seed_everything"
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 BUFFER_HINTS = ("running_mean", "running_var", "num_batches_tracked")
@@ -167,10 +169,10 @@ def check_crash(ctx: Context) -> dict | None:
         "traceback": (first.get("traceback") or "").strip().splitlines()[-6:],
     }
     step, rank = first.get("step"), first.get("rank")
-    facts = (
-        f"{ctx.label(side)} crashed: rank {rank} raised {first.get('type')}: {first.get('message')} "
-        f"(after step {step}, during {first.get('phase') or 'training'})."
-    )
+    when = [f"after step {step}" if step is not None else "", f"during {first['phase']}" if first.get("phase") else ""]
+    when = ", ".join(w for w in when if w)
+    facts = f"{ctx.label(side)} crashed: rank {rank} raised {first.get('type')}: {first.get('message')}"
+    facts += f" ({when})." if when else "."
     if len(errors) > 1:
         facts += f" {len(errors) - 1} other rank(s) failed after it."
     return finding(
@@ -440,10 +442,19 @@ def check_resume(ctx: Context) -> dict | None:
     step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
     evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
     opener = f"{name} resumed after step {at}, and the runs part ways at step {step} (rank {rank}), from the resume on:"
-    if q in ("count", "numbering"):
-        facts = f"{opener} the step count jumps ({_fmt(first.get('step_numbers'))})."
+    if q == "numbering":
+        facts = f"{opener} the step numbers jump ({_fmt(first.get('step_numbers'))})."
         cause = "The resumed loop restarts its step counter at another value than the steps done."
         fix = "Restore the global step from the checkpoint and continue counting from it."
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    if q == "count":
+        counts = ctx.walk.counts
+        facts = (
+            f"{opener} {name} records {counts[side].get(rank, 0)} steps on rank {rank} where the other run "
+            f"records {counts[other].get(rank, 0)}."
+        )
+        cause = "The resumed run trains another number of steps than remained: it resumed at the wrong step or epoch."
+        fix = "Store the steps and epochs *done* with the checkpoint and resume right after them."
         return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
     if q == "samples":
         match = _samples_seen_elsewhere(ctx, side, other, rank, step)
