@@ -236,7 +236,11 @@ def test_per_rank_global_state_differences_are_named_with_both_values(tmp_path, 
         facts[group] = {key: a}
     for facts in meta_b["ranks"]:
         facts[group] = {key: b}
-    _, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b))
+    report, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b))
+    # the traces are bitwise equal: an equivalent verdict, the difference named as a setup warning
+    assert report["verdict"] == "equivalent" and d["category"] == "equivalent"
+    assert [w["kind"] for w in report["warnings"]] == ["setup_differs"]
+    d = d["setup_differs"]
     assert d["category"] == "config"
     shown = json.dumps(a) if not isinstance(a, str) else repr(a)
     assert f"ranks[*].{group}.{key}: {shown}" in d["explanation"] and f"{group}.{key}" in d["advice"]
@@ -256,10 +260,10 @@ def test_ignore_config_leaves_run_control_keys_out(tmp_path):
     meta_a = make_meta("raw", config={"snapshot_path": "/a/snap.pt", "crash_after": 2})
     meta_b = make_meta("lightning", config={"snapshot_path": "/b/snap.pt", "crash_after": None})
     a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b)
-    _, d = run_diagnosis(a, b)
-    assert d["category"] == "config" and "snapshot_path" in d["advice"]
-    _, d = run_diagnosis(a, b, ignore_config=("snapshot_path", "config.crash_after"))
-    assert d["category"] == "equivalent"
+    report, d = run_diagnosis(a, b)
+    assert d["setup_differs"]["category"] == "config" and "snapshot_path" in d["setup_differs"]["advice"]
+    report, d = run_diagnosis(a, b, ignore_config=("snapshot_path", "config.crash_after"))
+    assert d["category"] == "equivalent" and d["setup_differs"] is None and report["warnings"] == []
 
 
 def test_a_run_that_learned_nothing_is_equivalent_with_a_warning(tmp_path):

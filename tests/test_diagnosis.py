@@ -152,7 +152,7 @@ def run_diagnosis(a, b, stall=None, rtol=0.0, **options):
     report = compare_traces(a, b, rtol=rtol, **options) if stall is None else compare_runs(a, b).to_dict()
     d = report["diagnosis"] if stall is None else diagnose(a, b, report, stall)
     assert d["category"] in CATEGORIES
-    assert set(d) == {"category", "step", "rank", "evidence", "explanation", "advice", "module"}
+    assert set(d) == {"category", "step", "rank", "evidence", "explanation", "advice", "module", "setup_differs"}
     json.dumps(d, allow_nan=False)  # the evidence goes into report.json as it is
     assert d["explanation"] and d["advice"]
     return report, d
@@ -172,7 +172,11 @@ def test_identical_pair_is_equivalent_despite_lightning_cli_extras(tmp_path):
 
 def test_thread_count_on_one_rank_is_a_config_difference(tmp_path):
     a, b = pair(tmp_path, meta_b=make_meta("lightning", threads=[1, 2]))
-    _, d = run_diagnosis(a, b)  # the traces are identical: threads are caught from meta.json alone
+    report, d = run_diagnosis(a, b)  # the traces are identical: threads are caught from meta.json alone
+    # equal numbers: an equivalent verdict with the thread difference as a warning, never a silent pass
+    assert report["verdict"] == "equivalent" and d["category"] == "equivalent"
+    assert "ranks[1].threads: 1 vs 2" in report["warnings"][0]["message"]
+    d = d["setup_differs"]
     assert (d["category"], d["step"], d["rank"]) == ("config", None, 1)
     assert "ranks[1].threads: 1 vs 2" in d["evidence"]["differences"]
     assert "OMP_NUM_THREADS" in d["advice"] and "set_num_threads" in d["advice"]

@@ -395,6 +395,15 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, stall
     report["timing"] = timing_summary(comparison.timing, names)
     report["diagnosis"] = diagnose_comparison(comparison, report, names, ignore_config=ignore_config, stall=stall)
     report["warnings"] = find_warnings(comparison, names)
+    setup = report["diagnosis"].get("setup_differs")
+    if setup is not None:
+        report["warnings"].append(
+            {
+                "kind": "setup_differs",
+                "message": f"{setup['explanation']} The numbers were bitwise equal on this run; the difference "
+                f"can still change a larger model or another machine. Fix: {setup['advice']}",
+            }
+        )
     out = Report(strict_json(report))
     out.curves = comparison.curves
     return out

@@ -960,13 +960,26 @@ def check_problems(ctx: Context) -> dict | None:
     )
 
 
-def check_equivalent(ctx: Context) -> dict:
+# causes that sit in the setup rather than in the numbers: when every number still agrees bit for
+# bit they are reported as a warning beside an equivalent verdict
+SETUP_CATEGORIES = ("config", "param_groups", "buffers")
+
+
+def check_equivalent(ctx: Context, setup_differs: dict | None = None) -> dict:
     n = ctx.walk.steps_equal_before if ctx.walk else 0
+    if setup_differs is None:
+        facts = (
+            f"No divergence: configuration, initial weights and all {n} steps (samples, loss, gradient norm, "
+            "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
+        )
+        return finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts)
     facts = (
-        f"No divergence: configuration, initial weights and all {n} steps (samples, loss, gradient norm, "
-        "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
+        f"No divergence in the numbers: all {n} steps, validation and the final parameters match bit for bit, "
+        f"but the setup differs ({setup_differs['category']}; see the warning)."
     )
-    return finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts)
+    result = finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts)
+    result["setup_differs"] = setup_differs
+    return result
 
 
 CHECKS: tuple[Callable[[Context], dict | None], ...] = (
@@ -1009,7 +1022,13 @@ def diagnose_comparison(cmp, report: dict | None, names, *, ignore_config=(), st
             break
     else:
         found = check_equivalent(ctx)
+    if found["category"] in SETUP_CATEGORIES and stall is None and cmp.equivalent:
+        # every number agrees bit for bit: a setup difference did not change this run, so it is a
+        # warning beside an equivalent verdict, never a cause (it may still change a larger run)
+        setup = found
+        found = check_equivalent(ctx, setup_differs=setup)
     found["module"] = ctx.cache.get("module")
+    found.setdefault("setup_differs", None)
     for key in ("init_note",):
         if key in ctx.cache:
             found["evidence"][key] = ctx.cache[key]
