@@ -5,7 +5,9 @@ watch on every step, on the tutorial network and on the 2048x4 network. Prints a
     python -m benchmarks.watch_cost                       # both networks, 96 steps (the default config's run)
     python -m benchmarks.watch_cost --steps 40 --rounds 2 # shorter
 
-Every figure is a ratio of times measured in this run: the variants of one network run in
+Times are this thread's CPU time (time.thread_time; with one torch thread every kernel runs on it),
+which other processes' load does not inflate the way it inflates wall time. Every figure is a ratio
+of times measured in this run: the variants of one network run in
 interleaved rounds (the machine may be loaded by others), and each variant's figure is the median
 over rounds of its total loop time. "overhead" is against the loop without any recorder;
 "watched step" is the extra time of one watched step, against the plain step time.
@@ -53,7 +55,7 @@ class Loop:
             self.recorder.watch(self.model, steps="all")
 
     def step(self, step: int) -> float:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         x, y = self.data[step % len(self.data)]
         loss = self.loss_fn(self.model(x), y)
         self.optimizer.zero_grad(set_to_none=True)
@@ -63,13 +65,13 @@ class Loop:
         if self.recorder is not None:
             self.recorder.record(step, loss.detach(), torch.arange(BATCH), grad_norm=grad_norm,
                                  param_digest=param_digest(self.model))  # fmt: skip
-        return time.perf_counter() - t0
+        return time.thread_time() - t0
 
     def close(self) -> float:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         if self.recorder is not None:
             self.recorder.close()  # the flush resolves the watched steps' digests: counted
-        return time.perf_counter() - t0
+        return time.thread_time() - t0
 
 
 def measure(net_kwargs: dict, steps: int, rounds: int) -> dict:

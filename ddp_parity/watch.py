@@ -181,6 +181,13 @@ def _hex(shapes: str, values: list[int]) -> str:
 # the watch
 
 
+def unwrap_parallel(model: torch.nn.Module) -> torch.nn.Module:
+    """The module inside a DistributedDataParallel or DataParallel wrapper; any other model as it is
+    (a user's model may well have a submodule called `module`)."""
+    parallel = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    return model.module if isinstance(model, parallel) else model
+
+
 class ModuleWatch:
     """Hooks on every submodule of `model` (unwrapped from DDP); see the module docstring.
 
@@ -188,8 +195,7 @@ class ModuleWatch:
     `flush(run_dir, rank)` writes the closed steps (from the recorder's `flush()`)."""
 
     def __init__(self, model: torch.nn.Module, steps: Any = None, start_step: int = 0):
-        inner = getattr(model, "module", None)
-        self.model = inner if isinstance(inner, torch.nn.Module) else model  # never `module.` names
+        self.model = unwrap_parallel(model)  # never `module.` names
         self.steps = resolve_steps(steps)
         self.digest = Digester()
         self._names = {m: name for name, m in self.model.named_modules()}

@@ -161,3 +161,20 @@ def test_replay_helpers(tmp_path):
     text = replay_instruction(7, a, b)
     assert f"{WATCH_STEP_ENV}=7" in text and "--traces" in text
     assert localise(a, b, step=7) is None  # not watched: nothing to say, never a guess
+
+
+def test_replay_launch_is_the_same_command_watching_one_step(tmp_path):
+    from ddp_parity.harness.launch import build_launch
+    from ddp_parity.harness.replay import replay_launch
+
+    for side in ("raw", "lightning"):
+        launch = build_launch(side, "configs/default.yaml", 2, ["--trainer.max_epochs", "1"], tmp_path, 1)
+        replay = replay_launch(launch, 7)
+        assert replay.run_dir == Path(f"{launch.run_dir}-watch7")
+        assert replay.env[WATCH_STEP_ENV] == "7" and replay.env["MASTER_PORT"] != launch.env["MASTER_PORT"]
+        assert str(launch.run_dir) not in replay.command and str(replay.run_dir) in replay.command
+        unchanged = [a for a in launch.command if a != str(launch.run_dir) and not a.startswith("--master_port")]
+        assert [
+            a for a in replay.command if a != str(replay.run_dir) and not a.startswith("--master_port")
+        ] == unchanged
+        assert replay.log_path.name == f"{side}-watch7.log"

@@ -157,3 +157,20 @@ def test_watching_every_step_leaves_training_bitwise_unchanged(tmp_path, monkeyp
     assert len(read_module_trace(tmp_path, 0)) == 6
     for (name, a), b in zip(plain.state_dict().items(), watched.state_dict().values()):
         assert torch.equal(a, b), name
+
+
+def test_only_parallel_wrappers_are_unwrapped(monkeypatch):
+    monkeypatch.delenv(WATCH_STEP_ENV, raising=False)
+
+    class Holder(nn.Module):  # a user's model with a submodule that happens to be called `module`
+        def __init__(self):
+            super().__init__()
+            self.module = nn.Linear(2, 2)
+            self.head = nn.Linear(2, 1)
+
+        def forward(self, x):
+            return self.head(self.module(x))
+
+    holder = Holder()
+    assert ModuleWatch(holder).model is holder
+    assert ModuleWatch(nn.DataParallel(holder)).model is holder
