@@ -1112,6 +1112,12 @@ def format_diagnosis(d: dict) -> str:
         where += f" rank {d['rank']}"
     headline = _first_sentence(d.get("explanation", ""))
     lines = textwrap.wrap(f"diagnosis: {d.get('category')}{where}: {headline}", width=110, subsequent_indent="  ")
+    if d.get("module"):
+        from ddp_parity.compare.modules import format_module_finding
+
+        lines += textwrap.wrap(
+            format_module_finding(d["module"]), width=110, initial_indent="  ", subsequent_indent="    "
+        )
     if d.get("category") != "equivalent" and d.get("advice"):
         lines += textwrap.wrap(f"fix: {d['advice']}", width=110, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)

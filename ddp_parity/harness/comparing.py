@@ -9,6 +9,7 @@ from pathlib import Path
 from ddp_parity.compare.comparator import Criterion, build_report, compare_runs, compare_to_reference
 from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
 from ddp_parity.compare.html import HTML_FILE, write_html
+from ddp_parity.compare.modules import format_module_finding
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 
@@ -130,6 +131,19 @@ def print_comparison(report: dict, reports: dict) -> None:
 
 def _summary(report: dict, labels: tuple[str, str]) -> str:
     return format_summary(report)  # names the runs by report["labels"]
+
+
+def add_replay(out: Path, report: dict, replay: dict) -> None:
+    """The replay's finding joins the report (written again) and the summary."""
+    report["replay"] = replay
+    if replay.get("module"):
+        report["diagnosis"]["module"] = replay["module"]
+    write_report(out, report)
+    write_html(out, report)
+    if replay.get("failed"):
+        print(f"replay of step {replay['step']} failed: {'; '.join(replay['failed'])}")
+    else:
+        print(f"  {format_module_finding(replay.get('module'))} (replayed step {replay['step']})")
 
 
 def exit_code(report: dict) -> int:

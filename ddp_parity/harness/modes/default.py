@@ -12,6 +12,7 @@ from ddp_parity.harness.modes import fault, reference
 from ddp_parity.harness.modes.mistake import mistake_overrides
 from ddp_parity.harness.outdir import OutDir, default_out
 from ddp_parity.harness.progress import make_progress
+from ddp_parity.harness.replay import replay_and_localise, step_to_replay
 from ddp_parity.harness.validate import Plan, plan_launch, stall_setting
 
 
@@ -90,6 +91,7 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     report = comparing.compare_and_report(
         out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=args.ignore_config
     )
+    localise_by_replay(args, plan, launches, report, out)
     code = comparing.exit_code(report)
     if args.fault:
         print(fault.format_fault(report["fault"]))
@@ -103,6 +105,20 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
         if not reference.all_equivalent(report["reference"]):
             code = max(code, EXIT_DIFFERENT)
     return (EXIT_FAILED if failed else code), report
+
+
+def localise_by_replay(args, plan: Plan, launches: list[Launch], report: dict, out: Path) -> None:
+    """A loss, gradient or parameter divergence after the watched steps: run the first pair again
+    watching that step (DDP_PARITY_WATCH_STEP) and name the module where it is born."""
+    a, b = plan.sides[0], plan.sides[1]
+    step = step_to_replay(report, out / a, out / b)
+    if step is None:
+        return
+    print(f"step {step} was not watched: replaying both sides watching it, to name the layer ...", flush=True)
+    by_side = {launch.side: launch for launch in launches}
+    stall, _ = stall_setting(args.stall_timeout)
+    replay = replay_and_localise(by_side[a], by_side[b], step, plan.timeout, stall)
+    comparing.add_replay(out, report, replay)
 
 
 def run_sides(args, launches: list[Launch], plan: Plan) -> list[Outcome]:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_parity.compare.modules import replay_instruction
 from ddp_parity.harness import comparing
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
+from ddp_parity.harness.replay import step_to_replay
 
 
 def prepare(args):
@@ -29,4 +31,7 @@ def compare_existing(args) -> int:
             ignore_config=args.ignore_config, named_by_runs=True,
         )  # fmt: skip
         out_dir.commit()
+    step = step_to_replay(report, run_a, run_b)
+    if step is not None:  # the divergence lies after the watched steps: say how to watch it
+        print(replay_instruction(step, run_a, run_b))
     return comparing.exit_code(report)
