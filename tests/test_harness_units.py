@@ -216,3 +216,21 @@ def test_the_terminal_display_tracks_each_side_and_marks_a_failure():
         assert tasks["raw"].fields["loss"] == "loss 1.2500" and tasks["lightning"].fields["phase"] == "[red]STALLED"
     finally:
         live.close()
+
+
+def test_heartbeats_of_dead_ranks_are_not_judged():
+    """After a crash, before torchrun's restarted ranks beat again, the dead ranks' last heartbeats
+    stay on disk: the side is starting up again, not stalled."""
+    import os
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    watch = Liveness(2.0)
+    for second in range(10):
+        beats = {0: beat(0, pid=gone.pid), 1: beat(0, pid=gone.pid)}
+        assert watch.observe(beats, float(second)) is None
+    mine = {0: beat(0, pid=os.getpid())}
+    assert watch.observe(mine, 10.0) is None
+    assert watch.observe(mine, 13.0) is not None  # a live rank that stands still is judged
