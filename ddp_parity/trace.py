@@ -531,6 +531,7 @@ class TraceRecorder:
             "time": time.time(),
             "loss": self._heartbeat_loss(),
             "total_steps": self.total_steps,
+            "pid": os.getpid(),
         }
         tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
         try:

@@ -192,3 +192,45 @@ def test_progress_lines_say_phase_step_rate_eta_and_loss(capsys):
 
     plain.end("raw", Failed())
     assert "[raw] FAILED: raw: exit code 1" in capsys.readouterr().out
+
+
+def test_the_terminal_display_tracks_each_side_and_marks_a_failure():
+    from ddp_parity.harness.progress import LiveProgress
+
+    live = LiveProgress({"raw": 100, "lightning": 100})
+    try:
+        live.start("raw")
+        live.start("lightning")
+        live.update("raw", {0: beat(1, step=40, loss=1.25)}, 10.0)
+        live.update("lightning", {0: beat(1, step=20, phase="validation")}, 10.0)
+
+        class Stalled:
+            ok, stall = False, {"ranks": {0: 20}}
+
+            def describe(self):
+                return "lightning: stalled"
+
+        live.end("lightning", Stalled())
+        tasks = {task.description: task for task in live.bars.tasks}
+        assert (tasks["raw"].completed, tasks["raw"].total) == (40, 100)
+        assert tasks["raw"].fields["loss"] == "loss 1.2500" and tasks["lightning"].fields["phase"] == "[red]STALLED"
+    finally:
+        live.close()
+
+
+def test_heartbeats_of_dead_ranks_are_not_judged():
+    """After a crash, before torchrun's restarted ranks beat again, the dead ranks' last heartbeats
+    stay on disk: the side is starting up again, not stalled."""
+    import os
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    watch = Liveness(2.0)
+    for second in range(10):
+        beats = {0: beat(0, pid=gone.pid), 1: beat(0, pid=gone.pid)}
+        assert watch.observe(beats, float(second)) is None
+    mine = {0: beat(0, pid=os.getpid())}
+    assert watch.observe(mine, 10.0) is None
+    assert watch.observe(mine, 13.0) is not None  # a live rank that stands still is judged

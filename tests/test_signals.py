@@ -45,7 +45,7 @@ def start_training_harness(out: Path) -> tuple[subprocess.Popen, list[int]]:
     once both sides' heartbeats show a step (so torchrun's workers and Lightning's ranks exist)."""
     proc = subprocess.Popen(
         [PYTHON, "compare/run.py", "--out", str(out), "--parallel", "--stall-timeout", "300"]
-        + ["--set", "trainer.max_epochs=40", "--set", "data.num_samples=512"],
+        + ["--set", "trainer.max_epochs=300", "--set", "data.num_samples=2000"],
         cwd=REPO,
         env=child_env(),
         stdin=subprocess.DEVNULL,

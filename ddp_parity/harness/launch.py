@@ -7,12 +7,14 @@ Commands are argument lists, never a shell.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,12 +263,13 @@ def run_launches(
     except KeyboardInterrupt as err:  # Ctrl-C, and SIGTERM/SIGHUP turned into it by the CLI
         interrupted = err
     finally:
-        for _, procs, logs in running:
-            for proc in procs:
-                kill_tree(proc.pid)
-                proc.wait()
-            for log in logs:
-                log.close()
+        with signals_held():  # a second Ctrl-C or SIGTERM must not cut the clean-up short
+            for _, procs, logs in running:
+                for proc in procs:
+                    kill_tree(proc.pid)
+                    proc.wait()
+                for log in logs:
+                    log.close()
     for launch in launches:
         outcome = outcomes[launch.side]
         outcome.interrupted = interrupted is not None
@@ -276,6 +279,21 @@ def run_launches(
     if interrupted is not None:
         raise interrupted
     return [outcomes[launch.side] for launch in launches]
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Defer SIGINT, SIGTERM and SIGHUP while the block runs (main thread only); a signal that came
+    meanwhile is raised afterwards by its own handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stop = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
 
 
 def descendants(pid: int) -> list[int]:

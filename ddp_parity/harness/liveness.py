@@ -10,6 +10,8 @@ join sleeps in the wait. A side stalls only when none of its ranks made progress
 
 from __future__ import annotations
 
+from pathlib import Path
+
 DEFAULT_STALL_S = 20.0  # the floor of the adaptive timeout
 ADAPT_FACTOR = 5.0  # the adaptive timeout is at least this many times the longest quiet spell seen
 BUSY_CPU_FRACTION = 0.02  # CPU time per wall second above which a training thread counts as working
@@ -31,6 +33,7 @@ class Liveness:
         return self.fixed
 
     def observe(self, beats: dict[int, dict], now: float) -> dict | None:
+        beats = {rank: beat for rank, beat in beats.items() if writer_alive(beat)}
         progressed = any(self._rank_progressed(rank, beat) for rank, beat in beats.items())
         if progressed or self.last_progress is None and beats:
             if self.last_progress is not None:
@@ -59,6 +62,20 @@ class Liveness:
         if any(beat.get(key) != before.get(key) for key in ("step", "phase", "work")):
             return True
         return _busy(before, beat)
+
+
+def writer_alive(beat: dict) -> bool:
+    """The process that wrote a heartbeat still runs. A rank that died (a crash before torchrun
+    restarts the workers) leaves its last heartbeat behind; the restarted ranks are starting up,
+    and like any start-up that is not judged until they beat again."""
+    pid = beat.get("pid")
+    if not isinstance(pid, int):
+        return True  # a heartbeat without its writer's pid (an older recorder): judged as it is
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return not Path("/proc/self").exists()  # no /proc (not Linux): assume alive
+    return state not in ("Z", "X")
 
 
 def _busy(before: dict, beat: dict) -> bool:
