@@ -131,16 +131,27 @@ def build_loaders(cfg: RunConfig, fabric: Fabric):
     seed=PL_GLOBAL_SEED) (lightning/fabric/fabric.py, _get_distributed_sampler): the raw loop's sampler,
     seeded from seed_everything. Fabric's loader also calls set_epoch on every iteration (wrappers.py)."""
     train_set, val_set = build_datasets(cfg.data)
-    loader = DataLoader(train_set, batch_size=cfg.data.batch_size, shuffle=True, drop_last=cfg.data.drop_last)
+    workers = loader_workers(cfg)
+    loader = DataLoader(
+        train_set, batch_size=cfg.data.batch_size, shuffle=True, drop_last=cfg.data.drop_last, **workers
+    )
     train_loader = fabric.setup_dataloaders(loader)
     val_loader = None
     if val_set is not None:
         sampler = ExactShardSampler(val_set, fabric.world_size, fabric.global_rank)
         # a DistributedSampler already: Fabric keeps it (no padded, double-counted samples)
         val_loader = fabric.setup_dataloaders(
-            DataLoader(val_set, batch_size=cfg.data.batch_size, sampler=sampler), use_distributed_sampler=False
+            DataLoader(val_set, batch_size=cfg.data.batch_size, sampler=sampler, **workers),
+            use_distributed_sampler=False,
         )
     return train_loader, train_loader.sampler, val_loader
+
+
+def loader_workers(cfg: RunConfig) -> dict:
+    """`data.num_workers` / `data.persistent_workers`, for a config that has them (they arrive with
+    the raw loop's rewrite; an older config has neither, and the loaders run in this process)."""
+    keys = ("num_workers", "persistent_workers")
+    return {key: getattr(cfg.data, key) for key in keys if hasattr(cfg.data, key)}
 
 
 def start_sampler_epoch_at(loader, epoch: int) -> None:
