@@ -5,7 +5,18 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import assert_params_equal, assert_traces_equal, check_ok, describe, final_params, run_raw, steps
+from conftest import (
+    DEFAULT_CONFIG,
+    PYTHON,
+    assert_params_equal,
+    assert_traces_equal,
+    check_ok,
+    describe,
+    final_params,
+    run_cmd,
+    run_raw,
+    steps,
+)
 
 from ddp_parity.trace import FINAL_PARAMS_FILE, META_FILE, read_meta, read_records, read_validation, trace_ranks
 
@@ -134,3 +145,18 @@ def test_new_run_into_an_existing_run_dir_is_refused(tmp_path):
         for name, content in kept.items():
             assert (run_dir / name).read_bytes() == content, f"{name} was changed"
         assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == checkpoints
+
+
+def test_reference_refuses_devices_auto_and_torchrun_in_one_line(tmp_path):
+    """raw/reference.py emulates trainer.devices x num_nodes ranks in one plain process."""
+    run_dir = tmp_path / "r"
+    base = [PYTHON, "raw/reference.py", "--config", str(DEFAULT_CONFIG), "--run_dir", str(run_dir)]
+    for extra, env, needle in (
+        (["--trainer.devices", "auto"], None, "trainer.devices"),
+        ([], {"RANK": "0"}, "not torchrun"),
+    ):
+        result = run_cmd(base + extra, env=env, timeout=120)
+        assert result.returncode == 2, describe(result)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "error" in lines[0] and needle in lines[0], result.stderr
+        assert not run_dir.exists()
