@@ -62,8 +62,11 @@ class SlurmJob:
         ]
 
 
-def raw_task_command(job: SlurmJob, head: str = HEAD_NODE, port: int = RDZV_PORT, rdzv_id: str = JOB_ID) -> list[str]:
-    """What each node's srun task runs: a torchrun agent joining the c10d rendezvous on `head`."""
+def raw_task_command(
+    job: SlurmJob, head: str = HEAD_NODE, port: int = RDZV_PORT, rdzv_id: str = JOB_ID, local_addr: str | None = None
+) -> list[str]:
+    """What each node's srun task runs: a torchrun agent joining the c10d rendezvous on `head`.
+    `local_addr`: the address this agent advertises to the others (default: its host name)."""
     return [
         job.python,
         "-m",
@@ -73,6 +76,7 @@ def raw_task_command(job: SlurmJob, head: str = HEAD_NODE, port: int = RDZV_PORT
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={head}:{port}",
         f"--rdzv-id={rdzv_id}",
+        *([f"--local-addr={local_addr}"] if local_addr else []),
         "--max-restarts=0",
         str(job.repo / "raw" / "train.py"),
         *job.run_flags("raw"),
