@@ -199,12 +199,17 @@ def test_both_sides_train_bitwise_the_same_under_srun(two_nodes):
     assert report["verdict"] == "equivalent", json.dumps(report["first_divergence"])
     assert report["losses"]["compared"] == report["losses"]["equal"] > 0
     assert report["params"]["compared"] == report["params"]["equal"] > 0
-    for side in ("raw", "lightning"):
-        meta = json.loads((out / side / "meta.json").read_text())
+    metas = {side: json.loads((out / side / "meta.json").read_text()) for side in ("raw", "lightning")}
+    for meta in metas.values():
         assert meta["world_size"] == 2 and [facts["rank"] for facts in meta["ranks"]] == [0, 1]
-        assert [facts.get("world") for facts in meta["ranks"]] == [
-            json.loads((out / "raw" / "meta.json").read_text())["ranks"][r].get("world") for r in (0, 1)
-        ]  # meta.ranks[r].world where the recorder writes it: the same on both sides
+    # where the recorder writes each rank's world and environment (meta.ranks[r].world / .env)
+    worlds = {side: [facts.get("world") for facts in meta["ranks"]] for side, meta in metas.items()}
+    if worlds["lightning"][0] is not None:
+        expected = [{"rank": r, "local_rank": 0, "world_size": 2, "node_rank": r} for r in (0, 1)]
+        assert worlds["raw"] == worlds["lightning"] == expected
+    for r, facts in enumerate(metas["lightning"]["ranks"]):
+        if "env" in facts:
+            assert facts["env"]["SLURM_PROCID"] == str(r) and facts["env"]["SLURM_NTASKS"] == "2"
 
 
 @pytest.mark.slow
