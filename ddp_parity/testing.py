@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, plot_loss_curves, write_report
 from ddp_parity.harness.launch import Launch, Outcome, free_port, run_launch, run_launches
+from ddp_parity.trace import TraceFormatError
 
 EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
 DEFAULT_TIMEOUT_S = 900.0  # per command
@@ -114,7 +115,12 @@ def assert_parity(
         report = failed_report(launches, outcomes, failed[0], rtol, atol)
         write_report(workdir, report)
         raise RunFailed(failure_message(report, workdir), report)
-    report, curves = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol)
+    try:
+        report, curves = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol)
+    except TraceFormatError as err:  # a command that exited 0 without recording where it was told
+        report = unreadable_report(launches, outcomes, err, rtol, atol)
+        write_report(workdir, report)
+        raise RunFailed(failure_message(report, workdir), report) from None
     report["logs"] = {launch.side: str(launch.log_path) for launch in launches}
     report["plot"] = str(plot_loss_curves(workdir, curves, labels=side_labels(report)))
     write_report(workdir, report)
@@ -221,6 +227,29 @@ def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outco
     stall = {**failed.stall, "side": failed.side} if failed.stall else None
     report["diagnosis"] = diagnose(run_a, run_b, report, stall=stall)
     return report
+
+
+def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> dict:
+    """Both commands exited 0 but a trace cannot be read: name the run whose trace it is."""
+    from ddp_parity.compare.comparator import Criterion
+
+    side = next((launch.side for launch in launches if str(launch.run_dir) in str(err)), launches[0].side)
+    return {
+        "verdict": "failed",
+        "criterion": Criterion(rtol, atol).describe(),
+        "first_divergence": None,
+        "failure": {
+            "side": side,
+            "rank": None,
+            "summary": f"{side}: exit code 0, but its trace cannot be read",
+            "error_lines": [f"{err}", f"did the command write its trace into the {RUN_DIR} it was given?"],
+        },
+        "logs": {launch.side: str(launch.log_path) for launch in launches},
+        "seconds": sum(o.seconds for o in outcomes),
+        "runs": {launch.side: str(launch.run_dir) for launch in launches},
+        "commands": {launch.side: launch.command for launch in launches},
+        "diagnosis": None,
+    }
 
 
 def side_labels(report: dict) -> tuple[str, str]:

@@ -197,3 +197,15 @@ def test_a_crashing_side_is_named_with_its_rank_and_error(tmp_path):
     assert not (tmp_path / "w" / "b").exists()
     assert not any(alive(pid) for pid in rank_pids(tmp_path / "w" / "a"))
     assert os.path.exists(tmp_path / "fired")
+
+
+def test_a_command_that_records_nothing_is_a_failed_run_naming_it(tmp_path):
+    """Exit code 0 but no trace where {run_dir} pointed: RunFailed (exit code 3), not a comparison."""
+    quiet = [sys.executable, "-c", "import sys; sys.exit(0)", "{run_dir}"]
+    with pytest.raises(RunFailed) as err:
+        assert_parity(quiet, quiet, workdir=tmp_path, parallel=False)
+    message = str(err.value)
+    assert err.value.exit_code == 3
+    assert message.startswith("run a failed: a: exit code 0, but its trace cannot be read"), message
+    assert str(tmp_path / "a") in message and "did the command write its trace into the {run_dir}" in message
+    assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "failed"
