@@ -87,7 +87,7 @@ def test_two_hosts_are_bitwise_the_one_host_run(runs, side):
     assert report["validation"]["compared"] == report["validation"]["equal"] > 0
     assert result.params.compared == result.params.equal > 0
     meta = json.loads((runs[side] / "meta.json").read_text())
+    # each agent starts one worker (--nproc_per_node=1): a world of 2 means the two "hosts" met
     assert meta["world_size"] == 2 and [facts["rank"] for facts in meta["ranks"]] == [0, 1]
-    assert meta["config"]["trainer"]["num_nodes"] == 2 and meta["config"]["trainer"]["devices"] == 1
-    # two agents, one worker each: the ranks are two processes of two different torchrun agents
-    assert len({facts["pid"] for facts in meta["ranks"]}) == 2
+    trainer = meta["config"]["trainer"]
+    assert (int(trainer["num_nodes"]), int(trainer["devices"])) == (2, 1)  # LightningCLI keeps devices as "1"
