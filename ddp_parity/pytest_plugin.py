@@ -42,6 +42,7 @@ class ParityRunner:
         self.workdirs: list[Path] = []
 
     def __call__(self, cmd_a, cmd_b, **kwargs) -> dict:
+        __tracebackhide__ = True
         workdir = self.base / f"parity-{len(self.workdirs)}"
         self.workdirs.append(workdir)
         from ddp_parity.testing import assert_parity  # here: a session that never uses it stays light

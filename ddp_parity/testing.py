@@ -106,6 +106,7 @@ def assert_parity(
     `cwd`: where the commands run (default: the current directory). Every process either command
     started is gone when this returns or raises.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line and the message, not this function
     workdir = Path(workdir)
     check_arguments(cmd_a, cmd_b, workdir, rtol, atol, timeout, stall_timeout)
     launches = [build_side(side, cmd, workdir, env, cwd) for side, cmd in zip(SIDES, (cmd_a, cmd_b))]
@@ -275,7 +276,7 @@ def failure_message(report: dict, workdir: Path) -> str:
     lines = [
         f"run {failure['side']} failed"
         + (f" on rank {rank}" if rank is not None else "")
-        + f": {failure['summary']}"
+        + f": {failure['summary'].removeprefix(failure['side'] + ': ')}"
         + (f" (run {', '.join(report['not_run'])} was not started)" if report.get("not_run") else ""),
         f"  command {failure['side']}: {' '.join(report['commands'][failure['side']])}",
     ]
@@ -304,14 +305,14 @@ def describe_diagnosis(d: dict) -> str:
 
 
 def kept_paths(report: dict, workdir: Path) -> str:
+    """Where the evidence stays; a run that was never started is said so, not listed as kept."""
     plot = workdir / PLOT_FILE
-    lines = [
-        "kept for inspection:",
-        f"  run a:  {report['runs']['a']}",
-        f"  run b:  {report['runs']['b']}",
-        f"  report: {workdir / REPORT_FILE}",
-    ]
+    lines = ["kept for inspection:"]
+    for side, run_dir in report["runs"].items():
+        lines.append(f"  run {side}:  {run_dir}" + ("" if Path(run_dir).exists() else " (not started)"))
+    lines.append(f"  report: {workdir / REPORT_FILE}")
     if plot.exists():
         lines.append(f"  plot:   {plot}")
-    lines.append(f"  logs:   {', '.join(report.get('logs', {}).values())}")
+    logs = [log for log in report.get("logs", {}).values() if Path(log).exists()]
+    lines.append(f"  logs:   {', '.join(logs)}")
     return "\n".join(lines)

@@ -188,7 +188,7 @@ def test_a_crashing_side_is_named_with_its_rank_and_error(tmp_path):
         assert_parity(crashing, lightning, workdir=tmp_path / "w", parallel=False, cwd=REPO)
     message = str(err.value)
     assert err.value.exit_code == 3
-    assert message.startswith("run a failed on rank 1: a: exit code"), message
+    assert message.startswith("run a failed on rank 1: exit code 1 (run b was not started)"), message
     assert "(run b was not started)" in message
     assert "InjectedFault: injected fault: rank 1 raises after step 1" in message
     assert f"report: {tmp_path / 'w' / 'report.json'}" in message
@@ -199,13 +199,14 @@ def test_a_crashing_side_is_named_with_its_rank_and_error(tmp_path):
     assert os.path.exists(tmp_path / "fired")
 
 
-def test_a_command_that_records_nothing_is_a_failed_run_naming_it(tmp_path):
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_command_that_records_nothing_is_a_failed_run_naming_it(tmp_path, parallel):
     """Exit code 0 but no trace where {run_dir} pointed: RunFailed (exit code 3), not a comparison."""
     quiet = [sys.executable, "-c", "import sys; sys.exit(0)", "{run_dir}"]
     with pytest.raises(RunFailed) as err:
-        assert_parity(quiet, quiet, workdir=tmp_path, parallel=False)
+        assert_parity(quiet, quiet, workdir=tmp_path, parallel=parallel)
     message = str(err.value)
     assert err.value.exit_code == 3
-    assert message.startswith("run a failed: a: exit code 0, but its trace cannot be read"), message
+    assert message.startswith("run a failed: exit code 0, but its trace cannot be read"), message
     assert str(tmp_path / "a") in message and "did the command write its trace into the {run_dir}" in message
     assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "failed"
