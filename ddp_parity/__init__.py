@@ -3,11 +3,14 @@ trace — and the parity plugin's public API:
 
     TraceRecorder   record a trace from any hand-written loop
     TraceCallback   record the same trace from any Lightning Trainer (imports lightning)
+    init_process_group  torch.distributed.init_process_group that survives torchrun --max-restarts
+    compare_traces  compare two run directories: the report with its diagnosis and warnings
 """
 
+from ddp_parity.distributed import init_process_group
 from ddp_parity.trace import FORMAT_VERSION, TraceRecorder
 
-__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback"]
+__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback", "compare_traces", "init_process_group"]
 
 
 def __getattr__(name: str):
@@ -15,4 +18,8 @@ def __getattr__(name: str):
         from ddp_parity.callback import TraceCallback
 
         return TraceCallback
+    if name == "compare_traces":  # lazily: a training process never needs the comparator
+        from ddp_parity.compare.comparator import compare_traces
+
+        return compare_traces
     raise AttributeError(name)

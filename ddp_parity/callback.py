@@ -3,9 +3,11 @@
     trainer = Trainer(strategy="ddp", callbacks=[TraceCallback("runs/my-lightning-run")])
 
 It needs nothing from the model but what Lightning already has: the loss the training step
-returned, the optimizer, and the batch (its `index` field or key when it carries one, otherwise a
-digest of its tensors). It adds no device sync per step: values are kept as tensors and written
-every `flush_every` steps.
+returned, the optimizer (its lr and param groups), the module (its parameter digest) and the batch
+(its `index` field or key when it carries one, and a digest of its tensors). The gradient norm is
+measured where `on_before_optimizer_step` sees the gradients: after backward and unscaling, before
+clipping; the lr is the one the step used. On a CPU each step is written as it is recorded; on an
+accelerator values stay tensors (no device sync per step) and are written every `flush_every` steps.
 """
 
 from __future__ import annotations
@@ -17,23 +19,30 @@ import lightning as L
 import torch
 
 from ddp_parity.runs import write_error_file
-from ddp_parity.trace import TraceRecorder, batch_indices, param_digest, params_sha256, sampler_facts
+from ddp_parity.trace import TraceRecorder, batch_indices, params_sha256, sampler_facts
 
 
 class TraceCallback(L.Callback):
     def __init__(
-        self, run_dir: str | None = None, side: str = "lightning", config: dict | None = None, flush_every: int = 100
+        self,
+        run_dir: str | None = None,
+        side: str = "lightning",
+        config: dict | None = None,
+        flush_every: int = 100,
+        digest_batches: bool = True,
     ):
         self.run_dir = run_dir
         self.side = side
         self.config = config
         self.flush_every = flush_every
+        self.digest_batches = digest_batches  # False: skip batch_digest (sha256 of every batch's bytes)
         self.recorder: TraceRecorder | None = None
         self._micro_losses: list[torch.Tensor] = []
         self._micro_indices: list[Any] = []
         self._micro_batches: list[Any] = []
         self._lr: float | None = None
         self._grad_norm: torch.Tensor | None = None
+        self._optimizer: torch.optim.Optimizer | None = None
         self._last_step = 0
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -50,6 +59,7 @@ class TraceCallback(L.Callback):
             side=self.side,
             config=config,
             flush_every=self.flush_every,
+            handle_signals=False,  # Lightning turns SIGTERM into an exception: on_exception flushes
             extra_meta={
                 "device": str(trainer.strategy.root_device),
                 "precision": str(trainer.precision),
@@ -64,8 +74,9 @@ class TraceCallback(L.Callback):
                 "init_params_sha256": getattr(self, "_init_params_sha256", None),
                 "sampler": sampler_facts(sampler) if sampler is not None else None,
             },
-            keep_steps_upto=trainer.global_step if trainer.ckpt_path else None,
+            resumed_from_step=trainer.global_step if trainer.ckpt_path else None,
         )
+        self.recorder.watch(pl_module, start_step=trainer.global_step)  # module watch (docs/localisation.md)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.recorder.finish(pl_module)
@@ -73,12 +84,16 @@ class TraceCallback(L.Callback):
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
         # every rank: the trace up to this step is on disk before a checkpoint that resumes after it
         if self.recorder is not None:
+            self.recorder.set_phase("checkpoint")
             self.recorder.flush()
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        # keyed by trainer.global_rank: Lightning's own launcher does not set RANK
         if self.recorder is not None:
             self.recorder.close()
-        write_error_file(Path(self.run_dir or trainer.default_root_dir), exception)
+            self.recorder.record_error(exception)
+        else:
+            write_error_file(Path(self.run_dir or trainer.default_root_dir), exception, rank=trainer.global_rank)
 
     # -- per step -------------------------------------------------------------------------
 
@@ -86,17 +101,20 @@ class TraceCallback(L.Callback):
         # after backward (and after unscaling under fp16), before clipping: what the raw loop measures
         grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         self._grad_norm = torch.nn.utils.get_total_norm(grads)
-        self._lr = optimizer.param_groups[0]["lr"]
+        self._lr = optimizer.param_groups[0]["lr"]  # before the scheduler steps: the lr this step uses
+        self._optimizer = optimizer
 
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        if self.recorder is not None:
+            self.recorder.set_phase("train")
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches
         indices = batch_indices(batch)
         if indices is not None:
             self._micro_indices.append(indices)
-        else:
+        if self.digest_batches:
             self._micro_batches.append(batch)
         if trainer.global_step == self._last_step:
             return  # a micro-batch of an accumulation: the optimizer has not stepped yet
@@ -111,8 +129,9 @@ class TraceCallback(L.Callback):
             epoch=trainer.current_epoch,
             lr=self._lr,
             grad_norm=self._grad_norm,
-            batch=self._micro_batches or None,
-            param_digest=param_digest(pl_module),
+            batch=self._micro_batches or None,  # the micro-batches digest as one batch of their tensors
+            optimizer=self._optimizer,  # param groups to meta.json once (the lr is the one captured above)
+            model=pl_module,  # param_digest of the parameters as this step left them
         )
         self._micro_losses, self._micro_indices, self._micro_batches = [], [], []
 
@@ -120,7 +139,27 @@ class TraceCallback(L.Callback):
         # on_validation_end, not _epoch_end: callbacks run before the module's epoch-end hook
         if trainer.sanity_checking or self.recorder is None:
             return
+        self.recorder.set_phase("after-validation")
         metrics = getattr(pl_module, "last_validation", None)
         if metrics is None:  # a model of the user's: whatever it logged under val*
             metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val")}
         self.recorder.record_validation(trainer.current_epoch, trainer.global_step, metrics)
+
+    # -- phases, for the heartbeat (a watcher tells a long validation or checkpoint from a hang) ----
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.recorder is not None and self.recorder.total_steps is None:
+            total = trainer.estimated_stepping_batches
+            self.recorder.total_steps = int(total) if total != float("inf") else None
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.recorder is not None:
+            self.recorder.set_phase("validation")
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        if self.recorder is not None:
+            self.recorder.tick()
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.recorder is not None:
+            self.recorder.set_phase("epoch-end")

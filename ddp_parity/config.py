@@ -83,11 +83,22 @@ class DataConfig:
     """Samples per process per step; the effective batch is batch_size x world size."""
     drop_last: bool = False
     """Drop the tail so every rank gets the same number of full batches."""
+    num_workers: int = 0
+    """DataLoader worker processes per rank (0: load in the training process). Each iterator's
+    workers are seeded from one draw of torch's global RNG, made when the iterator is created."""
+    persistent_workers: bool = False
+    """Keep the workers alive between epochs (needs `num_workers` > 0): the seed is then drawn once."""
 
     def __post_init__(self) -> None:
         for key in ("num_samples", "num_features", "num_classes", "batch_size"):
             _require(getattr(self, key) > 0, f"data.{key}", f"must be positive, got {getattr(self, key)}")
         _require(self.val_samples >= 0, "data.val_samples", f"must be 0 or more, got {self.val_samples}")
+        _require(self.num_workers >= 0, "data.num_workers", f"must be 0 or more, got {self.num_workers}")
+        _require(
+            not self.persistent_workers or self.num_workers > 0,
+            "data.persistent_workers",
+            f"needs `data.num_workers` > 0, got num_workers {self.num_workers}",
+        )
 
 
 @dataclass

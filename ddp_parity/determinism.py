@@ -44,3 +44,19 @@ def determinism_facts(seed: int) -> dict:
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
     }
+
+
+def torch_flags() -> dict:
+    """The process-wide torch settings that change floating-point results, as this process holds them
+    (recorded per rank: a flag set in the launcher but not in a spawned worker shows up here)."""
+    return {
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "default_dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+        "num_threads": torch.get_num_threads(),
+        "num_interop_threads": torch.get_num_interop_threads(),
+    }

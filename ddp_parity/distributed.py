@@ -1,26 +1,104 @@
-"""Joining the process group under torchrun, safely across elastic restarts."""
+"""Joining the process group under torchrun, safely across elastic restarts, and who this process is.
+
+For your own loop under `torchrun --max-restarts=N`:
+
+    import ddp_parity
+    ddp_parity.init_process_group("gloo")   # instead of torch.distributed.init_process_group("gloo")
+"""
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 import torch.distributed as dist
 
+LAUNCH_ENV_KEYS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+)
+LAUNCH_ENV_PREFIXES = ("TORCHELASTIC_", "SLURM_")
 
-def init_process_group_from_env(backend: str) -> None:
-    """init_process_group from torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT).
+
+def init_process_group(backend: str | None = None, **kwargs) -> None:
+    """`torch.distributed.init_process_group` that survives `torchrun --max-restarts`.
 
     torchrun's agent keeps one TCPStore across restarts, and env:// adds no per-attempt prefix, so
-    a restarted worker can read a dead worker's gloo address and hang or fail to connect (seen here
-    with --max-restarts, raw and Lightning alike). Under the agent's store each attempt gets a key
-    space of its own; elsewhere this is plain env://.
+    a restarted worker can read a dead worker's gloo address and hang or fail to connect. Under the
+    agent's store each attempt (TORCHELASTIC_RESTART_COUNT) gets a key space of its own; anywhere
+    else, or when you pass your own `store` / `init_method`, this is the plain call. Other keyword
+    arguments (`timeout`, `device_id`, ...) are passed on.
     """
-    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size)
+    own_rendezvous = "store" in kwargs or "init_method" in kwargs
+    if own_rendezvous or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        dist.init_process_group(backend=backend, **kwargs)
         return
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size, is_master=False)
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    dist.init_process_group(
-        backend=backend, store=dist.PrefixStore(f"ddp-parity/attempt{attempt}", store), rank=rank, world_size=world_size
+    rank = kwargs.pop("rank", int(os.environ["RANK"]))
+    world_size = kwargs.pop("world_size", int(os.environ["WORLD_SIZE"]))
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world_size,
+        is_master=False,
+        timeout=kwargs.get("timeout") or timedelta(minutes=5),
     )
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    prefixed = dist.PrefixStore(f"ddp-parity/attempt{attempt}", store)
+    dist.init_process_group(backend=backend, store=prefixed, rank=rank, world_size=world_size, **kwargs)
+
+
+def init_process_group_from_env(backend: str) -> None:
+    """The twins' name for `init_process_group` (env:// outside torchrun's agent store)."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        init_process_group(backend)
+    else:
+        rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size)
+
+
+def global_rank() -> int:
+    """This process's global rank under any launcher.
+
+    The process group knows it once initialised. Before that: torchrun sets RANK; Lightning's own
+    launcher sets only LOCAL_RANK, NODE_RANK and WORLD_SIZE (global rank = node rank x processes per
+    node + local rank, where LOCAL_WORLD_SIZE, when set, gives the processes per node); a plain
+    process is rank 0.
+    """
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    if os.environ.get("RANK", "").isdigit():
+        return int(os.environ["RANK"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
+    node_rank = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")) or 0)
+    per_node = os.environ.get("LOCAL_WORLD_SIZE", "")
+    if node_rank and per_node.isdigit():
+        return node_rank * int(per_node) + local_rank
+    return local_rank  # node 0 (or an unknown layout: the local rank, as the best that is known)
+
+
+def world_facts() -> dict:
+    """Where this process stands in the job, as it sees it."""
+    initialised = dist.is_available() and dist.is_initialized()
+    return {
+        "rank": global_rank(),
+        "local_rank": int(os.environ.get("LOCAL_RANK", "0") or 0),
+        "world_size": dist.get_world_size() if initialised else int(os.environ.get("WORLD_SIZE", "1") or 1),
+        "node_rank": int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")) or 0),
+    }
+
+
+def launch_env() -> dict:
+    """The launch-related environment variables this process was given (only those set)."""
+    return {
+        key: value
+        for key, value in sorted(os.environ.items())
+        if key in LAUNCH_ENV_KEYS or key.startswith(LAUNCH_ENV_PREFIXES)
+    }

@@ -40,13 +40,24 @@ def check_fresh_run_dir(run_dir: Path, resuming: bool) -> None:
         raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run_dir or resume it")
 
 
-def write_error_file(run_dir: Path, exc: BaseException) -> None:
-    """Record why this rank died, for the harness (it reads files, not logs). Never raises."""
+def write_error_file(
+    run_dir: Path, exc: BaseException, *, rank: int | None = None, step: int | None = None, phase: str | None = None
+) -> Path | None:
+    """Record why this rank died, for the harness (it reads files, not logs). Never raises.
+
+    The file is `errors/rank{GLOBAL_RANK}.json` under every launcher (see `global_rank`; pass `rank`
+    when you know it better). The first error of a rank is kept: created with O_EXCL, so the
+    follow-on error of a collective that a peer's death broke (or the same exception seen again by
+    an outer handler) never overwrites it. `step` is the last step this rank recorded and `phase`
+    what it was doing. Returns the file written, or None when one was already there.
+    """
     import json
     import traceback
 
+    from ddp_parity.distributed import global_rank
+
     try:
-        rank = int(os.environ.get("RANK", "0"))
+        rank = global_rank() if rank is None else int(rank)
         folder = Path(run_dir) / "errors"
         folder.mkdir(parents=True, exist_ok=True)
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
@@ -56,7 +67,16 @@ def write_error_file(run_dir: Path, exc: BaseException) -> None:
             "type": type(exc).__name__,
             "message": str(exc).strip().splitlines()[0][:500] if str(exc).strip() else "",
             "traceback": "".join(lines[-6:])[-3000:],
+            "step": step,
+            "phase": phase,
         }
-        (folder / f"rank{rank}.json").write_text(json.dumps(payload, indent=2) + "\n")
+        path = folder / f"rank{rank}.json"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return None  # this rank's first error is already on record
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(payload, indent=2) + "\n")
+        return path
     except Exception:
-        pass
+        return None

@@ -26,7 +26,14 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, plot_loss_curves, write_report
+from ddp_parity.compare.report import (
+    PLOT_FILE,
+    REPORT_FILE,
+    format_summary,
+    labels_of,
+    plot_loss_curves,
+    write_report,
+)
 from ddp_parity.harness.launch import Launch, Outcome, free_port, run_launch, run_launches
 from ddp_parity.trace import TraceFormatError
 
@@ -35,7 +42,7 @@ DEFAULT_TIMEOUT_S = 900.0  # per command
 DEFAULT_STALL_S = 300.0  # no rank moved for this long: a hang (generous: CI machines are loaded)
 RUN_DIR, PORT = "{run_dir}", "{port}"
 SIDES = ("a", "b")
-NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence")  # said already by the summary
+NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence", "steps_equal_before")  # said already by the summary
 
 # variables that would make a launched command think it is a worker of the job running the tests
 SCRUBBED_ENV = (
@@ -96,6 +103,7 @@ def assert_parity(
     stall_timeout: float | None = DEFAULT_STALL_S,
     parallel: bool | None = None,
     cwd: str | os.PathLike | None = None,
+    ignore_config: Sequence[str] = (),
 ) -> dict:
     """Run both commands, compare their traces (bitwise unless rtol/atol say otherwise) and return
     the report (report.json's dict); raise RunsDiffer / RunFailed (AssertionErrors) otherwise.
@@ -103,7 +111,8 @@ def assert_parity(
     `{run_dir}` in a command becomes workdir/a or workdir/b, `{port}` a free port of 127.0.0.1
     (also exported as MASTER_ADDR=127.0.0.1 / MASTER_PORT). `env` is added to the environment of
     both. `parallel`: run both at once (default: when the machine has a core for every process).
-    `cwd`: where the commands run (default: the current directory). Every process either command
+    `cwd`: where the commands run (default: the current directory). `ignore_config`: config keys
+    the diagnosis leaves out (run-control keys that differ on purpose). Every process either command
     started is gone when this returns or raises.
     """
     __tracebackhide__ = True  # pytest shows the caller's line and the message, not this function
@@ -117,29 +126,25 @@ def assert_parity(
         write_report(workdir, report)
         raise RunFailed(failure_message(report, workdir), report)
     try:
-        report, curves = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol)
+        report, curves = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol, ignore_config)
     except TraceFormatError as err:  # a command that exited 0 without recording where it was told
         report = unreadable_report(launches, outcomes, err, rtol, atol)
         write_report(workdir, report)
         raise RunFailed(failure_message(report, workdir), report) from None
     report["logs"] = {launch.side: str(launch.log_path) for launch in launches}
-    report["plot"] = str(plot_loss_curves(workdir, curves, labels=side_labels(report)))
+    report["plot"] = str(plot_loss_curves(workdir, curves, labels=labels_of(report)))
     write_report(workdir, report)
     if report["verdict"] != "equivalent":
         raise RunsDiffer(difference_message(report, workdir), report)
     return report
 
 
-def compare_and_diagnose(run_a: Path, run_b: Path, rtol: float, atol: float) -> tuple[dict, dict]:
-    """The report (what report.json holds, diagnosis included) and the loss curves for the plot.
-    The one place that calls the comparison API."""
-    from ddp_parity.compare.comparator import Criterion, compare_runs
-    from ddp_parity.compare.diagnosis import diagnose
+def compare_and_diagnose(run_a: Path, run_b: Path, rtol: float, atol: float, ignore_config=()) -> tuple[dict, dict]:
+    """The report (what report.json holds, diagnosis and warnings included) and the loss curves."""
+    from ddp_parity import compare_traces
 
-    comparison = compare_runs(run_a, run_b, Criterion(rtol, atol))
-    report = comparison.to_dict()
-    report["diagnosis"] = diagnose(run_a, run_b, report)
-    return report, comparison.curves
+    report = compare_traces(run_a, run_b, rtol=rtol, atol=atol, ignore_config=tuple(ignore_config))
+    return report, report.curves
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,8 +215,8 @@ def run_both(launches: list[Launch], timeout: float, stall: float | None, parall
 def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outcome, rtol, atol) -> dict:
     """report.json for a run that crashed, hung or timed out (the layout compare/run.py writes)."""
     from ddp_parity.compare.comparator import Criterion
-    from ddp_parity.compare.diagnosis import diagnose
-    from ddp_parity.harness.cli import failure_report
+    from ddp_parity.compare.diagnosis import diagnose_failure
+    from ddp_parity.harness.failure import failure_report
 
     run_a, run_b = (launch.run_dir for launch in launches)
     report = {
@@ -226,7 +231,7 @@ def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outco
         "not_run": [launch.side for launch in launches[len(outcomes) :]],
     }
     stall = {**failed.stall, "side": failed.side} if failed.stall else None
-    report["diagnosis"] = diagnose(run_a, run_b, report, stall=stall)
+    report["diagnosis"] = diagnose_failure(run_a, run_b, report, stall=stall)
     return report
 
 
@@ -253,12 +258,6 @@ def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exce
     }
 
 
-def side_labels(report: dict) -> tuple[str, str]:
-    """The names the runs gave themselves (meta.json `side`), else a and b."""
-    sides = (report.get("diagnosis") or {}).get("evidence", {}).get("sides") or {}
-    return sides.get("a", "a"), sides.get("b", "b")
-
-
 def difference_message(report: dict, workdir: Path) -> str:
     return "\n".join(
         [
@@ -281,7 +280,7 @@ def failure_message(report: dict, workdir: Path) -> str:
         f"  command {failure['side']}: {' '.join(report['commands'][failure['side']])}",
     ]
     lines += ["  " + line for line in failure.get("error_lines", [])]
-    if failure.get("stall"):
+    if report.get("diagnosis"):
         lines.append(describe_diagnosis(report["diagnosis"]))
     lines.append(kept_paths(report, workdir))
     return "\n".join(lines)
@@ -299,6 +298,8 @@ def describe_diagnosis(d: dict) -> str:
     if evidence:
         text = json.dumps(evidence, default=str, sort_keys=True)
         lines.append(f"  evidence: {text[:1500]}{' ...' if len(text) > 1500 else ''}")
+    if d.get("module"):
+        lines.append(f"  module: {json.dumps(d['module'], default=str, sort_keys=True)}")
     if d.get("advice"):
         lines.append(f"  fix: {d['advice']}")
     return "\n".join(lines)

@@ -15,12 +15,17 @@ and turned into numbers every `flush_every` steps.
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
 import hashlib
 import json
 import os
 import platform
+import signal
+import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -28,6 +33,12 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
+from ddp_parity.determinism import torch_flags
+from ddp_parity.distributed import launch_env, world_facts
+from ddp_parity.lifeline import watch_parent_if_asked
+
+watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
 
 FORMAT_VERSION = 1
 TRACE_DIR = "trace"
@@ -58,27 +69,61 @@ def digest_indices(indices: list[int]) -> str:
     return hashlib.sha256(json.dumps(indices).encode()).hexdigest()[:16]
 
 
-def batch_fingerprint(batch: Any) -> torch.Tensor | str:
-    """A digest of a batch that carries no indices: sha256 of its CPU tensors' bytes, or, for
-    tensors on an accelerator, their float64 sums and abs-sums kept on the device (no sync)."""
-    tensors = list(_tensors_in(batch))
+def batch_fingerprint(batch: Any) -> str | StagedDigest:
+    """`batch_digest`: hex sha256 over every tensor of a batch except its `index` field or key, in a
+    fixed order (sequences in order, dict keys sorted), each tensor as dtype, shape and raw bytes.
+
+    Containers do not enter the digest, so a list of micro-batches digests like one batch holding
+    their tensors one after the other. Tensors on an accelerator are copied to the host without
+    waiting (non_blocking) and hashed when the trace is next flushed, so digesting never syncs the
+    device per step; the digest is the same as for the same tensors on the CPU.
+    """
+    tensors = [t.detach() for t in _tensors_in(batch)]
     if all(t.device.type == "cpu" for t in tensors):
-        h = hashlib.sha256()
-        for t in tensors:
-            h.update(t.detach().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-        return h.hexdigest()[:16]
-    return torch.stack([s for t in tensors for s in (t.detach().double().sum(), t.detach().double().abs().sum())])
+        return _sha256_of(tensors)
+    return StagedDigest([t if t.device.type == "cpu" else t.to("cpu", non_blocking=True) for t in tensors])
+
+
+class StagedDigest:
+    """A batch digest whose host copies may still be in flight; `hexdigest()` after a device sync."""
+
+    def __init__(self, tensors: list[torch.Tensor]):
+        self.tensors = tensors
+        self.nbytes = sum(t.numel() * t.element_size() for t in tensors)
+
+    def hexdigest(self) -> str:
+        return _sha256_of(self.tensors)
+
+
+def _sha256_of(tensors: list[torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}".encode())
+        h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy())
+    return h.hexdigest()
+
+
+INDEX_KEYS = ("index", "indices")  # what a batch carries to name its samples: left out of batch_digest
 
 
 def _tensors_in(obj: Any) -> Iterator[torch.Tensor]:
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, dict):
-        for value in obj.values():
-            yield from _tensors_in(value)
+        for key in sorted(obj, key=str):
+            if key not in INDEX_KEYS:
+                yield from _tensors_in(obj[key])
+    elif isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple such as our Sample
+        for key, value in zip(obj._fields, obj):
+            if key not in INDEX_KEYS:
+                yield from _tensors_in(value)
     elif isinstance(obj, (list, tuple)):
         for value in obj:
             yield from _tensors_in(value)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for field in dataclasses.fields(obj):
+            if field.name not in INDEX_KEYS:
+                yield from _tensors_in(getattr(obj, field.name))
 
 
 def batch_indices(batch: Any) -> torch.Tensor | None:
@@ -112,6 +157,44 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
     return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
 
 
+def normalised_name(name: str) -> str:
+    """A parameter or buffer name without what wrappers add: torch.compile's `_orig_mod.` (DDP's
+    `module.` never appears: names are taken from the unwrapped model)."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
+
+
+def parameter_names(model: torch.nn.Module) -> dict[int, str]:
+    """{id(parameter): normalised name}, to name an optimizer's parameters."""
+    return {id(p): normalised_name(n) for n, p in unwrap(model).named_parameters()}
+
+
+def buffers_sha256(model: torch.nn.Module) -> dict[str, str]:
+    """{normalised buffer name: hex sha256 of dtype, shape and bytes}: BatchNorm's running stats and the like."""
+    return {normalised_name(n): _sha256_of([b.detach().cpu()]) for n, b in unwrap(model).named_buffers()}
+
+
+def optimizer_facts(optimizer: torch.optim.Optimizer, model: torch.nn.Module | None = None) -> dict:
+    """The optimizer's class and its param groups: the parameters of each (normalised names when the
+    model is given, else their position and shape) and every hyperparameter, as the optimizer holds
+    them now."""
+    names = parameter_names(model) if model is not None else {}
+    groups = []
+    for g, group in enumerate(optimizer.param_groups):
+        params = [names.get(id(p), f"group{g}.param{i}{list(p.shape)}") for i, p in enumerate(group["params"])]
+        groups.append({"params": params, **{k: _jsonable(v) for k, v in sorted(group.items()) if k != "params"}})
+    return {"class": type(optimizer).__name__, "param_groups": groups, "named": model is not None}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
 def sampler_facts(sampler) -> dict:
     """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard."""
     facts = {"class": type(sampler).__name__, "num_samples": len(sampler)}
@@ -143,13 +226,20 @@ def _rank_and_world() -> tuple[int, int]:
 
 
 class TraceRecorder:
-    """Records one rank's trace. Use from any training loop:
+    """Records one rank's trace. Use from any training loop (docs/plugin.md):
 
     recorder = TraceRecorder(run_dir, side="my-loop", config=cfg_dict)
     recorder.start()                      # after init_process_group, on every rank
-    for ...:                              # after each optimizer step:
-        recorder.record(step, loss, batch_indices, epoch=epoch, lr=lr, grad_norm=norm)
+    for ...:                              # right after optimizer.step(), before scheduler.step():
+        recorder.record(step, loss, batch.index, epoch=epoch, grad_norm=norm_before_clipping,
+                        batch=batch, optimizer=optimizer, model=model)
     recorder.finish(model)                # every rank; rank 0 writes final params and meta
+
+    Resuming: `recorder.start(resumed_from_step=N)` (N = optimizer steps the snapshot holds) keeps
+    the earlier attempt's records up to step N. Without it, a trace an earlier attempt left is kept
+    up to the step before this attempt's first record. Records reach the disk at every step (on a
+    CPU) or every `flush_every` steps (values on an accelerator, never a device sync per step), and
+    always when the process ends: normal exit, an uncaught exception, SIGTERM or SIGINT.
     """
 
     def __init__(
@@ -159,33 +249,64 @@ class TraceRecorder:
         config: dict | None = None,
         extra_meta: dict | None = None,
         flush_every: int = 100,
+        handle_signals: bool = True,
+        write_every_step: bool = True,
     ):
         self.run_dir = Path(run_dir)
         self.side = side
         self.config = config or {}
         self.extra_meta = dict(extra_meta or {})
         self.flush_every = flush_every
+        self.handle_signals = handle_signals
+        # host values cost no device sync: write each step as it is recorded, so that even a hard
+        # kill (os._exit, SIGKILL) loses at most the step in flight
+        self.write_every_step = write_every_step
         self.rank, self.world_size = _rank_and_world()
+        self.attempt = 0
         self._pending: list[dict] = []
         self._last_time: float | None = None
         self._last_flushed_loss = float("nan")
         self._latest: tuple[int, int] | None = None
         self._phase = "startup"
+        self._work = 0  # ticks of progress of any kind, for the heartbeat
+        self._latest_loss: Any = None
+        self._cpu_clock: int | None = None  # the training thread's CPU clock (set by start())
+        self.total_steps: int | None = None  # optimizer steps the run will make, when the loop knows
         self._stop_beating = threading.Event()
-        self._file = None
+        self._fd: int | None = None  # this rank's trace, opened once the attempt's resume point is known
+        self._started = False
+        self._resume_from: int | None = None  # the step this attempt continues after, once known
+        self._declared_resume = False
+        self._flushing = False
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._validation_checked = False
+        self._restore_hooks: list = []
         self.meta: dict = {}
 
     @property
     def trace_path(self) -> Path:
         return self.run_dir / TRACE_DIR / f"rank{self.rank}.jsonl"
 
-    def start(self, facts: dict | None = None, keep_steps_upto: int | None = None) -> None:
+    def start(
+        self, facts: dict | None = None, keep_steps_upto: int | None = None, *, resumed_from_step: int | None = None
+    ) -> None:
         """Open this rank's trace and (rank 0) write meta.json with every rank's facts.
 
-        A collective when a process group exists. `keep_steps_upto` resumes an existing trace:
-        records after that step (made before a crash) are dropped, since they are about to be
-        recorded again.
+        A collective when a process group exists. `resumed_from_step=N` says this process resumed
+        from a snapshot taken after optimizer step N: the records an earlier attempt made after N
+        are dropped (they are about to be recorded again), those up to N are kept, and the attempt
+        is marked in meta.json `attempts`. Without it, when an earlier attempt left a trace here,
+        the step of this attempt's first record decides (a restart from scratch records step 1 and
+        replaces everything). `keep_steps_upto` is the older name of `resumed_from_step`.
         """
+        if keep_steps_upto is not None and resumed_from_step is not None and keep_steps_upto != resumed_from_step:
+            raise ValueError(
+                f"start(): keep_steps_upto={keep_steps_upto} and resumed_from_step={resumed_from_step} disagree; "
+                "pass resumed_from_step only"
+            )
+        resume = resumed_from_step if resumed_from_step is not None else keep_steps_upto
+        if resume is not None and int(resume) < 0:
+            raise ValueError(f"start(): resumed_from_step must be >= 0 (steps count from 1), got {resume}")
         self.rank, self.world_size = _rank_and_world()
         rank_facts = {
             "rank": self.rank,
@@ -193,18 +314,21 @@ class TraceRecorder:
             "host": platform.node(),
             "threads": torch.get_num_threads(),
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "torch_flags": torch_flags(),
+            "env": launch_env(),
+            "world": world_facts(),
             **(facts or {}),
         }
-        all_facts = [rank_facts]
+        gathered = [(rank_facts, self._previous_attempt())]
         if self.world_size > 1:
-            all_facts = [None] * self.world_size
-            dist.all_gather_object(all_facts, rank_facts)
+            mine, gathered = gathered[0], [None] * self.world_size
+            dist.all_gather_object(gathered, mine)
+        all_facts = [f for f, _ in gathered]
+        self.attempt = max(previous for _, previous in gathered) + 1
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-        for path in (self.trace_path, self.run_dir / VALIDATION_FILE):
-            if path == self.trace_path or self.rank == 0:
-                _keep_steps_upto(path, keep_steps_upto or 0)
-        self._file = open(self.trace_path, "a")
-        threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True).start()
+        self._start_heartbeat()
+        self._declared_resume = resume is not None
+        start_step = int(resume) if resume is not None else (0 if self.attempt == 0 else None)
         self.meta = {
             "format_version": FORMAT_VERSION,
             "side": self.side,
@@ -215,11 +339,78 @@ class TraceRecorder:
             "ranks": all_facts,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "finished": False,
+            "attempts": self._earlier_attempts() + [self._attempt_entry(start_step)],
+            "resumed_from_step": start_step if self.attempt > 0 or self._declared_resume else None,
             **self.extra_meta,
         }
+        if start_step is not None:
+            self._resume_after(start_step, write_meta=False)
         if self.rank == 0:
             write_json_atomic(self.run_dir / META_FILE, self.meta)
+        self._started = True
         self._last_time = time.perf_counter()
+        self._install_exit_hooks()
+        _LIVE_RECORDERS.add(self)
+
+    # -- attempts -----------------------------------------------------------------------------
+
+    def _previous_attempt(self) -> int:
+        """The latest attempt this rank can see on disk (meta.json, its own trace), -1 when none."""
+        found = -1
+        try:
+            attempts = json.loads((self.run_dir / META_FILE).read_text()).get("attempts") or [{"attempt": 0}]
+            found = max(int(a.get("attempt", 0)) for a in attempts)
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        last = _last_complete_record(self.trace_path)
+        if last is not None:
+            found = max(found, int(last.get("attempt", 0)))
+        return found
+
+    def _earlier_attempts(self) -> list[dict]:
+        """The attempts meta.json already lists (rank 0's view); an older meta.json without the key
+        counts as attempt 0 from step 0."""
+        if self.attempt == 0 or self.rank != 0:
+            return []
+        try:
+            meta = json.loads((self.run_dir / META_FILE).read_text())
+        except (OSError, ValueError):
+            return [{"attempt": a, "start_step": None, "time": None} for a in range(self.attempt)]
+        return meta.get("attempts") or [{"attempt": 0, "start_step": 0, "time": None, "started": meta.get("started")}]
+
+    def _attempt_entry(self, start_step: int | None) -> dict:
+        restarts = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+        return {
+            "attempt": self.attempt,
+            "start_step": start_step,  # None until this attempt's first record says where it resumed
+            "time": time.time(),
+            "torchelastic_restart_count": int(restarts) if restarts and restarts.isdigit() else None,
+        }
+
+    def _resume_after(self, step: int, write_meta: bool = True, validation_upto: int | None = None) -> None:
+        """Keep the records up to `step` (this attempt continues after it), open the trace, and
+        (rank 0) mark where this attempt started."""
+        self._resume_from = int(step)
+        _keep_steps_upto(self.trace_path, self._resume_from)
+        if self.rank == 0:
+            _keep_steps_upto(
+                self.run_dir / VALIDATION_FILE, self._resume_from if validation_upto is None else validation_upto
+            )
+        self._fd = os.open(self.trace_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if self.meta:
+            self.meta["attempts"][-1]["start_step"] = self._resume_from
+            if self.attempt > 0 or self._declared_resume:
+                self.meta["resumed_from_step"] = self._resume_from
+            if write_meta and self.rank == 0:
+                write_json_atomic(self.run_dir / META_FILE, self.meta)
+
+    def _resolve_start(self, first_step: int, validation_upto: int | None = None) -> None:
+        if not self._started:
+            raise RuntimeError("TraceRecorder: call start() (on every rank) before record()")
+        if self._fd is None:
+            self._resume_after(first_step, validation_upto=validation_upto)
+
+    # -- recording ----------------------------------------------------------------------------
 
     def record(
         self,
@@ -231,59 +422,178 @@ class TraceRecorder:
         lr: float | None = None,
         grad_norm: torch.Tensor | float | None = None,
         batch: Any = None,
+        optimizer: torch.optim.Optimizer | None = None,
+        model: torch.nn.Module | None = None,
         **extra: Any,
     ) -> None:
-        """One optimizer step. Tensors are kept as they are (no sync) until the next flush."""
+        """One optimizer step (`step` counts optimizer steps from 1). Call it right after
+        `optimizer.step()` and before `scheduler.step()`.
+
+        `grad_norm`: measured before clipping. `batch`: the step's input batch (or the list of its
+        micro-batches), digested as `batch_digest`. `optimizer`: its param group 0's lr is recorded
+        when `lr` is not given (the lr this step used, if the scheduler has not stepped yet), and its
+        param groups go to meta.json once. `model`: `param_digest` of the parameters as this step
+        left them. Tensors are kept as they are (no device sync) until written.
+        """
+        self._resolve_start(int(step) - 1)
+        if self._watch is not None:
+            self._watch.end_step(step)  # module watch: the step's calls are complete
         now = time.perf_counter()
+        if lr is None and optimizer is not None:
+            lr = optimizer.param_groups[0]["lr"]
         entry = {
             "step": int(step),
             "epoch": int(epoch),
+            "attempt": self.attempt,
             "loss": _detach(loss),
-            "lr": lr,
+            "lr": _detach(lr),
             "grad_norm": _detach(grad_norm),
             "time_s": now - self._last_time if self._last_time else None,
         }
         self._last_time = now
         if indices is not None:
             entry["indices"] = indices.detach() if isinstance(indices, torch.Tensor) else list(indices)
-        elif batch is not None:
+        if batch is not None:
             entry["batch_digest"] = batch_fingerprint(batch)
+        if model is not None and "param_digest" not in extra:
+            extra["param_digest"] = param_digest(model)
         entry.update({k: _detach(v) for k, v in extra.items()})
+        if optimizer is not None and self._optimizer is None:
+            self._record_optimizer(optimizer, model)
         self._pending.append(entry)
         self._latest = (int(step), int(epoch))
-        if len(self._pending) >= self.flush_every:
+        self._latest_loss = entry["loss"]
+        self._work += 1
+        if self._phase == "startup":
+            self._phase = "train"  # the first recorded step: a loop that never names its phases still shows it
+        if (
+            (self.write_every_step and not _on_device(entry))
+            or len(self._pending) >= self.flush_every
+            or self._staged_bytes() > STAGED_BYTES_LIMIT
+        ):
             self.flush()
 
+    def _record_optimizer(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module | None) -> None:
+        """meta.json `optimizer`: class, param groups, hyperparameters, as at the first step."""
+        self._optimizer = optimizer
+        self.meta["optimizer"] = optimizer_facts(optimizer, model)
+        if self.rank == 0:
+            write_json_atomic(self.run_dir / META_FILE, self.meta)
+
+    def _staged_bytes(self) -> int:
+        return sum(e["batch_digest"].nbytes for e in self._pending if isinstance(e.get("batch_digest"), StagedDigest))
+
+    _watch = None  # the ModuleWatch of watch(), if any
+
+    def watch(self, model: torch.nn.Module, steps: Any = None, *, start_step: int = 0):
+        """Record every module call of a few optimizer steps (ddp_parity/watch.py, docs/localisation.md):
+
+            recorder.watch(model)   # the plain model, before or after DDP(model); once, before training
+
+        `steps`: optimizer steps to watch (numbered as `record()` numbers them, from 1); default
+        watch.DEFAULT_STEPS; the environment variable DDP_PARITY_WATCH_STEP overrides it.
+        `start_step`: the step a resumed run starts after. Nothing else in the loop changes: the
+        parameter gradients are read at the end of each backward pass, before clipping."""
+        from ddp_parity.watch import ModuleWatch
+
+        if self._watch is not None:
+            self._watch.detach()
+        self._watch = ModuleWatch(model, steps, start_step=start_step)
+        return self._watch
+
+    def _start_heartbeat(self) -> None:
+        try:  # the CPU clock of the thread that trains: it moves while that thread computes, not while it waits
+            self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        except (AttributeError, OSError):
+            self._cpu_clock = None
+        self._write_heartbeat()
+        self._beating = threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True)
+        self._beating.start()
+
     def _heartbeat(self) -> None:
-        """Progress for a watcher (the harness's stall detection): this rank's latest step, written
-        by a background thread at most once a second. It keeps beating while the training thread is
-        blocked in a collective (c10d waits release the GIL), so a hang shows where each rank stopped."""
-        written = None
+        """Progress for a watcher (the harness's stall detection and live progress), written by a
+        background thread every HEARTBEAT_S: the latest step, the phase, and two measures of work,
+        `work` (ticked by every step, phase change and tick()) and `cpu_s` (CPU time of the thread
+        that trains). It keeps beating while the training thread is blocked in a collective (c10d
+        waits release the GIL): a rank whose step, work and CPU time all stand still is waiting,
+        one whose CPU time moves is busy (a long validation, a checkpoint of a large model)."""
         while not self._stop_beating.wait(HEARTBEAT_S):
-            latest = self._latest
-            if latest is not None and latest != written:
-                tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
-                tmp.write_text(json.dumps({"step": latest[0], "epoch": latest[1], "time": time.time()}))
-                os.replace(tmp, self.progress_path)
-                written = latest
+            self._write_heartbeat()
+
+    def _write_heartbeat(self) -> None:
+        step, epoch = self._latest or (None, None)
+        beat = {
+            "step": step,
+            "epoch": epoch,
+            "phase": self._phase,
+            "work": self._work,
+            "cpu_s": self._training_cpu_s(),
+            "time": time.time(),
+            "loss": self._heartbeat_loss(),
+            "total_steps": self.total_steps,
+        }
+        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(beat))
+            os.replace(tmp, self.progress_path)
+        except OSError:
+            pass  # the run directory went away (a test cleaning up): nothing to watch
+
+    def _training_cpu_s(self) -> float:
+        """CPU seconds of the training thread (the process's, where the platform cannot tell threads apart)."""
+        if self._cpu_clock is not None:
+            try:
+                return time.clock_gettime(self._cpu_clock)
+            except OSError:
+                self._cpu_clock = None
+        return time.process_time()
+
+    def _heartbeat_loss(self) -> float | None:
+        """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""
+        loss = self._latest_loss
+        if isinstance(loss, torch.Tensor) and loss.device.type == "cpu" and loss.numel() == 1:
+            loss = loss.item()
+        if not isinstance(loss, (int, float)):
+            loss = self._last_flushed_loss
+        return float(loss) if loss == loss and abs(loss) != float("inf") else None
 
     def set_phase(self, phase: str) -> None:
         """Tell the heartbeat what this rank is doing now: "train", "validation", "checkpoint", ...
         (a watcher tells a long phase from a hang by it)."""
-        self._phase = phase
+        if phase != self._phase:
+            self._phase = phase
+            self._work += 1
+
+    def tick(self) -> None:
+        """Count a unit of work that is not an optimizer step (a validation batch, a file written):
+        the watcher sees the rank is busy."""
+        self._work += 1
 
     def _stop_heartbeat(self) -> None:
         self._stop_beating.set()
+        beating = getattr(self, "_beating", None)
+        if beating is not None and beating is not threading.current_thread():
+            beating.join(timeout=2 * HEARTBEAT_S)  # its last write lands before any later one
 
     @property
     def progress_path(self) -> Path:
         return self.run_dir / TRACE_DIR / f"rank{self.rank}.progress"
 
     def record_validation(self, epoch: int, step: int, metrics: dict) -> None:
-        """Rank 0 appends one validation result (already synced across ranks)."""
-        if self.rank == 0:
-            with open(self.run_dir / VALIDATION_FILE, "a") as f:
-                f.write(json.dumps({"epoch": int(epoch), "step": int(step), **metrics}) + "\n")
+        """Rank 0 appends one validation result (already synced across ranks). Values are written
+        as given (Python floats, or tensors in their own dtype): pass the figures you computed,
+        not a logger's rounded copy."""
+        if self.rank != 0:
+            return
+        path = self.run_dir / VALIDATION_FILE
+        if self._fd is None and self._started:  # nothing recorded yet in this attempt: it resumed at `step`
+            self._resolve_start(int(step), validation_upto=int(step) - 1)
+        elif not self._validation_checked:  # this attempt's first validation supersedes any at or after its step
+            _keep_steps_upto(path, int(step) - 1, only_if_later=True)
+        self._validation_checked = True
+        line = {"epoch": int(epoch), "step": int(step), **{k: _scalar(v) for k, v in metrics.items()}}
+        with open(path, "a") as f:
+            f.write(json.dumps(line) + "\n")
 
     def last_loss(self) -> float:
         """The latest recorded loss (a device sync: call it per epoch, not per step)."""
@@ -291,37 +601,65 @@ class TraceRecorder:
         return self._last_flushed_loss
 
     def flush(self) -> None:
-        if not self._pending or self._file is None:
+        """Write what is pending (on an accelerator: one device sync)."""
+        if self._watch is not None:
+            self._watch.flush(self.run_dir, self.rank)
+        if not self._pending or self._fd is None or self._flushing:
             return
-        lines = [json.dumps(_to_json(entry)) for entry in self._pending]
-        self._last_flushed_loss = json.loads(lines[-1])["loss"]
-        self._file.write("\n".join(lines) + "\n")
-        self._file.flush()
-        self._pending.clear()
+        self._flushing = True  # a signal arriving now must not write the same lines twice
+        try:
+            if any(isinstance(e.get("batch_digest"), StagedDigest) for e in self._pending):
+                torch.accelerator.synchronize()  # the host copies of the batches are complete
+            records = [_to_json(entry) for entry in self._pending]
+            _write_all(self._fd, "".join(json.dumps(r) + "\n" for r in records).encode())
+            self._last_flushed_loss = records[-1]["loss"]
+            self._pending.clear()
+        finally:
+            self._flushing = False
+
+    def record_error(self, exc: BaseException) -> Path | None:
+        """errors/rank{r}.json for this rank (the first error is kept), with the last recorded step
+        and the phase. Called for an uncaught exception by itself; call it where you catch one."""
+        from ddp_parity.runs import write_error_file
+
+        step = self._latest[0] if self._latest else None
+        return write_error_file(self.run_dir, exc, rank=self.rank, step=step, phase=self._phase)
 
     def finish(self, model: torch.nn.Module, **extra_meta: Any) -> None:
-        """Flush, check every replica holds the same parameters, and (rank 0) write the final
-        parameters and the completed meta.json. A collective when a process group exists."""
+        """Flush, check every replica holds the same parameters and buffers, and (rank 0) write the
+        final parameters and the completed meta.json. A collective when a process group exists."""
         from safetensors.torch import save_file
 
+        if self._fd is None and self._started:  # this attempt recorded no step: the earlier trace stands whole
+            last = _last_complete_record(self.trace_path)
+            self._resume_after(int(last["step"]) if last else 0)
         self.close()
-        digest = params_sha256(model)
-        digests = [digest]
+        self.set_phase("finished")
+        if self.progress_path.parent.is_dir():
+            self._write_heartbeat()
+        digest, buffers = params_sha256(model), buffers_sha256(model)
+        gathered = [(digest, buffers)]
         if self.world_size > 1:
-            digests = [None] * self.world_size
-            dist.all_gather_object(digests, digest)
+            gathered = [None] * self.world_size
+            dist.all_gather_object(gathered, (digest, buffers))
         if self.rank != 0:
             return
         state = {k: v.detach().cpu().contiguous() for k, v in unwrap(model).state_dict().items()}
         tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
         save_file(state, str(tmp))
         os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
+        for facts, (rank_params, rank_buffers) in zip(self.meta["ranks"], gathered):
+            facts["params_sha256"], facts["buffers_sha256"] = rank_params, rank_buffers
+        if self._optimizer is not None and not self.meta["optimizer"].get("named"):
+            self.meta["optimizer"] = optimizer_facts(self._optimizer, model)  # now with parameter names
         self.meta.update(
             {
                 "finished": True,
                 "ended": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "params_sha256": digest,
-                "replicas_identical": len(set(digests)) == 1,
+                "buffers_sha256": buffers,
+                # parameters and every buffer (non-persistent ones too) equal on every rank
+                "replicas_identical": all(g == gathered[0] for g in gathered),
                 **extra_meta,
             }
         )
@@ -331,22 +669,108 @@ class TraceRecorder:
         """Flush what was recorded (on an error path), without the collectives of finish()."""
         self._stop_heartbeat()
         self.flush()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._remove_exit_hooks()
+        _LIVE_RECORDERS.discard(self)
+
+    # -- the process ending ---------------------------------------------------------------------
+
+    def _install_exit_hooks(self) -> None:
+        """Write what is pending however the process ends: atexit covers a normal exit and an
+        uncaught exception (which also gets its error file here); SIGTERM/SIGINT handlers flush and
+        then do what was there before (a framework's handler, Python's KeyboardInterrupt, or the
+        default: die by the signal, so a launcher sees the same exit). Only from the main thread."""
+        previous_hook = sys.excepthook
+
+        def excepthook(exc_type, exc, tb):
+            if not issubclass(exc_type, KeyboardInterrupt):
+                self.record_error(exc)
+            self.close()
+            previous_hook(exc_type, exc, tb)
+
+        sys.excepthook = excepthook
+        self._restore_hooks.append(
+            lambda: setattr(sys, "excepthook", previous_hook) if sys.excepthook is excepthook else None
+        )
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(signum)
+            handler = self._signal_handler(previous)
+            signal.signal(signum, handler)
+            self._restore_hooks.append(
+                lambda s=signum, h=handler, p=previous: signal.signal(s, p) if signal.getsignal(s) is h else None
+            )
+
+    def _signal_handler(self, previous):
+        def on_signal(signum, frame):
+            try:
+                self.flush()
+            except Exception:
+                pass
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:  # the default action: die by this signal, as without us
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        return on_signal
+
+    def _remove_exit_hooks(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be changed from the main thread; they stay harmless
+        for restore in reversed(self._restore_hooks):
+            restore()
+        self._restore_hooks = []
+
+
+STAGED_BYTES_LIMIT = 256 * 2**20  # host copies of accelerator batches held before a flush writes them
+_LIVE_RECORDERS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_recorders_at_exit() -> None:
+    for recorder in list(_LIVE_RECORDERS):
+        try:
+            recorder.close()
+        except Exception:
+            pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """One write call per flush (appends are not interleaved, a kill never cuts a line in half
+    except mid-call); loop only for the rare short write."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _on_device(entry: dict) -> bool:
+    return any(
+        isinstance(v, StagedDigest) or (isinstance(v, torch.Tensor) and v.device.type != "cpu") for v in entry.values()
+    )
 
 
 def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
 
 
+def _scalar(value: Any) -> Any:
+    """A tensor as Python numbers in its own precision (`.item()` of a float64 stays float64)."""
+    if isinstance(value, torch.Tensor):
+        return value.item() if value.numel() == 1 else value.tolist()
+    return value
+
+
 def _to_json(entry: dict) -> dict:
     out = {}
     for key, value in entry.items():
-        if isinstance(value, torch.Tensor):
-            value = value.float().item() if value.numel() == 1 and key != "indices" else value.tolist()
-            if key == "batch_digest":
-                value = ",".join(repr(v) for v in value)
+        if isinstance(value, StagedDigest):
+            value = value.hexdigest()
+        elif isinstance(value, torch.Tensor):
+            value = value.item() if value.numel() == 1 and key != "indices" else value.tolist()
         if key == "indices":
             if len(value) > INDEX_LIST_LIMIT:
                 out["indices_digest"], out["count"] = digest_indices(value), len(value)
@@ -355,15 +779,15 @@ def _to_json(entry: dict) -> dict:
     return out
 
 
-def _keep_steps_upto(path: Path, keep_steps_upto: int) -> None:
-    """Drop records after a step (those a resumed run is about to write again)."""
+def _keep_steps_upto(path: Path, keep_steps_upto: int, only_if_later: bool = False) -> None:
+    """Drop records after a step (those a resumed run is about to write again), and any line a
+    crash cut off. `only_if_later`: leave the file alone unless a record after the step is there."""
     if not path.exists():
         return
-    kept = [
-        line
-        for line in path.read_text().splitlines()
-        if line.strip() and _complete_step(line) is not None and _complete_step(line) <= keep_steps_upto
-    ]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    kept = [line for line in lines if (step := _complete_step(line)) is not None and step <= keep_steps_upto]
+    if only_if_later and len(kept) == len(lines):
+        return
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(line + "\n" for line in kept))
     os.replace(tmp, path)
@@ -374,6 +798,30 @@ def _complete_step(line: str) -> int | None:
         return int(json.loads(line)["step"])
     except (ValueError, KeyError, TypeError):
         return None  # a line cut off by a crash
+
+
+def _last_complete_record(path: Path, tail_bytes: int = 1 << 16) -> dict | None:
+    """The last whole record of a trace file (read from its end), None when there is none."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - tail_bytes))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "step" in record:
+            return record
+    if size > tail_bytes:  # a very long last line (huge index lists): read it all
+        for line in reversed(path.read_text(errors="replace").splitlines()):
+            if _complete_step(line) is not None:
+                return json.loads(line)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

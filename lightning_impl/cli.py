@@ -25,6 +25,9 @@ from ddp_parity.faults import FAULT_ENV, maybe_inject_fault
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir
 from lightning_impl.module import ParityDataModule, ParityModule
 
+# -----------------------------------------------------------------------------
+# setup and teardown: raw/train.py's setup() and main(); the Trainer's DDP strategy does the rest
+
 
 class ParityCLI(LightningCLI):
     """LightningCLI plus the keys the raw loop reads too (`threads`, `run_dir`, `checkpoint:`),
@@ -108,11 +111,8 @@ def restarted() -> bool:
     return os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
 
 
-class FaultInjection(Callback):
-    """Tests and demos only (DDP_PARITY_FAULT=RANK:STEP[:KIND]): crash one rank after one step, once."""
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        maybe_inject_fault(trainer.global_step, "step")
+# -----------------------------------------------------------------------------
+# checkpoints: raw/train.py's save_checkpoint, find_checkpoint and load_checkpoint
 
 
 def build_checkpoint_callback(ckpt: CheckpointConfig, run_dir: str) -> ModelCheckpoint:
@@ -131,6 +131,10 @@ def build_checkpoint_callback(ckpt: CheckpointConfig, run_dir: str) -> ModelChec
     )
 
 
+# -----------------------------------------------------------------------------
+# main
+
+
 def cli_main(args=None) -> ParityCLI:
     return ParityCLI(
         ParityModule,
@@ -139,6 +143,17 @@ def cli_main(args=None) -> ParityCLI:
         save_config_kwargs={"overwrite": True},
         args=args,
     )
+
+
+# -----------------------------------------------------------------------------
+# fault injection: tests and demos only, out of the training code's sight
+
+
+class FaultInjection(Callback):
+    """Tests and demos only (DDP_PARITY_FAULT=RANK:STEP[:KIND]): crash one rank after one step, once."""
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        maybe_inject_fault(trainer.global_step, "step")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
     python compare/run.py --mistake no-set-epoch        # and see what the harness says
     python compare/run.py --mistake list
 
-raw/train.py stays the clean reference: each mistake replaces one of its functions or classes
-before `train.main` runs, the way the mistake would look in a user's own loop.
+raw/train.py stays the clean loop: each mistake replaces one of the names it looks up at run time
+(DistributedSampler, build_net, set_determinism, parse_raw_config, batch_loss) before `train.main`
+runs, the way the mistake would look in a user's own loop. raw/reference.py bends it the same way.
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ def no_loss_scaling_for_accumulation() -> None:
         accumulate["k"] = cfg.trainer.accumulate_grad_batches
         return cfg
 
-    def unscaled(t, d, batch, loss_fn):
-        loss, k = batch_loss(t, d, batch, loss_fn), accumulate["k"]
+    def unscaled(model, batch, device):
+        loss, k = batch_loss(model, batch, device), accumulate["k"]
         return loss + (k - 1) * (loss - loss.detach())  # value unchanged, gradient times k
 
     train.parse_raw_config, train.batch_loss = parse_and_note_k, unscaled

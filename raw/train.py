@@ -8,8 +8,8 @@ Launch (CPU: gloo; GPU: NCCL, one process per device):
 Override single keys with LightningCLI's dotted names: --data.batch_size 16 --trainer.max_epochs 1
 Resume from the newest complete checkpoint: --resume (or --ckpt_path last); a torchrun restart
 (--max-restarts) resumes by itself.
-The tutorial's claim, measured: `python raw/train.py --reference` trains one process on the global
-batches a DDP run of trainer.devices x trainer.num_nodes ranks sees (compare/run.py --reference).
+Read it beside lightning_impl/module.py (same order, same names) and docs/how-parity-works.md.
+raw/reference.py and raw/mistakes.py bend this script from outside; it never imports them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import os
 import random
 import sys
 import time
+import traceback
 from contextlib import nullcontext
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,33 +31,31 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 from tqdm import tqdm
 
-from ddp_parity.config import ConfigError, RunConfig, check_world_size, one_line, parse_raw_config
+from ddp_parity.config import ConfigError, check_world_size, one_line, parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.determinism import set_determinism
 from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
-from ddp_parity.trace import TraceRecorder, param_digest, params_sha256, sampler_facts
+from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
-EXIT_BAD_INPUT = 2
+SIDE = "raw"  # the trace's side name and the default run folder's prefix
+loss_fn = build_loss()
 
 # -----------------------------------------------------------------------------
-# distributed setup and teardown
+# setup and teardown
 
 
-@dataclass
-class Dist:
-    ddp: bool
-    rank: int
-    local_rank: int
-    world_size: int
-    device: torch.device
-
-    @property
-    def master(self) -> bool:
-        return self.rank == 0
+def setup(accelerator: str):
+    """torchrun sets RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT; without them: one plain process."""
+    if "RANK" not in os.environ:
+        return False, 0, 0, 1, pick_device(accelerator, 0)
+    rank, local_rank, world_size = (int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
+    device = pick_device(accelerator, local_rank)  # bind the device before the process group (NCCL needs it)
+    init_process_group_from_env(dist.get_default_backend_for_device(device))  # nccl on CUDA, gloo on CPU
+    return True, rank, local_rank, world_size, device
 
 
 def pick_device(accelerator: str, local_rank: int) -> torch.device:
@@ -69,31 +68,18 @@ def pick_device(accelerator: str, local_rank: int) -> torch.device:
     return torch.device(torch.accelerator.current_accelerator().type, local_rank)
 
 
-def setup_distributed(accelerator: str) -> Dist:
-    """torchrun provides RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT; without them: one plain process."""
-    if "RANK" not in os.environ:
-        return Dist(False, 0, 0, 1, pick_device(accelerator, 0))
-    rank, local_rank, world_size = (int(os.environ[k]) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
-    device = pick_device(accelerator, local_rank)  # bind the device before the process group (NCCL needs it)
-    backend = dist.get_default_backend_for_device(device)  # nccl on CUDA, gloo on CPU
-    init_process_group_from_env(backend)
-    return Dist(True, rank, local_rank, world_size, device)
-
-
-def cleanup_distributed(d: Dist, t: Training | None) -> None:
-    """Drop the DDP wrapper first, then the process group. DDP's Reducer holds the group; freed
-    last (at interpreter exit, GIL held) it joins gloo's worker threads while one of them waits for
-    the GIL to free a finished collective's tensors: a hang at exit, about one run in three here.
-    Destroyed through destroy_process_group, the group is released without the GIL."""
-    if t is not None:
-        t.ddp_model = None
-        gc.collect()
-    if d.ddp and dist.is_initialized():
+def cleanup() -> None:
+    """Free the DDP wrapper first (the caller has dropped it), then the process group. DDP's Reducer
+    holds the group; freed last (at interpreter exit, GIL held) it joins gloo's worker threads while
+    one of them waits for the GIL to free a finished collective's tensors: a hang at exit, about one
+    run in three here. Destroyed through destroy_process_group, the group is released without the GIL."""
+    gc.collect()
+    if dist.is_initialized():
         dist.destroy_process_group()
 
 
-def print0(d: Dist, *args) -> None:
-    if d.master:
+def print0(*args) -> None:
+    if int(os.environ.get("RANK", "0")) == 0:
         print(*args, flush=True)
 
 
@@ -101,95 +87,29 @@ def print0(d: Dist, *args) -> None:
 # data
 
 
-def build_train_loader(cfg: RunConfig, train_set, world_size: int, rank: int):
-    """DistributedSampler splits the data across ranks (no shuffle=True on the DataLoader: the
-    sampler shuffles, seeded like Lightning's injected one). One process uses the same sampler with
-    one replica, so its order is what torchrun --nproc_per_node=1 sees."""
-    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, seed=cfg.seed_everything)
-    return DataLoader(train_set, batch_size=cfg.data.batch_size, sampler=sampler, drop_last=cfg.data.drop_last), sampler
-
-
-class GlobalBatchLoader:
-    """--reference: one process steps the N per-rank loaders of a DDP run together, so each step
-    trains on the global batch DDP sees (the union of the ranks' batches)."""
-
-    def __init__(self, cfg: RunConfig, train_set, world_size: int):
-        self.loaders, self.samplers = zip(
-            *(build_train_loader(cfg, train_set, world_size, r) for r in range(world_size))
-        )
-
-    def __iter__(self):
-        return (list(per_rank) for per_rank in zip(*self.loaders))
-
-    def __len__(self) -> int:
-        return len(self.loaders[0])
-
-    def set_epoch(self, epoch: int) -> None:
-        for sampler in self.samplers:
-            sampler.set_epoch(epoch)
-
-
-def build_loaders(cfg: RunConfig, d: Dist, reference_world_size: int | None = None):
+def build_loaders(cfg, rank: int, world_size: int):
+    """DistributedSampler splits the data across ranks (no shuffle=True on the DataLoader: the sampler
+    shuffles, seeded like Lightning's injected one). One process uses the same sampler with one
+    replica, so its order is what torchrun --nproc_per_node=1 sees. Validation shards without padding."""
     train_set, val_set = build_datasets(cfg.data)
-    if reference_world_size:
-        train_loader = sampler = GlobalBatchLoader(cfg, train_set, reference_world_size)
-    else:
-        train_loader, sampler = build_train_loader(cfg, train_set, d.world_size, d.rank)
+    workers = {"num_workers": cfg.data.num_workers, "persistent_workers": cfg.data.persistent_workers}
+    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True, seed=cfg.seed_everything)
+    train_loader = DataLoader(
+        train_set, batch_size=cfg.data.batch_size, sampler=sampler, drop_last=cfg.data.drop_last, **workers
+    )
     val_loader = None
     if val_set is not None:
-        val_loader = DataLoader(
-            val_set, batch_size=cfg.data.batch_size, sampler=ExactShardSampler(val_set, d.world_size, d.rank)
-        )
+        val_sampler = ExactShardSampler(val_set, world_size, rank)
+        val_loader = DataLoader(val_set, batch_size=cfg.data.batch_size, sampler=val_sampler, **workers)
     return train_loader, sampler, val_loader
 
 
-# -----------------------------------------------------------------------------
-# model, optimizer, precision
-
-
-@dataclass
-class Training:
-    model: torch.nn.Module  # the plain network (what checkpoints hold)
-    ddp_model: torch.nn.Module  # what the loop calls: DDP-wrapped, or the network itself
-    optimizer: torch.optim.Optimizer
-    scheduler: object
-    scaler: torch.amp.GradScaler | None
-    autocast_dtype: torch.dtype | None
-    init_params_sha256: str  # this rank's weights as built, before DDP's broadcast
-
-
-def build_training(cfg: RunConfig, d: Dist) -> Training:
-    model = build_net(cfg.model).to(d.device)
-    init_digest = params_sha256(model)
-    # DDP broadcasts rank 0's parameters at construction, so every replica starts identical
-    device_ids = [d.local_rank] if d.device.type == "cuda" else None
-    ddp_model = DDP(model, device_ids=device_ids) if d.ddp else model
-    optimizer = build_optimizer(model.parameters(), cfg.model)
-    scheduler = build_scheduler(optimizer, cfg.model)
-    precision = cfg.trainer.precision
-    autocast_dtype = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(precision)
-    scaler = torch.amp.GradScaler(d.device.type) if precision == "16-mixed" else None
-    return Training(model, ddp_model, optimizer, scheduler, scaler, autocast_dtype, init_digest)
-
-
-def autocast(t: Training, d: Dist):
-    # cache_enabled=False: Lightning's MixedPrecision does the same (same numbers, no cast cache)
-    return (
-        torch.autocast(d.device.type, dtype=t.autocast_dtype, cache_enabled=False)
-        if t.autocast_dtype
-        else nullcontext()
-    )
+def batch_loss(model, batch, device) -> torch.Tensor:
+    return loss_fn(model(batch.x.to(device)), batch.y.to(device))
 
 
 # -----------------------------------------------------------------------------
 # checkpoints: rank 0 writes atomically, everyone waits, everyone loads with map_location
-
-
-@dataclass
-class Progress:
-    epoch: int = 0  # the epoch in progress
-    batches_done: int = 0  # micro-batches of that epoch already trained
-    global_step: int = 0  # optimizer steps taken
 
 
 def rng_state() -> dict:
@@ -212,347 +132,257 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
 
 
-def checkpoint_dir(run_dir: Path) -> Path:
-    return run_dir / "checkpoints"
+def resume_iterator(loader, skip: int, rng: dict | None):
+    """The epoch's batches from batch `skip` on. Creating the iterator draws a seed from torch's RNG,
+    as in Lightning. A checkpoint taken at an epoch's end holds the state before that draw; one taken
+    mid-epoch, the state after it. Without a checkpoint (rng None) this is iter(loader)."""
+    if rng is not None and skip == 0:
+        set_rng_state(rng)
+    batches = iter(loader)
+    if rng is not None and skip > 0:
+        set_rng_state(rng)
+    for _ in range(skip):  # mid-epoch resume: skip what was already trained
+        next(batches)
+    return batches
 
 
-def save_checkpoint(
-    cfg: RunConfig, d: Dist, t: Training, progress: Progress, run_dir: Path, recorder: TraceRecorder
-) -> None:
+def save_checkpoint(cfg, run_dir: Path, stateful: dict, progress: dict, recorder: TraceRecorder) -> None:
     """Everything that decides what comes next, every rank's RNG included; rank 0 writes."""
+    recorder.set_phase("checkpoint")
     recorder.flush()  # the trace up to this step is on disk before the checkpoint that resumes after it
-    states = [rng_state()]
-    if d.ddp:
-        states = [None] * d.world_size
-        dist.all_gather_object(states, rng_state())
-    if d.master:
-        payload = {
-            "model": t.model.state_dict(),
-            "optimizer": t.optimizer.state_dict(),
-            "scheduler": t.scheduler.state_dict() if t.scheduler else None,
-            "scaler": t.scaler.state_dict() if t.scaler else None,
-            "progress": vars(progress).copy(),
-            "sampler": {"seed": cfg.seed_everything, "epoch": progress.epoch},
-            "world_size": d.world_size,
-            "rng": states,
-        }
-        folder = checkpoint_dir(run_dir)
+    rng = [rng_state()]
+    if dist.is_initialized():
+        rng = [None] * dist.get_world_size()
+        dist.all_gather_object(rng, rng_state())
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        payload = {name: obj.state_dict() if obj else None for name, obj in stateful.items()}
+        payload |= {"progress": progress, "world_size": len(rng), "rng": rng}
+        payload["sampler"] = {"seed": cfg.seed_everything, "epoch": progress["epoch"]}
+        folder = run_dir / "checkpoints"
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"step-{progress.global_step:08d}.pt"
+        path = folder / f"step-{progress['global_step']:08d}.pt"
         tmp = folder / f".{path.name}.tmp"
         torch.save(payload, tmp)
-        maybe_inject_fault(progress.global_step, "checkpoint-write")
+        maybe_inject_fault(progress["global_step"], "checkpoint-write")
         os.replace(tmp, path)  # a crash before this line leaves the previous checkpoint the newest
-        prune_checkpoints(folder, cfg.checkpoint.keep_last)
-    if d.ddp:
+        if cfg.checkpoint.keep_last != -1:
+            for old in sorted(folder.glob("step-*.pt"))[: -cfg.checkpoint.keep_last]:
+                old.unlink()
+    if dist.is_initialized():
         dist.barrier()  # nobody runs ahead (or resumes) before the checkpoint is on disk
+    recorder.set_phase("train")
 
 
-def prune_checkpoints(folder: Path, keep_last: int) -> None:
-    if keep_last == -1:
-        return
-    for old in sorted(folder.glob("step-*.pt"))[:-keep_last]:
-        old.unlink()
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest complete checkpoint: only renamed files count, never a leftover .tmp."""
-    found = sorted(checkpoint_dir(run_dir).glob("step-*.pt"))
-    return found[-1] if found else None
-
-
-def load_checkpoint(path: Path, d: Dist, t: Training) -> tuple[Progress, dict]:
-    try:
-        # weights_only: a checkpoint is data, never code; map_location: onto this process's device
-        payload = torch.load(path, map_location=d.device, weights_only=True)
-        t.model.load_state_dict(payload["model"])
-        t.optimizer.load_state_dict(payload["optimizer"])
-    except Exception as err:  # corrupt, truncated, pickled objects, another model's shape
-        raise ConfigError(f"checkpoint {path} cannot be loaded: {one_line(str(err))[:400]}") from None
-    if t.scheduler and payload["scheduler"]:
-        t.scheduler.load_state_dict(payload["scheduler"])
-    if t.scaler and payload["scaler"]:
-        t.scaler.load_state_dict(payload["scaler"])
-    if payload["world_size"] != d.world_size:
-        raise ConfigError(
-            f"checkpoint {path} was written by {payload['world_size']} processes, "
-            f"this run has {d.world_size}: the data split would differ"
-        )
-    return Progress(**payload["progress"]), payload["rng"][d.rank]
-
-
-def resume_point(cfg: RunConfig, resume: bool, run_dir: Path) -> Path | None:
+def find_checkpoint(cfg, resume: bool, run_dir: Path) -> Path | None:
+    """`--ckpt_path FILE`, or with --resume / --ckpt_path last / a torchrun restart the newest complete
+    checkpoint: only renamed files count, never a leftover .tmp."""
     if cfg.ckpt_path not in (None, "last"):
-        path = Path(cfg.ckpt_path)
-        if not path.is_file():
-            raise ConfigError(f"`ckpt_path` {path} does not exist")
-        return path
+        if not Path(cfg.ckpt_path).is_file():
+            raise ConfigError(f"`ckpt_path` {cfg.ckpt_path} does not exist")
+        return Path(cfg.ckpt_path)
     if not (resume or cfg.ckpt_path == "last"):
         return None
-    found = latest_checkpoint(run_dir)
-    if found is None and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
-        raise ConfigError(f"--resume: no checkpoint in {checkpoint_dir(run_dir)}")
-    return found  # a torchrun restart before the first checkpoint starts over
+    found = sorted((run_dir / "checkpoints").glob("step-*.pt"))
+    if not found and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+        raise ConfigError(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
+    return found[-1] if found else None  # a torchrun restart before the first checkpoint starts over
+
+
+def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size: int) -> tuple[dict, list]:
+    try:
+        # weights_only: a checkpoint is data, never code; map_location: onto this process's device
+        payload = torch.load(path, map_location=device, weights_only=True)
+        stateful["model"].load_state_dict(payload["model"])
+        stateful["optimizer"].load_state_dict(payload["optimizer"])
+    except Exception as err:  # corrupt, truncated, pickled objects, another model's shape
+        raise ConfigError(f"checkpoint {path} cannot be loaded: {one_line(str(err))[:400]}") from None
+    for name in ("scheduler", "scaler"):
+        if stateful[name] and payload[name]:
+            stateful[name].load_state_dict(payload[name])
+    if payload["world_size"] != world_size:
+        raise ConfigError(
+            f"checkpoint {path} was written by {payload['world_size']} processes, "
+            f"this run has {world_size}: the data split would differ"
+        )
+    return payload["progress"], payload["rng"]
 
 
 # -----------------------------------------------------------------------------
-# the training loop
+# training
 
 
-@dataclass
-class StepInputs:
-    """What one optimizer step consumed, for the trace."""
+def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -> int:
+    ddp = dist.is_initialized()
+    check_world_size(cfg.data, world_size)
+    configured = cfg.trainer.devices * cfg.trainer.num_nodes if cfg.trainer.devices != "auto" else world_size
+    if ddp and configured != world_size:
+        print0(f"note: trainer.devices x num_nodes = {configured}, torchrun started {world_size}: torchrun wins")
+    run_dir = resolve_run_dir(cfg.run_dir, SIDE)
+    restarted = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
+    ckpt_path = find_checkpoint(cfg, resume or restarted, run_dir)
+    check_fresh_run_dir(run_dir, resuming=ckpt_path is not None or restarted)
 
-    loss: torch.Tensor | None = None
-    indices: list = None
-
-
-def train_one_epoch(
-    cfg: RunConfig,
-    d: Dist,
-    t: Training,
-    loader,
-    progress: Progress,
-    recorder: TraceRecorder,
-    run_dir: Path,
-    rng_to_restore: dict | None,
-) -> None:
-    loss_fn, k = build_loss(), cfg.trainer.accumulate_grad_batches
-    # creating the iterator draws a seed from torch's RNG, as in Lightning. A checkpoint taken at an
-    # epoch's end holds the state before that draw; one taken mid-epoch, the state after it.
-    if rng_to_restore is not None and progress.batches_done == 0:
-        set_rng_state(rng_to_restore)
-    batches = iter(loader)
-    if rng_to_restore is not None and progress.batches_done > 0:
-        set_rng_state(rng_to_restore)
-    for _ in range(progress.batches_done):  # mid-epoch resume: skip what was already trained
-        next(batches)
-    bar = tqdm(
-        total=len(loader),
-        initial=progress.batches_done,
-        desc=f"epoch {progress.epoch}",
-        disable=not (d.master and cfg.trainer.enable_progress_bar),
-        leave=False,
+    # model, optimizer, precision
+    model = build_net(cfg.model).to(device)
+    init_params_sha256 = params_sha256(model)  # this rank's weights as built, before DDP's broadcast
+    # DDP broadcasts rank 0's parameters at construction, so every replica starts identical
+    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None) if ddp else model
+    optimizer = build_optimizer(model.parameters(), cfg.model)
+    scheduler = build_scheduler(optimizer, cfg.model)
+    autocast_dtype = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(cfg.trainer.precision)
+    # cache_enabled=False: Lightning's MixedPrecision does the same (same numbers, no cast cache)
+    autocast = (
+        partial(torch.autocast, device.type, autocast_dtype, cache_enabled=False) if autocast_dtype else nullcontext
     )
-    step = StepInputs()
-    for batch_idx, batch in enumerate(batches, start=progress.batches_done):
-        last_micro = (batch_idx + 1) % k == 0 or batch_idx + 1 == len(loader)  # Lightning steps on the final batch too
-        if batch_idx % k == 0:
-            t.optimizer.zero_grad(set_to_none=True)
-            step = StepInputs(indices=[])
-        # all but the last micro-batch skip DDP's all-reduce; gradients accumulate locally
-        with t.ddp_model.no_sync() if d.ddp and not last_micro else nullcontext():
-            with autocast(t, d):
-                loss = batch_loss(t, d, batch, loss_fn) / k  # divided by k always, as Lightning does
-            (t.scaler.scale(loss) if t.scaler else loss).backward()
-        step.loss = loss.detach() if step.loss is None else step.loss + loss.detach()
-        step.indices.append(torch.cat([b.index for b in batch]) if isinstance(batch, list) else batch.index)
-        progress.batches_done = batch_idx + 1
-        bar.update(1)
-        if last_micro:
-            optimizer_step(cfg, d, t, progress, step, recorder)
-            maybe_inject_fault(progress.global_step, "step")
-            if progress.batches_done == len(loader):
-                step_scheduler(cfg, t, "epoch")  # before validation, as Lightning does
-            elif step_checkpoint_due(cfg, progress):  # the epoch's last step is saved at epoch end
-                save_checkpoint(cfg, d, t, progress, run_dir, recorder)
-    bar.close()
+    scaler = torch.amp.GradScaler(device.type) if cfg.trainer.precision == "16-mixed" else None
+    # Lightning re-seeds (reset_seed) when its DDP strategy sets up, after the model's init drew from
+    # the RNG; the same here, or dropout masks differ from the first step
+    set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
 
+    # resume: the checkpoint's progress, and this rank's RNG state to restore at the loop's first iterator
+    stateful = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "scaler": scaler}
+    start, rng = {"epoch": 0, "batches_done": 0, "global_step": 0}, None
+    if ckpt_path is not None:
+        start, rng_states = load_checkpoint(ckpt_path, stateful, device, world_size)
+        rng = rng_states[rank]
+        print0(f"resuming from {ckpt_path} (epoch {start['epoch']}, step {start['global_step']})")
+    if rank == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    if ddp:
+        dist.barrier()
 
-def batch_loss(t: Training, d: Dist, batch, loss_fn) -> torch.Tensor:
-    """The loss of one batch. For --reference the batch is every rank's batch, and the loss is the
-    mean of the ranks' mean losses: its gradient is what DDP's all-reduce averages."""
-    if isinstance(batch, list):
-        return sum(batch_loss(t, d, b, loss_fn) for b in batch) / len(batch)
-    return loss_fn(t.ddp_model(batch.x.to(d.device)), batch.y.to(d.device))
-
-
-def optimizer_step(
-    cfg: RunConfig, d: Dist, t: Training, progress: Progress, step: StepInputs, recorder: TraceRecorder
-) -> None:
-    if t.scaler:
-        t.scaler.unscale_(t.optimizer)  # clip and measure true gradients, not scaled ones
-    params = [p for group in t.optimizer.param_groups for p in group["params"]]
-    grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-    lr = t.optimizer.param_groups[0]["lr"]
-    if cfg.trainer.gradient_clip_val is not None:
-        torch.nn.utils.clip_grad_norm_(params, cfg.trainer.gradient_clip_val)
-    if t.scaler:
-        t.scaler.step(t.optimizer)
-        t.scaler.update()
-    else:
-        t.optimizer.step()
-    progress.global_step += 1
-    step_scheduler(cfg, t, "step")
-    recorder.record(
-        progress.global_step,
-        step.loss,
-        torch.cat(step.indices),
-        epoch=progress.epoch,
-        lr=lr,
-        grad_norm=grad_norm,
-        param_digest=param_digest(t.model),
+    train_loader, sampler, val_loader = build_loaders(cfg, rank, world_size)
+    extra_meta = {"device": str(device), "resumed_from": str(ckpt_path) if ckpt_path else None}
+    recorder = TraceRecorder(run_dir, side=SIDE, config=cfg.to_dict(), extra_meta=extra_meta)
+    recorder.start(
+        facts={"init_params_sha256": init_params_sha256, "sampler": sampler_facts(sampler)},
+        keep_steps_upto=start["global_step"] if ckpt_path else None,
+    )
+    recorder.watch(model, start_step=start["global_step"])  # module watch (docs/localisation.md)
+    k, clip = cfg.trainer.accumulate_grad_batches, cfg.trainer.gradient_clip_val
+    every_n_steps, every_n_epochs = cfg.checkpoint.every_n_train_steps, cfg.checkpoint.every_n_epochs
+    print0(
+        f"world_size {world_size}, device {device}, backend {dist.get_backend() if ddp else 'none'}, "
+        f"effective batch {cfg.data.batch_size * world_size * k}, run_dir {run_dir}"
     )
 
+    # -----------------------------------------------------------------------------
+    # the training loop
+    started, global_step, skip = time.perf_counter(), start["global_step"], start["batches_done"]
+    try:
+        for epoch in range(start["epoch"], cfg.trainer.max_epochs):
+            if skip >= len(train_loader):  # resumed from this epoch's end-of-epoch checkpoint
+                skip = 0
+                continue
+            recorder.set_phase("train")
+            sampler.set_epoch(epoch)  # without it every epoch repeats the same order (the tutorial's warning)
+            batches, rng = resume_iterator(train_loader, skip, rng), None
+            quiet = not (rank == 0 and cfg.trainer.enable_progress_bar)
+            batches = tqdm(batches, f"epoch {epoch}", len(train_loader), leave=False, disable=quiet, initial=skip)
+            for batch_idx, batch in enumerate(batches, start=skip):
+                # Lightning steps on the epoch's final batch too, with a shorter accumulation
+                last_micro = (batch_idx + 1) % k == 0 or batch_idx + 1 == len(train_loader)
+                if batch_idx % k == 0:
+                    optimizer.zero_grad(set_to_none=True)
+                    step_losses, step_indices = [], []
+                # all but the last micro-batch skip DDP's all-reduce; gradients accumulate locally
+                with ddp_model.no_sync() if ddp and not last_micro else nullcontext():
+                    with autocast():
+                        loss = batch_loss(ddp_model, batch, device) / k  # divided by k always, as Lightning does
+                    (scaler.scale(loss) if scaler else loss).backward()
+                step_losses.append(loss.detach())
+                step_indices.append(batch.index)
+                if not last_micro:
+                    continue
+                if scaler:
+                    scaler.unscale_(optimizer)  # clip and measure true gradients, not scaled ones
+                params = [p for group in optimizer.param_groups for p in group["params"]]
+                grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+                lr = optimizer.param_groups[0]["lr"]
+                if clip is not None:
+                    torch.nn.utils.clip_grad_norm_(params, clip)
+                if scaler:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+                global_step += 1
+                if scheduler and cfg.model.lr_schedule_interval == "step":
+                    scheduler.step()
+                step_loss = sum(step_losses)  # in order, as TraceCallback sums them (0 + a is a)
+                recorder.record(
+                    global_step, step_loss, torch.cat(step_indices), epoch=epoch, lr=lr, grad_norm=grad_norm,
+                    optimizer=optimizer, model=model,
+                )  # fmt: skip
+                maybe_inject_fault(global_step, "step")
+                if every_n_steps and global_step % every_n_steps == 0 and batch_idx + 1 < len(train_loader):
+                    progress = {"epoch": epoch, "batches_done": batch_idx + 1, "global_step": global_step}
+                    save_checkpoint(cfg, run_dir, stateful, progress, recorder)  # the epoch's last: below
+            skip = 0
+            if scheduler and cfg.model.lr_schedule_interval == "epoch":
+                scheduler.step()  # before validation, as Lightning does
+            if val_loader is not None and (epoch + 1) % cfg.trainer.check_val_every_n_epoch == 0:
+                recorder.set_phase("validation")
+                result = validate(model, val_loader, device, autocast, cfg.model.num_classes)
+                recorder.record_validation(epoch, global_step, result)
+                print0(f"epoch {epoch} val_loss {result['val_loss']:.4f} val_acc {result['val_acc']:.4f} "
+                       f"({result['val_count']} samples)")  # fmt: skip
+            print0(f"epoch {epoch} step {global_step} loss {recorder.last_loss():.4f}")
+            epoch_due = every_n_epochs and (epoch + 1) % every_n_epochs == 0
+            if epoch_due or (every_n_steps and global_step % every_n_steps == 0):
+                progress = {"epoch": epoch, "batches_done": len(train_loader), "global_step": global_step}
+                save_checkpoint(cfg, run_dir, stateful, progress, recorder)
+    except BaseException as err:  # let the harness know which rank failed and why
+        recorder.close()
+        write_error_file(run_dir, err)
+        raise
+    recorder.finish(model, train_seconds=time.perf_counter() - started)
+    print0(f"done: {recorder.meta.get('params_sha256', '')[:16]} in {run_dir}")
+    return 0
 
-def step_checkpoint_due(cfg: RunConfig, progress: Progress) -> bool:
-    n = cfg.checkpoint.every_n_train_steps
-    return bool(n) and progress.global_step % n == 0
 
-
-def epoch_checkpoint_due(cfg: RunConfig, progress: Progress) -> bool:
-    n = cfg.checkpoint.every_n_epochs
-    return (bool(n) and (progress.epoch + 1) % n == 0) or step_checkpoint_due(cfg, progress)
-
-
-def step_scheduler(cfg: RunConfig, t: Training, interval: str) -> None:
-    if t.scheduler is not None and cfg.model.lr_schedule_interval == interval:
-        t.scheduler.step()
+# -----------------------------------------------------------------------------
+# validation
 
 
 @torch.no_grad()
-def validate(cfg: RunConfig, d: Dist, t: Training, loader, epoch: int, step: int, recorder: TraceRecorder) -> dict:
-    t.model.eval()
-    metrics = ValidationMetrics(cfg.model.num_classes).to(d.device)
+def validate(model, loader, device, autocast, num_classes: int) -> dict:
+    model.eval()
+    metrics = ValidationMetrics(num_classes).to(device)
     for batch in loader:
-        x, y = batch.x.to(d.device), batch.y.to(d.device)
-        with autocast(t, d):
-            logits = t.model(x)  # no DDP forward: evaluation needs no gradient sync
-        metrics.update(logits, y)
-    result = metrics.compute()  # synced across ranks by torchmetrics
-    t.model.train()
-    recorder.record_validation(epoch, step, result)
-    return result
-
-
-def train(
-    cfg: RunConfig,
-    d: Dist,
-    t: Training,
-    loaders: tuple,
-    run_dir: Path,
-    start: Progress,
-    rng: dict | None,
-    recorder: TraceRecorder,
-) -> None:
-    train_loader, sampler, val_loader = loaders
-    progress = start
-    for epoch in range(start.epoch, cfg.trainer.max_epochs):
-        if progress.batches_done >= len(train_loader):  # resumed from an epoch-end checkpoint
-            progress = Progress(epoch + 1, 0, progress.global_step)
-            continue
-        progress.epoch = epoch
-        sampler.set_epoch(epoch)  # without it every epoch repeats the same order (the tutorial's warning)
-        train_one_epoch(cfg, d, t, train_loader, progress, recorder, run_dir, rng)
-        rng = None
-        if val_loader is not None and (epoch + 1) % cfg.trainer.check_val_every_n_epoch == 0:
-            result = validate(cfg, d, t, val_loader, epoch, progress.global_step, recorder)
-            print0(
-                d,
-                f"epoch {epoch} val_loss {result['val_loss']:.4f} val_acc {result['val_acc']:.4f} "
-                f"({result['val_count']} samples)",
-            )
-        print0(d, f"epoch {epoch} step {progress.global_step} loss {recorder.last_loss():.4f}")
-        if epoch_checkpoint_due(cfg, progress):
-            save_checkpoint(cfg, d, t, progress, run_dir, recorder)
-        progress = Progress(epoch + 1, 0, progress.global_step)
+        with autocast():
+            logits = model(batch.x.to(device))  # no DDP forward: evaluation needs no gradient sync
+        metrics.update(logits, batch.y.to(device))
+    model.train()
+    return metrics.compute()  # synced across ranks by torchmetrics
 
 
 # -----------------------------------------------------------------------------
 # main
 
 
-def reference_world_size(cfg: RunConfig, d: Dist) -> int:
-    """--reference emulates the DDP run the config describes: trainer.devices x trainer.num_nodes ranks."""
-    if d.ddp:
-        raise ConfigError("--reference runs as one plain process: start it with python, not torchrun")
-    if cfg.trainer.devices == "auto":
-        raise ConfigError("--reference needs `trainer.devices` as a number (the world size to emulate)")
-    return cfg.trainer.devices * cfg.trainer.num_nodes
-
-
-def prepare(cfg: RunConfig, d: Dist, resume: bool, reference: int | None):
-    check_world_size(cfg.data, d.world_size)
-    if cfg.trainer.devices != "auto" and d.ddp and cfg.trainer.devices * cfg.trainer.num_nodes != d.world_size:
-        print0(
-            d,
-            f"note: trainer.devices x num_nodes = {cfg.trainer.devices * cfg.trainer.num_nodes}, "
-            f"torchrun started {d.world_size} processes; the raw loop follows torchrun",
-        )
-    run_dir = resolve_run_dir(cfg.run_dir, "reference" if reference else "raw")
-    restarted = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
-    ckpt = resume_point(cfg, resume or restarted, run_dir)
-    check_fresh_run_dir(run_dir, resuming=ckpt is not None or restarted)
-    t = build_training(cfg, d)
-    # Lightning re-seeds (reset_seed) when its DDP strategy sets up, after the model's init drew from
-    # the RNG; the same here, or dropout masks differ from the first step
-    set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
-    progress, rng = Progress(), None
-    if ckpt is not None:
-        progress, rng = load_checkpoint(ckpt, d, t)
-        print0(d, f"resuming from {ckpt} (epoch {progress.epoch}, step {progress.global_step})")
-    if d.master:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    if d.ddp:
-        dist.barrier()
-    recorder = TraceRecorder(
-        run_dir,
-        side="reference" if reference else "raw",
-        config=cfg.to_dict(),
-        extra_meta={
-            "device": str(d.device),
-            "resumed_from": str(ckpt) if ckpt else None,
-            "reference_world_size": reference,
-        },
-    )
-    loaders = build_loaders(cfg, d, reference)
-    sampler = loaders[1].samplers[0] if reference else loaders[1]
-    recorder.start(
-        facts={"init_params_sha256": t.init_params_sha256, "sampler": sampler_facts(sampler)},
-        keep_steps_upto=progress.global_step if ckpt else None,
-    )
-    return run_dir, t, loaders, progress, rng, recorder
+def fail(err: Exception) -> int:
+    print(f"raw/train.py: error: {err}", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str]) -> int:
-    resume, reference = "--resume" in argv, "--reference" in argv
+    resume = "--resume" in argv
     try:
-        cfg = parse_raw_config([a for a in argv if a not in ("--resume", "--reference")])
+        cfg = parse_raw_config([a for a in argv if a != "--resume"])
+        set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
+        ddp, rank, local_rank, world_size, device = setup(cfg.trainer.accelerator)
     except ConfigError as err:
-        print(f"raw/train.py: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
+        return fail(err)
     try:
-        d = setup_distributed(cfg.trainer.accelerator)
-    except ConfigError as err:
-        print(f"raw/train.py: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    t = None
-    try:
-        try:
-            reference = reference_world_size(cfg, d) if reference else None
-            run_dir, t, loaders, progress, rng, recorder = prepare(cfg, d, resume, reference)
-        except (ConfigError, RunDirError) as err:
-            print(f"raw/train.py: error: {err}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print0(
-            d,
-            f"world_size {d.world_size}, device {d.device}, backend "
-            f"{dist.get_backend() if d.ddp else 'none'}, effective batch "
-            f"{cfg.data.batch_size * d.world_size * cfg.trainer.accumulate_grad_batches}, run_dir {run_dir}",
-        )
-        started = time.perf_counter()
-        try:
-            train(cfg, d, t, loaders, run_dir, progress, rng, recorder)
-        except BaseException as err:  # let the harness know which rank failed and why
-            recorder.close()
-            write_error_file(run_dir, err)
-            raise
-        recorder.finish(t.model, train_seconds=time.perf_counter() - started)
-        print0(d, f"done: {recorder.meta.get('params_sha256', '')[:16]} in {run_dir}")
-        return 0
+        return train(cfg, resume, rank, world_size, device)
+    except (ConfigError, RunDirError) as err:  # a checkpoint, a run directory: found before training
+        return fail(err)
+    except BaseException as err:
+        traceback.clear_frames(err.__traceback__)  # drops train()'s DDP wrapper before cleanup() (see there)
+        raise
     finally:
-        cleanup_distributed(d, t)
+        cleanup()
 
 
 if __name__ == "__main__":

@@ -285,3 +285,29 @@ def run_harness(*args: str, env: dict | None = None, timeout: float = 300) -> su
     finally:
         kill_tree(proc.pid)  # before reaping: nothing the harness started may outlive a test
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def harness_in_process(*args: str) -> tuple[int, str, str]:
+    """`compare/run.py ARGS` called in this process (no launch can happen before the checks it
+    exercises): (exit code, stdout, stderr). argparse's own errors come back as exit code 2 too."""
+    import contextlib
+    import io
+
+    from ddp_parity.harness.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code: int, stderr: str, *words: str) -> None:
+    """Exit 2 and exactly one line saying what is wrong, naming every word given."""
+    assert code == 2, stderr
+    lines = [line for line in stderr.strip().splitlines() if "error" in line]
+    assert len(lines) == 1, stderr
+    for word in words:
+        assert word in lines[0], lines[0]

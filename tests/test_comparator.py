@@ -23,7 +23,8 @@ def make_run(
 ) -> Path:
     """A run directory with `losses[rank][i]` at step i+1 and the given final parameters."""
     (path / "trace").mkdir(parents=True)
-    (path / "meta.json").write_text(json.dumps({"format_version": version, "world_size": len(losses)}))
+    meta = {"format_version": version, "side": path.name, "world_size": len(losses), "config": {}, "ranks": []}
+    (path / "meta.json").write_text(json.dumps(meta))
     for rank, per_step in losses.items():
         lines = []
         for i, loss in enumerate(per_step):

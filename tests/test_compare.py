@@ -113,12 +113,16 @@ def test_a_rank_that_crashes_gives_exit_3_with_its_error(tmp_path):
     assert processes_mentioning(str(out)) == []
 
 
-def test_a_value_that_fails_only_at_run_time_gives_exit_3(tmp_path):
+def test_an_accelerator_the_machine_lacks_is_refused_before_launch(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
     out = tmp_path / "out"
-    result = harness("--out", str(out), "--set", "trainer.accelerator=gpu")  # valid key, no GPU here
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "no accelerator" in result.stdout
-    assert processes_mentioning(str(out)) == []
+    result = harness("--out", str(out), "--set", "trainer.accelerator=gpu", timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "trainer.accelerator" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,8 @@ def test_zero_batch_size_is_named():
         ("trainer.max_epochs", "1.5"),
         ("model.lr", "fast"),
         ("data.drop_last", "maybe"),
+        ("data.num_workers", "two"),
+        ("data.persistent_workers", "sometimes"),
         ("model.optimizer", "lion"),
     ],
 )
@@ -140,6 +142,31 @@ def test_input_dim_must_match_num_features():
 def test_num_classes_must_match():
     message = config_error(["--config", DEFAULT, "--data.num_classes", "3"])
     assert "model.num_classes" in message and "data.num_classes" in message
+
+
+def test_workers_default_to_none_and_are_overridable():
+    cfg = parse()
+    assert cfg.data.num_workers == 0 and cfg.data.persistent_workers is False
+    cfg = parse("--data.num_workers", "2", "--data.persistent_workers", "true")
+    assert cfg.data.num_workers == 2 and cfg.data.persistent_workers is True
+
+
+def test_negative_num_workers_is_named():
+    message = config_error(["--config", DEFAULT, "--data.num_workers", "-1"])
+    assert "data.num_workers" in message and "-1" in message
+
+
+def test_persistent_workers_without_workers_is_named():
+    message = config_error(["--config", DEFAULT, "--data.persistent_workers", "true"])
+    assert "data.persistent_workers" in message and "data.num_workers" in message
+
+
+def test_the_lightning_datamodule_refuses_the_same_bad_workers():
+    from lightning_impl.module import ParityDataModule
+
+    with pytest.raises(ConfigError, match="data.persistent_workers"):
+        ParityDataModule(num_workers=0, persistent_workers=True)
+    assert ParityDataModule(num_workers=2, persistent_workers=True).config.num_workers == 2
 
 
 # -- the command line ---------------------------------------------------------------------

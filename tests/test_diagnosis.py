@@ -14,7 +14,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from ddp_parity.compare.comparator import Criterion, compare_runs
+from ddp_parity import compare_traces
+from ddp_parity.compare.comparator import compare_runs
 from ddp_parity.compare.diagnosis import CATEGORIES, diagnose, format_diagnosis
 
 WORLD, EPOCHS, STEPS_PER_EPOCH, DATASET = 2, 2, 4, 64
@@ -147,12 +148,12 @@ def pair(tmp_path: Path, meta_b: dict | None = None, records_b=None, meta_a: dic
     return a, b
 
 
-def run_diagnosis(a, b, stall=None, criterion=Criterion()):
-    report = compare_runs(a, b, criterion).to_dict()
-    d = diagnose(a, b, report, stall)
+def run_diagnosis(a, b, stall=None, rtol=0.0, **options):
+    report = compare_traces(a, b, rtol=rtol, **options) if stall is None else compare_runs(a, b).to_dict()
+    d = report["diagnosis"] if stall is None else diagnose(a, b, report, stall)
     assert d["category"] in CATEGORIES
-    assert set(d) == {"category", "step", "rank", "evidence", "explanation", "advice"}
-    json.dumps(d)  # the evidence goes into report.json as it is
+    assert set(d) == {"category", "step", "rank", "evidence", "explanation", "advice", "module"}
+    json.dumps(d, allow_nan=False)  # the evidence goes into report.json as it is
     assert d["explanation"] and d["advice"]
     return report, d
 
@@ -263,7 +264,7 @@ def test_loss_differs_with_the_same_samples(tmp_path):
     assert (d["category"], d["step"], d["rank"]) == ("numerics", 2, 1)
     assert "threads" in d["advice"]
     # the report's tolerance applies: one ulp passes rtol=1e-6
-    _, d = run_diagnosis(a, b, criterion=Criterion(rtol=1e-6))
+    _, d = run_diagnosis(a, b, rtol=1e-6)
     assert d["category"] == "equivalent"
 
 

@@ -1,8 +1,9 @@
 """The Lightning twin: both launchers, bitwise parity with raw/train.py, the printed config, the trace
-callback on somebody else's model, and resume from last.ckpt."""
+callback on somebody else's model, resume from last.ckpt, and mid-epoch resume with DataLoader workers."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -17,6 +18,7 @@ from conftest import (
     describe,
     final_params,
     run_cmd,
+    run_harness,
     run_lightning,
     steps,
     strip_prefix,
@@ -182,3 +184,28 @@ def test_resume_from_last_ckpt_equals_uninterrupted_run(lightning_ddp2_run, tmp_
     assert_params_equal(final, final_params(lightning_ddp2_run))
     assert any(not after_first[k].equal(final[k]) for k in final), "the resumed run trained nothing"
     assert (run_dir / FINAL_PARAMS_FILE).is_file()
+
+
+@pytest.mark.slow
+def test_mid_epoch_resume_with_two_workers_is_bitwise_on_both_sides(tmp_path):
+    """Two DataLoader workers per rank; rank 1 is killed after step 11 (epoch 1 of 2, 8 steps each) and
+    torchrun restarts each side from the checkpoint of step 9, mid-epoch. Each side ends bitwise where its
+    uninterrupted run ends, and the two faulted runs agree. Lightning needs ResumableDataLoader to set the
+    sampler's epoch before its first iterator (Lightning #21938: otherwise epoch 0's order, from step 10)."""
+    out = tmp_path / "out"
+    overrides = ("data.num_samples=512", "trainer.max_epochs=2", "checkpoint.every_n_train_steps=3")
+    sets = [arg for kv in (*overrides, "data.num_workers=2") for arg in ("--set", kv)]
+    proc = run_harness(
+        "--fault", "1:11", "--out", str(out), "--parallel", "--timeout", "450", "--stall-timeout", "300", *sets,
+        timeout=1000,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    fault = json.loads((out / "report.json").read_text())["fault"]
+    assert fault["fired"] == {"raw": True, "lightning": True}
+    assert fault["resumed_from"]["raw"].endswith("step-00000009.pt")
+    assert fault["resumed_from"]["lightning"].endswith("last.ckpt")
+    for name, pair in fault["pairs"].items():
+        assert pair["verdict"] == "equivalent", (name, pair)
+        assert pair["losses"]["equal"] == pair["losses"]["compared"] == 2 * 16 and pair["params"]["max_abs"] == 0.0
+    for run in ("raw", "lightning", "raw-fault", "lightning-fault"):
+        assert read_meta(out / run)["config"]["data"]["num_workers"] == 2, run

@@ -28,7 +28,7 @@ def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 def test_every_cpu_row_of_the_matrix_is_bitwise_equal(tmp_path):
     """configs/matrix.yaml: dropout, precision, accumulation with a leftover, clipping, schedules per step and
-    per epoch, drop_last on uneven data, world 1/2/4 and two nodes; each at its smallest size."""
+    per epoch, drop_last on uneven data, world 1/2/4, two nodes and DataLoader workers; each at its smallest size."""
     import yaml
 
     # two rows run elsewhere in the suite, at a size that proves more: world-2 (fp32) is the default
@@ -38,14 +38,14 @@ def test_every_cpu_row_of_the_matrix_is_bitwise_equal(tmp_path):
         for e in yaml.safe_load((REPO / "configs" / "matrix.yaml").read_text())
         if e["name"] not in ("fp32", "world-4")
     ]
-    assert len(entries) == 10
+    assert len(entries) == 11
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(yaml.safe_dump(entries))
     out = tmp_path / "matrix"
     result = harness("--matrix", str(matrix), "--parallel", "--out", str(out))
     rows = json.loads((out / "matrix.json").read_text())["rows"]
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert len(rows) == 10 and all(r["verdict"] == "equivalent" for r in rows), rows
+    assert len(rows) == 11 and all(r["verdict"] == "equivalent" for r in rows), rows
     for name in (r["name"] for r in rows):
         report = json.loads((out / name / "report.json").read_text())
         assert report["losses"]["max_abs"] == 0.0 and report["params"]["max_abs"] == 0.0

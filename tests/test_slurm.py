@@ -129,12 +129,9 @@ def probed_worlds(folder: Path) -> list[dict]:
 
 
 def compare(run_a: Path, run_b: Path) -> dict:
-    from ddp_parity.compare.comparator import Criterion, compare_runs
-    from ddp_parity.compare.diagnosis import diagnose
+    from ddp_parity import compare_traces
 
-    report = compare_runs(run_a, run_b, Criterion()).to_dict()
-    report["diagnosis"] = diagnose(run_a, run_b, report)
-    return report
+    return compare_traces(run_a, run_b)  # exact
 
 
 # ---------------------------------------------------------------------------------------------

@@ -164,7 +164,7 @@ def test_a_bent_side_fails_with_the_diagnosis_and_leaves_nothing_running(tmp_pat
     assert "first divergence: lr at step 1 rank 0: 0.003 vs 0.002" in out
     assert "diagnosis: config (before any step)" in out
     assert "config.lr: 0.003 vs 0.002" in out  # the evidence
-    assert "fix: Give both sides the same value of lr." in out
+    assert "fix: Give both sides the same value of lr" in out
     assert "ddp-parity: kept for inspection" in out  # the plugin's section, and the copy for CI
     kept = keep / "test_bent_learning_rate" / "parity-0"
     report = json.loads((kept / "report.json").read_text())

@@ -1,9 +1,11 @@
-"""Compare two runs from their traces: same steps, same samples, then losses (and the other
-per-step figures), validation, and final parameters tensor by tensor.
+"""Compare two runs: one walk over their traces (ddp_parity.compare.walk), validation, and the
+final parameters tensor by tensor; then the report, built here and nowhere else.
 
-Usable on any two run directories (`compare_runs(a, b)`); `compare/run.py` is the command line.
-The default criterion is bitwise equality; with tolerances a value passes when
-|a - b| <= atol + rtol * |b| (b is the second run).
+    compare_traces(run_a, run_b, rtol=0, atol=0, key_map=None, ignore_config=(), labels=None) -> dict
+
+returns what report.json holds (verdict, per-quantity figures, diagnosis, warnings), strict JSON:
+non-finite numbers are the strings "NaN", "Infinity", "-Infinity". The default criterion is bitwise
+equality; with tolerances a value passes when |a - b| <= atol + rtol * |b| (b is the second run).
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -20,101 +21,87 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ddp_parity.trace import FINAL_PARAMS_FILE, TraceFormatError, iter_records, read_meta, read_validation, trace_ranks
+from ddp_parity.compare.walk import (
+    STEP_QUANTITIES,
+    Criterion,
+    Stats,
+    WalkResult,
+    _is_number,
+    walk_runs,
+    walk_streams,
+)
+from ddp_parity.trace import (
+    FINAL_PARAMS_FILE,
+    META_FILE,
+    TraceFormatError,
+    iter_records,
+    read_meta,
+    read_validation,
+    trace_ranks,
+)
 
-# per-step quantities in causal order: what a step consumed, what it computed, what it applied
-STEP_QUANTITIES = ("samples", "loss", "grad_norm", "lr", "param_digest")
+__all__ = ["Criterion", "Comparison", "compare_runs", "compare_traces", "compare_to_reference", "match_keys"]
+
+# meta.json keys and the JSON types they must have when present
+META_TYPES = {
+    "side": str,
+    "world_size": int,
+    "config": dict,
+    "ranks": list,
+    "versions": dict,
+    "optimizer": dict,
+    "attempts": list,
+    "replicas_identical": bool,
+    "resumed_from_step": (int, type(None)),
+}
+# without these a run's setup cannot be checked: such a run is never called equivalent
+REQUIRED_META = ("side", "world_size", "config", "ranks")
 
 
-@dataclass
-class Criterion:
-    rtol: float = 0.0
-    atol: float = 0.0
+def load_meta(run) -> dict:
+    """meta.json of a run, its types checked: TraceFormatError naming the file and the key."""
+    path = Path(run) / META_FILE
+    try:
+        meta = read_meta(run)
+    except AttributeError:  # not a JSON object: read_meta's .get fails
+        raise TraceFormatError(
+            f"{path}: expected a JSON object, got {_json_type(json.loads(path.read_text()))}"
+        ) from None
+    for key, types in META_TYPES.items():
+        if key in meta and not _has_type(meta[key], types):
+            raise TraceFormatError(f"{path}: `{key}` must be {_type_name(types)}, got {_json_type(meta[key])}")
+    for r, facts in enumerate(meta.get("ranks") or []):
+        if not isinstance(facts, dict):
+            raise TraceFormatError(f"{path}: `ranks[{r}]` must be an object, got {_json_type(facts)}")
+        for key in ("torch_flags", "env", "world", "sampler", "buffers_sha256"):
+            if key in facts and not isinstance(facts[key], dict):
+                raise TraceFormatError(f"{path}: `ranks[{r}].{key}` must be an object, got {_json_type(facts[key])}")
+    return meta
 
-    @property
-    def exact(self) -> bool:
-        return self.rtol == 0.0 and self.atol == 0.0
 
-    def describe(self):
-        return "exact" if self.exact else {"rtol": self.rtol, "atol": self.atol}
-
-    def passes(self, a: float, b: float) -> bool:
-        if self.exact:
-            return a == b or (math.isnan(a) and math.isnan(b))
-        return abs(a - b) <= self.atol + self.rtol * abs(b)
+def _has_type(value, types) -> bool:
+    types = types if isinstance(types, tuple) else (types,)
+    return bool in types if isinstance(value, bool) else isinstance(value, types)
 
 
-@dataclass
-class Stats:
-    """How one quantity compared: counts and the largest differences."""
+def _json_type(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
 
-    compared: int = 0
-    equal: int = 0
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    first: dict | None = None
 
-    def add(self, a: float, b: float, criterion: Criterion, where: dict) -> bool:
-        self.compared += 1
-        ok = criterion.passes(a, b)
-        self.equal += ok
-        diff = abs(a - b) if not (math.isnan(a) or math.isnan(b)) else math.inf
-        self.max_abs = max(self.max_abs, diff)
-        rel = diff / abs(b) if b != 0 else (0.0 if diff == 0 else math.inf)
-        self.max_rel = max(self.max_rel, rel)
-        if not ok and self.first is None:
-            self.first = {**where, "a": a, "b": b}
-        return ok
+def _type_name(types) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    names = {str: "a string", int: "an integer", dict: "an object", list: "a list", bool: "a boolean"}
+    return " or ".join(names.get(t, "null") for t in types)
 
-    def add_tensor(
-        self, a: torch.Tensor, b: torch.Tensor, criterion: Criterion, name: str, chunk: int = 1 << 22
-    ) -> None:
-        """Compare two tensors in chunks, so extra memory stays a few chunks, not a tensor copy."""
-        self.add_chunks(zip(a.reshape(-1).split(chunk), b.reshape(-1).split(chunk)), criterion, name)
 
-    def add_chunks(self, chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], criterion: Criterion, name: str) -> None:
-        """Compare one pair of tensors given as consecutive flat chunks of equal lengths."""
-        self.compared += 1
-        ok, max_abs, max_rel, first, start = True, 0.0, 0.0, None, 0
-        for ca, cb in chunks:
-            if not (criterion.exact and torch.equal(ca, cb)):  # equal: the common case, and the cheapest
-                da, db = ca.double(), cb.double()
-                diff = (da - db).abs()
-                bad = ~(diff <= criterion.atol + criterion.rtol * db.abs()) if not criterion.exact else ca != cb
-                diff = torch.where(torch.isnan(da) & torch.isnan(db), torch.zeros_like(diff), diff)
-                rel = torch.where(diff == 0, torch.zeros_like(diff), diff / db.abs())
-                max_abs = max(max_abs, diff.max().item())
-                max_rel = max(max_rel, rel.max().item())
-                if bool(bad.any()):
-                    ok = False
-                    if first is None:
-                        at = int(bad.nonzero()[0])
-                        first = {"tensor": name, "element": start + at, "a": ca[at].item(), "b": cb[at].item()}
-                del da, db, diff, bad, rel
-            start += ca.numel()
-        self.equal += ok
-        self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
-        if not ok and self.first is None:
-            self.first = first
+def missing_meta(meta: dict | None) -> list[str]:
+    return [key for key in REQUIRED_META if key not in (meta or {})]
 
-    def merge(self, other: Stats) -> None:
-        self.compared += other.compared
-        self.equal += other.equal
-        self.max_abs, self.max_rel = max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel)
-        self.first = self.first or other.first
 
-    @property
-    def all_equal(self) -> bool:
-        return self.equal == self.compared
-
-    def summary(self) -> dict:
-        return {
-            "compared": self.compared,
-            "equal": self.equal,
-            "max_abs": self.max_abs,
-            "max_rel": self.max_rel,
-            "first_divergence": self.first,
-        }
+# ---------------------------------------------------------------------------------------------
+# the comparison
 
 
 @dataclass
@@ -122,21 +109,48 @@ class Comparison:
     run_a: str
     run_b: str
     criterion: Criterion
-    steps: dict = field(default_factory=dict)  # structure: ranks, step counts, mismatch
-    quantities: dict = field(default_factory=dict)  # name -> Stats
+    walk: WalkResult | None = None
+    metas: dict = field(default_factory=dict)  # side -> meta.json (None where unreadable)
+    meta_errors: dict = field(default_factory=dict)  # side -> why meta.json could not be read
     validation: Stats = field(default_factory=Stats)
+    validation_first: dict | None = None
     params: Stats = field(default_factory=Stats)
     param_tensors: list = field(default_factory=list)  # per-tensor rows
     params_only_in: dict = field(default_factory=dict)
-    first_divergence: dict | None = None
-    curves: dict = field(default_factory=dict)  # for the plot: step -> mean loss per side
-    timing: dict = field(default_factory=dict)
-    problems: list = field(default_factory=list)  # structural messages (step counts, keys)
+    problems: list = field(default_factory=list)  # structural messages (step counts, keys, metadata)
+
+    @property
+    def quantities(self) -> dict:
+        return self.walk.quantities if self.walk else {name: Stats() for name in STEP_QUANTITIES}
+
+    @property
+    def curves(self) -> dict:
+        return self.walk.curves if self.walk else {}
+
+    @property
+    def timing(self) -> dict:
+        return self.walk.times if self.walk else {}
+
+    @property
+    def all_problems(self) -> list:
+        return (self.walk.problems if self.walk else []) + self.problems
+
+    @property
+    def first_divergence(self) -> dict | None:
+        """The earliest per-step divergence; else a structural problem; else the final parameters."""
+        first = self.walk.first if self.walk else None
+        if first is not None:
+            return {k: v for k, v in first.items() if k != "position"}
+        if self.all_problems:
+            return {"quantity": "steps", "message": self.all_problems[0]}
+        if not self.params.all_equal:
+            return {"quantity": "params", **(self.params.first or {})}
+        return None
 
     @property
     def equivalent(self) -> bool:
         return (
-            not self.problems
+            not self.all_problems
             and all(s.all_equal for s in self.quantities.values())
             and self.validation.all_equal
             and self.params.all_equal
@@ -144,14 +158,16 @@ class Comparison:
         )
 
     def to_dict(self) -> dict:
+        """The per-quantity figures (the report's core; compare_traces adds diagnosis, warnings, labels)."""
+        quantities = self.quantities
         return {
             "verdict": "equivalent" if self.equivalent else "different",
             "criterion": self.criterion.describe(),
             "first_divergence": self.first_divergence,
-            "steps": self.steps,
-            "problems": self.problems,
-            "losses": self.quantities["loss"].summary() if "loss" in self.quantities else None,
-            "per_step": {k: v.summary() for k, v in self.quantities.items()},
+            "steps": self.walk.steps_summary() if self.walk else {},
+            "problems": self.all_problems,
+            "losses": quantities["loss"].summary() if "loss" in quantities else None,
+            "per_step": {k: v.summary() for k, v in quantities.items()},
             "validation": self.validation.summary(),
             "params": {**self.params.summary(), "only_in": self.params_only_in, "tensors": self.param_tensors},
             "timing": self.timing,
@@ -159,169 +175,42 @@ class Comparison:
         }
 
 
-# ---------------------------------------------------------------------------------------------
-
-
 def compare_runs(
     run_a: str | Path,
     run_b: str | Path,
-    criterion: Criterion = Criterion(),
+    criterion: Criterion | None = None,
     key_map: Callable[[str], str] | None = None,
+    tolerant: bool = False,
 ) -> Comparison:
-    """Compare two finished runs; raises TraceFormatError for a run that cannot be read."""
-    read_meta(run_a), read_meta(run_b)  # refuses unknown format versions first
-    result = Comparison(str(run_a), str(run_b), criterion)
-    result.quantities = {name: Stats() for name in STEP_QUANTITIES}
-    compare_steps(run_a, run_b, result)
-    compare_validation(run_a, run_b, result)
+    """Compare two finished runs in one pass over their traces. Raises TraceFormatError for a run
+    that cannot be read; `tolerant` (a crashed or stopped run) records what it could not read instead."""
+    result = Comparison(str(run_a), str(run_b), criterion or Criterion())
+    for side, run in (("a", run_a), ("b", run_b)):
+        try:
+            result.metas[side] = load_meta(run)
+        except (TraceFormatError, OSError) as err:
+            if not tolerant:
+                raise
+            result.metas[side], result.meta_errors[side] = None, str(err)
+    for side, run in (("a", run_a), ("b", run_b)):
+        lacking = missing_meta(result.metas[side]) if result.metas[side] is not None else []
+        if lacking:
+            result.problems.append(
+                f"{Path(run) / META_FILE} lacks {', '.join(lacking)}: the run's setup cannot be checked"
+            )
+    result.walk = walk_runs(run_a, run_b, result.criterion, tolerant=tolerant)
+    compare_validation(run_a, run_b, result, tolerant)
     compare_params(run_a, run_b, result, key_map)
-    if result.first_divergence is None and result.problems:
-        result.first_divergence = {"quantity": "steps", "message": result.problems[0]}
-    if result.first_divergence is None and not result.params.all_equal:
-        result.first_divergence = {"quantity": "params", **(result.params.first or {})}
     return result
 
 
-def compare_steps(run_a, run_b, result: Comparison) -> None:
-    ranks_a, ranks_b = trace_ranks(run_a), trace_ranks(run_b)
-    result.steps = {"ranks_a": ranks_a, "ranks_b": ranks_b, "steps_a": {}, "steps_b": {}}
-    if ranks_a != ranks_b:
-        result.problems.append(f"the runs have different ranks: {ranks_a} vs {ranks_b}")
-    sums = {"a": LossSums(), "b": LossSums()}
-    times: dict[str, array] = {"a": array("d"), "b": array("d")}
-    fast = result.criterion.exact  # under the exact criterion equal records need one dict comparison
-    earliest: dict | None = None
-    for rank in sorted(set(ranks_a) & set(ranks_b)):
-        count_a = count_b = 0
-        equal_counts = dict.fromkeys(STEP_QUANTITIES, 0)
-        for rec_a, rec_b in zip_longest(iter_records(run_a, rank), iter_records(run_b, rank)):
-            for side, rec, position in (("a", rec_a, count_a), ("b", rec_b, count_b)):
-                if rec is not None:
-                    sums[side].add(position, rec["step"], rec["loss"])
-                    time_s = rec.pop("time_s", None)  # wall time: summarised, never compared
-                    if rank == 0 and time_s is not None:
-                        times[side].append(time_s)
-            count_a += rec_a is not None
-            count_b += rec_b is not None
-            if rec_a is None or rec_b is None:
-                continue
-            if rec_a["step"] != rec_b["step"]:
-                result.problems.append(f"rank {rank}: step numbers part ways: {rec_a['step']} vs {rec_b['step']}")
-                break
-            if fast and rec_a == rec_b:  # every field equal (a NaN never is: it takes the full path)
-                equal_counts["samples"] += 1
-                for name in STEP_QUANTITIES[1:]:
-                    equal_counts[name] += rec_a.get(name) is not None
-                continue
-            divergence = compare_step(rec_a, rec_b, rank, result)
-            if divergence and (earliest is None or divergence["step"] < earliest["step"]):
-                earliest = divergence
-        for name, n in equal_counts.items():
-            result.quantities[name].compared += n
-            result.quantities[name].equal += n
-        result.steps["steps_a"][rank], result.steps["steps_b"][rank] = count_a, count_b
-        if count_a != count_b:
-            result.problems.append(f"rank {rank}: {count_a} steps in {run_a} but {count_b} in {run_b}")
-    result.first_divergence = earliest
-    result.curves = {side: per.means() for side, per in sums.items()}
-    result.timing = {"a": step_time_summary(times["a"]), "b": step_time_summary(times["b"])}
-
-
-class LossSums:
-    """Per step, the loss summed over ranks (for the plot), in flat arrays: 24 bytes a step where a
-    dict of lists takes several hundred. Ranks record the same steps in the same order, so record i
-    of every rank adds into slot i; a record out of line goes to a dict."""
-
-    def __init__(self):
-        self.steps, self.totals, self.counts = array("q"), array("d"), array("q")
-        self.other: dict[int, list] = {}
-
-    def add(self, position: int, step: int, loss: float) -> None:
-        if position < len(self.steps) and self.steps[position] == step:
-            self.totals[position] += loss
-            self.counts[position] += 1
-        elif position == len(self.steps) and not self.other:
-            self.steps.append(step)
-            self.totals.append(0.0 + loss)
-            self.counts.append(1)
-        else:
-            entry = self.other.setdefault(step, [0.0, 0])
-            entry[0] += loss
-            entry[1] += 1
-
-    def means(self, max_points: int = 20_000) -> dict[int, float]:
-        """step -> mean loss over ranks, in step order; beyond `max_points` steps every k-th step
-        and the last (a plot shows no more, and a dict of a million steps takes a hundred MB)."""
-        steps, totals, counts = self.steps, self.totals, self.counts
-        if self.other or any(a >= b for a, b in zip(steps, steps[1:])):  # out of line: merge by step
-            per: dict[int, list] = {}
-            for step, total, n in [*zip(steps, totals, counts), *((k, v[0], v[1]) for k, v in self.other.items())]:
-                entry = per.setdefault(step, [0.0, 0])
-                entry[0], entry[1] = entry[0] + total, entry[1] + n
-            steps = array("q", sorted(per))
-            totals = array("d", (per[s][0] for s in steps))
-            counts = array("q", (per[s][1] for s in steps))
-        stride = max(1, math.ceil(len(steps) / max_points))
-        kept = list(range(0, len(steps), stride))
-        if steps and kept[-1] != len(steps) - 1:
-            kept.append(len(steps) - 1)
-        return {steps[i]: totals[i] / counts[i] for i in kept}
-
-
-def compare_step(rec_a: dict, rec_b: dict, rank: int, result: Comparison) -> dict | None:
-    """Compare one step on one rank; return its first divergence in causal order, if any."""
-    where = {"step": rec_a["step"], "epoch": rec_a.get("epoch"), "rank": rank}
-    first = None
-    samples_a, samples_b = sample_key(rec_a), sample_key(rec_b)
-    stats = result.quantities["samples"]
-    stats.compared += 1
-    if samples_a == samples_b:
-        stats.equal += 1
-    else:
-        first = {**where, "quantity": "samples", "a": short(samples_a), "b": short(samples_b)}
-        stats.first = stats.first or first
-    for name in STEP_QUANTITIES[1:]:
-        a, b = rec_a.get(name), rec_b.get(name)
-        if a is None or b is None:
-            continue
-        if isinstance(a, list):  # param_digest: compared element by element, counted once
-            worst = max(range(len(a)), key=lambda i: abs(a[i] - b[i])) if len(a) == len(b) and a else 0
-            ok = (
-                len(a) == len(b)
-                and result.quantities[name].add(float(a[worst]), float(b[worst]), result.criterion, where)
-                and all(result.criterion.passes(float(x), float(y)) for x, y in zip(a, b))
-            )
-        else:
-            ok = result.quantities[name].add(float(a), float(b), result.criterion, where)
-        if not ok and first is None:
-            first = {**where, "quantity": name, "a": a, "b": b}
-    return first
-
-
-def sample_key(record: dict):
-    for key in ("indices", "indices_digest", "batch_digest"):
-        if key in record:
-            return record[key]
-    return None
-
-
-def short(value, limit: int = 12):
-    if isinstance(value, list) and len(value) > limit:
-        return value[:limit] + ["..."]
-    return value
-
-
-def step_time_summary(times: array, warmup: int = 5) -> dict:
-    kept = np.frombuffer(times, dtype=np.float64) if len(times) else np.empty(0)
-    kept = kept[warmup:] if len(kept) > warmup else kept
-    if not len(kept):
-        return {"median_s": None, "steps": 0}
-    middle = len(kept) // 2  # the same element as sorted(kept)[middle], without a list of floats
-    return {"median_s": float(np.partition(kept, middle)[middle]), "steps": len(kept)}
-
-
-def compare_validation(run_a, run_b, result: Comparison) -> None:
-    val_a, val_b = read_validation(run_a), read_validation(run_b)
+def compare_validation(run_a, run_b, result: Comparison, tolerant: bool = False) -> None:
+    try:
+        val_a, val_b = read_validation(run_a), read_validation(run_b)
+    except TraceFormatError:
+        if not tolerant:
+            raise
+        return
     if len(val_a) != len(val_b):
         result.problems.append(f"{len(val_a)} validation results in {run_a} but {len(val_b)} in {run_b}")
     for rec_a, rec_b in zip(val_a, val_b):
@@ -331,12 +220,11 @@ def compare_validation(run_a, run_b, result: Comparison) -> None:
             if key not in rec_a or key not in rec_b:
                 result.problems.append(f"validation metric {key!r} is recorded by one run only")
                 continue
-            result.validation.add(
-                float(rec_a[key]),
-                float(rec_b[key]),
-                result.criterion,
-                {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key},
-            )
+            for run, value in ((run_a, rec_a[key]), (run_b, rec_b[key])):
+                if not _is_number(value):
+                    raise TraceFormatError(f"{Path(run) / 'validation.jsonl'}: `{key}` must be a number, got {value!r}")
+            where = {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key}
+            result.validation.add(rec_a[key], rec_b[key], result.criterion, where)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,10 +318,10 @@ class SafetensorsReader:
 
 def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 1 << 20) -> None:
     path_a, path_b = Path(run_a) / FINAL_PARAMS_FILE, Path(run_b) / FINAL_PARAMS_FILE
-    for path in (path_a, path_b):
-        if not path.is_file():
-            result.problems.append(f"{path}: no final parameters (did the run finish?)")
-    if result.problems and not (path_a.is_file() and path_b.is_file()):
+    missing = [path for path in (path_a, path_b) if not path.is_file()]
+    for path in missing:
+        result.problems.append(f"{path}: no final parameters (did the run finish?)")
+    if missing:
         return
     fa, fb = SafetensorsReader(path_a), SafetensorsReader(path_b)
     try:
@@ -465,6 +353,79 @@ def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 
 
 
 # ---------------------------------------------------------------------------------------------
+# the report: built here, once
+
+
+def compare_traces(
+    run_a,
+    run_b,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    key_map: Callable[[str], str] | None = None,
+    ignore_config=(),
+    labels=None,
+) -> dict:
+    """The complete report of two run directories (what report.json holds), nothing written.
+    Raises TraceFormatError for a run that cannot be read, ValueError for a bad tolerance."""
+    comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
+    return build_report(comparison, ignore_config=ignore_config, labels=labels)
+
+
+class Report(dict):
+    """report.json's content; `.curves` (step -> mean loss per side, for the plot) rides along
+    without being written."""
+
+    curves: dict = {}
+
+
+def build_report(comparison: Comparison, *, ignore_config=(), labels=None, stall=None, extra=None) -> Report:
+    """The one place the report is assembled: figures, labels, timing, diagnosis, warnings."""
+    from ddp_parity.compare.diagnosis import diagnose_comparison, find_warnings
+    from ddp_parity.compare.report import timing_summary
+
+    names = run_labels(comparison, labels)
+    report = comparison.to_dict()
+    report.update(extra or {})
+    report["labels"] = {"a": names[0], "b": names[1]}
+    report["timing"] = timing_summary(comparison.timing, names)
+    report["diagnosis"] = diagnose_comparison(comparison, report, names, ignore_config=ignore_config, stall=stall)
+    report["warnings"] = find_warnings(comparison, names)
+    out = Report(strict_json(report))
+    out.curves = comparison.curves
+    return out
+
+
+def run_labels(comparison: Comparison, labels=None) -> tuple[str, str]:
+    """The runs' names everywhere in the report: given, else their meta `side`, else (equal or
+    missing sides) their directory names."""
+    if labels:
+        a, b = (str(x) for x in labels)
+    else:
+        sides = [(comparison.metas.get(s) or {}).get("side") for s in ("a", "b")]
+        if all(sides) and sides[0] != sides[1]:
+            a, b = sides
+        else:
+            a, b = Path(comparison.run_a).name or "a", Path(comparison.run_b).name or "b"
+    if a == b:
+        a, b = f"{a} (a)", f"{b} (b)"
+    return a, b
+
+
+def strict_json(value):
+    """Strict JSON: non-finite floats become the strings "NaN", "Infinity", "-Infinity"; tuples lists."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
 # a DDP run against its one-process reference (raw/train.py --reference)
 
 
@@ -491,26 +452,10 @@ def compare_to_reference(
 ) -> Comparison:
     """Compare a DDP run with the one-process reference. Not bitwise (float sums in another
     order): the report gives the measured differences, the verdict the given tolerance."""
-    read_meta(ddp_run), read_meta(reference_run)
     result = Comparison(str(ddp_run), str(reference_run), criterion)
-    result.quantities = {name: Stats() for name in STEP_QUANTITIES}
-    earliest = None
-    count_a = count_b = 0
-    for rec_a, rec_b in zip_longest(merged_records(ddp_run), iter_records(reference_run, 0)):
-        count_a += rec_a is not None
-        count_b += rec_b is not None
-        if rec_a is None or rec_b is None:
-            continue
-        result.curves.setdefault("a", {})[rec_a["step"]] = rec_a["loss"]
-        result.curves.setdefault("b", {})[rec_b["step"]] = rec_b["loss"]
-        divergence = compare_step(rec_a, rec_b, "all", result)
-        earliest = earliest or divergence
-    result.steps = {"steps_a": {"all": count_a}, "steps_b": {"all": count_b}}
-    if count_a != count_b:
-        result.problems.append(f"{count_a} global steps in {ddp_run} but {count_b} in {reference_run}")
-    result.first_divergence = earliest
+    result.metas = {"a": load_meta(ddp_run), "b": load_meta(reference_run)}
+    streams = {"a": {"all": merged_records(ddp_run)}, "b": {"all": iter_records(reference_run, 0)}}
+    result.walk = walk_streams(streams, criterion, names={"a": str(ddp_run), "b": str(reference_run)})
     compare_validation(ddp_run, reference_run, result)
     compare_params(ddp_run, reference_run, result, key_map)
-    if result.first_divergence is None and not result.params.all_equal:
-        result.first_divergence = {"quantity": "params", **(result.params.first or {})}
     return result

@@ -1,47 +1,59 @@
-"""Why two runs differ: walk the causal order to the first point where they part ways and name it.
+"""Why two runs differ: the first point where they part ways, in causal order, and its one cause.
 
-    configuration -> initial weights -> samples consumed -> loss -> gradient -> learning rate
-    -> parameters after the step
+    crash -> stall -> metadata -> configuration -> optimizer param groups -> initial weights
+    -> resume -> step structure -> samples -> batch contents -> loss -> gradient -> learning rate
+    -> parameters after the step -> buffers -> final parameters -> validation -> equivalent
 
-`diagnose(run_a, run_b, report, stall=None)` reads only the two run directories (meta.json and the
-per-rank traces, streamed one step at a time across ranks and stopped at the first divergence) and
-the comparison report (`compare_runs(...).to_dict()`), and returns
+`CHECKS` is that order: each check is a small function over the comparison (the one walk over the
+traces, ddp_parity.compare.walk, plus meta.json, validation and the final parameters) that returns a
+finding or None; the first finding is the diagnosis
 
-    {"category", "step", "rank", "evidence", "explanation", "advice"}
+    {"category", "step", "rank", "evidence", "explanation", "advice", "module"}
 
-with category one of CATEGORIES. `format_diagnosis(d)` renders it for the terminal summary.
-Pure Python: no tensors are loaded, nothing is recomputed.
+The why and the fix of each kind of finding live in one table (advice.py). `find_warnings` lists
+what is suspicious even in an equivalent pair (a run that learned nothing, NaN/Inf).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ddp_parity.trace import TraceFormatError, digest_indices, iter_records, read_meta, trace_ranks
+import numpy as np
+
+from ddp_parity.compare.advice import ADVICE, RECORDING_FIX
+from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
 
 CATEGORIES = (
     "equivalent",
+    "crash",
+    "stall",
+    "metadata",
     "config",
+    "param_groups",
     "init",
-    "data_order",
-    "set_epoch",
+    "resume",
+    "recording",
+    "step_count",
     "sampler_seed",
+    "set_epoch",
+    "data_order",
+    "data_pipeline",
+    "rng",
     "numerics",
+    "reduction_order",
     "gradients",
     "optimizer",
-    "step_count",
-    "stall",
+    "buffers",
 )
 
 # resolved-config keys (dotted) that cannot change the numbers a run computes; a key matches an
-# entry or lies below one. LightningCLI's extra keys (`config`, `optimizer`, `lr_scheduler`, Trainer
-# defaults) exist on one side only and are skipped anyway: only keys both sides have are compared.
+# entry or lies below one. LightningCLI's extra keys exist on one side only and are skipped anyway:
+# only keys both sides have are compared. `ignore_config` adds to these.
 IGNORED_CONFIG_KEYS = (
     "run_dir",
     "ckpt_path",
@@ -59,86 +71,1006 @@ IGNORED_CONFIG_KEYS = (
     "trainer.profiler",
     "trainer.model_registry",
 )
-# meta.json facts outside `config` that change numerics
-META_KEYS = ("world_size", "backend", "device")
+META_KEYS = ("world_size", "backend", "device")  # meta.json facts outside `config` that change numerics
 VERSION_KEYS = ("torch",)
 RANK_FACT_KEYS = ("threads", "omp_num_threads")
+# environment that changes what a rank computes; the launcher's own variables (TORCHELASTIC_*,
+# MASTER_ADDR, SLURM_*, GROUP_RANK ...) differ between launchers without changing a bit
+NUMERIC_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+WORLD_KEYS = ("rank", "local_rank", "world_size", "node_rank")
 SEED_KEY = "seed_everything"
+FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
+BUFFER_HINTS = ("running_mean", "running_var", "num_batches_tracked")
 
 
 # ---------------------------------------------------------------------------------------------
-# the entry points
+# what every check reads
 
 
-def diagnose(run_a, run_b, report: dict | None, stall: dict | None = None) -> dict:
-    """Name the first point where run_a and run_b diverge, in causal order (see the module doc)."""
-    report = report or {}
-    rtol, atol = _tolerance(report.get("criterion"))
-    meta_a, err_a = _meta(run_a)
-    meta_b, err_b = _meta(run_b)
-    name_a, name_b = _side_name(meta_a, run_a, "a"), _side_name(meta_b, run_b, "b")
-    sides = {"a": name_a, "b": name_b}
-    base = {"sides": sides, "verdict": report.get("verdict"), "report_first_divergence": report.get("first_divergence")}
-    unreadable = {name: err for name, err in ((name_a, err_a), (name_b, err_b)) if err}
-    if unreadable:
-        base["unreadable_meta"] = unreadable
+@dataclass
+class Context:
+    cmp: object  # comparator.Comparison
+    names: tuple
+    ignore_config: tuple = ()
+    stall: dict | None = None
+    cache: dict = field(default_factory=dict)
 
-    config_diffs, seed_diff = ({}, None)
-    if meta_a is not None and meta_b is not None:
-        config_diffs, seed_diff = config_differences(meta_a, meta_b)
+    @property
+    def walk(self):
+        return self.cmp.walk
 
-    if stall:
-        return _stall(stall, run_a, run_b, meta_a, meta_b, sides, base, config_diffs, seed_diff)
+    def meta(self, side: str) -> dict:
+        return self.cmp.metas.get(side) or {}
 
-    if config_diffs:
-        if seed_diff is not None:
-            config_diffs = {**config_diffs, SEED_KEY: seed_diff}
-        return _config(config_diffs, sides, base)
+    def run(self, side: str) -> str:
+        return self.cmp.run_a if side == "a" else self.cmp.run_b
 
-    if seed_diff is not None:
-        base["seed_everything"] = {name_a: seed_diff[0], name_b: seed_diff[1]}
-    seeds = _sampler_seeds(meta_a), _sampler_seeds(meta_b)
-    seeds_differ = _seeds_differ(*seeds)
-    init = _init_digests(meta_a), _init_digests(meta_b)
-    init_finding = _init_finding(*init)
+    def label(self, side: str) -> str:
+        return self.names[0] if side == "a" else self.names[1]
 
-    if init_finding is not None and init_finding["rank0_differs"] and seed_diff is None:
-        return _init(init_finding, init, seed_diff, sides, base, report)  # no need to read the traces
+    @property
+    def earliest(self) -> dict | None:
+        return self.walk.earliest if self.walk else None
 
-    walk = Walk(run_a, run_b, rtol, atol).run()
+    def base(self, **extra) -> dict:
+        evidence = {"sides": {"a": self.names[0], "b": self.names[1]}}
+        if self.walk is not None:
+            evidence["steps_equal_before"] = self.walk.steps_equal_before
+        return {**evidence, **extra}
 
-    # an unpinned global seed (LightningCLI's `seed_everything: true` picks one at random) shows up
-    # in the config, the initial weights and the sampler at once: name the seed, not its symptoms
-    if seed_diff is not None and (seeds_differ or (walk.found and walk.found["quantity"] == "samples")):
-        return _sampler_seed(walk, seeds, seed_diff, init_finding, sides, base)
-    if seed_diff is not None and init_finding is None and walk.found is None:
-        return _config({SEED_KEY: seed_diff}, sides, base)
+    def both(self, a, b) -> dict:
+        return {self.names[0]: a, self.names[1]: b}
 
-    if init_finding is not None and (init_finding["rank0_differs"] or walk.found is None):
-        return _init(init_finding, init, seed_diff, sides, base, report)
-    if init_finding is not None:
-        base["init_note"] = (
-            "init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match "
-            "across the sides and DDP broadcasts them at construction: harmless by itself"
+    def config_diffs(self) -> tuple[dict, tuple | None]:
+        if "config" not in self.cache:
+            self.cache["config"] = config_differences(self.meta("a"), self.meta("b"), self.ignore_config)
+        return self.cache["config"]
+
+
+def finding(ctx: Context, kind: str, step, rank, evidence: dict, facts: str, **values) -> dict:
+    advice = ADVICE[kind]
+    category = kind.split(".")[0]
+    assert category in CATEGORIES, category
+    return {
+        "category": category,
+        "step": step,
+        "rank": rank,
+        "evidence": ctx.base(**evidence),
+        "explanation": " ".join(part for part in (facts, advice.why.format(**values)) if part),
+        "advice": advice.fix.format(**values),
+        "module": None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the checks, in causal order
+
+
+def check_crash(ctx: Context) -> dict | None:
+    """A run that stopped with an error: which side, rank and step, and the message, before anything."""
+    if ctx.stall:
+        return None  # the harness stopped a hung run: errors its ranks left on the way out are follow-ons
+    crashed = []
+    for side in ("a", "b"):
+        if ctx.meta(side).get("finished") is True:
+            continue  # errors of an earlier attempt that the run recovered from: see `resume`
+        errors = read_errors(ctx.run(side))
+        if errors:
+            crashed.append((errors[0].get("time") or 0, side, errors))
+    if not crashed:
+        return None
+    _, side, errors = min(crashed, key=lambda c: c[0])
+    first = errors[0]
+    evidence = {
+        "side": ctx.label(side),
+        "errors": [{k: e.get(k) for k in ("rank", "type", "message", "step", "phase")} for e in errors],
+        "traceback": (first.get("traceback") or "").strip().splitlines()[-6:],
+    }
+    step, rank = first.get("step"), first.get("rank")
+    facts = (
+        f"{ctx.label(side)} crashed: rank {rank} raised {first.get('type')}: {first.get('message')} "
+        f"(after step {step}, during {first.get('phase') or 'training'})."
+    )
+    if len(errors) > 1:
+        facts += f" {len(errors) - 1} other rank(s) failed after it."
+    return finding(
+        ctx,
+        "crash",
+        step,
+        rank,
+        evidence,
+        facts,
+        side=ctx.label(side),
+        error_rank=rank,
+        type=first.get("type"),
+        message=first.get("message"),
+        path=first.get("path"),
+    )
+
+
+def check_stall(ctx: Context) -> dict | None:
+    if not ctx.stall:
+        return None
+    stall = ctx.stall
+    side = "b" if stall.get("side") in (ctx.names[1], "b", "lightning") and stall.get("side") != ctx.names[0] else "a"
+    raw_ranks = stall.get("ranks") or {}
+    if isinstance(raw_ranks, (list, tuple)):
+        raw_ranks = dict(enumerate(raw_ranks))
+    last = {int(r): (int(s) if s is not None else 0) for r, s in raw_ranks.items()}
+    for r in range(ctx.meta(side).get("world_size") or (max(last) + 1 if last else 0)):
+        last.setdefault(r, 0)  # no heartbeat: the rank never finished a step
+    evidence = {"side": stall.get("side"), "last_step": dict(sorted(last.items())), "seconds": stall.get("seconds")}
+    seconds = stall.get("seconds")
+    took = f" for {seconds:.0f} s" if isinstance(seconds, (int, float)) else ""
+    who_side = stall.get("side") or "a run"
+    if not last:
+        return finding(ctx, "stall", None, None, evidence, f"{who_side} stopped making progress{took} before any step.")
+    top = max(last.values())
+    waiting = sorted(r for r, s in last.items() if s == top)
+    behind = sorted(r for r, s in last.items() if s < top)
+    batches = per_rank_batches(ctx.meta(side))
+    if behind:
+        where = ", ".join(f"rank {r} after step {last[r]}" for r in behind)
+        who = f"rank {waiting[0]}" if len(waiting) == 1 else "ranks " + ", ".join(map(str, waiting))
+        facts = (
+            f"{who_side} hung{took}: {who} finished step {top} and waits at the next collective (the gradient "
+            f"all-reduce of step {top + 1}, or the next barrier) for peers that stopped earlier ({where}) and "
+            "never join it: uneven shards, or a rank that died or skipped a step."
         )
-        base["init_params_sha256"] = {name_a: init[0], name_b: init[1]}
+        return finding(ctx, "stall", top + 1, waiting[0], evidence, facts)
+    if len(set(batches.values())) > 1:
+        most = max(batches.values())
+        long_rank = min(r for r, n in batches.items() if n == most)
+        evidence["batches_per_epoch"] = batches
+        counts = ", ".join(f"rank {r}: {n}" for r, n in sorted(batches.items()))
+        facts = (
+            f"{who_side} hung{took} with every rank at step {top}: the ranks have different numbers of batches "
+            f"per epoch ({counts}); rank {long_rank} trains one more batch and waits in the all-reduce of "
+            f"step {top + 1}, which its peers never join."
+        )
+        return finding(ctx, "stall", top + 1, long_rank, evidence, facts)
+    facts = (
+        f"{who_side} hung{took} with every rank at step {top}: all of them wait in a collective after that "
+        "step that not all joined (a barrier, a validation all_reduce or a checkpoint save run by some ranks only)."
+    )
+    return finding(ctx, "stall", top, waiting[0], evidence, facts)
 
-    if walk.found is None:
-        if walk.unreadable:
-            base["unreadable_traces"] = walk.unreadable
-        return _after_clean_walk(walk, report, sides, base)
-    quantity = walk.found["quantity"]
-    if quantity in ("count", "numbering", "ranks"):
-        return _step_count(walk, meta_a, meta_b, sides, base)
-    if quantity == "samples":
-        if seeds_differ:
-            return _sampler_seed(walk, seeds, None, None, sides, base)
-        return _samples(walk, meta_a, meta_b, sides, base)
-    if quantity == "loss":
-        return _numerics(walk, sides, base)
-    if quantity == "grad_norm":
-        return _gradients(walk, sides, base)
-    return _optimizer(walk, sides, base)
+
+def check_metadata(ctx: Context) -> dict | None:
+    lacking = {ctx.label(s): missing for s in ("a", "b") if (missing := _missing(ctx.cmp.metas.get(s)))}
+    if not lacking:
+        return None
+    facts = "; ".join(f"meta.json of {name} lacks {', '.join(keys)}" for name, keys in lacking.items()) + "."
+    return finding(ctx, "metadata", None, None, {"missing": lacking}, facts)
+
+
+def _missing(meta) -> list[str]:
+    from ddp_parity.compare.comparator import missing_meta
+
+    return missing_meta(meta) if meta is not None else []
+
+
+def check_config(ctx: Context) -> dict | None:
+    diffs, seed = ctx.config_diffs()
+    if not diffs:
+        return None
+    if seed is not None:
+        diffs = {**diffs, SEED_KEY: seed}
+    lines = [f"{key}: {_fmt(a)} vs {_fmt(b)}" for key, (a, b) in diffs.items()]
+    rank = next((int(k[6 : k.index("]")]) for k in diffs if k.startswith("ranks[") and k[6] != "*"), None)
+    threads = [
+        k for k in diffs if k.endswith(("].threads", "].omp_num_threads", "num_threads")) or k == "config.threads"
+    ]
+    flags = [k for k in diffs if ".torch_flags." in k and k not in threads]
+    state = [k for k in diffs if not k.startswith("config.")]
+    kind = "config.threads" if threads else "config.torch_flags" if flags else "config.state" if state else "config"
+    facts = f"The runs are not configured alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
+    keys = ", ".join(k.replace("config.", "", 1).replace("ranks[*].", "", 1) for k in (flags or state or diffs))
+    evidence = {"differences": lines, "values": {k: list(v) for k, v in diffs.items()}}
+    return finding(ctx, kind, None, rank, evidence, facts, keys=keys)
+
+
+def check_seed(ctx: Context) -> dict | None:
+    """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
+    name the seed, not its symptoms."""
+    _, seed = ctx.config_diffs()
+    seeds = _sampler_seeds(ctx.meta("a")), _sampler_seeds(ctx.meta("b"))
+    first = ctx.earliest
+    on_samples = first is not None and first["quantity"] == "samples"
+    if seed is None and not (_seeds_differ(*seeds) and on_samples):
+        return None
+    if _seeds_differ(*seeds) or (seed is not None and on_samples):
+        return _sampler_seed(ctx, seeds, seed)
+    if _init_finding(ctx) is None and first is None:
+        facts = f"seed_everything differs: {_fmt(seed[0])} on {ctx.names[0]}, {_fmt(seed[1])} on {ctx.names[1]}."
+        return finding(ctx, "config.seed", None, None, {"seed_everything": ctx.both(*seed)}, facts)
+    return None
+
+
+def _sampler_seed(ctx: Context, seeds: tuple, seed) -> dict:
+    f = ctx.earliest if ctx.earliest and ctx.earliest["quantity"] == "samples" else None
+    evidence = {"sampler_seed": ctx.both(*seeds)}
+    if seed is not None:
+        evidence["seed_everything"] = ctx.both(*seed)
+    if f:
+        evidence["indices"] = ctx.both(f["a"], f["b"])
+    common = sorted(set(seeds[0]) & set(seeds[1]))
+    rank = f["rank"] if f else next((r for r in common if seeds[0][r] != seeds[1][r]), None)
+    if _seeds_differ(*seeds):
+        r0 = rank if rank in common else common[0]
+        facts = (
+            f"The DistributedSamplers are seeded differently ({ctx.names[0]}: seed {seeds[0][r0]}, "
+            f"{ctx.names[1]}: seed {seeds[1][r0]}), so they shuffle the dataset into different permutations"
+        )
+    else:
+        facts = "The global seed differs, and with it the sampler's shuffle"
+    facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
+    if seed is not None:
+        facts += (
+            f" seed_everything resolves to {_fmt(seed[0])} on {ctx.names[0]} and {_fmt(seed[1])} on {ctx.names[1]}."
+        )
+    if _init_finding(ctx) is not None:
+        facts += " The same seed also decides the initial weights, which differ as well: one cause, two symptoms."
+    return finding(ctx, "sampler_seed", f["step"] if f else None, rank, evidence, facts)
+
+
+def check_param_groups(ctx: Context) -> dict | None:
+    opt_a, opt_b = ctx.meta("a").get("optimizer"), ctx.meta("b").get("optimizer")
+    if not (isinstance(opt_a, dict) and isinstance(opt_b, dict)):
+        return None
+    na, nb = ctx.names
+    if opt_a.get("class") and opt_b.get("class") and opt_a["class"] != opt_b["class"]:
+        facts = f"The optimizers differ before any step: {opt_a['class']} on {na}, {opt_b['class']} on {nb}."
+        evidence = {"optimizer_class": ctx.both(opt_a["class"], opt_b["class"])}
+        return finding(ctx, "param_groups.class", None, None, evidence, facts, a=na, b=nb, b_class=opt_b["class"])
+    settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
+    from ddp_parity.compare.comparator import match_keys
+
+    pairs = match_keys(list(settings_a), list(settings_b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    differing: dict[str, list] = {}
+    for name, (ka, kb) in sorted(pairs.items()):
+        sa, sb = settings_a[ka], settings_b[kb]
+        for key in sorted(set(sa) | set(sb)):
+            if not _same(sa.get(key), sb.get(key)):
+                differing.setdefault(f"{key}: {_fmt(sa.get(key))} vs {_fmt(sb.get(key))}", []).append(name)
+    if not differing:
+        return None
+    lines = [f"{setting} for {_name_list(names)}" for setting, names in differing.items()]
+    facts = f"The optimizer's param groups differ before any step ({na} vs {nb}): {'; '.join(lines)}."
+    setting, names = next(iter(differing.items()))
+    key = setting.split(":", 1)[0]
+    fix = f"give {_name_list(names)} the same {key} on both sides (one param group for them, or the same split)"
+    evidence = {"differences": {setting: names for setting, names in differing.items()}}
+    return finding(ctx, "param_groups", None, None, evidence, facts, fix=fix)
+
+
+def _settings_by_param(optimizer: dict) -> dict[str, dict]:
+    out = {}
+    for group in optimizer.get("param_groups") or []:
+        if not isinstance(group, dict):
+            continue
+        hyper = {k: v for k, v in group.items() if k != "params"}
+        for name in group.get("params") or []:
+            out[str(name)] = hyper
+    return out
+
+
+def _param_order(optimizer) -> list[str]:
+    if not isinstance(optimizer, dict):
+        return []
+    return [str(n) for g in optimizer.get("param_groups") or [] if isinstance(g, dict) for n in g.get("params") or []]
+
+
+def _name_list(names: list[str], limit: int = 6) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def check_init(ctx: Context) -> dict | None:
+    found = _init_finding(ctx)
+    if found is None:
+        return None
+    init = _init_digests(ctx.meta("a")), _init_digests(ctx.meta("b"))
+    if not found["rank0_differs"] and ctx.earliest is not None:
+        ctx.cache["init_note"] = (
+            "init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match across the sides "
+            "and DDP broadcasts them at construction: harmless by itself"
+        )
+        return None
+    evidence = {"init_params_sha256": ctx.both(*init), "ranks_differing_across_sides": found["across"]}
+    parts = []
+    if found["across"]:
+        parts.append(
+            f"The initial weights differ between the sides (init_params_sha256 of rank(s) "
+            f"{', '.join(map(str, found['across']))}), before a single sample is consumed."
+        )
+    within = [ctx.label(s) for s, v in found["within"].items() if v]
+    if within:
+        parts.append(
+            f"On {' and '.join(within)} the ranks built different weights; that alone is harmless, because "
+            "constructing DistributedDataParallel broadcasts rank 0's parameters to every replica."
+        )
+    if found["rank0_differs"]:
+        parts.append("Rank 0's weights differ across the sides, so each side trains from its own start.")
+    return finding(ctx, "init", None, found["rank"], evidence, " ".join(parts))
+
+
+def _init_finding(ctx: Context) -> dict | None:
+    if "init" in ctx.cache:
+        return ctx.cache["init"]
+    init_a, init_b = _init_digests(ctx.meta("a")), _init_digests(ctx.meta("b"))
+    across = [r for r in sorted(set(init_a) & set(init_b)) if init_a[r] and init_b[r] and init_a[r] != init_b[r]]
+    within = {side: len({d for d in init.values() if d}) > 1 for side, init in (("a", init_a), ("b", init_b))}
+    result = None
+    if across or any(within.values()):
+        rank0 = bool(init_a.get(0) and init_b.get(0) and init_a[0] != init_b[0])
+        rank = (
+            across[0]
+            if across
+            else next(
+                r
+                for init in (init_a, init_b)
+                if len(set(init.values())) > 1
+                for r in sorted(init)
+                if init[r] != init.get(0)
+            )
+        )
+        result = {"across": across, "within": within, "rank0_differs": rank0, "rank": rank}
+    ctx.cache["init"] = result
+    return result
+
+
+def _init_digests(meta: dict) -> dict:
+    return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
+
+
+def check_resume(ctx: Context) -> dict | None:
+    """The first divergence at or after a side's resume point: what the resume got wrong."""
+    first = ctx.earliest
+    if first is None:
+        return None
+    resumed = {s: _resume_step(ctx.meta(s)) for s in ("a", "b")}
+    candidates = [s for s in ("a", "b") if resumed[s] is not None and (first.get("step") or 0) > resumed[s]]
+    if not candidates:
+        return None
+    side = candidates[0]
+    other = "b" if side == "a" else "a"
+    at = resumed[side]
+    name = ctx.label(side)
+    step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
+    evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
+    opener = f"{name} resumed after step {at}, and the runs part ways at step {step} (rank {rank}), from the resume on:"
+    if q in ("count", "numbering"):
+        facts = f"{opener} the step count jumps ({_fmt(first.get('step_numbers'))})."
+        cause = "The resumed loop restarts its step counter at another value than the steps done."
+        fix = "Restore the global step from the checkpoint and continue counting from it."
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    if q == "samples":
+        match = _samples_seen_elsewhere(ctx, side, other, rank, step)
+        if match is not None:
+            evidence.update(match)
+            replay = match["matches_step"] < step
+            epoch = match.get("matches_epoch")
+            if replay:
+                facts = (
+                    f"{opener} at step {step} {name} consumes the samples the runs consumed at step "
+                    f"{match['matches_step']} (epoch {epoch}): it trains epoch {epoch} again."
+                )
+                cause = (
+                    "The checkpoint stores the epoch that was running (or just finished) and the loop restarts "
+                    "at that index, so the finished epoch is replayed."
+                )
+                fix = "Save the number of epochs *done* (epoch + 1 after an epoch ends) and resume from it."
+            else:
+                facts = (
+                    f"{opener} at step {step} {name} consumes the samples of step {match['matches_step']} "
+                    f"(epoch {epoch}): it skips ahead."
+                )
+                cause = "The loop resumes past the point the checkpoint was taken: an epoch or steps are skipped."
+                fix = "Resume at the first step not done: the epoch and step stored with the checkpoint."
+            return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+        facts = f"{opener} the samples differ ({_fmt(first['a'])} vs {_fmt(first['b'])}) without repeating others."
+        cause = "The sampler's order after the restart differs: its epoch (set_epoch) or RNG state was not restored."
+        fix = "Call sampler.set_epoch(epoch) with the restored epoch and restore the RNG states from the checkpoint."
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    if q == "lr":
+        facts = f"{opener} the learning rate differs ({first['a']!r} vs {first['b']!r})."
+        cause = "The learning-rate scheduler starts again from its initial state: its state was not restored."
+        fix = "Save scheduler.state_dict() with the checkpoint and load it on resume."
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    if q == "param_digest":
+        facts = (
+            f"{opener} the first update after the resume differs with the same samples, loss, gradient norm "
+            "and learning rate."
+        )
+        cause = (
+            "An optimizer whose state (Adam's moments, momentum buffers) starts empty updates differently from "
+            "the same gradients: the optimizer state was not restored."
+        )
+        fix = "Save optimizer.state_dict() with the checkpoint and load it on resume."
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    if q in ("loss", "grad_norm", "batch"):
+        facts = f"{opener} with the same samples the {q} differs ({_fmt(first['a'])} vs {_fmt(first['b'])})."
+        cause = (
+            "The weights or the random stream the resumed run starts from are not those the other run had after "
+            f"step {at}: the model state or the RNG state was not restored (or comes from another step)."
+        )
+        fix = (
+            "Save the model state and torch/numpy/random RNG states after the step the run resumes from, and load both."
+        )
+        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    return None
+
+
+def _resume_step(meta: dict) -> int | None:
+    step = meta.get("resumed_from_step")
+    if isinstance(step, int) and not isinstance(step, bool) and step > 0:
+        return step
+    attempts = meta.get("attempts") or []
+    starts = [a.get("start_step") for a in attempts if isinstance(a, dict) and isinstance(a.get("start_step"), int)]
+    return max(starts) if len(starts) > 1 and max(starts) > 0 else None
+
+
+def _samples_seen_elsewhere(ctx: Context, side: str, other: str, rank, step) -> dict | None:
+    """Where else the resumed side's samples at `step` were consumed (by the other run)."""
+    target = None
+    for rec in records_of(ctx.run(side), rank):
+        if rec["step"] == step:
+            target = rec
+            break
+    if target is None:
+        return None
+    for rec in records_of(ctx.run(other), rank):
+        if rec["step"] != step:
+            a, b = comparable_samples(target, rec)
+            if a is not None and a == b:
+                return {"matches_step": rec["step"], "matches_epoch": rec.get("epoch")}
+    return None
+
+
+def check_structure(ctx: Context) -> dict | None:
+    first = ctx.earliest
+    if first is None or first["quantity"] not in ("ranks", "count", "numbering"):
+        return None
+    if first["quantity"] == "numbering":
+        offset = _step_offset(ctx, first["rank"])
+        if offset is not None:
+            side = "a" if offset > 0 else "b"  # the side whose numbers run ahead
+            facts = (
+                f"Every record matches once the steps are aligned, but {ctx.label(side)} numbers them "
+                f"{abs(offset)} higher (step {first['step_numbers']['a']} vs {first['step_numbers']['b']} for the "
+                "same optimizer step): the sides count steps from different origins (0 vs 1), not a training "
+                "difference."
+            )
+            evidence = {"step_offset": offset, "step_numbers": ctx.both(*first["step_numbers"].values())}
+            return finding(ctx, "recording", first["step"], first["rank"], evidence, facts, fix=RECORDING_FIX["step"])
+    return _step_count(ctx, first)
+
+
+def _step_offset(ctx: Context, rank) -> int | None:
+    """a's step - b's step when it is constant and every other value of the records agrees."""
+    offset = None
+    n = 0
+    for ra, rb in zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank)):
+        d = ra["step"] - rb["step"]
+        if offset is None:
+            offset = d
+        if d != offset or d == 0:
+            return None
+        for key in ("loss", "grad_norm", "lr", "indices", "param_digest"):
+            if not identical(ra.get(key), rb.get(key)):
+                return None
+        n += 1
+    return offset if n else None
+
+
+def _step_count(ctx: Context, f: dict) -> dict:
+    walk = ctx.walk
+    counts = ctx.both(dict(sorted(walk.counts["a"].items())), dict(sorted(walk.counts["b"].items())))
+    evidence = {"steps": counts}
+    if walk.unreadable:
+        evidence["unreadable_traces"] = walk.unreadable
+    desc = "; ".join(f"{side}: " + ", ".join(f"rank {r} {n}" for r, n in c.items()) for side, c in counts.items())
+    empty = [ctx.label(s) for s in ("a", "b") if not any(walk.counts[s].values())]
+    if empty:
+        facts = f"{' and '.join(empty)} recorded no step at all (steps per rank: {desc})."
+        return finding(
+            ctx,
+            "step_count.empty",
+            None if f is None else f.get("step"),
+            f and f.get("rank"),
+            evidence,
+            facts,
+            side=" and ".join(empty),
+        )
+    if f["quantity"] == "ranks":
+        facts = (
+            f"{ctx.label(f['side'])} has no trace for rank {f['rank']}: the runs did not use the same ranks ({desc})."
+        )
+    elif f["quantity"] == "numbering":
+        evidence["step_numbers"] = ctx.both(*f["step_numbers"].values())
+        facts = (
+            f"After {walk.steps_equal_before} matching step(s) the step numbers part ways on rank {f['rank']} "
+            f"({f['step_numbers']['a']} vs {f['step_numbers']['b']}): the sides count optimizer steps differently "
+            "(per micro-batch vs per optimizer step, or a step skipped)."
+        )
+    else:
+        facts = f"The runs recorded different numbers of steps ({desc}); step {f['step']} is missing on some rank."
+        uneven = [side for side, c in counts.items() if len(set(c.values())) > 1]
+        if uneven:
+            facts += (
+                f" On {' and '.join(uneven)} the ranks themselves disagree, which in DDP means a rank ran more "
+                "batches than its peers: its extra step's gradient all-reduce has no partner."
+            )
+    return finding(ctx, "step_count", f.get("step"), f.get("rank"), evidence, facts)
+
+
+def check_samples(ctx: Context) -> dict | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "samples":
+        return None
+    step, rank, epoch = f["step"], f["rank"], f.get("epoch")
+    evidence = {"epoch": epoch, "indices": ctx.both(f["a"], f["b"])}
+    repeats = {s: _repeats_first_epoch(ctx.run(s), rank, epoch) for s in ("a", "b")}
+    if repeats["a"] != repeats["b"]:
+        stuck = "a" if repeats["a"] else "b"
+        evidence["repeating_side"] = ctx.label(stuck)
+        facts = (
+            f"In epoch {epoch} {ctx.label(stuck)} replays its first epoch: from step {step} rank {rank} consumes "
+            "exactly the indices, in exactly the order, of its first epoch, while "
+            f"{ctx.label('b' if stuck == 'a' else 'a')} draws a new permutation."
+        )
+        return finding(ctx, "set_epoch", step, rank, evidence, facts, side=ctx.label(stuck))
+    sampler = _sampler_differences(ctx)
+    if sampler:
+        evidence["sampler_differences"] = sampler
+    facts = (
+        f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
+        f"on {ctx.names[0]} than on {ctx.names[1]} ({_fmt(f['a'])} vs {_fmt(f['b'])})."
+    )
+    text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
+    return finding(ctx, "data_order", step, rank, evidence, facts, sampler=text)
+
+
+def _repeats_first_epoch(run, rank, epoch) -> bool:
+    """Whether this rank consumed, in `epoch`, exactly the samples of its first epoch in the same order."""
+    first_epoch, first, this = None, [], []
+    for rec in records_of(run, rank):
+        e = rec.get("epoch")
+        if first_epoch is None:
+            first_epoch = e
+        if e is None or epoch is None or epoch == first_epoch:
+            return False
+        if e == first_epoch:
+            first.append(json.dumps(comparable_samples(rec, rec)[0]))
+        elif e == epoch:
+            this.append(json.dumps(comparable_samples(rec, rec)[0]))
+        elif this:
+            break
+    if not this or not first:
+        return False
+    return this == first or (len(this) < len(first) and this == first[: len(this)])
+
+
+def check_batch(ctx: Context) -> dict | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "batch":
+        return None
+    workers = _config_values(ctx, ("num_workers", "persistent_workers"))
+    evidence = {"batch_digest": ctx.both(f["a"], f["b"]), "data_loader": workers}
+    facts = (
+        f"At step {f['step']} rank {f['rank']} consumed the same sample indices on both sides, but the batch "
+        f"tensors differ (batch_digest {str(f['a'])[:16]} vs {str(f['b'])[:16]})."
+    )
+    if workers:
+        facts += f" DataLoader settings: {_fmt(workers)}."
+    return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
+
+
+def check_loss(ctx: Context) -> dict | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "loss":
+        return None
+    module = ctx.cache.get("module")
+    evidence = {"loss": ctx.both(f["a"], f["b"]), "abs_diff": _absdiff(f["a"], f["b"])}
+    facts = (
+        f"Both sides fed rank {f['rank']} the same samples at step {f['step']}, yet its loss differs "
+        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})"
+    )
+    random_layer = module and "dropout" in str(module.get("type", "")).lower()
+    dropout = _config_values(ctx, ("dropout",))
+    if random_layer or (module is None and any(_nonzero(v) for v in dropout.values())):
+        where = (
+            f"layer {module['name']} ({module['type']}) draws its mask at step {module.get('step', f['step'])}"
+            if random_layer
+            else f"the first dropout mask of step {f['step']} is drawn (the first draw from the global stream "
+            "after the model build on both sides; the sampler has its own generator)"
+        )
+        if random_layer:
+            evidence["module"] = module
+        else:
+            evidence["dropout"] = dropout
+        return finding(ctx, "rng", f["step"], f["rank"], evidence, facts + ".", where=where)
+    if module:
+        facts += f"; the first module whose output differs with equal input is {module['name']} ({module['type']})"
+    return finding(ctx, "numerics", f["step"], f["rank"], evidence, facts + ".")
+
+
+def check_grad_norm(ctx: Context) -> dict | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "grad_norm":
+        return None
+    clamp = _clamped_side(ctx, f["rank"])
+    if clamp is not None:
+        side, value = clamp
+        facts = (
+            f"The gradient norms agree wherever they are below {value:g} and {ctx.label(side)}'s never exceed it: "
+            f"{ctx.label(side)} records the norm after clipping (clamped at the clip value), the other side before."
+        )
+        evidence = {"grad_norm": ctx.both(f["a"], f["b"]), "clamped_side": ctx.label(side), "clip_value": value}
+        return finding(ctx, "recording", f["step"], f["rank"], evidence, facts, fix=RECORDING_FIX["grad_norm"])
+    ulps = _ulps(f["a"], f["b"])
+    evidence = {"grad_norm": ctx.both(f["a"], f["b"]), "ulps": ulps}
+    if ulps is not None and ulps <= FEW_ULPS and ctx.walk.steps_equal_before == 0 and _same_param_sets(ctx):
+        return _reduction_order(ctx, f, evidence, "gradient norm")
+    ratio = _ratio(f["a"], f["b"])
+    facts = (
+        f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on both sides, "
+        f"but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
+    )
+    if ratio is not None:
+        near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
+        if abs(ratio / near - 1) < 0.02:
+            evidence["ratio"] = ratio
+            return finding(ctx, "gradients.factor", f["step"], f["rank"], evidence, facts, factor=near)
+    return finding(ctx, "gradients", f["step"], f["rank"], evidence, facts)
+
+
+def _reduction_order(ctx: Context, f: dict, evidence: dict, what: str) -> dict:
+    order_a, order_b = _param_order(ctx.meta("a").get("optimizer")), _param_order(ctx.meta("b").get("optimizer"))
+    facts = (
+        f"The {what} differs by {evidence.get('ulps')} ulp(s) from step {f['step']} on ({_fmt(f['a'])} vs "
+        f"{_fmt(f['b'])}), with the same parameters, samples and losses: the same parameters were summed in "
+        "another order."
+    )
+    if order_a and order_b:
+        evidence["param_order"] = ctx.both(order_a[:8], order_b[:8])
+    side = ctx.label("a") if ctx.meta("a").get("side") != "lightning" else ctx.label("b")
+    return finding(ctx, "reduction_order", f["step"], f["rank"], evidence, facts, side=side)
+
+
+def _same_param_sets(ctx: Context) -> bool:
+    only = ctx.cmp.params_only_in
+    return not (only.get("a") or only.get("b"))
+
+
+def _clamped_side(ctx: Context, rank) -> tuple[str, float] | None:
+    """The side whose recorded gradient norm stops at a ceiling the other side's goes past."""
+    pairs = [(ra.get("grad_norm"), rb.get("grad_norm")) for ra, rb in _aligned(ctx, rank)]
+    pairs = [(a, b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+    clip = next(
+        (v for v in _config_values(ctx, ("gradient_clip_val", "clip_val", "max_norm")).values() if _nonzero(v)), None
+    )
+    for side, idx in (("a", 0), ("b", 1)):
+        low = [p[idx] for p in pairs if p[0] != p[1]]
+        high = [p[1 - idx] for p in pairs if p[0] != p[1]]
+        if not low or not all(h > lv for h, lv in zip(high, low)):
+            continue
+        ceiling = float(clip) if isinstance(clip, (int, float)) else max(low)
+        if all(abs(v - ceiling) <= 1e-4 * ceiling for v in low) and all(p[idx] <= ceiling * (1 + 1e-4) for p in pairs):
+            return side, ceiling
+    return None
+
+
+def _aligned(ctx: Context, rank, limit: int = 100_000):
+    for i, (ra, rb) in enumerate(zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank))):
+        if i >= limit:
+            return
+        yield ra, rb
+
+
+def check_lr(ctx: Context) -> dict | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "lr":
+        return None
+    evidence = {"lr": ctx.both(f["a"], f["b"])}
+    shift = _lr_shift(ctx, f["rank"])
+    if shift is not None:
+        facts = (
+            f"The learning rates are one sequence shifted by one step: {ctx.label(shift)} records at each step the "
+            "value the other side records at the next one; it reads the rate after scheduler.step(), not the "
+            "rate the optimizer step used."
+        )
+        evidence["ahead"] = ctx.label(shift)
+        return finding(ctx, "recording", f["step"], f["rank"], evidence, facts, fix=RECORDING_FIX["lr"])
+    facts = (
+        f"At step {f['step']} the samples, loss and gradient norm match, but the learning rate differs "
+        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
+    )
+    return finding(ctx, "optimizer.lr", f["step"], f["rank"], evidence, facts)
+
+
+def _lr_shift(ctx: Context, rank) -> str | None:
+    la, lb = [], []
+    for ra, rb in _aligned(ctx, rank):
+        la.append(ra.get("lr"))
+        lb.append(rb.get("lr"))
+    if len(la) < 3 or len(set(map(str, la))) < 2:
+        return None
+    if la[:-1] == lb[1:]:
+        return "a"
+    if lb[:-1] == la[1:]:
+        return "b"
+    return None
+
+
+def check_param_digest(ctx: Context) -> dict | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "param_digest":
+        return None
+    ulps = max((_ulps_or_far(x, y) for x, y in zip(f["a"], f["b"])), default=None)
+    evidence = {"param_digest": ctx.both(f["a"], f["b"]), "ulps": ulps}
+    if ulps is not None and ulps <= FEW_ULPS and ctx.walk.steps_equal_before == 0 and _same_param_sets(ctx):
+        clipping = [v for v in _config_values(ctx, ("gradient_clip_val",)).values() if _nonzero(v)]
+        if clipping:
+            return _reduction_order(ctx, f, evidence, "parameter digest after the step (clipping on)")
+    facts = (
+        f"At step {f['step']} rank {f['rank']} consumed the same samples with the same loss, gradient norm and "
+        f"learning rate, yet the parameters after the step differ (param_digest {_fmt(f['a'])} vs {_fmt(f['b'])})."
+    )
+    return finding(ctx, "optimizer", f["step"], f["rank"], evidence, facts)
+
+
+def check_buffers(ctx: Context) -> dict | None:
+    """Buffers (BatchNorm running statistics) differing between ranks of a side or between sides."""
+    replicas = {s: ctx.meta(s).get("replicas_identical") for s in ("a", "b")}
+    bufs = {s: _buffer_digests(ctx.meta(s)) for s in ("a", "b")}
+    split = [s for s in ("a", "b") if replicas[s] is False or _ranks_disagree(bufs[s])]
+    params = ctx.cmp.params
+    only_buffers = _differing_tensors(ctx) and all(_is_buffer(n, bufs) for n in _differing_tensors(ctx))
+    if len(split) == 1:
+        side = split[0]
+        name = _first_differing_buffer(bufs[side]) or next(iter(_differing_tensors(ctx)), None)
+        cause = (
+            f"On {ctx.label(side)} the ranks end with different buffers ({name or 'replicas_identical: false'}), "
+            "while the other side's replicas agree. DDP broadcasts rank 0's buffers at every forward through the "
+            "wrapper (broadcast_buffers=True); a forward on the unwrapped module (validation outside the DDP "
+            "wrapper) uses and updates each rank's own running statistics."
+        )
+        fix = (
+            f"On {ctx.label(side)}, validate through the DDP-wrapped model (as Lightning does), so every rank "
+            "uses rank 0's buffers."
+        )
+        evidence = {"replicas_identical": ctx.both(*replicas.values()), "buffer": name}
+        return finding(ctx, "buffers", None, None, evidence, "", cause=cause, fix=fix)
+    across = _first_buffer_across(bufs)
+    if across or (only_buffers and params.compared and not params.all_equal and ctx.earliest is None):
+        name = across or next(iter(_differing_tensors(ctx)))
+        cause = (
+            f"The buffer {name} differs between the sides while the per-step training records agree: its running "
+            "statistics are computed from other batch statistics, as when one side converts BatchNorm to "
+            "SyncBatchNorm (statistics over the global batch) and the other does not."
+        )
+        fix = "Use SyncBatchNorm on both sides (torch.nn.SyncBatchNorm.convert_sync_batchnorm) or on neither."
+        return finding(ctx, "buffers", None, None, {"buffer": name}, "", cause=cause, fix=fix)
+    return None
+
+
+def _buffer_digests(meta: dict) -> dict:
+    return {f.get("rank", r): f.get("buffers_sha256") or {} for r, f in enumerate(meta.get("ranks") or [])}
+
+
+def _ranks_disagree(per_rank: dict) -> bool:
+    return len({json.dumps(v, sort_keys=True) for v in per_rank.values() if v}) > 1
+
+
+def _first_differing_buffer(per_rank: dict) -> str | None:
+    maps = [v for v in per_rank.values() if v]
+    for name in sorted(set().union(*maps)) if maps else []:
+        if len({m.get(name) for m in maps}) > 1:
+            return name
+    return None
+
+
+def _first_buffer_across(bufs: dict) -> str | None:
+    a, b = bufs["a"].get(0) or {}, bufs["b"].get(0) or {}
+    from ddp_parity.compare.comparator import match_keys
+
+    pairs = match_keys(list(a), list(b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return next((name for name, (ka, kb) in sorted(pairs.items()) if a[ka] != b[kb]), None)
+
+
+def _differing_tensors(ctx: Context) -> list[str]:
+    return [row["name"] for row in ctx.cmp.param_tensors if not row["equal"]]
+
+
+def _is_buffer(name: str, bufs: dict) -> bool:
+    known = {k for s in bufs.values() for per in s.values() for k in per}
+    return name in known or name.endswith(BUFFER_HINTS)
+
+
+def check_final_params(ctx: Context) -> dict | None:
+    params = ctx.cmp.params
+    if ctx.earliest is not None or params.all_equal:
+        return None
+    first = params.first or {}
+    facts = (
+        f"All {ctx.walk.steps_equal_before} recorded steps match, including the per-step parameter digest, but "
+        f"the final parameters differ ({_fmt(first)}): an update touched tensors the digest does not cover, or "
+        "the last update after the final record differs."
+    )
+    return finding(ctx, "optimizer", ctx.walk.last_equal_step, None, {"params": first}, facts)
+
+
+def check_validation(ctx: Context) -> dict | None:
+    v = ctx.cmp.validation.first
+    if ctx.earliest is not None or v is None:
+        return None
+    evidence = {"validation": v}
+    rounded = _float32_rounded_side(v.get("a"), v.get("b"))
+    if rounded is not None:
+        facts = (
+            f"Training matches step for step; validation {v.get('metric')} at step {v.get('step')} differs only by "
+            f"float32 rounding ({v.get('a')!r} vs {v.get('b')!r}): {ctx.label(rounded)} recorded the value rounded "
+            "to float32 (as `self.log` keeps it)."
+        )
+        return finding(ctx, "recording", v.get("step"), None, evidence, facts, fix=RECORDING_FIX["validation"])
+    facts = (
+        f"Training matches step for step, but validation differs ({v.get('metric')} at step {v.get('step')}: "
+        f"{v.get('a')!r} vs {v.get('b')!r}): the metric is computed or reduced across ranks differently."
+    )
+    return finding(ctx, "numerics.validation", v.get("step"), None, evidence, facts)
+
+
+def _float32_rounded_side(a, b) -> str | None:
+    if not (isinstance(a, float) and isinstance(b, float)) or a == b:
+        return None
+    if float(np.float32(a)) == b and float(np.float32(b)) == b:
+        return "b"
+    if float(np.float32(b)) == a and float(np.float32(a)) == a:
+        return "a"
+    return None
+
+
+def check_problems(ctx: Context) -> dict | None:
+    problems = ctx.cmp.all_problems
+    if not problems:
+        return None
+    if ctx.walk is not None and not any(ctx.walk.counts[s] for s in ("a", "b")):
+        return _step_count(ctx, None)
+    facts = (
+        f"The recorded steps match, but the comparison reports structural problems: {'; '.join(problems[:3])}. "
+        "Most often one run did not finish (no final parameters, a validation missing) or the sides validate "
+        "at different points."
+    )
+    return finding(
+        ctx, "step_count", ctx.walk.last_equal_step if ctx.walk else None, None, {"problems": problems}, facts
+    )
+
+
+def check_equivalent(ctx: Context) -> dict:
+    n = ctx.walk.steps_equal_before if ctx.walk else 0
+    facts = (
+        f"No divergence: configuration, initial weights and all {n} steps (samples, loss, gradient norm, "
+        "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
+    )
+    return finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts)
+
+
+CHECKS: tuple[Callable[[Context], dict | None], ...] = (
+    check_crash,
+    check_stall,
+    check_metadata,
+    check_config,
+    check_seed,
+    check_param_groups,
+    check_init,
+    check_resume,
+    check_structure,
+    check_samples,
+    check_batch,
+    check_loss,
+    check_grad_norm,
+    check_lr,
+    check_param_digest,
+    check_buffers,
+    check_final_params,
+    check_validation,
+    check_problems,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points
+
+
+def diagnose_comparison(cmp, report: dict | None, names, *, ignore_config=(), stall=None) -> dict:
+    """The diagnosis of a comparison (comparator.build_report calls it; report is unused but kept
+    for the figures a check may want)."""
+    ctx = Context(cmp, tuple(names), tuple(_strip_config(k) for k in ignore_config), stall)
+    first = ctx.earliest
+    if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
+        ctx.cache["module"] = _localise(cmp, first)
+    for check in CHECKS:
+        found = check(ctx)
+        if found is not None:
+            break
+    else:
+        found = check_equivalent(ctx)
+    found["module"] = ctx.cache.get("module")
+    for key in ("init_note",):
+        if key in ctx.cache:
+            found["evidence"][key] = ctx.cache[key]
+    if cmp.meta_errors:
+        found["evidence"]["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
+    return found
+
+
+def diagnose_failure(run_a, run_b, report: dict | None = None, stall: dict | None = None, labels=None) -> dict:
+    """The diagnosis of a failed launch (a crash, a stall): reads what the runs left, tolerantly."""
+    from ddp_parity.compare.comparator import compare_runs, run_labels
+
+    cmp = compare_runs(run_a, run_b, _criterion(report), tolerant=True)
+    return diagnose_comparison(cmp, report, run_labels(cmp, labels), stall=stall)
+
+
+def diagnose(run_a, run_b, report: dict | None = None, stall: dict | None = None) -> dict:
+    """The old entry point, kept: the same as diagnose_failure (tolerant of what a run left)."""
+    return diagnose_failure(run_a, run_b, report, stall)
+
+
+def _criterion(report) -> Criterion:
+    crit = (report or {}).get("criterion")
+    if isinstance(crit, dict):
+        return Criterion(float(crit.get("rtol") or 0.0), float(crit.get("atol") or 0.0))
+    return Criterion()
+
+
+def _localise(cmp, first: dict) -> dict | None:
+    """The module localisation of the first divergence, where module watches were recorded."""
+    try:
+        from ddp_parity.compare.modules import localise
+    except ImportError:
+        return None
+    try:
+        return localise(cmp.run_a, cmp.run_b, first.get("step"), first.get("rank"))
+    except Exception:  # noqa: BLE001 - a localisation is extra evidence; its failure must not hide the diagnosis
+        return None
+
+
+def find_warnings(cmp, names) -> list[dict]:
+    """Suspicious even when equivalent: a side that learned nothing, NaN/Inf values."""
+    out = []
+    if cmp.walk is None:
+        return out
+    for side, name in zip(("a", "b"), names):
+        facts = cmp.walk.facts[side]
+        if facts.grad_norms and facts.nonzero_grad_norms == 0:
+            out.append(
+                {
+                    "kind": "no_learning",
+                    "message": f"{name}: every recorded gradient norm is zero ({facts.grad_norms} steps): "
+                    "nothing trains (a loss that does not depend on the parameters, or detached outputs)",
+                }
+            )
+        elif facts.losses > 1 and not facts.loss_changes:
+            out.append(
+                {
+                    "kind": "no_learning",
+                    "message": f"{name}: the loss never changes over {facts.losses} records: nothing trains",
+                }
+            )
+        if facts.non_finite:
+            nf = facts.non_finite
+            out.append(
+                {
+                    "kind": "non_finite",
+                    "message": f"{name}: {nf['quantity']} is {nf['value']} at step {nf['step']} rank {nf['rank']} "
+                    "(lower the learning rate, check the inputs and the loss)",
+                }
+            )
+    return out
 
 
 def format_diagnosis(d: dict) -> str:
@@ -159,17 +1091,15 @@ def format_diagnosis(d: dict) -> str:
 # configuration
 
 
-def config_differences(meta_a: dict, meta_b: dict) -> tuple[dict, tuple | None]:
-    """{dotted key: (a, b)} for numerics-relevant meta facts both sides record with different
-    values, and the seed_everything pair (kept apart) or None."""
+def config_differences(meta_a: dict, meta_b: dict, ignore=()) -> tuple[dict, tuple | None]:
+    """{dotted key: (a, b)} for numerics-relevant facts both sides record with different values, and
+    the seed_everything pair (kept apart) or None."""
     diffs: dict[str, tuple] = {}
     for key in META_KEYS:
-        if (
-            key in meta_a
-            and key in meta_b
-            and not _same(*(_device_type(m[key]) if key == "device" else m[key] for m in (meta_a, meta_b)))
-        ):
-            diffs[key] = (meta_a[key], meta_b[key])
+        if key in meta_a and key in meta_b:
+            a, b = (_device_type(m[key]) if key == "device" else m[key] for m in (meta_a, meta_b))
+            if not _same(a, b):
+                diffs[key] = (meta_a[key], meta_b[key])
     va, vb = meta_a.get("versions") or {}, meta_b.get("versions") or {}
     for key in VERSION_KEYS:
         if key in va and key in vb and not _same(va[key], vb[key]):
@@ -177,24 +1107,47 @@ def config_differences(meta_a: dict, meta_b: dict) -> tuple[dict, tuple | None]:
     flat_a, flat_b = _flatten(meta_a.get("config") or {}), _flatten(meta_b.get("config") or {})
     seed = None
     for key in sorted(set(flat_a) & set(flat_b)):
-        if _ignored(key) or _same(flat_a[key], flat_b[key]):
+        if _ignored(key, ignore) or _same(flat_a[key], flat_b[key]):
             continue
         if key == SEED_KEY:
             seed = (flat_a[key], flat_b[key])
         else:
             diffs[f"config.{key}"] = (flat_a[key], flat_b[key])
-    ranks_a, ranks_b = meta_a.get("ranks") or [], meta_b.get("ranks") or []
-    for r, (fa, fb) in enumerate(zip(ranks_a, ranks_b)):
-        fa, fb = fa or {}, fb or {}
+    for r, (fa, fb) in enumerate(zip(meta_a.get("ranks") or [], meta_b.get("ranks") or [])):
         r = fa.get("rank", r)
         for key in RANK_FACT_KEYS:
             if key in fa and key in fb and not _same(fa[key], fb[key]):
                 diffs[f"ranks[{r}].{key}"] = (fa[key], fb[key])
-    return diffs, seed
+        for group, keys in (("torch_flags", None), ("env", NUMERIC_ENV), ("world", WORLD_KEYS)):
+            ga, gb = fa.get(group) or {}, fb.get(group) or {}
+            for key in sorted(set(ga) & set(gb)):
+                if (keys is None or key in keys) and not _same(ga[key], gb[key]):
+                    diffs[f"ranks[{r}].{group}.{key}"] = (ga[key], gb[key])
+    return _collapse_ranks(diffs, len(meta_a.get("ranks") or [])), seed
+
+
+def _collapse_ranks(diffs: dict, world: int) -> dict:
+    """`ranks[*].key` for a per-rank fact that differs the same way on every rank: said once."""
+    per_key: dict[str, list] = {}
+    for key, pair in diffs.items():
+        if key.startswith("ranks["):
+            per_key.setdefault(key[key.index("]") + 2 :], []).append(pair)
+    out = {}
+    for key, pair in diffs.items():
+        rest = key[key.index("]") + 2 :] if key.startswith("ranks[") else None
+        pairs = per_key.get(rest, [])
+        if rest is not None and world > 1 and len(pairs) == world and all(_same(p, pairs[0]) for p in pairs):
+            out.setdefault(f"ranks[*].{rest}", pair)
+        else:
+            out[key] = pair
+    return out
+
+
+def _strip_config(key: str) -> str:
+    return key[len("config.") :] if key.startswith("config.") else key
 
 
 def _device_type(device):
-    """ "cuda:0" and "cuda" alike: the index a rank runs on does not change what it computes."""
     return device.split(":", 1)[0] if isinstance(device, str) else device
 
 
@@ -209,8 +1162,8 @@ def _flatten(config: dict, prefix: str = "") -> dict:
     return out
 
 
-def _ignored(key: str) -> bool:
-    return any(key == k or key.startswith(k + ".") for k in IGNORED_CONFIG_KEYS)
+def _ignored(key: str, extra=()) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in (*IGNORED_CONFIG_KEYS, *extra))
 
 
 def _normal(value):
@@ -232,396 +1185,25 @@ def _same(a, b) -> bool:
     return _normal(a) == _normal(b)
 
 
-def _config(diffs: dict, sides: dict, base: dict) -> dict:
-    na, nb = sides["a"], sides["b"]
-    lines = [f"{key}: {_fmt(a)} vs {_fmt(b)}" for key, (a, b) in diffs.items()]
-    rank = next((int(k[6 : k.index("]")]) for k in diffs if k.startswith("ranks[")), None)
-    threads = [k for k in diffs if k.startswith("ranks[") or k in ("config.threads",)]
-    parts = [f"The runs are not configured alike ({na} vs {nb}): {'; '.join(lines)}."]
-    if threads:
-        parts.append(
-            "The number of intra-op threads decides how a CPU kernel splits its reductions, so "
-            "different thread counts sum in a different order and round differently: typically the "
-            "first loss already differs in its last bits and the runs drift apart from there."
-        )
-    if SEED_KEY in diffs:
-        parts.append(
-            "The global seed differs too: it decides the initial weights and the DistributedSampler's "
-            "shuffle (LightningCLI's `seed_everything: true` picks a random seed)."
-        )
-    parts.append(
-        "Configuration comes first in the causal order: whatever differs downstream (weights, "
-        "samples, losses) may be its consequence, so fix it before reading anything after it."
-    )
-    others = [k for k in diffs if k not in threads and k != SEED_KEY]
-    fixes = []
-    if threads:
-        fixes.append(
-            "pin threads on every rank of both sides: export OMP_NUM_THREADS=N and call "
-            "torch.set_num_threads(N) before building the model (the config's `threads:` key)"
-        )
-    if others:
-        fixes.append("give both sides the same value of " + ", ".join(k.replace("config.", "", 1) for k in others))
-    if SEED_KEY in diffs:
-        fixes.append("pin seed_everything in the config (an integer, not `true`)")
-    advice = "; ".join(fixes)
-    advice = advice[0].upper() + advice[1:] + "."
-    return _result(
-        "config",
-        None,
-        rank,
-        {**base, "differences": lines, "values": {k: list(v) for k, v in diffs.items()}},
-        " ".join(parts),
-        advice,
-    )
+def _config_values(ctx: Context, names: tuple) -> dict:
+    """Config values whose last key component is one of `names`, from both sides."""
+    out = {}
+    for side in ("a", "b"):
+        for key, value in _flatten(ctx.meta(side).get("config") or {}).items():
+            if key.rsplit(".", 1)[-1] in names:
+                out[f"{ctx.label(side)}:{key}"] = value
+    return out
 
 
-# ---------------------------------------------------------------------------------------------
-# initial weights
+def _nonzero(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
 
 
-def _init_digests(meta: dict | None) -> dict:
-    if not meta:
-        return {}
+def _sampler_seeds(meta: dict) -> dict:
     return {
-        (f or {}).get("rank", r): (f or {}).get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])
-    }
-
-
-def _init_finding(init_a: dict, init_b: dict) -> dict | None:
-    across = [
-        r
-        for r in sorted(set(init_a) & set(init_b))
-        if init_a[r] is not None and init_b[r] is not None and init_a[r] != init_b[r]
-    ]
-    within = {
-        side: len({d for d in init.values() if d is not None}) > 1 for side, init in (("a", init_a), ("b", init_b))
-    }
-    if not across and not any(within.values()):
-        return None
-    rank0 = init_a.get(0) is not None and init_b.get(0) is not None and init_a[0] != init_b[0]
-    rank = (
-        across[0]
-        if across
-        else next(
-            r
-            for init in (init_a, init_b)
-            if len(set(init.values())) > 1
-            for r in sorted(init)
-            if init[r] != init.get(0)
-        )
-    )
-    return {"across": across, "within": within, "rank0_differs": rank0, "rank": rank}
-
-
-def _init(finding: dict, init: tuple, seed_diff, sides: dict, base: dict, report: dict) -> dict:
-    na, nb = sides["a"], sides["b"]
-    evidence = {
-        **base,
-        "init_params_sha256": {na: init[0], nb: init[1]},
-        "ranks_differing_across_sides": finding["across"],
-        "ranks_differ_within": {sides[s]: v for s, v in finding["within"].items()},
-    }
-    parts = []
-    if finding["across"]:
-        parts.append(
-            f"The initial weights differ between the sides (init_params_sha256 of rank(s) "
-            f"{', '.join(map(str, finding['across']))}), before a single sample is consumed."
-        )
-    within = [sides[s] for s, v in finding["within"].items() if v]
-    if within:
-        parts.append(
-            f"On {' and '.join(within)} the ranks built different weights; that alone is harmless, "
-            "because constructing DistributedDataParallel broadcasts rank 0's parameters to every "
-            "replica, so all replicas of a side still train identically from rank 0's weights."
-        )
-    if finding["rank0_differs"]:
-        parts.append(
-            "What makes the runs diverge is that rank 0's weights differ across the sides: after "
-            "the broadcast each side trains from its own rank 0's start, so the first loss differs."
-        )
-    else:
-        parts.append(
-            f"Rank 0's weights match across the sides, so after the broadcast both start alike "
-            f"(the comparison's verdict: {report.get('verdict')})."
-        )
-    parts.append(
-        "The usual cause is the model being built under a different RNG state: another seed, "
-        "seeding after instead of before building the network, or an extra random draw (a "
-        "dropout, a data shuffle, a dataloader iterator) between seeding and construction."
-    )
-    if seed_diff is not None:
-        parts.append(
-            f"Here seed_everything differs ({_fmt(seed_diff[0])} vs {_fmt(seed_diff[1])}); "
-            "LightningCLI's `seed_everything: true` picks a random seed."
-        )
-    advice = (
-        "Seed identically and build the model right after seeding on both sides (seed_everything "
-        "pinned to an integer in the config, the network constructed before anything else draws "
-        "random numbers); or load the same initial state_dict on both sides."
-    )
-    return _result("init", None, finding["rank"], evidence, " ".join(parts), advice)
-
-
-# ---------------------------------------------------------------------------------------------
-# the streaming walk over both traces
-
-
-class Walk:
-    """Step through both runs' traces, all ranks in lock step, and stop at the first divergence
-    in causal order: step structure, samples (any rank), loss, grad_norm, lr, param_digest."""
-
-    def __init__(self, run_a, run_b, rtol: float = 0.0, atol: float = 0.0):
-        self.runs = {"a": run_a, "b": run_b}
-        self.rtol, self.atol = rtol, atol
-        self.found: dict | None = None
-        self.steps_compared = 0
-        self.last_step: int | None = None
-        self.unreadable: list[str] = []
-        self.counts: dict[str, dict[int, int]] = {"a": {}, "b": {}}
-        self.ranks: dict[str, list[int]] = {}
-        self.repeats: dict | None = None  # for a samples divergence: does each side repeat its first epoch
-
-    def run(self) -> Walk:
-        for side, run in self.runs.items():
-            try:
-                self.ranks[side] = trace_ranks(run)
-            except (TraceFormatError, OSError) as err:
-                self.unreadable.append(str(err))
-                self.ranks[side] = []
-        ranks = sorted(set(self.ranks["a"]) | set(self.ranks["b"]))
-        streams = {side: {r: self._records(side, r) for r in self.ranks[side]} for side in self.runs}
-        if not ranks:
-            return self
-        while True:
-            recs = {side: {r: next(streams[side][r], None) for r in streams[side]} for side in self.runs}
-            present = [rec for side in recs for rec in recs[side].values() if rec is not None]
-            if not present:
-                break
-            for side in recs:
-                for r, rec in recs[side].items():
-                    if rec is not None:
-                        self.counts[side][r] = self.counts[side].get(r, 0) + 1
-            missing = [(side, r) for side in self.runs for r in ranks if recs[side].get(r) is None]
-            step_numbers = {rec["step"] for rec in present}
-            if missing or len(step_numbers) > 1:
-                self._finish_counts(streams, ranks)
-                self.found = self._structure(recs, ranks, missing, step_numbers)
-                break
-            step = present[0]["step"]
-            self.found = self._compare_step(step, recs, ranks)
-            if self.found is not None:
-                if self.found["quantity"] == "samples":
-                    self.repeats = {
-                        side: {r: self._repeats_first_epoch(side, r, recs[side][r].get("epoch")) for r in ranks}
-                        for side in self.runs
-                    }
-                break
-            self.steps_compared += 1
-            self.last_step = step
-        return self
-
-    # -- reading --------------------------------------------------------------------------------
-
-    def _records(self, side: str, rank: int) -> Iterator[dict]:
-        try:
-            yield from iter_records(self.runs[side], rank)
-        except (TraceFormatError, OSError) as err:  # a line cut off by a kill: the trace ends there
-            self.unreadable.append(str(err))
-
-    def _finish_counts(self, streams: dict, ranks: list[int]) -> None:
-        for side in self.runs:
-            for r in ranks:
-                self.counts[side][r] = self.counts[side].get(r, 0) + sum(1 for _ in streams[side].get(r, ()))
-
-    # -- the checks, in causal order ---------------------------------------------------------
-
-    def _structure(self, recs, ranks, missing, step_numbers) -> dict:
-        lacking = [(s, r) for s, r in missing if r not in self.ranks[s]]
-        if lacking:
-            side, rank = lacking[0]
-            return {
-                "quantity": "ranks",
-                "step": min(step_numbers) if step_numbers else None,
-                "rank": rank,
-                "side": side,
-            }
-        if missing:
-            step = min(step_numbers)
-            # the rank to name: the first whose count differs between the sides, else the one with
-            # the most steps on the uneven side (it waits for the others at the next collective)
-            rank = next((r for r in ranks if self.counts["a"].get(r, 0) != self.counts["b"].get(r, 0)), None)
-            if rank is None:
-                side = next(s for s in self.runs if len(set(self.counts[s].values())) > 1)
-                rank = max(ranks, key=lambda r: (self.counts[side].get(r, 0), -r))
-            return {"quantity": "count", "step": step, "rank": rank}
-        numbers = {(s, r): rec["step"] for s in recs for r, rec in recs[s].items() if rec is not None}
-        first = min(numbers.values())
-        rank = (
-            next(r for (s, r), n in sorted(numbers.items(), key=lambda kv: kv[0][1]) if n != first)
-            if len({n for n in numbers.values()}) > 1
-            else None
-        )
-        return {
-            "quantity": "numbering",
-            "step": first,
-            "rank": rank,
-            "step_numbers": {s: {r: n for (s2, r), n in numbers.items() if s2 == s} for s in self.runs},
-        }
-
-    def _compare_step(self, step: int, recs: dict, ranks: list[int]) -> dict | None:
-        ra, rb = recs["a"], recs["b"]
-        for r in ranks:
-            ka, kb = _comparable_keys(ra[r], rb[r])
-            if ka is not None and ka != kb:
-                return {
-                    "quantity": "samples",
-                    "step": step,
-                    "rank": r,
-                    "epoch": ra[r].get("epoch"),
-                    "epoch_b": rb[r].get("epoch"),
-                    "a": _short(ka),
-                    "b": _short(kb),
-                }
-        for name in ("loss", "grad_norm", "lr", "param_digest"):
-            for r in ranks:
-                a, b = ra[r].get(name), rb[r].get(name)
-                if a is None or b is None:
-                    continue
-                if not self._equal(a, b):
-                    return {"quantity": name, "step": step, "rank": r, "epoch": ra[r].get("epoch"), "a": a, "b": b}
-        return None
-
-    def _equal(self, a, b) -> bool:
-        if a == b:  # the common case first
-            return True
-        if isinstance(a, list) or isinstance(b, list):
-            if not (isinstance(a, list) and isinstance(b, list)) or len(a) != len(b):
-                return False
-            return all(self._equal(x, y) for x, y in zip(a, b))
-        try:
-            a, b = float(a), float(b)
-        except (TypeError, ValueError):
-            return a == b
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        if self.rtol == 0.0 and self.atol == 0.0:
-            return a == b
-        return abs(a - b) <= self.atol + self.rtol * abs(b)
-
-    # -- set_epoch: does a side consume its first epoch's order again? ----------------------
-
-    def _repeats_first_epoch(self, side: str, rank: int, epoch) -> bool:
-        """Whether this rank consumed, in `epoch`, exactly the samples of its first epoch in the same
-        order (so both the multiset and the order). A second streaming pass over this one trace, up
-        to the end of `epoch`, keeping digests of two epochs only; done once, at a samples divergence."""
-        first_epoch, first, this = None, [], []
-        for rec in self._records(side, rank):
-            e = rec.get("epoch")
-            if first_epoch is None:
-                first_epoch = e
-            if e is None or epoch is None or epoch == first_epoch:
-                return False
-            if e == first_epoch:
-                first.append(_key_digest(_sample_key(rec)))
-            elif e == epoch:
-                this.append(_key_digest(_sample_key(rec)))
-            elif this:
-                break  # past the divergent epoch
-        if not this or not first:
-            return False
-        # a trace that ends inside the epoch (a killed run) is judged on what it holds
-        return this == first or (len(this) < len(first) and this == first[: len(this)])
-
-
-def _sample_key(record: dict):
-    for key in ("indices", "indices_digest", "batch_digest"):
-        if key in record:
-            return key, record[key]
-    return None
-
-
-def _comparable_keys(rec_a: dict, rec_b: dict):
-    """The two records' samples in a form that compares, or (None, None) when they cannot be
-    compared (none recorded, or indices on one side and a batch fingerprint on the other)."""
-    ka, kb = _sample_key(rec_a), _sample_key(rec_b)
-    if ka is None or kb is None:
-        return None, None
-    if ka[0] == kb[0]:
-        return ka[1], kb[1]
-    kinds = {ka[0], kb[0]}
-    if kinds == {"indices", "indices_digest"}:
-        as_digest = lambda k: digest_indices(k[1]) if k[0] == "indices" else k[1]  # noqa: E731
-        return as_digest(ka), as_digest(kb)
-    return None, None
-
-
-def _key_digest(key) -> str:
-    if key is not None and key[0] == "indices":
-        return digest_indices(key[1])
-    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-
-
-# ---------------------------------------------------------------------------------------------
-# the categories found by the walk
-
-
-def _samples(walk: Walk, meta_a, meta_b, sides: dict, base: dict) -> dict:
-    f = walk.found
-    na, nb = sides["a"], sides["b"]
-    step, rank, epoch = f["step"], f["rank"], f.get("epoch")
-    evidence = {**base, "epoch": epoch, "indices": {na: f["a"], nb: f["b"]}, "steps_equal_before": walk.steps_compared}
-    sampler_diffs = _sampler_differences(meta_a, meta_b, sides)
-    if sampler_diffs:
-        evidence["sampler_differences"] = sampler_diffs
-    repeats = walk.repeats
-    if repeats is not None:
-        rep = {sides[s]: {r: v for r, v in repeats[s].items()} for s in repeats}
-        evidence["repeats_first_epoch"] = rep
-        ra, rb = repeats["a"].get(rank, False), repeats["b"].get(rank, False)
-        if ra != rb:
-            stuck = na if ra else nb
-            other = nb if ra else na
-            evidence["repeating_side"] = stuck
-            explanation = (
-                f"In epoch {epoch} {stuck} replays its first epoch: from step {step} rank {rank} consumes "
-                f"exactly the indices, in exactly the order, that it consumed in its first epoch, while {other} "
-                f"draws a new permutation (the sides matched for {walk.steps_compared} step(s) before). A "
-                "DistributedSampler shuffles with seed + epoch, and its epoch only changes when "
-                "set_epoch(epoch) is called; without that call every epoch replays the first epoch's order. "
-                "Lightning calls set_epoch on the sampler it injects; a hand-written loop must do it itself."
-            )
-            advice = (
-                f"On {stuck}: call sampler.set_epoch(epoch) at the start of every epoch, before "
-                "iterating the DataLoader (also after resuming from a checkpoint)."
-            )
-            return _result("set_epoch", step, rank, evidence, explanation, advice)
-    explanation = (
-        f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other "
-        f"samples on {na} than on {nb} ({_fmt(f['a'])} vs {_fmt(f['b'])}), after {walk.steps_compared} "
-        "step(s) that matched. Since the inputs differ, every later loss and gradient differs as a "
-        "consequence, not as a cause. Typical reasons: a different sampler (class, shuffle, drop_last, "
-        "num_replicas/rank sharding), a different batch size or accumulation split, the DataLoader "
-        "created or iterated differently (an extra iterator drawing from the RNG, workers with "
-        "unseeded generators), or a resumed run that does not skip to the batch where it stopped."
-    )
-    if sampler_diffs:
-        explanation += f" The recorded samplers differ: {'; '.join(sampler_diffs)}."
-    advice = (
-        "Make both sides build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, "
-        "shuffle=..., seed=seed, drop_last=...) with the same batch size, and iterate it the same way; "
-        "compare the samplers in meta.json ranks[*].sampler."
-    )
-    return _result("data_order", step, rank, evidence, explanation, advice)
-
-
-def _sampler_seeds(meta: dict | None) -> dict:
-    if not meta:
-        return {}
-    return {
-        (f or {}).get("rank", r): ((f or {}).get("sampler") or {}).get("seed")
+        f.get("rank", r): (f.get("sampler") or {}).get("seed")
         for r, f in enumerate(meta.get("ranks") or [])
-        if ((f or {}).get("sampler") or {}).get("seed") is not None
+        if (f.get("sampler") or {}).get("seed") is not None
     }
 
 
@@ -629,397 +1211,14 @@ def _seeds_differ(a: dict, b: dict) -> bool:
     return any(a[r] != b[r] for r in set(a) & set(b))
 
 
-def _sampler_differences(meta_a, meta_b, sides: dict) -> list[str]:
+def _sampler_differences(ctx: Context) -> list[str]:
     out = []
-    for r, (fa, fb) in enumerate(zip((meta_a or {}).get("ranks") or [], (meta_b or {}).get("ranks") or [])):
-        sa, sb = (fa or {}).get("sampler") or {}, (fb or {}).get("sampler") or {}
+    for r, (fa, fb) in enumerate(zip(ctx.meta("a").get("ranks") or [], ctx.meta("b").get("ranks") or [])):
+        sa, sb = fa.get("sampler") or {}, fb.get("sampler") or {}
         for key in sorted(set(sa) & set(sb)):
             if key != "seed" and sa[key] != sb[key]:
                 out.append(f"ranks[{r}].sampler.{key}: {_fmt(sa[key])} vs {_fmt(sb[key])}")
     return out
-
-
-def _sampler_seed(walk: Walk, seeds: tuple, seed_diff, init_finding, sides: dict, base: dict) -> dict:
-    na, nb = sides["a"], sides["b"]
-    f = walk.found if walk.found and walk.found["quantity"] == "samples" else None
-    evidence = {**base, "sampler_seed": {na: seeds[0], nb: seeds[1]}}
-    if seed_diff is not None:
-        evidence["seed_everything"] = {na: seed_diff[0], nb: seed_diff[1]}
-    if f:
-        evidence["indices"] = {na: f["a"], nb: f["b"]}
-    rank = (
-        f["rank"] if f else next((r for r in sorted(set(seeds[0]) & set(seeds[1])) if seeds[0][r] != seeds[1][r]), None)
-    )
-    parts = []
-    if _seeds_differ(*seeds):
-        r0 = rank if rank in seeds[0] and rank in seeds[1] else next(iter(sorted(set(seeds[0]) & set(seeds[1]))))
-        parts.append(
-            f"The DistributedSamplers are seeded differently ({na}: seed {seeds[0][r0]}, {nb}: seed "
-            f"{seeds[1][r0]}), so they shuffle the dataset into different permutations"
-        )
-    else:
-        parts.append("The global seed differs, and with it the sampler's shuffle")
-    parts[-1] += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
-    if seed_diff is not None:
-        parts.append(f"seed_everything resolves to {_fmt(seed_diff[0])} on {na} and {_fmt(seed_diff[1])} on {nb}.")
-    parts.append(
-        "Lightning seeds the DistributedSampler it injects from the global seed (PL_GLOBAL_SEED), and "
-        "LightningCLI's `seed_everything: true` (its default) picks a random seed on every run; a "
-        "hand-written loop must pass the same seed to DistributedSampler(seed=...)."
-    )
-    if init_finding is not None:
-        parts.append(
-            "The same seed also decides the initial weights, which differ as well "
-            "(init_params_sha256): one cause, two symptoms."
-        )
-    advice = (
-        "Pin seed_everything to an integer in the config (not `true`), and seed the raw loop's "
-        "DistributedSampler with that same value: DistributedSampler(..., seed=seed_everything)."
-    )
-    return _result("sampler_seed", f["step"] if f else None, rank, evidence, " ".join(parts), advice)
-
-
-def _numerics(walk: Walk, sides: dict, base: dict) -> dict:
-    f = walk.found
-    na, nb = sides["a"], sides["b"]
-    evidence = {
-        **base,
-        "loss": {na: f["a"], nb: f["b"]},
-        "abs_diff": _absdiff(f["a"], f["b"]),
-        "steps_equal_before": walk.steps_compared,
-    }
-    first = walk.steps_compared == 0
-    explanation = (
-        f"Both sides fed rank {f['rank']} the same samples at step {f['step']}, yet its loss differs "
-        f"({f['a']!r} on {na} vs {f['b']!r} on {nb}, {_absdiff(f['a'], f['b']):.3g} apart)"
-        + (
-            ", at the very first step: the forward pass itself computes differently. "
-            if first
-            else f", after {walk.steps_compared} step(s) that matched in samples, loss, gradient norm, learning "
-            "rate and parameters. "
-        )
-        + "With identical inputs and weights the forward pass differs only through how it is computed: the "
-        "number of intra-op threads (the reduction order of CPU kernels), the precision or autocast "
-        "setting, non-deterministic or differently selected kernels (cuDNN benchmark, TF32), dropout "
-        "drawing from a different RNG state, or the loss reduced differently (mean vs sum, label handling)."
-    )
-    advice = (
-        "Pin threads (OMP_NUM_THREADS and torch.set_num_threads on every rank), use the same precision "
-        "on both sides, set torch.use_deterministic_algorithms(True) / deterministic=True with "
-        "cudnn.benchmark off and TF32 off, and compute the loss with the same reduction."
-    )
-    return _result("numerics", f["step"], f["rank"], evidence, explanation, advice)
-
-
-def _gradients(walk: Walk, sides: dict, base: dict) -> dict:
-    f = walk.found
-    na, nb = sides["a"], sides["b"]
-    ratio = _ratio(f["a"], f["b"])
-    evidence = {
-        **base,
-        "grad_norm": {na: f["a"], nb: f["b"]},
-        "ratio": ratio,
-        "steps_equal_before": walk.steps_compared,
-    }
-    hint = ""
-    if ratio is not None:
-        near = min((1, 2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
-        if abs(ratio / near - 1) < 0.02 and near != 1:
-            hint = (
-                f" The norms differ by a factor of about {near:g}, the signature of a loss scaled by "
-                "the number of accumulated micro-batches or of gradients averaged over the world size "
-                "once too often or not at all."
-            )
-    explanation = (
-        f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on "
-        f"both sides, but the gradient norm differs ({f['a']!r} on {na} vs {f['b']!r} on {nb}): the "
-        "backward pass or the gradient all-reduce treats the loss differently."
-        + hint
-        + " Usual causes: with gradient accumulation the loss must be divided by accumulate_grad_batches "
-        "before backward (Lightning does); DDP's no_sync() must skip the all-reduce on every micro-batch "
-        "but the last one (syncing early, or never, changes the averaged gradient); DDP already averages "
-        "gradients over ranks, so dividing again by world_size (or summing) breaks parity; gradient "
-        "clipping measured before vs after unscaling."
-    )
-    advice = (
-        "Divide the loss by accumulate_grad_batches before backward, wrap all but the last micro-batch "
-        "of each step in model.no_sync(), and let DDP do the averaging (no extra division by world size)."
-    )
-    return _result("gradients", f["step"], f["rank"], evidence, explanation, advice)
-
-
-def _optimizer(walk: Walk, sides: dict, base: dict) -> dict:
-    f = walk.found
-    na, nb = sides["a"], sides["b"]
-    evidence = {**base, f["quantity"]: {na: f["a"], nb: f["b"]}, "steps_equal_before": walk.steps_compared}
-    if f["quantity"] == "lr":
-        explanation = (
-            f"At step {f['step']} the samples, loss and gradient norm match, but the learning rate differs "
-            f"({f['a']!r} on {na} vs {f['b']!r} on {nb}): the learning-rate schedule is stepped differently. "
-            "Typical: scheduler.step() per optimizer step on one side and per epoch on the other (Lightning's "
-            "`interval`), a step counted per micro-batch instead of per optimizer step under accumulation, "
-            "a warm-up or a different step_size/gamma, or the schedule stepped before instead of after the "
-            "optimizer."
-        )
-        advice = (
-            "Step the scheduler exactly where Lightning does: after optimizer.step(), once per epoch for "
-            "interval 'epoch' or once per optimizer step (not per micro-batch) for interval 'step', with "
-            "the same schedule parameters."
-        )
-    else:
-        explanation = (
-            f"At step {f['step']} rank {f['rank']} consumed the same samples with the same loss, gradient norm "
-            f"and learning rate, yet the parameters after the step differ (param_digest {_fmt(f['a'])} on "
-            f"{na} vs {_fmt(f['b'])} on {nb}): the update itself differs. Typical: another optimizer or its "
-            "hyper-parameters (betas, eps, weight decay, momentum, AdamW vs Adam), gradient clipping "
-            "applied on one side only or by another norm, zero_grad missing (gradients accumulating "
-            "across steps) or set_to_none differences, or a fused/foreach implementation that rounds "
-            "differently."
-        )
-        advice = (
-            "Build the same optimizer with the same hyper-parameters and implementation on both sides, "
-            "clip the same way (clip_grad_norm_ with gradient_clip_val after unscaling, before step), and "
-            "zero the gradients once per optimizer step."
-        )
-    return _result("optimizer", f["step"], f["rank"], evidence, explanation, advice)
-
-
-def _step_count(walk: Walk, meta_a, meta_b, sides: dict, base: dict) -> dict:
-    f = walk.found
-    na, nb = sides["a"], sides["b"]
-    counts = {na: dict(sorted(walk.counts["a"].items())), nb: dict(sorted(walk.counts["b"].items()))}
-    evidence = {**base, "steps": counts, "steps_equal_before": walk.steps_compared}
-    if walk.unreadable:
-        evidence["unreadable_traces"] = walk.unreadable
-    sampler_diffs = _sampler_differences(meta_a, meta_b, sides)
-    if sampler_diffs:
-        evidence["sampler_differences"] = sampler_diffs
-    desc = "; ".join(f"{side}: " + ", ".join(f"rank {r} {n}" for r, n in c.items()) for side, c in counts.items())
-    if f["quantity"] == "ranks":
-        what = (
-            f"{sides[f['side']]} has no trace for rank {f['rank']}: the runs did not use the same ranks "
-            f"(steps per rank: {desc})."
-        )
-    elif f["quantity"] == "numbering":
-        evidence["step_numbers"] = {sides[s]: v for s, v in f["step_numbers"].items()}
-        what = (
-            f"After {walk.steps_compared} matching step(s) the step numbers part ways at step {f['step']} "
-            f"({'; '.join(f'{sides[s]}: ' + str(v) for s, v in f['step_numbers'].items())}): the sides "
-            "count optimizer steps differently (per micro-batch vs per optimizer step, or a step skipped)."
-        )
-    else:
-        uneven = [side for side, c in counts.items() if len(set(c.values())) > 1]
-        what = f"The runs recorded different numbers of steps ({desc}); step {f['step']} is missing on some rank."
-        if uneven:
-            what += (
-                f" On {' and '.join(uneven)} the ranks themselves disagree, which in DDP means a rank ran "
-                "more batches than its peers: its extra step's gradient all-reduce has no partner."
-            )
-    explanation = (
-        what + " Everything matched until then, so the difference is in how many batches each rank "
-        "gets per epoch or how many epochs/steps run: DistributedSampler pads the dataset so every "
-        "rank gets ceil(N / world_size) samples (or drops the tail with drop_last=True), and the "
-        "DataLoader's drop_last then decides whether a short last batch is a step; a hand-built "
-        "shard, a different drop_last, max_steps/max_epochs, or accumulation leftovers at an epoch's "
-        "end change the count. A run that was killed also ends early."
-    )
-    advice = (
-        "Shard with DistributedSampler on both sides (same drop_last for sampler and DataLoader, same "
-        "batch size) so every rank gets the same number of batches, and stop on the same max_epochs / "
-        "max_steps; with accumulation, treat the epoch's leftover micro-batches the same way."
-    )
-    empty = [sides[s] for s in ("a", "b") if not any(walk.counts[s].values())]
-    if empty:
-        explanation = (
-            f"{' and '.join(empty)} recorded no step at all (steps per rank: {desc}): that run failed "
-            "or was stopped before its first optimizer step finished (or never wrote its trace), so "
-            "there is nothing to compare yet."
-        )
-        advice = (
-            f"Look at {' and '.join(empty)}'s log for the error (a rank that failed at start-up, a wrong "
-            "run directory, a timeout), fix it and run the comparison again."
-        )
-    return _result("step_count", f["step"], f["rank"], evidence, explanation, advice)
-
-
-def _after_clean_walk(walk: Walk, report: dict, sides: dict, base: dict) -> dict:
-    """Every step matched: the report decides between equivalent and what the traces do not show."""
-    evidence = {**base, "steps_compared": walk.steps_compared}
-    verdict = report.get("verdict")
-    if verdict == "equivalent" or (not report and walk.steps_compared > 0):
-        return _result(
-            "equivalent",
-            None,
-            None,
-            evidence,
-            f"No divergence: configuration, initial weights and all {walk.steps_compared} steps "
-            "(samples, loss, gradient norm, learning rate, parameter digest) match on every rank"
-            + (", and so do validation and the final parameters." if report else "."),
-            "Nothing to fix.",
-        )
-    validation = report.get("validation") or {}
-    params = report.get("params") or {}
-    problems = report.get("problems") or []
-    if params.get("first_divergence") or (params.get("compared") and params.get("equal") != params.get("compared")):
-        evidence["params"] = {k: params.get(k) for k in ("first_divergence", "max_abs", "compared", "equal")}
-        return _result(
-            "optimizer",
-            walk.last_step,
-            None,
-            evidence,
-            f"All {walk.steps_compared} recorded steps match, including the per-step parameter digest "
-            "(sums of the first and the last parameter tensors), but the final parameters differ "
-            f"({_fmt(params.get('first_divergence'))}): an update touched tensors the digest does not "
-            "cover (a middle layer, a buffer such as BatchNorm's running statistics), or the last "
-            "update after the final record differs.",
-            "Compare the optimizer, clipping and any extra step at the end of training; check "
-            "buffers (running statistics) are updated the same way on both sides.",
-        )
-    if validation.get("first_divergence"):
-        evidence["validation"] = validation["first_divergence"]
-        v = validation["first_divergence"]
-        return _result(
-            "numerics",
-            v.get("step"),
-            None,
-            evidence,
-            f"Training matches step for step, but validation differs ({v.get('metric')} at step "
-            f"{v.get('step')}: {v.get('a')!r} vs {v.get('b')!r}): the metric is computed or reduced "
-            "across ranks differently. A DistributedSampler pads the validation set with repeated "
-            "samples when it does not divide by the world size; averaging per-rank means instead of "
-            "summing counts weights ranks unequally.",
-            "Reduce validation metrics as sums and counts across ranks (all_reduce of both), and count "
-            "each sample once (no padding duplicates), the way Lightning's sync_dist/torchmetrics do.",
-        )
-    if problems:
-        evidence["problems"] = problems
-        return _result(
-            "step_count",
-            walk.last_step,
-            None,
-            evidence,
-            f"The recorded steps match, but the comparison reports structural problems: "
-            f"{'; '.join(problems[:3])}. Most often one run did not finish (no final parameters, "
-            "a validation missing) or the sides validate at different points.",
-            "Rerun the side that did not finish (see its log); make both validate at the same "
-            "epochs (check_val_every_n_epoch, val_check_interval).",
-        )
-    if walk.unreadable or walk.steps_compared == 0:
-        evidence["unreadable_traces"] = walk.unreadable
-        return _result(
-            "step_count",
-            None,
-            None,
-            evidence,
-            "No step could be compared: a trace is missing or unreadable "
-            f"({'; '.join(walk.unreadable[:2]) or 'no records'}).",
-            "Check that both runs started and wrote trace/rank*.jsonl (see their logs).",
-        )
-    return _result(
-        "equivalent",
-        None,
-        None,
-        evidence,
-        f"No divergence found in configuration, initial weights or the {walk.steps_compared} steps; "
-        f"the report's verdict is {verdict!r}.",
-        "Nothing to fix in the traces.",
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# a stall
-
-
-def _stall(stall: dict, run_a, run_b, meta_a, meta_b, sides: dict, base: dict, config_diffs: dict, seed_diff) -> dict:
-    side = stall.get("side")
-    run, meta = (run_a, meta_a) if side in (None, sides["a"], "a") else (run_b, meta_b)
-    raw_ranks = stall.get("ranks") or {}
-    if isinstance(raw_ranks, (list, tuple)):
-        raw_ranks = dict(enumerate(raw_ranks))
-    last = {int(r): (int(s) if s is not None else 0) for r, s in raw_ranks.items()}
-    world = (meta or {}).get("world_size") or (max(last) + 1 if last else 0)
-    for r in range(world):
-        last.setdefault(r, 0)  # no heartbeat: the rank never finished a step
-    evidence = {**base, "side": side, "last_step": dict(sorted(last.items())), "seconds": stall.get("seconds")}
-    if config_diffs or seed_diff is not None:
-        evidence["config_differences"] = [
-            f"{k}: {_fmt(a)} vs {_fmt(b)}"
-            for k, (a, b) in {**config_diffs, **({SEED_KEY: seed_diff} if seed_diff else {})}.items()
-        ]
-    try:
-        # records are flushed in blocks, so a hung run's traces may lag its heartbeats
-        evidence["trace_records_written"] = {r: sum(1 for _ in iter_records(run, r)) for r in trace_ranks(run)}
-    except (TraceFormatError, OSError):
-        pass
-    sampler = [((f or {}).get("sampler") or {}) for f in (meta or {}).get("ranks") or []]
-    if sampler:
-        evidence["sampler"] = sampler[0]
-    seconds = stall.get("seconds")
-    took = f" for {seconds:.0f} s" if isinstance(seconds, (int, float)) else ""
-    if not last:
-        return _result(
-            "stall",
-            None,
-            None,
-            evidence,
-            f"{side or 'a run'} stopped making progress{took} before any rank reported a step.",
-            "Check the log for a rank stuck in init_process_group (address, port, world size).",
-        )
-    top = max(last.values())
-    waiting = sorted(r for r, s in last.items() if s == top)
-    behind = sorted(r for r, s in last.items() if s < top)
-    if behind:
-        where = ", ".join(f"rank {r} after step {last[r]}" for r in behind)
-        who = f"rank {waiting[0]}" if len(waiting) == 1 else "ranks " + ", ".join(map(str, waiting))
-        explanation = (
-            f"{side or 'A run'} hung{took}: {who} finished step {top} and "
-            f"{'waits' if len(waiting) == 1 else 'wait'} at the next collective (the gradient all-reduce of "
-            f"step {top + 1}, or the next barrier) for peers that stopped earlier ({where}) and never join it. "
-            "The classic cause is uneven shards: one rank gets more "
-            "batches than the others (a hand-made split, drop_last differing between sampler and DataLoader, "
-            "an odd dataset size without DistributedSampler's padding), so at the end of an epoch it enters an "
-            "all-reduce its peers, already done with the epoch, never reach; a rank that died or skipped a "
-            "step (an early `continue`, a NaN guard on one rank) hangs the others the same way."
-        )
-    elif len(set(per_rank_batches(meta).values())) > 1:
-        batches = per_rank_batches(meta)
-        most = max(batches.values())
-        long_ranks = sorted(r for r, n in batches.items() if n == most)
-        counts = ", ".join(f"rank {r}: {n}" for r, n in sorted(batches.items()))
-        evidence["batches_per_epoch"] = batches
-        explanation = (
-            f"{side or 'A run'} hung{took} with every rank at step {top}: the ranks have different numbers of "
-            f"batches per epoch ({counts}). Rank {long_ranks[0]} trains one more batch and waits in the gradient "
-            f"all-reduce of step {top + 1}, which its peers, already past the end of the epoch and waiting in "
-            "the next collective, never join: uneven shards, the classic DDP hang."
-        )
-        return _result(
-            "stall",
-            top + 1,
-            long_ranks[0],
-            evidence,
-            explanation,
-            "Give every rank the same number of batches: shard with DistributedSampler (it pads to "
-            "ceil(N / world_size)) or drop the tail on every rank; for truly uneven inputs use DDP's "
-            "Join context.",
-        )
-    else:
-        explanation = (
-            f"{side or 'A run'} hung{took} with every rank at step {top}: all of them wait in a collective "
-            "after that step that not all joined, or joined in another order: a barrier, a validation "
-            "all_gather/all_reduce or checkpoint save that only some ranks run (`if rank == 0:` around a "
-            "collective), or a next epoch where one rank has no batch. Uneven shards are the classic cause."
-        )
-    advice = (
-        "Give every rank the same number of batches: shard with DistributedSampler (it pads to "
-        "ceil(N / world_size)) and use the same drop_last for sampler and DataLoader; never put a "
-        "collective under a rank-dependent condition; for truly uneven inputs use DDP's Join context."
-    )
-    return _result("stall", top + 1 if behind else top, waiting[0], evidence, explanation, advice)
-
-
-# ---------------------------------------------------------------------------------------------
-# helpers
 
 
 def per_rank_batches(meta: dict | None) -> dict[int, int]:
@@ -1029,59 +1228,33 @@ def per_rank_batches(meta: dict | None) -> dict[int, int]:
     batch, drop_last = data.get("batch_size"), bool(data.get("drop_last"))
     found = {}
     for facts in meta.get("ranks") or []:
-        samples = ((facts or {}).get("sampler") or {}).get("num_samples")
+        samples = (facts.get("sampler") or {}).get("num_samples")
         if isinstance(batch, int) and batch > 0 and isinstance(samples, int):
             found[int(facts.get("rank", len(found)))] = samples // batch if drop_last else -(-samples // batch)
     return found
 
 
-def _meta(run) -> tuple[dict | None, str | None]:
-    try:
-        return read_meta(run), None
-    except (TraceFormatError, OSError) as err:
-        return None, str(err)
+def read_errors(run) -> list[dict]:
+    """The error files of a run (errors/rank*.json), the first error first."""
+    found = []
+    for path in sorted((Path(run) / "errors").glob("rank*.json")):
+        try:
+            error = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(error, dict):
+            error.setdefault("rank", int(path.stem[4:]) if path.stem[4:].isdigit() else None)
+            error["path"] = str(path)
+            found.append(error)
+    return sorted(found, key=lambda e: (e.get("time") or 0, str(e.get("rank"))))
 
 
-def _side_name(meta: dict | None, run, fallback: str) -> str:
-    name = (meta or {}).get("side") or (Path(str(run)).name if run else fallback) or fallback
-    return str(name)
-
-
-def _tolerance(criterion) -> tuple[float, float]:
-    if isinstance(criterion, dict):
-        return float(criterion.get("rtol") or 0.0), float(criterion.get("atol") or 0.0)
-    return 0.0, 0.0
-
-
-def _result(category: str, step, rank, evidence: dict, explanation: str, advice: str) -> dict:
-    assert category in CATEGORIES, category
-    return {
-        "category": category,
-        "step": step,
-        "rank": rank,
-        "evidence": _jsonable(evidence),
-        "explanation": explanation,
-        "advice": advice,
-    }
-
-
-def _jsonable(value: Any):
-    """Evidence that json.dumps takes as is (tuples as lists; keys as they are)."""
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def _short(value, limit: int = 12):
-    if isinstance(value, list) and len(value) > limit:
-        return value[:limit] + ["..."]
-    return value
+# ---------------------------------------------------------------------------------------------
+# small helpers
 
 
 def _fmt(value, limit: int = 80) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    text = json.dumps(short(value), default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -1098,6 +1271,22 @@ def _ratio(a, b) -> float | None:
     except (TypeError, ValueError):
         return None
     return a / b if b else None
+
+
+def _ulps(a, b) -> int | None:
+    """Distance in float32 units in the last place (same sign), or None."""
+    try:
+        fa, fb = np.float32(a), np.float32(b)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
+        return None
+    return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
+
+
+def _ulps_or_far(a, b) -> int:
+    u = _ulps(a, b)
+    return 10**9 if u is None else u
 
 
 def _first_sentence(text: str) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
-
-from ddp_parity.trace import write_json_atomic
 
 REPORT_FILE = "report.json"
 PLOT_FILE = "loss_curves.png"
@@ -99,6 +99,8 @@ def format_summary(report: dict) -> str:
     steps = sum(report["steps"]["steps_a"].values()) if report.get("steps") else 0
     verdict = "EQUIVALENT" if report["verdict"] == "equivalent" else "DIFFERENT"
     lines.append(f"verdict: {verdict} ({criterion}; {steps} rank-steps compared)")
+    for warning in report.get("warnings") or []:
+        lines.append(f"  WARNING {warning['kind']}: {warning['message']}")
     lines.append(format_table(report))
     for problem in report.get("problems", []):
         lines.append(f"! {problem}")
@@ -107,19 +109,25 @@ def format_summary(report: dict) -> str:
         lines.append(f"first divergence: {first.get('quantity')} at {describe_divergence(first)}")
     timing = report.get("timing") or {}
     if timing.get("overhead_us") is not None:
+        a, b = labels_of(report)
         lines.append(
-            f"median step time: raw {timing['raw_median_ms']:.3f} ms, lightning {timing['lightning_median_ms']:.3f} ms "
-            f"(lightning overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; "
-            f"information only)"
+            f"median step time: {a} {timing[f'{a}_median_ms']:.3f} ms, {b} {timing[f'{b}_median_ms']:.3f} ms "
+            f"({b} overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; information only)"
         )
     lines.append(f"runs: {report['runs']['a']}  {report['runs']['b']}")
     return "\n".join(lines)
 
 
+def labels_of(report: dict) -> tuple[str, str]:
+    labels = report.get("labels") or {}
+    return labels.get("a", "raw"), labels.get("b", "lightning")
+
+
 def timing_summary(timing: dict, names=("raw", "lightning")) -> dict:
+    """Median step times keyed by the runs' labels (`raw_median_ms`, `lightning_median_ms` for the twins)."""
     a, b = timing.get("a", {}).get("median_s"), timing.get("b", {}).get("median_s")
     if a is None or b is None:
-        return {"raw_median_ms": None, "lightning_median_ms": None, "overhead_us": None, "ratio": None}
+        return {f"{names[0]}_median_ms": None, f"{names[1]}_median_ms": None, "overhead_us": None, "ratio": None}
     return {
         f"{names[0]}_median_ms": a * 1e3,
         f"{names[1]}_median_ms": b * 1e3,
@@ -130,9 +138,16 @@ def timing_summary(timing: dict, names=("raw", "lightning")) -> dict:
 
 
 def write_report(out: Path, report: dict) -> Path:
+    """report.json, strict JSON (no bare NaN/Infinity: compare_traces encodes them as strings),
+    written to a temporary file and renamed so a crash never leaves half a report."""
+    from ddp_parity.compare.comparator import strict_json
+
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_FILE
-    write_json_atomic(path, report)
+    text = json.dumps(strict_json(report), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
     return path
 
 
@@ -179,7 +194,7 @@ def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Pa
             transform=bottom.transAxes,
             fontsize=8,
         )
-    bottom.set_ylabel("|raw - lightning|")
+    bottom.set_ylabel(f"|{labels[0]} - {labels[1]}|")
     bottom.set_xlabel("optimizer step")
     fig.tight_layout()
     path = out / PLOT_FILE

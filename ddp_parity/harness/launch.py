@@ -17,11 +17,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddp_parity.harness.liveness import Liveness
+from ddp_parity.lifeline import LIFELINE_ENV, set_parent_death_signal
 from ddp_parity.trace import read_progress
 
 # the checkout ddp_parity is installed from (pip install -e .): the twins are launched from there
 REPO = Path(__file__).resolve().parents[2]
-SIDES = ("raw", "lightning")
+SIDES = ("raw", "lightning", "fabric")  # the twins the harness can launch
+# the module each Lightning-family side runs (`python -m MODULE` or `torchrun ... -m MODULE`)
+LIGHTNING_MODULES = {"lightning": ["-m", "lightning_impl", "fit"], "fabric": ["-m", "lightning_impl.fabric"]}
 
 
 def free_port() -> int:
@@ -80,9 +84,9 @@ def build_launch(
     mistake: str | None = None,
     name: str | None = None,
 ) -> Launch:
-    """The command lines of one side. Several nodes always go through torchrun (Lightning then
-    runs with num_nodes under it); the rendezvous stays on 127.0.0.1. `name` labels the run (its
-    folder and log) when one side runs twice, e.g. "raw-fault"."""
+    """The command lines of one side ("raw", "lightning", "fabric" or "reference"). Several nodes
+    always go through torchrun (Lightning then runs with num_nodes under it); the rendezvous stays
+    on 127.0.0.1. `name` labels the run (its folder and log) when one side runs twice, e.g. "raw-fault"."""
     name = name or side
     run_dir, port = run_dir or out / name, free_port()
     common = [
@@ -102,10 +106,12 @@ def build_launch(
     ]
     if side == "raw" and mistake:  # the raw loop with one classic mistake (raw/mistakes.py)
         target = [str(REPO / "raw" / "mistakes.py"), mistake, *common]
-    elif side in ("raw", "reference"):
-        target = [str(REPO / "raw" / "train.py"), *(["--reference"] if side == "reference" else []), *common]
+    elif side == "raw":
+        target = [str(REPO / "raw" / "train.py"), *common]
+    elif side == "reference":  # raw/reference.py bends raw/train.py to train on the global batches
+        target = [str(REPO / "raw" / "reference.py"), *common]
     else:
-        target = ["-m", "lightning_impl", "fit", *common]
+        target = [*LIGHTNING_MODULES[side], *common]
     if side == "reference":  # one plain process emulating nproc x nnodes ranks
         commands = [[sys.executable, *target]]
     elif side == "raw" or lightning_launcher == "torchrun" or nnodes > 1:
@@ -118,6 +124,7 @@ def build_launch(
         "PYTHONUNBUFFERED": "1",
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(port),
+        LIFELINE_ENV: "1",  # every process of the run dies with the harness, even on SIGKILL
         **(extra_env or {}),
     }
     env.pop("DDP_PARITY_RUN_DIR", None)
@@ -133,7 +140,7 @@ class Outcome:
     interrupted: bool = False
     errors: list = field(default_factory=list)  # error files the ranks wrote
     log_tail: str = ""
-    stall: dict | None = None  # {"ranks": {rank: last step}, "seconds": s} when it hung
+    stall: dict | None = None  # {"ranks": {rank: last step}, "phases": {rank: phase}, "seconds": s} when it hung
 
     @property
     def ok(self) -> bool:
@@ -141,8 +148,13 @@ class Outcome:
 
     def describe(self) -> str:
         if self.stall:
-            where = ", ".join(f"rank {r} after step {s}" for r, s in sorted(self.stall["ranks"].items()))
-            return f"{self.side}: stalled (no rank made progress for {self.stall['seconds']:.0f} s: {where})"
+            phases = self.stall.get("phases") or {}
+            where = ", ".join(
+                f"rank {r} after step {s}" + (f" in {phases[r]}" if phases.get(r) else "")
+                for r, s in sorted(self.stall["ranks"].items())
+            )
+            quiet = self.stall["seconds"]
+            return f"{self.side}: stalled (no rank made progress of any kind for {quiet:.0f} s: {where})"
         if self.timed_out:
             return f"{self.side}: timed out after {self.seconds:.0f} s"
         if self.interrupted:
@@ -150,40 +162,52 @@ class Outcome:
         return f"{self.side}: exit code {self.returncode}"
 
 
-def run_launch(launch: Launch, timeout: float, stall_seconds: float | None = None) -> Outcome:
+def run_launch(
+    launch: Launch, timeout: float, stall_seconds: float | None = None, progress=None, stall_auto: bool = False
+) -> Outcome:
     """Run every node's command of one side to completion, timeout or stall."""
-    return run_launches([launch], timeout, stall_seconds)[0]
+    return run_launches([launch], timeout, stall_seconds, progress, stall_auto)[0]
 
 
-def watch(running, outcomes: dict, started: float, timeout: float, stall_seconds: float | None) -> None:
-    """Wait for every side to end. A side whose ranks have all stopped making progress (their
-    heartbeats unchanged for stall_seconds, after the first one) is a stall: the classic DDP hang
-    where a rank waits in a collective its peers never join. It is stopped at once, not at the timeout."""
+def watch(
+    running,
+    outcomes: dict,
+    started: float,
+    timeout: float,
+    stall_seconds: float | None,
+    progress=None,
+    stall_auto: bool = False,
+) -> None:
+    """Wait for every side to end. A side none of whose ranks made progress of any kind (a step,
+    a phase change, a validation batch, CPU time of the training thread) for the stall timeout is a
+    stall: the classic DDP hang where a rank waits in a collective its peers never join. It is
+    stopped at once, not at the run's timeout. `stall_auto`: the timeout adapts to the run (see
+    liveness.Liveness); `stall_seconds` None and not auto: no stall detection."""
     pending = {launch.side: (launch, procs) for launch, procs, _ in running}
-    last_change: dict[str, tuple[dict, float]] = {}
+    liveness = {side: Liveness(stall_seconds, adaptive=stall_auto) for side in pending}
     while pending:
         now = time.monotonic()
         for side, (launch, procs) in list(pending.items()):
             outcome = outcomes[side]
             codes = [proc.poll() for proc in procs]
+            beats = read_progress(launch.run_dir)
             if all(code is not None for code in codes):
                 outcome.returncode = next((c for c in codes if c != 0), 0)
             elif any(code not in (None, 0) for code in codes) and len(procs) > 1:
                 outcome.returncode = next(c for c in codes if c not in (None, 0))  # one node failed
             elif now - started > timeout:
                 outcome.timed_out = True
-            elif stall_seconds:
-                beats = {rank: beat["step"] for rank, beat in read_progress(launch.run_dir).items()}
-                seen, since = last_change.get(side, (None, now))
-                if beats != seen:
-                    last_change[side] = (beats, now)
-                elif beats and now - since > stall_seconds:
-                    outcome.stall = {"ranks": beats, "seconds": now - since}
+            elif stall_seconds or stall_auto:
+                outcome.stall = liveness[side].observe(beats, now)
+            if progress is not None:
+                progress.update(side, beats, now - started, outcome)
             if outcome.returncode is not None or outcome.timed_out or outcome.stall:
                 outcome.seconds = now - started
                 for proc in procs:
                     kill_tree(proc.pid)
                 del pending[side]
+                if progress is not None:
+                    progress.end(side, outcome)
         if pending:  # wait on a running process, at most POLL_S, then look again
             first = next(iter(pending.values()))[1]
             try:
@@ -195,13 +219,21 @@ def watch(running, outcomes: dict, started: float, timeout: float, stall_seconds
 POLL_S = 0.2  # how often the watcher looks at the processes and heartbeats
 
 
-def run_launches(launches: list[Launch], timeout: float, stall_seconds: float | None = None) -> list[Outcome]:
+def run_launches(
+    launches: list[Launch],
+    timeout: float,
+    stall_seconds: float | None = None,
+    progress=None,
+    stall_auto: bool = False,
+) -> list[Outcome]:
     """Run several sides at once (each with all its nodes); output goes to their log files.
-    Whatever happens (timeout, failure, Ctrl-C), every process tree is killed before returning."""
+    Whatever happens (timeout, failure, Ctrl-C, SIGTERM), every process tree is killed before
+    returning; each process is started with a parent-death signal, so not even a SIGKILL of the
+    harness leaves one running."""
     started = time.monotonic()
     running: list[tuple[Launch, list, list]] = []
     outcomes = {launch.side: Outcome(launch.side, None, 0.0) for launch in launches}
-    interrupted = False
+    interrupted = None
     try:
         for launch in launches:
             launch.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,11 +253,14 @@ def run_launches(launches: list[Launch], timeout: float, stall_seconds: float | 
                         stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL,
                         start_new_session=True,
+                        preexec_fn=set_parent_death_signal,
                     )
                 )
-        watch(running, outcomes, started, timeout, stall_seconds)
-    except KeyboardInterrupt:
-        interrupted = True
+            if progress is not None:
+                progress.start(launch.side)
+        watch(running, outcomes, started, timeout, stall_seconds, progress, stall_auto)
+    except KeyboardInterrupt as err:  # Ctrl-C, and SIGTERM/SIGHUP turned into it by the CLI
+        interrupted = err
     finally:
         for _, procs, logs in running:
             for proc in procs:
@@ -236,12 +271,12 @@ def run_launches(launches: list[Launch], timeout: float, stall_seconds: float | 
                 log.close()
     for launch in launches:
         outcome = outcomes[launch.side]
-        outcome.interrupted = interrupted
+        outcome.interrupted = interrupted is not None
         if not outcome.ok:
             outcome.errors = read_error_files(launch.run_dir)
             outcome.log_tail = "\n".join(tail(launch.log_for(n), 60) for n in range(len(launch.commands)))
-    if interrupted:
-        raise KeyboardInterrupt
+    if interrupted is not None:
+        raise interrupted
     return [outcomes[launch.side] for launch in launches]
 
 

@@ -185,7 +185,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def job_from_args(args: argparse.Namespace) -> SlurmJob:
     """Checked before anything is written: the shape, the config and its overrides."""
     from ddp_parity.config import parse_raw_config
-    from ddp_parity.harness.cli import to_flags
+    from ddp_parity.harness.validate import to_flags
 
     for name in ("nodes", "devices"):
         if getattr(args, name) < 1:

@@ -1,0 +1,47 @@
+"""Checks on a checkpoint path before a run starts: one line naming the flag, nothing written first.
+
+`python -m lightning_impl fit --ckpt_path X` calls `check_lightning_ckpt_path(X)` before the
+Trainer is built (Lightning itself fails on every rank with a traceback, after writing its config
+and error files into the run directory)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from ddp_parity.config import ConfigError
+
+# the names Lightning resolves itself rather than reading a file
+LIGHTNING_CKPT_NAMES = ("last", "best", "hpc", "registry")
+
+
+def check_lightning_ckpt_path(path: str | None) -> None:
+    """None, a name Lightning resolves (`last`, ...), or a readable checkpoint file; else ConfigError."""
+    if path is None or path in LIGHTNING_CKPT_NAMES or path.startswith("registry:"):
+        return
+    file = Path(path)
+    what = "name a checkpoint file a run wrote (a .ckpt under its checkpoints/), or `last`"
+    if not file.exists():
+        raise ConfigError(f"--ckpt_path {path}: no such file; {what}")
+    if file.is_dir():
+        raise ConfigError(f"--ckpt_path {path}: is a directory; {what}")
+    problem = checkpoint_problem(file)
+    if problem:
+        raise ConfigError(f"--ckpt_path {path}: not a readable checkpoint ({problem}); {what}")
+
+
+def checkpoint_problem(file: Path) -> str | None:
+    """Why a file is not a checkpoint torch.save wrote (its zip format), or None. Reads the archive's
+    checksums, not its tensors: a truncated or overwritten file is caught without unpickling it."""
+    try:
+        if not zipfile.is_zipfile(file):
+            return "not a torch.save archive: cut off, or not a checkpoint at all"
+        with zipfile.ZipFile(file) as archive:
+            bad = archive.testzip()
+            if bad is not None:
+                return f"{bad} fails its checksum: the file is damaged"
+            if not any(name.endswith("data.pkl") for name in archive.namelist()):
+                return "no data.pkl inside: not written by torch.save"
+    except (OSError, zipfile.BadZipFile, EOFError) as err:
+        return str(err) or type(err).__name__
+    return None

@@ -1,0 +1,214 @@
+"""What each diagnosis says beyond its evidence: why such a difference arises and the one fix.
+
+One table, keyed by finding kind ("category" or "category.variant"); the checks in diagnosis.py
+state the facts they found and look the rest up here. `{placeholders}` are filled from the check's
+values. docs/diagnosis.md lists every kind with the Lightning issue or PyTorch behaviour it comes from.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Advice(NamedTuple):
+    why: str  # appended to the facts in the explanation
+    fix: str  # the advice line
+
+
+ADVICE: dict[str, Advice] = {
+    "equivalent": Advice("", "Nothing to fix."),
+    "crash": Advice(
+        "The other ranks' errors (a closed connection, a timeout in a collective) follow from this one: "
+        "a rank that dies leaves its peers waiting in the next collective.",
+        "Fix the error {side} rank {error_rank} raised ({type}: {message}); its traceback is in {path}.",
+    ),
+    "metadata": Advice(
+        "Without the setup (configuration, world size, per-rank facts) nothing says the runs trained "
+        "under the same conditions, so they are never called equivalent.",
+        "Record with TraceRecorder(run_dir, side=..., config=...) and call start() after "
+        "init_process_group, so that meta.json holds side, world_size, config and ranks.",
+    ),
+    "config": Advice(
+        "Configuration comes first in the causal order: whatever differs downstream (weights, samples, "
+        "losses) may be its consequence, so fix it before reading anything after it.",
+        "Give both sides the same value of {keys} (or leave a run-control key out with --ignore-config KEY).",
+    ),
+    "config.threads": Advice(
+        "The number of intra-op threads decides how a CPU kernel splits its reductions, so different "
+        "thread counts sum in a different order and round differently: typically the first loss already "
+        "differs in its last bits and the runs drift apart from there.",
+        "Pin threads on every rank of both sides: export OMP_NUM_THREADS=N and call torch.set_num_threads(N) "
+        "before building the model (the config's `threads:` key).",
+    ),
+    "config.state": Advice(
+        "Each rank records the state it ran under (thread counts, environment, the world as it saw it); "
+        "these values change what or where a rank computes.",
+        "Give every rank of both sides the same {keys} (set them in the launch environment, before the "
+        "process group and the model are created).",
+    ),
+    "config.torch_flags": Advice(
+        "These global torch settings choose kernels and precisions (deterministic algorithms, cuDNN "
+        "benchmark, TF32, float32 matmul precision, default dtype): the same code computes other bits.",
+        "Set {keys} to the same value on every rank of both sides, before the model is built "
+        "(Lightning's `deterministic=True` sets torch.use_deterministic_algorithms; spawned processes "
+        "must set the flags themselves, Lightning #12685).",
+    ),
+    "config.seed": Advice(
+        "The global seed decides the initial weights and the DistributedSampler's shuffle "
+        "(LightningCLI's `seed_everything: true` picks a random seed on every run).",
+        "Pin seed_everything to an integer in the config (not `true`) on both sides.",
+    ),
+    "param_groups": Advice(
+        "The optimizer applies each group's hyperparameters to its parameters, so these parameters are "
+        "updated differently from the first step on: a typical split is weight decay on every parameter "
+        "on one side and biases and norms excluded on the other.",
+        "Build the same param groups on both sides: {fix}.",
+    ),
+    "param_groups.class": Advice(
+        "Another optimizer class computes another update from the same gradients.",
+        "Use {b_class} on {a} as on {b} (or the other way round), with the same hyperparameters.",
+    ),
+    "init": Advice(
+        "The usual cause is the model being built under a different RNG state: another seed, seeding "
+        "after instead of before building the network, or an extra random draw between seeding and "
+        "construction.",
+        "Seed identically and build the model right after seeding on both sides (seed_everything pinned "
+        "to an integer, the network constructed before anything else draws random numbers).",
+    ),
+    "sampler_seed": Advice(
+        "Lightning seeds the DistributedSampler it injects from the global seed (PL_GLOBAL_SEED), and "
+        "LightningCLI's `seed_everything: true` (its default) picks a random seed on every run; a "
+        "hand-written loop must pass the same seed to DistributedSampler(seed=...).",
+        "Pin seed_everything to an integer in the config, and seed the raw loop's DistributedSampler "
+        "with that same value: DistributedSampler(..., seed=seed_everything).",
+    ),
+    "set_epoch": Advice(
+        "A DistributedSampler shuffles with seed + epoch, and its epoch only changes when "
+        "set_epoch(epoch) is called; without that call every epoch replays the first epoch's order. "
+        "Lightning calls set_epoch on the sampler it injects; a hand-written loop must do it itself.",
+        "On {side}: call sampler.set_epoch(epoch) at the start of every epoch, before iterating the "
+        "DataLoader (also after resuming from a checkpoint).",
+    ),
+    "data_order": Advice(
+        "Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
+        "The recorded samplers say where: {sampler}",
+        "Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "
+        "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json "
+        "ranks[*].sampler.",
+    ),
+    "data_pipeline": Advice(
+        "The indices are the same, so the sampler agrees; the tensors built from them are not: "
+        "`__getitem__` or collate draws random numbers (a random augmentation) from a stream that "
+        "differs between the sides, typically because DataLoader workers are seeded differently "
+        "(seed_everything(workers=True) on one side, a worker_init_fn on one side only, a generator "
+        "passed to one DataLoader, persistent workers).",
+        "Seed DataLoader workers the same way on both sides: the same worker_init_fn (Lightning's "
+        "`seed_everything(seed, workers=True)` installs pl_worker_init_function) and the same "
+        "`generator=` and `persistent_workers` on both DataLoaders.",
+    ),
+    "rng": Advice(
+        "With the same samples and the same initial weights the forward pass differs only through a "
+        "random draw: the global random stream is in another state on the two sides when {where}.",
+        "Re-seed right after building the model on both sides (Lightning re-seeds with reset_seed() "
+        "before training; raw: torch.manual_seed(seed) after the model build), and let nothing else "
+        "draw from the global stream in between (a sanity check, an extra DataLoader iterator: "
+        "Lightning #6988).",
+    ),
+    "numerics": Advice(
+        "With identical inputs and weights the forward pass differs only through how it is computed: "
+        "the reduction order of CPU kernels (threads), precision or autocast, kernel selection.",
+        "Pin threads (OMP_NUM_THREADS and torch.set_num_threads on every rank), use the same precision "
+        "on both sides, and set torch.use_deterministic_algorithms(True).",
+    ),
+    "numerics.validation": Advice(
+        "A DistributedSampler pads the validation set with repeated samples when it does not divide by "
+        "the world size; averaging per-rank means instead of summing counts weights ranks unequally "
+        "(Lightning #21859: epoch metrics with sync_dist inflated by an integer batch counter).",
+        "Reduce validation metrics as sums and counts across ranks (all_reduce of both) and count each "
+        "sample once, the way torchmetrics does.",
+    ),
+    "reduction_order": Advice(
+        "The same numbers summed in another order round differently in the last bits. Lightning clips "
+        "and measures the gradient norm over the optimizer's parameters in param-group order "
+        "(`clip_gradients` iterates optimizer.param_groups), not over model.parameters().",
+        "On {side}, compute the norm and clip over the parameters in the optimizer's order: "
+        "torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], "
+        "max_norm).",
+    ),
+    "gradients": Advice(
+        "With gradient accumulation the loss must be divided by accumulate_grad_batches before backward "
+        "(Lightning does); DDP's no_sync() must skip the all-reduce on every micro-batch but the last; "
+        "DDP already averages gradients over ranks.",
+        "Divide the loss by accumulate_grad_batches before backward, wrap all but the last micro-batch "
+        "of each step in model.no_sync(), and let DDP do the averaging (no extra division by world size).",
+    ),
+    "gradients.factor": Advice(
+        "A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the "
+        "number of accumulated micro-batches, or of gradients averaged over the world size once too "
+        "often or not at all.",
+        "Divide the loss by accumulate_grad_batches before backward (and only then), and let DDP do the "
+        "averaging over ranks (no extra division by world size).",
+    ),
+    "optimizer.lr": Advice(
+        "The learning-rate schedule is stepped differently: per optimizer step on one side and per "
+        "epoch on the other (Lightning's `interval`), or per micro-batch under accumulation.",
+        "Step the scheduler exactly where Lightning does: after optimizer.step(), once per epoch for "
+        "interval 'epoch' or once per optimizer step for interval 'step', with the same parameters.",
+    ),
+    "optimizer": Advice(
+        "Same samples, loss, gradient norm and learning rate, yet another update: the optimizer's "
+        "state or settings differ (hyperparameters not in meta.optimizer, zero_grad missing so "
+        "gradients accumulate, clipping on one side only, a fused/foreach implementation).",
+        "Build the same optimizer with the same hyperparameters and implementation on both sides, clip "
+        "the same way, and zero the gradients once per optimizer step.",
+    ),
+    "buffers": Advice(
+        "{cause}",
+        "{fix}",
+    ),
+    "recording": Advice(
+        "The training is the same; only what was written down differs, so nothing in the training needs fixing.",
+        "{fix}",
+    ),
+    "resume": Advice(
+        "{cause}",
+        "{fix} In general: save and load model, optimizer, scheduler, scaler and RNG state with the "
+        "checkpoint, as raw/train.py does.",
+    ),
+    "step_count": Advice(
+        "DistributedSampler pads the dataset so every rank gets ceil(N / world_size) samples (or drops "
+        "the tail with drop_last=True) and the DataLoader's drop_last decides whether a short last "
+        "batch is a step; max_steps/max_epochs and accumulation leftovers at an epoch's end change the "
+        "count too (Lightning #19987, #21808).",
+        "Shard with DistributedSampler on both sides (same drop_last for sampler and DataLoader, same "
+        "batch size) and stop on the same max_epochs / max_steps.",
+    ),
+    "step_count.empty": Advice(
+        "That run failed or was stopped before its first optimizer step finished, so there is nothing to compare yet.",
+        "Look at {side}'s log for the error (a rank that failed at start-up, a wrong run directory), "
+        "fix it and compare again.",
+    ),
+    "stall": Advice(
+        "The classic cause is uneven shards: one rank gets more batches than the others, so at the end "
+        "of an epoch it enters an all-reduce its peers never reach.",
+        "Give every rank the same number of batches: shard with DistributedSampler (it pads to "
+        "ceil(N / world_size)) and use the same drop_last for sampler and DataLoader; never put a "
+        "collective under a rank-dependent condition; for truly uneven inputs use DDP's Join context.",
+    ),
+}
+
+# the right way to record each quantity (the `recording` findings name the one that was missed)
+RECORDING_FIX = {
+    "step": "Number optimizer steps the same way on both sides: the recorder's `step` is the count of "
+    "optimizer steps done, starting at 1 after the first (Lightning's trainer.global_step after the step)",
+    "grad_norm": "Record the gradient norm before clipping, as clip_grad_norm_ returns it (Lightning: "
+    "`on_before_optimizer_step` sees it), on both sides.",
+    "lr": "Record the learning rate the optimizer step used: read optimizer.param_groups[0]['lr'] "
+    "before scheduler.step().",
+    "validation": "Record validation figures as computed (float64/Python floats), not the values "
+    "`self.log` keeps (rounded to float32).",
+}
+
+
+def lookup(kind: str) -> Advice:
+    return ADVICE[kind]

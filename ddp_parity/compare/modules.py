@@ -1,0 +1,376 @@
+"""Name the layer: the first module call, in execution order, where two runs' module watches
+(ddp_parity/watch.py) part ways, its phase and tensor, and what that points at.
+
+    localise(run_a, run_b, step=None, rank=None) -> dict | None
+        {"name", "type", "phase": "forward"|"backward"|"optimizer", "step", "rank",
+         "what": "input"|"output"|"buffers"|"grad"|"param_grad", "input_equal", "reading"}
+    format_module_finding(d) -> "first difference: step 1 rank 0, forward of ... — ..."
+    replay_instruction(step, ...) -> what to run when the divergence lies after the watched steps
+
+The reading: the first module whose inputs are equal and outputs differ is where the difference is
+born; a random op there means the random stream differs; a normalisation layer points at its
+buffers or mode; another op at its numerics. A first input that differs while the sample indices
+are equal means the batch contents differ. Forward equal but a gradient differs: the loss or the
+backward. All gradients equal but the parameters after the step differ: clipping or the optimizer.
+
+Names are normalised as the comparator pairs parameter names: no `module.` (DDP), and no leading
+attribute on the side that has one more (a LightningModule holding the network as `net`).
+Pure Python: reads JSON lines, loads no tensors.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ddp_parity.compare.comparator import match_keys, strip_known_prefixes
+from ddp_parity.trace import iter_records, read_meta
+from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_trace
+
+RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
+RANDOM_HINTS = ("dropout", "droppath", "drop_path", "stochasticdepth", "noise")
+STATEFUL_NORM_PREFIXES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm", "LazyBatchNorm", "LazyInstanceNorm")
+NORM_HINTS = ("norm",)
+PHASE_ORDER = {"forward": 0, "backward": 1, "optimizer": 2}
+ROOT_LABEL = "the model"
+
+
+# ---------------------------------------------------------------------------------------------
+# which steps and ranks can be localised
+
+
+def watched_steps(run_dir) -> set[int]:
+    """Steps this run watched on every rank that has a module trace."""
+    steps = None
+    for rank in module_trace_ranks(run_dir):
+        found = set(read_module_trace(run_dir, rank))
+        steps = found if steps is None else steps & found
+    return steps or set()
+
+
+def needs_replay(run_a, run_b, step: int | None) -> bool:
+    """The first divergence is at `step`, which neither run's module watch covers."""
+    return step is not None and step not in (watched_steps(run_a) & watched_steps(run_b))
+
+
+# ---------------------------------------------------------------------------------------------
+# name normalisation
+
+
+def name_prefixes(rec_a: dict, rec_b: dict) -> tuple[str, str]:
+    """The leading attribute one side's names carry and the other's lack ("net." for a
+    LightningModule holding the network), found by pairing parameter names as the comparator does."""
+    keys_a = list(rec_a.get("params_after") or rec_a.get("param_grads") or {})
+    keys_b = list(rec_b.get("params_after") or rec_b.get("param_grads") or {})
+    pairs = match_keys(keys_a, keys_b, None)
+    extra = Counter()
+    for norm, pair in pairs.items():
+        if norm.startswith("__only"):
+            continue
+        ka, kb = (strip_known_prefixes(k) for k in pair)
+        if ka != kb and kb.endswith("." + ka):
+            extra[("", kb[: -len(ka)])] += 1
+        elif ka != kb and ka.endswith("." + kb):
+            extra[(ka[: -len(kb)], "")] += 1
+    if not extra:
+        return "", ""
+    return extra.most_common(1)[0][0]
+
+
+def normalise(name: str, prefix: str) -> str | None:
+    """`name` without `module.` and without `prefix` ("net." -> "net" is the root, ""); None for a
+    module outside the network the other side watched (e.g. a LightningModule's loss_fn)."""
+    name = strip_known_prefixes(name)
+    if not prefix:
+        return name
+    if name == prefix[:-1]:
+        return ""
+    if name.startswith(prefix):
+        return name[len(prefix) :]
+    return None
+
+
+def display(name: str) -> str:
+    return name or ROOT_LABEL
+
+
+# ---------------------------------------------------------------------------------------------
+# the walk over one step of one rank
+
+
+def _keyed_calls(record: dict, prefix: str) -> list[tuple[tuple, dict]]:
+    """(phase, normalised name, occurrence) for every call, in execution order."""
+    seen: Counter = Counter()
+    out = []
+    for call in record.get("calls", []):
+        name = normalise(call["name"], prefix)
+        if name is None:
+            continue
+        key = (call["phase"], name)
+        out.append(((call["phase"], name, seen[key]), {**call, "name": name}))
+        seen[key] += 1
+    return out
+
+
+def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
+    """The first call of run A's execution order whose digests differ from run B's matching call,
+    then the parameter gradients, then the parameters after the step. With `position` for ordering."""
+    prefix_a, prefix_b = name_prefixes(rec_a, rec_b)
+    calls_a, calls_b = _keyed_calls(rec_a, prefix_a), dict(_keyed_calls(rec_b, prefix_b))
+    for position, (key, a) in enumerate(calls_a):
+        b = calls_b.get(key)
+        if b is None:
+            continue
+        found = _compare_call(a, b)
+        if found is not None:
+            return {**found, "position": position, "context": _context(calls_a, position, calls_b)}
+    pairs = match_keys(list(rec_a.get("param_grads", {})), list(rec_b.get("param_grads", {})), None)
+    for norm, pair in pairs.items():
+        if norm.startswith("__only"):
+            continue
+        ka, kb = pair
+        if rec_a["param_grads"][ka] != rec_b["param_grads"][kb]:
+            return _param_finding(norm, calls_a, "backward", "param_grad", len(calls_a))
+    pairs = match_keys(list(rec_a.get("params_after", {})), list(rec_b.get("params_after", {})), None)
+    for norm, pair in pairs.items():
+        if norm.startswith("__only"):
+            continue
+        ka, kb = pair
+        if rec_a["params_after"][ka] != rec_b["params_after"][kb]:
+            return _param_finding(norm, calls_a, "optimizer", "output", len(calls_a) + 1)
+    return None
+
+
+def _compare_call(a: dict, b: dict) -> dict | None:
+    base = {"name": a["name"], "type": a["type"], "phase": a["phase"]}
+    if a["phase"] == "forward":
+        if a.get("input") != b.get("input"):
+            return {**base, "what": "input", "input_equal": False}
+        if a.get("output") != b.get("output"):
+            return {**base, "what": "output", "input_equal": True, "random": bool(a.get("random") or b.get("random"))}
+        if a.get("buffers") != b.get("buffers"):
+            return {**base, "what": "buffers", "input_equal": True}
+        return None
+    # backward: "output" is the gradient arriving at the module's output, "input" the one leaving it
+    if a.get("output") != b.get("output"):
+        return {**base, "what": "grad", "input_equal": False}
+    if a.get("input") != b.get("input"):
+        return {**base, "what": "grad", "input_equal": True}
+    return None
+
+
+def _context(calls_a: list, position: int, calls_b: dict) -> dict:
+    """What the reading needs: is this the first call of its pass, is the outermost call's input
+    different too, and does the module contain submodules called before it in this pass."""
+    (phase, name, _), _call = calls_a[position]
+    start = position
+    while start > 0 and calls_a[start - 1][0][0] == phase:
+        start -= 1
+    end = position
+    while end + 1 < len(calls_a) and calls_a[end + 1][0][0] == phase:
+        end += 1
+    context = {"first_of_pass": position == start, "has_children": False, "outer_input_differs": False}
+    context["has_children"] = any(
+        key[1].startswith(name + ".") or (name == "" and key[1] != "") for key, _ in calls_a[start:position]
+    )
+    if phase == "forward":
+        outer_key, outer = min(calls_a[start : end + 1], key=lambda kc: _depth(kc[0][1]))
+        other = calls_b.get(outer_key)
+        context["outer_input_differs"] = other is not None and other.get("input") != outer.get("input")
+    return context
+
+
+def _depth(name: str) -> int:
+    return 0 if name == "" else name.count(".") + 1
+
+
+def _parent(name: str) -> str:
+    return name.rsplit(".", 1)[0] if "." in name else ""
+
+
+def _param_finding(param: str, calls_a: list, phase: str, what: str, position: int) -> dict:
+    owner = param.rsplit(".", 1)[0] if "." in param else ""
+    types = {key[1]: call["type"] for key, call in calls_a}
+    return {
+        "name": param,
+        "type": types.get(owner, "Parameter") if phase == "backward" else "optimizer",
+        "phase": phase,
+        "what": what,
+        "input_equal": True,
+        "position": position,
+        "context": {},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the entry points
+
+
+def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> dict | None:
+    """The first module difference between two runs' module watches: the earliest watched step,
+    then the earliest call in execution order, then the lowest rank. None when the runs watched no
+    common step (see needs_replay) or every watched call is equal."""
+    ranks = sorted(set(module_trace_ranks(run_a)) & set(module_trace_ranks(run_b)))
+    if rank is not None:
+        ranks = [r for r in ranks if r == rank]
+    traces = {r: (read_module_trace(run_a, r), read_module_trace(run_b, r)) for r in ranks}
+    steps = sorted({s for a, b in traces.values() for s in set(a) & set(b)})
+    if step is not None:
+        steps = [s for s in steps if s == step]
+    optimizer_class = _optimizer_class(run_a) or _optimizer_class(run_b)
+    for s in steps:
+        found = []
+        for r in ranks:
+            a, b = traces[r]
+            if s in a and s in b:
+                diff = first_difference(a[s], b[s])
+                if diff is not None:
+                    found.append({**diff, "step": s, "rank": r})
+        if found:
+            best = min(found, key=lambda d: (PHASE_ORDER[d["phase"]], d["position"], d["rank"]))
+            if best["phase"] == "optimizer" and optimizer_class:
+                best["type"] = optimizer_class
+            best["reading"] = reading(best, _indices_equal(run_a, run_b, s, best["rank"]))
+            return {k: best[k] for k in ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading")}
+    return None
+
+
+READINGS = {
+    "optimizer": "every gradient is equal but the parameters after the step differ: clipping or the optimizer "
+    "(gradient_clip_val, optimizer hyperparameters, learning rate)",
+    "param_grad": "every module's gradient is equal but the parameter's accumulated .grad differs: gradient "
+    "reduction or accumulation (DDP averaging, no_sync, accumulate_grad_batches, loss division)",
+    "loss_grad": "the forward pass is equal but the gradient arriving at the model's output differs: the loss or "
+    "its scaling (loss division, accumulation, GradScaler)",
+    "between_backward": "the gradient reaching this module differs while the modules before it in the backward "
+    "matched: code between modules in the backward (a functional op or a hook)",
+    "module_backward": "the gradient reaching this module is equal but the one leaving it differs: this module's "
+    "backward (its numerics or a hook on it)",
+    "data_order": "the input reaching the model differs and so do the sample indices: the data order",
+    "batch": "the input reaching the model already differs while the sample indices are equal: the batch "
+    "contents differ (augmentation, worker seeding, transforms, or what the training step does before the model)",
+    "between_forward": "its input differs while every module before it matched: code between modules in the "
+    "forward of {parent} (a functional op, not a module)",
+    "buffers": "inputs and outputs equal but its buffers after the call differ: its running statistics "
+    "(momentum, track_running_stats) or the buffers it started with",
+    "random": "the random stream differs at this layer (seeding: re-seed after building the model as Lightning "
+    "does, or per-rank/worker seeds)",
+    "stateful_norm": "a normalisation layer: its buffers or its mode (train/eval, momentum, track_running_stats)",
+    "own_code": "every submodule matched but its output differs: the forward code of {name} between its "
+    "submodules (a functional op)",
+    "norm": "a normalisation layer's numerics (eps, affine, precision, threads)",
+    "numerics": "that op's numerics (precision or autocast, threads, algorithm, deterministic flags)",
+}
+
+
+def reading(d: dict, indices_equal: bool | None = None) -> str:
+    """What the first difference points at (issue 13's reading), in one clause."""
+    return READINGS[reading_kind(d, indices_equal)].format(parent=display(_parent(d["name"])), name=display(d["name"]))
+
+
+def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
+    context, kind = d.get("context", {}), d["type"]
+    if d["phase"] == "optimizer":
+        return "optimizer"
+    if d["what"] == "param_grad":
+        return "param_grad"
+    if d["phase"] == "backward":
+        if not d["input_equal"]:
+            return "loss_grad" if context.get("first_of_pass") else "between_backward"
+        return "module_backward"
+    if d["what"] == "input":
+        if context.get("outer_input_differs"):
+            return "data_order" if indices_equal is False else "batch"
+        return "between_forward"
+    if d["what"] == "buffers":
+        return "buffers"
+    if d.get("random") or _is_random(kind, d["name"]):
+        return "random"
+    if kind.startswith(STATEFUL_NORM_PREFIXES):
+        return "stateful_norm"
+    if context.get("has_children"):
+        return "own_code"
+    if any(h in kind.lower() for h in NORM_HINTS):
+        return "norm"
+    return "numerics"
+
+
+def _is_random(kind: str, name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    return kind in RANDOM_TYPES or any(h in kind.lower() or h in last for h in RANDOM_HINTS)
+
+
+def format_module_finding(d: dict | None) -> str:
+    """One line for the summary."""
+    if not d:
+        return "first difference: not inside a watched module"
+    if d["phase"] == "optimizer":
+        where = f"optimizer step ({d['type']}) on {d['name']}"
+        state = "gradient equal, parameter after the step differs"
+    elif d["what"] == "param_grad":
+        where = f"gradient of parameter {d['name']}"
+        state = "every module gradient equal, accumulated .grad differs"
+    else:
+        where = f"{d['phase']} of {display(d['name'])} ({d['type']})"
+        state = {
+            ("forward", "input"): "inputs differ",
+            ("forward", "output"): "inputs equal, outputs differ",
+            ("forward", "buffers"): "inputs and outputs equal, buffers differ",
+            ("backward", "grad"): "incoming gradient equal, outgoing gradient differs"
+            if d["input_equal"]
+            else "incoming gradient differs",
+        }.get((d["phase"], d["what"]), d["what"] + " differs")
+    line = f"first difference: step {d['step']} rank {d['rank']}, {where}: {state}"
+    return f"{line} — {d['reading']}" if d.get("reading") else line
+
+
+def replay_instruction(step: int, run_a=None, run_b=None) -> str:
+    """For --traces users: how to record the module watch at `step`, with their own commands."""
+    runs = [str(r) for r in (run_a, run_b) if r is not None]
+    where = f" (the runs {' and '.join(runs)} did not watch it)" if runs else ""
+    return (
+        f"the first difference is at step {step}, after the watched steps{where}. Re-run both of your commands "
+        f"unchanged with {WATCH_STEP_ENV}={step} in the environment and new run directories, e.g.\n"
+        f"    {WATCH_STEP_ENV}={step} torchrun --nproc_per_node=N your_loop.py --run_dir RUN_A_W\n"
+        f"    {WATCH_STEP_ENV}={step} python your_lightning_script.py --run_dir RUN_B_W\n"
+        f"then: python compare/run.py --traces RUN_A_W RUN_B_W  (needs recorder.watch(model) in the loop; "
+        f"TraceCallback watches by itself)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _optimizer_class(run_dir) -> str | None:
+    try:
+        meta = read_meta(run_dir)
+    except Exception:  # a meta that cannot be read: the finding stands without the class
+        return None
+    optimizer = meta.get("optimizer")
+    return optimizer.get("class") if isinstance(optimizer, dict) else None
+
+
+def _indices_equal(run_a, run_b, step: int, rank: int) -> bool | None:
+    """Whether both runs consumed the same samples at `step` on `rank` (None if unknown)."""
+    try:
+        found = {}
+        for side, run in (("a", run_a), ("b", run_b)):
+            for record in iter_records(run, rank):
+                if record["step"] == step:
+                    found[side] = record.get("indices", record.get("indices_digest"))
+                    break
+        if len(found) < 2 or found["a"] is None or found["b"] is None:
+            return None
+        return found["a"] == found["b"]
+    except (OSError, ValueError):
+        return None
+
+
+__all__ = [
+    "localise",
+    "format_module_finding",
+    "replay_instruction",
+    "needs_replay",
+    "watched_steps",
+    "reading",
+    "first_difference",
+]

@@ -1,0 +1,569 @@
+"""The one pass over two runs' traces: every rank of both runs in lock step, one criterion, one
+sample key. The per-quantity figures of the report and the diagnosis both read its result.
+
+One rule for equality everywhere (`Criterion.equal`): bitwise-identical values are equal (two NaNs
+included: JSON carries no NaN payload; tensors compare their bit patterns), and nothing else is,
+unless a tolerance is given: then |a - b| <= atol + rtol * |b| (b is the second run) also passes.
+`-0.0` and `0.0` differ bitwise; such a difference is reported as a "signed zero".
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ddp_parity.trace import TraceFormatError, digest_indices, iter_records, trace_ranks
+
+# per-step quantities in causal order: what a step consumed (which samples, what they held), what
+# it computed, what it applied
+STEP_QUANTITIES = ("samples", "batch", "loss", "grad_norm", "lr", "param_digest")
+NUMERIC = ("loss", "grad_norm", "lr", "param_digest")
+SAMPLE_KEYS = ("indices", "indices_digest", "batch_digest")
+WARMUP_STEPS = 5  # step times of the first steps (compilation, allocation) are left out of the median
+
+
+# ---------------------------------------------------------------------------------------------
+# equality
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def identical(a, b) -> bool:
+    """Bitwise identity of two trace values (numbers, strings, lists of them)."""
+    if a == b:
+        if a == 0 and _is_number(a) and _is_number(b):
+            return math.copysign(1.0, a) == math.copysign(1.0, b)
+        if isinstance(a, list):
+            return all(identical(x, y) for x, y in zip(a, b))
+        return True
+    if isinstance(a, float) and isinstance(b, float):
+        return a != a and b != b  # both NaN
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return all(identical(x, y) for x, y in zip(a, b))
+    return False
+
+
+def difference_note(a, b) -> str | None:
+    """A word on a difference worth naming: a sign of zero, a NaN/Inf on one side."""
+    if _is_number(a) and _is_number(b):
+        if a == b == 0:
+            return "signed zero"
+        if math.isfinite(a) != math.isfinite(b):
+            return "non-finite on one side"
+    return None
+
+
+@dataclass
+class Criterion:
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def __post_init__(self):
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if not (_is_number(value) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    @property
+    def exact(self) -> bool:
+        return self.rtol == 0.0 and self.atol == 0.0
+
+    def describe(self):
+        return "exact" if self.exact else {"rtol": self.rtol, "atol": self.atol}
+
+    def equal(self, a, b) -> bool:
+        if identical(a, b):
+            return True
+        if self.exact:
+            return False
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(self.equal(x, y) for x, y in zip(a, b))
+        if not (_is_number(a) and _is_number(b)):
+            return False
+        return abs(a - b) <= self.atol + self.rtol * abs(b)
+
+    passes = equal  # the name the comparator used
+
+
+def _diff(a: float, b: float) -> float:
+    if identical(a, b):
+        return 0.0
+    d = abs(a - b)
+    return math.inf if math.isnan(d) else d
+
+
+# ---------------------------------------------------------------------------------------------
+# statistics of one quantity
+
+
+@dataclass
+class Stats:
+    """How one quantity compared: counts and the largest differences."""
+
+    compared: int = 0
+    equal: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    first: dict | None = None
+
+    def add(self, a: float, b: float, criterion: Criterion, where: dict) -> bool:
+        self.compared += 1
+        ok = criterion.equal(a, b)
+        self.equal += ok
+        diff = _diff(a, b)
+        self.max_abs = max(self.max_abs, diff)
+        self.max_rel = max(self.max_rel, diff / abs(b) if b != 0 else (0.0 if diff == 0 else math.inf))
+        if not ok and self.first is None:
+            self.first = {**where, "a": a, "b": b}
+            note = difference_note(a, b)
+            if note:
+                self.first["note"] = note
+        return ok
+
+    def add_tensor(self, a: torch.Tensor, b: torch.Tensor, criterion: Criterion, name: str, chunk: int = 1 << 22):
+        """Compare two tensors in chunks, so extra memory stays a few chunks, not a tensor copy."""
+        self.add_chunks(zip(a.reshape(-1).split(chunk), b.reshape(-1).split(chunk)), criterion, name)
+
+    def add_chunks(self, chunks: Iterable[tuple[torch.Tensor, torch.Tensor]], criterion: Criterion, name: str) -> None:
+        """Compare one pair of tensors given as consecutive flat chunks of equal lengths."""
+        self.compared += 1
+        ok, max_abs, max_rel, first, start = True, 0.0, 0.0, None, 0
+        for ca, cb in chunks:
+            differ = _bits(ca) != _bits(cb)
+            if bool(differ.any()):  # else: bitwise equal, the common case and the cheapest
+                da, db = ca.double(), cb.double()
+                diff = torch.where(differ, (da - db).abs(), torch.zeros_like(da))
+                diff = torch.nan_to_num(diff, nan=math.inf)
+                tolerated = diff <= criterion.atol + criterion.rtol * db.abs()
+                bad = differ if criterion.exact else differ & ~tolerated
+                rel = torch.where(diff == 0, torch.zeros_like(diff), diff / db.abs())
+                max_abs = max(max_abs, diff.max().item())
+                max_rel = max(max_rel, rel.max().item())
+                if bool(bad.any()):
+                    ok = False
+                    if first is None:
+                        at = int(bad.nonzero()[0])
+                        first = {"tensor": name, "element": start + at, "a": ca[at].item(), "b": cb[at].item()}
+                        note = difference_note(first["a"], first["b"])
+                        if note:
+                            first["note"] = note
+                del da, db, diff, bad, rel
+            start += ca.numel()
+        self.equal += ok
+        self.max_abs, self.max_rel = max(self.max_abs, max_abs), max(self.max_rel, max_rel)
+        if not ok and self.first is None:
+            self.first = first
+
+    def merge(self, other: Stats) -> None:
+        self.compared += other.compared
+        self.equal += other.equal
+        self.max_abs, self.max_rel = max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel)
+        self.first = self.first or other.first
+
+    @property
+    def all_equal(self) -> bool:
+        return self.equal == self.compared
+
+    def summary(self) -> dict:
+        return {
+            "compared": self.compared,
+            "equal": self.equal,
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "first_divergence": self.first,
+        }
+
+
+_INT_VIEW = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bit patterns as integers: equal exactly when the values are bitwise identical."""
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8)
+    return t.view(_INT_VIEW[t.element_size()])
+
+
+# ---------------------------------------------------------------------------------------------
+# the sample key
+
+
+def sample_key(record: dict):
+    """(kind, value) of what a step consumed: its indices (or their digest), else a batch digest."""
+    for key in SAMPLE_KEYS:
+        if key in record:
+            return key, record[key]
+    return None
+
+
+def comparable_samples(rec_a: dict, rec_b: dict):
+    """The two records' samples in a form that compares, or (None, None) when they cannot be
+    compared (none recorded, or indices on one side and a batch fingerprint on the other)."""
+    ka, kb = sample_key(rec_a), sample_key(rec_b)
+    if ka is None or kb is None:
+        return None, None
+    if ka[0] == kb[0]:
+        return ka[1], kb[1]
+    if {ka[0], kb[0]} == {"indices", "indices_digest"}:
+        return tuple(digest_indices(k[1]) if k[0] == "indices" else k[1] for k in (ka, kb))
+    return None, None
+
+
+def short(value, limit: int = 12):
+    if isinstance(value, list) and len(value) > limit:
+        return value[:limit] + ["..."]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# the walk
+
+
+@dataclass
+class SideFacts:
+    """What the walk learns about one side on the way, for the warnings."""
+
+    grad_norms: int = 0
+    nonzero_grad_norms: int = 0
+    losses: int = 0
+    first_loss: object = None
+    loss_changes: bool = False
+    non_finite: dict | None = None  # the first NaN/Inf: {step, rank, quantity, value}
+
+
+@dataclass
+class WalkResult:
+    criterion: Criterion
+    ranks: dict = field(default_factory=dict)  # side -> ranks with a trace
+    counts: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> rank -> records
+    quantities: dict = field(default_factory=lambda: {name: Stats() for name in STEP_QUANTITIES})
+    first: dict | None = None  # the first divergence of a per-step value, in causal order
+    structure: dict | None = None  # the first structural divergence: ranks, count, numbering
+    steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
+    last_equal_step: int | None = None
+    problems: list = field(default_factory=list)
+    unreadable: list = field(default_factory=list)
+    uneven_sides: set = field(default_factory=set)
+    curves: dict = field(default_factory=dict)
+    times: dict = field(default_factory=dict)
+    facts: dict = field(default_factory=lambda: {"a": SideFacts(), "b": SideFacts()})
+
+    @property
+    def earliest(self) -> dict | None:
+        """The first divergence the traces show: a structural one at or before the first value one wins."""
+        s, f = self.structure, self.first
+        if s is None or f is None:
+            return s or f
+        return s if (s.get("position", 0) <= f.get("position", 0)) else f
+
+    def steps_summary(self) -> dict:
+        return {
+            "ranks_a": self.ranks.get("a", []),
+            "ranks_b": self.ranks.get("b", []),
+            "steps_a": dict(sorted(self.counts["a"].items())),
+            "steps_b": dict(sorted(self.counts["b"].items())),
+        }
+
+
+def trace_streams(run, tolerant: bool, unreadable: list) -> dict:
+    """rank -> record iterator of one run. Tolerant: a missing or cut-off trace ends there (a
+    crashed run); otherwise it raises TraceFormatError."""
+    try:
+        ranks = trace_ranks(run)
+    except (TraceFormatError, OSError) as err:
+        if not tolerant:
+            raise
+        unreadable.append(str(err))
+        return {}
+
+    def records(rank):
+        try:
+            yield from iter_records(run, rank)
+        except (TraceFormatError, OSError) as err:
+            if not tolerant:
+                raise
+            unreadable.append(str(err))
+
+    return {r: records(r) for r in ranks}
+
+
+def walk_runs(run_a, run_b, criterion: Criterion, tolerant: bool = False) -> WalkResult:
+    unreadable: list = []
+    streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
+    result = walk_streams(streams, criterion, names={"a": str(run_a), "b": str(run_b)})
+    result.unreadable = unreadable
+    return result
+
+
+def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult:
+    """Step through both sides' records, every rank in lock step (record i of every rank is the same
+    optimizer step), once to the end: figures per quantity, the first divergence, the counts."""
+    result = WalkResult(criterion)
+    result.ranks = {side: sorted(streams[side], key=str) for side in ("a", "b")}
+    common = [r for r in result.ranks["a"] if r in streams["b"]]
+    if result.ranks["a"] != result.ranks["b"]:
+        result.problems.append(f"the runs have different ranks: {result.ranks['a']} vs {result.ranks['b']}")
+        lacking = next((("b", r) for r in result.ranks["a"] if r not in streams["b"]), None) or next(
+            ("a", r) for r in result.ranks["b"] if r not in streams["a"]
+        )
+        result.structure = {"quantity": "ranks", "step": None, "rank": lacking[1], "side": lacking[0], "position": 0}
+    sums = {"a": LossSums(), "b": LossSums()}
+    times: dict[str, array] = {"a": array("d"), "b": array("d")}
+    timed_rank = min(common, key=str) if common else None
+    fast = criterion.exact
+    parted: set = set()  # ranks whose step numbers parted ways: compared no further
+    equal_counts = dict.fromkeys(STEP_QUANTITIES, 0)
+    quantities, facts = result.quantities, result.facts
+    position = 0
+    while True:
+        recs = {side: {r: next(it, None) for r, it in streams[side].items()} for side in ("a", "b")}
+        if not any(rec is not None for side in recs.values() for rec in side.values()):
+            break
+        found_here = []
+        for side in ("a", "b"):
+            counts = result.counts[side]
+            for r, rec in recs[side].items():
+                if rec is None:
+                    continue
+                counts[r] = counts.get(r, 0) + 1
+                _check_record(rec, names[side], r)
+                sums[side].add(position, rec["step"], rec["loss"])
+                time_s = rec.pop("time_s", None)  # wall time: summarised, never compared
+                if r == timed_rank and time_s is not None:
+                    times[side].append(time_s)
+                _learn(facts[side], rec, r)
+        for r in common:
+            ra, rb = recs["a"][r], recs["b"][r]
+            if ra is None or rb is None:
+                if (ra or rb) is not None and result.structure is None:
+                    present = ra or rb
+                    result.structure = {"quantity": "count", "step": present["step"], "rank": r, "position": position}
+                continue
+            if r in parted:
+                continue
+            if ra["step"] != rb["step"]:
+                parted.add(r)
+                result.problems.append(f"rank {r}: step numbers part ways: {ra['step']} vs {rb['step']}")
+                if result.structure is None:
+                    result.structure = {
+                        "quantity": "numbering",
+                        "step": min(ra["step"], rb["step"]),
+                        "rank": r,
+                        "step_numbers": {"a": ra["step"], "b": rb["step"]},
+                        "position": position,
+                    }
+                continue
+            if fast and ra == rb and not _has_zero(ra):  # every field bitwise equal (a NaN never is ==)
+                equal_counts["samples"] += 1
+                for name in STEP_QUANTITIES[2:]:
+                    equal_counts[name] += ra.get(name) is not None
+                if "batch_digest" in ra and sample_key(ra)[0] != "batch_digest":
+                    equal_counts["batch"] += 1
+                continue
+            divergence = _compare_step(ra, rb, r, quantities, criterion)
+            if divergence is not None:
+                divergence["position"] = position
+                found_here.append(divergence)
+        _check_ranks_in_step(recs, position, result)
+        if result.structure is not None and result.structure["step"] is None:  # ranks missing: where it starts
+            result.structure["step"] = next(rec["step"] for side in recs.values() for rec in side.values() if rec)
+        if found_here and result.first is None:
+            order = {name: i for i, name in enumerate(STEP_QUANTITIES)}
+            result.first = min(found_here, key=lambda d: (order[d["quantity"]], str(d["rank"])))
+        if result.first is None and result.structure is None:
+            result.steps_equal_before += 1
+            present = next((rec for side in recs.values() for rec in side.values() if rec is not None), None)
+            result.last_equal_step = present["step"] if present else None
+        position += 1
+    for name, n in equal_counts.items():
+        quantities[name].compared += n
+        quantities[name].equal += n
+    for r in common:
+        count_a, count_b = result.counts["a"].get(r, 0), result.counts["b"].get(r, 0)
+        if count_a != count_b:
+            result.problems.append(f"rank {r}: {count_a} steps in {names['a']} but {count_b} in {names['b']}")
+    if quantities["batch"].compared == 0:
+        del quantities["batch"]  # no batch digests beside the indices: nothing to show
+    result.curves = {side: per.means() for side, per in sums.items()}
+    result.times = {"a": step_time_summary(times["a"]), "b": step_time_summary(times["b"])}
+    return result
+
+
+def _check_ranks_in_step(recs: dict, position: int, result: WalkResult) -> None:
+    """The ranks of one side must record the same number of steps: in DDP a rank with an extra step
+    waits in an all-reduce no peer joins. Named once per side, as a problem and a structural divergence."""
+    for side, per_rank in recs.items():
+        present = [r for r, rec in per_rank.items() if rec is not None]
+        if present and len(present) < len(per_rank):
+            if side in result.uneven_sides:
+                continue
+            result.uneven_sides.add(side)
+            missing = [r for r, rec in per_rank.items() if rec is None]
+            step = per_rank[present[0]]["step"]
+            result.problems.append(
+                f"side {side}: rank(s) {missing} recorded fewer steps than rank(s) {present} (from step {step})"
+            )
+            if result.structure is None:
+                rank = present[0]  # a rank with the extra step: it waits for the others
+                result.structure = {"quantity": "count", "step": step, "rank": rank, "position": position}
+
+
+def _check_record(rec: dict, run: str, rank) -> None:
+    """A step record's types, named by file and key (TraceFormatError: one line, exit 2)."""
+    where = f"{run}: trace rank {rank}, step {rec.get('step')!r}"
+    if type(rec["step"]) is not int:
+        raise TraceFormatError(f"{where}: `step` must be an integer, got {rec['step']!r}")
+    if not _is_number(rec["loss"]):
+        raise TraceFormatError(f"{where}: `loss` must be a number, got {rec['loss']!r}")
+    for key in ("grad_norm", "lr"):
+        value = rec.get(key)
+        if value is not None and not _is_number(value):
+            raise TraceFormatError(f"{where}: `{key}` must be a number or null, got {value!r}")
+    digest = rec.get("param_digest")
+    if digest is not None and not (isinstance(digest, list) and all(_is_number(v) for v in digest)):
+        raise TraceFormatError(f"{where}: `param_digest` must be a list of numbers, got {digest!r}")
+    indices = rec.get("indices")
+    if indices is not None and not isinstance(indices, list):
+        raise TraceFormatError(f"{where}: `indices` must be a list, got {indices!r}")
+
+
+def _has_zero(rec: dict) -> bool:
+    """A zero somewhere: `==` takes -0.0 for 0.0, so such a record takes the full path."""
+    for name in ("loss", "grad_norm", "lr"):
+        if rec.get(name) == 0:
+            return True
+    digest = rec.get("param_digest")
+    return bool(digest) and 0 in digest
+
+
+def _learn(facts: SideFacts, rec: dict, rank) -> None:
+    loss, grad = rec["loss"], rec.get("grad_norm")
+    facts.losses += 1
+    if facts.first_loss is None:
+        facts.first_loss = loss
+    elif not facts.loss_changes and not identical(loss, facts.first_loss):
+        facts.loss_changes = True
+    if grad is not None:
+        facts.grad_norms += 1
+        facts.nonzero_grad_norms += grad != 0
+    if facts.non_finite is None:
+        for name, value in (("loss", loss), ("grad_norm", grad)):
+            if value is not None and value - value != 0:  # NaN or +-Inf
+                facts.non_finite = {"step": rec["step"], "rank": rank, "quantity": name, "value": value}
+                break
+
+
+def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: Criterion) -> dict | None:
+    """Compare one step on one rank; return its first divergence in causal order, if any."""
+    where = {"step": rec_a["step"], "epoch": rec_a.get("epoch"), "rank": rank}
+    first = None
+    samples_a, samples_b = comparable_samples(rec_a, rec_b)
+    stats = quantities["samples"]
+    stats.compared += 1
+    if samples_a == samples_b:
+        stats.equal += 1
+    else:
+        first = {**where, "quantity": "samples", "a": short(samples_a), "b": short(samples_b)}
+        if rec_b.get("epoch") != rec_a.get("epoch"):
+            first["epoch_b"] = rec_b.get("epoch")
+        stats.first = stats.first or first
+    kind = sample_key(rec_a)
+    if "batch_digest" in rec_a and "batch_digest" in rec_b and kind and kind[0] != "batch_digest":
+        stats = quantities["batch"]
+        stats.compared += 1
+        if rec_a["batch_digest"] == rec_b["batch_digest"]:
+            stats.equal += 1
+        else:
+            found = {**where, "quantity": "batch", "a": rec_a["batch_digest"], "b": rec_b["batch_digest"]}
+            stats.first = stats.first or found
+            first = first or found
+    for name in NUMERIC:
+        a, b = rec_a.get(name), rec_b.get(name)
+        if a is None or b is None:
+            continue
+        if isinstance(a, list):  # param_digest: compared element by element, counted once
+            if len(a) == len(b) and a:
+                worst = max(range(len(a)), key=lambda i: _diff(a[i], b[i]))
+                ok = quantities[name].add(a[worst], b[worst], criterion, where) and criterion.equal(a, b)
+            else:
+                ok = quantities[name].add(math.nan, 0.0, criterion, where)
+        else:
+            ok = quantities[name].add(a, b, criterion, where)
+        if not ok and first is None:
+            first = {**where, "quantity": name, "a": a, "b": b}
+            note = difference_note(a, b) if not isinstance(a, list) else None
+            if note:
+                first["note"] = note
+    return first
+
+
+# ---------------------------------------------------------------------------------------------
+# loss curves and step times
+
+
+class LossSums:
+    """Per step, the loss summed over ranks (for the plot), in flat arrays: 24 bytes a step where a
+    dict of lists takes several hundred. Ranks record the same steps in the same order, so record i
+    of every rank adds into slot i; a record out of line goes to a dict."""
+
+    def __init__(self):
+        self.steps, self.totals, self.counts = array("q"), array("d"), array("q")
+        self.other: dict[int, list] = {}
+
+    def add(self, position: int, step: int, loss: float) -> None:
+        if position < len(self.steps) and self.steps[position] == step:
+            self.totals[position] += loss
+            self.counts[position] += 1
+        elif position == len(self.steps) and not self.other:
+            self.steps.append(step)
+            self.totals.append(0.0 + loss)
+            self.counts.append(1)
+        else:
+            entry = self.other.setdefault(step, [0.0, 0])
+            entry[0] += loss
+            entry[1] += 1
+
+    def means(self, max_points: int = 20_000) -> dict[int, float]:
+        """step -> mean loss over ranks, in step order; beyond `max_points` steps every k-th step
+        and the last (a plot shows no more, and a dict of a million steps takes a hundred MB)."""
+        steps, totals, counts = self.steps, self.totals, self.counts
+        if self.other or any(a >= b for a, b in zip(steps, steps[1:])):  # out of line: merge by step
+            per: dict[int, list] = {}
+            for step, total, n in [*zip(steps, totals, counts), *((k, v[0], v[1]) for k, v in self.other.items())]:
+                entry = per.setdefault(step, [0.0, 0])
+                entry[0], entry[1] = entry[0] + total, entry[1] + n
+            steps = array("q", sorted(per))
+            totals = array("d", (per[s][0] for s in steps))
+            counts = array("q", (per[s][1] for s in steps))
+        stride = max(1, math.ceil(len(steps) / max_points))
+        kept = list(range(0, len(steps), stride))
+        if steps and kept[-1] != len(steps) - 1:
+            kept.append(len(steps) - 1)
+        return {steps[i]: totals[i] / counts[i] for i in kept}
+
+
+def step_time_summary(times: array, warmup: int = WARMUP_STEPS) -> dict:
+    kept = np.frombuffer(times, dtype=np.float64) if len(times) else np.empty(0)
+    kept = kept[warmup:] if len(kept) > warmup else kept
+    if not len(kept):
+        return {"median_s": None, "steps": 0}
+    middle = len(kept) // 2  # the same element as sorted(kept)[middle], without a list of floats
+    return {"median_s": float(np.partition(kept, middle)[middle]), "steps": len(kept)}
+
+
+def records_of(run, rank) -> Iterator[dict]:
+    """One rank's records for a targeted second look (only after a divergence): a cut-off line ends it."""
+    try:
+        yield from iter_records(run, rank)
+    except (TraceFormatError, OSError):
+        return
+
+
+KeyMap = Callable[[str], str]

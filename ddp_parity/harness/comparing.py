@@ -1,0 +1,171 @@
+"""Every call the harness makes into the comparison and diagnosis lives here, and nowhere else."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+from ddp_parity.compare.comparator import Criterion, build_report, compare_runs, compare_to_reference
+from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
+from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
+from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
+
+# the tolerance of --reference unless --rtol/--atol say otherwise: float32 carries about 1.2e-7
+# relative; measured on the default run, losses differ by at most 1 ulp (2.4e-7 abs, 1.2e-7 rel,
+# world 4) and parameters by 3e-8 abs after 48 steps; world 2 is bitwise equal.
+REFERENCE_TOLERANCE = (1e-6, 1e-6)
+
+
+def describe_criterion(rtol: float, atol: float):
+    return Criterion(rtol, atol).describe()
+
+
+def build_key_map(strip_prefix: list[str], key_map_file: str | None):
+    """The parameter-name mapping from --strip-prefix and --key-map (None: the default pairing).
+    Reads the file now, so that a bad one is refused before anything is launched."""
+    if not strip_prefix and not key_map_file:
+        return None
+    renames = {}
+    if key_map_file:
+        try:
+            renames = json.loads(Path(key_map_file).read_text())
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(
+                f"--key-map {key_map_file}: cannot read it ({getattr(err, 'strerror', None) or err})"
+            ) from None
+        except json.JSONDecodeError as err:
+            raise UsageError(f"--key-map {key_map_file}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        if not isinstance(renames, dict) or not all(isinstance(v, str) for v in renames.values()):
+            raise UsageError(f'--key-map {key_map_file}: expected a JSON object of name -> name, e.g. {{"a.w": "b.w"}}')
+    prefixes = tuple(strip_prefix) + ("module.",)
+
+    def key_map(key: str) -> str:
+        for prefix in prefixes:
+            key = key.removeprefix(prefix)
+        return renames.get(key, key)
+
+    return key_map
+
+
+def compare_pair(run_a: Path, run_b: Path, labels, rtol: float, atol: float, key_map=None, ignore_config=()):
+    """The full comparison of two runs with its diagnosis and warnings: (report dict, loss curves).
+    `labels` None: the runs are named by their own side names (or folders)."""
+    comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
+    report = build_report(comparison, ignore_config=ignore_config, labels=labels)
+    return report, report.curves
+
+
+def pair_entry(a: str, b: str, report: dict) -> dict:
+    """One pair of report.json's `pairs`: who, the verdict, the per-quantity figures and the diagnosis."""
+    return {
+        "a": a,
+        "b": b,
+        "verdict": report["verdict"],
+        "first_divergence": report.get("first_divergence"),
+        "per_step": report.get("per_step"),
+        "losses": report.get("losses"),
+        "validation": report.get("validation"),
+        "params": {k: v for k, v in (report.get("params") or {}).items() if k != "tensors"},
+        "timing": report.get("timing"),
+        "diagnosis": report.get("diagnosis"),
+        "runs": report.get("runs"),
+    }
+
+
+def compare_and_report(
+    out: Path,
+    runs: dict[str, Path],
+    rtol: float,
+    atol: float,
+    key_map=None,
+    extra=None,
+    ignore_config=(),
+    named_by_runs: bool = False,
+) -> dict:
+    """Compare every pair of sides (in the order given), write report.json and the plot of the first
+    pair (the top-level keys), add `pairs` when there are more than two sides, print the summary.
+    Returns the report; its `verdict` is equivalent only if every pair is. `named_by_runs`: label the
+    runs by what they recorded (--traces), not by the keys of `runs`."""
+    names = list(runs)
+    reports, curves = {}, {}
+    for a, b in itertools.combinations(names, 2):
+        labels = None if named_by_runs else (a, b)
+        reports[(a, b)], curves[(a, b)] = compare_pair(runs[a], runs[b], labels, rtol, atol, key_map, ignore_config)
+    first = (names[0], names[1])
+    report = {**reports[first], **(extra or {})}
+    report["plot"] = str(out / PLOT_FILE)
+    if len(names) > 2:
+        report["pairs"] = [pair_entry(a, b, r) for (a, b), r in reports.items()]
+        report["sides"] = names
+        differing = [f"{a} vs {b}" for (a, b), r in reports.items() if r["verdict"] != "equivalent"]
+        report["differing_pairs"] = differing  # the top-level figures are the first pair's; these say which differ
+        if differing:
+            report["verdict"] = "different"
+    write_report(out, report)
+    plot_loss_curves(out, curves[first], labels=labels_of(report))
+    print_comparison(report, reports)
+    print(f"report: {out / REPORT_FILE}  plot: {out / PLOT_FILE}")
+    return report
+
+
+def print_comparison(report: dict, reports: dict) -> None:
+    """Two sides: the table and the diagnosis. More: one line per pair, then the full table of the
+    first pair that differs (or of the first pair when all agree)."""
+    if len(reports) == 1:
+        print(_summary(report, next(iter(reports))))
+        print(format_diagnosis(report["diagnosis"]))
+        return
+    for (a, b), r in reports.items():
+        first = r.get("first_divergence")
+        where = f"; first divergence: {first.get('quantity')} at step {first.get('step')}" if first else ""
+        print(f"pair {a} vs {b}: {r['verdict'].upper()}{where}")
+    shown = next(((a, b) for (a, b), r in reports.items() if r["verdict"] != "equivalent"), next(iter(reports)))
+    print(f"--- {shown[0]} vs {shown[1]} ---")
+    print(_summary(reports[shown], shown))
+    print(format_diagnosis(reports[shown]["diagnosis"]))
+
+
+def _summary(report: dict, labels: tuple[str, str]) -> str:
+    return format_summary(report)  # names the runs by report["labels"]
+
+
+def exit_code(report: dict) -> int:
+    return EXIT_EQUIVALENT if report["verdict"] == "equivalent" else EXIT_DIFFERENT
+
+
+def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict | None) -> dict:
+    """A launch failed (crash or stall): diagnose from what the runs recorded, write and print."""
+    names = list(runs)
+    a, b = runs[names[0]], runs[names[1]]
+    report["diagnosis"] = diagnose_failure(a, b, report, stall=stall, labels=(names[0], names[1]))
+    if stall:
+        report["first_divergence"] = {
+            "quantity": "stall",
+            "step": report["diagnosis"]["step"],
+            "rank": report["diagnosis"]["rank"],
+            "side": stall.get("side"),
+        }
+    write_report(out, report)
+    print(format_summary(report))
+    print(format_diagnosis(report["diagnosis"]))
+    return report
+
+
+def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float) -> dict:
+    """Verdict, first divergence, losses and parameter figures of two runs (the fault mode's pairs)."""
+    result = compare_runs(run_a, run_b, Criterion(rtol, atol)).to_dict()
+    return {
+        "verdict": result["verdict"],
+        "first_divergence": result["first_divergence"],
+        "losses": result["losses"],
+        "params": {k: v for k, v in result["params"].items() if k != "tensors"},
+    }
+
+
+def compare_against_reference(run: Path, reference: Path, rtol: float, atol: float) -> dict:
+    """One side against the single-process reference run, within the reference tolerance."""
+    result = compare_to_reference(run, reference, Criterion(rtol, atol)).to_dict()
+    entry = {key: result[key] for key in ("verdict", "first_divergence", "per_step", "validation", "problems")}
+    entry["params"] = {k: v for k, v in result["params"].items() if k != "tensors"}
+    return entry

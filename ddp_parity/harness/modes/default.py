@@ -1,0 +1,127 @@
+"""The default mode: launch every side with the same config, compare each pair, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddp_parity.harness import comparing
+from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
+from ddp_parity.harness.failure import failure_report
+from ddp_parity.harness.launch import Launch, Outcome, build_launch, run_launch, run_launches
+from ddp_parity.harness.modes import fault, reference
+from ddp_parity.harness.modes.mistake import mistake_overrides
+from ddp_parity.harness.outdir import OutDir, default_out
+from ddp_parity.harness.progress import make_progress
+from ddp_parity.harness.validate import Plan, plan_launch, stall_setting
+
+
+def prepare(args) -> Plan:
+    """Every check of a launch, before anything is launched or written."""
+    stall_setting(args.stall_timeout)
+    return plan_launch(args, mistake_overrides(args.mistake, args.sides))
+
+
+def launch_and_compare(args, plan: Plan | None = None) -> tuple[int, dict]:
+    """Run every side, compare; return the exit code and the report."""
+    plan = plan or prepare(args)
+    out_dir = OutDir(Path(args.out) if args.out else default_out(), args.overwrite)
+    with out_dir as out:
+        code, report = run_plan(args, plan, out)
+        out_dir.commit()
+    return code, report
+
+
+def build_launches(args, plan: Plan, out: Path) -> list[Launch]:
+    launches = [
+        build_launch(
+            side,
+            args.config,
+            plan.nproc,
+            plan.flags(side),
+            out,
+            plan.cfg.threads,
+            lightning_launcher=args.lightning_launcher,
+            nnodes=plan.nnodes,
+            mistake=args.mistake if side == "raw" else None,
+        )
+        for side in plan.sides
+    ]
+    if args.reference:
+        launches.append(
+            build_launch(
+                "reference", args.config, plan.nproc, plan.flags("raw"), out, plan.cfg.threads, nnodes=plan.nnodes
+            )
+        )
+    if args.fault:
+        launches += fault.fault_launches(args, plan, out)
+    return launches
+
+
+def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
+    launches = build_launches(args, plan, out)
+    for launch in launches:
+        command = " ".join(launch.command[:6])
+        print(f"[{launch.side}] {command} ... (log: {launch.log_path}, timeout {plan.timeout:.0f} s)", flush=True)
+    outcomes = run_sides(args, launches, plan)
+    logs = {o.side: str(out / f"{o.side}.log") for o in outcomes}
+    failed = [o for o in outcomes if not o.ok]
+    world = {"nproc": plan.nproc, "nnodes": plan.nnodes, "world_size": plan.world_size}
+    seconds = sum(o.seconds for o in outcomes)
+    runs = {side: out / side for side in plan.sides}
+    if failed and not args.keep_going:
+        report = {
+            "verdict": "failed",
+            "criterion": comparing.describe_criterion(args.rtol, args.atol),
+            "first_divergence": None,
+            "failure": failure_report(failed[0]),
+            "logs": logs,
+            **world,
+            "seconds": seconds,
+            "runs": {"a": str(runs[plan.sides[0]]), "b": str(runs[plan.sides[1]])},
+            **({"sides": plan.sides} if len(plan.sides) > 2 else {}),
+        }
+        stall = {**failed[0].stall, "side": failed[0].side} if failed[0].stall else None
+        return EXIT_FAILED, comparing.report_failure(out, report, runs, stall)
+    extra = {"logs": logs, **world, "seconds": seconds}
+    if args.reference:
+        extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides)
+    if args.fault:
+        extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol)
+    report = comparing.compare_and_report(
+        out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=args.ignore_config
+    )
+    code = comparing.exit_code(report)
+    if args.fault:
+        print(fault.format_fault(report["fault"]))
+        if not fault.fault_fired_everywhere(report["fault"]):
+            print("FAILED: the fault never fired on every side, so the restart was not tested")
+            code = EXIT_FAILED
+        elif not fault.fault_passed(report["fault"]):
+            code = max(code, EXIT_DIFFERENT)
+    if args.reference:
+        print(reference.format_reference(report["reference"]))
+        if not reference.all_equivalent(report["reference"]):
+            code = max(code, EXIT_DIFFERENT)
+    return (EXIT_FAILED if failed else code), report
+
+
+def run_sides(args, launches: list[Launch], plan: Plan) -> list[Outcome]:
+    """One side after the other (clean timings), or all at once (--parallel: faster, noisier timings),
+    with live progress unless --quiet."""
+    stall, adaptive = stall_setting(args.stall_timeout)
+    progress = make_progress(args.quiet, {launch.side: plan.total_steps for launch in launches})
+    try:
+        if args.parallel:
+            outcomes = run_launches(launches, plan.timeout, stall, progress, adaptive)
+        else:
+            outcomes = []
+            for launch in launches:
+                outcomes.append(run_launch(launch, plan.timeout, stall, progress, adaptive))
+                if not outcomes[-1].ok and not args.keep_going:
+                    break
+    finally:
+        if progress is not None:
+            progress.close()
+    for outcome in outcomes:
+        print(f"[{outcome.side}] {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s", flush=True)
+    return outcomes

@@ -1,0 +1,68 @@
+"""--fault RANK:STEP: every side again under torchrun --max-restarts=1 with one rank killed once;
+each crashed-and-restarted run against its uninterrupted twin, and the restarted runs against each other."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from ddp_parity.faults import FAULT_ENV, MARKER_ENV
+from ddp_parity.harness.comparing import compare_brief
+from ddp_parity.harness.launch import Launch, build_launch
+
+
+def fault_launches(args, plan, out: Path) -> list[Launch]:
+    return [
+        build_launch(
+            side,
+            args.config,
+            plan.nproc,
+            plan.flags(side),
+            out,
+            plan.cfg.threads,
+            lightning_launcher="torchrun",
+            nnodes=plan.nnodes,
+            max_restarts=1,
+            name=f"{side}-fault",
+            extra_env={FAULT_ENV: args.fault, MARKER_ENV: str(out / f"{side}-fault.marker")},
+            mistake=args.mistake if side == "raw" else None,
+        )
+        for side in plan.sides
+    ]
+
+
+def fault_report(out: Path, fault: str, sides: list[str], rtol: float, atol: float) -> dict:
+    from ddp_parity.trace import read_meta
+
+    pairs = {}
+    for side in sides:
+        pairs[f"{side} vs {side}-fault"] = compare_brief(out / side, out / f"{side}-fault", rtol, atol)
+    for a, b in itertools.combinations(sides, 2):
+        pairs[f"{a}-fault vs {b}-fault"] = compare_brief(out / f"{a}-fault", out / f"{b}-fault", rtol, atol)
+    resumed = {side: read_meta(out / f"{side}-fault").get("resumed_from") for side in sides}
+    fired = {side: (out / f"{side}-fault.marker").exists() for side in sides}
+    return {"fault": fault, "fired": fired, "resumed_from": resumed, "pairs": pairs}
+
+
+def format_fault(fault: dict) -> str:
+    lines = [f"fault {fault['fault']} (rank:step), each side restarted by torchrun --max-restarts=1:"]
+    for side, fired in fault["fired"].items():
+        lines.append(
+            f"  {side}: crashed: {'yes' if fired else 'NO (the fault never fired: nothing was tested)'}; resumed from "
+            f"{fault['resumed_from'][side] or 'the start (no checkpoint yet)'}"
+        )
+    for name, pair in fault["pairs"].items():
+        lines.append(
+            f"  {name:30s} {pair['verdict']}; losses equal {pair['losses']['equal']}/"
+            f"{pair['losses']['compared']}, params max abs {pair['params']['max_abs']:.3g}"
+        )
+    return "\n".join(lines)
+
+
+def fault_passed(fault: dict) -> bool:
+    """Every side crashed (a fault that never fired tested nothing) and every pair ends equal."""
+    return all(fault["fired"].values()) and all(p["verdict"] == "equivalent" for p in fault["pairs"].values())
+
+
+def fault_fired_everywhere(fault: dict) -> bool:
+    return all(fault["fired"].values())

@@ -1,0 +1,31 @@
+"""--reference: one plain process trained on the global batches DDP sees; each side measured against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddp_parity.harness.comparing import REFERENCE_TOLERANCE, compare_against_reference, describe_criterion
+
+
+def reference_report(out: Path, rtol: float, atol: float, sides: list[str]) -> dict:
+    rtol, atol = (rtol, atol) if (rtol or atol) else REFERENCE_TOLERANCE
+    against = {side: compare_against_reference(out / side, out / "reference", rtol, atol) for side in sides}
+    return {"criterion": describe_criterion(rtol, atol), "run": str(out / "reference"), "against": against}
+
+
+def format_reference(ref: dict) -> str:
+    crit = ref["criterion"]
+    lines = [f"reference (one process on the global batches; |a-b| <= {crit['atol']} + {crit['rtol']}*|b|):"]
+    for side, r in ref["against"].items():
+        loss, params = r["per_step"]["loss"], r["params"]
+        lines.append(
+            f"  {side:9s} vs reference: {r['verdict']}; samples equal {r['per_step']['samples']['equal']}/"
+            f"{r['per_step']['samples']['compared']} steps; loss max abs {loss['max_abs']:.3g} "
+            f"max rel {loss['max_rel']:.3g}; params max abs {params['max_abs']:.3g}; "
+            f"validation max rel {r['validation']['max_rel']:.3g}"
+        )
+    return "\n".join(lines)
+
+
+def all_equivalent(ref: dict) -> bool:
+    return all(r["verdict"] == "equivalent" for r in ref["against"].values())

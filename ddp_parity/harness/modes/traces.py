@@ -1,0 +1,32 @@
+"""--traces RUN_A RUN_B: compare two existing run directories; launch nothing.
+
+The report goes to --out, or to a new runs/traces-<time> folder: never beside the runs, where it
+would replace an earlier report silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddp_parity.harness import comparing
+from ddp_parity.harness.outdir import OutDir, check_out, default_out
+
+
+def prepare(args):
+    """Checks before anything is read or written; fixes the output folder in args.out."""
+    args.out = args.out or str(default_out("traces"))
+    check_out(Path(args.out), args.overwrite)
+    return comparing.build_key_map(args.strip_prefix, args.key_map)
+
+
+def compare_existing(args) -> int:
+    key_map = prepare(args)
+    run_a, run_b = (Path(p) for p in args.traces)
+    out_dir = OutDir(Path(args.out), args.overwrite)
+    with out_dir as out:
+        # the runs are named by their own side names (or folders): they may be any two runs
+        report = comparing.compare_and_report(
+            out, {"a": run_a, "b": run_b}, args.rtol, args.atol, key_map, {"logs": {}},
+            ignore_config=args.ignore_config, named_by_runs=True,
+        )  # fmt: skip
+        out_dir.commit()
+    return comparing.exit_code(report)

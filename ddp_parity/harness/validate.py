@@ -1,0 +1,221 @@
+"""Everything the harness checks before it launches or writes anything: one line naming the input
+and what would be right, exit 2 (see docs/bad-input.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
+from ddp_parity.harness.exits import UsageError
+from ddp_parity.harness.launch import SIDES
+from ddp_parity.trace import HEARTBEAT_S
+
+HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
+CONFIG_SECTIONS = ("trainer", "model", "data", "checkpoint")
+
+
+def check_tolerances(rtol: float, atol: float) -> None:
+    for name, value in (("--rtol", rtol), ("--atol", atol)):
+        if not math.isfinite(value) or value < 0:
+            raise UsageError(f"{name} {value}: must be a finite number, 0 or more (0: exact)")
+
+
+def stall_setting(value: float | None) -> tuple[float | None, bool]:
+    """--stall-timeout as (seconds, adaptive): unset adapts to the run, <= 0 is off, below the
+    heartbeat interval is refused (a healthy rank could not show progress that often)."""
+    if value is None:
+        return None, True
+    if not math.isfinite(value):
+        raise UsageError(f"--stall-timeout {value}: must be a number of seconds (<= 0: off)")
+    if value <= 0:
+        return None, False
+    if value < HEARTBEAT_S:
+        raise UsageError(
+            f"--stall-timeout {value}: below the heartbeat interval ({HEARTBEAT_S:g} s) every healthy run would "
+            f"look stalled; use at least {HEARTBEAT_S:g}, or 0 to turn stall detection off"
+        )
+    return value, False
+
+
+def parse_sides(text: str) -> list[str]:
+    """--sides A,B[,C]: two or three different sides from raw, lightning, fabric."""
+    sides = [s.strip() for s in text.split(",")]
+    unknown = [s for s in sides if s not in SIDES]
+    if unknown:
+        raise UsageError(f"--sides {text}: unknown side {unknown[0]!r}; choose from {', '.join(SIDES)}")
+    if len(set(sides)) != len(sides):
+        raise UsageError(f"--sides {text}: a side is named twice; name each of {', '.join(SIDES)} at most once")
+    if len(sides) < 2:
+        raise UsageError(f"--sides {text}: name at least two sides to compare, e.g. raw,lightning")
+    return sides
+
+
+def check_side_available(side: str) -> None:
+    """A side's module is in this checkout (the Fabric twin is newer than the other two)."""
+    from ddp_parity.harness.launch import LIGHTNING_MODULES, REPO
+
+    if side not in LIGHTNING_MODULES:
+        return
+    module = LIGHTNING_MODULES[side][1]
+    base = REPO.joinpath(*module.split("."))
+    if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+        raise UsageError(f"--sides {side}: `python -m {module}` is not in this checkout ({REPO})")
+
+
+def to_flags(assignments: list[str], option: str) -> list[str]:
+    """`data.batch_size=16` -> ["--data.batch_size", "16"]; keys the harness sets itself are refused."""
+    flags = []
+    for item in assignments:
+        key, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][\w.-]*", key):
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE with a dotted config key, e.g. data.batch_size=16")
+        if key in HARNESS_ONLY_KEYS:
+            raise UsageError(
+                f"{option} {key}: the harness sets `{key}` itself for each side (use --out for where runs go"
+                f"{', --config for the file' if key == 'config' else ''})"
+            )
+        flags += [f"--{key}", value]
+    return flags
+
+
+def check_config_file(path: str) -> None:
+    """The file exists, is YAML, and its sections are mappings (`trainer: 5` is refused by name)."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--config {path}: no such file")
+    try:
+        content = yaml.safe_load(file.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"--config {path}: cannot read it ({err})") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--config {path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if content is None:
+        return
+    if not isinstance(content, dict):
+        raise ConfigError(f"--config {path}: expected a mapping of sections (trainer:, model:, data:, ...)")
+    for section in CONFIG_SECTIONS:
+        if section in content and not isinstance(content[section], (dict, type(None))):
+            raise ConfigError(
+                f"--config {path}: `{section}` must be a mapping of keys (e.g. `{section}: {{key: value}}`), "
+                f"got {content[section]!r}"
+            )
+    if content.get("run_dir") is not None:
+        raise ConfigError(f"--config {path}: `run_dir` is set by the harness for each side; remove it (use --out)")
+
+
+def resolve_config(config: str, flags: list[str]) -> RunConfig:
+    check_config_file(config)
+    return parse_raw_config(["--config", config, *flags])
+
+
+def check_accelerator(cfg: RunConfig) -> None:
+    """The accelerator asked for exists here; settings the two sides would silently run differently."""
+    import torch
+
+    if cfg.trainer.accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(
+            f"`trainer.accelerator` {cfg.trainer.accelerator}: no CUDA device on this machine "
+            "(torch.cuda.is_available() is False); use cpu or auto"
+        )
+    on_cpu = cfg.trainer.accelerator == "cpu" or not torch.accelerator.is_available()
+    if cfg.trainer.precision == "16-mixed" and on_cpu:
+        raise ConfigError(
+            "`trainer.precision` 16-mixed (fp16 with GradScaler) needs a CUDA device: on CPU Lightning "
+            "runs bf16-mixed instead (with only a warning), so the two sides would not run the same "
+            "thing; use bf16-mixed on CPU"
+        )
+
+
+def check_world(cfg: RunConfig, world_size: int) -> None:
+    """The raw loop's own check, made here before launching (Lightning would train with empty ranks)."""
+    check_world_size(cfg.data, world_size)
+
+
+def total_steps(cfg: RunConfig, world_size: int) -> int:
+    """Optimizer steps each rank makes: DistributedSampler pads to ceil(N / world), the DataLoader
+    drops a short last batch with drop_last, and the optimizer also steps on an epoch's last batch."""
+    per_rank = math.ceil(cfg.data.num_samples / world_size)
+    batches = per_rank // cfg.data.batch_size if cfg.data.drop_last else math.ceil(per_rank / cfg.data.batch_size)
+    return cfg.trainer.max_epochs * math.ceil(batches / cfg.trainer.accumulate_grad_batches)
+
+
+def check_fault(spec: str, world_size: int, steps: int) -> None:
+    """--fault RANK:STEP[:KIND] must name a rank of the run and a step it makes (a fault that cannot
+    fire would test nothing)."""
+    from ddp_parity.faults import parse_fault
+
+    try:
+        rank, step, _ = parse_fault(spec)
+    except ValueError as err:
+        raise UsageError(f"--fault: {err}") from None
+    if rank >= world_size:
+        raise UsageError(
+            f"--fault {spec}: rank {rank} is outside the run (world size {world_size}: ranks 0..{world_size - 1})"
+        )
+    if not 1 <= step <= steps:
+        raise UsageError(f"--fault {spec}: step {step} is outside the run (steps 1..{steps})")
+
+
+# a slow machine's floating-point rate, for the default run timeout only (a safety net: stalls are
+# caught by the heartbeats, so this errs long; a healthy big run must never be stopped by it)
+SLOW_FLOPS = 2e8
+
+
+def default_timeout(cfg: RunConfig, steps: int, world_size: int) -> float:
+    """Start-up, a per-step allowance, and the arithmetic of training (3 passes) and validation (1)
+    over every sample and epoch at a slow machine's rate."""
+    width, depth = cfg.model.hidden_dim, cfg.model.depth
+    params = cfg.model.input_dim * width + max(depth - 1, 0) * width * width + width * cfg.model.num_classes
+    passes = cfg.trainer.max_epochs * (3 * cfg.data.num_samples + cfg.data.val_samples)
+    return 120.0 + 0.5 * steps + 2 * params * passes / world_size / SLOW_FLOPS
+
+
+@dataclass
+class Plan:
+    """A launch mode's validated inputs: what every side runs and the figures derived from them."""
+
+    cfg: RunConfig
+    sides: list[str]
+    both: list[str]  # flags for every side
+    only: dict[str, list[str]]  # flags for one side
+    nproc: int
+    nnodes: int
+    timeout: float
+    total_steps: int
+    key_map: object = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc * self.nnodes
+
+    def flags(self, side: str) -> list[str]:
+        return self.both + self.only.get(side, [])
+
+
+def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
+    """Validate a launch's inputs, for every side, before anything is launched or written."""
+    from ddp_parity.harness.comparing import build_key_map
+
+    sides = args.sides
+    for side in sides:
+        check_side_available(side)
+    both = to_flags(args.overrides, "--set") + list(mistake_overrides or [])
+    only = {side: to_flags(getattr(args, f"set_{side}") or [], f"--set-{side}") for side in SIDES}
+    cfg = resolve_config(args.config, both)
+    nproc = args.nproc or (cfg.trainer.devices if cfg.trainer.devices != "auto" else 2)
+    nnodes = args.nnodes or cfg.trainer.num_nodes
+    for side_cfg in [cfg] + [resolve_config(args.config, both + only[side]) for side in sides if only[side]]:
+        check_accelerator(side_cfg)
+        check_world(side_cfg, nproc * nnodes)
+    steps = total_steps(cfg, nproc * nnodes)
+    if args.fault:
+        check_fault(args.fault, nproc * nnodes, steps)
+    key_map = build_key_map(args.strip_prefix, args.key_map)
+    timeout = args.timeout or default_timeout(cfg, steps, nproc * nnodes)
+    return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map)

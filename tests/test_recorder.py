@@ -1,0 +1,352 @@
+"""TraceRecorder as a user's loop drives it: resumes without arithmetic (attempts marked, every step
+once), records that reach the disk however the process ends, what record(optimizer=, model=) and
+batch= add, the per-rank facts of meta.json, and error files keyed by the global rank."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from typing import NamedTuple
+
+import pytest
+import torch
+from conftest import REPO, child_env
+
+from ddp_parity.distributed import global_rank
+from ddp_parity.runs import write_error_file
+from ddp_parity.trace import (
+    META_FILE,
+    TraceRecorder,
+    batch_fingerprint,
+    param_digest,
+    read_meta,
+    read_records,
+    read_validation,
+)
+
+
+class Item(NamedTuple):
+    x: torch.Tensor
+    y: torch.Tensor
+    index: torch.Tensor
+
+
+def tiny_model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1))
+
+
+def record_steps(recorder: TraceRecorder, steps, validate_at=()) -> None:
+    for step in steps:
+        recorder.record(step, torch.tensor(float(step)), torch.tensor([step, step + 100]), epoch=step // 4, lr=0.1)
+        if step in validate_at:
+            recorder.record_validation(step // 4, step, {"val_loss": step / 10})
+
+
+def attempt_of(run_dir) -> list[tuple[int, int]]:
+    return [(r["step"], r["attempt"]) for r in read_records(run_dir, 0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# resume
+
+
+def test_declared_resume_keeps_the_earlier_steps_and_marks_the_attempt(tmp_path):
+    first = TraceRecorder(tmp_path, side="mine")
+    first.start()
+    record_steps(first, range(1, 7), validate_at=(4, 6))
+    first.close()  # a crash after step 6: the snapshot holds step 4
+
+    second = TraceRecorder(tmp_path, side="mine")
+    second.start(resumed_from_step=4)
+    record_steps(second, range(5, 9), validate_at=(8,))
+    second.finish(tiny_model())
+
+    assert attempt_of(tmp_path) == [(1, 0), (2, 0), (3, 0), (4, 0), (5, 1), (6, 1), (7, 1), (8, 1)]
+    assert [v["step"] for v in read_validation(tmp_path)] == [4, 8]  # step 6's is made again (or not) by attempt 1
+    meta = read_meta(tmp_path)
+    assert [(a["attempt"], a["start_step"]) for a in meta["attempts"]] == [(0, 0), (1, 4)]
+    assert all(isinstance(a["time"], float) for a in meta["attempts"])
+    assert meta["resumed_from_step"] == 4 and meta["finished"] is True
+
+
+def test_resume_found_on_disk_needs_no_step_number(tmp_path):
+    first = TraceRecorder(tmp_path, side="mine")
+    first.start()
+    record_steps(first, range(1, 7))
+    first.close()
+
+    second = TraceRecorder(tmp_path, side="mine")
+    second.start()  # not told: the first record (step 4) says the attempt resumed after step 3
+    assert read_meta(tmp_path)["attempts"][-1]["start_step"] is None
+    assert [s for s, _ in attempt_of(tmp_path)] == [1, 2, 3, 4, 5, 6]  # nothing dropped before it knows
+    record_steps(second, range(4, 8))
+    second.close()
+    assert attempt_of(tmp_path) == [(1, 0), (2, 0), (3, 0), (4, 1), (5, 1), (6, 1), (7, 1)]
+    meta = read_meta(tmp_path)
+    assert [(a["attempt"], a["start_step"]) for a in meta["attempts"]] == [(0, 0), (1, 3)]
+    assert meta["resumed_from_step"] == 3
+
+    third = TraceRecorder(tmp_path, side="mine")
+    third.start()
+    record_steps(third, range(1, 3))  # a restart from scratch replaces every earlier step
+    third.close()
+    assert attempt_of(tmp_path) == [(1, 2), (2, 2)]
+    assert [(a["attempt"], a["start_step"]) for a in read_meta(tmp_path)["attempts"]] == [(0, 0), (1, 3), (2, 0)]
+
+
+def test_keep_steps_upto_still_works_and_must_agree(tmp_path):
+    first = TraceRecorder(tmp_path, side="mine")
+    first.start()
+    record_steps(first, range(1, 5))
+    first.close()
+    second = TraceRecorder(tmp_path, side="mine")
+    with pytest.raises(ValueError, match="disagree"):
+        second.start(keep_steps_upto=2, resumed_from_step=3)
+    second.start(keep_steps_upto=2)
+    record_steps(second, [3])
+    second.close()
+    assert attempt_of(tmp_path) == [(1, 0), (2, 0), (3, 1)]
+    assert read_meta(tmp_path)["resumed_from_step"] == 2
+
+
+def test_an_attempt_that_records_nothing_keeps_the_whole_earlier_trace(tmp_path):
+    first = TraceRecorder(tmp_path, side="mine")
+    first.start()
+    record_steps(first, range(1, 4))
+    first.close()
+    second = TraceRecorder(tmp_path, side="mine")
+    second.start()  # resumed from the final snapshot: nothing left to train
+    second.finish(tiny_model())
+    assert attempt_of(tmp_path) == [(1, 0), (2, 0), (3, 0)]
+    assert read_meta(tmp_path)["attempts"][-1]["start_step"] == 3
+
+
+def test_a_fresh_run_is_attempt_zero_and_not_resumed(tmp_path):
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    record_steps(recorder, [1])
+    recorder.finish(tiny_model())
+    meta = read_meta(tmp_path)
+    assert [(a["attempt"], a["start_step"]) for a in meta["attempts"]] == [(0, 0)]
+    assert meta["resumed_from_step"] is None
+
+
+def test_record_before_start_is_refused(tmp_path):
+    with pytest.raises(RuntimeError, match="start"):
+        TraceRecorder(tmp_path, side="mine").record(1, 0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# what reaches the disk
+
+
+def test_each_step_is_on_disk_as_soon_as_it_is_recorded(tmp_path):
+    recorder = TraceRecorder(tmp_path, side="mine", flush_every=1000)
+    recorder.start()
+    record_steps(recorder, range(1, 4))
+    assert [r["step"] for r in read_records(tmp_path, 0)] == [1, 2, 3]  # no flush(), no close()
+    recorder.close()
+
+
+def test_validation_values_are_written_unrounded(tmp_path):
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    value = torch.tensor(1 / 3, dtype=torch.float64)
+    recorder.record_validation(0, 1, {"val_loss": value, "val_count": torch.tensor(7)})
+    recorder.close()
+    (line,) = read_validation(tmp_path)
+    assert line["val_loss"] == 1 / 3 and line["val_loss"] != float(torch.tensor(1 / 3, dtype=torch.float32))
+    assert line["val_count"] == 7
+
+
+# ---------------------------------------------------------------------------------------------
+# record(optimizer=, model=, batch=)
+
+
+def test_optimizer_and_model_arguments(tmp_path):
+    model = tiny_model()
+    decay = [p for n, p in model.named_parameters() if n.endswith("weight")]
+    no_decay = [p for n, p in model.named_parameters() if not n.endswith("weight")]
+    optimizer = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=0.01)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    for step in (1, 2):
+        model(torch.randn(4, 3)).pow(2).mean().backward()
+        optimizer.step()
+        recorder.record(step, torch.tensor(0.5), optimizer=optimizer, model=model)  # before scheduler.step()
+        expected_digest = param_digest(model).tolist()
+        scheduler.step()
+    recorder.finish(model)
+
+    records = read_records(tmp_path, 0)
+    assert [r["lr"] for r in records] == [0.01, 0.005]  # the lr each step used
+    assert records[-1]["param_digest"] == expected_digest
+    facts = read_meta(tmp_path)["optimizer"]
+    assert facts["class"] == "AdamW"
+    first, second = facts["param_groups"]
+    assert first["params"] == ["0.weight", "1.weight", "2.weight"] and second["params"] == [
+        "0.bias",
+        "1.bias",
+        "2.bias",
+    ]
+    assert first["weight_decay"] == 0.01 and second["weight_decay"] == 0.0
+    assert first["lr"] == 0.01  # as at the first step: recorded once
+    assert first["betas"] == [0.9, 0.999] and first["eps"] == 1e-8
+    assert set(first) == set(optimizer.param_groups[0])  # every hyperparameter
+
+
+def test_optimizer_without_model_is_named_at_finish(tmp_path):
+    model = tiny_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    recorder.record(1, 0.5, optimizer=optimizer)
+    assert read_meta(tmp_path)["optimizer"]["param_groups"][0]["params"][0] == "group0.param0[4, 3]"
+    recorder.finish(model)
+    group = read_meta(tmp_path)["optimizer"]["param_groups"][0]
+    assert group["params"][0] == "0.weight" and group["momentum"] == 0.9
+
+
+def test_batch_digest_is_the_contents_without_the_index():
+    x, y = torch.arange(6.0).reshape(2, 3), torch.tensor([1, 0])
+    digest = batch_fingerprint(Item(x, y, torch.tensor([0, 1])))
+    assert isinstance(digest, str) and len(digest) == 64
+    assert batch_fingerprint(Item(x, y, torch.tensor([7, 9]))) == digest  # other indices, same contents
+    assert batch_fingerprint(Item(x + 1e-6, y, torch.tensor([0, 1]))) != digest  # same indices, other contents
+    assert batch_fingerprint([Item(x, y, torch.tensor([0, 1]))]) == digest  # a list of one micro-batch
+    assert batch_fingerprint({"y": y, "index": torch.tensor([3]), "x": x}) == batch_fingerprint({"x": x, "y": y})
+    assert batch_fingerprint((x, y)) == batch_fingerprint((x, y)) != batch_fingerprint((y, x))
+
+
+def test_batch_digest_recorded_beside_indices(tmp_path):
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    batch = Item(torch.ones(2, 3), torch.tensor([1, 0]), torch.tensor([4, 5]))
+    recorder.record(1, 0.5, batch.index, batch=batch)
+    recorder.close()
+    (record,) = read_records(tmp_path, 0)
+    assert record["indices"] == [4, 5] and record["batch_digest"] == batch_fingerprint(batch)
+
+
+# ---------------------------------------------------------------------------------------------
+# meta.json facts per rank
+
+
+def test_rank_facts_and_buffers(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    model = tiny_model()
+    model(torch.randn(8, 3))  # training mode: BatchNorm's running stats move
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    recorder.finish(model)
+    meta = read_meta(tmp_path)
+    (rank,) = meta["ranks"]
+    assert rank["torch_flags"]["deterministic_algorithms"] == torch.are_deterministic_algorithms_enabled()
+    assert rank["torch_flags"]["num_threads"] == torch.get_num_threads()
+    assert rank["torch_flags"]["default_dtype"] == "float32"
+    assert rank["env"]["OMP_NUM_THREADS"] == "1" and rank["env"]["SLURM_JOB_ID"] == "42"
+    assert "PATH" not in rank["env"]
+    assert rank["world"] == {"rank": 0, "local_rank": 0, "world_size": 1, "node_rank": 0}
+    assert set(rank["buffers_sha256"]) == {"1.running_mean", "1.running_var", "1.num_batches_tracked"}
+    assert rank["buffers_sha256"] == meta["buffers_sha256"]
+    assert meta["replicas_identical"] is True
+    before = rank["buffers_sha256"]["1.running_mean"]
+    model(torch.randn(8, 3))
+    from ddp_parity.trace import buffers_sha256
+
+    assert buffers_sha256(model)["1.running_mean"] != before
+
+
+# ---------------------------------------------------------------------------------------------
+# error files
+
+
+def test_global_rank_under_each_launcher(monkeypatch):
+    for key in ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    assert global_rank() == 0  # a plain process
+    monkeypatch.setenv("LOCAL_RANK", "1")  # Lightning's own launcher, node 0: no RANK
+    assert global_rank() == 1
+    monkeypatch.setenv("NODE_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert global_rank() == 3
+    monkeypatch.setenv("RANK", "5")  # torchrun
+    assert global_rank() == 5
+
+
+def test_error_file_keyed_by_global_rank_and_first_error_kept(tmp_path, monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    path = write_error_file(tmp_path, RuntimeError("injected failure"), step=7, phase="train")
+    assert path == tmp_path / "errors" / "rank1.json"
+    assert write_error_file(tmp_path, RuntimeError("Connection closed by peer")) is None  # the follow-on
+    error = json.loads(path.read_text())
+    assert (error["rank"], error["message"], error["step"], error["phase"]) == (1, "injected failure", 7, "train")
+    assert error["type"] == "RuntimeError" and "traceback" in error and error["time"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the process ending: a real child process per way of ending
+
+CHILD = """
+import os, signal, sys, torch
+from ddp_parity.trace import TraceRecorder
+how = sys.argv[2]
+if how == "chained":
+    signal.signal(signal.SIGTERM, lambda s, f: (print("own handler ran", flush=True), sys.exit(3)))
+recorder = TraceRecorder(sys.argv[1], side="child", write_every_step=how == "exit-now", flush_every=1000)
+recorder.start()
+recorder.set_phase("train")
+for step in range(1, 6):
+    recorder.record(step, torch.tensor(step / 10), torch.tensor([step]))
+if how == "raise":
+    raise ValueError("broken batch")
+if how in ("sigterm", "chained"):
+    os.kill(os.getpid(), signal.SIGTERM)
+    signal.pause()
+if how == "exit-now":
+    os._exit(1)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "how, returncode",
+    [("normal", 0), ("raise", 1), ("sigterm", -signal.SIGTERM), ("chained", 3), ("exit-now", 1)],
+)
+def test_records_reach_the_disk_however_the_process_ends(tmp_path, how, returncode):
+    """Records held in memory (write_every_step=False) are written at exit, on an uncaught exception
+    and on SIGTERM, whose default or earlier handler still decides how the process ends; with the
+    default per-step writes even os._exit loses nothing already recorded."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD), str(run_dir), how],
+        cwd=REPO,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == returncode, proc.stderr
+    assert [r["step"] for r in read_records(run_dir, 0)] == [1, 2, 3, 4, 5]
+    errors = list((run_dir / "errors").glob("*.json"))
+    if how == "raise":
+        error = json.loads((run_dir / "errors" / "rank0.json").read_text())
+        assert (error["type"], error["message"], error["step"], error["phase"]) == (
+            "ValueError",
+            "broken batch",
+            5,
+            "train",
+        )
+        assert "ValueError: broken batch" in proc.stderr  # Python's own report still printed
+    else:
+        assert errors == []  # a signal or an exit is not an error of the training
+    if how == "chained":
+        assert "own handler ran" in proc.stdout
+    assert (run_dir / META_FILE).is_file()

@@ -1,0 +1,91 @@
+"""Nothing keeps running once the harness has gone: SIGINT, SIGTERM and SIGHUP stop every process it
+started and exit 128+n; SIGKILL of the harness takes its launches with it (parent-death signal on
+torchrun and Lightning's first process, a watchdog in their children). Checked by process id."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import PYTHON, REPO, child_env
+
+from ddp_parity.harness.launch import descendants, kill_tree
+
+pytestmark = pytest.mark.slow
+GONE_WITHIN_S = 30.0
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent to reap it counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until_gone(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    pause = threading.Event()
+    while time.monotonic() < deadline:
+        left = [pid for pid in pids if alive(pid)]
+        if not left:
+            return []
+        pause.wait(0.1)  # polling /proc: these processes are not our children, waitpid cannot see them
+    return [pid for pid in pids if alive(pid)]
+
+
+def start_training_harness(out: Path) -> tuple[subprocess.Popen, list[int]]:
+    """The harness with both sides training (a long run); returns it and every process under it,
+    once both sides' heartbeats show a step (so torchrun's workers and Lightning's ranks exist)."""
+    proc = subprocess.Popen(
+        [PYTHON, "compare/run.py", "--out", str(out), "--parallel", "--stall-timeout", "300"]
+        + ["--set", "trainer.max_epochs=40", "--set", "data.num_samples=512"],
+        cwd=REPO,
+        env=child_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    guard = threading.Timer(400, lambda: kill_tree(proc.pid))  # a test that hangs must not hang the suite
+    guard.start()
+    training = set()
+    try:
+        for line in proc.stdout:  # plain progress lines (stdout is a pipe): "[raw] train epoch 0 step 3/..."
+            side = line.split("]")[0].lstrip("[")
+            if " step " in line and " step 0/" not in line:
+                training.add(side)
+            if {"raw", "lightning"} <= training:
+                break
+    finally:
+        guard.cancel()
+    assert {"raw", "lightning"} <= training, proc.stderr.read() if proc.poll() is not None else "no progress"
+    pids = descendants(proc.pid)
+    assert len(pids) >= 4, pids  # torchrun + 2 workers, Lightning's 2 ranks
+    return proc, pids
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_no_process_of_the_run_outlives_the_harness(tmp_path, signum):
+    out = tmp_path / "out"
+    proc, pids = start_training_harness(out)
+    try:
+        os.kill(proc.pid, signum)
+        _, stderr = proc.communicate(timeout=120)
+        if signum == signal.SIGKILL:
+            assert proc.returncode == -signal.SIGKILL
+        else:
+            assert proc.returncode == 128 + signum, stderr
+            assert "interrupted" in stderr and "stopped" in stderr
+        assert wait_until_gone(pids, GONE_WITHIN_S) == [], f"still running after {GONE_WITHIN_S} s"
+    finally:
+        for pid in pids:  # only if the test failed: never leave them behind
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
