@@ -42,7 +42,8 @@ DEFAULT_TIMEOUT_S = 900.0  # per command
 DEFAULT_STALL_S = 300.0  # no rank moved for this long: a hang (generous: CI machines are loaded)
 RUN_DIR, PORT = "{run_dir}", "{port}"
 SIDES = ("a", "b")
-NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence", "steps_equal_before")  # said already by the summary
+# evidence keys the message shows elsewhere (the summary, the error lines)
+NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence", "steps_equal_before", "traceback")
 
 # variables that would make a launched command think it is a worker of the job running the tests
 SCRUBBED_ENV = (
@@ -289,7 +290,7 @@ def failure_message(report: dict, workdir: Path) -> str:
 def describe_diagnosis(d: dict) -> str:
     """Category, step, rank, the evidence and the advice: enough to act on from a CI log."""
     where = [f"{name} {d[name]}" for name in ("step", "rank") if d.get(name) is not None]
-    if d.get("step") is None and d.get("category") != "equivalent":
+    if d.get("step") is None and d.get("category") == "config":  # found in what the runs were given
         where.append("before any step")
     lines = [f"diagnosis: {d.get('category')} ({', '.join(where)})" if where else f"diagnosis: {d.get('category')}"]
     if d.get("explanation"):

@@ -175,6 +175,21 @@ def test_cli_writes_both_scripts_and_refuses_bad_input_before_writing(tmp_path, 
         assert not (tmp_path / "bad").exists()
 
 
+def test_a_srun_task_records_its_local_and_node_rank(monkeypatch):
+    """Lightning's SLURMEnvironment reads SLURM_LOCALID / SLURM_NODEID and exports neither LOCAL_RANK
+    nor NODE_RANK: the recorded world must still say where the task stands (torchrun's wins)."""
+    from ddp_parity.distributed import world_facts
+
+    for key in ("RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in srun_env("job", nodes=2, tasks_per_node=2, task=3).items():
+        monkeypatch.setenv(key, value)
+    assert world_facts()["local_rank"] == 1 and world_facts()["node_rank"] == 1
+    monkeypatch.setenv("LOCAL_RANK", "0")  # torchrun inside the allocation: its variables win
+    monkeypatch.setenv("GROUP_RANK", "0")
+    assert world_facts()["local_rank"] == 0 and world_facts()["node_rank"] == 0
+
+
 # ---------------------------------------------------------------------------------------------
 # slow: both sides under faked srun
 
