@@ -85,14 +85,20 @@ def global_rank() -> int:
 
 
 def world_facts() -> dict:
-    """Where this process stands in the job, as it sees it."""
+    """Where this process stands in the job, as it sees it. A task srun started for Lightning's
+    SLURMEnvironment has no LOCAL_RANK / NODE_RANK: SLURM_LOCALID / SLURM_NODEID say it there."""
     initialised = dist.is_available() and dist.is_initialized()
     return {
         "rank": global_rank(),
-        "local_rank": int(os.environ.get("LOCAL_RANK", "0") or 0),
+        "local_rank": _first_int("LOCAL_RANK", "SLURM_LOCALID"),
         "world_size": dist.get_world_size() if initialised else int(os.environ.get("WORLD_SIZE", "1") or 1),
-        "node_rank": int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")) or 0),
+        "node_rank": _first_int("NODE_RANK", "GROUP_RANK", "SLURM_NODEID"),
     }
+
+
+def _first_int(*keys: str) -> int:
+    """The first of these environment variables that holds an integer, else 0."""
+    return next((int(os.environ[k]) for k in keys if os.environ.get(k, "").isdigit()), 0)
 
 
 def launch_env() -> dict:

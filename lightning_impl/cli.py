@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
@@ -93,6 +94,8 @@ def check_port_free(config) -> None:
 
     devices = config.trainer.devices if isinstance(config.trainer.devices, int) else 1
     if "LOCAL_RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ or devices * config.trainer.num_nodes < 2:
+        return
+    if SLURMEnvironment.detect():  # srun started every rank: rank 0's store may hold the port already
         return
     addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "0") or 0)
     if not port:

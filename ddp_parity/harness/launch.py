@@ -61,6 +61,7 @@ class Launch:
     env: dict
     run_dir: Path
     log_path: Path
+    cwd: Path | None = None  # where the commands run (None: the checkout, REPO)
 
     @property
     def command(self) -> list[str]:
@@ -249,7 +250,7 @@ def run_launches(
                     subprocess.Popen(
                         command,
                         env=launch.env,
-                        cwd=REPO,
+                        cwd=launch.cwd or REPO,
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL,
@@ -267,6 +268,7 @@ def run_launches(
             for _, procs, logs in running:
                 for proc in procs:
                     kill_tree(proc.pid)
+                    kill_group(proc.pid)  # orphans of a launcher that exited first (Lightning's own)
                     proc.wait()
                 for log in logs:
                     log.close()
@@ -328,6 +330,15 @@ def kill_tree(pid: int) -> None:
                 pass
         if not alive:
             return
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL what is left of a process group we started with start_new_session=True (its id is
+    the leader's pid, never reused while a member lives): children orphaned by an exited launcher."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def read_error_files(run_dir: Path) -> list[dict]:

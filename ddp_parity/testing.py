@@ -1,0 +1,320 @@
+"""Parity as a test in your own suite: launch two training commands, compare their traces bitwise,
+fail with the diagnosis.
+
+    from ddp_parity.testing import assert_parity
+
+    def test_migration_keeps_training_the_same(tmp_path):
+        assert_parity(
+            ["torchrun", "--nproc_per_node=2", "--master_port={port}", "train_raw.py", "--run_dir", "{run_dir}"],
+            ["python", "train_lightning.py", "--run_dir", "{run_dir}", "--devices", "2"],
+            workdir=tmp_path,
+        )
+
+Both commands must record a trace (TraceRecorder / TraceCallback) into the `{run_dir}` they are
+given. With the pytest plugin (installed with the package) the `parity` fixture does the same
+with the workdir taken from `tmp_path`. Outcomes follow compare/run.py's exit codes: equivalent
+returns the report; different raises RunsDiffer (an AssertionError, code 1); bad arguments raise
+ParityUsageError (a ValueError, code 2) before anything is launched or written; a run that
+crashed, hung or timed out raises RunFailed (an AssertionError, code 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ddp_parity.compare.report import (
+    PLOT_FILE,
+    REPORT_FILE,
+    format_summary,
+    labels_of,
+    plot_loss_curves,
+    write_report,
+)
+from ddp_parity.harness.launch import Launch, Outcome, free_port, run_launch, run_launches
+from ddp_parity.trace import TraceFormatError
+
+EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
+DEFAULT_TIMEOUT_S = 900.0  # per command
+DEFAULT_STALL_S = 300.0  # no rank moved for this long: a hang (generous: CI machines are loaded)
+RUN_DIR, PORT = "{run_dir}", "{port}"
+SIDES = ("a", "b")
+# evidence keys the message shows elsewhere (the summary, the error lines)
+NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence", "steps_equal_before", "traceback")
+
+# variables that would make a launched command think it is a worker of the job running the tests
+SCRUBBED_ENV = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "DDP_PARITY_RUN_DIR",
+    "PL_GLOBAL_SEED",
+)
+# flags that say how many processes a command starts on this machine (torchrun, Lightning, argparse)
+PROCESS_FLAGS = re.compile(r"--(?:nproc[_-]per[_-]node|devices|trainer\.devices)(?:=(\d+))?$")
+
+
+class ParityUsageError(ValueError):
+    """A bad argument to assert_parity; nothing was launched or written."""
+
+    exit_code = EXIT_USAGE
+
+
+class ParityFailure(AssertionError):
+    """The two runs are not equivalent (a test failure). `.report` is report.json's dict."""
+
+    exit_code = EXIT_DIFFERENT
+
+    def __init__(self, message: str, report: dict):
+        super().__init__(message)
+        self.report = report
+
+
+class RunsDiffer(ParityFailure):
+    """Both runs finished and their traces differ."""
+
+
+class RunFailed(ParityFailure):
+    """A run crashed, stalled or timed out."""
+
+    exit_code = EXIT_FAILED
+
+
+# ---------------------------------------------------------------------------------------------
+# the entry point
+
+
+def assert_parity(
+    cmd_a: Sequence[str],
+    cmd_b: Sequence[str],
+    *,
+    workdir: str | os.PathLike,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    stall_timeout: float | None = DEFAULT_STALL_S,
+    parallel: bool | None = None,
+    cwd: str | os.PathLike | None = None,
+    ignore_config: Sequence[str] = (),
+) -> dict:
+    """Run both commands, compare their traces (bitwise unless rtol/atol say otherwise) and return
+    the report (report.json's dict); raise RunsDiffer / RunFailed (AssertionErrors) otherwise.
+
+    `{run_dir}` in a command becomes workdir/a or workdir/b, `{port}` a free port of 127.0.0.1
+    (also exported as MASTER_ADDR=127.0.0.1 / MASTER_PORT). `env` is added to the environment of
+    both. `parallel`: run both at once (default: when the machine has a core for every process).
+    `cwd`: where the commands run (default: the current directory). `ignore_config`: config keys
+    the diagnosis leaves out (run-control keys that differ on purpose). Every process either command
+    started is gone when this returns or raises.
+    """
+    __tracebackhide__ = True  # pytest shows the caller's line and the message, not this function
+    workdir = Path(workdir)
+    check_arguments(cmd_a, cmd_b, workdir, rtol, atol, timeout, stall_timeout)
+    launches = [build_side(side, cmd, workdir, env, cwd) for side, cmd in zip(SIDES, (cmd_a, cmd_b))]
+    outcomes = run_both(launches, timeout or DEFAULT_TIMEOUT_S, stall_timeout or None, parallel)
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        report = failed_report(launches, outcomes, failed[0], rtol, atol)
+        write_report(workdir, report)
+        raise RunFailed(failure_message(report, workdir), report)
+    try:
+        report, curves = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol, ignore_config)
+    except TraceFormatError as err:  # a command that exited 0 without recording where it was told
+        report = unreadable_report(launches, outcomes, err, rtol, atol)
+        write_report(workdir, report)
+        raise RunFailed(failure_message(report, workdir), report) from None
+    report["logs"] = {launch.side: str(launch.log_path) for launch in launches}
+    report["plot"] = str(plot_loss_curves(workdir, curves, labels=labels_of(report)))
+    write_report(workdir, report)
+    if report["verdict"] != "equivalent":
+        raise RunsDiffer(difference_message(report, workdir), report)
+    return report
+
+
+def compare_and_diagnose(run_a: Path, run_b: Path, rtol: float, atol: float, ignore_config=()) -> tuple[dict, dict]:
+    """The report (what report.json holds, diagnosis and warnings included) and the loss curves."""
+    from ddp_parity import compare_traces
+
+    report = compare_traces(run_a, run_b, rtol=rtol, atol=atol, ignore_config=tuple(ignore_config))
+    return report, report.curves
+
+
+# ---------------------------------------------------------------------------------------------
+# arguments and launches
+
+
+def check_arguments(cmd_a, cmd_b, workdir: Path, rtol, atol, timeout, stall_timeout) -> None:
+    for name, cmd in (("cmd_a", cmd_a), ("cmd_b", cmd_b)):
+        if isinstance(cmd, (str, bytes)) or not cmd or not all(isinstance(arg, str) for arg in cmd):
+            raise ParityUsageError(f"{name} must be a non-empty list of strings (no shell), got {cmd!r}")
+        if not any(RUN_DIR in arg for arg in cmd):
+            raise ParityUsageError(
+                f"{name} must contain {RUN_DIR} where the run writes its trace (e.g. '--run_dir', '{RUN_DIR}')"
+            )
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, (int, float)) or value < 0:
+            raise ParityUsageError(f"{name} must be a number >= 0 (0: bitwise), got {value!r}")
+    for name, value in (("timeout", timeout), ("stall_timeout", stall_timeout)):
+        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+            raise ParityUsageError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    held = [str(workdir / side) for side in SIDES if (workdir / side).exists() and any((workdir / side).iterdir())]
+    held += [str(workdir / REPORT_FILE)] if (workdir / REPORT_FILE).exists() else []
+    if held:
+        raise ParityUsageError(f"workdir {workdir} already holds results ({', '.join(held)}); give a fresh directory")
+
+
+def build_side(side: str, cmd: Sequence[str], workdir: Path, env: Mapping | None, cwd) -> Launch:
+    """One command with its placeholders filled, its own port, and a clean environment."""
+    run_dir, port = workdir / side, free_port()
+    command = [arg.replace(RUN_DIR, str(run_dir)).replace(PORT, str(port)) for arg in cmd]
+    full_env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
+    full_env.update({"PYTHONUNBUFFERED": "1", **(env or {}), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    workdir.mkdir(parents=True, exist_ok=True)
+    return Launch(side, [command], full_env, run_dir, workdir / f"{side}.log", cwd=Path(cwd or os.getcwd()))
+
+
+def processes_started(command: Sequence[str]) -> int:
+    """How many processes a command runs, read from --nproc_per_node / --devices (1 if neither)."""
+    for i, arg in enumerate(command):
+        match = PROCESS_FLAGS.match(arg)
+        if not match:
+            continue
+        value = match.group(1) or (command[i + 1] if i + 1 < len(command) else "")
+        if value.isdigit():
+            return int(value)
+    return 1
+
+
+def run_both(launches: list[Launch], timeout: float, stall: float | None, parallel: bool | None) -> list[Outcome]:
+    """Both at once when every process gets a core (the usual CI runner has 2-4: one after the
+    other), else one after the other, stopping at the first failure."""
+    if parallel is None:
+        parallel = sum(processes_started(launch.command) for launch in launches) <= (os.cpu_count() or 1)
+    if parallel:
+        return run_launches(launches, timeout, stall)
+    outcomes = []
+    for launch in launches:
+        outcomes.append(run_launch(launch, timeout, stall))
+        if not outcomes[-1].ok:
+            break
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# reports and messages
+
+
+def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outcome, rtol, atol) -> dict:
+    """report.json for a run that crashed, hung or timed out (the layout compare/run.py writes)."""
+    from ddp_parity.compare.comparator import Criterion
+    from ddp_parity.compare.diagnosis import diagnose_failure
+    from ddp_parity.harness.failure import failure_report
+
+    run_a, run_b = (launch.run_dir for launch in launches)
+    report = {
+        "verdict": "failed",
+        "criterion": Criterion(rtol, atol).describe(),
+        "first_divergence": None,
+        "failure": failure_report(failed),
+        "logs": {launch.side: str(launch.log_path) for launch in launches},
+        "seconds": sum(o.seconds for o in outcomes),
+        "runs": {"a": str(run_a), "b": str(run_b)},
+        "commands": {launch.side: launch.command for launch in launches},
+        "not_run": [launch.side for launch in launches[len(outcomes) :]],
+    }
+    stall = {**failed.stall, "side": failed.side} if failed.stall else None
+    report["diagnosis"] = diagnose_failure(run_a, run_b, report, stall=stall)
+    return report
+
+
+def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> dict:
+    """Both commands exited 0 but a trace cannot be read: name the run whose trace it is."""
+    from ddp_parity.compare.comparator import Criterion
+
+    side = next((launch.side for launch in launches if str(launch.run_dir) in str(err)), launches[0].side)
+    return {
+        "verdict": "failed",
+        "criterion": Criterion(rtol, atol).describe(),
+        "first_divergence": None,
+        "failure": {
+            "side": side,
+            "rank": None,
+            "summary": f"{side}: exit code 0, but its trace cannot be read",
+            "error_lines": [f"{err}", f"did the command write its trace into the {RUN_DIR} it was given?"],
+        },
+        "logs": {launch.side: str(launch.log_path) for launch in launches},
+        "seconds": sum(o.seconds for o in outcomes),
+        "runs": {launch.side: str(launch.run_dir) for launch in launches},
+        "commands": {launch.side: launch.command for launch in launches},
+        "diagnosis": None,
+    }
+
+
+def difference_message(report: dict, workdir: Path) -> str:
+    return "\n".join(
+        [
+            "the two runs do not train the same",
+            format_summary(report),
+            describe_diagnosis(report["diagnosis"]),
+            kept_paths(report, workdir),
+        ]
+    )
+
+
+def failure_message(report: dict, workdir: Path) -> str:
+    failure = report["failure"]
+    rank = failure.get("rank")
+    lines = [
+        f"run {failure['side']} failed"
+        + (f" on rank {rank}" if rank is not None else "")
+        + f": {failure['summary'].removeprefix(failure['side'] + ': ')}"
+        + (f" (run {', '.join(report['not_run'])} was not started)" if report.get("not_run") else ""),
+        f"  command {failure['side']}: {' '.join(report['commands'][failure['side']])}",
+    ]
+    lines += ["  " + line for line in failure.get("error_lines", [])]
+    if report.get("diagnosis"):
+        lines.append(describe_diagnosis(report["diagnosis"]))
+    lines.append(kept_paths(report, workdir))
+    return "\n".join(lines)
+
+
+def describe_diagnosis(d: dict) -> str:
+    """Category, step, rank, the evidence and the advice: enough to act on from a CI log."""
+    where = [f"{name} {d[name]}" for name in ("step", "rank") if d.get(name) is not None]
+    if d.get("step") is None and d.get("category") == "config":  # found in what the runs were given
+        where.append("before any step")
+    lines = [f"diagnosis: {d.get('category')} ({', '.join(where)})" if where else f"diagnosis: {d.get('category')}"]
+    if d.get("explanation"):
+        lines.append(f"  why: {d['explanation']}")
+    evidence = {k: v for k, v in (d.get("evidence") or {}).items() if k not in NOT_EVIDENCE}
+    if evidence:
+        text = json.dumps(evidence, default=str, sort_keys=True)
+        lines.append(f"  evidence: {text[:1500]}{' ...' if len(text) > 1500 else ''}")
+    if d.get("module"):
+        lines.append(f"  module: {json.dumps(d['module'], default=str, sort_keys=True)}")
+    if d.get("advice"):
+        lines.append(f"  fix: {d['advice']}")
+    return "\n".join(lines)
+
+
+def kept_paths(report: dict, workdir: Path) -> str:
+    """Where the evidence stays; a run that was never started is said so, not listed as kept."""
+    plot = workdir / PLOT_FILE
+    lines = ["kept for inspection:"]
+    for side, run_dir in report["runs"].items():
+        lines.append(f"  run {side}:  {run_dir}" + ("" if Path(run_dir).exists() else " (not started)"))
+    lines.append(f"  report: {workdir / REPORT_FILE}")
+    if plot.exists():
+        lines.append(f"  plot:   {plot}")
+    logs = [log for log in report.get("logs", {}).values() if Path(log).exists()]
+    lines.append(f"  logs:   {', '.join(logs)}")
+    return "\n".join(lines)
