@@ -7,13 +7,19 @@ trace — and the parity plugin's public API:
     compare_traces  compare two run directories: the report with its diagnosis and warnings
 """
 
-from ddp_parity.distributed import init_process_group
-from ddp_parity.trace import FORMAT_VERSION, TraceRecorder
-
 __all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback", "compare_traces", "init_process_group"]
 
 
 def __getattr__(name: str):
+    # everything lazily: importing ddp_parity (the pytest plugin does, in every session) costs nothing
+    if name in ("TraceRecorder", "FORMAT_VERSION"):
+        from ddp_parity import trace
+
+        return getattr(trace, name)
+    if name == "init_process_group":
+        from ddp_parity.distributed import init_process_group
+
+        return init_process_group
     if name == "TraceCallback":  # lazily: the raw loop never imports lightning
         from ddp_parity.callback import TraceCallback
 

@@ -7,7 +7,7 @@
     python compare/run.py --rtol 1e-6 --atol 0              # tolerances instead of bitwise
 
 `ddp-parity` takes the same flags, and also subcommands: `ddp-parity run ...`, `ddp-parity traces A B ...`,
-`ddp-parity matrix FILE ...`.
+`ddp-parity matrix FILE ...`, `ddp-parity slurm --nodes N --devices D ...` (sbatch scripts for both sides).
 
 Exit codes: 0 equivalent, 1 not equivalent, 2 bad usage or config, 3 a run failed or timed out,
 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
@@ -171,7 +171,12 @@ def dispatch(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["slurm"]:  # `ddp-parity slurm ...`: write the sbatch scripts of both sides
+        from ddp_parity.harness import slurm
+
+        return slurm.main(argv[1:])
+    args = parse_args(argv)
     previous = stop_on_signals()
     try:
         return dispatch(args)
