@@ -11,6 +11,7 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
 from ddp_parity.callback import TraceCallback
+from ddp_parity.checkpoints import check_lightning_ckpt_path
 from ddp_parity.config import (
     CheckpointConfig,
     ConfigError,
@@ -18,6 +19,7 @@ from ddp_parity.config import (
     ModelConfig,
     add_shared_arguments,
     check_consistent,
+    check_world_size,
 )
 from ddp_parity.determinism import pin_threads
 from ddp_parity.distributed import init_process_group_from_env
@@ -36,10 +38,21 @@ class ParityCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         add_shared_arguments(parser)
 
+    def _parse_ckpt_path(self) -> None:
+        # LightningCLI 2.6 loads --ckpt_path here, before any hook, to read its hyperparameters: a
+        # missing or damaged file must be one line, not a traceback on every rank
+        subcommand = self.config.get("subcommand")
+        try:
+            check_lightning_ckpt_path(self.config[subcommand].get("ckpt_path") if subcommand else None)
+        except ConfigError as err:
+            fail(str(err))
+        super()._parse_ckpt_path()
+
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
         try:
             check_consistent(ModelConfig(**config.model), DataConfig(**config.data))
+            check_world_size(DataConfig(**config.data), world_size(config.trainer))
         except ConfigError as err:
             fail(str(err))
         # seed_everything already ran (LightningCLI seeds before instantiating, as the raw loop
@@ -79,6 +92,18 @@ class ParityCLI(LightningCLI):
         if os.environ.get(FAULT_ENV):
             callbacks.append(FaultInjection())
         return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+
+
+def world_size(trainer) -> int:
+    """The world this run will have: torchrun's, or trainer.devices x trainer.num_nodes (1 where
+    devices is not a count, e.g. "auto" on CPU)."""
+    if "WORLD_SIZE" in os.environ:
+        return int(os.environ["WORLD_SIZE"])
+    try:
+        devices = int(trainer.devices)
+    except (TypeError, ValueError):
+        devices = len(trainer.devices) if isinstance(trainer.devices, list) else 1
+    return devices * int(trainer.num_nodes or 1)
 
 
 def fail(message: str) -> None:

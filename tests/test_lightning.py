@@ -209,3 +209,28 @@ def test_mid_epoch_resume_with_two_workers_is_bitwise_on_both_sides(tmp_path):
         assert pair["losses"]["equal"] == pair["losses"]["compared"] == 2 * 16 and pair["params"]["max_abs"] == 0.0
     for run in ("raw", "lightning", "raw-fault", "lightning-fault"):
         assert read_meta(out / run)["config"]["data"]["num_workers"] == 2, run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (
+            ["--trainer.devices", "3", "--data.num_samples", "2"],
+            "`data.num_samples` (2) must be at least the world size",
+        ),
+        (["--ckpt_path", "{tmp}/missing.ckpt"], "--ckpt_path {tmp}/missing.ckpt: no such file"),
+        (["--ckpt_path", "{tmp}/damaged.ckpt"], "not a readable checkpoint"),
+        (["--ckpt_path", "{tmp}"], "is a directory"),
+    ],
+)
+def test_lightning_entry_point_refuses_bad_input_in_one_line_writing_nothing(tmp_path, flags, said):
+    (tmp_path / "damaged.ckpt").write_bytes(b"PK\x03\x04 cut off")
+    run_dir = tmp_path / "run"
+    flags = [f.format(tmp=tmp_path) for f in flags]
+    result = run_cmd([PYTHON, "-m", "lightning_impl", "fit", "--config", str(DEFAULT_CONFIG), *flags,
+                      "--run_dir", str(run_dir)], timeout=120)  # fmt: skip
+    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+    assert result.returncode == 2, describe(result)
+    assert len(errors) == 1 and said.format(tmp=tmp_path) in errors[0], describe(result)
+    assert "Traceback" not in result.stderr and not run_dir.exists()
