@@ -182,7 +182,17 @@ def optimizer_facts(optimizer: torch.optim.Optimizer, model: torch.nn.Module | N
     for g, group in enumerate(optimizer.param_groups):
         params = [names.get(id(p), f"group{g}.param{i}{list(p.shape)}") for i, p in enumerate(group["params"])]
         groups.append({"params": params, **{k: _jsonable(v) for k, v in sorted(group.items()) if k != "params"}})
-    return {"class": type(optimizer).__name__, "param_groups": groups, "named": model is not None}
+    return {"class": type(unwrap_optimizer(optimizer)).__name__, "param_groups": groups, "named": model is not None}
+
+
+def unwrap_optimizer(optimizer):
+    """The torch optimizer inside a framework's wrapper (Fabric's `.optimizer`, Lightning's
+    `._optimizer`): the same update, so the same class to compare."""
+    for attribute in ("optimizer", "_optimizer"):
+        inner = getattr(optimizer, attribute, None)
+        if isinstance(inner, torch.optim.Optimizer) and inner is not optimizer:
+            return unwrap_optimizer(inner)
+    return optimizer
 
 
 def _jsonable(value: Any) -> Any:

@@ -39,7 +39,7 @@ from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
-from ddp_parity.trace import TraceRecorder, param_digest, params_sha256, sampler_facts
+from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
 SIDE = "fabric"  # the trace's side name and the default run folder's prefix
@@ -120,7 +120,7 @@ def build_loaders(cfg, fabric: Fabric):
     seed=PL_GLOBAL_SEED) (lightning/fabric/fabric.py:1177, _get_distributed_sampler): the raw loop's
     sampler, seeded from seed_everything. Validation keeps its ExactShardSampler (no padding)."""
     train_set, val_set = build_datasets(cfg.data)
-    workers = loader_workers(cfg)
+    workers = {"num_workers": cfg.data.num_workers, "persistent_workers": cfg.data.persistent_workers}
     loader = DataLoader(
         train_set, batch_size=cfg.data.batch_size, shuffle=True, drop_last=cfg.data.drop_last, **workers
     )
@@ -133,13 +133,6 @@ def build_loaders(cfg, fabric: Fabric):
             use_distributed_sampler=False,
         )
     return train_loader, train_loader.sampler, val_loader
-
-
-def loader_workers(cfg) -> dict:
-    """`data.num_workers` / `data.persistent_workers`, for a config that has them (they arrive with
-    the raw loop's rewrite; an older config has neither, and the loaders run in this process)."""
-    keys = ("num_workers", "persistent_workers")
-    return {key: getattr(cfg.data, key) for key in keys if hasattr(cfg.data, key)}
 
 
 def batch_loss(model, batch) -> torch.Tensor:
@@ -316,13 +309,14 @@ def train(cfg, fabric: Fabric, run_dir: Path, ckpt_path: Path | None) -> int:
                 last_micro = (batch_idx + 1) % k == 0 or batch_idx + 1 == len(train_loader)
                 if batch_idx % k == 0:
                     optimizer.zero_grad(set_to_none=True)
-                    step_losses, step_indices = [], []
+                    step_losses, step_indices, step_batches = [], [], []
                 # all but the last micro-batch skip DDP's all-reduce (Fabric calls DDP's no_sync)
                 with fabric.no_backward_sync(fabric_model, enabled=not last_micro):
                     loss = batch_loss(fabric_model, batch) / k  # divided by k always, as Lightning does
                     fabric.backward(loss)  # scales the loss when the precision has a GradScaler
                 step_losses.append(loss.detach())
                 step_indices.append(batch.index)
+                step_batches.append(batch)
                 if not last_micro:
                     continue
                 lr = optimizer.param_groups[0]["lr"]
@@ -343,7 +337,7 @@ def train(cfg, fabric: Fabric, run_dir: Path, ckpt_path: Path | None) -> int:
                 step_loss = sum(step_losses)  # in order, as TraceCallback sums them (0 + a is a)
                 recorder.record(
                     global_step, step_loss, torch.cat(step_indices), epoch=epoch, lr=lr, grad_norm=grad_norm,
-                    param_digest=param_digest(model),
+                    batch=step_batches, optimizer=optimizer, model=model,
                 )  # fmt: skip
                 maybe_inject_fault(global_step, "step")
                 if every_n_steps and global_step % every_n_steps == 0 and batch_idx + 1 < len(train_loader):

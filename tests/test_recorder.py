@@ -350,3 +350,17 @@ def test_records_reach_the_disk_however_the_process_ends(tmp_path, how, returnco
     if how == "chained":
         assert "own handler ran" in proc.stdout
     assert (run_dir / META_FILE).is_file()
+
+
+def test_a_frameworks_optimizer_wrapper_records_the_torch_optimizer_class():
+    """Fabric hands back its own wrapper (FabricAdam): the update is Adam's, so the class compared is Adam."""
+    from lightning.fabric import Fabric
+
+    from ddp_parity.trace import optimizer_facts
+
+    model = torch.nn.Linear(3, 2)
+    fabric = Fabric(accelerator="cpu", devices=1)
+    wrapped_model, wrapped = fabric.setup(model, torch.optim.Adam(model.parameters(), lr=0.1))
+    assert type(wrapped).__name__ != "Adam"
+    facts = optimizer_facts(wrapped, model)
+    assert facts["class"] == "Adam" and facts["param_groups"][0]["params"] == ["weight", "bias"]
