@@ -6,6 +6,7 @@ and error files into the run directory)."""
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -45,3 +46,18 @@ def checkpoint_problem(file: Path) -> str | None:
     except (OSError, zipfile.BadZipFile, EOFError) as err:
         return str(err) or type(err).__name__
     return None
+
+
+def find_checkpoint(cfg, resume: bool, run_dir: Path) -> Path | None:
+    """`--ckpt_path FILE`, or with --resume / --ckpt_path last / a torchrun restart the newest complete
+    checkpoint: only renamed files count, never a leftover .tmp."""
+    if cfg.ckpt_path not in (None, "last"):
+        if not Path(cfg.ckpt_path).is_file():
+            raise ConfigError(f"`ckpt_path` {cfg.ckpt_path} does not exist")
+        return Path(cfg.ckpt_path)
+    if not (resume or cfg.ckpt_path == "last"):
+        return None
+    found = sorted((run_dir / "checkpoints").glob("step-*.pt"))
+    if not found and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":  # not a torchrun restart
+        raise ConfigError(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
+    return found[-1] if found else None  # a torchrun restart before the first checkpoint starts over

@@ -13,6 +13,8 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
+from ddp_parity.config import ConfigError
+
 LAUNCH_ENV_KEYS = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
@@ -108,3 +110,22 @@ def launch_env() -> dict:
         for key, value in sorted(os.environ.items())
         if key in LAUNCH_ENV_KEYS or key.startswith(LAUNCH_ENV_PREFIXES)
     }
+
+
+def check_master_port_free(world_size: int) -> None:
+    """Lightning's and Fabric's own launchers make this process the rendezvous server on MASTER_PORT:
+    a port in use would fail deep inside them, on every rank. Say so first, in one line. Not for a
+    process torchrun or srun started (they own the rendezvous, and rank 0's store may hold the port)."""
+    import socket
+
+    started_by_a_launcher = any(key in os.environ for key in ("LOCAL_RANK", "TORCHELASTIC_RUN_ID", "SLURM_PROCID"))
+    addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "0") or 0)
+    if world_size < 2 or started_by_a_launcher or not port:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((addr, port))
+        except OSError:
+            raise ConfigError(
+                f"MASTER_PORT {port} on {addr} is already in use: choose a free port (compare/run.py picks one)"
+            ) from None

@@ -6,7 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
@@ -22,7 +21,7 @@ from ddp_parity.config import (
     check_world_size,
 )
 from ddp_parity.determinism import pin_threads
-from ddp_parity.distributed import init_process_group_from_env
+from ddp_parity.distributed import check_master_port_free, init_process_group_from_env
 from ddp_parity.faults import FAULT_ENV, maybe_inject_fault
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir
 from lightning_impl.module import ParityDataModule, ParityModule
@@ -66,7 +65,10 @@ class ParityCLI(LightningCLI):
                 check_fresh_run_dir(run_dir, resuming=restarted())
             except RunDirError as err:
                 fail(str(err))
-        check_port_free(config)
+        try:
+            check_master_port_free(world_size(config.trainer))
+        except ConfigError as err:
+            fail(str(err))
         config.trainer.default_root_dir = str(run_dir)
         if restarted() and "RANK" in os.environ:
             # join the group before Lightning does (it then keeps it): see init_process_group_from_env
@@ -110,26 +112,6 @@ def fail(message: str) -> None:
     """One line naming the problem, exit code 2 (LightningCLI's parser.error would add the usage)."""
     print(f"python -m lightning_impl: error: {message}", file=sys.stderr)
     sys.exit(2)
-
-
-def check_port_free(config) -> None:
-    """Lightning's own launcher makes this process the rendezvous server on MASTER_PORT; a port in use
-    would fail deep inside it. Say so first (torchrun checks its own port)."""
-    import socket
-
-    devices = config.trainer.devices if isinstance(config.trainer.devices, int) else 1
-    if "LOCAL_RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ or devices * config.trainer.num_nodes < 2:
-        return
-    if SLURMEnvironment.detect():  # srun started every rank: rank 0's store may hold the port already
-        return
-    addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "0") or 0)
-    if not port:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((addr, port))
-        except OSError:
-            fail(f"MASTER_PORT {port} on {addr} is already in use: choose a free port (compare/run.py picks one)")
 
 
 def restarted() -> bool:

@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import gc
 import os
-import random
-import socket
 import sys
 import time
 import traceback
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from lightning.fabric import Fabric
@@ -32,10 +29,11 @@ from lightning.fabric.utilities.seed import reset_seed
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from ddp_parity.checkpoints import find_checkpoint
 from ddp_parity.config import ConfigError, build_raw_parser, check_world_size, one_line, parse_raw_config
 from ddp_parity.data import build_datasets
-from ddp_parity.determinism import set_determinism
-from ddp_parity.distributed import init_process_group_from_env
+from ddp_parity.determinism import rng_state, set_determinism, set_rng_state
+from ddp_parity.distributed import check_master_port_free, init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
@@ -85,24 +83,6 @@ def restarted() -> bool:
     return os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"
 
 
-def check_port_free(cfg) -> None:
-    """Fabric's own launcher makes this process the rendezvous server on MASTER_PORT; a port in use
-    would fail deep inside it. Say so first (torchrun checks its own port)."""
-    devices = cfg.trainer.devices if isinstance(cfg.trainer.devices, int) else 1
-    if "LOCAL_RANK" in os.environ or devices * cfg.trainer.num_nodes < 2:
-        return
-    addr, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "0") or 0)
-    if not port:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((addr, port))
-        except OSError:
-            raise ConfigError(
-                f"MASTER_PORT {port} on {addr} is already in use: choose a free port (compare/run.py picks one)"
-            ) from None
-
-
 def cleanup() -> None:
     """Free the DDP wrapper first (the caller has dropped it), then the process group: raw/train.py's
     cleanup says why (a hang at exit). Fabric keeps both until the interpreter exits."""
@@ -143,26 +123,6 @@ def batch_loss(model, batch) -> torch.Tensor:
 
 # -----------------------------------------------------------------------------
 # checkpoints: fabric.save (rank 0 writes), a rename makes them complete, fabric.load restores in place
-
-
-def rng_state() -> dict:
-    """Every generator's state as plain lists and ints: gathers between ranks and loads with weights_only."""
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {
-        "torch": torch.get_rng_state().tolist(),
-        "python": random.getstate(),
-        "numpy": [name, keys.tolist(), pos, has_gauss, cached],
-        "cuda": [s.tolist() for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else [],
-    }
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
-    random.setstate(state["python"])
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
-    if state["cuda"]:
-        torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
 
 
 def resume_iterator(loader, epoch: int, skip: int, rng: dict | None):
@@ -211,21 +171,6 @@ def save_checkpoint(cfg, fabric: Fabric, run_dir: Path, stateful: dict, progress
                 old.unlink()
     fabric.barrier()  # nobody runs ahead (or resumes) before the checkpoint is on disk
     recorder.set_phase("train")
-
-
-def find_checkpoint(cfg, resume: bool, run_dir: Path) -> Path | None:
-    """`--ckpt_path FILE`, or with --resume / --ckpt_path last / a torchrun restart the newest complete
-    checkpoint: only renamed files count, never a leftover .tmp."""
-    if cfg.ckpt_path not in (None, "last"):
-        if not Path(cfg.ckpt_path).is_file():
-            raise ConfigError(f"`ckpt_path` {cfg.ckpt_path} does not exist")
-        return Path(cfg.ckpt_path)
-    if not (resume or cfg.ckpt_path == "last"):
-        return None
-    found = sorted((run_dir / "checkpoints").glob("step-*.pt"))
-    if not found and not restarted():
-        raise ConfigError(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
-    return found[-1] if found else None  # a torchrun restart before the first checkpoint starts over
 
 
 def load_checkpoint(fabric: Fabric, path: Path, stateful: dict) -> tuple[dict, list]:
@@ -410,7 +355,7 @@ def check_before_launch(cfg, resume: bool) -> tuple[Path, Path | None]:
     devices, num_nodes = world_shape(cfg)
     if devices != "auto":
         check_world_size(cfg.data, devices * num_nodes)
-    check_port_free(cfg)
+    check_master_port_free(devices * num_nodes if devices != "auto" else num_nodes)
     run_dir = resolve_run_dir(cfg.run_dir, SIDE)
     os.environ[RUN_DIR_ENV] = str(run_dir)  # Fabric's launcher re-runs us with this environment
     ckpt_path = find_checkpoint(cfg, resume or restarted(), run_dir)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import os
-import random
 import sys
 import time
 import traceback
@@ -24,16 +23,16 @@ from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 from tqdm import tqdm
 
+from ddp_parity.checkpoints import find_checkpoint
 from ddp_parity.config import ConfigError, check_world_size, one_line, parse_raw_config
 from ddp_parity.data import build_datasets
-from ddp_parity.determinism import set_determinism
+from ddp_parity.determinism import rng_state, set_determinism, set_rng_state
 from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
@@ -112,26 +111,6 @@ def batch_loss(model, batch, device) -> torch.Tensor:
 # checkpoints: rank 0 writes atomically, everyone waits, everyone loads with map_location
 
 
-def rng_state() -> dict:
-    """Every generator's state as plain lists and ints: gathers between ranks and loads with weights_only."""
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {
-        "torch": torch.get_rng_state().tolist(),
-        "python": random.getstate(),
-        "numpy": [name, keys.tolist(), pos, has_gauss, cached],
-        "cuda": [s.tolist() for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else [],
-    }
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
-    random.setstate(state["python"])
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
-    if state["cuda"]:
-        torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
-
-
 def resume_iterator(loader, skip: int, rng: dict | None):
     """The epoch's batches from batch `skip` on. Creating the iterator draws a seed from torch's RNG,
     as in Lightning. A checkpoint taken at an epoch's end holds the state before that draw; one taken
@@ -171,21 +150,6 @@ def save_checkpoint(cfg, run_dir: Path, stateful: dict, progress: dict, recorder
     if dist.is_initialized():
         dist.barrier()  # nobody runs ahead (or resumes) before the checkpoint is on disk
     recorder.set_phase("train")
-
-
-def find_checkpoint(cfg, resume: bool, run_dir: Path) -> Path | None:
-    """`--ckpt_path FILE`, or with --resume / --ckpt_path last / a torchrun restart the newest complete
-    checkpoint: only renamed files count, never a leftover .tmp."""
-    if cfg.ckpt_path not in (None, "last"):
-        if not Path(cfg.ckpt_path).is_file():
-            raise ConfigError(f"`ckpt_path` {cfg.ckpt_path} does not exist")
-        return Path(cfg.ckpt_path)
-    if not (resume or cfg.ckpt_path == "last"):
-        return None
-    found = sorted((run_dir / "checkpoints").glob("step-*.pt"))
-    if not found and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
-        raise ConfigError(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
-    return found[-1] if found else None  # a torchrun restart before the first checkpoint starts over
 
 
 def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size: int) -> tuple[dict, list]:
