@@ -439,7 +439,7 @@ def strict_json(value):
 
 
 # ---------------------------------------------------------------------------------------------
-# a DDP run against its one-process reference (raw/train.py --reference)
+# a DDP run against its one-process reference (raw/reference.py)
 
 
 def merged_records(run_dir) -> Iterator[dict]:
