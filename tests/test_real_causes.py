@@ -130,7 +130,7 @@ def diagnosis_of(tmp_path: Path, a: dict, b: dict) -> dict:
 def test_both_sides_alike_are_equivalent(tmp_path):
     """The control: the same loop twice (workers, clipping, decay groups, dropout) is bitwise equal."""
     d = diagnosis_of(tmp_path, {"workers": 2}, {"workers": 2})
-    assert d["category"] == "equivalent", d
+    assert (d["category"], d["evidence"]["steps_compared"]) == ("equivalent", 6), d
 
 
 def test_workers_seeded_on_one_side_only_is_the_data_pipeline(tmp_path):
@@ -175,6 +175,64 @@ def test_clipping_over_model_parameters_vs_the_optimizer_order_is_the_reduction_
     assert (d["category"], d["step"], d["evidence"]["steps_equal_before"]) == ("reduction_order", step, step - 1), d
     assert "clip_grad_norm_([p for g in optimizer.param_groups" in d["advice"], d["advice"]
     assert "model.parameters()" in d["advice"], d["advice"]  # which side to change, not a guess at a label
+
+
+def fit_lightning(run_dir: Path, *, steps: int = 6, batch: int = 16, hidden: int = 40, clip: float = 0.05) -> None:
+    """The same training as `train_one_process` as a user writes it for Lightning: a LightningModule
+    around the classifier, `gradient_clip_val` (Lightning clips over the optimizer's parameters,
+    group by group) and `TraceCallback` recording the trace."""
+    import lightning as L
+
+    from ddp_parity import TraceCallback
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = Classifier(hidden)
+
+        def training_step(self, sample, batch_idx):
+            return nn.functional.cross_entropy(self.net(sample["x"]), sample["y"])
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(decay_groups(self.net, 0.05), lr=0.01)
+
+    torch.manual_seed(SEED)
+    module = Module()
+    torch.manual_seed(SEED)
+    loader = DataLoader(
+        Jittered(steps * batch), batch_size=batch, shuffle=True, generator=torch.Generator().manual_seed(SEED)
+    )
+    config = {"data": {"batch_size": batch, "num_workers": 0}, "gradient_clip_val": clip, "hidden": hidden}
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=1,
+        gradient_clip_val=clip,
+        callbacks=[TraceCallback(str(run_dir), config=config)],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=str(run_dir),
+    )
+    trainer.fit(module, loader)
+
+
+@pytest.mark.parametrize("raw_order, category", [("optimizer", "equivalent"), ("model", "reduction_order")])
+def test_raw_clipping_over_model_parameters_against_lightning_is_the_reduction_order(tmp_path, raw_order, category):
+    """The natural pair: a hand-written loop against a Lightning Trainer (TraceCallback). Clipping
+    in the optimizer's order, raw is bitwise Lightning's twin; over model.parameters() it is not,
+    and the advice names the raw side."""
+    train_one_process(tmp_path / "raw", "raw", clip_order=raw_order, hidden=40)
+    fit_lightning(tmp_path / "lightning", hidden=40)
+    d = compare_traces(tmp_path / "raw", tmp_path / "lightning")["diagnosis"]
+    assert d["category"] == category, d
+    if category == "equivalent":
+        assert d["evidence"]["steps_compared"] == 6, d  # six real steps compared bit for bit, not an empty pair
+    else:
+        assert (d["step"], d["evidence"]["ulps"]) == (1, 1), d
+        assert d["advice"].startswith("On raw, compute the norm and clip over the parameters in the optimizer's order")
 
 
 # ---------------------------------------------------------------------------------------------
