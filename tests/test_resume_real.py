@@ -238,6 +238,40 @@ def test_the_fixed_resume_is_equivalent_bit_for_bit(runs):
     assert report["losses"]["equal"] == report["losses"]["compared"] == 2 * EPOCHS * SAMPLES // (2 * BATCH)
 
 
+def zero_loss_run(run_dir: Path) -> None:
+    """The tutorial's own loss as written: cross_entropy over a single output column is log(1) = 0
+    for every sample (-0.0), so every gradient is zero and nothing trains. One process, no DDP."""
+    torch.manual_seed(0)
+    model = build_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(Curve(), batch_size=BATCH, shuffle=False)
+    recorder = TraceRecorder(run_dir, side=run_dir.name, config={"lr": 0.1})
+    recorder.start()
+    for step, (x, y, indices) in enumerate(loader, start=1):
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)  # (B, 1) logits: one class, loss 0
+        loss.backward()
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters()])
+        optimizer.step()
+        recorder.record(step, loss, indices, epoch=0, lr=0.1, grad_norm=grad_norm, model=model)
+    recorder.finish(model)
+
+
+def test_a_loop_that_learns_nothing_is_equivalent_with_a_no_learning_warning(tmp_path):
+    from ddp_parity.compare.comparator import compare_traces
+    from ddp_parity.compare.report import format_summary
+
+    for name in ("first", "second"):
+        zero_loss_run(tmp_path / name)
+    report = compare_traces(tmp_path / "first", tmp_path / "second")
+    assert report["verdict"] == "equivalent" and report["diagnosis"]["category"] == "equivalent"
+    kinds = [w["kind"] for w in report["warnings"]]
+    assert kinds == ["no_learning", "no_learning"], report["warnings"]  # one per side
+    assert "every recorded gradient norm is zero" in report["warnings"][0]["message"]
+    summary = format_summary(report)
+    assert "verdict: EQUIVALENT" in summary and "WARNING no_learning: first:" in summary, summary
+
+
 def read_records_of(run_dir: Path, rank: int) -> list[dict]:
     from ddp_parity.trace import read_records
 
