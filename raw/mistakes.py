@@ -30,6 +30,7 @@ class Mistake:
     apply: Callable[[], None]
     overrides: list[str] = field(default_factory=list)  # config both sides need for the mistake to show
     expected: str = ""  # the diagnosis category the harness should give
+    needs_fault: bool = False  # shows only on a crashed-and-resumed run (the harness asks for --fault)
 
 
 class ForgetfulSampler(DistributedSampler):
@@ -170,6 +171,7 @@ MISTAKES = {
             "the resume restarts at the epoch the checkpoint closed: that epoch is trained twice (needs --fault)",
             resume_off_by_one,
             expected="resume",
+            needs_fault=True,
         ),
     ]
 }

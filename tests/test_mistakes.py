@@ -84,6 +84,12 @@ def test_an_off_by_one_resume_is_named_on_the_restarted_run(tmp_path):
     assert "diagnosis: resume at step 5 rank 0" in result.stdout
 
 
+def test_a_mistake_that_needs_a_restart_without_fault_is_bad_usage(tmp_path):
+    result = run_harness("--mistake", "resume-off-by-one", "--out", str(tmp_path / "out"), timeout=60)
+    assert result.returncode == 2 and "add --fault RANK:STEP" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_catalogue_lists_itself():
     result = subprocess.run(
         [sys.executable, "compare/run.py", "--mistake", "list"], cwd=REPO, capture_output=True, text=True, timeout=60
