@@ -432,15 +432,18 @@ def check_resume(ctx: Context) -> dict | None:
     if first is None:
         return None
     resumed = {s: _resume_step(ctx.meta(s)) for s in ("a", "b")}
-    candidates = [s for s in ("a", "b") if resumed[s] is not None and (first.get("step") or 0) > resumed[s]]
+    # a restart counted from step 0: only its first step's weights say anything about the resume
+    from_zero_telling = first.get("step") == 1 and first["quantity"] in ("loss", "grad_norm", "batch")
+    candidates = [
+        s
+        for s in ("a", "b")
+        if resumed[s] is not None and (first.get("step") or 0) > resumed[s] and (resumed[s] or from_zero_telling)
+    ]
     if not candidates:
         return None
     side = candidates[0]
     other = "b" if side == "a" else "a"
     at = resumed[side]
-    if at == 0 and (first.get("step") != 1 or first["quantity"] not in ("loss", "grad_norm", "batch")):
-        # a restart counted from step 0: only its first step's weights say anything about the resume
-        return None
     name = ctx.label(side)
     step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
     evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
