@@ -5,7 +5,7 @@
     python compare/run.py --mistake list
 
 raw/train.py stays the clean loop: each mistake replaces one of the names it looks up at run time
-(DistributedSampler, build_net, set_determinism, parse_raw_config, batch_loss) before `train.main`
+(DistributedSampler, build_net, set_determinism, parse_raw_config, batch_loss, load_checkpoint) before `train.main`
 runs, the way the mistake would look in a user's own loop. raw/reference.py bends it the same way.
 """
 
@@ -30,6 +30,7 @@ class Mistake:
     apply: Callable[[], None]
     overrides: list[str] = field(default_factory=list)  # config both sides need for the mistake to show
     expected: str = ""  # the diagnosis category the harness should give
+    needs_fault: bool = False  # shows only on a crashed-and-resumed run (the harness asks for --fault)
 
 
 class ForgetfulSampler(DistributedSampler):
@@ -110,6 +111,19 @@ def no_loss_scaling_for_accumulation() -> None:
     train.parse_raw_config, train.batch_loss = parse_and_note_k, unscaled
 
 
+def resume_off_by_one() -> None:
+    """The tutorial's snapshot resume: the checkpoint's epoch index is taken as the epoch to run, from
+    its first batch, so the epoch the checkpoint closed is trained again (the global step and every
+    state are restored; only the position is wrong). Shows only on a resumed run: --fault RANK:STEP."""
+    load = train.load_checkpoint
+
+    def load_and_restart_the_epoch(path, stateful, device, world_size):
+        progress, rng = load(path, stateful, device, world_size)
+        return {**progress, "batches_done": 0}, rng  # `range(epochs_run, ...)` with epochs_run = epoch
+
+    train.load_checkpoint = load_and_restart_the_epoch
+
+
 MISTAKES = {
     m.name: m
     for m in [
@@ -151,6 +165,13 @@ MISTAKES = {
             "ranks with different numbers of batches: one waits in a collective forever",
             uneven_shards,
             expected="stall",
+        ),
+        Mistake(
+            "resume-off-by-one",
+            "the resume restarts at the epoch the checkpoint closed: that epoch is trained twice (needs --fault)",
+            resume_off_by_one,
+            expected="resume",
+            needs_fault=True,
         ),
     ]
 }

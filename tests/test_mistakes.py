@@ -23,17 +23,20 @@ EXPECTED = {
     "no-loss-scaling-for-accumulation": (1, "gradients", 1, 0),
     "uneven-shards": (3, "stall", 5, 0),  # rank 0 has 5 batches, rank 1 has 4
 }
+# mistakes that show only on a crashed-and-resumed run (--fault): their own test below
+FAULT_MISTAKES = ["resume-off-by-one"]
 
 
-def run_mistake(name: str, out: Path) -> subprocess.CompletedProcess:
+def run_mistake(name: str, out: Path, *extra: str, stall_timeout: str = "8") -> subprocess.CompletedProcess:
     return run_harness(
         "--mistake",
         name,
+        *extra,
         "--out",
         str(out),
         "--parallel",
         "--stall-timeout",
-        "8",
+        stall_timeout,
         "--set",
         "data.num_samples=256",
         "--set",
@@ -61,9 +64,36 @@ def test_each_mistake_is_named(name, tmp_path):
         assert meta["ranks"][0]["init_params_sha256"] != meta["ranks"][1]["init_params_sha256"]
 
 
+def test_an_off_by_one_resume_is_named_on_the_restarted_run(tmp_path):
+    """Rank 1 killed after step 6 (epoch 1); the checkpoint of epoch 0's end (step 4) is resumed at
+    epoch 0's first batch, so steps 5..8 train epoch 0 again. The uninterrupted runs agree; the
+    restarted raw run is named `resume` against both its own uninterrupted run and Lightning's restart."""
+    out = tmp_path / "resume-off-by-one"
+    result = run_mistake("resume-off-by-one", out, "--fault", "1:6", stall_timeout="60")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["verdict"] == "equivalent", report["diagnosis"]  # raw vs lightning, neither restarted
+    fault = report["fault"]
+    assert fault["fired"] == {"raw": True, "lightning": True}
+    assert fault["pairs"]["lightning vs lightning-fault"]["verdict"] == "equivalent"
+    for pair in ("raw vs raw-fault", "raw-fault vs lightning-fault"):
+        d = fault["pairs"][pair]["diagnosis"]
+        assert (d["category"], d["step"], d["rank"]) == ("resume", 5, 0), (pair, d)
+        assert (d["evidence"]["resumed_from_step"], d["evidence"]["matches_step"]) == (4, 1), (pair, d)
+        assert "trains epoch 0 again" in d["explanation"] and "epochs *done*" in d["advice"], (pair, d)
+    assert "diagnosis: resume at step 5 rank 0" in result.stdout
+
+
+def test_a_mistake_that_needs_a_restart_without_fault_is_bad_usage(tmp_path):
+    result = run_harness("--mistake", "resume-off-by-one", "--out", str(tmp_path / "out"), timeout=60)
+    assert result.returncode == 2 and "add --fault RANK:STEP" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_catalogue_lists_itself():
     result = subprocess.run(
         [sys.executable, "compare/run.py", "--mistake", "list"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0
-    assert sorted(line.split()[0] for line in result.stdout.strip().splitlines()) == sorted(EXPECTED)
+    listed = sorted(line.split()[0] for line in result.stdout.strip().splitlines())
+    assert listed == sorted([*EXPECTED, *FAULT_MISTAKES])

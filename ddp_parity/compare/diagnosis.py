@@ -432,7 +432,13 @@ def check_resume(ctx: Context) -> dict | None:
     if first is None:
         return None
     resumed = {s: _resume_step(ctx.meta(s)) for s in ("a", "b")}
-    candidates = [s for s in ("a", "b") if resumed[s] is not None and (first.get("step") or 0) > resumed[s]]
+    # a restart counted from step 0: only its first step's weights say anything about the resume
+    from_zero_telling = first.get("step") == 1 and first["quantity"] in ("loss", "grad_norm", "batch")
+    candidates = [
+        s
+        for s in ("a", "b")
+        if resumed[s] is not None and (first.get("step") or 0) > resumed[s] and (resumed[s] or from_zero_telling)
+    ]
     if not candidates:
         return None
     side = candidates[0]
@@ -441,7 +447,8 @@ def check_resume(ctx: Context) -> dict | None:
     name = ctx.label(side)
     step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
     evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
-    opener = f"{name} resumed after step {at}, and the runs part ways at step {step} (rank {rank}), from the resume on:"
+    resumed_how = f"resumed after step {at}" if at else "was restarted, counting its steps from 0"
+    opener = f"{name} {resumed_how}, and the runs part ways at step {step} (rank {rank}), from the resume on:"
     if q == "numbering":
         facts = f"{opener} the step numbers jump ({_fmt(first.get('step_numbers'))})."
         cause = "The resumed loop restarts its step counter at another value than the steps done."
@@ -504,10 +511,13 @@ def check_resume(ctx: Context) -> dict | None:
         facts = f"{opener} with the same samples the {q} differs ({_fmt(first['a'])} vs {_fmt(first['b'])})."
         cause = (
             "The weights or the random stream the resumed run starts from are not those the other run had after "
-            f"step {at}: the model state or the RNG state was not restored (or comes from another step)."
+            f"step {at}: the model state or the RNG state was not restored, or comes from another step (a snapshot "
+            "that stores the index of the epoch just finished, resumed at that index, trains that epoch again "
+            "from weights that already learned it)."
         )
         fix = (
-            "Save the model state and torch/numpy/random RNG states after the step the run resumes from, and load both."
+            "Resume right after the snapshot: save the epochs and steps *done* (epoch + 1 after an epoch ends) "
+            "with the model state and the torch/numpy/random RNG states, and load them all."
         )
         return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
     return None
@@ -519,7 +529,9 @@ def _resume_step(meta: dict) -> int | None:
         return step
     attempts = meta.get("attempts") or []
     starts = [a.get("start_step") for a in attempts if isinstance(a, dict) and isinstance(a.get("start_step"), int)]
-    return max(starts) if len(starts) > 1 and max(starts) > 0 else None
+    # a restart counted from step 0 is still a resume: a loop that derives its step from a snapshot's
+    # epoch index (the tutorial's `epochs_run` = 0 after epoch 0) loads trained weights "at step 0"
+    return max(starts) if len(starts) > 1 and max(starts) >= 0 else None
 
 
 def _samples_seen_elsewhere(ctx: Context, side: str, other: str, rank, step) -> dict | None:

@@ -19,7 +19,7 @@ from ddp_parity.harness.validate import Plan, plan_launch, stall_setting
 def prepare(args) -> Plan:
     """Every check of a launch, before anything is launched or written."""
     stall_setting(args.stall_timeout)
-    return plan_launch(args, mistake_overrides(args.mistake, args.sides))
+    return plan_launch(args, mistake_overrides(args.mistake, args.sides, args.fault))
 
 
 def launch_and_compare(args, plan: Plan | None = None) -> tuple[int, dict]:

@@ -36,15 +36,30 @@ def fault_report(out: Path, fault: str, sides: list[str], rtol: float, atol: flo
 
     pairs = {}
     for side in sides:
-        pairs[f"{side} vs {side}-fault"] = compare_brief(out / side, out / f"{side}-fault", rtol, atol)
+        pairs[f"{side} vs {side}-fault"] = pair_report(out, side, f"{side}-fault", rtol, atol)
     for a, b in itertools.combinations(sides, 2):
-        pairs[f"{a}-fault vs {b}-fault"] = compare_brief(out / f"{a}-fault", out / f"{b}-fault", rtol, atol)
+        pairs[f"{a}-fault vs {b}-fault"] = pair_report(out, f"{a}-fault", f"{b}-fault", rtol, atol)
     resumed = {side: read_meta(out / f"{side}-fault").get("resumed_from") for side in sides}
     fired = {side: (out / f"{side}-fault.marker").exists() for side in sides}
     return {"fault": fault, "fired": fired, "resumed_from": resumed, "pairs": pairs}
 
 
+def pair_report(out: Path, a: str, b: str, rtol: float, atol: float) -> dict:
+    """One pair's figures and, when the runs part ways, its diagnosis (a wrong resume is named here:
+    the main report compares the uninterrupted runs only)."""
+    from ddp_parity.compare.diagnosis import diagnose_failure
+
+    pair = compare_brief(out / a, out / b, rtol, atol)
+    if pair["verdict"] != "equivalent":
+        criterion = {"criterion": {"rtol": rtol, "atol": atol}}
+        d = diagnose_failure(out / a, out / b, criterion, labels=(a, b))
+        pair["diagnosis"] = {k: d.get(k) for k in ("category", "step", "rank", "explanation", "advice", "evidence")}
+    return pair
+
+
 def format_fault(fault: dict) -> str:
+    from ddp_parity.compare.diagnosis import format_diagnosis
+
     lines = [f"fault {fault['fault']} (rank:step), each side restarted by torchrun --max-restarts=1:"]
     for side, fired in fault["fired"].items():
         lines.append(
@@ -56,6 +71,8 @@ def format_fault(fault: dict) -> str:
             f"  {name:30s} {pair['verdict']}; losses equal {pair['losses']['equal']}/"
             f"{pair['losses']['compared']}, params max abs {pair['params']['max_abs']:.3g}"
         )
+        if pair.get("diagnosis"):
+            lines += ["    " + line for line in format_diagnosis(pair["diagnosis"]).splitlines()]
     return "\n".join(lines)
 
 

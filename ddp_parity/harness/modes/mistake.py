@@ -24,8 +24,9 @@ def print_catalogue() -> int:
     return EXIT_EQUIVALENT
 
 
-def mistake_overrides(name: str | None, sides: list[str]) -> list[str]:
-    """The config flags a mistake needs on every side (checked: the mistake exists, raw runs)."""
+def mistake_overrides(name: str | None, sides: list[str], fault: str | None = None) -> list[str]:
+    """The config flags a mistake needs on every side (checked: the mistake exists, raw runs, and a
+    mistake that shows only on a restarted run gets its --fault)."""
     if not name:
         return []
     found = catalogue()
@@ -33,4 +34,9 @@ def mistake_overrides(name: str | None, sides: list[str]) -> list[str]:
         raise UsageError(f"--mistake {name!r}: not in the catalogue ({', '.join(found)}); see --mistake list")
     if "raw" not in sides:
         raise UsageError(f"--mistake {name}: the mistake is made on the raw side; include raw in --sides")
+    if getattr(found[name], "needs_fault", False) and not fault:
+        raise UsageError(
+            f"--mistake {name}: it shows only on a crashed-and-resumed run; add --fault RANK:STEP with STEP "
+            "after the first checkpoint (e.g. --fault 1:6 with 4 steps per epoch)"
+        )
     return list(found[name].overrides)
