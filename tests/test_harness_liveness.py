@@ -47,7 +47,7 @@ def test_twins_with_a_validation_longer_than_the_stall_timeout_end_equivalent(tm
         "--parallel",
         "--stall-timeout",
         str(STALL_S),
-        *("--set", "model.hidden_dim=1024", "--set", "model.depth=4", "--set", "data.val_samples=16000"),
+        *("--set", "model.hidden_dim=2048", "--set", "model.depth=4", "--set", "data.val_samples=40000"),
         *("--set", "data.num_samples=128", "--set", "trainer.max_epochs=1"),
         timeout=600,
     )
@@ -55,7 +55,7 @@ def test_twins_with_a_validation_longer_than_the_stall_timeout_end_equivalent(tm
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"] == "equivalent" and report["validation"]["compared"] >= 1
     # the test exercised what it claims: on this machine, one core, that validation lasts longer than the timeout
-    assert validation_seconds(hidden=1024, depth=4, samples=16000) > STALL_S
+    assert validation_seconds(hidden=2048, depth=4, samples=40000) > STALL_S
 
 
 def validation_seconds(hidden: int, depth: int, samples: int) -> float:

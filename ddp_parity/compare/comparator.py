@@ -445,7 +445,8 @@ def strict_json(value):
 def merged_records(run_dir) -> Iterator[dict]:
     """A DDP run's ranks merged step by step into what one process training on the global batch
     records: indices concatenated in rank order, the loss as the mean of the ranks' losses (summed in
-    float32 in rank order, as the reference sums them), rank 0's gradient norm and learning rate."""
+    float32 in rank order, as the reference sums them), rank 0's gradient norm and learning rate, and
+    no batch digest."""
     ranks = trace_ranks(run_dir)
     for records in zip_longest(*(iter_records(run_dir, r) for r in ranks)):
         if any(r is None for r in records):
@@ -454,6 +455,9 @@ def merged_records(run_dir) -> Iterator[dict]:
         for record in records:
             total = np.float32(total + np.float32(record["loss"]))
         merged = dict(records[0])
+        # a rank's batch digest is of its own shard: the global batch's cannot be rebuilt from them
+        # (the merged indices still say which samples the step saw)
+        merged.pop("batch_digest", None)
         merged["loss"] = float(np.float32(total / np.float32(len(records))))
         if all("indices" in r for r in records):
             merged["indices"] = [i for r in records for i in r["indices"]]
