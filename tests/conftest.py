@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from ddp_parity.harness.launch import kill_tree
+from ddp_parity.testing import SCRUBBED_ENV
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,21 +32,13 @@ TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 # One training run of this suite takes seconds; a launch that has not ended after this long hangs.
 RUN_TIMEOUT_S = float(os.environ.get("DDP_PARITY_TEST_TIMEOUT", "150"))
 
-# Variables that would make a child think it is a worker of some other job (or fire a fault).
+# Variables that would make a child think it is a worker of some other job (the list assert_parity
+# scrubs), or fire a fault, or die with a harness that is not its parent.
 _SCRUBBED_ENV = (
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "DDP_PARITY_RUN_DIR",
+    *SCRUBBED_ENV,
     "DDP_PARITY_FAULT",
     "DDP_PARITY_FAULT_MARKER",
     "DDP_PARITY_DIE_WITH_PARENT",
-    "PL_GLOBAL_SEED",
     "PL_TRAINER_GPUS",
 )
 
