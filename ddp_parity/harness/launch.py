@@ -269,6 +269,7 @@ def run_launches(
                 for proc in procs:
                     kill_tree(proc.pid)
                     kill_group(proc.pid)  # orphans of a launcher that exited first (Lightning's own)
+                    kill_session(proc.pid)  # and whatever they daemonised into groups of their own
                     proc.wait()
                 for log in logs:
                     log.close()
@@ -298,8 +299,9 @@ def signals_held():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
 
 
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
+def process_table() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, session id) of every process visible in /proc."""
+    table = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -307,8 +309,15 @@ def descendants(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        fields = stat.rsplit(")", 1)[1].split()  # state, ppid, pgrp, session, ...
+        table.append((int(entry.name), int(fields[1]), int(fields[3])))
+    return table
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for child, ppid, _ in process_table():
+        children.setdefault(ppid, []).append(child)
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -339,6 +348,21 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process still in the session a command was started in (start_new_session:
+    its id is the command's pid, which stays reserved while any member lives): what the command
+    daemonised by forking twice, into a process group of its own, is found here."""
+    for _ in range(3):  # a member forking while it is killed: look again
+        members = [pid for pid, _, session in process_table() if session == sid]
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def read_error_files(run_dir: Path) -> list[dict]:
