@@ -16,6 +16,7 @@ Exit codes: 0 equivalent, 1 not equivalent, 2 bad usage or config, 3 a run faile
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ddp_parity.config import ConfigError
@@ -25,6 +26,7 @@ from ddp_parity.trace import TraceFormatError
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 SUBCOMMANDS = {"run": [], "traces": ["--traces"], "matrix": ["--matrix"]}
+PATH_OPTIONS = ("config", "out", "key_map", "matrix")  # files and folders the user names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,7 +157,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"--{name} must be positive, got {getattr(args, name)}")
     if args.timeout is not None and not args.timeout > 0:
         p.error(f"--timeout must be positive, got {args.timeout}")
+    resolve_user_paths(args)
     return args
+
+
+def absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def resolve_user_paths(args: argparse.Namespace) -> None:
+    """Every path the user gives, made absolute against the user's working directory before
+    anything starts: the sides run with the checkout as their working directory."""
+    for name in PATH_OPTIONS:
+        if getattr(args, name):
+            setattr(args, name, absolute(getattr(args, name)))
+    if args.traces:
+        args.traces = [absolute(path) for path in args.traces]
 
 
 def dispatch(args) -> int:
