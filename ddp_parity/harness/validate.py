@@ -4,6 +4,7 @@ and what would be right, exit 2 (see docs/bad-input.md)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_ra
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES
 from ddp_parity.trace import HEARTBEAT_S
+from ddp_parity.watch import WATCH_STEP_ENV, parse_watch_steps
 
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
 CONFIG_SECTIONS = ("trainer", "model", "data", "checkpoint")
@@ -51,6 +53,28 @@ def parse_sides(text: str) -> list[str]:
     if len(sides) < 2:
         raise UsageError(f"--sides {text}: name at least two sides to compare, e.g. raw,lightning")
     return sides
+
+
+def check_one_side_options(args, sides: list[str]) -> None:
+    """--set-SIDE for a side that is not launched could not take effect: refused, not ignored."""
+    for side in SIDES:
+        if getattr(args, f"set_{side}", None) and side not in sides:
+            raise UsageError(
+                f"--set-{side}: {side} is not among the sides ({','.join(sides)}); add it to --sides "
+                f"(e.g. --sides {','.join([*sides, side])}) or drop the option"
+            )
+
+
+def check_watch_env() -> None:
+    """DDP_PARITY_WATCH_STEP reaches every side through the environment: refused here, not by a
+    side after it started."""
+    value = os.environ.get(WATCH_STEP_ENV)
+    if value is None:
+        return
+    try:
+        parse_watch_steps(value)
+    except ValueError as err:
+        raise UsageError(f"environment: {err}") from None
 
 
 def check_side_available(side: str) -> None:
@@ -95,7 +119,10 @@ def check_config_file(path: str) -> None:
     except yaml.YAMLError as err:
         raise ConfigError(f"--config {path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if content is None:
-        return
+        raise ConfigError(
+            f"--config {path}: the file is empty (no YAML mapping); name a config with trainer:, model:, data: "
+            "sections, e.g. configs/default.yaml"
+        )
     if not isinstance(content, dict):
         raise ConfigError(f"--config {path}: expected a mapping of sections (trainer:, model:, data:, ...)")
     for section in CONFIG_SECTIONS:
@@ -203,6 +230,8 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     from ddp_parity.harness.comparing import build_key_map
 
     sides = args.sides
+    check_one_side_options(args, sides)
+    check_watch_env()
     for side in sides:
         check_side_available(side)
     both = to_flags(args.overrides, "--set") + list(mistake_overrides or [])
