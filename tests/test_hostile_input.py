@@ -175,6 +175,16 @@ def test_assert_parity_with_a_missing_program_raises_its_usage_error_and_writes_
     assert not workdir.exists() or list(workdir.iterdir()) == []
 
 
+def test_assert_parity_with_a_program_the_system_will_not_start_removes_what_the_start_wrote(tmp_path):
+    script = tmp_path / "no-shebang.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o755)
+    workdir = tmp_path / "work"
+    with pytest.raises(ParityUsageError, match="cannot start .*no-shebang.sh: Exec format error") as err:
+        assert_parity([str(script), "{run_dir}"], [str(script), "{run_dir}"], workdir=workdir, parallel=False)
+    assert err.value.exit_code == 2 and list(workdir.iterdir()) == []
+
+
 def test_overwrite_leaves_a_users_own_file_alone(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
