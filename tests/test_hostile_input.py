@@ -43,6 +43,20 @@ def test_a_relative_out_is_the_users_folder_not_the_checkouts(tmp_path, monkeypa
     args = parse_args(["--out", "myrun", "--config", os.path.relpath(DEFAULT_CONFIG, elsewhere)])
     assert args.out == str(elsewhere / "myrun")  # the sides run in the checkout: a relative path would land there
     assert args.config == str(DEFAULT_CONFIG)
+    launches = default.build_launches(args, default.prepare(args), Path(args.out))
+    for launch in launches:
+        run_dir = launch.command[launch.command.index("--run_dir") + 1]
+        assert Path(run_dir) == elsewhere / "myrun" / launch.side and launch.log_path.parent == elsewhere / "myrun"
+
+
+def test_the_default_out_is_under_runs_of_the_users_folder_or_of_the_checkout(tmp_path, monkeypatch):
+    from ddp_parity.harness.outdir import RUNS_DIR, check_out, default_out
+
+    monkeypatch.chdir(tmp_path)
+    assert default_out().parent == tmp_path / "runs"
+    monkeypatch.chdir(REPO / "docs")  # inside the checkout: its runs/, never docs/runs
+    assert default_out().parent == RUNS_DIR
+    check_out(default_out(), overwrite=False)
 
 
 @pytest.mark.parametrize("out", [".", "raw", "ddp_parity/results", "lightning"])
@@ -147,6 +161,19 @@ def test_a_second_overwrite_run_on_a_claimed_folder_is_refused_before_launching(
     assert "[raw]" not in stdout  # nothing launched
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
     assert (out / "report.json").read_text() == '{"old": true}'
+
+
+def test_a_workdir_assert_parity_cannot_write_is_its_usage_error(tmp_path):
+    workdir = tmp_path / "read-only"
+    workdir.mkdir()
+    workdir.chmod(0o500)
+    try:
+        if os.access(workdir, os.W_OK):
+            pytest.skip("running as a user whom permissions do not stop (root)")
+        with pytest.raises(ParityUsageError, match="cannot write there"):
+            assert_parity(["python", "{run_dir}"], ["python", "{run_dir}"], workdir=workdir)
+    finally:
+        workdir.chmod(0o700)
 
 
 def test_a_claim_is_held_against_any_other_claim_and_released_after(tmp_path):

@@ -35,7 +35,10 @@ RUNS_DIR = REPO / "runs"  # the one place inside the checkout where results may 
 
 
 def default_out(kind: str = "compare") -> Path:
-    return Path("runs").resolve() / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    """runs/<kind>-<time> of the working directory, or of the checkout when working inside it."""
+    here = Path.cwd()
+    base = RUNS_DIR if here.is_relative_to(REPO) else here / "runs"
+    return base / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def check_not_in_checkout(out: Path, option: str = "--out") -> None:
@@ -90,7 +93,10 @@ class DirClaim:
         self.fd: int | None = None
 
     def __enter__(self) -> DirClaim:
-        fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UsageError(f"{self.option} {self.path}: cannot write there ({err.strerror or err})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if os.fstat(fd).st_ino != os.stat(self.lock).st_ino:  # its holder released and removed it meanwhile
