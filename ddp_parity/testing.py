@@ -132,14 +132,20 @@ def assert_parity(
     with claimed(workdir):
         check_no_results(workdir)  # again under the claim: another call may have written them since
         return run_and_judge(
-            cmd_a, cmd_b, workdir, rtol, atol, timeout, env, stall_timeout, parallel, cwd, ignore_config
+            launches=[build_side(side, cmd, workdir, env, cwd) for side, cmd in zip(SIDES, (cmd_a, cmd_b))],
+            workdir=workdir,
+            criterion=(rtol, atol),
+            limits=(timeout or DEFAULT_TIMEOUT_S, stall_timeout or None),
+            parallel=parallel,
+            ignore_config=ignore_config,
         )
 
 
-def run_and_judge(cmd_a, cmd_b, workdir: Path, rtol, atol, timeout, env, stall_timeout, parallel, cwd, ignore_config):
+def run_and_judge(launches: list[Launch], workdir: Path, criterion, limits, parallel, ignore_config) -> dict:
+    """Run both, compare, write the report; return it when equivalent, else raise."""
     __tracebackhide__ = True
-    launches = [build_side(side, cmd, workdir, env, cwd) for side, cmd in zip(SIDES, (cmd_a, cmd_b))]
-    outcomes = start_both(launches, workdir, timeout or DEFAULT_TIMEOUT_S, stall_timeout or None, parallel)
+    (rtol, atol), (timeout, stall) = criterion, limits
+    outcomes = start_both(launches, timeout, stall, parallel)
     failed = [o for o in outcomes if not o.ok]
     if failed:
         report = failed_report(launches, outcomes, failed[0], rtol, atol)
@@ -231,14 +237,15 @@ def claimed(workdir: Path):
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ParityUsageError(f"workdir {workdir}: cannot create it ({err.strerror or err})") from None
+    claim = DirClaim(workdir, "workdir")
     try:
-        claim = DirClaim(workdir, "workdir").__enter__()
+        claim.acquire()
     except UsageError as err:
         raise ParityUsageError(str(err)) from None
     try:
         yield
     finally:
-        claim.__exit__()
+        claim.release()
 
 
 def build_side(side: str, cmd: Sequence[str], workdir: Path, env: Mapping | None, cwd) -> Launch:
@@ -249,7 +256,7 @@ def build_side(side: str, cmd: Sequence[str], workdir: Path, env: Mapping | None
     return Launch(side, [command], launch_env(env, port), run_dir, log, cwd=Path(cwd or os.getcwd()))
 
 
-def start_both(launches: list[Launch], workdir: Path, timeout: float, stall, parallel) -> list[Outcome]:
+def start_both(launches: list[Launch], timeout: float, stall, parallel) -> list[Outcome]:
     """run_both, with a command the system cannot start (e.g. a script without its #! line) a
     ParityUsageError like a missing one: every process is stopped and what they wrote removed."""
     try:

@@ -93,6 +93,13 @@ class DirClaim:
         self.fd: int | None = None
 
     def __enter__(self) -> DirClaim:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def acquire(self) -> None:
         try:
             fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
@@ -110,7 +117,6 @@ class DirClaim:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}\n".encode())
         self.fd = fd
-        return self
 
     def _holder(self) -> str:
         try:
@@ -118,7 +124,7 @@ class DirClaim:
         except OSError:
             return "just ended"
 
-    def __exit__(self, *exc) -> None:
+    def release(self) -> None:
         if self.fd is None:
             return
         self.lock.unlink(missing_ok=True)  # removed while still held: a waiting claim sees another inode
@@ -175,11 +181,11 @@ class OutDir:
             probe.unlink()
         except OSError as err:
             raise UsageError(f"{self.option} {self.path}: cannot write there ({err.strerror or err})") from None
-        self.claim.__enter__()
+        self.claim.acquire()
         try:
             self._take_over()
         except BaseException:
-            self.claim.__exit__()
+            self.claim.release()
             raise
         return self.path
 
@@ -206,7 +212,7 @@ class OutDir:
         try:
             self._settle(exc_type)
         finally:
-            self.claim.__exit__()
+            self.claim.release()
             if exc_type is not None and self.created and not any(self.path.iterdir()):
                 self.path.rmdir()  # refused before anything was written: leave no empty folder
 
