@@ -386,16 +386,16 @@ def read_module_trace(run_dir: str | os.PathLike, rank: int) -> dict[int, dict]:
     if not path.exists():
         return {}
     found = {}
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
+        try:  # any bytes: not UTF-8, not JSON, not an object, a step that is no integer
+            record = json.loads(line.decode("utf-8"))
             found[int(record["step"])] = record
-        except (ValueError, KeyError, TypeError):
-            from ddp_parity.trace import TraceFormatError
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+            from ddp_parity.trace import malformed
 
-            raise TraceFormatError(f"{path}:{lineno}: not a module-watch record (cut off by a crash?)") from None
+            raise malformed(path, lineno, None, "not a module-watch record (cut off by a crash?)") from None
     return found
 
 

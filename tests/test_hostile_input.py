@@ -26,6 +26,7 @@ from ddp_parity.harness.outdir import ASIDE_PREFIX, DirClaim, OutDir
 from ddp_parity.harness.slurm import main as slurm_main
 from ddp_parity.testing import ParityUsageError, assert_parity
 from ddp_parity.trace import TraceFormatError, parse_meta, parse_records, parse_validation, read_validation
+from ddp_parity.watch import modules_path, read_module_trace
 
 
 def files_under(root: Path) -> set[Path]:
@@ -352,6 +353,14 @@ def test_a_validation_line_that_is_not_an_object_of_numbers_is_named(tmp_path):
         with pytest.raises(TraceFormatError, match="malformed trace: .*validation.jsonl, line 2") as err:
             read_validation(run)
         assert key is None or f"`{key}`" in str(err.value)
+
+
+@pytest.mark.parametrize("line", [b'{"step": 1, "x": "\xff"}', b'{"step": 1e999}', b"[1]", b'"step"', b"[" * 5000])
+def test_a_damaged_module_watch_line_is_a_malformed_trace(tmp_path, line):
+    (tmp_path / "trace").mkdir()
+    modules_path(tmp_path, 0).write_bytes(b'{"step": 1}\n' + line + b"\n")
+    with pytest.raises(TraceFormatError, match=r"malformed trace: .*rank0.modules.jsonl, line 2: not a module-watch"):
+        read_module_trace(tmp_path, 0)
 
 
 # the fuzz: any bytes, any integer size, any type in any field
