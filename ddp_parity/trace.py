@@ -899,12 +899,30 @@ def parse_json_text(path, line: int | None, data: bytes):
     """One JSON value from bytes: anything that is not UTF-8 JSON (a stray byte, a line cut off,
     an integer of thousands of digits, nesting too deep) is a malformed trace, never a traceback."""
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        value = json.loads(text)
     except UnicodeDecodeError as err:
         byte = err.object[err.start]
         raise malformed(path, line, None, f"not UTF-8 text (byte {byte:#04x} at {err.start})") from None
     except (ValueError, RecursionError):  # JSONDecodeError, an int beyond Python's digit limit, deep nesting
         raise malformed(path, line, None, "cut off or not JSON (was the run killed while writing?)") from None
+    if may_hold_surrogates(text) and not _is_text(value):
+        raise malformed(path, line, None, "a string holds a lone surrogate escape (\\udXXX): not text")
+    return value
+
+
+def may_hold_surrogates(text: str) -> bool:
+    """A \\uD800-\\uDFFF escape: JSON allows a lone one, which no text encoding can write (the
+    report, the plot and the page would fail on it). Rare, so looked for before paying for a check."""
+    return "\\ud" in text or "\\uD" in text
+
+
+def _is_text(value) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_meta(run_dir: str | os.PathLike) -> dict:
@@ -966,7 +984,8 @@ def parse_records(path, lines_in: Iterable[bytes], block: int = 256) -> Iterator
         if not lines:
             return
         try:
-            records = json.loads((b"[" + b",".join(lines) + b"]").decode("utf-8"))
+            text = (b"[" + b",".join(lines) + b"]").decode("utf-8")
+            records = None if may_hold_surrogates(text) else json.loads(text)
         except (ValueError, RecursionError):  # not JSON, not UTF-8, too many digits, too deep
             records = None
         if type(records) is not list or len(records) != len(lines):  # line by line: names the bad line

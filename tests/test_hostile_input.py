@@ -355,6 +355,30 @@ def test_a_validation_line_that_is_not_an_object_of_numbers_is_named(tmp_path):
         assert key is None or f"`{key}`" in str(err.value)
 
 
+@pytest.mark.parametrize("where", ["meta", "trace", "validation"])
+def test_a_lone_surrogate_escape_is_a_malformed_trace_and_a_pair_is_text(tmp_path, where):
+    """JSON allows "\\ud800" alone; no encoding can write it, so the plot, report.html or report.json
+    would fail on it later (a side named so crashed matplotlib)."""
+    a, b = run_pair(tmp_path)
+    for run in (a, b):
+        (run / "validation.jsonl").write_text('{"epoch": 0, "step": 3, "val_loss": 1.5}\n')
+    meta = json.loads((a / "meta.json").read_text())
+    (a / "meta.json").write_text(json.dumps({**meta, "side": "\ud83d\ude00 a pair is one character"}))
+    lone = "\ud800<b>"
+    if where == "meta":
+        (b / "meta.json").write_text(json.dumps({**meta, "side": lone}))
+        damaged = b / "meta.json"
+    elif where == "trace":
+        rewrite_record(b / "trace" / "rank0.jsonl", 2, batch_digest=lone)
+        damaged = b / "trace" / "rank0.jsonl"
+    else:
+        (b / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 3, lone: 1.5}) + "\n")
+        damaged = b / "validation.jsonl"
+    code, stderr = traces_exit(a, b, tmp_path)
+    assert_one_line_error(code, stderr, "malformed trace", str(damaged), "lone surrogate")
+    assert traces_exit(a, a, tmp_path / "pair")[0] == 0  # the pair is text
+
+
 @pytest.mark.parametrize("line", [b'{"step": 1, "x": "\xff"}', b'{"step": 1e999}', b"[1]", b'"step"', b"[" * 5000])
 def test_a_damaged_module_watch_line_is_a_malformed_trace(tmp_path, line):
     (tmp_path / "trace").mkdir()
