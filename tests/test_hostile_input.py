@@ -50,6 +50,13 @@ def test_a_relative_out_is_the_users_folder_not_the_checkouts(tmp_path, monkeypa
         assert Path(run_dir) == elsewhere / "myrun" / launch.side and launch.log_path.parent == elsewhere / "myrun"
 
 
+def test_a_relative_checkpoint_in_set_is_the_users_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = parse_args(["--set", "ckpt_path=my.ckpt", "--set-raw", "ckpt_path=last", "--set", "data.batch_size=8"])
+    assert args.overrides == [f"ckpt_path={tmp_path / 'my.ckpt'}", "data.batch_size=8"]
+    assert args.set_raw == ["ckpt_path=last"]
+
+
 def test_the_default_out_is_under_runs_of_the_users_folder_or_of_the_checkout(tmp_path, monkeypatch):
     from ddp_parity.harness.outdir import RUNS_DIR, check_out, default_out
 

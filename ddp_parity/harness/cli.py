@@ -27,6 +27,8 @@ from ddp_parity.trace import TraceFormatError
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 SUBCOMMANDS = {"run": [], "traces": ["--traces"], "matrix": ["--matrix"]}
 PATH_OPTIONS = ("config", "out", "key_map", "matrix")  # files and folders the user names
+PATH_KEYS = ("ckpt_path",)  # config keys naming a file, in --set / --set-SIDE
+NOT_PATHS = ("last", "null", "None", "")  # values of those keys that name no file
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,6 +175,18 @@ def resolve_user_paths(args: argparse.Namespace) -> None:
             setattr(args, name, absolute(getattr(args, name)))
     if args.traces:
         args.traces = [absolute(path) for path in args.traces]
+    args.overrides = [absolute_assignment(item) for item in args.overrides]
+    for side in SIDES:
+        name = f"set_{side}"
+        setattr(args, name, [absolute_assignment(item) for item in getattr(args, name)])
+
+
+def absolute_assignment(item: str) -> str:
+    """`ckpt_path=x.ckpt` -> `ckpt_path=/cwd/x.ckpt`; any other KEY=VALUE as it is."""
+    key, sep, value = item.partition("=")
+    if sep and key in PATH_KEYS and value not in NOT_PATHS:
+        return f"{key}={absolute(value)}"
+    return item
 
 
 def dispatch(args) -> int:
