@@ -37,32 +37,25 @@ import torch.distributed as dist
 from ddp_parity.determinism import torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
+from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and the readers: public here too)
+    FINAL_PARAMS_FILE,
+    FORMAT_VERSION,
+    HEARTBEAT_S,
+    META_FILE,
+    TRACE_DIR,
+    VALIDATION_FILE,
+    TraceFormatError,
+    read_progress,
+    write_json_atomic,
+)
 
 watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
 
-FORMAT_VERSION = 1
-TRACE_DIR = "trace"
-META_FILE = "meta.json"
-FINAL_PARAMS_FILE = "final.safetensors"
-VALIDATION_FILE = "validation.jsonl"
 INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a count
-HEARTBEAT_S = 1.0  # at most one progress write per second: cheap, and enough to see a stall
-
-
-class TraceFormatError(ValueError):
-    """A trace that cannot be read; the message names the file and what is wrong."""
 
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
-
-
-def write_json_atomic(path: Path, payload: dict) -> None:
-    """Write to a temporary file, then rename: a crash never leaves half a file behind."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def digest_indices(indices: list[int]) -> str:
@@ -1011,19 +1004,6 @@ def _parse_line(path: Path, lineno: int, line: bytes):
 
 def read_records(run_dir: str | os.PathLike, rank: int) -> list[dict]:
     return list(iter_records(run_dir, rank))
-
-
-def read_progress(run_dir: str | os.PathLike) -> dict[int, dict]:
-    """Each rank's last heartbeat ({rank: {"step", "epoch", "time"}}); ranks without one are absent."""
-    found = {}
-    for path in (Path(run_dir) / TRACE_DIR).glob("rank*.progress"):
-        try:
-            beat = json.loads(path.read_bytes())
-        except (OSError, ValueError, RecursionError):
-            continue
-        if type(beat) is dict:
-            found[int(path.stem[4:])] = beat
-    return found
 
 
 def validation_record_problem(rec) -> tuple[str | None, str] | None:

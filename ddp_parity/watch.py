@@ -41,35 +41,16 @@ from typing import Any
 
 import torch
 
-WATCH_STEP_ENV = "DDP_PARITY_WATCH_STEP"
+from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, parse_watch_steps  # noqa: F401  (public here too)
+
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
 MODULES_SUFFIX = ".modules.jsonl"
-ALL = "all"
 
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def modules_path(run_dir: str | os.PathLike, rank: int) -> Path:
     return Path(run_dir) / "trace" / f"rank{rank}{MODULES_SUFFIX}"
-
-
-def parse_watch_steps(value: str) -> frozenset[int] | str:
-    """`3`, `1,5,9`, `all` or `none` (the value of DDP_PARITY_WATCH_STEP)."""
-    text = value.strip().lower()
-    if text == ALL:
-        return ALL
-    if text in ("none", "off", ""):
-        return frozenset()
-    try:
-        steps = frozenset(int(part) for part in text.split(","))
-    except ValueError:
-        steps = frozenset({0})
-    if min(steps) < 1:
-        raise ValueError(
-            f"{WATCH_STEP_ENV}={value!r}: expected an optimizer step number >= 1, a comma-separated list "
-            "of them, `all` or `none`"
-        )
-    return steps
 
 
 def resolve_steps(steps: Any = None) -> frozenset[int] | str:

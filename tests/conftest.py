@@ -246,6 +246,19 @@ def lightning_ddp2_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+# the harness's small run: 1 epoch of 8 steps per rank
+SMALL_HARNESS_RUN = ("--set", "trainer.max_epochs=1", "--set", "data.num_samples=512")
+
+
+@pytest.fixture(scope="session")
+def harness_run_at_once(tmp_path_factory) -> Path:
+    """`compare/run.py --parallel` (both sides at once) on the small config: its --out folder."""
+    out = tmp_path_factory.mktemp("harness_at_once") / "out"
+    result = run_harness("--out", str(out), "--parallel", *SMALL_HARNESS_RUN)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
 # the per-step fields two runs must agree on exactly (everything but wall time)
 PARITY_KEYS = ("step", "epoch", "loss", "lr", "grad_norm", "indices")
 

@@ -22,7 +22,7 @@ import sys
 from ddp_parity.config import ConfigError
 from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import REPO, SIDES
-from ddp_parity.trace import TraceFormatError
+from ddp_parity.trace_files import TraceFormatError
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 SUBCOMMANDS = {"run": [], "traces": ["--traces"], "matrix": ["--matrix"]}
@@ -80,10 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after a run fails, still run the other sides and compare what was recorded",
     )
-    p.add_argument(
+    at_once = p.add_mutually_exclusive_group()
+    at_once.add_argument(
         "--parallel",
         action="store_true",
-        help="run the sides at once: faster, but the step times it reports are noisier",
+        help="run the sides at once even where the cores are too few (default: at once when every "
+        "side's processes x threads fit the cores, else one after the other)",
+    )
+    at_once.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run the sides one after the other even where the cores allow both at once (clean step times)",
     )
     p.add_argument("--quiet", action="store_true", help="no live progress lines while the sides train")
     p.add_argument(
@@ -190,14 +197,21 @@ def absolute_assignment(item: str) -> str:
 
 
 def dispatch(args) -> int:
-    from ddp_parity.harness.modes import default, matrix, mistake, traces
-
+    # each mode imported when chosen: --traces needs the comparison (torch) at once, a launch not yet
     if args.mistake == "list":
+        from ddp_parity.harness.modes import mistake
+
         return mistake.print_catalogue()
     if args.traces:
+        from ddp_parity.harness.modes import traces
+
         return traces.compare_existing(args)
     if args.matrix:
+        from ddp_parity.harness.modes import matrix
+
         return matrix.run_matrix(args)
+    from ddp_parity.harness.modes import default
+
     return default.launch_and_compare(args)[0]
 
 

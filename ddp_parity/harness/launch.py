@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ddp_parity.harness.liveness import Liveness
 from ddp_parity.lifeline import LIFELINE_ENV, set_parent_death_signal
-from ddp_parity.trace import read_progress
+from ddp_parity.trace_files import read_progress
 
 # the checkout ddp_parity is installed from (pip install -e .): the twins are launched from there
 REPO = Path(__file__).resolve().parents[2]
@@ -62,6 +62,7 @@ class Launch:
     run_dir: Path
     log_path: Path
     cwd: Path | None = None  # where the commands run (None: the checkout, REPO)
+    processes: int = 1  # training processes it runs, all nodes together (how many cores it keeps busy)
 
     @property
     def command(self) -> list[str]:
@@ -130,7 +131,16 @@ def build_launch(
         **(extra_env or {}),
     }
     env.pop("DDP_PARITY_RUN_DIR", None)
-    return Launch(name, commands, env, run_dir, out / f"{name}.log")
+    processes = 1 if side == "reference" else nproc * nnodes
+    return Launch(name, commands, env, run_dir, out / f"{name}.log", processes=processes)
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its affinity mask (taskset, a container's cpuset), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 @dataclass

@@ -12,8 +12,7 @@ from pathlib import Path
 from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES
-from ddp_parity.trace import HEARTBEAT_S
-from ddp_parity.watch import WATCH_STEP_ENV, parse_watch_steps
+from ddp_parity.trace_files import HEARTBEAT_S, WATCH_STEP_ENV, parse_watch_steps
 
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
 CONFIG_SECTIONS = ("trainer", "model", "data", "checkpoint")
@@ -141,7 +140,11 @@ def resolve_config(config: str, flags: list[str]) -> RunConfig:
 
 
 def check_accelerator(cfg: RunConfig) -> None:
-    """The accelerator asked for exists here; settings the two sides would silently run differently."""
+    """The accelerator asked for exists here; settings the two sides would silently run differently.
+    A CPU run is checked without importing torch: its seconds of start-up would delay the launch."""
+    if cfg.trainer.accelerator == "cpu":
+        check_precision(cfg, on_cpu=True)
+        return
     import torch
 
     if cfg.trainer.accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
@@ -149,7 +152,10 @@ def check_accelerator(cfg: RunConfig) -> None:
             f"`trainer.accelerator` {cfg.trainer.accelerator}: no CUDA device on this machine "
             "(torch.cuda.is_available() is False); use cpu or auto"
         )
-    on_cpu = cfg.trainer.accelerator == "cpu" or not torch.accelerator.is_available()
+    check_precision(cfg, on_cpu=not torch.accelerator.is_available())
+
+
+def check_precision(cfg: RunConfig, on_cpu: bool) -> None:
     if cfg.trainer.precision == "16-mixed" and on_cpu:
         raise ConfigError(
             "`trainer.precision` 16-mixed (fp16 with GradScaler) needs a CUDA device: on CPU Lightning "
@@ -227,8 +233,6 @@ class Plan:
 
 def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     """Validate a launch's inputs, for every side, before anything is launched or written."""
-    from ddp_parity.harness.comparing import build_key_map
-
     sides = args.sides
     check_one_side_options(args, sides)
     check_watch_env()
@@ -245,6 +249,10 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     steps = total_steps(cfg, nproc * nnodes)
     if args.fault:
         check_fault(args.fault, nproc * nnodes, steps)
-    key_map = build_key_map(args.strip_prefix, args.key_map)
+    key_map = None
+    if args.strip_prefix or args.key_map:  # the comparison's module imports torch: only for a map to build
+        from ddp_parity.harness.comparing import build_key_map
+
+        key_map = build_key_map(args.strip_prefix, args.key_map)
     timeout = args.timeout or default_timeout(cfg, steps, nproc * nnodes)
     return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map)

@@ -10,7 +10,7 @@ from ddp_parity.compare.report import describe_divergence, fmt, render_table
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, EXIT_FAILED, UsageError
 from ddp_parity.harness.modes import default
 from ddp_parity.harness.outdir import OutDir, default_out
-from ddp_parity.trace import write_json_atomic
+from ddp_parity.trace_files import write_json_atomic
 
 ENTRY_KEYS = {"name", "set", "nproc", "nnodes", "lightning_launcher"}
 LAUNCHERS = ("lightning", "torchrun")
