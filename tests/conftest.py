@@ -231,19 +231,26 @@ def steps(run_dir: Path, rank: int = 0) -> list[int]:
 
 
 @pytest.fixture(scope="session")
-def raw_ddp2_run(tmp_path_factory) -> Path:
-    """torchrun --nproc_per_node=2 raw/train.py on the default config, 2 epochs."""
-    run_dir = tmp_path_factory.mktemp("raw_ddp2") / "run"
-    check_ok(run_raw(run_dir.parent, 2, "--trainer.max_epochs", "2", run_dir=run_dir))
-    return run_dir
+def default_harness_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`python compare/run.py` exactly as the README's main command runs it (the default config: 3 epochs,
+    2 processes a side), once per session: (its --out folder, the finished process). Its raw and
+    lightning run directories are the suite's reference runs of the two twins; read them, never edit
+    them (copy first)."""
+    out = tmp_path_factory.mktemp("default") / "out"
+    result = run_harness("--out", str(out))
+    return out, result
 
 
 @pytest.fixture(scope="session")
-def lightning_ddp2_run(tmp_path_factory) -> Path:
-    """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config, 2 epochs."""
-    run_dir = tmp_path_factory.mktemp("lightning_ddp2") / "run"
-    check_ok(run_lightning(run_dir.parent, "--trainer.max_epochs", "2", run_dir=run_dir, launcher="lightning"))
-    return run_dir
+def raw_default_run(default_harness_run) -> Path:
+    """torchrun --nproc_per_node=2 raw/train.py on the default config (3 epochs), as the harness launched it."""
+    return default_harness_run[0] / "raw"
+
+
+@pytest.fixture(scope="session")
+def lightning_default_run(default_harness_run) -> Path:
+    """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config (3 epochs)."""
+    return default_harness_run[0] / "lightning"
 
 
 # the per-step fields two runs must agree on exactly (everything but wall time)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,9 +36,8 @@ def report(out: Path) -> dict:
     return json.loads((out / "report.json").read_text())
 
 
-def test_default_run_is_bitwise_equivalent(tmp_path):
-    out = tmp_path / "out"
-    result = harness("--out", str(out))
+def test_default_run_is_bitwise_equivalent(default_harness_run):
+    out, result = default_harness_run  # the README's main command, exactly
     assert result.returncode == 0, result.stdout + result.stderr
     rep = report(out)
     assert rep["verdict"] == "equivalent" and rep["criterion"] == "exact"
@@ -66,15 +66,10 @@ def test_a_one_sided_learning_rate_is_caught_at_step_1(tmp_path):
     assert "verdict: DIFFERENT" in result.stdout
 
 
-def test_saved_runs_compare_with_traces_and_edits_are_found(tmp_path):
-    out = tmp_path / "out"
-    assert (
-        harness(
-            "--out", str(out), "--parallel", "--set", "trainer.max_epochs=1", "--set", "data.num_samples=512"
-        ).returncode
-        == 0
-    )
-    raw, lightning = out / "raw", out / "lightning"
+def test_saved_runs_compare_with_traces_and_edits_are_found(default_harness_run, tmp_path):
+    raw, lightning = tmp_path / "raw", tmp_path / "lightning"  # copies: the shared runs stay as they were
+    shutil.copytree(default_harness_run[0] / "raw", raw)
+    shutil.copytree(default_harness_run[0] / "lightning", lightning)
     again = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "again"))
     assert again.returncode == 0 and report(tmp_path / "again")["verdict"] == "equivalent"
 
@@ -93,7 +88,7 @@ def test_saved_runs_compare_with_traces_and_edits_are_found(tmp_path):
     trace0.write_text("".join(line + "\n" for line in trace0.read_text().splitlines()[:-2]))
     short = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "short"))
     assert short.returncode == 1
-    assert "rank 0: 8 steps" in short.stdout and "but 6" in short.stdout
+    assert "rank 0: 96 steps" in short.stdout and "but 94" in short.stdout
 
 
 def test_a_rank_that_crashes_gives_exit_3_with_its_error(tmp_path):
