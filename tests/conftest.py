@@ -43,6 +43,19 @@ _SCRUBBED_ENV = (
 )
 
 
+# Runs shared between test files (session fixtures): the tests that read one share one xdist group.
+SHARED_RUNS = ("default_harness_run", "raw_default_run", "lightning_default_run")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, the README's slow tier) each file's tests stay on one
+    worker, so its module-scoped runs are made once; the tests that read the README's main run join it
+    on one worker. Two workers on two cores overlap one test's start-up with another's training."""
+    for item in items:
+        shared = any(name in item.fixturenames for name in SHARED_RUNS)
+        item.add_marker(pytest.mark.xdist_group("default_harness_run" if shared else item.nodeid.split("::")[0]))
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
