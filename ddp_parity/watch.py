@@ -7,7 +7,9 @@ For each watched step this rank writes one line to `trace/rank{r}.modules.jsonl`
 
     {"step": 3,
      "calls": [{"name": "encoder.0.dropout", "type": "Dropout", "phase": "forward",
-                "input": hex, "output": hex, "buffers": hex (modules with buffers)}, ...,
+                "input": hex, "output": hex, "buffers": hex (modules with buffers),
+                "state": {"training": bool, "grad_enabled": bool, "autocast": "cpu:torch.bfloat16" or
+                          null, "input_dtypes": [...], "output_dtypes": [...]}}, ...,
                {"name": "head", "type": "Linear", "phase": "backward",
                 "output": hex (gradient arriving at its output), "input": hex or null (gradient
                 leaving through its input)}, ...],      # in execution order
@@ -45,6 +47,7 @@ WATCH_STEP_ENV = "DDP_PARITY_WATCH_STEP"
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
 MODULES_SUFFIX = ".modules.jsonl"
 ALL = "all"
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -153,6 +156,29 @@ def is_stochastic(module: torch.nn.Module) -> bool:
     )
 
 
+def autocast_state() -> str | None:
+    """The autocast in force, as "device:dtype" (None when off): a forward's dtype depends on it."""
+    for device_type in AUTOCAST_DEVICES:
+        if torch.is_autocast_enabled(device_type):
+            return f"{device_type}:{torch.get_autocast_dtype(device_type)}"
+    return None
+
+
+def call_state(module: torch.nn.Module, inputs: list[torch.Tensor]) -> dict:
+    """What a forward depends on besides its inputs' values and the parameters: the module's mode,
+    grad mode, autocast, and the input dtypes (the output dtypes are added after the call)."""
+    return {
+        "training": module.training,
+        "grad_enabled": torch.is_grad_enabled(),
+        "autocast": autocast_state(),
+        "input_dtypes": _dtypes(inputs),
+    }
+
+
+def _dtypes(tensors: list[torch.Tensor]) -> list[str]:
+    return sorted({str(t.dtype) for t in tensors})
+
+
 def _shape_key(tensors) -> str:
     return ";".join(f"{t.dtype}{tuple(t.shape)}" for t in tensors)
 
@@ -249,6 +275,7 @@ class ModuleWatch:
         if is_stochastic(module):
             call["random"] = True  # draws from the RNG in this call (dropout inside attention, ...)
         call["input"] = _Digests(inputs, self.digest)
+        call["state"] = call_state(module, inputs)
         backward = {"name": call["name"], "type": call["type"], "phase": "backward", "output": None, "input": None}
         for t in inputs:
             if t.requires_grad:
@@ -264,6 +291,7 @@ class ModuleWatch:
         call, backward = opened
         outputs = list(tensors_in(output))
         call["output"] = _Digests(outputs, self.digest)
+        call["state"]["output_dtypes"] = _dtypes(outputs)
         buffers = [b for b in module.buffers(recurse=False) if isinstance(b, torch.Tensor)]
         if buffers:
             call["buffers"] = _Digests(buffers, self.digest)

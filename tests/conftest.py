@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from ddp_parity.compare.story import STORY_CHECK_ENV
 from ddp_parity.harness.launch import kill_tree
 from ddp_parity.testing import SCRUBBED_ENV
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
@@ -41,6 +43,24 @@ _SCRUBBED_ENV = (
     "DDP_PARITY_DIE_WITH_PARENT",
     "PL_TRAINER_GPUS",
 )
+
+
+# every diagnosis built while the suite runs, in this process or any it launches, is checked for one
+# consistent story (ddp_parity.compare.story); a broken one is logged here and fails the session
+STORY_LOG = Path(tempfile.gettempdir()) / f"ddp-parity-story-{os.getpid()}.jsonl"
+os.environ.setdefault(STORY_CHECK_ENV, str(STORY_LOG))
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    log = Path(os.environ[STORY_CHECK_ENV])
+    broken = log.read_text().splitlines() if log.exists() else []
+    if log == STORY_LOG:
+        log.unlink(missing_ok=True)
+    if broken:
+        session.config.get_terminal_writer().line(
+            f"{len(broken)} diagnosis(es) with an inconsistent story:\n" + "\n".join(broken), red=True
+        )
+        session.exitstatus = 1
 
 
 def free_port() -> int:

@@ -28,6 +28,7 @@ from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_tra
 
 RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
 RANDOM_HINTS = ("dropout", "droppath", "drop_path", "stochasticdepth", "noise")
+STATE_KEYS = ("training", "autocast", "grad_enabled", "output_dtypes", "input_dtypes")
 STATEFUL_NORM_PREFIXES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm", "LazyBatchNorm", "LazyInstanceNorm")
 NORM_HINTS = ("norm",)
 PHASE_ORDER = {"forward": 0, "backward": 1, "optimizer": 2}
@@ -145,6 +146,12 @@ def _compare_call(a: dict, b: dict) -> dict | None:
     if a["phase"] == "forward":
         if a.get("input") != b.get("input"):
             return {**base, "what": "input", "input_equal": False}
+        changed = a.get("output") != b.get("output") or a.get("buffers") != b.get("buffers")
+        state = state_differences(a, b)
+        if changed and state:
+            # the module computed another result from the same input because it ran in another mode
+            # (training flag, autocast, dtype): that, not its numerics or a random stream, is the cause
+            return {**base, "what": "state", "input_equal": True, "state": state}
         if a.get("output") != b.get("output"):
             return {**base, "what": "output", "input_equal": True, "random": bool(a.get("random") or b.get("random"))}
         if a.get("buffers") != b.get("buffers"):
@@ -155,6 +162,25 @@ def _compare_call(a: dict, b: dict) -> dict | None:
         return {**base, "what": "grad", "input_equal": False}
     if a.get("input") != b.get("input"):
         return {**base, "what": "grad", "input_equal": True}
+    return None
+
+
+def state_differences(a: dict, b: dict) -> dict:
+    """{state key: [a's value, b's value]} for what a forward depends on besides its input (the watch's
+    `state`: training, grad mode, autocast, dtypes); {} when equal or not recorded on a side."""
+    sa, sb = a.get("state"), b.get("state")
+    if not (isinstance(sa, dict) and isinstance(sb, dict)):
+        return {}
+    return {key: [sa.get(key), sb.get(key)] for key in STATE_KEYS if key in sa and key in sb and sa[key] != sb[key]}
+
+
+def has_state(run_dir) -> bool | None:
+    """Whether a run's module watch records each call's state (None: no module watch at all)."""
+    for rank in module_trace_ranks(run_dir):
+        for record in read_module_trace(run_dir, rank).values():
+            calls = record.get("calls") or []
+            if calls:
+                return any("state" in call for call in calls)
     return None
 
 
@@ -230,7 +256,9 @@ def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> 
             if best["phase"] == "optimizer" and optimizer_class:
                 best["type"] = optimizer_class
             best["reading"] = reading(best, _indices_equal(run_a, run_b, s, best["rank"]))
-            return {k: best[k] for k in ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading")}
+            best["reading_kind"] = reading_kind(best, _indices_equal(run_a, run_b, s, best["rank"]))
+            keys = ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading", "reading_kind", "state")
+            return {k: best[k] for k in keys if k in best}
     return None
 
 
@@ -252,6 +280,8 @@ READINGS = {
     "forward of {parent} (a functional op, not a module)",
     "buffers": "inputs and outputs equal but its buffers after the call differ: its running statistics "
     "(momentum, track_running_stats) or the buffers it started with",
+    "state": "inputs equal, but the module runs in another mode on the two sides ({state}): that mode decides "
+    "its output",
     "random": "the random stream differs at this layer (seeding: re-seed after building the model as Lightning "
     "does, or per-rank/worker seeds)",
     "stateful_norm": "a normalisation layer: its buffers or its mode (train/eval, momentum, track_running_stats)",
@@ -264,7 +294,14 @@ READINGS = {
 
 def reading(d: dict, indices_equal: bool | None = None) -> str:
     """What the first difference points at (issue 13's reading), in one clause."""
-    return READINGS[reading_kind(d, indices_equal)].format(parent=display(_parent(d["name"])), name=display(d["name"]))
+    return READINGS[reading_kind(d, indices_equal)].format(
+        parent=display(_parent(d["name"])), name=display(d["name"]), state=describe_state(d.get("state") or {})
+    )
+
+
+def describe_state(state: dict, names=("a", "b")) -> str:
+    """`training=False on a, True on b; ...` for the differing state keys."""
+    return "; ".join(f"{key}={va} on {names[0]}, {vb} on {names[1]}" for key, (va, vb) in state.items())
 
 
 def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
@@ -281,6 +318,8 @@ def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
         if context.get("outer_input_differs"):
             return "data_order" if indices_equal is False else "batch"
         return "between_forward"
+    if d["what"] == "state":
+        return "state"
     if d["what"] == "buffers":
         return "buffers"
     if d.get("random") or _is_random(kind, d["name"]):
@@ -315,6 +354,7 @@ def format_module_finding(d: dict | None) -> str:
             ("forward", "input"): "inputs differ",
             ("forward", "output"): "inputs equal, outputs differ",
             ("forward", "buffers"): "inputs and outputs equal, buffers differ",
+            ("forward", "state"): "inputs equal, module state differs, outputs differ",
             ("backward", "grad"): "incoming gradient equal, outgoing gradient differs"
             if d["input_equal"]
             else "incoming gradient differs",
