@@ -8,7 +8,8 @@ For each watched step this rank writes one line to `trace/rank{r}.modules.jsonl`
     {"step": 3,
      "calls": [{"name": "encoder.0.dropout", "type": "Dropout", "phase": "forward",
                 "input": hex, "output": hex, "buffers": hex (modules with buffers),
-                "state": {"training": bool, "grad_enabled": bool, "autocast": "cpu:torch.bfloat16" or
+                "state": {"training": bool, "arguments": extra_repr(), "grad_enabled": bool,
+                          "autocast": "cpu:torch.bfloat16" or
                           null, "input_dtypes": [...], "output_dtypes": [...]}}, ...,
                {"name": "head", "type": "Linear", "phase": "backward",
                 "output": hex (gradient arriving at its output), "input": hex or null (gradient
@@ -165,10 +166,12 @@ def autocast_state() -> str | None:
 
 
 def call_state(module: torch.nn.Module, inputs: list[torch.Tensor]) -> dict:
-    """What a forward depends on besides its inputs' values and the parameters: the module's mode,
-    grad mode, autocast, and the input dtypes (the output dtypes are added after the call)."""
+    """What a forward depends on besides its inputs' values and the parameters: the module's mode and
+    constructor arguments (its extra_repr), grad mode, autocast, and the input dtypes (the output
+    dtypes are added after the call)."""
     return {
         "training": module.training,
+        "arguments": module.extra_repr(),  # its constructor arguments: p, eps, momentum, approximate, ...
         "grad_enabled": torch.is_grad_enabled(),
         "autocast": autocast_state(),
         "input_dtypes": _dtypes(inputs),

@@ -136,11 +136,15 @@ ADVICE: dict[str, Advice] = {
         "max_norm).",
     ),
     "gradients": Advice(
-        "With gradient accumulation the loss must be divided by accumulate_grad_batches before backward "
-        "(Lightning does); DDP's no_sync() must skip the all-reduce on every micro-batch but the last; "
-        "DDP already averages gradients over ranks.",
-        "Divide the loss by accumulate_grad_batches before backward, wrap all but the last micro-batch "
-        "of each step in model.no_sync(), and let DDP do the averaging (no extra division by world size).",
+        "Every module computes the same gradient, but the parameters' accumulated .grad differs, so "
+        "what happens to the gradients between backward and the step differs: .grad not zeroed for some "
+        "parameters (zero_grad on one optimizer of two), a parameter frozen (requires_grad=False) or unused "
+        "on one side only, accumulation over another number of micro-batches, DDP's no_sync or averaging "
+        "over ranks done differently.",
+        "Zero the gradients of every parameter once per optimizer step (each optimizer's zero_grad), "
+        "freeze the same parameters on both sides, "
+        "accumulate the same micro-batches with the loss divided by accumulate_grad_batches, and let DDP "
+        "do the averaging (no extra division by world size). First parameter whose .grad differs: {param}.",
     ),
     "gradients.factor": Advice(
         "A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the "
@@ -177,7 +181,9 @@ ADVICE: dict[str, Advice] = {
         "The learning-rate schedule is stepped differently: per optimizer step on one side and per "
         "epoch on the other (Lightning's `interval`), or per micro-batch under accumulation.",
         "Step the scheduler exactly where Lightning does: after optimizer.step(), once per epoch for "
-        "interval 'epoch' or once per optimizer step for interval 'step', with the same parameters.",
+        "interval 'epoch' or once per optimizer step for interval 'step', with the same parameters "
+        "(a schedule sized in steps, like OneCycleLR, needs the same total_steps: optimizer steps, "
+        "len(train_loader) x epochs / accumulation, not len(dataset): Lightning #2643).",
     ),
     "optimizer": Advice(
         "Same samples, loss, gradient norm and learning rate, yet another update: the optimizer's "
@@ -230,6 +236,11 @@ MODULE_STATE = {
         "(Lightning switches back after its validation loop).",
         "On {side}, put the model back in training mode before training continues: call model.train() after "
         "validation (and at the start of every epoch), so that {name} trains with training=True.",
+    ),
+    "arguments": Advice(
+        "the module is built with other constructor arguments (a dropout probability, eps, momentum, "
+        "approximate), so it computes another function.",
+        "Build {name} with the same arguments on both sides ({a} vs {b}).",
     ),
     "autocast": Advice(
         "under autocast a module computes in a lower precision (bf16/fp16 matmuls), so the same input gives "

@@ -899,7 +899,7 @@ def check_grad_norm(ctx: Context) -> dict | None:
     module = ctx.cache.get("module")
     if module and module.get("reading_kind") == "param_grad":
         evidence["module"] = module
-        return finding(ctx, "gradients", f["step"], f["rank"], evidence, facts)
+        return finding(ctx, "gradients", f["step"], f["rank"], evidence, facts, param=module["name"])
     causes = ["gradients", "numerics", *_earlier_update_candidates(ctx, f)]
     if ulps is not None and ulps <= FEW_ULPS:
         causes.insert(0, "reduction_order")

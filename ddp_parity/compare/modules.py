@@ -28,7 +28,7 @@ from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_tra
 
 RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
 RANDOM_HINTS = ("dropout", "droppath", "drop_path", "stochasticdepth", "noise")
-STATE_KEYS = ("training", "autocast", "grad_enabled", "output_dtypes", "input_dtypes")
+STATE_KEYS = ("training", "arguments", "autocast", "grad_enabled", "output_dtypes", "input_dtypes")
 STATEFUL_NORM_PREFIXES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm", "LazyBatchNorm", "LazyInstanceNorm")
 NORM_HINTS = ("norm",)
 PHASE_ORDER = {"forward": 0, "backward": 1, "optimizer": 2}
@@ -124,13 +124,18 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
         found = _compare_call(a, b)
         if found is not None:
             return {**found, "position": position, "context": _context(calls_a, position, calls_b)}
-    pairs = match_keys(list(rec_a.get("param_grads", {})), list(rec_b.get("param_grads", {})), None)
-    for norm, pair in pairs.items():
-        if norm.startswith("__only"):
-            continue
-        ka, kb = pair
-        if rec_a["param_grads"][ka] != rec_b["param_grads"][kb]:
+    grads_a, grads_b = rec_a.get("param_grads", {}), rec_b.get("param_grads", {})
+    pairs = match_keys(list(grads_a), list(grads_b), None)
+    # a parameter with a .grad on one side only: frozen (requires_grad=False) or unused on the other
+    one_sided = [(name, prefix_a) for name in pairs.pop("__only_a__")] + [
+        (name, prefix_b) for name in pairs.pop("__only_b__")
+    ]
+    for norm, (ka, kb) in pairs.items():
+        if grads_a[ka] != grads_b[kb]:
             return _param_finding(norm, calls_a, "backward", "param_grad", len(calls_a))
+    if one_sided and grads_a and grads_b:
+        name, prefix = one_sided[0]
+        return _param_finding(normalise(name, prefix) or name, calls_a, "backward", "param_grad", len(calls_a))
     pairs = match_keys(list(rec_a.get("params_after", {})), list(rec_b.get("params_after", {})), None)
     for norm, pair in pairs.items():
         if norm.startswith("__only"):
@@ -158,6 +163,8 @@ def _compare_call(a: dict, b: dict) -> dict | None:
             return {**base, "what": "buffers", "input_equal": True}
         return None
     # backward: "output" is the gradient arriving at the module's output, "input" the one leaving it
+    if (a.get("input") is None) != (b.get("input") is None) and a.get("output") == b.get("output"):
+        return None  # its input needs no gradient on one side (a layer before it frozen): the param grads say so
     if a.get("output") != b.get("output"):
         return {**base, "what": "grad", "input_equal": False}
     if a.get("input") != b.get("input"):
