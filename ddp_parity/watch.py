@@ -14,6 +14,7 @@ For each watched step this rank writes one line to `trace/rank{r}.modules.jsonl`
                {"name": "head", "type": "Linear", "phase": "backward",
                 "output": hex (gradient arriving at its output), "input": hex or null (gradient
                 leaving through its input)}, ...],      # in execution order
+     "params_before": {name: hex}, # each parameter at the step's first forward call
      "param_grads": {name: hex},   # each .grad at the end of the step's last backward: after DDP's
                                    # all-reduce, before clipping, unscaling and the optimizer
      "params_after": {name: hex}}  # each parameter after the optimizer step
@@ -234,6 +235,7 @@ class ModuleWatch:
         self._calls: list[dict] = []
         self._open: dict[int, list] = {}
         self._param_grads: dict | None = None
+        self._params_before: dict | None = None
         self._callback_queued = False
         self._done: list[dict] = []  # closed steps waiting for the flush
         self._trimmed = False
@@ -273,6 +275,8 @@ class ModuleWatch:
         if not self._recording(module):
             stack.append(None)
             return None
+        if self._params_before is None:  # the step's first forward: the weights it starts from
+            self._params_before = {name: _Digests([p], self.digest) for name, p in self._params}
         inputs = list(tensors_in((args, kwargs)))
         call = {"name": self._names[module], "type": type(module).__name__, "phase": "forward"}
         if is_stochastic(module):
@@ -341,11 +345,12 @@ class ModuleWatch:
                 {
                     "step": int(step),
                     "calls": self._calls,
+                    "params_before": self._params_before or {},
                     "param_grads": self._param_grads or {},
                     "params_after": {name: _Digests([p], self.digest) for name, p in self._params},
                 }
             )
-        self._calls, self._param_grads, self._open = [], None, {}
+        self._calls, self._param_grads, self._params_before, self._open = [], None, None, {}
         self._step = int(step) + 1
         if self._handles and not self._watching_any_from(self._step):
             self.detach()  # nothing left to watch: no hook cost for the rest of the run
@@ -377,7 +382,7 @@ def _groups(record: dict):
         for key in ("input", "output", "buffers"):
             if isinstance(call.get(key), _Digests):
                 yield call[key]
-    for key in ("param_grads", "params_after"):
+    for key in ("params_before", "param_grads", "params_after"):
         yield from record[key].values()
 
 
@@ -388,6 +393,7 @@ def _resolve(record: dict, resolved: dict) -> dict:
     return {
         "step": record["step"],
         "calls": [{k: value(v) for k, v in call.items()} for call in record["calls"]],
+        "params_before": {k: value(v) for k, v in record["params_before"].items()},
         "param_grads": {k: value(v) for k, v in record["param_grads"].items()},
         "params_after": {k: value(v) for k, v in record["params_after"].items()},
     }

@@ -342,6 +342,16 @@ BUGS = (
         "clip the same way",
         b_trainer=True,
     ),
+    slip(
+        "another seed before the model build (cnn)",
+        "tutorial classic: seeding after building the model on one side",
+        CNN,
+        "init",
+        1,
+        "conv",
+        "Seed identically",
+        init_seed=12,
+    ),
     slip("shuffle on one side only (cnn)", DATA_ORDER, CNN, "data_order", 1, None, "DistributedSampler", shuffle=False),
     slip(
         "validation as a mean of batch means (mlp)",

@@ -61,6 +61,10 @@ class Setup:
     reduction: str = "mean"
     schedule: str | None = None  # "onecycle_loader" or "onecycle_dataset" (total steps from len(dataset))
     val_reduce: str = "sum_count"  # or "mean_of_means"
+    # what the loop records (a user's record call may leave any of these out)
+    record_batch: bool = True
+    record_optimizer: bool = True
+    watch: bool = True
 
     def changed(self, **knobs) -> Setup:
         return dataclasses.replace(self, **knobs)
@@ -157,7 +161,8 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     loss_fn = criterion(s)
     recorder = TraceRecorder(run_dir, side=side, config=s.config())
     recorder.start()
-    recorder.watch(model, steps="all")
+    if s.watch:
+        recorder.watch(model, steps="all")
     model.train()
     step = 0
     for epoch in range(s.epochs):
@@ -179,7 +184,15 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 optimizer.zero_grad()
             indices = torch.cat([b["index"] for b in micro])
             recorder.record(
-                step, step_loss, indices, epoch=epoch, grad_norm=norm, batch=micro, optimizer=optimizers[0], model=model
+                step,
+                step_loss,
+                indices,
+                epoch=epoch,
+                grad_norm=norm,
+                lr=optimizers[0].param_groups[0]["lr"],  # the lr this step used, also when no optimizer= is passed
+                batch=micro if s.record_batch else None,
+                optimizer=optimizers[0] if s.record_optimizer else None,
+                model=model,
             )
             if scheduler is not None:
                 scheduler.step()

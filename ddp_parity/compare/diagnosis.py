@@ -740,6 +740,14 @@ def check_module(ctx: Context) -> dict | None:
         return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
     if kind == "state":
         return _module_state(ctx, f, module, where)
+    if kind == "params":
+        facts = (
+            f"The module watch finds parameter {module['name']} different before the first forward of step "
+            f"{f['step']} (rank {f['rank']}): the sides start this step from other weights."
+        )
+        if f["step"] == 1:
+            return finding(ctx, "init", f["step"], f["rank"], evidence, facts)
+        return _undetermined(ctx, f, ["earlier_update", "param_groups", "optimizer"], facts, evidence)
     if kind in ("random", *COMPUTATION_READINGS) and not ctx.both_have("watch_state"):
         facts = f"The module watch finds the first difference {where}: inputs equal, outputs differ."
         return _undetermined(ctx, f, ["rng" if kind == "random" else "numerics", "module_state"], facts, evidence)

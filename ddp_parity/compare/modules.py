@@ -117,6 +117,9 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     then the parameter gradients, then the parameters after the step. With `position` for ordering."""
     prefix_a, prefix_b = name_prefixes(rec_a, rec_b)
     calls_a, calls_b = _keyed_calls(rec_a, prefix_a), dict(_keyed_calls(rec_b, prefix_b))
+    before = _first_differing(rec_a.get("params_before") or {}, rec_b.get("params_before") or {})
+    if before is not None:  # the step starts from other weights: nothing in it is the cause
+        return {**_param_finding(before, calls_a, "forward", "params", -1), "type": "Parameter"}
     for position, (key, a) in enumerate(calls_a):
         b = calls_b.get(key)
         if b is None:
@@ -144,6 +147,12 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
         if rec_a["params_after"][ka] != rec_b["params_after"][kb]:
             return _param_finding(norm, calls_a, "optimizer", "output", len(calls_a) + 1)
     return None
+
+
+def _first_differing(digests_a: dict, digests_b: dict) -> str | None:
+    pairs = match_keys(list(digests_a), list(digests_b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return next((norm for norm, (ka, kb) in pairs.items() if digests_a[ka] != digests_b[kb]), None)
 
 
 def _compare_call(a: dict, b: dict) -> dict | None:
@@ -272,6 +281,8 @@ def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> 
 READINGS = {
     "optimizer": "every gradient is equal but the parameters after the step differ: clipping or the optimizer "
     "(gradient_clip_val, optimizer hyperparameters, learning rate)",
+    "params": "the parameter differs before the step's first forward: the initial weights (at the first step) "
+    "or an update before this step",
     "param_grad": "every module's gradient is equal but the parameter's accumulated .grad differs: gradient "
     "reduction or accumulation (DDP averaging, no_sync, accumulate_grad_batches, loss division)",
     "loss_grad": "the forward pass is equal but the gradient arriving at the model's output differs: the loss or "
@@ -315,6 +326,8 @@ def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
     context, kind = d.get("context", {}), d["type"]
     if d["phase"] == "optimizer":
         return "optimizer"
+    if d["what"] == "params":
+        return "params"
     if d["what"] == "param_grad":
         return "param_grad"
     if d["phase"] == "backward":
@@ -362,6 +375,7 @@ def format_module_finding(d: dict | None) -> str:
             ("forward", "output"): "inputs equal, outputs differ",
             ("forward", "buffers"): "inputs and outputs equal, buffers differ",
             ("forward", "state"): "inputs equal, module state differs, outputs differ",
+            ("forward", "params"): "the parameter differs before the step",
             ("backward", "grad"): "incoming gradient equal, outgoing gradient differs"
             if d["input_equal"]
             else "incoming gradient differs",

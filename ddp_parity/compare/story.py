@@ -69,6 +69,7 @@ MODULE_CATEGORIES = {
     "loss_grad": ("loss", "gradients", "undetermined"),
     "param_grad": ("gradients",),
     "optimizer": ("optimizer", "reduction_order", "undetermined"),
+    "params": ("init", "undetermined"),
     **{kind: ("numerics", "undetermined") for kind in COMPUTATION_READINGS},
 }
 
