@@ -317,9 +317,9 @@ def reading(d: dict, indices_equal: bool | None = None) -> str:
     )
 
 
-def describe_state(state: dict, names=("a", "b")) -> str:
-    """`training=False on a, True on b; ...` for the differing state keys."""
-    return "; ".join(f"{key}={va} on {names[0]}, {vb} on {names[1]}" for key, (va, vb) in state.items())
+def describe_state(state: dict) -> str:
+    """`training: True vs False; ...` for the differing state keys, in the order of the runs."""
+    return "; ".join(f"{key}: {va} vs {vb}" for key, (va, vb) in state.items())
 
 
 def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
