@@ -1,7 +1,8 @@
 """The bug corpus (benchmarks/bugs) as tests: every case must be diagnosed right — category, first
 step, module where one is involved, the fix's words, no false positive on a clean pair, one
 consistent story. One loop pair per category runs in the fast tier (one process, under a second
-each); the other cases, the Lightning Trainer pairs among them, in the slow tier.
+each); the other cases, the Lightning Trainer pairs and the two-rank DDP pairs among them, in the
+slow tier.
 
 Also here: the issue's evidence-missing reports, made for real — a side that does not pass batch= or
 optimizer= to record() — and what the diagnosis says then.
@@ -12,12 +13,13 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.bugs.cases import BUGS, CASES, CLEAN, MLP, Case
-from benchmarks.bugs.run import run_case
+from benchmarks.bugs.run import run_case, run_ddp_cases
 
-LOOP_CASES = [c for c in CASES if not c.b_trainer]
+LOOP_CASES = [c for c in CASES if not c.b_trainer and c.world == 1]
 # the fast tier: the first loop pair of each expected category; the rest of the corpus in the slow tier
 FAST_CASES = list({c.category: c for c in reversed(LOOP_CASES)}.values())
-SLOW_CASES = [c for c in CASES if c not in FAST_CASES]
+DDP_CASES = [c for c in CASES if c.world > 1]
+SLOW_CASES = [c for c in CASES if c not in FAST_CASES and c not in DDP_CASES]
 
 
 def _check(outcome) -> None:
@@ -40,10 +42,22 @@ def test_every_other_corpus_case_is_diagnosed_right(tmp_path, case):
     _check(run_case(case, tmp_path))
 
 
+@pytest.fixture(scope="module")
+def ddp_outcomes(tmp_path_factory):
+    """The two-rank cases, trained in one spawn of two gloo ranks (the ranks import torch once)."""
+    return {o.case.name: o for o in run_ddp_cases(DDP_CASES, tmp_path_factory.mktemp("ddp"))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", DDP_CASES, ids=[c.name for c in DDP_CASES])
+def test_a_two_rank_corpus_case_is_diagnosed_right(ddp_outcomes, case):
+    _check(ddp_outcomes[case.name])
+
+
 def test_the_corpus_covers_what_the_issue_lists():
     assert len(BUGS) >= 30 and len(CLEAN) >= 10
     assert {c.family for c in CASES} == {"mlp", "cnn", "transformer"}
-    assert {c.pair for c in BUGS} == {"loop vs loop", "loop vs Trainer"}
+    assert {c.pair for c in BUGS} == {"loop vs loop", "loop vs Trainer", "DDP loops, 2 ranks"}
     assert all(c.cites and c.cites != "-" for c in BUGS)
     cited = " ".join(c.cites for c in CASES)
     for issue in ("6988", "7937", "2643", "591", "21859"):

@@ -26,6 +26,7 @@ class Case:
     fix: str = "Nothing to fix"
     b_trainer: bool = False  # side b is a Lightning Trainer with TraceCallback
     trainer: dict = field(default_factory=dict)  # fit_trainer keywords
+    world: int = 1  # > 1: both sides are DDP loops on that many gloo ranks
 
     @property
     def family(self) -> str:
@@ -33,6 +34,8 @@ class Case:
 
     @property
     def pair(self) -> str:
+        if self.world > 1:
+            return f"DDP loops, {self.world} ranks"
         return "loop vs Trainer" if self.b_trainer else "loop vs loop"
 
     @property
@@ -342,6 +345,28 @@ BUGS = (
         "clip the same way",
         b_trainer=True,
     ),
+    Case(
+        "worker seeds without the rank under DDP (mlp)",
+        WORKERS,
+        MLP.changed(**AUGMENTED, seeded_workers=True),
+        MLP.changed(**AUGMENTED, seeded_workers=True, rank_in_worker_seed=False),
+        "data_pipeline",
+        1,
+        None,
+        "worker_init_fn",
+        world=2,
+    ),
+    Case(
+        "loss averaged over the global batch under DDP (mlp)",
+        "tutorial classic (DDP tutorial): dividing the loss by the world size although DDP averages gradients",
+        MLP,
+        MLP.changed(global_batch_mean=True),
+        "loss",
+        1,
+        None,
+        "averaged over the same samples",
+        world=2,
+    ),
     slip(
         "another seed before the model build (cnn)",
         "tutorial classic: seeding after building the model on one side",
@@ -385,6 +410,7 @@ CLEAN = (
         trainer={"sanity_steps": 1},
     ),
     Case("clean twins (mlp)", "-", MLP.changed(**TWO_EPOCHS), MLP.changed(**TWO_EPOCHS)),
+    Case("clean DDP twins, 2 ranks (cnn)", "-", CNN.changed(**TWO_EPOCHS), CNN.changed(**TWO_EPOCHS), world=2),
     Case("clean twins (cnn)", "-", CNN.changed(**TWO_EPOCHS), CNN.changed(**TWO_EPOCHS)),
     Case("clean twins (transformer)", "-", TRANSFORMER.changed(**TWO_EPOCHS), TRANSFORMER.changed(**TWO_EPOCHS)),
     Case("loop vs Trainer (mlp)", "-", MLP.changed(validate=False), MLP.changed(validate=False), b_trainer=True),

@@ -10,11 +10,13 @@ so that the clean pairs are bitwise twins.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
@@ -45,6 +47,7 @@ class Setup:
     set_epoch: bool = True
     workers: int = 0
     seeded_workers: bool = False
+    rank_in_worker_seed: bool = True  # pl_worker_init_function seeds from the rank too (#7937)
     augment: bool = False
     extra_draw: bool = False  # one draw from the global stream after seeding (a sanity check's sampler)
     # the step
@@ -59,6 +62,7 @@ class Setup:
     label_smoothing: float = 0.0
     class_weights: bool = False
     reduction: str = "mean"
+    global_batch_mean: bool = False  # the loss divided by the world size as well (averaged over the global batch)
     schedule: str | None = None  # "onecycle_loader" or "onecycle_dataset" (total steps from len(dataset))
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # what the loop records (a user's record call may leave any of these out)
@@ -105,7 +109,10 @@ def build_optimizers(model: nn.Module, s: Setup) -> list[torch.optim.Optimizer]:
 
 def build_loader(s: Setup, n: int | None = None) -> DataLoader:
     data = Samples(s.family, n or s.samples, augment=s.augment)
-    sampler = DistributedSampler(data, num_replicas=1, rank=0, seed=SEED) if s.sampler == "distributed" else None
+    rank, world = rank_and_world()
+    sampler = None
+    if s.sampler == "distributed" or world > 1:
+        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=SEED)
     return DataLoader(
         data,
         batch_size=s.batch,
@@ -114,13 +121,20 @@ def build_loader(s: Setup, n: int | None = None) -> DataLoader:
         drop_last=s.drop_last,
         generator=torch.Generator().manual_seed(SEED) if sampler is None else None,
         num_workers=s.workers,
-        worker_init_fn=seed_worker if s.seeded_workers else None,
+        worker_init_fn=functools.partial(seed_worker, rank=rank if s.rank_in_worker_seed else 0)
+        if s.seeded_workers
+        else None,
     )
 
 
-def seed_worker(worker_id: int) -> None:
-    """What seed_everything(seed, workers=True) installs (pl_worker_init_function): re-seed per worker."""
-    torch.manual_seed(SEED * 1000 + worker_id)
+def rank_and_world() -> tuple[int, int]:
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def seed_worker(worker_id: int, rank: int = 0) -> None:
+    """What seed_everything(seed, workers=True) installs (pl_worker_init_function): re-seed from the
+    global seed, the rank and the worker id (without the rank, every rank's workers draw alike: #7937)."""
+    torch.manual_seed(SEED * 1000 + rank * 100 + worker_id)
 
 
 def criterion(s: Setup) -> nn.Module:
@@ -159,6 +173,8 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     loader = build_loader(s)
     scheduler = build_scheduler(optimizers[0], s, loader)
     loss_fn = criterion(s)
+    world = rank_and_world()[1]
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     recorder = TraceRecorder(run_dir, side=side, config=s.config())
     recorder.start()
     if s.watch:
@@ -166,7 +182,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     model.train()
     step = 0
     for epoch in range(s.epochs):
-        if s.sampler == "distributed" and s.set_epoch:
+        if isinstance(loader.sampler, DistributedSampler) and s.set_epoch:
             loader.sampler.set_epoch(epoch)
         if s.eval_mode != "after_validation":
             model.train()
@@ -176,7 +192,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             if len(micro) < s.accumulate:
                 continue
             step += 1
-            step_loss = run_step(model, optimizers, micro, loss_fn, s)
+            step_loss = run_step(net, micro, loss_fn, s)
             norm = clip_in_optimizer_order(optimizers, s.clip)
             for optimizer in optimizers:
                 optimizer.step()
@@ -203,12 +219,14 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     recorder.finish(model)
 
 
-def run_step(model, optimizers, micro: list, loss_fn, s: Setup) -> torch.Tensor:
+def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
     """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
     records it (each micro-batch's loss divided by the accumulation, summed in order)."""
     step_loss = None
     for batch in micro:
         loss = loss_fn(model(batch["x"]), batch["y"])
+        if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
+            loss = loss / rank_and_world()[1]
         scaled = loss / s.accumulate
         (scaled if s.scale_loss else loss).backward()
         step_loss = scaled.detach() if step_loss is None else step_loss + scaled.detach()

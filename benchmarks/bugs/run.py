@@ -3,16 +3,21 @@ words, false positives on the clean pairs, and the confusion matrix of categorie
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
 from benchmarks.bugs.cases import Case
 from benchmarks.bugs.loops import fit_trainer, train_loop, watch_every_step
 from ddp_parity import compare_traces
 from ddp_parity.compare.story import story_problems
+from ddp_parity.harness.launch import free_port
 
 
 @dataclass
@@ -59,14 +64,46 @@ class Outcome:
 
 
 def run_case(case: Case, workdir: Path) -> Outcome:
+    """Train both sides of one case in this process (a DDP case: in its own rank processes), diagnose."""
+    if case.world > 1:
+        return run_ddp_cases([case], workdir)[0]
     watch_every_step()
     started = time.perf_counter()
     a, b = workdir / "a", workdir / "b"
-    train_loop(a, "raw" if case.b_trainer else "reference", case.a)
     if case.b_trainer:
+        train_loop(a, "raw", case.a)
         fit_trainer(b, "lightning", case.b, **case.trainer)
     else:
+        train_loop(a, "reference", case.a)
         train_loop(b, "changed", case.b)
+    return diagnose_case(case, workdir, started)
+
+
+def run_ddp_cases(cases: list[Case], root: Path) -> list[Outcome]:
+    """DDP cases of one world size, all in one set of rank processes (the ranks import torch once)."""
+    watch_every_step()
+    started = time.perf_counter()
+    workdirs = [root / f"ddp{i:02d}" for i in range(len(cases))]
+    world = cases[0].world
+    assert all(c.world == world for c in cases), "one world size per set of ranks"
+    mp.spawn(_rank, args=(cases, world, free_port(), [str(w) for w in workdirs]), nprocs=world, join=True)
+    return [diagnose_case(case, workdir, started) for case, workdir in zip(cases, workdirs)]
+
+
+def _rank(rank: int, cases: list[Case], world: int, port: int, workdirs: list[str]) -> None:
+    """One gloo rank on 127.0.0.1: every case's side a, then its side b."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        for case, workdir in zip(cases, workdirs):
+            train_loop(Path(workdir) / "a", "reference", case.a)
+            train_loop(Path(workdir) / "b", "changed", case.b)
+    finally:
+        dist.destroy_process_group()
+
+
+def diagnose_case(case: Case, workdir: Path, started: float) -> Outcome:
+    a, b = workdir / "a", workdir / "b"
     report = compare_traces(a, b)
     story = story_problems(report["diagnosis"], a, b, report["first_divergence"])
     return Outcome(case, report["diagnosis"], story, time.perf_counter() - started)
@@ -75,7 +112,9 @@ def run_case(case: Case, workdir: Path) -> Outcome:
 def run_cases(cases, workdir: Path | None = None) -> list[Outcome]:
     with tempfile.TemporaryDirectory(prefix="ddp-parity-bugs-") as tmp:
         root = Path(workdir or tmp)
-        return [run_case(case, root / f"case{i:02d}") for i, case in enumerate(cases)]
+        ddp = [c for c in cases if c.world > 1]
+        done = {c.name: o for c, o in zip(ddp, run_ddp_cases(ddp, root) if ddp else [])}
+        return [done.get(c.name) or run_case(c, root / f"case{i:02d}") for i, c in enumerate(cases)]
 
 
 def scores(outcomes: list[Outcome]) -> dict:
