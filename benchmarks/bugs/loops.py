@@ -65,6 +65,9 @@ class Setup:
     global_batch_mean: bool = False  # the loss divided by the world size as well (averaged over the global batch)
     schedule: str | None = None  # "onecycle_loader" or "onecycle_dataset" (total steps from len(dataset))
     val_reduce: str = "sum_count"  # or "mean_of_means"
+    # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
+    # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
+    resume: str | None = None
     # what the loop records (a user's record call may leave any of these out)
     record_batch: bool = True
     record_optimizer: bool = True
@@ -216,7 +219,38 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
         if s.validate:
             model.eval()
             recorder.record_validation(epoch, step, {"val_loss": validation_loss(model, s)})
+        if s.resume and epoch == 0:
+            model, optimizers, loader, recorder = restart(run_dir, side, s, model, optimizers, loader, recorder, step)
+            net = model
     recorder.finish(model)
+
+
+def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recorder, step: int):
+    """What a resumed process does after `step`: a new model, optimizer, loader and recorder, the
+    state loaded from the checkpoint (here: taken from the running objects). With "order_lost" the
+    DataLoader's generator is not restored, so the next epoch draws the first epoch's permutation
+    (the mechanism of Lightning #21938, workers replaying an epoch after a resume)."""
+    recorder.close()
+    checkpoint = {
+        "model": model.state_dict(),
+        "optimizers": [o.state_dict() for o in optimizers],
+        "rng": torch.get_rng_state(),
+        "loader": loader.generator.get_state(),
+    }
+    model = build_model(s)
+    model.load_state_dict(checkpoint["model"])
+    optimizers = build_optimizers(model, s)
+    for optimizer, state in zip(optimizers, checkpoint["optimizers"]):
+        optimizer.load_state_dict(state)
+    torch.set_rng_state(checkpoint["rng"])
+    loader = build_loader(s)
+    if s.resume == "restored":
+        loader.generator.set_state(checkpoint["loader"])
+    recorder = TraceRecorder(run_dir, side=side, config=s.config())
+    recorder.start(resumed_from_step=step)
+    if s.watch:
+        recorder.watch(model, steps="all", start_step=step)
+    return model, optimizers, loader, recorder
 
 
 def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:

@@ -501,7 +501,23 @@ def check_resume(ctx: Context) -> dict | None:
             evidence.update(match)
             replay = match["matches_step"] < step
             epoch = match.get("matches_epoch")
-            if replay:
+            if replay and match.get("epoch") is not None and match["epoch"] != epoch:
+                # the epoch counter went on but the order is an earlier epoch's: the order state was lost
+                facts = (
+                    f"{opener} at step {step} {name} is in epoch {match['epoch']} but consumes the samples the runs "
+                    f"consumed at step {match['matches_step']} (epoch {epoch}), in the same order: its epoch count "
+                    "was restored, the data order was not."
+                )
+                cause = (
+                    "The resumed run rebuilt its DataLoader or sampler without the state that decides the order: a "
+                    "DataLoader generator seeded afresh, a sampler without set_epoch(restored epoch), workers "
+                    "re-seeded from the start (Lightning #21938: workers replaying an epoch after a resume)."
+                )
+                fix = (
+                    "Restore the data order with the checkpoint: save and load the DataLoader's generator state "
+                    "(generator.get_state()/set_state()) or call sampler.set_epoch(restored epoch) before iterating."
+                )
+            elif replay:
                 facts = (
                     f"{opener} at step {step} {name} consumes the samples the runs consumed at step "
                     f"{match['matches_step']} (epoch {epoch}): it trains epoch {epoch} again."
@@ -579,7 +595,7 @@ def _samples_seen_elsewhere(ctx: Context, side: str, other: str, rank, step) -> 
         if rec["step"] != step:
             a, b = comparable_samples(target, rec)
             if a is not None and a == b:
-                return {"matches_step": rec["step"], "matches_epoch": rec.get("epoch")}
+                return {"matches_step": rec["step"], "matches_epoch": rec.get("epoch"), "epoch": target.get("epoch")}
     return None
 
 
