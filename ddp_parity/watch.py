@@ -7,10 +7,14 @@ For each watched step this rank writes one line to `trace/rank{r}.modules.jsonl`
 
     {"step": 3,
      "calls": [{"name": "encoder.0.dropout", "type": "Dropout", "phase": "forward",
-                "input": hex, "output": hex, "buffers": hex (modules with buffers)}, ...,
+                "input": hex, "output": hex, "buffers": hex (modules with buffers),
+                "state": {"training": bool, "arguments": extra_repr(), "grad_enabled": bool,
+                          "autocast": "cpu:torch.bfloat16" or
+                          null, "input_dtypes": [...], "output_dtypes": [...]}}, ...,
                {"name": "head", "type": "Linear", "phase": "backward",
                 "output": hex (gradient arriving at its output), "input": hex or null (gradient
                 leaving through its input)}, ...],      # in execution order
+     "params_before": {name: hex}, # each parameter at the step's first forward call
      "param_grads": {name: hex},   # each .grad at the end of the step's last backward: after DDP's
                                    # all-reduce, before clipping, unscaling and the optimizer
      "params_after": {name: hex}}  # each parameter after the optimizer step
@@ -45,6 +49,7 @@ from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, parse_watch_steps  # noq
 
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
 MODULES_SUFFIX = ".modules.jsonl"
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -134,6 +139,31 @@ def is_stochastic(module: torch.nn.Module) -> bool:
     )
 
 
+def autocast_state() -> str | None:
+    """The autocast in force, as "device:dtype" (None when off): a forward's dtype depends on it."""
+    for device_type in AUTOCAST_DEVICES:
+        if torch.is_autocast_enabled(device_type):
+            return f"{device_type}:{torch.get_autocast_dtype(device_type)}"
+    return None
+
+
+def call_state(module: torch.nn.Module, inputs: list[torch.Tensor]) -> dict:
+    """What a forward depends on besides its inputs' values and the parameters: the module's mode and
+    constructor arguments (its extra_repr), grad mode, autocast, and the input dtypes (the output
+    dtypes are added after the call)."""
+    return {
+        "training": module.training,
+        "arguments": module.extra_repr(),  # its constructor arguments: p, eps, momentum, approximate, ...
+        "grad_enabled": torch.is_grad_enabled(),
+        "autocast": autocast_state(),
+        "input_dtypes": _dtypes(inputs),
+    }
+
+
+def _dtypes(tensors: list[torch.Tensor]) -> list[str]:
+    return sorted({str(t.dtype) for t in tensors})
+
+
 def _shape_key(tensors) -> str:
     return ";".join(f"{t.dtype}{tuple(t.shape)}" for t in tensors)
 
@@ -186,6 +216,7 @@ class ModuleWatch:
         self._calls: list[dict] = []
         self._open: dict[int, list] = {}
         self._param_grads: dict | None = None
+        self._params_before: dict | None = None
         self._callback_queued = False
         self._done: list[dict] = []  # closed steps waiting for the flush
         self._trimmed = False
@@ -225,11 +256,14 @@ class ModuleWatch:
         if not self._recording(module):
             stack.append(None)
             return None
+        if self._params_before is None:  # the step's first forward: the weights it starts from
+            self._params_before = {name: _Digests([p], self.digest) for name, p in self._params}
         inputs = list(tensors_in((args, kwargs)))
         call = {"name": self._names[module], "type": type(module).__name__, "phase": "forward"}
         if is_stochastic(module):
             call["random"] = True  # draws from the RNG in this call (dropout inside attention, ...)
         call["input"] = _Digests(inputs, self.digest)
+        call["state"] = call_state(module, inputs)
         backward = {"name": call["name"], "type": call["type"], "phase": "backward", "output": None, "input": None}
         for t in inputs:
             if t.requires_grad:
@@ -245,6 +279,7 @@ class ModuleWatch:
         call, backward = opened
         outputs = list(tensors_in(output))
         call["output"] = _Digests(outputs, self.digest)
+        call["state"]["output_dtypes"] = _dtypes(outputs)
         buffers = [b for b in module.buffers(recurse=False) if isinstance(b, torch.Tensor)]
         if buffers:
             call["buffers"] = _Digests(buffers, self.digest)
@@ -291,11 +326,12 @@ class ModuleWatch:
                 {
                     "step": int(step),
                     "calls": self._calls,
+                    "params_before": self._params_before or {},
                     "param_grads": self._param_grads or {},
                     "params_after": {name: _Digests([p], self.digest) for name, p in self._params},
                 }
             )
-        self._calls, self._param_grads, self._open = [], None, {}
+        self._calls, self._param_grads, self._params_before, self._open = [], None, None, {}
         self._step = int(step) + 1
         if self._handles and not self._watching_any_from(self._step):
             self.detach()  # nothing left to watch: no hook cost for the rest of the run
@@ -327,7 +363,7 @@ def _groups(record: dict):
         for key in ("input", "output", "buffers"):
             if isinstance(call.get(key), _Digests):
                 yield call[key]
-    for key in ("param_grads", "params_after"):
+    for key in ("params_before", "param_grads", "params_after"):
         yield from record[key].values()
 
 
@@ -338,6 +374,7 @@ def _resolve(record: dict, resolved: dict) -> dict:
     return {
         "step": record["step"],
         "calls": [{k: value(v) for k, v in call.items()} for call in record["calls"]],
+        "params_before": {k: value(v) for k, v in record["params_before"].items()},
         "param_grads": {k: value(v) for k, v in record["param_grads"].items()},
         "params_after": {k: value(v) for k, v in record["params_after"].items()},
     }

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from ddp_parity.compare.story import STORY_CHECK_ENV
 from ddp_parity.harness.launch import kill_tree
 from ddp_parity.testing import SCRUBBED_ENV
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
@@ -43,17 +45,23 @@ _SCRUBBED_ENV = (
 )
 
 
-# Runs shared between test files (session fixtures): the tests that read one share one xdist group.
-SHARED_RUNS = ("default_harness_run", "raw_default_run", "lightning_default_run")
+# every diagnosis built while the suite runs, in this process or any it launches, is checked for one
+# consistent story (ddp_parity.compare.story); a broken one is logged here and fails the session
+STORY_LOG = Path(tempfile.gettempdir()) / f"ddp-parity-story-{os.getpid()}.jsonl"
+os.environ.setdefault(STORY_CHECK_ENV, str(STORY_LOG))
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, the README's slow tier) each file's tests stay on one
-    worker, so its module-scoped runs are made once; the tests that read the README's main run join it
-    on one worker. Two workers on two cores overlap one test's start-up with another's training."""
-    for item in items:
-        shared = any(name in item.fixturenames for name in SHARED_RUNS)
-        item.add_marker(pytest.mark.xdist_group("default_harness_run" if shared else item.nodeid.split("::")[0]))
+@pytest.fixture(scope="session", autouse=True)
+def every_story_is_consistent():
+    """After the session's last test (on each pytest-xdist worker too): any diagnosis with a broken story
+    fails the run, listed."""
+    yield
+    log = Path(os.environ[STORY_CHECK_ENV])
+    broken = log.read_text().splitlines() if log.exists() else []
+    if log == STORY_LOG:
+        log.unlink(missing_ok=True)
+    if broken:
+        pytest.fail(f"{len(broken)} diagnosis(es) with an inconsistent story:\n" + "\n".join(broken), pytrace=False)
 
 
 def free_port() -> int:

@@ -46,7 +46,9 @@ def test_same_indices_other_batch_contents_is_the_data_pipeline(tmp_path):
     assert "worker_init_fn" in d["advice"] and "same sample indices" in d["explanation"]
 
 
-def test_a_loss_that_differs_at_step_one_with_dropout_is_the_random_stream(tmp_path):
+def test_a_loss_that_differs_at_step_one_with_dropout_ranks_the_random_stream_first(tmp_path):
+    """Without a module watch or batch digests the random stream cannot be told from the batch contents
+    or the loss function: the diagnosis ranks them, dropout first, and says what would separate them."""
     records_b = make_records()
     records_b[0][0]["loss"] += 0.125
     meta = {"model": {"dropout": 0.1}}
@@ -57,8 +59,13 @@ def test_a_loss_that_differs_at_step_one_with_dropout_is_the_random_stream(tmp_p
         records_b=records_b,
     )
     _, d = run_diagnosis(a, b)
-    assert (d["category"], d["step"], d["rank"]) == ("rng", 1, 0)
-    assert "dropout mask" in d["explanation"] and "Re-seed right after building the model" in d["advice"]
+    assert (d["category"], d["step"], d["rank"]) == ("undetermined", 1, 0)
+    causes = [c["cause"] for c in d["candidates"]]
+    assert causes[:2] == ["rng", "data_pipeline"] and {"loss", "module_state"} <= set(causes), causes
+    assert {u["evidence"] for u in d["unchecked"]} == {"batch", "watch"}, d["unchecked"]
+    assert "dropout mask" in d["explanation"] and "Not checked: the batch contents" in d["explanation"]
+    assert "recorder.watch(model)" in d["advice"] and "batch=batch" in d["advice"]
+    assert "Re-seed" not in d["advice"]  # no single cause's fix
 
 
 def test_param_groups_differ_before_any_step(tmp_path):
@@ -87,11 +94,17 @@ def test_a_grad_norm_a_few_ulps_apart_from_step_one_is_the_reduction_order(tmp_p
     for r in range(WORLD):
         for rec in records_a[r]:
             rec["grad_norm"] = float(np.float32(rec["grad_norm"]))
-    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["optimizer"] = meta_b["optimizer"] = optimizer(0.0)  # equal param groups: the order is what is left
+    _, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=records_a, records_b=records_b))
     assert (d["category"], d["step"], d["rank"]) == ("reduction_order", 1, 0)
     assert d["evidence"]["ulps"] == 1
     assert "summed in another order" in d["explanation"] and "param-group order" in d["explanation"]
     assert "optimizer.param_groups" in d["advice"]
+    # without the param groups on one side the order cannot be told from a gradient computed otherwise
+    _, d = run_diagnosis(*pair(tmp_path / "no_optimizer", records_a=records_a, records_b=records_b))
+    assert (d["category"], d["step"]) == ("undetermined", 1), d
+    assert [c["cause"] for c in d["candidates"]][0] == "reduction_order"
 
 
 def test_ranks_of_one_side_with_different_buffers_name_the_buffer_and_the_unwrapped_validation(tmp_path):

@@ -18,6 +18,12 @@ from ddp_parity import compare_traces
 from ddp_parity.compare.comparator import compare_runs
 from ddp_parity.compare.diagnosis import CATEGORIES, diagnose, format_diagnosis
 
+# report.json's diagnosis: the original keys, extended (never changed) by kind, candidates and unchecked
+DIAGNOSIS_KEYS = (
+    *("category", "step", "rank", "evidence", "explanation", "advice", "module", "setup_differs"),
+    *("kind", "candidates", "unchecked"),
+)
+
 WORLD, EPOCHS, STEPS_PER_EPOCH, DATASET = 2, 2, 4, 64
 BATCH = DATASET // WORLD // STEPS_PER_EPOCH
 INIT = "9bc3c4d7" * 8
@@ -152,7 +158,7 @@ def run_diagnosis(a, b, stall=None, rtol=0.0, **options):
     report = compare_traces(a, b, rtol=rtol, **options) if stall is None else compare_runs(a, b).to_dict()
     d = report["diagnosis"] if stall is None else diagnose(a, b, report, stall)
     assert d["category"] in CATEGORIES
-    assert set(d) == {"category", "step", "rank", "evidence", "explanation", "advice", "module", "setup_differs"}
+    assert set(d) == set(DIAGNOSIS_KEYS)
     json.dumps(d, allow_nan=False)  # the evidence goes into report.json as it is
     assert d["explanation"] and d["advice"]
     return report, d
@@ -265,8 +271,10 @@ def test_loss_differs_with_the_same_samples(tmp_path):
     )
     a, b = pair(tmp_path, records_b=records_b)
     _, d = run_diagnosis(a, b)
-    assert (d["category"], d["step"], d["rank"]) == ("numerics", 2, 1)
-    assert "threads" in d["advice"]
+    # threads and flags are recorded equal and nothing else was recorded: no single cause, no threads fix
+    assert (d["category"], d["step"], d["rank"]) == ("undetermined", 2, 1)
+    assert "Pin threads" not in d["advice"] and "this step's samples" in d["explanation"]
+    assert {u["evidence"] for u in d["unchecked"]} == {"batch", "watch", "optimizer"}, d["unchecked"]
     # the report's tolerance applies: one ulp passes rtol=1e-6
     _, d = run_diagnosis(a, b, rtol=1e-6)
     assert d["category"] == "equivalent"
@@ -296,9 +304,18 @@ def test_parameters_after_the_step_differ(tmp_path):
     # not compared by the comparator step by step; the diagnosis reads param_digest
     records_b = make_records()
     records_b[1][3]["param_digest"][1] += 1e-9
-    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    groups = {"class": "Adam", "param_groups": [{"params": list(PARAMS), "lr": 0.001}]}
+    meta_a["optimizer"] = meta_b["optimizer"] = groups
+    _, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_b=records_b))
     assert (d["category"], d["step"], d["rank"]) == ("optimizer", 4, 1)
     assert "param_digest" in d["evidence"]
+    # a side that did not record its optimizer: the param groups could not be compared, and that is said
+    del meta_a["optimizer"]
+    _, d = run_diagnosis(*pair(tmp_path / "no_optimizer", meta_a=meta_a, meta_b=meta_b, records_b=records_b))
+    assert (d["category"], d["step"]) == ("undetermined", 4), d
+    assert [c["cause"] for c in d["candidates"]][0] == "param_groups"
+    assert d["unchecked"][0]["sides"] == ["raw"] and "optimizer=optimizer" in d["unchecked"][0]["record"]
 
 
 def test_uneven_step_counts(tmp_path):
@@ -327,7 +344,7 @@ def test_the_walk_stops_at_the_first_divergence(tmp_path):
     with open(b / "trace" / "rank0.jsonl", "a") as f:
         f.write('{"step": 99, "loss": 1.0, "ind')  # a cut-off line far after it: never read
     d = diagnose(a, b, report)
-    assert (d["category"], d["step"], d["rank"]) == ("numerics", 1, 0)
+    assert (d["category"], d["step"], d["rank"]) == ("undetermined", 1, 0)
 
 
 def test_a_run_that_left_no_trace(tmp_path):

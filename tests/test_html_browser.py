@@ -119,7 +119,7 @@ def test_divergent_report_in_chromium(browser, tmp_path):
     assert report["verdict"] == "different"
     open_report(browser, out, report, tmp_path / "divergent.png")
     assert text_of(browser, "verdict").startswith("verdict: DIFFERENT")
-    assert text_of(browser, "diagnosis-line") == f"diagnosis: numerics at step {DIVERGES_AT} rank 0"
+    assert text_of(browser, "diagnosis-line") == f"diagnosis: undetermined at step {DIVERGES_AT} rank 0"
     assert text_of(browser, "diagnosis-fix").startswith("fix: ")
     rows = table_cells(browser, "summary")
     assert rows == expected_rows(report)

@@ -34,6 +34,7 @@ def train(run_dir, side: str, slip: str | None = None, dropout: float = 0.0) -> 
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
     recorder = TraceRecorder(run_dir, side=side, config={"dropout": dropout, "clip": CLIP})
     recorder.start()
+    recorder.watch(model)
     for i in range(STEPS):
         indices = list(range(i * BATCH, (i + 1) * BATCH))
         loss = nn.functional.mse_loss(model(x[indices]), y[indices])
@@ -48,7 +49,9 @@ def train(run_dir, side: str, slip: str | None = None, dropout: float = 0.0) -> 
         if slip == "lr_after_scheduler":
             lr = optimizer.param_groups[0]["lr"]
         step = i if slip == "step_from_zero" else i + 1
-        recorder.record(step, loss, indices, epoch=0, lr=lr, grad_norm=norm, param_digest=param_digest(model))
+        recorder.record(
+            step, loss, indices, epoch=0, lr=lr, grad_norm=norm, batch=x[indices], param_digest=param_digest(model)
+        )
     with torch.no_grad():
         errors = (model(x[:32]) - y[:32]) ** 2
         val = sum(errors.tolist()) / len(errors)  # a float64 mean, as a metric accumulated in Python
@@ -83,4 +86,5 @@ def test_an_extra_random_draw_after_the_model_build_is_the_random_stream(tmp_pat
     train(tmp_path / "mine", "mine", "extra_draw", dropout=0.2)
     d = compare_traces(tmp_path / "reference", tmp_path / "mine")["diagnosis"]
     assert (d["category"], d["step"]) == ("rng", 1), d
+    assert d["module"]["name"] == "body.3" and d["module"]["type"] == "Dropout", d["module"]
     assert "Re-seed right after building the model" in d["advice"]

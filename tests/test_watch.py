@@ -102,7 +102,7 @@ def test_recorder_writes_the_watched_steps(tmp_path, monkeypatch):
     assert set(record["param_grads"]) == {n for n, _ in model.named_parameters()}
     assert record["params_after"] != steps[3]["params_after"]
     line = json.loads((tmp_path / "trace" / "rank0.modules.jsonl").read_text().splitlines()[0])
-    assert set(line) == {"step", "calls", "param_grads", "params_after"}
+    assert set(line) == {"step", "calls", "params_before", "param_grads", "params_after"}
 
 
 def test_param_grads_are_read_before_clipping(tmp_path, monkeypatch):

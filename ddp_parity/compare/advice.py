@@ -136,11 +136,15 @@ ADVICE: dict[str, Advice] = {
         "max_norm).",
     ),
     "gradients": Advice(
-        "With gradient accumulation the loss must be divided by accumulate_grad_batches before backward "
-        "(Lightning does); DDP's no_sync() must skip the all-reduce on every micro-batch but the last; "
-        "DDP already averages gradients over ranks.",
-        "Divide the loss by accumulate_grad_batches before backward, wrap all but the last micro-batch "
-        "of each step in model.no_sync(), and let DDP do the averaging (no extra division by world size).",
+        "Every module computes the same gradient, but the parameters' accumulated .grad differs, so "
+        "what happens to the gradients between backward and the step differs: .grad not zeroed for some "
+        "parameters (zero_grad on one optimizer of two), a parameter frozen (requires_grad=False) or unused "
+        "on one side only, accumulation over another number of micro-batches, DDP's no_sync or averaging "
+        "over ranks done differently.",
+        "Zero the gradients of every parameter once per optimizer step (each optimizer's zero_grad), "
+        "freeze the same parameters on both sides, "
+        "accumulate the same micro-batches with the loss divided by accumulate_grad_batches, and let DDP "
+        "do the averaging (no extra division by world size). First parameter whose .grad differs: {param}.",
     ),
     "gradients.factor": Advice(
         "A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the "
@@ -149,11 +153,37 @@ ADVICE: dict[str, Advice] = {
         "Divide the loss by accumulate_grad_batches before backward (and only then), and let DDP do the "
         "averaging over ranks (no extra division by world size).",
     ),
+    "numerics.module": Advice(
+        "The module watch shows where the difference is born: {name} ({type}) computes another output from "
+        "the same input, with the same parameters and in the same mode (training flag, autocast, dtypes) on "
+        "both sides, and the thread counts and torch flags are recorded equal: the module itself is built "
+        "or computed differently.",
+        "Build {name} ({type}) the same way on both sides: the same class and constructor arguments (eps, "
+        "momentum, approximate, bias, ...) and the same dtype; compare print(model) of both sides.",
+    ),
+    "loss": Advice(
+        "Every module call of the forward pass is equal on both sides, so the model's outputs are the same: "
+        "the loss computed from them is not. The loss function or its arguments differ: label smoothing, "
+        "class weights, reduction (mean or sum, averaged over the local or the global batch), ignore_index.",
+        "Compute the loss with the same function and arguments on both sides (the same criterion with the "
+        "same label_smoothing, weight= and reduction), averaged over the same samples.",
+    ),
+    "module_state": Advice(
+        "With equal inputs and parameters a module computes what its mode makes it compute: {what}",
+        "{fix}",
+    ),
+    "undetermined": Advice(
+        "The recorded evidence does not single out one cause; the candidates, most likely first: {ranked}. "
+        "What tells them apart: {separate}",
+        "{fix}",
+    ),
     "optimizer.lr": Advice(
         "The learning-rate schedule is stepped differently: per optimizer step on one side and per "
         "epoch on the other (Lightning's `interval`), or per micro-batch under accumulation.",
         "Step the scheduler exactly where Lightning does: after optimizer.step(), once per epoch for "
-        "interval 'epoch' or once per optimizer step for interval 'step', with the same parameters.",
+        "interval 'epoch' or once per optimizer step for interval 'step', with the same parameters "
+        "(a schedule sized in steps, like OneCycleLR, needs the same total_steps: optimizer steps, "
+        "len(train_loader) x epochs / accumulation, not len(dataset): Lightning #2643).",
     ),
     "optimizer": Advice(
         "Same samples, loss, gradient norm and learning rate, yet another update: the optimizer's "
@@ -194,6 +224,117 @@ ADVICE: dict[str, Advice] = {
         "Give every rank the same number of batches: shard with DistributedSampler (it pads to "
         "ceil(N / world_size)) and use the same drop_last for sampler and DataLoader; never put a "
         "collective under a rank-dependent condition; for truly uneven inputs use DDP's Join context.",
+    ),
+}
+
+# a module that runs in another mode than its twin: why that changes its output, and the fix
+# ({name}: the module, {side}: the side whose mode is the usual slip, {a}/{b}: the two values)
+MODULE_STATE = {
+    "training": Advice(
+        "in eval mode dropout passes its input through and BatchNorm normalises with its running statistics; "
+        "the usual slip is a loop that calls model.eval() for validation and never model.train() again "
+        "(Lightning switches back after its validation loop).",
+        "On {side}, put the model back in training mode before training continues: call model.train() after "
+        "validation (and at the start of every epoch), so that {name} trains with training=True.",
+    ),
+    "arguments": Advice(
+        "the module is built with other constructor arguments (a dropout probability, eps, momentum, "
+        "approximate), so it computes another function.",
+        "Build {name} with the same arguments on both sides ({a} vs {b}).",
+    ),
+    "autocast": Advice(
+        "under autocast a module computes in a lower precision (bf16/fp16 matmuls), so the same input gives "
+        "other bits.",
+        "Run {name} under the same precision on both sides ({a} vs {b}): the same Trainer `precision` and "
+        "the same torch.autocast regions in the hand-written loop.",
+    ),
+    "grad_enabled": Advice(
+        "a forward without gradients records no graph; the module's backward then differs.",
+        "Run the training forward with gradients enabled on both sides (no torch.no_grad() or "
+        "torch.inference_mode() around {name}).",
+    ),
+    "output_dtypes": Advice(
+        "a module whose parameters or computation are in another dtype gives outputs of another dtype.",
+        "Give {name} the same dtype on both sides ({a} vs {b}): model.to(dtype), the Trainer's `precision`.",
+    ),
+    "input_dtypes": Advice(
+        "the same values in another dtype are other bits.",
+        "Feed {name} the same dtype on both sides ({a} vs {b}): cast the batch the same way.",
+    ),
+}
+
+# each cause a divergence can have, as the ranked candidates of an undetermined finding say it:
+# (the cause, what would tell it apart from the others)
+CANDIDATES = {
+    "data_pipeline": (
+        "the batch contents (random augmentation, DataLoader worker seeding, transforms)",
+        "record batch=batch on both sides (its batch_digest is compared), or watch the model (its first "
+        "module's input is compared)",
+    ),
+    "rng": (
+        "the random stream (a dropout mask drawn from another RNG state)",
+        "watch the model: a random layer (Dropout) whose output differs with equal input is the random stream",
+    ),
+    "module_state": (
+        "a module in another mode (eval mode left on after validation, autocast, dtype)",
+        "watch the model with this version: each call's training flag, autocast and dtypes are compared",
+    ),
+    "loss": (
+        "the loss function or its arguments (label smoothing, class weights, reduction)",
+        "watch the model: equal module outputs with a different loss are the loss function",
+    ),
+    "numerics": (
+        "a module that computes differently from equal inputs (its constructor arguments, its kernel)",
+        "watch the model: the first module whose output differs with equal input is named",
+    ),
+    "gradients": (
+        "the scaling or reduction of the gradients (accumulation without loss division, no_sync, averaging over ranks)",
+        "watch the model: equal module gradients with different parameter .grad are the reduction",
+    ),
+    "param_groups": (
+        "the optimizer's param groups (weight decay or lr on some parameters only)",
+        "record optimizer=optimizer on both sides: the param groups are compared before any step",
+    ),
+    "reduction_order": (
+        "clipping over the parameters in another order (model.parameters() vs the optimizer's groups)",
+        "record optimizer=optimizer on both sides: equal param groups leave the order as the cause",
+    ),
+    "optimizer": (
+        "the optimizer's update (its state, settings outside the param groups, zero_grad, clipping on one side)",
+        "watch the model: the parameters after the step are compared one by one",
+    ),
+    "earlier_update": (
+        "an earlier optimizer step that already differed (the parameters after each step were not recorded)",
+        "record model=model on both sides: the parameters after every step are then compared",
+    ),
+}
+
+# evidence a side may not have recorded: what could not be checked without it, and the one-line
+# change to the record call that records it ({step}: the first divergence's step)
+MISSING_EVIDENCE = {
+    "batch": (
+        "the batch contents (batch_digest)",
+        "recorder.record(step, loss, indices, ..., batch=batch)",
+    ),
+    "optimizer": (
+        "the optimizer's class and param groups, and the parameter order clipping sums in",
+        "recorder.record(step, loss, indices, ..., optimizer=optimizer, model=model)",
+    ),
+    "param_digest": (
+        "the parameters after each step (param_digest)",
+        "recorder.record(step, loss, indices, ..., model=model)",
+    ),
+    "watch": (
+        "the module and phase where the difference is born, and each module's mode",
+        "recorder.watch(model) after recorder.start() (TraceCallback watches by itself)",
+    ),
+    "watch_step": (
+        "the module calls at step {step}, which the module watch did not cover",
+        "recorder.watch(model, steps=[{step}]), or DDP_PARITY_WATCH_STEP={step} in both commands' environment",
+    ),
+    "watch_state": (
+        "each module call's training flag, autocast and dtypes (a module watch from an older version)",
+        "record again with this version's recorder.watch(model)",
     ),
 }
 

@@ -25,7 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ddp_parity.compare.advice import ADVICE, RECORDING_FIX
+from ddp_parity.compare import evidence as recorded_evidence
+from ddp_parity.compare.advice import ADVICE, CANDIDATES, MISSING_EVIDENCE, MODULE_STATE, RECORDING_FIX
+from ddp_parity.compare.modules import display
+from ddp_parity.compare.story import COMPUTATION_READINGS, UPSTREAM_CATEGORIES, check_story
 from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
 
 CATEGORIES = (
@@ -44,11 +47,14 @@ CATEGORIES = (
     "data_order",
     "data_pipeline",
     "rng",
+    "module_state",
     "numerics",
+    "loss",
     "reduction_order",
     "gradients",
     "optimizer",
     "buffers",
+    "undetermined",
 )
 
 # resolved-config keys (dotted) that cannot change the numbers a run computes; a key matches an
@@ -123,6 +129,29 @@ class Context:
     def both(self, a, b) -> dict:
         return {self.names[0]: a, self.names[1]: b}
 
+    def have(self) -> dict[str, set[str]]:
+        """{side label: the evidence kinds that run recorded} (the watch kinds about the first divergence)."""
+        if "have" not in self.cache:
+            step = self.earliest.get("step") if self.earliest else None
+            self.cache["have"] = {self.label(s): recorded_evidence.recorded(self.run(s), step) for s in ("a", "b")}
+        return self.cache["have"]
+
+    def both_have(self, kind: str) -> bool:
+        return all(kind in found for found in self.have().values())
+
+    def unchecked(self) -> list[dict]:
+        """What the first divergence needs that a side did not record: each with the sides lacking it,
+        what could not be checked, and the change to the record call that records it."""
+        first = self.earliest
+        if first is None:
+            return []
+        needed = recorded_evidence.needed(first["quantity"], first.get("step"))
+        out = []
+        for kind, sides in recorded_evidence.missing(self.have(), needed).items():
+            what, change = (text.format(step=first.get("step")) for text in MISSING_EVIDENCE[kind])
+            out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
+        return out
+
     def config_diffs(self) -> tuple[dict, tuple | None]:
         if "config" not in self.cache:
             self.cache["config"] = config_differences(self.meta("a"), self.meta("b"), self.ignore_config)
@@ -135,12 +164,15 @@ def finding(ctx: Context, kind: str, step, rank, evidence: dict, facts: str, **v
     assert category in CATEGORIES, category
     return {
         "category": category,
+        "kind": kind,
         "step": step,
         "rank": rank,
         "evidence": ctx.base(**evidence),
         "explanation": " ".join(part for part in (facts, advice.why.format(**values)) if part),
         "advice": advice.fix.format(**values),
         "module": None,
+        "candidates": [],
+        "unchecked": [],
     }
 
 
@@ -469,7 +501,23 @@ def check_resume(ctx: Context) -> dict | None:
             evidence.update(match)
             replay = match["matches_step"] < step
             epoch = match.get("matches_epoch")
-            if replay:
+            if replay and match.get("epoch") is not None and match["epoch"] != epoch:
+                # the epoch counter went on but the order is an earlier epoch's: the order state was lost
+                facts = (
+                    f"{opener} at step {step} {name} is in epoch {match['epoch']} but consumes the samples the runs "
+                    f"consumed at step {match['matches_step']} (epoch {epoch}), in the same order: its epoch count "
+                    "was restored, the data order was not."
+                )
+                cause = (
+                    "The resumed run rebuilt its DataLoader or sampler without the state that decides the order: a "
+                    "DataLoader generator seeded afresh, a sampler without set_epoch(restored epoch), workers "
+                    "re-seeded from the start (Lightning #21938: workers replaying an epoch after a resume)."
+                )
+                fix = (
+                    "Restore the data order with the checkpoint: save and load the DataLoader's generator state "
+                    "(generator.get_state()/set_state()) or call sampler.set_epoch(restored epoch) before iterating."
+                )
+            elif replay:
                 facts = (
                     f"{opener} at step {step} {name} consumes the samples the runs consumed at step "
                     f"{match['matches_step']} (epoch {epoch}): it trains epoch {epoch} again."
@@ -547,7 +595,7 @@ def _samples_seen_elsewhere(ctx: Context, side: str, other: str, rank, step) -> 
         if rec["step"] != step:
             a, b = comparable_samples(target, rec)
             if a is not None and a == b:
-                return {"matches_step": rec["step"], "matches_epoch": rec.get("epoch")}
+                return {"matches_step": rec["step"], "matches_epoch": rec.get("epoch"), "epoch": target.get("epoch")}
     return None
 
 
@@ -690,33 +738,155 @@ def check_batch(ctx: Context) -> dict | None:
     return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
 
 
+def check_module(ctx: Context) -> dict | None:
+    """The module watch's finding at the first divergence decides the category whenever it names where
+    the difference is born: the batch (first input differs, indices equal), a random layer, a module in
+    another mode, a module's own computation, or the loss (every forward call equal, the loss not)."""
+    f, module = ctx.earliest, ctx.cache.get("module")
+    if f is None or not module or module.get("step") != f.get("step"):
+        return None
+    kind = module.get("reading_kind")
+    evidence = {"module": module}
+    where = f"at step {f['step']} rank {f['rank']}, {module['phase']} of {display(module['name'])} ({module['type']})"
+    if kind == "batch":
+        facts = (
+            f"The sample indices are equal, but {where} already receives another input: the first module's input "
+            "differs, so the batch contents differ before the model."
+        )
+        return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
+    if kind == "state":
+        return _module_state(ctx, f, module, where)
+    if kind == "params":
+        facts = (
+            f"The module watch finds parameter {module['name']} different before the first forward of step "
+            f"{f['step']} (rank {f['rank']}): the sides start this step from other weights."
+        )
+        if f["step"] == 1:
+            return finding(ctx, "init", f["step"], f["rank"], evidence, facts)
+        return _undetermined(ctx, f, ["earlier_update", "param_groups", "optimizer"], facts, evidence)
+    if kind in ("random", *COMPUTATION_READINGS) and not ctx.both_have("watch_state"):
+        facts = f"The module watch finds the first difference {where}: inputs equal, outputs differ."
+        return _undetermined(ctx, f, ["rng" if kind == "random" else "numerics", "module_state"], facts, evidence)
+    if kind == "random":
+        facts = (
+            f"The sample indices, the inputs and the module's mode are equal, but {where} draws another mask: its "
+            "input is equal and its output differs."
+        )
+        values = {"where": f"layer {display(module['name'])} ({module['type']}) draws its mask at step {f['step']}"}
+        return finding(ctx, "rng", f["step"], f["rank"], evidence, facts, **values)
+    if kind == "loss_grad" and f["quantity"] == "loss":
+        facts = (
+            f"Both sides fed rank {f['rank']} the same samples at step {f['step']} and every module call of the "
+            f"forward pass is equal, yet the loss differs ({f['a']!r} vs {f['b']!r})."
+        )
+        return finding(ctx, "loss", f["step"], f["rank"], {**evidence, "loss": ctx.both(f["a"], f["b"])}, facts)
+    if kind in COMPUTATION_READINGS:
+        facts = (
+            f"The module watch finds where the difference is born: {where} computes another result from an "
+            "equal input, in the same mode on both sides."
+        )
+        values = {"name": display(module["name"]), "type": module["type"]}
+        return finding(ctx, "numerics.module", f["step"], f["rank"], evidence, facts, **values)
+    return None  # the gradients' reduction or the optimizer: the checks of those quantities read it
+
+
+def _module_state(ctx: Context, f: dict, module: dict, where: str) -> dict:
+    state = module.get("state") or {}
+    key = next(k for k in MODULE_STATE if k in state)
+    va, vb = state[key]
+    name = display(module["name"])
+    # a module out of training mode is the usual slip (eval() left on after validation): name that side
+    slipped = ctx.label("a") if key == "training" and va is False else ctx.label("b")
+    said = "; ".join(
+        f"{ctx.label('a')} runs `{name}` with {k}={a}, {ctx.label('b')} with {b}" for k, (a, b) in state.items()
+    )
+    facts = f"The module watch finds the first difference {where}: its input is equal, but {said}."
+    advice = MODULE_STATE[key]
+    values = {"name": name, "side": slipped, "a": va, "b": vb}
+    fix = advice.fix.format(**values)
+    return finding(
+        ctx, "module_state", f["step"], f["rank"], {"module": module, "state": state}, facts, what=advice.why, fix=fix
+    )
+
+
 def check_loss(ctx: Context) -> dict | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "loss":
         return None
-    module = ctx.cache.get("module")
     evidence = {"loss": ctx.both(f["a"], f["b"]), "abs_diff": _absdiff(f["a"], f["b"])}
     facts = (
         f"Both sides fed rank {f['rank']} the same samples at step {f['step']}, yet its loss differs "
-        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})"
+        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
     )
-    random_layer = module and "dropout" in str(module.get("type", "")).lower()
-    dropout = _config_values(ctx, ("dropout",))
-    if random_layer or (module is None and any(_nonzero(v) for v in dropout.values())):
-        where = (
-            f"layer {module['name']} ({module['type']}) draws its mask at step {module.get('step', f['step'])}"
-            if random_layer
-            else f"the first dropout mask of step {f['step']} is drawn (the first draw from the global stream "
-            "after the model build on both sides; the sampler has its own generator)"
-        )
-        if random_layer:
-            evidence["module"] = module
-        else:
-            evidence["dropout"] = dropout
-        return finding(ctx, "rng", f["step"], f["rank"], evidence, facts + ".", where=where)
-    if module:
-        facts += f"; the first module whose output differs with equal input is {module['name']} ({module['type']})"
-    return finding(ctx, "numerics", f["step"], f["rank"], evidence, facts + ".")
+    if ctx.both_have("watch_state") and ctx.cache.get("module") is None:
+        # every module call, gradient and update of the watched step is equal: only the loss value is not
+        facts += " Every module call of this step is equal on both sides."
+        return finding(ctx, "loss", f["step"], f["rank"], evidence, facts)
+    return _undetermined(ctx, f, _loss_candidates(ctx, f), facts, evidence)
+
+
+def _loss_candidates(ctx: Context, f: dict) -> list[str]:
+    """What can make the loss differ with equal samples, most likely first, given what was recorded."""
+    dropout = any(_nonzero(v) for v in _config_values(ctx, ("dropout",)).values())
+    ranked = ["rng"] if dropout else []
+    if not ctx.both_have("batch"):
+        ranked.append("data_pipeline")
+    ranked += ["module_state", "loss", *_earlier_update_candidates(ctx, f), "numerics"]
+    if not dropout:
+        ranked.append("rng")  # a random layer the config does not mention
+    return ranked
+
+
+def _earlier_update_candidates(ctx: Context, f: dict) -> list[str]:
+    """After an update, an earlier step may already have differed where nothing compared it."""
+    if (f.get("step") or 0) <= 1:
+        return []
+    out = [] if ctx.both_have("param_digest") else ["earlier_update"]
+    return out + ([] if ctx.both_have("optimizer") else ["param_groups"])
+
+
+def _undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> dict:
+    """No single cause: what is known, the candidates ranked, and what would tell them apart."""
+    causes = list(dict.fromkeys(causes))
+    unchecked = ctx.unchecked()
+    ranked = "; ".join(f"({i}) {CANDIDATES[c][0]}" for i, c in enumerate(causes, 1))
+    separate = "; ".join(dict.fromkeys(CANDIDATES[c][1] for c in causes)) + "."
+    if unchecked:
+        changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in unchecked)
+        fix = f"Record what would tell them apart, then compare again: {changes}."
+    else:
+        fix = f"Tell them apart: {separate}"
+    facts = f"{facts} {_equal_up_to(ctx, f)}"
+    result = finding(
+        ctx, "undetermined", f["step"], f["rank"], evidence, facts, ranked=ranked, separate=separate, fix=fix
+    )
+    result["candidates"] = [
+        {
+            "cause": c,
+            "category": CANDIDATE_CATEGORY.get(c, c),
+            "what": CANDIDATES[c][0],
+            "tells_apart": CANDIDATES[c][1],
+        }
+        for c in causes
+    ]
+    result["unchecked"] = unchecked
+    return result
+
+
+# a candidate that is a cause within a category
+CANDIDATE_CATEGORY = {"earlier_update": "optimizer"}
+
+
+def _equal_up_to(ctx: Context, f: dict) -> str:
+    """What the traces show equal up to the first divergence."""
+    equal = ["the configuration", "the initial weights"]
+    if ctx.both_have("optimizer"):
+        equal.append("the optimizer's param groups")
+    equal.append(f"all {ctx.walk.steps_equal_before} earlier step(s)")
+    equal.append("this step's samples")
+    if ctx.both_have("batch"):
+        equal.append("batch contents")
+    return f"Equal up to there: {', '.join(equal)}."
 
 
 def check_grad_norm(ctx: Context) -> dict | None:
@@ -738,7 +908,8 @@ def check_grad_norm(ctx: Context) -> dict | None:
     # norm are the order it was summed in, at step 1 or later (a later step only means the orders
     # happened to round alike until then)
     if ulps is not None and ulps <= FEW_ULPS and _same_param_sets(ctx):
-        return _reduction_order(ctx, f, evidence, "gradient norm")
+        if ctx.both_have("optimizer") and not _earlier_update_candidates(ctx, f):
+            return _reduction_order(ctx, f, evidence, "gradient norm")
     ratio = _ratio(f["a"], f["b"])
     facts = (
         f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on both sides, "
@@ -749,7 +920,16 @@ def check_grad_norm(ctx: Context) -> dict | None:
         if abs(ratio / near - 1) < 0.02:
             evidence["ratio"] = ratio
             return finding(ctx, "gradients.factor", f["step"], f["rank"], evidence, facts, factor=near)
-    return finding(ctx, "gradients", f["step"], f["rank"], evidence, facts)
+    module = ctx.cache.get("module")
+    if module and module.get("reading_kind") == "param_grad":
+        evidence["module"] = module
+        return finding(ctx, "gradients", f["step"], f["rank"], evidence, facts, param=module["name"])
+    causes = ["gradients", "numerics", *_earlier_update_candidates(ctx, f)]
+    if ulps is not None and ulps <= FEW_ULPS:
+        causes.insert(0, "reduction_order")
+    if module and module.get("reading_kind") == "loss_grad":
+        causes = ["gradients", "loss", *causes]
+    return _undetermined(ctx, f, causes, facts, evidence)
 
 
 def _reduction_order(ctx: Context, f: dict, evidence: dict, what: str) -> dict:
@@ -842,13 +1022,15 @@ def check_param_digest(ctx: Context) -> dict | None:
     evidence = {"param_digest": ctx.both(f["a"], f["b"]), "ulps": ulps}
     if ulps is not None and ulps <= FEW_ULPS and ctx.walk.steps_equal_before == 0 and _same_param_sets(ctx):
         clipping = [v for v in _config_values(ctx, ("gradient_clip_val",)).values() if _nonzero(v)]
-        if clipping:
+        if clipping and ctx.both_have("optimizer"):
             return _reduction_order(ctx, f, evidence, "parameter digest after the step (clipping on)")
     facts = (
         f"At step {f['step']} rank {f['rank']} consumed the same samples with the same loss, gradient norm and "
         f"learning rate, yet the parameters after the step differ (param_digest {_fmt(f['a'])} vs {_fmt(f['b'])})."
     )
-    return finding(ctx, "optimizer", f["step"], f["rank"], evidence, facts)
+    if ctx.both_have("optimizer"):  # the param groups were compared equal: the update itself differs
+        return finding(ctx, "optimizer", f["step"], f["rank"], evidence, facts)
+    return _undetermined(ctx, f, ["param_groups", "reduction_order", "optimizer"], facts, evidence)
 
 
 def check_buffers(ctx: Context) -> dict | None:
@@ -984,6 +1166,11 @@ def check_problems(ctx: Context) -> dict | None:
 SETUP_CATEGORIES = ("config", "param_groups", "buffers")
 
 
+def _unchecked_sentence(unchecked: list[dict]) -> str:
+    parts = [f"{u['not_checked']} ({' and '.join(u['sides'])} did not record it: {u['record']})" for u in unchecked]
+    return "Not checked: " + "; ".join(parts) + "."
+
+
 def check_equivalent(ctx: Context, setup_differs: dict | None = None) -> dict:
     n = ctx.walk.steps_equal_before if ctx.walk else 0
     if setup_differs is None:
@@ -1013,6 +1200,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_structure,
     check_samples,
     check_batch,
+    check_module,
     check_loss,
     check_grad_norm,
     check_lr,
@@ -1048,11 +1236,16 @@ def diagnose_comparison(cmp, report: dict | None, names, *, ignore_config=(), st
         found = check_equivalent(ctx, setup_differs=setup)
     found["module"] = ctx.cache.get("module")
     found.setdefault("setup_differs", None)
+    if found["category"] not in UPSTREAM_CATEGORIES and not found["unchecked"]:
+        found["unchecked"] = ctx.unchecked()
+    if found["unchecked"]:
+        found["explanation"] += " " + _unchecked_sentence(found["unchecked"])
     for key in ("init_note",):
         if key in ctx.cache:
             found["evidence"][key] = ctx.cache[key]
     if cmp.meta_errors:
         found["evidence"]["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
+    check_story(found, cmp.run_a, cmp.run_b, ctx.earliest)
     return found
 
 
@@ -1136,6 +1329,16 @@ def format_diagnosis(d: dict) -> str:
 
         lines += textwrap.wrap(
             format_module_finding(d["module"]), width=110, initial_indent="  ", subsequent_indent="    "
+        )
+    if d.get("candidates"):
+        causes = ", ".join(c["cause"] for c in d["candidates"])
+        lines += textwrap.wrap(f"candidates, most likely first: {causes}", width=110, initial_indent="  ")
+    for u in d.get("unchecked") or []:
+        lines += textwrap.wrap(
+            f"not checked ({' and '.join(u['sides'])} did not record it): {u['not_checked']}",
+            width=110,
+            initial_indent="  ",
+            subsequent_indent="    ",
         )
     if d.get("category") != "equivalent" and d.get("advice"):
         lines += textwrap.wrap(f"fix: {d['advice']}", width=110, initial_indent="  ", subsequent_indent="    ")

@@ -28,6 +28,7 @@ from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_tra
 
 RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
 RANDOM_HINTS = ("dropout", "droppath", "drop_path", "stochasticdepth", "noise")
+STATE_KEYS = ("training", "arguments", "autocast", "grad_enabled", "output_dtypes", "input_dtypes")
 STATEFUL_NORM_PREFIXES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm", "LazyBatchNorm", "LazyInstanceNorm")
 NORM_HINTS = ("norm",)
 PHASE_ORDER = {"forward": 0, "backward": 1, "optimizer": 2}
@@ -116,6 +117,9 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     then the parameter gradients, then the parameters after the step. With `position` for ordering."""
     prefix_a, prefix_b = name_prefixes(rec_a, rec_b)
     calls_a, calls_b = _keyed_calls(rec_a, prefix_a), dict(_keyed_calls(rec_b, prefix_b))
+    before = _first_differing(rec_a.get("params_before") or {}, rec_b.get("params_before") or {})
+    if before is not None:  # the step starts from other weights: nothing in it is the cause
+        return {**_param_finding(before, calls_a, "forward", "params", -1), "type": "Parameter"}
     for position, (key, a) in enumerate(calls_a):
         b = calls_b.get(key)
         if b is None:
@@ -123,13 +127,18 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
         found = _compare_call(a, b)
         if found is not None:
             return {**found, "position": position, "context": _context(calls_a, position, calls_b)}
-    pairs = match_keys(list(rec_a.get("param_grads", {})), list(rec_b.get("param_grads", {})), None)
-    for norm, pair in pairs.items():
-        if norm.startswith("__only"):
-            continue
-        ka, kb = pair
-        if rec_a["param_grads"][ka] != rec_b["param_grads"][kb]:
+    grads_a, grads_b = rec_a.get("param_grads", {}), rec_b.get("param_grads", {})
+    pairs = match_keys(list(grads_a), list(grads_b), None)
+    # a parameter with a .grad on one side only: frozen (requires_grad=False) or unused on the other
+    one_sided = [(name, prefix_a) for name in pairs.pop("__only_a__")] + [
+        (name, prefix_b) for name in pairs.pop("__only_b__")
+    ]
+    for norm, (ka, kb) in pairs.items():
+        if grads_a[ka] != grads_b[kb]:
             return _param_finding(norm, calls_a, "backward", "param_grad", len(calls_a))
+    if one_sided and grads_a and grads_b:
+        name, prefix = one_sided[0]
+        return _param_finding(normalise(name, prefix) or name, calls_a, "backward", "param_grad", len(calls_a))
     pairs = match_keys(list(rec_a.get("params_after", {})), list(rec_b.get("params_after", {})), None)
     for norm, pair in pairs.items():
         if norm.startswith("__only"):
@@ -140,21 +149,54 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     return None
 
 
+def _first_differing(digests_a: dict, digests_b: dict) -> str | None:
+    pairs = match_keys(list(digests_a), list(digests_b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return next((norm for norm, (ka, kb) in pairs.items() if digests_a[ka] != digests_b[kb]), None)
+
+
 def _compare_call(a: dict, b: dict) -> dict | None:
     base = {"name": a["name"], "type": a["type"], "phase": a["phase"]}
     if a["phase"] == "forward":
         if a.get("input") != b.get("input"):
             return {**base, "what": "input", "input_equal": False}
+        changed = a.get("output") != b.get("output") or a.get("buffers") != b.get("buffers")
+        state = state_differences(a, b)
+        if changed and state:
+            # the module computed another result from the same input because it ran in another mode
+            # (training flag, autocast, dtype): that, not its numerics or a random stream, is the cause
+            return {**base, "what": "state", "input_equal": True, "state": state}
         if a.get("output") != b.get("output"):
             return {**base, "what": "output", "input_equal": True, "random": bool(a.get("random") or b.get("random"))}
         if a.get("buffers") != b.get("buffers"):
             return {**base, "what": "buffers", "input_equal": True}
         return None
     # backward: "output" is the gradient arriving at the module's output, "input" the one leaving it
+    if (a.get("input") is None) != (b.get("input") is None) and a.get("output") == b.get("output"):
+        return None  # its input needs no gradient on one side (a layer before it frozen): the param grads say so
     if a.get("output") != b.get("output"):
         return {**base, "what": "grad", "input_equal": False}
     if a.get("input") != b.get("input"):
         return {**base, "what": "grad", "input_equal": True}
+    return None
+
+
+def state_differences(a: dict, b: dict) -> dict:
+    """{state key: [a's value, b's value]} for what a forward depends on besides its input (the watch's
+    `state`: training, grad mode, autocast, dtypes); {} when equal or not recorded on a side."""
+    sa, sb = a.get("state"), b.get("state")
+    if not (isinstance(sa, dict) and isinstance(sb, dict)):
+        return {}
+    return {key: [sa.get(key), sb.get(key)] for key in STATE_KEYS if key in sa and key in sb and sa[key] != sb[key]}
+
+
+def has_state(run_dir) -> bool | None:
+    """Whether a run's module watch records each call's state (None: no module watch at all)."""
+    for rank in module_trace_ranks(run_dir):
+        for record in read_module_trace(run_dir, rank).values():
+            calls = record.get("calls") or []
+            if calls:
+                return any("state" in call for call in calls)
     return None
 
 
@@ -230,13 +272,17 @@ def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> 
             if best["phase"] == "optimizer" and optimizer_class:
                 best["type"] = optimizer_class
             best["reading"] = reading(best, _indices_equal(run_a, run_b, s, best["rank"]))
-            return {k: best[k] for k in ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading")}
+            best["reading_kind"] = reading_kind(best, _indices_equal(run_a, run_b, s, best["rank"]))
+            keys = ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading", "reading_kind", "state")
+            return {k: best[k] for k in keys if k in best}
     return None
 
 
 READINGS = {
     "optimizer": "every gradient is equal but the parameters after the step differ: clipping or the optimizer "
     "(gradient_clip_val, optimizer hyperparameters, learning rate)",
+    "params": "the parameter differs before the step's first forward: the initial weights (at the first step) "
+    "or an update before this step",
     "param_grad": "every module's gradient is equal but the parameter's accumulated .grad differs: gradient "
     "reduction or accumulation (DDP averaging, no_sync, accumulate_grad_batches, loss division)",
     "loss_grad": "the forward pass is equal but the gradient arriving at the model's output differs: the loss or "
@@ -252,6 +298,8 @@ READINGS = {
     "forward of {parent} (a functional op, not a module)",
     "buffers": "inputs and outputs equal but its buffers after the call differ: its running statistics "
     "(momentum, track_running_stats) or the buffers it started with",
+    "state": "inputs equal, but the module runs in another mode on the two sides ({state}): that mode decides "
+    "its output",
     "random": "the random stream differs at this layer (seeding: re-seed after building the model as Lightning "
     "does, or per-rank/worker seeds)",
     "stateful_norm": "a normalisation layer: its buffers or its mode (train/eval, momentum, track_running_stats)",
@@ -264,13 +312,22 @@ READINGS = {
 
 def reading(d: dict, indices_equal: bool | None = None) -> str:
     """What the first difference points at (issue 13's reading), in one clause."""
-    return READINGS[reading_kind(d, indices_equal)].format(parent=display(_parent(d["name"])), name=display(d["name"]))
+    return READINGS[reading_kind(d, indices_equal)].format(
+        parent=display(_parent(d["name"])), name=display(d["name"]), state=describe_state(d.get("state") or {})
+    )
+
+
+def describe_state(state: dict) -> str:
+    """`training: True vs False; ...` for the differing state keys, in the order of the runs."""
+    return "; ".join(f"{key}: {va} vs {vb}" for key, (va, vb) in state.items())
 
 
 def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
     context, kind = d.get("context", {}), d["type"]
     if d["phase"] == "optimizer":
         return "optimizer"
+    if d["what"] == "params":
+        return "params"
     if d["what"] == "param_grad":
         return "param_grad"
     if d["phase"] == "backward":
@@ -281,6 +338,8 @@ def reading_kind(d: dict, indices_equal: bool | None = None) -> str:
         if context.get("outer_input_differs"):
             return "data_order" if indices_equal is False else "batch"
         return "between_forward"
+    if d["what"] == "state":
+        return "state"
     if d["what"] == "buffers":
         return "buffers"
     if d.get("random") or _is_random(kind, d["name"]):
@@ -315,6 +374,8 @@ def format_module_finding(d: dict | None) -> str:
             ("forward", "input"): "inputs differ",
             ("forward", "output"): "inputs equal, outputs differ",
             ("forward", "buffers"): "inputs and outputs equal, buffers differ",
+            ("forward", "state"): "inputs equal, module state differs, outputs differ",
+            ("forward", "params"): "the parameter differs before the step",
             ("backward", "grad"): "incoming gradient equal, outgoing gradient differs"
             if d["input_equal"]
             else "incoming gradient differs",

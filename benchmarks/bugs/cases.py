@@ -1,0 +1,476 @@
+"""The corpus: real-world training bugs, each made on one side of a pair that is otherwise a bitwise
+twin, and clean pairs that must come out equivalent. Every bug cites the tracker report or the
+tutorial classic it reproduces, and states what a right diagnosis says: the category, the first
+step (by construction: the step at which the slip first changes what is computed), the module where
+one is involved, and words of the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchmarks.bugs.loops import Setup
+
+STEPS_PER_EPOCH = Setup().samples // Setup().batch  # 6
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    cites: str
+    a: Setup  # the reference side: a hand-written loop
+    b: Setup  # the other side: the slip, or the same training
+    category: str = "equivalent"
+    step: int | None = None
+    module: str | None = None  # the module (or parameter) a right diagnosis names
+    fix: str = "Nothing to fix"
+    b_trainer: bool = False  # side b is a Lightning Trainer with TraceCallback
+    trainer: dict = field(default_factory=dict)  # fit_trainer keywords
+    world: int = 1  # > 1: both sides are DDP loops on that many gloo ranks
+
+    @property
+    def family(self) -> str:
+        return self.a.family
+
+    @property
+    def pair(self) -> str:
+        if self.world > 1:
+            return f"DDP loops, {self.world} ranks"
+        return "loop vs Trainer" if self.b_trainer else "loop vs loop"
+
+    @property
+    def clean(self) -> bool:
+        return self.category == "equivalent"
+
+
+def slip(name, cites, base: Setup, category, step, module, fix, **knobs) -> Case:
+    return Case(name, cites, base, base.changed(**knobs), category, step, module, fix)
+
+
+MLP, CNN, TRANSFORMER = Setup(family="mlp"), Setup(family="cnn"), Setup(family="transformer")
+TWO_EPOCHS = {"epochs": 2}
+AUGMENTED = {"augment": True, "workers": 2}
+ONECYCLE = "https://github.com/Lightning-AI/pytorch-lightning/issues/2643"
+WORKERS = "https://github.com/Lightning-AI/pytorch-lightning/issues/7937"
+SANITY = "https://github.com/Lightning-AI/pytorch-lightning/issues/6988"
+ZERO_GRAD = "https://github.com/Lightning-AI/pytorch-lightning/issues/591"
+SYNC_DIST = "https://github.com/Lightning-AI/pytorch-lightning/issues/21859"
+UNUSED = "https://github.com/pytorch/pytorch/issues/43259 (find_unused_parameters with a frozen layer)"
+EVAL = "tutorial classic: model.eval() for validation, model.train() never called again"
+SET_EPOCH = "tutorial classic (PyTorch DistributedSampler docs): set_epoch(epoch) before each epoch"
+ACCUMULATE = "tutorial classic: gradient accumulation without dividing the loss"
+DATA_ORDER = "tutorial classic: shuffle on one side only"
+
+BUGS = (
+    slip("extra RNG draw before training (mlp)", SANITY, MLP, "rng", 1, "drop", "Re-seed", extra_draw=True),
+    slip(
+        "extra RNG draw before training (transformer)",
+        SANITY,
+        TRANSFORMER,
+        "rng",
+        1,
+        "encoder",
+        "Re-seed",
+        extra_draw=True,
+    ),
+    Case(
+        "workers seeded on one side (mlp)",
+        WORKERS,
+        MLP.changed(**AUGMENTED),
+        MLP.changed(**AUGMENTED, seeded_workers=True),
+        "data_pipeline",
+        1,
+        None,
+        "worker_init_fn",
+    ),
+    Case(
+        "workers seeded on one side (cnn)",
+        WORKERS,
+        CNN.changed(**AUGMENTED),
+        CNN.changed(**AUGMENTED, seeded_workers=True),
+        "data_pipeline",
+        1,
+        None,
+        "worker_init_fn",
+    ),
+    Case(
+        "OneCycleLR total steps from the dataset (mlp)",
+        ONECYCLE,
+        MLP.changed(schedule="onecycle_loader"),
+        MLP.changed(schedule="onecycle_dataset"),
+        "optimizer",
+        2,
+        None,
+        "total_steps",
+    ),
+    Case(
+        "OneCycleLR total steps from the dataset (cnn)",
+        ONECYCLE,
+        CNN.changed(schedule="onecycle_loader"),
+        CNN.changed(schedule="onecycle_dataset"),
+        "optimizer",
+        2,
+        None,
+        "total_steps",
+    ),
+    Case(
+        "zero_grad on one optimizer of two (mlp)",
+        ZERO_GRAD,
+        MLP.changed(two_optimizers=True),
+        MLP.changed(two_optimizers=True, zero_grad_all=False),
+        "gradients",
+        2,
+        "head",
+        "zero_grad",
+    ),
+    Case(
+        "zero_grad on one optimizer of two (cnn)",
+        ZERO_GRAD,
+        CNN.changed(two_optimizers=True),
+        CNN.changed(two_optimizers=True, zero_grad_all=False),
+        "gradients",
+        2,
+        "head",
+        "zero_grad",
+    ),
+    slip(
+        "eval mode left on after validation (mlp)",
+        EVAL,
+        MLP.changed(**TWO_EPOCHS),
+        "module_state",
+        STEPS_PER_EPOCH + 1,
+        "drop",
+        "model.train()",
+        eval_mode="after_validation",
+    ),
+    slip(
+        "eval mode left on after validation (cnn)",
+        EVAL,
+        CNN.changed(**TWO_EPOCHS),
+        "module_state",
+        STEPS_PER_EPOCH + 1,
+        "bn",
+        "model.train()",
+        eval_mode="after_validation",
+    ),
+    slip(
+        "eval mode left on after validation (transformer)",
+        EVAL,
+        TRANSFORMER.changed(**TWO_EPOCHS),
+        "module_state",
+        STEPS_PER_EPOCH + 1,
+        "encoder",
+        "model.train()",
+        eval_mode="after_validation",
+    ),
+    slip(
+        "DistributedSampler without set_epoch (mlp)",
+        SET_EPOCH,
+        MLP.changed(sampler="distributed", **TWO_EPOCHS),
+        "set_epoch",
+        STEPS_PER_EPOCH + 1,
+        None,
+        "set_epoch(epoch)",
+        set_epoch=False,
+    ),
+    slip(
+        "DistributedSampler without set_epoch (transformer)",
+        SET_EPOCH,
+        TRANSFORMER.changed(sampler="distributed", **TWO_EPOCHS),
+        "set_epoch",
+        STEPS_PER_EPOCH + 1,
+        None,
+        "set_epoch(epoch)",
+        set_epoch=False,
+    ),
+    slip(
+        "accumulation without dividing the loss (mlp)",
+        ACCUMULATE,
+        MLP.changed(accumulate=2),
+        "gradients",
+        1,
+        None,
+        "Divide the loss by accumulate_grad_batches",
+        scale_loss=False,
+    ),
+    Case(
+        "accumulation without dividing the loss vs Trainer (cnn)",
+        ACCUMULATE,
+        CNN.changed(accumulate=2, scale_loss=False),
+        CNN.changed(accumulate=2),
+        "gradients",
+        1,
+        None,
+        "Divide the loss by accumulate_grad_batches",
+        b_trainer=True,
+    ),
+    slip(
+        "label smoothing on one side (mlp)",
+        "tutorial classic: CrossEntropyLoss(label_smoothing=...) on one side",
+        MLP,
+        "loss",
+        1,
+        None,
+        "label_smoothing",
+        label_smoothing=0.1,
+    ),
+    slip(
+        "label smoothing on one side (transformer)",
+        "tutorial classic: label smoothing on one side",
+        TRANSFORMER,
+        "loss",
+        1,
+        None,
+        "label_smoothing",
+        label_smoothing=0.1,
+    ),
+    slip(
+        "class weights on one side (cnn)",
+        "tutorial classic: CrossEntropyLoss(weight=...) on one side",
+        CNN,
+        "loss",
+        1,
+        None,
+        "weight=",
+        class_weights=True,
+    ),
+    slip(
+        "loss summed instead of averaged (mlp)",
+        "tutorial classic: reduction='sum' vs 'mean'",
+        MLP,
+        "loss",
+        1,
+        None,
+        "reduction",
+        reduction="sum",
+    ),
+    slip(
+        "a different drop_last (mlp)",
+        "tutorial classic: drop_last on one DataLoader only",
+        MLP.changed(samples=52),
+        "step_count",
+        STEPS_PER_EPOCH + 1,
+        None,
+        "drop_last",
+        drop_last=True,
+    ),
+    slip(
+        "head under bf16 autocast on one side (mlp)",
+        "Lightning precision='bf16-mixed' on one side",
+        MLP,
+        "module_state",
+        1,
+        "head",
+        "precision",
+        model={"autocast_head": True},
+    ),
+    slip(
+        "another dropout probability (mlp)",
+        "tutorial classic: a hyperparameter differing in the model",
+        MLP,
+        "module_state",
+        1,
+        "drop",
+        "same arguments",
+        model={"dropout": 0.2},
+    ),
+    slip(
+        "another LayerNorm eps (mlp)",
+        "tutorial classic: a hyperparameter differing in the model",
+        MLP,
+        "module_state",
+        1,
+        "norm",
+        "same arguments",
+        model={"eps": 1e-3},
+    ),
+    slip(
+        "GELU tanh approximation on one side (mlp)",
+        "tutorial classic: GELU(approximate='tanh') in one port",
+        MLP,
+        "module_state",
+        1,
+        "act",
+        "same arguments",
+        model={"approximate": "tanh"},
+    ),
+    slip(
+        "weight decay on every parameter (mlp)",
+        "tutorial classic: the no-decay split on one side",
+        MLP,
+        "param_groups",
+        None,
+        None,
+        "param groups",
+        decay_split=False,
+    ),
+    slip(
+        "Adam instead of AdamW (cnn)",
+        "tutorial classic: Adam(weight_decay) vs AdamW",
+        CNN,
+        "param_groups",
+        None,
+        None,
+        "same hyperparameters",
+        optimizer="adam",
+    ),
+    slip(
+        "a layer frozen on one side (mlp)",
+        UNUSED,
+        MLP,
+        "gradients",
+        1,
+        "fc1",
+        "freeze the same parameters",
+        frozen=("fc1.weight", "fc1.bias"),
+    ),
+    slip(
+        "clipping on one side only (mlp)",
+        "Lightning gradient_clip_val on one side",
+        MLP,
+        "optimizer",
+        1,
+        None,
+        "clip the same way",
+        clip=0.05,
+    ),
+    Case(
+        "clipping in the Trainer only (cnn)",
+        "Lightning gradient_clip_val on one side",
+        CNN,
+        CNN.changed(clip=0.05),
+        "optimizer",
+        1,
+        None,
+        "clip the same way",
+        b_trainer=True,
+    ),
+    Case(
+        "worker seeds without the rank under DDP (mlp)",
+        WORKERS,
+        MLP.changed(**AUGMENTED, seeded_workers=True),
+        MLP.changed(**AUGMENTED, seeded_workers=True, rank_in_worker_seed=False),
+        "data_pipeline",
+        1,
+        None,
+        "worker_init_fn",
+        world=2,
+    ),
+    Case(
+        "loss averaged over the global batch under DDP (mlp)",
+        "tutorial classic (DDP tutorial): dividing the loss by the world size although DDP averages gradients",
+        MLP,
+        MLP.changed(global_batch_mean=True),
+        "loss",
+        1,
+        None,
+        "averaged over the same samples",
+        world=2,
+    ),
+    slip(
+        "resume rebuilds the DataLoader without its generator state (mlp)",
+        "https://github.com/Lightning-AI/pytorch-lightning/issues/21938",
+        MLP.changed(**TWO_EPOCHS),
+        "resume",
+        STEPS_PER_EPOCH + 1,
+        None,
+        "generator",
+        resume="order_lost",
+    ),
+    slip(
+        "another seed before the model build (cnn)",
+        "tutorial classic: seeding after building the model on one side",
+        CNN,
+        "init",
+        1,
+        "conv",
+        "Seed identically",
+        init_seed=12,
+    ),
+    slip("shuffle on one side only (cnn)", DATA_ORDER, CNN, "data_order", 1, None, "DistributedSampler", shuffle=False),
+    slip(
+        "validation as a mean of batch means (mlp)",
+        SYNC_DIST,
+        MLP,
+        "numerics",
+        STEPS_PER_EPOCH,
+        None,
+        "sums and counts",
+        val_reduce="mean_of_means",
+    ),
+)
+
+CLEAN = (
+    # Lightning 2.6.6 runs the sanity check without touching the training's random stream (#6988 fixed):
+    # a Trainer with a sanity check over a shuffled validation loader is the loop's twin
+    Case(
+        "sanity check over a shuffled val loader (Trainer, mlp)",
+        SANITY,
+        MLP,
+        MLP,
+        b_trainer=True,
+        trainer={"sanity_steps": 1},
+    ),
+    Case(
+        "sanity check over a shuffled val loader (Trainer, transformer)",
+        SANITY,
+        TRANSFORMER,
+        TRANSFORMER,
+        b_trainer=True,
+        trainer={"sanity_steps": 1},
+    ),
+    Case("clean twins (mlp)", "-", MLP.changed(**TWO_EPOCHS), MLP.changed(**TWO_EPOCHS)),
+    Case(
+        "resumed after an epoch with everything restored (mlp)",
+        "-",
+        MLP.changed(**TWO_EPOCHS),
+        MLP.changed(**TWO_EPOCHS, resume="restored"),
+    ),
+    Case("clean DDP twins, 2 ranks (cnn)", "-", CNN.changed(**TWO_EPOCHS), CNN.changed(**TWO_EPOCHS), world=2),
+    Case("clean twins (cnn)", "-", CNN.changed(**TWO_EPOCHS), CNN.changed(**TWO_EPOCHS)),
+    Case("clean twins (transformer)", "-", TRANSFORMER.changed(**TWO_EPOCHS), TRANSFORMER.changed(**TWO_EPOCHS)),
+    Case("loop vs Trainer (mlp)", "-", MLP.changed(validate=False), MLP.changed(validate=False), b_trainer=True),
+    Case("loop vs Trainer (cnn)", "-", CNN.changed(validate=False), CNN.changed(validate=False), b_trainer=True),
+    Case(
+        "loop vs Trainer (transformer)",
+        "-",
+        TRANSFORMER.changed(validate=False),
+        TRANSFORMER.changed(validate=False),
+        b_trainer=True,
+    ),
+    Case(
+        "workers seeded alike (mlp)",
+        "-",
+        MLP.changed(**AUGMENTED, seeded_workers=True),
+        MLP.changed(**AUGMENTED, seeded_workers=True),
+    ),
+    Case(
+        "accumulation vs Trainer (mlp)",
+        "-",
+        MLP.changed(accumulate=2, validate=False),
+        MLP.changed(accumulate=2, validate=False),
+        b_trainer=True,
+    ),
+    Case(
+        "clipping vs Trainer (cnn)",
+        "-",
+        CNN.changed(clip=0.05, validate=False),
+        CNN.changed(clip=0.05, validate=False),
+        b_trainer=True,
+    ),
+    Case("two optimizers, both zeroed (mlp)", "-", MLP.changed(two_optimizers=True), MLP.changed(two_optimizers=True)),
+    Case(
+        "DistributedSampler with set_epoch (cnn)",
+        "-",
+        CNN.changed(sampler="distributed", **TWO_EPOCHS),
+        CNN.changed(sampler="distributed", **TWO_EPOCHS),
+    ),
+    Case(
+        "OneCycleLR from the loader (mlp)",
+        "-",
+        MLP.changed(schedule="onecycle_loader"),
+        MLP.changed(schedule="onecycle_loader"),
+    ),
+)
+
+CASES = BUGS + CLEAN

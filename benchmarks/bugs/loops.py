@@ -1,0 +1,334 @@
+"""The two ways the corpus trains: a hand-written loop recording with TraceRecorder, and a Lightning
+Trainer recording with TraceCallback (the public plugin API). One `Setup` holds every knob; a bug
+is the reference Setup with a few knobs changed on one side (benchmarks/bugs/cases.py).
+
+Both train one process on one CPU thread, watch every step's modules, pass batch=, optimizer= and
+model= to record(), and clip (or measure the norm) over the optimizer's parameters as Lightning does,
+so that the clean pairs are bitwise twins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+from benchmarks.bugs.families import CLASSES, FAMILIES, Samples
+from ddp_parity import TraceRecorder
+from ddp_parity.watch import WATCH_STEP_ENV
+
+SEED = 11
+
+
+@dataclass(frozen=True)
+class Setup:
+    family: str = "mlp"
+    samples: int = 48
+    batch: int = 8
+    epochs: int = 1
+    validate: bool = True
+    # the model
+    init_seed: int = SEED
+    model: dict = field(default_factory=dict)  # the family's constructor arguments (dropout, eps, ...)
+    frozen: tuple = ()  # parameters with requires_grad=False
+    eval_mode: str = "never"  # "after_validation": model.eval() for validation, never train() again
+    # the data
+    shuffle: bool = True
+    drop_last: bool = False
+    sampler: str = "random"  # "distributed": DistributedSampler(num_replicas=1, rank=0)
+    set_epoch: bool = True
+    workers: int = 0
+    seeded_workers: bool = False
+    rank_in_worker_seed: bool = True  # pl_worker_init_function seeds from the rank too (#7937)
+    augment: bool = False
+    extra_draw: bool = False  # one draw from the global stream after seeding (a sanity check's sampler)
+    # the step
+    optimizer: str = "adamw"
+    lr: float = 0.01
+    decay_split: bool = True
+    two_optimizers: bool = False
+    zero_grad_all: bool = True
+    accumulate: int = 1
+    scale_loss: bool = True
+    clip: float | None = None
+    label_smoothing: float = 0.0
+    class_weights: bool = False
+    reduction: str = "mean"
+    global_batch_mean: bool = False  # the loss divided by the world size as well (averaged over the global batch)
+    schedule: str | None = None  # "onecycle_loader" or "onecycle_dataset" (total steps from len(dataset))
+    val_reduce: str = "sum_count"  # or "mean_of_means"
+    # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
+    # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
+    resume: str | None = None
+    # what the loop records (a user's record call may leave any of these out)
+    record_batch: bool = True
+    record_optimizer: bool = True
+    watch: bool = True
+
+    def changed(self, **knobs) -> Setup:
+        return dataclasses.replace(self, **knobs)
+
+    def config(self) -> dict:
+        return {"family": self.family, "data": {"batch_size": self.batch, "num_workers": self.workers}}
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+
+
+def build_model(s: Setup) -> nn.Module:
+    torch.manual_seed(s.init_seed)
+    model = FAMILIES[s.family](**s.model)
+    for name, p in model.named_parameters():
+        p.requires_grad_(name not in s.frozen)
+    torch.manual_seed(SEED)  # re-seed after the build, as Lightning's reset_seed does
+    if s.extra_draw:
+        torch.rand(1)
+    return model
+
+
+def param_groups(model: nn.Module, s: Setup) -> list[dict]:
+    decay, rest = [], []
+    for name, p in model.named_parameters():
+        (rest if s.decay_split and (name.endswith("bias") or "norm" in name or "bn" in name) else decay).append(p)
+    return [{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}]
+
+
+def build_optimizers(model: nn.Module, s: Setup) -> list[torch.optim.Optimizer]:
+    cls = torch.optim.AdamW if s.optimizer == "adamw" else torch.optim.Adam
+    if not s.two_optimizers:
+        return [cls(param_groups(model, s), lr=s.lr)]
+    body = [p for n, p in model.named_parameters() if not n.startswith("head")]
+    return [cls(body, lr=s.lr), cls(model.head.parameters(), lr=s.lr)]
+
+
+def build_loader(s: Setup, n: int | None = None) -> DataLoader:
+    data = Samples(s.family, n or s.samples, augment=s.augment)
+    rank, world = rank_and_world()
+    sampler = None
+    if s.sampler == "distributed" or world > 1:
+        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=SEED)
+    return DataLoader(
+        data,
+        batch_size=s.batch,
+        shuffle=s.shuffle if sampler is None else None,
+        sampler=sampler,
+        drop_last=s.drop_last,
+        generator=torch.Generator().manual_seed(SEED) if sampler is None else None,
+        num_workers=s.workers,
+        worker_init_fn=functools.partial(seed_worker, rank=rank if s.rank_in_worker_seed else 0)
+        if s.seeded_workers
+        else None,
+    )
+
+
+def rank_and_world() -> tuple[int, int]:
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def seed_worker(worker_id: int, rank: int = 0) -> None:
+    """What seed_everything(seed, workers=True) installs (pl_worker_init_function): re-seed from the
+    global seed, the rank and the worker id (without the rank, every rank's workers draw alike: #7937)."""
+    torch.manual_seed(SEED * 1000 + rank * 100 + worker_id)
+
+
+def criterion(s: Setup) -> nn.Module:
+    weight = torch.linspace(0.5, 2.0, CLASSES) if s.class_weights else None
+    return nn.CrossEntropyLoss(weight=weight, label_smoothing=s.label_smoothing, reduction=s.reduction)
+
+
+def build_scheduler(optimizer, s: Setup, loader: DataLoader):
+    if s.schedule is None:
+        return None
+    per_epoch = len(loader.dataset) if s.schedule == "onecycle_dataset" else len(loader)
+    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=s.lr, total_steps=s.epochs * per_epoch)
+
+
+def validation_loss(model: nn.Module, s: Setup) -> float:
+    loader = DataLoader(Samples(s.family, 20, seed=5), batch_size=8)
+    loss_fn = nn.CrossEntropyLoss(reduction="sum")
+    total, count, means = 0.0, 0, []
+    with torch.no_grad():
+        for batch in loader:
+            summed = loss_fn(model(batch["x"]), batch["y"]).item()
+            total, count = total + summed, count + len(batch["y"])
+            means.append(summed / len(batch["y"]))
+    # the mean of per-batch means weights a short last batch like a full one (Lightning #21859's kind)
+    return sum(means) / len(means) if s.val_reduce == "mean_of_means" else total / count
+
+
+# ---------------------------------------------------------------------------------------------
+# the hand-written loop
+
+
+def train_loop(run_dir: Path, side: str, s: Setup) -> None:
+    torch.set_num_threads(1)
+    model = build_model(s)
+    optimizers = build_optimizers(model, s)
+    loader = build_loader(s)
+    scheduler = build_scheduler(optimizers[0], s, loader)
+    loss_fn = criterion(s)
+    world = rank_and_world()[1]
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    recorder = TraceRecorder(run_dir, side=side, config=s.config())
+    recorder.start()
+    if s.watch:
+        recorder.watch(model, steps="all")
+    model.train()
+    step = 0
+    for epoch in range(s.epochs):
+        if isinstance(loader.sampler, DistributedSampler) and s.set_epoch:
+            loader.sampler.set_epoch(epoch)
+        if s.eval_mode != "after_validation":
+            model.train()
+        micro = []
+        for batch in loader:
+            micro.append(batch)
+            if len(micro) < s.accumulate:
+                continue
+            step += 1
+            step_loss = run_step(net, micro, loss_fn, s)
+            norm = clip_in_optimizer_order(optimizers, s.clip)
+            for optimizer in optimizers:
+                optimizer.step()
+            for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
+                optimizer.zero_grad()
+            indices = torch.cat([b["index"] for b in micro])
+            recorder.record(
+                step,
+                step_loss,
+                indices,
+                epoch=epoch,
+                grad_norm=norm,
+                lr=optimizers[0].param_groups[0]["lr"],  # the lr this step used, also when no optimizer= is passed
+                batch=micro if s.record_batch else None,
+                optimizer=optimizers[0] if s.record_optimizer else None,
+                model=model,
+            )
+            if scheduler is not None:
+                scheduler.step()
+            micro = []
+        if s.validate:
+            model.eval()
+            recorder.record_validation(epoch, step, {"val_loss": validation_loss(model, s)})
+        if s.resume and epoch == 0:
+            model, optimizers, loader, recorder = restart(run_dir, side, s, model, optimizers, loader, recorder, step)
+            net = model
+    recorder.finish(model)
+
+
+def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recorder, step: int):
+    """What a resumed process does after `step`: a new model, optimizer, loader and recorder, the
+    state loaded from the checkpoint (here: taken from the running objects). With "order_lost" the
+    DataLoader's generator is not restored, so the next epoch draws the first epoch's permutation
+    (the mechanism of Lightning #21938, workers replaying an epoch after a resume)."""
+    recorder.close()
+    checkpoint = {
+        "model": model.state_dict(),
+        "optimizers": [o.state_dict() for o in optimizers],
+        "rng": torch.get_rng_state(),
+        "loader": loader.generator.get_state(),
+    }
+    model = build_model(s)
+    model.load_state_dict(checkpoint["model"])
+    optimizers = build_optimizers(model, s)
+    for optimizer, state in zip(optimizers, checkpoint["optimizers"]):
+        optimizer.load_state_dict(state)
+    torch.set_rng_state(checkpoint["rng"])
+    loader = build_loader(s)
+    if s.resume == "restored":
+        loader.generator.set_state(checkpoint["loader"])
+    recorder = TraceRecorder(run_dir, side=side, config=s.config())
+    recorder.start(resumed_from_step=step)
+    if s.watch:
+        recorder.watch(model, steps="all", start_step=step)
+    return model, optimizers, loader, recorder
+
+
+def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
+    """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
+    records it (each micro-batch's loss divided by the accumulation, summed in order)."""
+    step_loss = None
+    for batch in micro:
+        loss = loss_fn(model(batch["x"]), batch["y"])
+        if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
+            loss = loss / rank_and_world()[1]
+        scaled = loss / s.accumulate
+        (scaled if s.scale_loss else loss).backward()
+        step_loss = scaled.detach() if step_loss is None else step_loss + scaled.detach()
+    return step_loss
+
+
+def clip_in_optimizer_order(optimizers, clip: float | None) -> torch.Tensor:
+    """The gradient norm before clipping, over the optimizer's parameters in group order (Lightning's
+    order); clipping only when `clip` is set."""
+    params = [p for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None]
+    if clip is None:
+        return torch.nn.utils.get_total_norm([p.grad for p in params])
+    return torch.nn.utils.clip_grad_norm_(params, clip)
+
+
+# ---------------------------------------------------------------------------------------------
+# the Lightning Trainer
+
+
+def fit_trainer(run_dir: Path, side: str, s: Setup, *, sanity_steps: int = 0) -> None:
+    """The same training as a LightningModule under a Trainer, recorded by TraceCallback. Validation
+    (when `s.validate`) computes the raw loop's figure at the end of each epoch; `sanity_steps` runs
+    the sanity check over a shuffled validation loader first."""
+    import lightning as L
+
+    from ddp_parity import TraceCallback
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = build_model(s)
+            self.loss_fn = criterion(s)
+
+        def training_step(self, batch, batch_idx):
+            return self.loss_fn(self.net(batch["x"]), batch["y"])
+
+        def validation_step(self, batch, batch_idx):
+            return self.loss_fn(self.net(batch["x"]), batch["y"])
+
+        def configure_optimizers(self):
+            return build_optimizers(self.net, s)[0]
+
+        def on_validation_epoch_end(self):
+            if not self.trainer.sanity_checking:  # the raw loop's figure, computed the same way
+                self.last_validation = {"val_loss": validation_loss(self.net, s)}
+
+    torch.set_num_threads(1)
+    module = Module()
+    validates = s.validate or sanity_steps > 0
+    val = DataLoader(Samples(s.family, 16, seed=5), batch_size=8, shuffle=True) if validates else None
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=s.epochs,
+        accumulate_grad_batches=s.accumulate,
+        gradient_clip_val=s.clip,
+        callbacks=[TraceCallback(str(run_dir), side=side, config=s.config())],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=sanity_steps,
+        limit_val_batches=1 if validates else 0,
+        default_root_dir=str(run_dir),
+    )
+    trainer.fit(module, build_loader(s), val)
+
+
+def watch_every_step() -> None:
+    """The Trainer's callback watches DEFAULT_STEPS unless told: the corpus watches every step."""
+    os.environ[WATCH_STEP_ENV] = "all"

@@ -1,0 +1,83 @@
+"""What each run recorded that a diagnosis can use, and what the first divergence needs of it.
+
+A check can only separate causes it has the evidence for: batch contents need `batch=` on both
+sides, param groups need `optimizer=`, the module and its mode need a module watch of that step.
+`recorded(run, step)` says which of these a run holds; `needed(quantity, step)` which of them can
+tell the causes of a first divergence in `quantity` apart. What one side lacks is reported as
+`unchecked` with the one-line change to the record call (advice.MISSING_EVIDENCE), never guessed at.
+
+Pure Python: reads meta.json, the first trace record and the module watch's JSON lines.
+"""
+
+from __future__ import annotations
+
+from ddp_parity.compare.modules import has_state, watched_steps
+from ddp_parity.trace import iter_records, read_meta, trace_ranks
+
+EVIDENCE_KINDS = ("batch", "optimizer", "param_digest", "watch", "watch_step", "watch_state")
+
+# the evidence that separates the causes of a first divergence in each quantity; param digests and
+# param groups matter only after an update (step > 1), when an earlier update may be the cause
+NEEDED = {
+    "loss": ("batch", "watch", "watch_step", "watch_state"),
+    "grad_norm": ("watch", "watch_step", "watch_state"),
+    "param_digest": ("optimizer", "watch", "watch_step"),
+}
+NEEDED_AFTER_AN_UPDATE = ("param_digest", "optimizer")
+
+
+def recorded(run, step: int | None) -> set[str]:
+    """The evidence kinds `run` holds; the watch kinds are about `step` (None: any watched step)."""
+    found = set()
+    try:
+        meta = read_meta(run)
+    except (OSError, ValueError, AttributeError):
+        meta = {}
+    if isinstance(meta.get("optimizer"), dict):
+        found.add("optimizer")
+    first = _first_record(run)
+    if first is not None:
+        found |= {kind for kind, key in (("batch", "batch_digest"), ("param_digest", "param_digest")) if key in first}
+    try:
+        watched, with_state = watched_steps(run), has_state(run)
+    except ValueError:  # a module watch cut off by a crash: no module evidence
+        watched, with_state = set(), None
+    if watched:
+        found.add("watch")
+        if step is None or step in watched:
+            found.add("watch_step")
+            if with_state:
+                found.add("watch_state")
+    return found
+
+
+def needed(quantity: str | None, step: int | None) -> tuple[str, ...]:
+    kinds = NEEDED.get(quantity or "", ())
+    if step is not None and step > 1 and quantity in NEEDED:
+        kinds += NEEDED_AFTER_AN_UPDATE
+    return kinds
+
+
+def missing(have: dict[str, set[str]], kinds) -> dict[str, list[str]]:
+    """{evidence kind: [labels of the sides lacking it]} for the kinds in `kinds`; a watch that is
+    absent altogether is said once (as `watch`), not also as its step and its state."""
+    out: dict[str, list[str]] = {}
+    for kind in kinds:
+        lacking = [label for label, found in have.items() if kind not in found]
+        if kind in ("watch_step", "watch_state"):
+            lacking = [label for label in lacking if "watch" in have[label]]
+        if kind == "watch_state":
+            lacking = [label for label in lacking if "watch_step" in have[label]]
+        if lacking:
+            out[kind] = lacking
+    return out
+
+
+def _first_record(run) -> dict | None:
+    try:
+        for rank in trace_ranks(run):
+            for record in iter_records(run, rank):
+                return record
+    except (OSError, ValueError):
+        return None
+    return None

@@ -1,0 +1,157 @@
+"""One story: a diagnosis whose category, module finding, fix and missing evidence agree.
+
+    story_problems(diagnosis, run_a, run_b, first) -> list[str]   # [] when the story holds
+
+Three rules, each checked against what the runs recorded, not against the diagnosis's own words:
+
+1. The category agrees with the module finding. When the module watch names where the difference is
+   born at the diagnosed step, a category about a step's numbers must be the one that stage points
+   at (first input differs with equal indices -> the batch; equal input, other mode -> the module's
+   state; a random layer -> the random stream; ...). Causes found before any step (configuration,
+   param groups, initial weights, ...) may have a module finding as their consequence.
+2. A fix only with its evidence. Each kind of finding names what must be in its evidence (a factor
+   of k for accumulation, differing thread counts for threads, ...); an `undetermined` finding
+   ranks at least two candidates.
+3. Missing evidence is said. Whatever the first divergence needs that a side did not record
+   (ddp_parity.compare.evidence) is listed in `unchecked`.
+
+The test suite sets DDP_PARITY_CHECK_STORY (a file to log to): every diagnosis built while it is set,
+in any process, is checked, and a broken story is logged there and raised (see tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ddp_parity.compare import evidence as recorded_evidence
+
+STORY_CHECK_ENV = "DDP_PARITY_CHECK_STORY"
+
+# causes found before any step's numbers (or from how a run ended): their own evidence is direct, and a
+# module finding after them is a consequence, not a contradiction
+UPSTREAM_CATEGORIES = (
+    "equivalent",
+    "crash",
+    "stall",
+    "metadata",
+    "config",
+    "param_groups",
+    "init",
+    "resume",
+    "step_count",
+    "sampler_seed",
+    "set_epoch",
+    "data_order",
+    "recording",
+    "buffers",
+)
+# categories that say the training itself was the same: no module may differ under them
+SAME_TRAINING = ("equivalent", "recording")
+
+# module readings (modules.reading_kind) that name a module's own computation as where a difference is born
+COMPUTATION_READINGS = (
+    "numerics",
+    "norm",
+    "own_code",
+    "stateful_norm",
+    "between_forward",
+    "buffers",
+    "module_backward",
+    "between_backward",
+)
+# the module reading at the diagnosed step -> the categories a diagnosis of that step may have
+MODULE_CATEGORIES = {
+    "batch": ("data_pipeline",),
+    "data_order": ("data_order",),
+    "random": ("rng", "undetermined"),
+    "state": ("module_state",),
+    "loss_grad": ("loss", "gradients", "undetermined"),
+    "param_grad": ("gradients",),
+    "optimizer": ("optimizer", "reduction_order", "undetermined"),
+    "params": ("init", "undetermined"),
+    **{kind: ("numerics", "undetermined") for kind in COMPUTATION_READINGS},
+}
+
+
+def _module_kind(d: dict) -> str | None:
+    module = d.get("module") or {}
+    return module.get("reading_kind")
+
+
+def _differences(d: dict) -> list[str]:
+    return list((d.get("evidence") or {}).get("values") or {})
+
+
+# the evidence each kind of finding needs before it may give its fix
+REQUIRED_EVIDENCE = {
+    "config.threads": ("a thread count that differs", lambda d: any("threads" in k for k in _differences(d))),
+    "gradients.factor": ("a factor between the gradient norms", lambda d: "ratio" in d["evidence"]),
+    "gradients": ("equal module gradients with different .grad", lambda d: _module_kind(d) == "param_grad"),
+    "rng": ("a random layer named by the module watch", lambda d: _module_kind(d) == "random"),
+    "module_state": ("a module state that differs", lambda d: _module_kind(d) == "state"),
+    "numerics.module": (
+        "a module whose output differs with equal input",
+        lambda d: _module_kind(d) in COMPUTATION_READINGS,
+    ),
+    "numerics": ("(never: name the module or the differing setting)", lambda d: False),
+    "loss": (
+        "equal module outputs under a module watch",
+        lambda d: _module_kind(d) == "loss_grad" or (d.get("module") is None and not _lacks(d, "watch_state")),
+    ),
+    "reduction_order": ("both sides' param groups", lambda d: "param_order" in d["evidence"]),
+    "optimizer": ("both sides' param groups", lambda d: not _lacks(d, "optimizer")),
+    "data_pipeline": (
+        "batch digests, or the module watch's first input",
+        lambda d: "batch_digest" in d["evidence"] or _module_kind(d) == "batch",
+    ),
+    "undetermined": ("at least two ranked candidates", lambda d: len(d.get("candidates") or []) >= 2),
+}
+
+
+def _lacks(d: dict, kind: str) -> bool:
+    return any(u.get("evidence") == kind for u in d.get("unchecked") or [])
+
+
+def story_problems(d: dict, run_a, run_b, first: dict | None) -> list[str]:
+    """What in diagnosis `d` contradicts itself or the evidence; `first` is the first divergence."""
+    problems = []
+    category, kind, module = d.get("category"), d.get("kind"), d.get("module")
+    module_kind = _module_kind(d)
+    if module and category in SAME_TRAINING:
+        problems.append(f"category {category} says the training is the same, but module {module.get('name')} differs")
+    elif module_kind and category not in UPSTREAM_CATEGORIES and module.get("step") == d.get("step"):
+        allowed = MODULE_CATEGORIES.get(module_kind, ())
+        if category not in allowed:
+            problems.append(
+                f"category {category} contradicts the module finding ({module_kind} at {module.get('name')}: "
+                f"{' or '.join(allowed)})"
+            )
+    required = REQUIRED_EVIDENCE.get(kind)
+    if required is not None and not required[1](d):
+        problems.append(f"{kind} gives its fix without its evidence ({required[0]})")
+    if category not in UPSTREAM_CATEGORIES and first is not None:
+        have = {
+            label: recorded_evidence.recorded(run, first.get("step")) for label, run in (("a", run_a), ("b", run_b))
+        }
+        lacking = recorded_evidence.missing(have, recorded_evidence.needed(first.get("quantity"), first.get("step")))
+        said = {u.get("evidence") for u in d.get("unchecked") or []}
+        for missing_kind in sorted(set(lacking) - said):
+            problems.append(
+                f"missing evidence left unsaid: {missing_kind} (not recorded by side {lacking[missing_kind]})"
+            )
+    return problems
+
+
+def check_story(d: dict, run_a, run_b, first: dict | None) -> None:
+    """Under DDP_PARITY_CHECK_STORY: log a broken story to that file and raise."""
+    log = os.environ.get(STORY_CHECK_ENV)
+    if not log:
+        return
+    problems = story_problems(d, run_a, run_b, first)
+    if not problems:
+        return
+    entry = {"runs": [str(run_a), str(run_b)], "category": d.get("category"), "problems": problems}
+    with open(log, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+    raise AssertionError(f"inconsistent diagnosis of {run_a} vs {run_b}: {'; '.join(problems)}")
