@@ -171,7 +171,7 @@ def test_traces_of_another_format_version_or_cut_off_are_named(trained, tmp_path
     trace = run_b / "trace" / "rank0.jsonl"
     trace.write_text(trace.read_text()[:-15])
     result = compare()
-    assert result.returncode == 2 and "rank0.jsonl:2: line cut off" in result.stderr
+    assert result.returncode == 2 and "rank0.jsonl, line 2: cut off" in result.stderr
     meta = json.loads((run_b / "meta.json").read_text())
     (run_b / "meta.json").write_text(json.dumps({**meta, "format_version": 7}))
     result = compare()
