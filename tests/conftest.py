@@ -8,6 +8,8 @@ killed with os.killpg. No sleeps, no killing by name.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import signal
 import socket
@@ -251,15 +253,36 @@ def steps(run_dir: Path, rank: int = 0) -> list[int]:
 # runs shared by several tests (each made once per session, read-only afterwards)
 
 
+def made_once_per_session(tmp_path_factory, name: str, make) -> Path:
+    """A folder `make(folder)` fills once per test session, however many pytest-xdist workers ask for it
+    (the README's slow tier runs one worker per core, each file on one worker): the first to ask makes
+    it under a lock in the session's temporary root, the others wait for it and read the same folder."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def default_harness_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """`python compare/run.py` exactly as the README's main command runs it (the default config: 3 epochs,
     2 processes a side), once per session: (its --out folder, the finished process). Its raw and
     lightning run directories are the suite's reference runs of the two twins; read them, never edit
     them (copy first)."""
-    out = tmp_path_factory.mktemp("default") / "out"
-    result = run_harness("--out", str(out))
-    return out, result
+
+    def run(folder: Path) -> None:
+        result = run_harness("--out", str(folder / "out"))
+        (folder / "result.json").write_text(json.dumps([result.args, result.returncode, result.stdout, result.stderr]))
+
+    folder = made_once_per_session(tmp_path_factory, "default-harness-run", run)
+    args, returncode, stdout, stderr = json.loads((folder / "result.json").read_text())
+    return folder / "out", subprocess.CompletedProcess(args, returncode, stdout, stderr)
 
 
 @pytest.fixture(scope="session")

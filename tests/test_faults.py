@@ -63,30 +63,8 @@ def test_raw_crash_and_restart_ends_bitwise_equal(uninterrupted, tmp_path, fault
     assert not list((run / "checkpoints").glob(".*.tmp")) or fault.endswith("checkpoint")
 
 
-@pytest.mark.slow
-def test_harness_fault_mid_epoch_runs_both_sides_to_bitwise_equal_ends(tmp_path):
-    out = tmp_path / "out"
-    """Mid-epoch on both sides: killed after step 5, resumed from the checkpoint of step 3 with the
-    epoch's remaining batches (Lightning through lightning_impl's ResumableDataLoader)."""
-    proc = run_harness(
-        "--fault",
-        "1:5",
-        "--out",
-        str(out),
-        "--parallel",
-        "--set",
-        "data.num_samples=512",
-        "--set",
-        "trainer.max_epochs=2",
-        "--set",
-        "checkpoint.every_n_train_steps=3",
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    fault = json.loads((out / "report.json").read_text())["fault"]
-    assert fault["fired"] == {"raw": True, "lightning": True}
-    assert fault["resumed_from"]["raw"].endswith("step-00000003.pt")
-    assert fault["resumed_from"]["lightning"].endswith("last.ckpt")
-    assert all(pair["verdict"] == "equivalent" for pair in fault["pairs"].values()), fault["pairs"]
+# The harness's --fault on both sides (mid-epoch, resumed from a step checkpoint and last.ckpt, every pair
+# bitwise): tests/test_lightning.py's mid-epoch resume with DataLoader workers, the harder case of it.
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,7 +171,7 @@ def test_traces_of_another_format_version_or_cut_off_are_named(trained, tmp_path
     trace = run_b / "trace" / "rank0.jsonl"
     trace.write_text(trace.read_text()[:-15])
     result = compare()
-    assert result.returncode == 2 and "rank0.jsonl:2: line cut off" in result.stderr
+    assert result.returncode == 2 and "rank0.jsonl, line 2: cut off" in result.stderr
     meta = json.loads((run_b / "meta.json").read_text())
     (run_b / "meta.json").write_text(json.dumps({**meta, "format_version": 7}))
     result = compare()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import PYTHON, REPO, child_env
 
+from ddp_parity.harness.exits import Interrupted, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import descendants, kill_tree
 
-pytestmark = pytest.mark.slow
 GONE_WITHIN_S = 30.0
 
 
@@ -38,6 +38,20 @@ def wait_until_gone(pids: list[int], seconds: float) -> list[int]:
             return []
         pause.wait(0.1)  # polling /proc: these processes are not our children, waitpid cannot see them
     return [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_each_stop_signal_raises_the_interrupt_that_stops_the_launches(signum):
+    """The harness's handlers: each of SIGINT, SIGTERM and SIGHUP unwinds as Interrupted (the
+    KeyboardInterrupt the launcher answers by killing every process tree) with exit code 128 + n."""
+    previous = stop_on_signals()
+    try:
+        with pytest.raises(Interrupted) as raised:
+            os.kill(os.getpid(), signum)
+            threading.Event().wait(5)  # the handler runs at the next bytecode; this never waits out
+    finally:
+        restore_signals(previous)
+    assert isinstance(raised.value, KeyboardInterrupt) and raised.value.exit_code == 128 + signum
 
 
 def start_training_harness(out: Path) -> tuple[subprocess.Popen, list[int]]:
@@ -72,7 +86,11 @@ def start_training_harness(out: Path) -> tuple[subprocess.Popen, list[int]]:
     return proc, pids
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+# SIGINT, SIGTERM and SIGHUP take one path (one handler raises Interrupted, the launcher kills every
+# tree it started): one of them on a real run, the mapping of all three checked in process below.
+# SIGKILL takes another (the parent-death signal and the children's watchdog): a real run too.
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
 def test_no_process_of_the_run_outlives_the_harness(tmp_path, signum):
     out = tmp_path / "out"
     proc, pids = start_training_harness(out)

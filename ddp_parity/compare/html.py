@@ -26,10 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, fmt, table_rows
+from ddp_parity.compare.report import HTML_FILE, PLOT_FILE, REPORT_FILE, fmt, table_rows  # noqa: F401  (HTML_FILE: public here too)
 from ddp_parity.trace import TraceFormatError, iter_records, read_meta, trace_ranks
 
-HTML_FILE = "report.html"
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
 STEP_FIELDS = ("indices", "indices_digest", "batch_digest", "loss", "grad_norm", "lr", "param_digest")
 CAUSAL_ORDER = ("samples", "loss", "grad_norm", "lr", "param_digest")  # the summary table's row order

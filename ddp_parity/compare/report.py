@@ -8,6 +8,7 @@ from pathlib import Path
 
 REPORT_FILE = "report.json"
 PLOT_FILE = "loss_curves.png"
+HTML_FILE = "report.html"
 
 
 def fmt(value, digits: int = 3) -> str:

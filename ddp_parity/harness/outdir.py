@@ -20,8 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from ddp_parity.compare.html import HTML_FILE
-from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE
+from ddp_parity.compare.report import HTML_FILE, PLOT_FILE, REPORT_FILE
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import REPO
 
