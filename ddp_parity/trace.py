@@ -37,6 +37,7 @@ import torch.distributed as dist
 from ddp_parity.determinism import torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
+from ddp_parity.sharding import full_tensor
 
 watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
 
@@ -143,16 +144,25 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 def params_sha256(model: torch.nn.Module) -> str:
     """sha256 of the parameters' and buffers' bytes in registration order; names are left out so that a plain
     network and the LightningModule holding it (`net.` + its names) hash alike."""
+    return state_sha256(full_state_dict(model))
+
+
+def state_sha256(state: dict[str, torch.Tensor]) -> str:
     h = hashlib.sha256()
-    for tensor in unwrap(model).state_dict().values():  # buffers too (BatchNorm's running stats)
-        h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    for tensor in state.values():  # buffers too (BatchNorm's running stats)
+        h.update(tensor.cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
+
+
+def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with every sharded (DTensor) entry gathered whole: a collective under FSDP2."""
+    return {name: full_tensor(tensor.detach()) for name, tensor in unwrap(model).state_dict().items()}
 
 
 def param_digest(model: torch.nn.Module) -> torch.Tensor:
     """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
     parameter tensors, kept on the device (no sync) until the trace is flushed."""
-    params = [p for p in unwrap(model).parameters()]
+    params = [full_tensor(p.detach()) for p in unwrap(model).parameters()]  # whole tensors under FSDP2
     # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
     return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
 
@@ -648,14 +658,15 @@ class TraceRecorder:
         self.set_phase("finished")
         if self.progress_path.parent.is_dir():
             self._write_heartbeat()
-        digest, buffers = params_sha256(model), buffers_sha256(model)
+        state = full_state_dict(model)  # every rank: under FSDP2 gathering the shards is a collective
+        digest, buffers = state_sha256(state), buffers_sha256(model)
         gathered = [(digest, buffers)]
         if self.world_size > 1:
             gathered = [None] * self.world_size
             dist.all_gather_object(gathered, (digest, buffers))
         if self.rank != 0:
             return
-        state = {k: v.detach().cpu().contiguous() for k, v in unwrap(model).state_dict().items()}
+        state = {k: v.cpu().contiguous() for k, v in state.items()}
         tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
         save_file(state, str(tmp))
         os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)

@@ -41,6 +41,8 @@ from typing import Any
 
 import torch
 
+from ddp_parity.sharding import full_tensor
+
 WATCH_STEP_ENV = "DDP_PARITY_WATCH_STEP"
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
 MODULES_SUFFIX = ".modules.jsonl"
@@ -163,6 +165,7 @@ class _Digests:
     __slots__ = ("shapes", "scalars")
 
     def __init__(self, tensors: list[torch.Tensor], digest: Digester):
+        tensors = [full_tensor(t) for t in tensors]  # a sharded parameter or gradient: its whole tensor
         self.shapes = _shape_key(tensors)
         self.scalars = [digest(t) for t in tensors]
 

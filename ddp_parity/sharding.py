@@ -1,0 +1,63 @@
+"""FSDP2 for both twins: the one sharding plan they apply, and the whole tensors behind sharded ones.
+
+`shard(net, plan)` is what raw/train.py does by hand and what the Lightning and Fabric twins do in
+`configure_model`: `fully_shard` on each planned block, then on the root (which takes the rest),
+every parameter becoming a DTensor holding this rank's slice of dim 0. A DTensor's digest is taken
+of its full tensor (`full_tensor`, an all-gather: every rank calls it at the same point), so the
+trace of a sharded run compares bit for bit with a DDP run's and with any other world size's.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor
+
+from ddp_parity.config import ConfigError, FSDPConfig
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def wrapped_module_names(net: nn.Module, plan: FSDPConfig) -> list[str]:
+    """The blocks that get their own fully_shard: the plan's names, or every Linear layer."""
+    if plan.wrap is None:
+        return [name for name, module in net.named_modules() if isinstance(module, nn.Linear)]
+    known = [name for name, _ in net.named_modules() if name]
+    unknown = [name for name in plan.wrap if name not in known]
+    if unknown:
+        raise ConfigError(f"`fsdp.wrap` names {unknown}, which the network does not have; it has {known}")
+    return list(plan.wrap)
+
+
+def mixed_precision_policy(plan: FSDPConfig) -> MixedPrecisionPolicy:
+    return MixedPrecisionPolicy(param_dtype=DTYPES[plan.param_dtype], reduce_dtype=DTYPES[plan.reduce_dtype])
+
+
+def shard(net: nn.Module, plan: FSDPConfig, mesh=None) -> nn.Module:
+    """fully_shard each planned block, then the root: the blocks' parameters are gathered one block at
+    a time in forward and backward; the root's (whatever no block took) for the whole step."""
+    options = {
+        "mesh": mesh,
+        "reshard_after_forward": plan.reshard_after_forward,
+        "mp_policy": mixed_precision_policy(plan),
+    }
+    for name in wrapped_module_names(net, plan):
+        fully_shard(net.get_submodule(name), **options)
+    fully_shard(net, **options)
+    return net
+
+
+def is_sharded(model: nn.Module) -> bool:
+    return isinstance(model, FSDPModule) or any(isinstance(m, FSDPModule) for m in model.modules())
+
+
+def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """A DTensor's whole tensor (a collective: every rank must call it), any other tensor as it is."""
+    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+
+
+def total_grad_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    """The 2-norm of all gradients, over their full tensors: under FSDP2 the same bits as under DDP
+    (a norm over shards, then across ranks, would round in another order)."""
+    return torch.nn.utils.get_total_norm([full_tensor(g) for g in grads])
