@@ -14,7 +14,8 @@ from torch import nn
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
-from ddp_parity.config import ConfigError, FSDPConfig
+from ddp_parity.config import ConfigError, FSDPConfig, ModelConfig
+from ddp_parity.model import build_net
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -28,6 +29,13 @@ def wrapped_module_names(net: nn.Module, plan: FSDPConfig) -> list[str]:
     if unknown:
         raise ConfigError(f"`fsdp.wrap` names {unknown}, which the network does not have; it has {known}")
     return list(plan.wrap)
+
+
+def check_fsdp_plan(model: ModelConfig, plan: FSDPConfig) -> None:
+    """`fsdp.wrap` names modules the configured network has (built on the meta device: no memory,
+    no RNG draw); else ConfigError naming the key, before any process is launched."""
+    with torch.device("meta"):
+        wrapped_module_names(build_net(model), plan)
 
 
 def mixed_precision_policy(plan: FSDPConfig) -> MixedPrecisionPolicy:

@@ -41,7 +41,7 @@ from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir
-from ddp_parity.sharding import shard, total_grad_norm
+from ddp_parity.sharding import check_fsdp_plan, shard, total_grad_norm
 from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
@@ -400,6 +400,7 @@ def main(argv: list[str]) -> int:
     resume = "--resume" in argv
     try:
         cfg = parse_raw_config([a for a in argv if a != "--resume"])
+        check_fsdp_plan(cfg.model, cfg.fsdp)
         set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
         ddp, rank, local_rank, world_size, device = setup(cfg.trainer.accelerator)
     except ConfigError as err:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES
+from ddp_parity.sharding import check_fsdp_plan
 from ddp_parity.trace import HEARTBEAT_S
 
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
@@ -110,7 +111,9 @@ def check_config_file(path: str) -> None:
 
 def resolve_config(config: str, flags: list[str]) -> RunConfig:
     check_config_file(config)
-    return parse_raw_config(["--config", config, *flags])
+    cfg = parse_raw_config(["--config", config, *flags])
+    check_fsdp_plan(cfg.model, cfg.fsdp)
+    return cfg
 
 
 def check_accelerator(cfg: RunConfig) -> None:
