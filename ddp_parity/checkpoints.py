@@ -75,5 +75,6 @@ def list_checkpoints(folder: Path) -> list[Path]:
 
 
 def is_sharded_checkpoint(path: Path) -> bool:
-    """A folder torch.distributed.checkpoint completed (its `.metadata` is written last) with our state."""
-    return path.is_dir() and (path / ".metadata").is_file() and (path / TRAIN_STATE_FILE).is_file()
+    """A folder torch.distributed.checkpoint wrote (its `.metadata` is written last; the folder is
+    renamed into place only after every rank has written)."""
+    return path.is_dir() and (path / ".metadata").is_file()
