@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -34,6 +35,10 @@ from torch.distributed.tensor import DTensor
 from ddp_parity.checkpoints import list_checkpoints
 from ddp_parity.config import ConfigError, FSDPConfig, ModelConfig, parse_raw_config
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
+from ddp_parity.harness.exits import UsageError
+from ddp_parity.harness.launch import side_parts, strategy_flags
+from ddp_parity.harness.modes.default import ignored_config
+from ddp_parity.harness.validate import parse_sides
 from ddp_parity.model import build_net, build_optimizer
 from ddp_parity.sharding import check_fsdp_plan, shard, total_grad_norm, wrapped_module_names
 from ddp_parity.trace import param_digest, params_sha256, read_meta, read_validation
@@ -226,3 +231,20 @@ def test_lightning_fsdp2_mid_epoch_crash_resumes_bitwise(runs, tmp_path):
     assert resumed.name == "last.ckpt" and (resumed / ".metadata").is_file()  # a DCP folder
     assert steps(run_dir, 1) == list(range(1, 17))
     assert_runs_bitwise_equal(runs["lightning-fsdp"], run_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# the harness: a side may name its strategy
+
+
+def test_a_side_may_name_its_strategy_and_a_mixed_pair_leaves_the_strategy_key_out():
+    assert parse_sides("raw:ddp,raw:fsdp,lightning") == ["raw-ddp", "raw-fsdp", "lightning"]
+    assert side_parts("fabric-fsdp") == ("fabric", "fsdp") and side_parts("raw-fault") == ("raw", None)
+    assert strategy_flags("lightning-fsdp") == ["--trainer.strategy", "fsdp"] and strategy_flags("raw") == []
+    args = SimpleNamespace(ignore_config=["snapshot_path"])
+    assert ignored_config(args, ["raw-ddp", "raw-fsdp"]) == ("snapshot_path", "trainer.strategy")
+    # the same strategy named on both sides, or none: a strategy difference stays a setup difference
+    assert ignored_config(args, ["raw-fsdp", "lightning-fsdp"]) == ignored_config(args, ["raw", "lightning"])
+    for bad in ("raw:zero", "raw:fsdp:ddp", "torch:fsdp"):
+        with pytest.raises(UsageError, match=r"unknown side .*optionally with :ddp or :fsdp"):
+            parse_sides(f"{bad},lightning")
