@@ -30,6 +30,7 @@ from conftest import (
     steps,
     strip_prefix,
 )
+from test_diagnosis import make_meta, make_records, pair, run_diagnosis
 from torch.distributed.tensor import DTensor
 
 from ddp_parity.checkpoints import list_checkpoints
@@ -248,3 +249,33 @@ def test_a_side_may_name_its_strategy_and_a_mixed_pair_leaves_the_strategy_key_o
     for bad in ("raw:zero", "raw:fsdp:ddp", "torch:fsdp"):
         with pytest.raises(UsageError, match=r"unknown side .*optionally with :ddp or :fsdp"):
             parse_sides(f"{bad},lightning")
+
+
+# ---------------------------------------------------------------------------------------------
+# the diagnosis: DDP against FSDP2 past a world of 2 parts by rounding, and says so
+
+
+def ddp_and_fsdp_pair(tmp_path: Path, world: int, nudge: float):
+    """Hand-made raw runs alike but for sharding, the world size, and a nudge of one parameter digest."""
+    metas = [make_meta("raw"), make_meta("raw")]
+    for meta, sharded in zip(metas, (False, True)):
+        meta.update({"world_size": world, "sharded": sharded})
+    records_b = make_records()
+    records_b[0][0]["param_digest"][0] += nudge
+    return pair(tmp_path, meta_a=metas[0], meta_b=metas[1], records_b=records_b)
+
+
+def test_ddp_against_fsdp2_at_world_4_parting_by_rounding_is_named_reduction_order_not_a_bug(tmp_path):
+    report, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path, world=4, nudge=-4.5 * 3e-9))
+    assert report["verdict"] == "different"  # exact: the verdict says what it saw
+    assert (d["category"], d["step"], d["rank"]) == ("reduction_order", 1, 0)
+    assert d["evidence"]["sharded"] == "lightning" and d["evidence"]["world_size"] == 4
+    assert "reduce-scatter" in d["explanation"] and d["advice"].startswith("Nothing to fix")
+
+
+def test_the_same_difference_at_world_2_or_far_beyond_rounding_is_not_excused(tmp_path):
+    # at world 2 both reductions sum two terms (order-free): a difference is a real one
+    _, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path / "w2", world=2, nudge=-4.5 * 3e-9))
+    assert d["category"] == "optimizer"
+    _, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path / "far", world=4, nudge=0.01))
+    assert d["category"] == "optimizer"

@@ -135,6 +135,14 @@ ADVICE: dict[str, Advice] = {
         "torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], "
         "max_norm).",
     ),
+    "reduction_order.sharding": Advice(
+        "DDP sums each gradient across ranks in an all-reduce, FSDP2 in a reduce-scatter; with {world} "
+        "terms the two add in different orders and round differently in the last bits. Neither side is "
+        "wrong: this is the legitimate difference between the strategies, and it grows from step to step "
+        "as rounding does.",
+        "Nothing to fix in either loop. The exact verdict cannot call these runs equal; judge them within "
+        "a tolerance (--rtol/--atol), or compare at a world of 2, where DDP and FSDP2 agree bit for bit.",
+    ),
     "gradients": Advice(
         "With gradient accumulation the loss must be divided by accumulate_grad_batches before backward "
         "(Lightning does); DDP's no_sync() must skip the all-reduce on every micro-batch but the last; "

@@ -690,6 +690,44 @@ def check_batch(ctx: Context) -> dict | None:
     return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
 
 
+def check_sharded_reduction(ctx: Context) -> dict | None:
+    """DDP against FSDP2 at a world of more than 2, alike in everything else: DDP all-reduces each
+    gradient, FSDP2 reduce-scatters it, and with 3 or more terms the two sums may add in different
+    orders. A first difference at float rounding level is that, not a bug. (At world 2 each sum has
+    two terms and a + b == b + a: there a difference is a real one, and the checks below name it.)"""
+    f = ctx.earliest
+    sharded = {s: bool(ctx.meta(s).get("sharded")) for s in ("a", "b")}
+    world = ctx.meta("a").get("world_size")
+    if f is None or f["quantity"] not in ROUNDED_QUANTITIES or sharded["a"] == sharded["b"]:
+        return None
+    if not isinstance(world, int) or world <= 2 or ctx.config_diffs()[0]:
+        return None
+    relative = _max_relative(f["a"], f["b"])
+    if relative is None or relative > ROUNDING_RELATIVE:
+        return None
+    fsdp = ctx.label("a" if sharded["a"] else "b")
+    facts = (
+        f"{fsdp} shards with FSDP2, the other side replicates with DDP, at a world of {world}; the first "
+        f"difference is the {f['quantity']} at step {f['step']} rank {f['rank']} ({_fmt(f['a'])} vs {_fmt(f['b'])}, "
+        f"relative {relative:.1e}), with the same samples and everything before it equal."
+    )
+    evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "world_size": world, "sharded": fsdp}
+    return finding(ctx, "reduction_order.sharding", f["step"], f["rank"], evidence, facts, world=world)
+
+
+ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
+ROUNDING_RELATIVE = 1e-5  # a first difference this small is float32 rounding (2^-23 is 1.2e-7 per ulp)
+
+
+def _max_relative(a, b) -> float | None:
+    """The largest |a - b| / max(|a|, |b|) over two numbers or two equal-length lists of numbers."""
+    pairs = list(zip(a, b)) if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) else [(a, b)]
+    try:
+        return max(abs(float(x) - float(y)) / max(abs(float(x)), abs(float(y)), 1e-30) for x, y in pairs)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_loss(ctx: Context) -> dict | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "loss":
@@ -1013,6 +1051,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_structure,
     check_samples,
     check_batch,
+    check_sharded_reduction,
     check_loss,
     check_grad_norm,
     check_lr,
