@@ -60,6 +60,32 @@ def is_sharded(model: nn.Module) -> bool:
     return isinstance(model, FSDPModule) or any(isinstance(m, FSDPModule) for m in model.modules())
 
 
+def sharding_facts(model: nn.Module) -> dict[str, dict] | None:
+    """What fully_shard was given, read back from FSDP2's own state (not from the config, so a plan
+    hard-coded differently on one side shows): {module name relative to the outermost fully_shard
+    module: its param_dtype, reduce_dtype and reshard_after_forward}; None for an unsharded model."""
+    sharded = [(name, module) for name, module in model.named_modules() if isinstance(module, FSDPModule)]
+    if not sharded:
+        return None
+    root = sharded[0][0]
+    return {relative_name(name, root): _fully_shard_facts(module) for name, module in sharded}
+
+
+def relative_name(name: str, root: str) -> str:
+    return "" if name == root else name[len(root) + 1 :] if root else name
+
+
+def _fully_shard_facts(module: FSDPModule) -> dict:
+    state = module._get_fsdp_state()
+    group = state._fsdp_param_group  # None for a module whose parameters all went to its blocks
+    policy = group.mp_policy if group is not None else state._mp_policy
+    return {
+        "param_dtype": str(policy.param_dtype).removeprefix("torch."),
+        "reduce_dtype": str(policy.reduce_dtype).removeprefix("torch."),
+        "reshard_after_forward": None if group is None else group.post_forward_mesh_info is not None,
+    }
+
+
 def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """A DTensor's whole tensor (a collective: every rank must call it), any other tensor as it is."""
     return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor

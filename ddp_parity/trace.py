@@ -37,7 +37,7 @@ import torch.distributed as dist
 from ddp_parity.determinism import torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
-from ddp_parity.sharding import full_tensor, is_sharded
+from ddp_parity.sharding import full_tensor, is_sharded, sharding_facts
 
 watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
 
@@ -683,6 +683,7 @@ class TraceRecorder:
                 # parameters and every buffer (non-persistent ones too) equal on every rank
                 "replicas_identical": all(g == gathered[0] for g in gathered),
                 "sharded": is_sharded(unwrap(model)),  # FSDP2: parameters were DTensors (digests of full tensors)
+                "sharding": sharding_facts(unwrap(model)),  # each fully_shard module and its policy, or None
                 **extra_meta,
             }
         )

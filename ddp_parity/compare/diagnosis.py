@@ -272,6 +272,31 @@ def check_config(ctx: Context) -> dict | None:
     return finding(ctx, kind, None, rank, evidence, facts, keys=keys)
 
 
+def check_sharding_plan(ctx: Context) -> dict | None:
+    """Both sides sharded with FSDP2, not alike: the fully_shard modules and policies each run read
+    back from its model (meta.json `sharding`), so a plan hard-coded on one side shows too."""
+    plans = {s: ctx.meta(s).get("sharding") for s in ("a", "b")}
+    if not (plans["a"] and plans["b"]) or plans["a"] == plans["b"]:
+        return None
+    lines = _plan_differences(ctx, plans["a"], plans["b"])
+    facts = f"The runs do not shard alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
+    evidence = {"differences": lines, "sharding": ctx.both(plans["a"], plans["b"])}
+    return finding(ctx, "config.sharding", None, None, evidence, facts)
+
+
+def _plan_differences(ctx: Context, plan_a: dict, plan_b: dict) -> list[str]:
+    lines = []
+    for module in sorted(set(plan_a) | set(plan_b)):
+        where = module or "the root"
+        if module not in plan_a or module not in plan_b:
+            lines.append(f"{where}: its own fully_shard on {ctx.label('a' if module in plan_a else 'b')} only")
+            continue
+        for key in plan_a[module]:
+            if plan_a[module][key] != plan_b[module].get(key):
+                lines.append(f"{where} {key}: {plan_a[module][key]} vs {plan_b[module].get(key)}")
+    return lines
+
+
 def check_seed(ctx: Context) -> dict | None:
     """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
     name the seed, not its symptoms."""
@@ -690,6 +715,37 @@ def check_batch(ctx: Context) -> dict | None:
     return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
 
 
+def check_stale_optimizer(ctx: Context) -> dict | None:
+    """One side never trains: a gradient norm of exactly 0 over its optimizer's parameters at every
+    step and the model's parameters never changing, while the other side's gradients are not 0. Its
+    optimizer holds tensors no backward reaches (built before fully_shard replaced the parameters)."""
+    f = ctx.earliest
+    if f is None or f["quantity"] not in ("loss", "grad_norm", "param_digest"):
+        return None
+    records = {s: [r for r, _ in zip(records_of(ctx.run(s), f["rank"]), range(STALE_STEPS))] for s in ("a", "b")}
+    for side, other in (("a", "b"), ("b", "a")):
+        mine, theirs = records[side], records[other]
+        frozen = len({json.dumps(r.get("param_digest")) for r in mine}) == 1
+        if len(mine) < 2 or not frozen or any(r.get("grad_norm") != 0 for r in mine):
+            continue
+        if not any(_nonzero(r.get("grad_norm")) for r in theirs):
+            continue
+        facts = (
+            f"On {ctx.label(side)} the gradient norm over the optimizer's parameters is 0 at every step and the "
+            f"model's parameters never change (param_digest {_fmt(mine[0].get('param_digest'))} from step "
+            f"{mine[0]['step']} to {mine[-1]['step']}), while {ctx.label(other)} trains from the same samples."
+        )
+        evidence = {
+            "grad_norm": ctx.both(mine[0].get("grad_norm"), theirs[0].get("grad_norm")),
+            "frozen": ctx.label(side),
+        }
+        return finding(ctx, "optimizer.stale_params", f["step"], f["rank"], evidence, facts, side=ctx.label(side))
+    return None
+
+
+STALE_STEPS = 50  # the steps read to tell a side that never trains
+
+
 def check_sharded_reduction(ctx: Context) -> dict | None:
     """DDP against FSDP2 at a world of more than 2, alike in everything else: DDP all-reduces each
     gradient, FSDP2 reduce-scatters it, and with 3 or more terms the two sums may add in different
@@ -1044,6 +1100,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_stall,
     check_metadata,
     check_config,
+    check_sharding_plan,
     check_seed,
     check_param_groups,
     check_init,
@@ -1051,6 +1108,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_structure,
     check_samples,
     check_batch,
+    check_stale_optimizer,
     check_sharded_reduction,
     check_loss,
     check_grad_norm,
