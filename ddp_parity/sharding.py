@@ -92,6 +92,11 @@ def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def total_grad_norm(grads: list[torch.Tensor]) -> torch.Tensor:
-    """The 2-norm of all gradients, over their full tensors: under FSDP2 the same bits as under DDP
-    (a norm over shards, then across ranks, would round in another order)."""
-    return torch.nn.utils.get_total_norm([full_tensor(g) for g in grads])
+    """torch.nn.utils.get_total_norm, bit for bit, over the full gradients: under FSDP2 the same bits
+    as under DDP (a norm over shards, then across ranks, would round in another order). One full
+    gradient at a time: a rank holds one whole tensor above its shards, never the whole model's."""
+    if not grads:
+        return torch.tensor(0.0)
+    # get_total_norm's per-tensor norms (_foreach_norm, each tensor on its own), then their norm
+    norms = [torch._foreach_norm([full_tensor(g)], 2.0)[0] for g in grads]
+    return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]), 2.0)

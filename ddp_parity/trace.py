@@ -144,25 +144,27 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 def params_sha256(model: torch.nn.Module) -> str:
     """sha256 of the parameters' and buffers' bytes in registration order; names are left out so that a plain
     network and the LightningModule holding it (`net.` + its names) hash alike."""
-    return state_sha256(full_state_dict(model))
+    return hash_full_state(model, keep=False)[0]
 
 
-def state_sha256(state: dict[str, torch.Tensor]) -> str:
-    h = hashlib.sha256()
-    for tensor in state.values():  # buffers too (BatchNorm's running stats)
-        h.update(tensor.cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict with every sharded (DTensor) entry gathered whole: a collective under FSDP2."""
-    return {name: full_tensor(tensor.detach()) for name, tensor in unwrap(model).state_dict().items()}
+def hash_full_state(model: torch.nn.Module, keep: bool) -> tuple[str, dict[str, torch.Tensor]]:
+    """The sha256 of the state dict's bytes (buffers too: BatchNorm's running stats), and with `keep`
+    its tensors on the CPU. Under FSDP2 each sharded entry is gathered whole, one at a time (a
+    collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most."""
+    h, kept = hashlib.sha256(), {}
+    for name, tensor in unwrap(model).state_dict().items():
+        whole = full_tensor(tensor.detach()).cpu().contiguous()
+        h.update(whole.view(-1).view(torch.uint8).numpy().tobytes())
+        if keep:
+            kept[name] = whole
+    return h.hexdigest(), kept
 
 
 def param_digest(model: torch.nn.Module) -> torch.Tensor:
     """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
     parameter tensors, kept on the device (no sync) until the trace is flushed."""
-    params = [full_tensor(p.detach()) for p in unwrap(model).parameters()]  # whole tensors under FSDP2
+    params = list(unwrap(model).parameters())
+    params = [full_tensor(params[0].detach()), full_tensor(params[-1].detach())]  # whole tensors under FSDP2
     # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
     return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
 
@@ -658,15 +660,15 @@ class TraceRecorder:
         self.set_phase("finished")
         if self.progress_path.parent.is_dir():
             self._write_heartbeat()
-        state = full_state_dict(model)  # every rank: under FSDP2 gathering the shards is a collective
-        digest, buffers = state_sha256(state), buffers_sha256(model)
+        # every rank (under FSDP2 gathering the shards is a collective); rank 0 keeps what it writes
+        digest, state = hash_full_state(model, keep=self.rank == 0)
+        buffers = buffers_sha256(model)
         gathered = [(digest, buffers)]
         if self.world_size > 1:
             gathered = [None] * self.world_size
             dist.all_gather_object(gathered, (digest, buffers))
         if self.rank != 0:
             return
-        state = {k: v.cpu().contiguous() for k, v in state.items()}
         tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
         save_file(state, str(tmp))
         os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)

@@ -103,6 +103,15 @@ def test_only_complete_checkpoints_are_listed(tmp_path):
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step-00000003.pt", "step-00000006.dcp"]
 
 
+@pytest.mark.float_sensitive
+def test_total_grad_norm_is_get_total_norm_bit_for_bit():
+    generator = torch.Generator().manual_seed(3)
+    shapes = [(64, 32), (64,), (10, 64), (10,), (1000,)]
+    grads = [torch.randn(shape, generator=generator) * 10.0**k for k, shape in enumerate(shapes)]
+    assert torch.equal(total_grad_norm(grads), torch.nn.utils.get_total_norm(grads))
+    assert torch.equal(total_grad_norm([]), torch.nn.utils.get_total_norm([]))
+
+
 # ---------------------------------------------------------------------------------------------
 # the recorder over DTensor parameters: one process, a real gloo group of one
 
@@ -148,9 +157,10 @@ def test_a_world_of_one_trains_sharded_as_unsharded_with_equal_grad_norms(world_
         for model, optimizer in zip((sharded, plain), optimizers):
             optimizer.zero_grad(set_to_none=True)
             torch.nn.functional.cross_entropy(model(x), y).backward()
-            norms.append(total_grad_norm([p.grad for p in model.parameters()]))
+            grads = [p.grad for p in model.parameters()]
+            norms.append(total_grad_norm(grads))
             optimizer.step()
-        assert torch.equal(*norms)
+        assert torch.equal(*norms) and torch.equal(norms[1], torch.nn.utils.get_total_norm(grads))
     assert params_sha256(sharded) == params_sha256(plain)
 
 

@@ -150,6 +150,15 @@ ADVICE: dict[str, Advice] = {
         "On {side}, build the optimizer after fully_shard (after the root's call), over model.parameters() "
         "as they are then: the DTensors.",
     ),
+    "gradients.accumulation_sync": Advice(
+        "With gradient sync on, FSDP2 reduce-scatters after every backward and adds up the averaged "
+        "shards; with it off until the last micro-batch, each rank adds up its micro-batches and one "
+        "reduce-scatter averages the sum. The same numbers summed in another order part in the last bits.",
+        "On both sides, call model.set_requires_gradient_sync(False) before every micro-batch's backward "
+        "but the last of a step, and set_requires_gradient_sync(True) before the last (Fabric: "
+        "fabric.no_backward_sync; Lightning's ModelParallelStrategy does neither: do it in the "
+        "LightningModule's on_train_batch_start, as lightning_impl/module.py does).",
+    ),
     "reduction_order.sharding": Advice(
         "DDP sums each gradient across ranks in an all-reduce, FSDP2 in a reduce-scatter; with {world} "
         "terms the two add in different orders and round differently in the last bits. Neither side is "

@@ -292,8 +292,9 @@ def _plan_differences(ctx: Context, plan_a: dict, plan_b: dict) -> list[str]:
             lines.append(f"{where}: its own fully_shard on {ctx.label('a' if module in plan_a else 'b')} only")
             continue
         for key in plan_a[module]:
-            if plan_a[module][key] != plan_b[module].get(key):
-                lines.append(f"{where} {key}: {plan_a[module][key]} vs {plan_b[module].get(key)}")
+            values = plan_a[module][key], plan_b[module].get(key)
+            if None not in values and values[0] != values[1]:  # None: a module holding no parameters itself
+                lines.append(f"{where} {key}: {values[0]} vs {values[1]}")
     return lines
 
 
@@ -771,6 +772,27 @@ def check_sharded_reduction(ctx: Context) -> dict | None:
     return finding(ctx, "reduction_order.sharding", f["step"], f["rank"], evidence, facts, world=world)
 
 
+def check_accumulation_sync(ctx: Context) -> dict | None:
+    """Both sides shard with FSDP2 and accumulate, and part at rounding level from the first step on:
+    one side reduce-scatters after every micro-batch (sums of averages), the other only after the
+    last (the average of sums). The same numbers in another order; which side, the traces cannot say."""
+    f = ctx.earliest
+    sharded = all(ctx.meta(s).get("sharded") for s in ("a", "b"))
+    k = next((v for v in _config_values(ctx, ("accumulate_grad_batches",)).values() if isinstance(v, int)), 1)
+    if f is None or f["quantity"] not in ROUNDED_QUANTITIES or not sharded or k <= 1:
+        return None
+    relative = _max_relative(f["a"], f["b"])
+    if ctx.walk.steps_equal_before != 0 or relative is None or relative > ROUNDING_RELATIVE or ctx.config_diffs()[0]:
+        return None
+    facts = (
+        f"Both sides shard with FSDP2 and accumulate {k} micro-batches per step; they part at step {f['step']} "
+        f"rank {f['rank']} in the {f['quantity']} ({_fmt(f['a'])} vs {_fmt(f['b'])}, relative {relative:.1e}), "
+        "the first step, with the same samples and losses."
+    )
+    evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "accumulate_grad_batches": k}
+    return finding(ctx, "gradients.accumulation_sync", f["step"], f["rank"], evidence, facts)
+
+
 ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
 ROUNDING_RELATIVE = 1e-5  # a first difference this small is float32 rounding (2^-23 is 1.2e-7 per ulp)
 
@@ -1110,6 +1132,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_batch,
     check_stale_optimizer,
     check_sharded_reduction,
+    check_accumulation_sync,
     check_loss,
     check_grad_norm,
     check_lr,
