@@ -289,3 +289,38 @@ def test_the_same_difference_at_world_2_or_far_beyond_rounding_is_not_excused(tm
     assert d["category"] == "optimizer"
     _, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path / "far", world=4, nudge=0.01))
     assert d["category"] == "optimizer"
+
+
+def test_a_side_whose_optimizer_never_reaches_the_model_is_named_stale_params(tmp_path):
+    records_a = make_records()
+    for records in records_a.values():
+        for record in records:
+            record["grad_norm"], record["param_digest"] = 0.0, [-4.5, 0.62]  # no gradient, no update, ever
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a))
+    assert (d["category"], d["step"], d["rank"]) == ("optimizer", 1, 0)
+    assert d["evidence"]["frozen"] == "raw" and "build the optimizer after fully_shard" in d["advice"]
+
+
+def test_fsdp2_accumulation_parting_at_the_first_step_by_rounding_is_the_gradient_sync(tmp_path):
+    metas = [make_meta(side, config={"trainer": {"accumulate_grad_batches": 2}}) for side in ("raw", "lightning")]
+    for meta in metas:
+        meta["sharded"] = True
+    records_b = make_records()
+    records_b[0][0]["param_digest"][0] *= 1 + 4e-9
+    _, d = run_diagnosis(*pair(tmp_path, meta_a=metas[0], meta_b=metas[1], records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("gradients", 1, 0)
+    assert d["evidence"]["accumulate_grad_batches"] == 2 and "set_requires_gradient_sync(False)" in d["advice"]
+
+
+def test_plans_read_back_from_the_models_are_compared(tmp_path):
+    block = {"param_dtype": "float32", "reduce_dtype": "float32", "reshard_after_forward": True}
+    metas = [make_meta("raw"), make_meta("lightning")]
+    metas[0]["sharding"] = {"": {**block, "reshard_after_forward": None}, "net.0": block, "net.2": block}
+    metas[1]["sharding"] = {"": block, "net.0": {**block, "reduce_dtype": "bfloat16"}}
+    report, d = run_diagnosis(*pair(tmp_path, meta_a=metas[0], meta_b=metas[1]))
+    # the numbers agree here: a setup difference is a warning beside an equivalent verdict
+    assert report["verdict"] == "equivalent" and d["setup_differs"]["category"] == "config"
+    assert d["setup_differs"]["evidence"]["differences"] == [
+        "net.0 reduce_dtype: float32 vs bfloat16",
+        "net.2: its own fully_shard on raw only",
+    ]  # the root's reshard_after_forward is None where it holds no parameters itself: not a difference
