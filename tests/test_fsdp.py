@@ -33,6 +33,7 @@ from conftest import (
 from test_diagnosis import make_meta, make_records, pair, run_diagnosis
 from torch.distributed.tensor import DTensor
 
+from ddp_parity import compare_traces
 from ddp_parity.checkpoints import list_checkpoints
 from ddp_parity.config import ConfigError, FSDPConfig, ModelConfig, parse_raw_config
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
@@ -324,3 +325,46 @@ def test_plans_read_back_from_the_models_are_compared(tmp_path):
         "net.0 reduce_dtype: float32 vs bfloat16",
         "net.2: its own fully_shard on raw only",
     ]  # the root's reshard_after_forward is None where it holds no parameters itself: not a difference
+
+
+# ---------------------------------------------------------------------------------------------
+# the FSDP slips on real runs: raw/mistakes.py against the clean raw loop, both sharded, the
+# smallest run that shows each (256 samples, one epoch, two steps of two micro-batches)
+
+TINY = ["--data.num_samples", "256", "--data.val_samples", "0", "--trainer.max_epochs", "1"]
+TINY += ["--trainer.accumulate_grad_batches", "2", "--checkpoint.every_n_epochs", "null", *FSDP]
+# mistake -> (category, step, where the cause is named: the diagnosis or its setup warning)
+FSDP_MISTAKES = {
+    "fsdp-optimizer-before-shard": ("optimizer", 1, "diagnosis"),
+    "fsdp-sync-every-micro-batch": ("gradients", 1, "diagnosis"),
+    "fsdp-reduce-bf16-one-side": ("config", None, "diagnosis"),
+    "fsdp-unwrapped-block": ("config", None, "setup_differs"),  # at world 2 the same sums: a warning
+}
+
+
+def run_raw_mistake(folder: Path, name: str) -> Path:
+    run_dir = folder / name
+    cmd = [TORCHRUN, "--nproc_per_node=2", "--master_addr=127.0.0.1", f"--master_port={free_port()}"]
+    cmd += ["raw/mistakes.py", name, "--config", str(DEFAULT_CONFIG), "--run_dir", str(run_dir), *TINY]
+    check_ok(run_cmd([*cmd, "--trainer.enable_progress_bar", "false"], log=folder / f"{name}.log"))
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def mistake_runs(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("fsdp_mistakes")
+    made = {"clean": folder / "clean"}
+    check_ok(run_raw(folder, 2, *TINY, run_dir=made["clean"]))
+    return made | {name: run_raw_mistake(folder, name) for name in FSDP_MISTAKES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(FSDP_MISTAKES))
+def test_each_fsdp_slip_is_named_with_its_cause_and_step(mistake_runs, name):
+    category, step, where = FSDP_MISTAKES[name]
+    report = compare_traces(mistake_runs["clean"], mistake_runs[name])
+    diagnosis = report["diagnosis"] if where == "diagnosis" else report["diagnosis"]["setup_differs"]
+    assert report["verdict"] == ("different" if where == "diagnosis" else "equivalent"), report["diagnosis"]
+    assert (diagnosis["category"], diagnosis["step"]) == (category, step), diagnosis
+    if category == "config":  # named from the plans read back from the models: the configs are alike
+        assert read_meta(mistake_runs[name])["config"]["fsdp"] == read_meta(mistake_runs["clean"])["config"]["fsdp"]
