@@ -20,7 +20,10 @@ import runpy
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from ddp_parity import sharding, trace
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = "--worker"
@@ -30,8 +33,27 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def timed(module, name: str, seconds: dict) -> None:
+    """Replace module.name by a wrapper that adds its wall time to seconds[name] (the recorder's
+    full-tensor gathers: the gradient norm and the per-step parameter digest)."""
+    function = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+
+    setattr(module, name, wrapper)
+
+
 def worker(report_dir: str, argv: list[str]) -> int:
-    """One rank: raw/train.py's main, with the peak taken when training ends (before finish)."""
+    """One rank: raw/train.py's main, with the peak taken when training ends (before finish) and the
+    time spent in the recorder's gathers."""
+    seconds: dict = {}
+    timed(sharding, "total_grad_norm", seconds)  # before raw/train.py imports the name
+    timed(trace, "param_digest", seconds)
     train = runpy.run_path(str(REPO / "raw" / "train.py"), run_name="raw_train")
     recorder_class = train["TraceRecorder"]
     finish = recorder_class.finish
@@ -39,12 +61,14 @@ def worker(report_dir: str, argv: list[str]) -> int:
 
     def finish_noting_the_peak(self, model, **extra):
         peaks["training_mb"] = peak_rss_mb()
+        peaks["train_s"] = extra["train_seconds"]
         return finish(self, model, **extra)
 
     recorder_class.finish = finish_noting_the_peak
     code = train["main"](argv)
     rank = os.environ.get("RANK", "0")
     peaks["at_exit_mb"] = peak_rss_mb()
+    peaks["gather_s"] = seconds
     Path(report_dir, f"rank{rank}.json").write_text(json.dumps(peaks))
     return code
 
@@ -86,6 +110,8 @@ def main(argv: list[str]) -> int:
             for rank, peak in enumerate(peaks):
                 print(f"{strategy:5s} rank {rank}: peak RSS {peak['training_mb']:7.0f} MiB when training ends, "
                       f"{peak['at_exit_mb']:7.0f} MiB at exit (after the recorder's final gather)")  # fmt: skip
+                gathers = ", ".join(f"{k} {v:.3f} s" for k, v in sorted(peak["gather_s"].items()))
+                print(f"{'':5s} rank {rank}: training {peak['train_s']:.2f} s, of which the recorder's {gathers}")
     return 0
 
 
