@@ -1,6 +1,6 @@
 """FSDP2 (`trainer.strategy: fsdp`): the plan's config, the recorder over DTensor parameters in one
-process, and the twins on real runs: raw FSDP2 vs Lightning FSDP2, raw DDP vs raw FSDP2, and a
-mid-epoch crash resumed from a DCP checkpoint on each side.
+process, and the twins on real runs: raw vs Lightning vs Fabric FSDP2, raw DDP vs raw FSDP2, a
+mid-epoch crash resumed from a DCP checkpoint (raw, Lightning), and the FSDP slips.
 
 The real runs are made once (a module fixture) at the smallest size that proves the point: 512
 samples, two ranks of batch 32 (8 steps per epoch), 2 epochs, validation of 101 samples, a checkpoint
@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 from conftest import (
     DEFAULT_CONFIG,
+    PYTHON,
     TORCHRUN,
     assert_params_equal,
     assert_traces_equal,
@@ -181,9 +182,21 @@ def run_raw_with_fault(folder: Path, name: str, overrides: list[str], fault: str
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("fsdp")
-    made = {name: folder / name for name in ("raw-fsdp", "lightning-fsdp", "raw-ddp")}
+    made = {name: folder / name for name in ("raw-fsdp", "lightning-fsdp", "fabric-fsdp", "raw-ddp")}
     check_ok(run_raw(folder, 2, *FSDP, *SMALL, *CHECKPOINTS, run_dir=made["raw-fsdp"]))
     check_ok(run_lightning(folder, *FSDP, *SMALL, *CHECKPOINTS, run_dir=made["lightning-fsdp"]))
+    fabric = [
+        PYTHON,
+        "-m",
+        "lightning_impl.fabric",
+        "--config",
+        str(DEFAULT_CONFIG),
+        "--run_dir",
+        str(made["fabric-fsdp"]),
+    ]
+    fabric += ["--trainer.devices", "2", "--trainer.enable_progress_bar", "false", *FSDP, *SMALL, *CHECKPOINTS]
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # Fabric's own launcher
+    check_ok(run_cmd(fabric, env=env, log=folder / "fabric-fsdp.log"))
     check_ok(run_raw(folder, 2, *SMALL, run_dir=made["raw-ddp"]))
     return made
 
@@ -195,12 +208,14 @@ def assert_runs_bitwise_equal(a: Path, b: Path, prefix_b: str = "") -> None:
 
 
 @pytest.mark.slow
-def test_raw_and_lightning_fsdp2_are_bitwise_equal_and_both_sharded(runs):
-    for side in ("raw-fsdp", "lightning-fsdp"):
+def test_raw_lightning_and_fabric_fsdp2_are_bitwise_equal_and_all_sharded(runs):
+    for side in ("raw-fsdp", "lightning-fsdp", "fabric-fsdp"):
         meta = read_meta(runs[side])
         assert meta["sharded"] is True and meta["config"]["trainer"]["strategy"] == "fsdp", side
+        assert meta["sharding"] == read_meta(runs["raw-fsdp"])["sharding"], side  # one plan, read back alike
     assert read_meta(runs["raw-ddp"])["sharded"] is False
     assert_runs_bitwise_equal(runs["raw-fsdp"], runs["lightning-fsdp"], prefix_b="net.")
+    assert_runs_bitwise_equal(runs["raw-fsdp"], runs["fabric-fsdp"])
 
 
 @pytest.mark.slow
