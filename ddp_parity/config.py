@@ -290,6 +290,7 @@ def build_raw_parser():
     parser = ArgumentParser(
         prog="raw/train.py",
         exit_on_error=False,
+        allow_abbrev=False,  # `--run_di` must never be taken for `--run_dir`: keys match exactly, as in LightningCLI
         description="Hand-written DDP training; reads the same config as the Lightning twin.",
     )
     parser.add_argument("--config", action=ActionConfigFile, help="The YAML config (LightningCLI's shape).")

@@ -20,13 +20,24 @@ PR_SET_PDEATHSIG = 1
 WATCH_S = 0.5
 
 
-def set_parent_death_signal() -> None:
-    """For `subprocess.Popen(preexec_fn=...)`: SIGKILL this child when its parent dies (Linux)."""
+def _find_prctl():
+    """libc's prctl, or None (not Linux)."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass  # not Linux: the harness still kills every tree it started when it exits normally
+        return None
+
+
+# looked up here, in the parent: between fork and exec the child must not load or look up a symbol
+# (another thread of the harness, importing in the background, may hold the dynamic loader's lock)
+_PRCTL = _find_prctl()
+
+
+def set_parent_death_signal() -> None:
+    """For `subprocess.Popen(preexec_fn=...)`: SIGKILL this child when its parent dies (Linux).
+    Not Linux: the harness still kills every tree it started when it exits normally."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def watch_parent_if_asked() -> None:

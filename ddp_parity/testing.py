@@ -13,16 +13,23 @@ fail with the diagnosis.
 Both commands must record a trace (TraceRecorder / TraceCallback) into the `{run_dir}` they are
 given. With the pytest plugin (installed with the package) the `parity` fixture does the same
 with the workdir taken from `tmp_path`. Outcomes follow compare/run.py's exit codes: equivalent
-returns the report; different raises RunsDiffer (an AssertionError, code 1); bad arguments raise
+returns the report; different raises RunsDiffer (an AssertionError, code 1); bad arguments (a
+command that cannot be started, a workdir that holds results or that another call is using) raise
 ParityUsageError (a ValueError, code 2) before anything is launched or written; a run that
-crashed, hung or timed out raises RunFailed (an AssertionError, code 3).
+crashed, hung or timed out raises RunFailed (an AssertionError, code 3). Nothing else is raised.
+
+The workdir is claimed for the call's life (two calls on one workdir: the second is refused), and
+each command runs in a session of its own that is swept at the end, so even what a command
+daemonised is gone when assert_parity returns or raises.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -34,7 +41,9 @@ from ddp_parity.compare.report import (
     plot_loss_curves,
     write_report,
 )
+from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import Launch, Outcome, free_port, run_launch, run_launches
+from ddp_parity.harness.outdir import DirClaim
 from ddp_parity.trace import TraceFormatError
 
 EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
@@ -119,8 +128,24 @@ def assert_parity(
     __tracebackhide__ = True  # pytest shows the caller's line and the message, not this function
     workdir = Path(workdir)
     check_arguments(cmd_a, cmd_b, workdir, rtol, atol, timeout, stall_timeout)
-    launches = [build_side(side, cmd, workdir, env, cwd) for side, cmd in zip(SIDES, (cmd_a, cmd_b))]
-    outcomes = run_both(launches, timeout or DEFAULT_TIMEOUT_S, stall_timeout or None, parallel)
+    check_startable(cmd_a, cmd_b, env, cwd)
+    with claimed(workdir):
+        check_no_results(workdir)  # again under the claim: another call may have written them since
+        return run_and_judge(
+            launches=[build_side(side, cmd, workdir, env, cwd) for side, cmd in zip(SIDES, (cmd_a, cmd_b))],
+            workdir=workdir,
+            criterion=(rtol, atol),
+            limits=(timeout or DEFAULT_TIMEOUT_S, stall_timeout or None),
+            parallel=parallel,
+            ignore_config=ignore_config,
+        )
+
+
+def run_and_judge(launches: list[Launch], workdir: Path, criterion, limits, parallel, ignore_config) -> dict:
+    """Run both, compare, write the report; return it when equivalent, else raise."""
+    __tracebackhide__ = True
+    (rtol, atol), (timeout, stall) = criterion, limits
+    outcomes = start_both(launches, timeout, stall, parallel)
     failed = [o for o in outcomes if not o.ok]
     if failed:
         report = failed_report(launches, outcomes, failed[0], rtol, atol)
@@ -166,20 +191,82 @@ def check_arguments(cmd_a, cmd_b, workdir: Path, rtol, atol, timeout, stall_time
     for name, value in (("timeout", timeout), ("stall_timeout", stall_timeout)):
         if value is not None and (not isinstance(value, (int, float)) or value <= 0):
             raise ParityUsageError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    check_no_results(workdir)
+
+
+def check_no_results(workdir: Path) -> None:
     held = [str(workdir / side) for side in SIDES if (workdir / side).exists() and any((workdir / side).iterdir())]
     held += [str(workdir / REPORT_FILE)] if (workdir / REPORT_FILE).exists() else []
     if held:
         raise ParityUsageError(f"workdir {workdir} already holds results ({', '.join(held)}); give a fresh directory")
 
 
+def launch_env(env: Mapping | None, port: int) -> dict:
+    """The environment of a command: ours without the variables of a job we may be part of."""
+    full_env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
+    full_env.update({"PYTHONUNBUFFERED": "1", **(env or {}), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    return full_env
+
+
+def check_startable(cmd_a, cmd_b, env, cwd) -> None:
+    """Each command's program exists and may be run, from `cwd` with `env`'s PATH, and `cwd` is a
+    folder: refused before anything is launched or written (not a FileNotFoundError from the launch)."""
+    if env is not None and not (
+        isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise ParityUsageError(f"env must be a mapping of strings to strings, got {env!r}")
+    folder = Path(cwd or os.getcwd())
+    if not folder.is_dir():
+        raise ParityUsageError(f"cwd {cwd}: no such directory")
+    for name, cmd in (("cmd_a", cmd_a), ("cmd_b", cmd_b)):
+        program = cmd[0]
+        if os.sep in program:
+            path = folder / program
+            found = path.is_file() and os.access(path, os.X_OK)
+        else:
+            found = shutil.which(program, path=launch_env(env, 0).get("PATH", os.defpath)) is not None
+        if not found:
+            where = f"in {folder}" if os.sep in program else "on PATH"
+            raise ParityUsageError(f"{name}: cannot run {program!r}: no such executable {where}")
+
+
+@contextlib.contextmanager
+def claimed(workdir: Path):
+    """The workdir, held by this call alone until it returns or raises."""
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ParityUsageError(f"workdir {workdir}: cannot create it ({err.strerror or err})") from None
+    claim = DirClaim(workdir, "workdir")
+    try:
+        claim.acquire()
+    except UsageError as err:
+        raise ParityUsageError(str(err)) from None
+    try:
+        yield
+    finally:
+        claim.release()
+
+
 def build_side(side: str, cmd: Sequence[str], workdir: Path, env: Mapping | None, cwd) -> Launch:
     """One command with its placeholders filled, its own port, and a clean environment."""
     run_dir, port = workdir / side, free_port()
     command = [arg.replace(RUN_DIR, str(run_dir)).replace(PORT, str(port)) for arg in cmd]
-    full_env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
-    full_env.update({"PYTHONUNBUFFERED": "1", **(env or {}), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    workdir.mkdir(parents=True, exist_ok=True)
-    return Launch(side, [command], full_env, run_dir, workdir / f"{side}.log", cwd=Path(cwd or os.getcwd()))
+    log = workdir / f"{side}.log"
+    return Launch(side, [command], launch_env(env, port), run_dir, log, cwd=Path(cwd or os.getcwd()))
+
+
+def start_both(launches: list[Launch], timeout: float, stall, parallel) -> list[Outcome]:
+    """run_both, with a command the system cannot start (e.g. a script without its #! line) a
+    ParityUsageError like a missing one: every process is stopped and what they wrote removed."""
+    try:
+        return run_both(launches, timeout, stall, parallel)
+    except OSError as err:
+        for launch in launches:  # the workdir held no results when claimed: these are the failed start's
+            shutil.rmtree(launch.run_dir, ignore_errors=True)
+            for node in range(len(launch.commands)):
+                launch.log_for(node).unlink(missing_ok=True)
+        raise ParityUsageError(f"cannot start {err.filename or 'a command'}: {err.strerror or err}") from None
 
 
 def processes_started(command: Sequence[str]) -> int:

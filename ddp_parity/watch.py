@@ -42,36 +42,16 @@ from typing import Any
 import torch
 
 from ddp_parity.sharding import full_tensor
+from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, parse_watch_steps  # noqa: F401  (public here too)
 
-WATCH_STEP_ENV = "DDP_PARITY_WATCH_STEP"
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
 MODULES_SUFFIX = ".modules.jsonl"
-ALL = "all"
 
 _INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def modules_path(run_dir: str | os.PathLike, rank: int) -> Path:
     return Path(run_dir) / "trace" / f"rank{rank}{MODULES_SUFFIX}"
-
-
-def parse_watch_steps(value: str) -> frozenset[int] | str:
-    """`3`, `1,5,9`, `all` or `none` (the value of DDP_PARITY_WATCH_STEP)."""
-    text = value.strip().lower()
-    if text == ALL:
-        return ALL
-    if text in ("none", "off", ""):
-        return frozenset()
-    try:
-        steps = frozenset(int(part) for part in text.split(","))
-    except ValueError:
-        steps = frozenset({0})
-    if min(steps) < 1:
-        raise ValueError(
-            f"{WATCH_STEP_ENV}={value!r}: expected an optimizer step number >= 1, a comma-separated list "
-            "of them, `all` or `none`"
-        )
-    return steps
 
 
 def resolve_steps(steps: Any = None) -> frozenset[int] | str:
@@ -389,16 +369,16 @@ def read_module_trace(run_dir: str | os.PathLike, rank: int) -> dict[int, dict]:
     if not path.exists():
         return {}
     found = {}
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
+        try:  # any bytes: not UTF-8, not JSON, not an object, a step that is no integer
+            record = json.loads(line.decode("utf-8"))
             found[int(record["step"])] = record
-        except (ValueError, KeyError, TypeError):
-            from ddp_parity.trace import TraceFormatError
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+            from ddp_parity.trace import malformed
 
-            raise TraceFormatError(f"{path}:{lineno}: not a module-watch record (cut off by a crash?)") from None
+            raise malformed(path, lineno, None, "not a module-watch record (cut off by a crash?)") from None
     return found
 
 

@@ -43,6 +43,19 @@ _SCRUBBED_ENV = (
 )
 
 
+# Runs shared between test files (session fixtures): the tests that read one share one xdist group.
+SHARED_RUNS = ("default_harness_run", "raw_default_run", "lightning_default_run")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, the README's slow tier) each file's tests stay on one
+    worker, so its module-scoped runs are made once; the tests that read the README's main run join it
+    on one worker. Two workers on two cores overlap one test's start-up with another's training."""
+    for item in items:
+        shared = any(name in item.fixturenames for name in SHARED_RUNS)
+        item.add_marker(pytest.mark.xdist_group("default_harness_run" if shared else item.nodeid.split("::")[0]))
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -231,19 +244,39 @@ def steps(run_dir: Path, rank: int = 0) -> list[int]:
 
 
 @pytest.fixture(scope="session")
-def raw_ddp2_run(tmp_path_factory) -> Path:
-    """torchrun --nproc_per_node=2 raw/train.py on the default config, 2 epochs."""
-    run_dir = tmp_path_factory.mktemp("raw_ddp2") / "run"
-    check_ok(run_raw(run_dir.parent, 2, "--trainer.max_epochs", "2", run_dir=run_dir))
-    return run_dir
+def default_harness_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`python compare/run.py` exactly as the README's main command runs it (the default config: 3 epochs,
+    2 processes a side), once per session: (its --out folder, the finished process). Its raw and
+    lightning run directories are the suite's reference runs of the two twins; read them, never edit
+    them (copy first)."""
+    out = tmp_path_factory.mktemp("default") / "out"
+    result = run_harness("--out", str(out))
+    return out, result
 
 
 @pytest.fixture(scope="session")
-def lightning_ddp2_run(tmp_path_factory) -> Path:
-    """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config, 2 epochs."""
-    run_dir = tmp_path_factory.mktemp("lightning_ddp2") / "run"
-    check_ok(run_lightning(run_dir.parent, "--trainer.max_epochs", "2", run_dir=run_dir, launcher="lightning"))
-    return run_dir
+def raw_default_run(default_harness_run) -> Path:
+    """torchrun --nproc_per_node=2 raw/train.py on the default config (3 epochs), as the harness launched it."""
+    return default_harness_run[0] / "raw"
+
+
+@pytest.fixture(scope="session")
+def lightning_default_run(default_harness_run) -> Path:
+    """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config (3 epochs)."""
+    return default_harness_run[0] / "lightning"
+
+
+# the harness's small run: 1 epoch of 8 steps per rank
+SMALL_HARNESS_RUN = ("--set", "trainer.max_epochs=1", "--set", "data.num_samples=512")
+
+
+@pytest.fixture(scope="session")
+def harness_run_at_once(tmp_path_factory) -> Path:
+    """`compare/run.py --parallel` (both sides at once) on the small config: its --out folder."""
+    out = tmp_path_factory.mktemp("harness_at_once") / "out"
+    result = run_harness("--out", str(out), "--parallel", *SMALL_HARNESS_RUN)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
 
 
 # the per-step fields two runs must agree on exactly (everything but wall time)

@@ -40,6 +40,11 @@ CASES = {
     "key-map-missing": (["--key-map", "/nonexistent/map.json"], ["--key-map", "/nonexistent/map.json"]),
     "mistake-without-raw": (["--mistake", "no-set-epoch", "--sides", "lightning,fabric"], ["--mistake", "raw"]),
     "mistake-unknown": (["--mistake", "nope"], ["--mistake", "catalogue"]),
+    # config keys and files
+    "key-unknown": (["--set", "data.bogus=1"], ["data.bogus"]),
+    "value-invalid": (["--set", "data.batch_size=-4"], ["data.batch_size"]),
+    "set-without-equals": (["--set", "nonsense"], ["KEY=VALUE"]),
+    "config-missing": (["--config", "/nonexistent.yaml"], ["/nonexistent.yaml"]),
 }
 
 

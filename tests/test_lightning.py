@@ -36,6 +36,7 @@ from ddp_parity.trace import (
 )
 
 STEPS_PER_EPOCH = math.ceil(2000 / 2 / 32)  # the default config on two processes
+EPOCHS = 3  # the default config's trainer.max_epochs
 
 
 def assert_two_process_run(run_dir, side: str) -> dict:
@@ -49,36 +50,36 @@ def assert_two_process_run(run_dir, side: str) -> dict:
 
 
 @pytest.mark.slow
-def test_lightning_launcher_equals_torchrun(lightning_ddp2_run, tmp_path):
+def test_lightning_launcher_equals_torchrun(lightning_default_run, tmp_path):
     via_torchrun = tmp_path / "torchrun"
-    check_ok(run_lightning(tmp_path, "--trainer.max_epochs", "2", run_dir=via_torchrun, launcher="torchrun", nproc=2))
-    assert_two_process_run(lightning_ddp2_run, "lightning")
+    check_ok(run_lightning(tmp_path, run_dir=via_torchrun, launcher="torchrun", nproc=2))
+    assert_two_process_run(lightning_default_run, "lightning")
     assert_two_process_run(via_torchrun, "lightning")
     for rank in (0, 1):
-        assert steps(lightning_ddp2_run, rank) == list(range(1, 2 * STEPS_PER_EPOCH + 1))
-    assert_traces_equal(lightning_ddp2_run, via_torchrun, ranks=(0, 1))
-    assert read_validation(lightning_ddp2_run) == read_validation(via_torchrun)
-    assert_params_equal(final_params(lightning_ddp2_run), final_params(via_torchrun))
+        assert steps(lightning_default_run, rank) == list(range(1, EPOCHS * STEPS_PER_EPOCH + 1))
+    assert_traces_equal(lightning_default_run, via_torchrun, ranks=(0, 1))
+    assert read_validation(lightning_default_run) == read_validation(via_torchrun)
+    assert_params_equal(final_params(lightning_default_run), final_params(via_torchrun))
 
 
 @pytest.mark.slow
-def test_bitwise_parity_with_raw(raw_ddp2_run, lightning_ddp2_run):
-    assert_two_process_run(raw_ddp2_run, "raw")
-    assert_two_process_run(lightning_ddp2_run, "lightning")
+def test_bitwise_parity_with_raw(raw_default_run, lightning_default_run):
+    assert_two_process_run(raw_default_run, "raw")
+    assert_two_process_run(lightning_default_run, "lightning")
     # per step, on every rank: loss, indices, grad_norm, lr (and step, epoch) exactly equal
-    assert_traces_equal(raw_ddp2_run, lightning_ddp2_run, ranks=(0, 1))
+    assert_traces_equal(raw_default_run, lightning_default_run, ranks=(0, 1))
     for rank in (0, 1):
-        assert all("indices" in r and "grad_norm" in r for r in read_records(lightning_ddp2_run, rank))
-    raw_validation, lightning_validation = read_validation(raw_ddp2_run), read_validation(lightning_ddp2_run)
-    assert len(raw_validation) == 2
+        assert all("indices" in r and "grad_norm" in r for r in read_records(lightning_default_run, rank))
+    raw_validation, lightning_validation = read_validation(raw_default_run), read_validation(lightning_default_run)
+    assert len(raw_validation) == EPOCHS
     assert lightning_validation == raw_validation
-    raw_params = final_params(raw_ddp2_run)
-    lightning_params = strip_prefix(final_params(lightning_ddp2_run), "net.")  # ParityModule.net is the Net
+    raw_params = final_params(raw_default_run)
+    lightning_params = strip_prefix(final_params(lightning_default_run), "net.")  # ParityModule.net is the Net
     assert_params_equal(lightning_params, raw_params)
 
 
 @pytest.mark.slow
-def test_print_config_round_trip(lightning_ddp2_run, tmp_path):
+def test_print_config_round_trip(lightning_default_run, tmp_path):
     printed = check_ok(run_cmd([PYTHON, "-m", "lightning_impl", "fit", "--config", DEFAULT_CONFIG, "--print_config"]))
     printed_path = tmp_path / "printed.yaml"
     printed_path.write_text(printed.stdout)
@@ -93,10 +94,10 @@ def test_print_config_round_trip(lightning_ddp2_run, tmp_path):
             assert printed_values[section] == values, section
 
     run_dir = tmp_path / "from_printed"
-    check_ok(run_lightning(tmp_path, "--trainer.max_epochs", "2", config=printed_path, run_dir=run_dir))
+    check_ok(run_lightning(tmp_path, config=printed_path, run_dir=run_dir))
     assert_two_process_run(run_dir, "lightning")
-    assert_traces_equal(lightning_ddp2_run, run_dir, ranks=(0, 1))
-    assert_params_equal(final_params(run_dir), final_params(lightning_ddp2_run))
+    assert_traces_equal(lightning_default_run, run_dir, ranks=(0, 1))
+    assert_params_equal(final_params(run_dir), final_params(lightning_default_run))
 
 
 def test_trace_callback_on_a_foreign_model(tmp_path):
@@ -165,23 +166,23 @@ def test_trace_callback_on_a_foreign_model(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_from_last_ckpt_equals_uninterrupted_run(lightning_ddp2_run, tmp_path):
+def test_resume_from_last_ckpt_equals_uninterrupted_run(lightning_default_run, tmp_path):
     run_dir = tmp_path / "resumed"
     check_ok(run_lightning(tmp_path, "--trainer.max_epochs", "1", run_dir=run_dir))
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
     assert steps(run_dir, 0) == list(range(1, STEPS_PER_EPOCH + 1))
     after_first = final_params(run_dir)
 
-    second = check_ok(run_lightning(tmp_path, "--trainer.max_epochs", "2", "--ckpt_path", "last", run_dir=run_dir))
+    second = check_ok(run_lightning(tmp_path, "--ckpt_path", "last", run_dir=run_dir))  # the default 3 epochs
     meta = assert_two_process_run(run_dir, "lightning")
     assert meta["resumed_from"] and str(meta["resumed_from"]).endswith("last.ckpt"), describe(second)
-    n = 2 * STEPS_PER_EPOCH
+    n = EPOCHS * STEPS_PER_EPOCH
     for rank in (0, 1):
         assert steps(run_dir, rank) == list(range(1, n + 1)), f"rank {rank}: steps not 1..{n} once each"
-    assert_traces_equal(lightning_ddp2_run, run_dir, ranks=(0, 1))
-    assert read_validation(run_dir) == read_validation(lightning_ddp2_run)
+    assert_traces_equal(lightning_default_run, run_dir, ranks=(0, 1))
+    assert read_validation(run_dir) == read_validation(lightning_default_run)
     final = final_params(run_dir)
-    assert_params_equal(final, final_params(lightning_ddp2_run))
+    assert_params_equal(final, final_params(lightning_default_run))
     assert any(not after_first[k].equal(final[k]) for k in final), "the resumed run trained nothing"
     assert (run_dir / FINAL_PARAMS_FILE).is_file()
 

@@ -24,12 +24,13 @@ NUM_SAMPLES = 2000  # configs/default.yaml
 BATCH = 32
 WORLD = 2
 STEPS_PER_EPOCH = math.ceil(NUM_SAMPLES / WORLD / BATCH)  # 1000 samples per rank: 31 full batches + 8
+EPOCHS = 3  # configs/default.yaml
 
 
 @pytest.mark.slow
-def test_torchrun_two_processes_end_to_end(raw_ddp2_run):
-    run_dir = raw_ddp2_run
-    epochs = 2
+def test_torchrun_two_processes_end_to_end(raw_default_run):
+    run_dir = raw_default_run
+    epochs = EPOCHS
 
     meta = read_meta(run_dir)
     assert meta["side"] == "raw"
@@ -93,20 +94,20 @@ def test_plain_process_equals_torchrun_one_process(tmp_path):
 
 
 @pytest.mark.slow
-def test_epoch_boundary_resume_equals_uninterrupted_run(raw_ddp2_run, tmp_path):
-    uninterrupted = raw_ddp2_run  # 2 epochs in one go
+def test_epoch_boundary_resume_equals_uninterrupted_run(raw_default_run, tmp_path):
+    uninterrupted = raw_default_run  # 3 epochs in one go
     resumed = tmp_path / "resumed"
     check_ok(run_raw(tmp_path, 2, "--trainer.max_epochs", "1", run_dir=resumed))
     assert steps(resumed, 0) == list(range(1, STEPS_PER_EPOCH + 1))
     assert (resumed / "checkpoints" / f"step-{STEPS_PER_EPOCH:08d}.pt").is_file()
     after_first = final_params(resumed)
 
-    second = check_ok(run_raw(tmp_path, 2, "--trainer.max_epochs", "2", "--resume", run_dir=resumed))
+    second = check_ok(run_raw(tmp_path, 2, "--resume", run_dir=resumed))  # the default 3 epochs
     meta = read_meta(resumed)
     assert meta["resumed_from"] and meta["resumed_from"].endswith(f"step-{STEPS_PER_EPOCH:08d}.pt"), describe(second)
     assert meta["finished"] is True and meta["replicas_identical"] is True
 
-    n = 2 * STEPS_PER_EPOCH
+    n = EPOCHS * STEPS_PER_EPOCH
     for rank in (0, 1):
         assert steps(resumed, rank) == list(range(1, n + 1)), f"rank {rank}: steps not 1..{n} once each"
     assert_traces_equal(uninterrupted, resumed, ranks=(0, 1))

@@ -22,7 +22,9 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from ddp_parity import TraceRecorder, compare_traces
+from ddp_parity.compare.diagnosis import FEW_ULPS
 from ddp_parity.harness.launch import free_port
+from ddp_parity.trace import read_records
 
 SEED, FEATURES, CLASSES = 11, 12, 3
 NORMS = (nn.BatchNorm1d, nn.LayerNorm)
@@ -158,23 +160,58 @@ def test_weight_decay_on_every_parameter_is_the_param_groups(tmp_path):
     assert "weight_decay" in d["advice"] and "body.0.bias" in d["advice"], d["advice"]
 
 
-@pytest.mark.parametrize("hidden, model_side, step", [(40, "a", 1), (40, "b", 1), (32, "a", 2)])
-def test_clipping_over_model_parameters_vs_the_optimizer_order_is_the_reduction_order(
-    tmp_path, hidden, model_side, step
-):
+# Hidden sizes tried, in order, until the two clipping orders round apart. Where and whether they part
+# depends on the CPU (SIMD width, ATen kernel set, BLAS path): each test reads that fact from the bits
+# it recorded and asserts what the tool must say, never a step found on one machine.
+HIDDEN_SIZES = (40, 32, 24, 48, 64, 56)
+
+
+def first_parting_step(dir_a: Path, dir_b: Path, quantity: str = "grad_norm") -> int | None:
+    """The first step whose recorded `quantity` differs in its bits between two one-process traces."""
+    for ra, rb in zip(read_records(dir_a, 0), read_records(dir_b, 0), strict=True):
+        assert ra["step"] == rb["step"]
+        if ra[quantity] != rb[quantity]:  # JSON floats round-trip float32 exactly: != is a bit difference
+            return ra["step"]
+    return None
+
+
+def assert_order_diagnosis(d: dict, parted_at: int | None, steps: int = 6) -> None:
+    """What the tool must say about two runs that differ only in the order one sum was taken."""
+    if parted_at is None:  # the orders rounded alike at every step: rightly equivalent, six steps compared
+        assert (d["category"], d["evidence"]["steps_compared"]) == ("equivalent", steps), d
+        return
+    assert len(set(d["evidence"]["grad_norm"].values())) == 2, d  # the tool saw the bits part too
+    assert 0 < d["evidence"]["ulps"] <= FEW_ULPS, d  # a reorder of a few terms moves a sum by a few ulps
+    assert (d["category"], d["step"], d["evidence"]["steps_equal_before"]) == (
+        "reduction_order",
+        parted_at,
+        parted_at - 1,
+    ), d
+
+
+@pytest.mark.float_sensitive
+@pytest.mark.parametrize("model_side", ["a", "b"])
+def test_clipping_over_model_parameters_vs_the_optimizer_order_is_the_reduction_order(tmp_path, model_side):
     """Both sides exclude biases and norms from decay alike; one clips over model.parameters()
     (interleaved weights and biases), the other over the optimizer's groups (all weights first).
-    Whether the two sums of squares round apart depends on the numbers: at hidden 40 they do at
-    step 1, at hidden 32 first at step 2 (step 1 agrees bit for bit), at hidden 24 and 64 never in
-    six steps (then the runs are rightly equivalent). Checked below, not assumed."""
-    model, optimizer = {"clip_order": "model", "hidden": hidden}, {"clip_order": "optimizer", "hidden": hidden}
-    a, b = (model, optimizer) if model_side == "a" else (optimizer, model)
-    d = diagnosis_of(tmp_path, a, b)
-    norms = d["evidence"]["grad_norm"]
-    assert norms["a"] != norms["b"] and 0 < d["evidence"]["ulps"] <= 16, d  # the bits really differ, by ulps
-    assert (d["category"], d["step"], d["evidence"]["steps_equal_before"]) == ("reduction_order", step, step - 1), d
-    assert "clip_grad_norm_([p for g in optimizer.param_groups" in d["advice"], d["advice"]
-    assert "model.parameters()" in d["advice"], d["advice"]  # which side to change, not a guess at a label
+    Whether and where the two sums of squares round apart depends on the numbers and the machine:
+    each hidden size is run, the step where the recorded norms first differ read from the bits, and
+    the diagnosis checked against it — equivalent where they never part, reduction_order at exactly
+    that step where they do. At least one size must part, or the test exercised nothing (skipped)."""
+    parted = []
+    for hidden in HIDDEN_SIZES:
+        model, optimizer = {"clip_order": "model", "hidden": hidden}, {"clip_order": "optimizer", "hidden": hidden}
+        a, b = (model, optimizer) if model_side == "a" else (optimizer, model)
+        d = diagnosis_of(tmp_path / str(hidden), a, b)
+        parted_at = first_parting_step(tmp_path / str(hidden) / "a", tmp_path / str(hidden) / "b")
+        assert_order_diagnosis(d, parted_at)
+        if parted_at is not None:
+            assert "clip_grad_norm_([p for g in optimizer.param_groups" in d["advice"], d["advice"]
+            assert "model.parameters()" in d["advice"], d["advice"]  # which side to change, not a guess at a label
+            parted.append(hidden)
+            break
+    if not parted:
+        pytest.skip(f"the two clipping orders rounded alike at every step for hidden sizes {HIDDEN_SIZES} here")
 
 
 def fit_lightning(run_dir: Path, *, steps: int = 6, batch: int = 16, hidden: int = 40, clip: float = 0.05) -> None:
@@ -219,20 +256,31 @@ def fit_lightning(run_dir: Path, *, steps: int = 6, batch: int = 16, hidden: int
     trainer.fit(module, loader)
 
 
-@pytest.mark.parametrize("raw_order, category", [("optimizer", "equivalent"), ("model", "reduction_order")])
-def test_raw_clipping_over_model_parameters_against_lightning_is_the_reduction_order(tmp_path, raw_order, category):
-    """The natural pair: a hand-written loop against a Lightning Trainer (TraceCallback). Clipping
-    in the optimizer's order, raw is bitwise Lightning's twin; over model.parameters() it is not,
-    and the advice names the raw side."""
-    train_one_process(tmp_path / "raw", "raw", clip_order=raw_order, hidden=40)
+def test_raw_clipping_in_the_optimizers_order_is_lightnings_twin(tmp_path):
+    """The natural pair: a hand-written loop against a Lightning Trainer (TraceCallback). Clipping in
+    the optimizer's order is the same computation as Lightning's: bitwise equal on any machine."""
+    train_one_process(tmp_path / "raw", "raw", clip_order="optimizer", hidden=40)
     fit_lightning(tmp_path / "lightning", hidden=40)
     d = compare_traces(tmp_path / "raw", tmp_path / "lightning")["diagnosis"]
-    assert d["category"] == category, d
-    if category == "equivalent":
-        assert d["evidence"]["steps_compared"] == 6, d  # six real steps compared bit for bit, not an empty pair
-    else:
-        assert (d["step"], d["evidence"]["ulps"]) == (1, 1), d
-        assert d["advice"].startswith("On raw, compute the norm and clip over the parameters in the optimizer's order")
+    assert (d["category"], d["evidence"]["steps_compared"]) == ("equivalent", 6), d  # six real steps, not an empty pair
+
+
+@pytest.mark.float_sensitive
+def test_raw_clipping_over_model_parameters_against_lightning_is_the_reduction_order(tmp_path):
+    """Over model.parameters() the raw loop sums the norm in another order than Lightning: where the
+    bits part (read from the traces, per hidden size) the diagnosis is reduction_order at that step
+    and its advice names the raw side; where they never part, equivalent."""
+    for hidden in HIDDEN_SIZES:
+        raw, lightning = tmp_path / str(hidden) / "raw", tmp_path / str(hidden) / "lightning"
+        train_one_process(raw, "raw", clip_order="model", hidden=hidden)
+        fit_lightning(lightning, hidden=hidden)
+        d = compare_traces(raw, lightning)["diagnosis"]
+        parted_at = first_parting_step(raw, lightning)
+        assert_order_diagnosis(d, parted_at)
+        if parted_at is not None:
+            assert d["advice"].startswith("On raw, compute the norm and clip over the parameters in the optimizer's")
+            return
+    pytest.skip(f"the two clipping orders rounded alike at every step for hidden sizes {HIDDEN_SIZES} here")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def test_scripts_launch_torchrun_per_node_and_one_lightning_task_per_device(tmp_
     raw, lightning = raw_script(job), lightning_script(job)
     assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n" in raw
     assert "srun --ntasks-per-node=1 python -m torch.distributed.run" in raw
-    for flag in ("--nnodes=2", "--nproc_per_node=4", "--rdzv-backend=c10d", '"--rdzv-endpoint=$head_node:29400"'):
+    for flag in ("--nnodes=2", "--nproc_per_node=4", "--rdzv-backend=c10d", '--rdzv-endpoint="$head_node":29400'):
         assert flag in raw
     assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n" in lightning
     assert "--ntasks=" not in lightning and "gpu-bind" not in lightning.replace("--gpu-bind=closest (", "")

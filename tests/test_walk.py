@@ -87,11 +87,11 @@ def test_an_equivalent_pair_reads_each_trace_once(tmp_path, monkeypatch):
         ([1, 2], "expected a JSON object, got a list"),
         (
             {"format_version": 1, "side": "x", "world_size": 2, "config": "lr=1", "ranks": []},
-            "`config` must be an object",
+            "`config`: must be an object",
         ),
-        ({"format_version": 1, "side": "x", "world_size": 2, "config": {}, "ranks": 2}, "`ranks` must be a list"),
-        ({"format_version": 1, "side": "x", "world_size": 2, "config": {}, "ranks": ["r"]}, "`ranks[0]` must be"),
-        ({"format_version": 1, "side": 3, "world_size": 2, "config": {}, "ranks": []}, "`side` must be a string"),
+        ({"format_version": 1, "side": "x", "world_size": 2, "config": {}, "ranks": 2}, "`ranks`: must be a list"),
+        ({"format_version": 1, "side": "x", "world_size": 2, "config": {}, "ranks": ["r"]}, "`ranks[0]`: must be"),
+        ({"format_version": 1, "side": 3, "world_size": 2, "config": {}, "ranks": []}, "`side`: must be a string"),
     ],
 )
 def test_a_malformed_meta_json_names_the_file_and_the_key(tmp_path, meta, message):
@@ -113,7 +113,7 @@ def test_a_step_record_of_the_wrong_type_names_the_file_and_the_key(tmp_path, ke
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     records[1][key] = value
     trace.write_text("".join(json.dumps(r) + "\n" for r in records))
-    with pytest.raises(TraceFormatError, match=rf"trace rank 1.*`{key}`"):
+    with pytest.raises(TraceFormatError, match=rf"malformed trace: .*rank1.jsonl, line 2, `{key}`:"):
         compare_traces(a, b)
 
 

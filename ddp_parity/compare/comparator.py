@@ -26,15 +26,17 @@ from ddp_parity.compare.walk import (
     Criterion,
     Stats,
     WalkResult,
-    _is_number,
     walk_runs,
     walk_streams,
 )
 from ddp_parity.trace import (
     FINAL_PARAMS_FILE,
+    MAX_STEP,
     META_FILE,
     TraceFormatError,
     iter_records,
+    json_type,
+    malformed,
     read_meta,
     read_validation,
     trace_ranks,
@@ -59,35 +61,29 @@ REQUIRED_META = ("side", "world_size")
 
 
 def load_meta(run) -> dict:
-    """meta.json of a run, its types checked: TraceFormatError naming the file and the key."""
+    """meta.json of a run, its types checked: `malformed trace: FILE, `KEY`: ...` (one line)."""
     path = Path(run) / META_FILE
-    try:
-        meta = read_meta(run)
-    except AttributeError:  # not a JSON object: read_meta's .get fails
-        raise TraceFormatError(
-            f"{path}: expected a JSON object, got {_json_type(json.loads(path.read_text()))}"
-        ) from None
+    meta = read_meta(run)
     for key, types in META_TYPES.items():
         if key in meta and not _has_type(meta[key], types):
-            raise TraceFormatError(f"{path}: `{key}` must be {_type_name(types)}, got {_json_type(meta[key])}")
+            raise malformed(path, None, key, f"must be {_type_name(types)}, got {json_type(meta[key])}")
     for r, facts in enumerate(meta.get("ranks") or []):
         if not isinstance(facts, dict):
-            raise TraceFormatError(f"{path}: `ranks[{r}]` must be an object, got {_json_type(facts)}")
+            raise malformed(path, None, f"ranks[{r}]", f"must be an object, got {json_type(facts)}")
         for key in ("torch_flags", "env", "world", "sampler", "buffers_sha256"):
             if key in facts and not isinstance(facts[key], dict):
-                raise TraceFormatError(f"{path}: `ranks[{r}].{key}` must be an object, got {_json_type(facts[key])}")
+                raise malformed(path, None, f"ranks[{r}].{key}", f"must be an object, got {json_type(facts[key])}")
     return meta
 
 
 def _has_type(value, types) -> bool:
+    """JSON types; an integer must also fit in 64 bits (a count, a step, a world size)."""
     types = types if isinstance(types, tuple) else (types,)
-    return bool in types if isinstance(value, bool) else isinstance(value, types)
-
-
-def _json_type(value) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
+    if isinstance(value, bool):
+        return bool in types
+    if type(value) is int and int in types:
+        return -MAX_STEP <= value <= MAX_STEP
+    return isinstance(value, types)
 
 
 def _type_name(types) -> str:
@@ -224,9 +220,6 @@ def compare_validation(run_a, run_b, result: Comparison, tolerant: bool = False)
             if key not in rec_a or key not in rec_b:
                 result.problems.append(f"validation metric {key!r} is recorded by one run only")
                 continue
-            for run, value in ((run_a, rec_a[key]), (run_b, rec_b[key])):
-                if not _is_number(value):
-                    raise TraceFormatError(f"{Path(run) / 'validation.jsonl'}: `{key}` must be a number, got {value!r}")
             where = {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key}
             result.validation.add(rec_a[key], rec_b[key], result.criterion, where)
 

@@ -151,14 +151,21 @@ def write_report(out: Path, report: dict) -> Path:
     return path
 
 
-def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Path:
-    """Both loss curves overlaid; below, |a - b| per step on a log scale. Exact zeros cannot sit on
-    a log axis, so they are drawn on a marked floor line and the panel says they are exactly zero."""
+def load_pyplot():
+    """matplotlib's pyplot on the file-only Agg backend. Imported when first needed (about a second:
+    the harness imports it in the background while the sides train, see harness/preload.py)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Path:
+    """Both loss curves overlaid; below, |a - b| per step on a log scale. Exact zeros cannot sit on
+    a log axis, so they are drawn on a marked floor line and the panel says they are exactly zero."""
+    plt = load_pyplot()
     steps_a, steps_b = curves.get("a", {}), curves.get("b", {})
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     top.plot(list(steps_a), list(steps_a.values()), label=labels[0], linewidth=2.5, alpha=0.6)

@@ -333,7 +333,6 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
                 if rec is None:
                     continue
                 counts[r] = counts.get(r, 0) + 1
-                _check_record(rec, names[side], r)
                 sums[side].add(position, rec["step"], rec["loss"])
                 time_s = rec.pop("time_s", None)  # wall time: summarised, never compared
                 if r == timed_rank and time_s is not None:
@@ -413,25 +412,6 @@ def _check_ranks_in_step(recs: dict, position: int, result: WalkResult) -> None:
             if result.structure is None:
                 rank = present[0]  # a rank with the extra step: it waits for the others
                 result.structure = {"quantity": "count", "step": step, "rank": rank, "position": position}
-
-
-def _check_record(rec: dict, run: str, rank) -> None:
-    """A step record's types, named by file and key (TraceFormatError: one line, exit 2)."""
-    where = f"{run}: trace rank {rank}, step {rec.get('step')!r}"
-    if type(rec["step"]) is not int:
-        raise TraceFormatError(f"{where}: `step` must be an integer, got {rec['step']!r}")
-    if not _is_number(rec["loss"]):
-        raise TraceFormatError(f"{where}: `loss` must be a number, got {rec['loss']!r}")
-    for key in ("grad_norm", "lr"):
-        value = rec.get(key)
-        if value is not None and not _is_number(value):
-            raise TraceFormatError(f"{where}: `{key}` must be a number or null, got {value!r}")
-    digest = rec.get("param_digest")
-    if digest is not None and not (isinstance(digest, list) and all(_is_number(v) for v in digest)):
-        raise TraceFormatError(f"{where}: `param_digest` must be a list of numbers, got {digest!r}")
-    indices = rec.get("indices")
-    if indices is not None and not isinstance(indices, list):
-        raise TraceFormatError(f"{where}: `indices` must be a list, got {indices!r}")
 
 
 def _has_zero(rec: dict) -> bool:

@@ -16,15 +16,19 @@ Exit codes: 0 equivalent, 1 not equivalent, 2 bad usage or config, 3 a run faile
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ddp_parity.config import ConfigError
 from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import REPO, SIDES
-from ddp_parity.trace import TraceFormatError
+from ddp_parity.trace_files import TraceFormatError
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
 SUBCOMMANDS = {"run": [], "traces": ["--traces"], "matrix": ["--matrix"]}
+PATH_OPTIONS = ("config", "out", "key_map", "matrix")  # files and folders the user names
+PATH_KEYS = ("ckpt_path",)  # config keys naming a file, in --set / --set-SIDE
+NOT_PATHS = ("last", "null", "None", "")  # values of those keys that name no file
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,10 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after a run fails, still run the other sides and compare what was recorded",
     )
-    p.add_argument(
+    at_once = p.add_mutually_exclusive_group()
+    at_once.add_argument(
         "--parallel",
         action="store_true",
-        help="run the sides at once: faster, but the step times it reports are noisier",
+        help="run the sides at once even where the cores are too few (default: at once when every "
+        "side's processes x threads fit the cores, else one after the other)",
+    )
+    at_once.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run the sides one after the other even where the cores allow both at once (clean step times)",
     )
     p.add_argument("--quiet", action="store_true", help="no live progress lines while the sides train")
     p.add_argument(
@@ -156,18 +167,52 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(f"--{name} must be positive, got {getattr(args, name)}")
     if args.timeout is not None and not args.timeout > 0:
         p.error(f"--timeout must be positive, got {args.timeout}")
+    resolve_user_paths(args)
     return args
 
 
-def dispatch(args) -> int:
-    from ddp_parity.harness.modes import default, matrix, mistake, traces
+def absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
 
+
+def resolve_user_paths(args: argparse.Namespace) -> None:
+    """Every path the user gives, made absolute against the user's working directory before
+    anything starts: the sides run with the checkout as their working directory."""
+    for name in PATH_OPTIONS:
+        if getattr(args, name):
+            setattr(args, name, absolute(getattr(args, name)))
+    if args.traces:
+        args.traces = [absolute(path) for path in args.traces]
+    args.overrides = [absolute_assignment(item) for item in args.overrides]
+    for side in SIDES:
+        name = f"set_{side}"
+        setattr(args, name, [absolute_assignment(item) for item in getattr(args, name)])
+
+
+def absolute_assignment(item: str) -> str:
+    """`ckpt_path=x.ckpt` -> `ckpt_path=/cwd/x.ckpt`; any other KEY=VALUE as it is."""
+    key, sep, value = item.partition("=")
+    if sep and key in PATH_KEYS and value not in NOT_PATHS:
+        return f"{key}={absolute(value)}"
+    return item
+
+
+def dispatch(args) -> int:
+    # each mode imported when chosen: --traces needs the comparison (torch) at once, a launch not yet
     if args.mistake == "list":
+        from ddp_parity.harness.modes import mistake
+
         return mistake.print_catalogue()
     if args.traces:
+        from ddp_parity.harness.modes import traces
+
         return traces.compare_existing(args)
     if args.matrix:
+        from ddp_parity.harness.modes import matrix
+
         return matrix.run_matrix(args)
+    from ddp_parity.harness.modes import default
+
     return default.launch_and_compare(args)[0]
 
 

@@ -105,9 +105,9 @@ def compare_and_report(
         if differing:
             report["verdict"] = "different"
     write_report(out, report)
+    print_comparison(report, reports)  # the verdict first: the plot and the page take most of this step
     plot_loss_curves(out, curves[first], labels=labels_of(report))
     write_html(out, report)  # after the plot, which it inlines
-    print_comparison(report, reports)
     print(f"report: {out / REPORT_FILE}  {out / HTML_FILE}  plot: {out / PLOT_FILE}")
     return report
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ddp_parity.harness.liveness import Liveness
 from ddp_parity.lifeline import LIFELINE_ENV, set_parent_death_signal
-from ddp_parity.trace import read_progress
+from ddp_parity.trace_files import read_progress
 
 # the checkout ddp_parity is installed from (pip install -e .): the twins are launched from there
 REPO = Path(__file__).resolve().parents[2]
@@ -80,6 +80,7 @@ class Launch:
     run_dir: Path
     log_path: Path
     cwd: Path | None = None  # where the commands run (None: the checkout, REPO)
+    processes: int = 1  # training processes it runs, all nodes together (how many cores it keeps busy)
 
     @property
     def command(self) -> list[str]:
@@ -149,7 +150,16 @@ def build_launch(
         **(extra_env or {}),
     }
     env.pop("DDP_PARITY_RUN_DIR", None)
-    return Launch(name, commands, env, run_dir, out / f"{name}.log")
+    processes = 1 if side == "reference" else nproc * nnodes
+    return Launch(name, commands, env, run_dir, out / f"{name}.log", processes=processes)
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its affinity mask (taskset, a container's cpuset), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 @dataclass
@@ -288,6 +298,7 @@ def run_launches(
                 for proc in procs:
                     kill_tree(proc.pid)
                     kill_group(proc.pid)  # orphans of a launcher that exited first (Lightning's own)
+                    kill_session(proc.pid)  # and whatever they daemonised into groups of their own
                     proc.wait()
                 for log in logs:
                     log.close()
@@ -317,8 +328,9 @@ def signals_held():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
 
 
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
+def process_table() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, session id) of every process visible in /proc."""
+    table = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -326,8 +338,15 @@ def descendants(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        fields = stat.rsplit(")", 1)[1].split()  # state, ppid, pgrp, session, ...
+        table.append((int(entry.name), int(fields[1]), int(fields[3])))
+    return table
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for child, ppid, _ in process_table():
+        children.setdefault(ppid, []).append(child)
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -358,6 +377,21 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process still in the session a command was started in (start_new_session:
+    its id is the command's pid, which stays reserved while any member lives): what the command
+    daemonised by forking twice, into a process group of its own, is found here."""
+    for _ in range(3):  # a member forking while it is killed: look again
+        members = [pid for pid, _, session in process_table() if session == sid]
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def read_error_files(run_dir: Path) -> list[dict]:

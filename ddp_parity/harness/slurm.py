@@ -21,11 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddp_parity.harness.launch import REPO
+from ddp_parity.harness.outdir import check_not_in_checkout
 
 RDZV_PORT = 29400  # torchrun's c10d rendezvous store on the first node (torchrun's own default)
 MASTER_PORT = 29500  # the Lightning side's process group store on the first node
-HEAD_NODE = "$head_node"  # the first host of the allocation, resolved in the script
-JOB_ID = "$SLURM_JOB_ID"
+# The script's own variables, as placeholders no user value can contain (values holding NUL are
+# refused): shell_word writes them as "$name"; everything else is quoted inert with shlex.quote.
+HEAD_NODE = "\0head_node\0"  # the first host of the allocation, resolved in the script
+JOB_ID = "\0SLURM_JOB_ID\0"
+SCRIPT_VARIABLES = {HEAD_NODE: '"$head_node"', JOB_ID: '"$SLURM_JOB_ID"'}
+NOT_IN_A_LINE = {"\n": "a newline", "\r": "a carriage return", "\0": "a NUL byte"}
 EXIT_USAGE = 2
 
 
@@ -88,32 +93,52 @@ def lightning_task_command(job: SlurmJob) -> list[str]:
     return [job.python, "-m", "lightning_impl", "fit", *job.run_flags("lightning")]
 
 
+def check_one_line(option: str, value: str) -> None:
+    """A value written into a script is one line: a newline would start a command of its own."""
+    for char, name in NOT_IN_A_LINE.items():
+        if char in str(value):
+            raise ValueError(f"{option} {str(value)!r}: contains {name}; a value in a script must be one line")
+
+
+def shell_word(arg: str) -> str:
+    """One argument for bash, inert whatever it holds ($(...), backticks, ;, quotes, spaces, globs):
+    shlex.quote around every piece, only the script's own variables (HEAD_NODE, JOB_ID) expanded."""
+    check_one_line("argument", arg.replace(HEAD_NODE, "").replace(JOB_ID, ""))
+    pieces = [arg]
+    for placeholder in SCRIPT_VARIABLES:
+        pieces = [part for piece in pieces for part in _split_keeping(piece, placeholder)]
+    return "".join(SCRIPT_VARIABLES.get(piece) or shlex.quote(piece) for piece in pieces if piece)
+
+
+def _split_keeping(text: str, separator: str) -> list[str]:
+    parts = text.split(separator)
+    return [item for i, part in enumerate(parts) for item in ((separator, part) if i else (part,))]
+
+
 def sbatch_header(job: SlurmJob, side: str, ntasks_per_node: int, cpus_per_task: int) -> list[str]:
+    for line in job.setup:
+        check_one_line("--setup", line)
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name=ddp-parity-{side}",
         f"#SBATCH --nodes={job.nodes}",
         f"#SBATCH --ntasks-per-node={ntasks_per_node}",
         f"#SBATCH --cpus-per-task={cpus_per_task}",
-        f"#SBATCH --time={job.time}",
-        f"#SBATCH --output={job.out / side}-%j.log",
-        *(f"#SBATCH {option}" for option in job.sbatch_options),
+        f"#SBATCH --time={shell_word(job.time)}",
+        f"#SBATCH --output={shell_word(f'{job.out / side}-%j.log')}",
+        *(f"#SBATCH {shell_word(option)}" for option in job.sbatch_options),
         "set -euo pipefail",
-        f"cd {shlex.quote(str(job.repo))}",
-        *job.setup,
-        f"export OMP_NUM_THREADS={job.threads}",
+        f"cd {shell_word(str(job.repo))}",
+        *job.setup,  # shell the user wrote, run as written
+        f"export OMP_NUM_THREADS={int(job.threads)}",
         'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
     ]
     return lines
 
 
 def shell_command(command: list[str]) -> str:
-    """Quoted for bash (the script's own $head_node and $SLURM_JOB_ID left to expand), one
-    option per line."""
-    parts = []
-    for arg in command:
-        quoted = shlex.quote(arg)
-        parts.append(f'"{arg}"' if "$" in arg and quoted != arg else quoted)
+    """Quoted for bash by shell_word, one option per line."""
+    parts = [shell_word(arg) for arg in command]
     text = " ".join(parts[:3])  # python -m module
     for arg, part in zip(command[3:], parts[3:]):
         text += (" \\\n    " if arg.startswith("-") or arg.endswith(".py") else " ") + part
@@ -182,6 +207,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+# every option whose value lands in a script, and its values
+SCRIPT_OPTIONS = {
+    "--out": lambda args: [args.out],
+    "--config": lambda args: [args.config],
+    "--repo": lambda args: [args.repo],
+    "--python": lambda args: [args.python],
+    "--time": lambda args: [args.time],
+    "--sbatch": lambda args: args.sbatch_options,
+    "--setup": lambda args: args.setup,
+    "--set": lambda args: args.overrides,
+}
+
+
 def job_from_args(args: argparse.Namespace) -> SlurmJob:
     """Checked before anything is written: the shape, the config and its overrides."""
     from ddp_parity.config import parse_raw_config
@@ -190,6 +228,10 @@ def job_from_args(args: argparse.Namespace) -> SlurmJob:
     for name in ("nodes", "devices"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be positive, got {getattr(args, name)}")
+    check_not_in_checkout(Path(args.out).absolute())
+    for option, values in SCRIPT_OPTIONS.items():
+        for value in values(args):
+            check_one_line(option, value)
     if not Path(args.config).is_file():
         raise ValueError(f"--config {args.config}: no such file")
     overrides = to_flags(args.overrides, "--set")
@@ -197,10 +239,10 @@ def job_from_args(args: argparse.Namespace) -> SlurmJob:
     return SlurmJob(
         nodes=args.nodes,
         devices=args.devices,
-        out=Path(args.out).resolve(),
-        config=str(Path(args.config).resolve()),
+        out=Path(args.out).absolute(),
+        config=str(Path(args.config).absolute()),
         overrides=overrides,
-        repo=Path(args.repo),
+        repo=Path(args.repo).absolute(),
         python=args.python,
         threads=cfg.threads,
         time=args.time,
@@ -219,9 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ConfigError) as err:
         print(f"ddp_parity.harness.slurm: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {paths['raw']} and {paths['lightning']} ({job.nodes} nodes x {job.devices} devices)")
-    print(f"  sbatch {paths['raw']}; sbatch {paths['lightning']}")
-    print(f"  then: python compare/run.py --traces {job.out / 'raw'} {job.out / 'lightning'}")
+    raw, lightning = shell_word(str(paths["raw"])), shell_word(str(paths["lightning"]))
+    print(f"wrote {raw} and {lightning} ({job.nodes} nodes x {job.devices} devices)")
+    print(f"  sbatch {raw}; sbatch {lightning}")  # lines to paste into a shell: quoted like the scripts
+    runs = " ".join(shell_word(str(job.out / side)) for side in ("raw", "lightning"))
+    print(f"  then: python compare/run.py --traces {runs}")
     return 0
 
 

@@ -4,6 +4,7 @@ and what would be right, exit 2 (see docs/bad-input.md)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,8 +12,7 @@ from pathlib import Path
 from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES, STRATEGIES, is_side, side_parts, strategy_flags
-from ddp_parity.sharding import check_fsdp_plan
-from ddp_parity.trace import HEARTBEAT_S
+from ddp_parity.trace_files import HEARTBEAT_S, WATCH_STEP_ENV, parse_watch_steps
 
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
 CONFIG_SECTIONS = ("trainer", "model", "data", "checkpoint")
@@ -58,6 +58,28 @@ def parse_sides(text: str) -> list[str]:
     return sides
 
 
+def check_one_side_options(args, sides: list[str]) -> None:
+    """--set-SIDE for a side that is not launched could not take effect: refused, not ignored."""
+    for side in SIDES:
+        if getattr(args, f"set_{side}", None) and side not in sides:
+            raise UsageError(
+                f"--set-{side}: {side} is not among the sides ({','.join(sides)}); add it to --sides "
+                f"(e.g. --sides {','.join([*sides, side])}) or drop the option"
+            )
+
+
+def check_watch_env() -> None:
+    """DDP_PARITY_WATCH_STEP reaches every side through the environment: refused here, not by a
+    side after it started."""
+    value = os.environ.get(WATCH_STEP_ENV)
+    if value is None:
+        return
+    try:
+        parse_watch_steps(value)
+    except ValueError as err:
+        raise UsageError(f"environment: {err}") from None
+
+
 def check_side_available(side: str) -> None:
     """A side's module is in this checkout (the Fabric twin is newer than the other two)."""
     from ddp_parity.harness.launch import LIGHTNING_MODULES, REPO
@@ -100,7 +122,10 @@ def check_config_file(path: str) -> None:
     except yaml.YAMLError as err:
         raise ConfigError(f"--config {path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if content is None:
-        return
+        raise ConfigError(
+            f"--config {path}: the file is empty (no YAML mapping); name a config with trainer:, model:, data: "
+            "sections, e.g. configs/default.yaml"
+        )
     if not isinstance(content, dict):
         raise ConfigError(f"--config {path}: expected a mapping of sections (trainer:, model:, data:, ...)")
     for section in CONFIG_SECTIONS:
@@ -116,12 +141,19 @@ def check_config_file(path: str) -> None:
 def resolve_config(config: str, flags: list[str]) -> RunConfig:
     check_config_file(config)
     cfg = parse_raw_config(["--config", config, *flags])
-    check_fsdp_plan(cfg.model, cfg.fsdp)
+    if cfg.fsdp.wrap is not None:  # named modules: checked against the network, which needs torch
+        from ddp_parity.sharding import check_fsdp_plan
+
+        check_fsdp_plan(cfg.model, cfg.fsdp)
     return cfg
 
 
 def check_accelerator(cfg: RunConfig) -> None:
-    """The accelerator asked for exists here; settings the two sides would silently run differently."""
+    """The accelerator asked for exists here; settings the two sides would silently run differently.
+    A CPU run is checked without importing torch: its seconds of start-up would delay the launch."""
+    if cfg.trainer.accelerator == "cpu":
+        check_precision(cfg, on_cpu=True)
+        return
     import torch
 
     if cfg.trainer.accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
@@ -129,7 +161,10 @@ def check_accelerator(cfg: RunConfig) -> None:
             f"`trainer.accelerator` {cfg.trainer.accelerator}: no CUDA device on this machine "
             "(torch.cuda.is_available() is False); use cpu or auto"
         )
-    on_cpu = cfg.trainer.accelerator == "cpu" or not torch.accelerator.is_available()
+    check_precision(cfg, on_cpu=not torch.accelerator.is_available())
+
+
+def check_precision(cfg: RunConfig, on_cpu: bool) -> None:
     if cfg.trainer.precision == "16-mixed" and on_cpu:
         raise ConfigError(
             "`trainer.precision` 16-mixed (fp16 with GradScaler) needs a CUDA device: on CPU Lightning "
@@ -207,9 +242,9 @@ class Plan:
 
 def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     """Validate a launch's inputs, for every side, before anything is launched or written."""
-    from ddp_parity.harness.comparing import build_key_map
-
     sides = args.sides
+    check_one_side_options(args, sides)
+    check_watch_env()
     for side in sides:
         check_side_available(side_parts(side)[0])
     both = to_flags(args.overrides, "--set") + list(mistake_overrides or [])
@@ -225,6 +260,10 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     steps = total_steps(cfg, nproc * nnodes)
     if args.fault:
         check_fault(args.fault, nproc * nnodes, steps)
-    key_map = build_key_map(args.strip_prefix, args.key_map)
+    key_map = None
+    if args.strip_prefix or args.key_map:  # the comparison's module imports torch: only for a map to build
+        from ddp_parity.harness.comparing import build_key_map
+
+        key_map = build_key_map(args.strip_prefix, args.key_map)
     timeout = args.timeout or default_timeout(cfg, steps, nproc * nnodes)
     return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map)

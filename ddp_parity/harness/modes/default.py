@@ -1,18 +1,29 @@
-"""The default mode: launch every side with the same config, compare each pair, report."""
+"""The default mode: launch every side with the same config, compare each pair, report.
+
+The way to the launches imports no torch: the comparison's modules (comparing, fault, reference,
+replay) are imported where they are first used, and meanwhile in the background while the sides
+train (harness/preload.py), so their seconds of start-up overlap the training.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ddp_parity.harness import comparing
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
 from ddp_parity.harness.failure import failure_report
-from ddp_parity.harness.launch import Launch, Outcome, build_launch, run_launch, run_launches, side_parts
-from ddp_parity.harness.modes import fault, reference
+from ddp_parity.harness.launch import (
+    Launch,
+    Outcome,
+    available_cores,
+    build_launch,
+    run_launch,
+    run_launches,
+    side_parts,
+)
 from ddp_parity.harness.modes.mistake import mistake_overrides
 from ddp_parity.harness.outdir import OutDir, default_out
+from ddp_parity.harness.preload import importing_comparison
 from ddp_parity.harness.progress import make_progress
-from ddp_parity.harness.replay import replay_and_localise, step_to_replay
 from ddp_parity.harness.validate import Plan, plan_launch, stall_setting
 
 
@@ -54,6 +65,8 @@ def build_launches(args, plan: Plan, out: Path) -> list[Launch]:
             )
         )
     if args.fault:
+        from ddp_parity.harness.modes import fault  # imports the comparison (torch) before launching
+
         launches += fault.fault_launches(args, plan, out)
     return launches
 
@@ -63,7 +76,12 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     for launch in launches:
         command = " ".join(launch.command[:6])
         print(f"[{launch.side}] {command} ... (log: {launch.log_path}, timeout {plan.timeout:.0f} s)", flush=True)
-    outcomes = run_sides(args, launches, plan)
+    with importing_comparison():
+        outcomes = run_sides(args, launches, plan)
+    # imported meanwhile, in the background (harness/preload.py); here they are ready
+    from ddp_parity.harness import comparing
+    from ddp_parity.harness.modes import fault, reference
+
     logs = {o.side: str(out / f"{o.side}.log") for o in outcomes}
     failed = [o for o in outcomes if not o.ok]
     world = {"nproc": plan.nproc, "nnodes": plan.nnodes, "world_size": plan.world_size}
@@ -117,6 +135,9 @@ def ignored_config(args, sides: list[str]) -> tuple[str, ...]:
 def localise_by_replay(args, plan: Plan, launches: list[Launch], report: dict, out: Path) -> None:
     """A loss, gradient or parameter divergence after the watched steps: run the first pair again
     watching that step (DDP_PARITY_WATCH_STEP) and name the module where it is born."""
+    from ddp_parity.harness import comparing  # imported while the sides trained (harness/preload.py)
+    from ddp_parity.harness.replay import replay_and_localise, step_to_replay
+
     a, b = plan.sides[0], plan.sides[1]
     step = step_to_replay(report, out / a, out / b)
     if step is None:
@@ -128,13 +149,34 @@ def localise_by_replay(args, plan: Plan, launches: list[Launch], report: dict, o
     comparing.add_replay(out, report, replay)
 
 
+def cores_needed(launches: list[Launch], plan: Plan) -> int:
+    """Cores every launch keeps busy at once: each rank's threads and its DataLoader workers."""
+    per_rank = plan.cfg.threads + plan.cfg.data.num_workers
+    return sum(launch.processes for launch in launches) * per_rank
+
+
+def launch_at_once(args, launches: list[Launch], plan: Plan) -> bool:
+    """--parallel and --sequential decide; otherwise at once when the machine has a core for every
+    thread of every launch (bitwise results do not depend on scheduling; step times would)."""
+    if args.parallel or args.sequential:
+        return args.parallel
+    return cores_needed(launches, plan) <= available_cores()
+
+
 def run_sides(args, launches: list[Launch], plan: Plan) -> list[Outcome]:
-    """One side after the other (clean timings), or all at once (--parallel: faster, noisier timings),
-    with live progress unless --quiet."""
+    """All at once where the cores allow (faster; the step times it reports are noisier), else one
+    side after the other, with live progress unless --quiet."""
     stall, adaptive = stall_setting(args.stall_timeout)
+    at_once = launch_at_once(args, launches, plan)
+    if at_once and not args.parallel:
+        print(
+            f"launching {', '.join(launch.side for launch in launches)} at once: {cores_needed(launches, plan)} "
+            f"cores needed, {available_cores()} here (--sequential: one after the other)",
+            flush=True,
+        )
     progress = make_progress(args.quiet, {launch.side: plan.total_steps for launch in launches})
     try:
-        if args.parallel:
+        if at_once:
             outcomes = run_launches(launches, plan.timeout, stall, progress, adaptive)
         else:
             outcomes = []

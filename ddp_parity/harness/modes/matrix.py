@@ -8,10 +8,10 @@ from pathlib import Path
 
 from ddp_parity.compare.report import describe_divergence, fmt, render_table
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, EXIT_FAILED, UsageError
-from ddp_parity.harness.modes import default, fault
+from ddp_parity.harness.modes import default
 from ddp_parity.harness.outdir import OutDir, default_out
 from ddp_parity.harness.validate import parse_sides
-from ddp_parity.trace import write_json_atomic
+from ddp_parity.trace_files import write_json_atomic
 
 ENTRY_KEYS = {"name", "set", "nproc", "nnodes", "lightning_launcher", "sides", "fault"}
 LAUNCHERS = ("lightning", "torchrun")
@@ -100,6 +100,8 @@ def row_verdict(report: dict) -> str:
     every side and every crashed-and-resumed run ended equal to its uninterrupted twin."""
     crash = report.get("fault")
     if report["verdict"] == "equivalent" and crash is not None:
+        from ddp_parity.harness.modes import fault  # imports the comparison (torch): after the runs only
+
         if not fault.fault_fired_everywhere(crash):
             return "failed"
         if not fault.fault_passed(crash):
