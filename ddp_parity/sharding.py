@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
+from torch.utils._foreach_utils import _has_foreach_support  # get_total_norm's own choice of kernel
 
 from ddp_parity.config import ConfigError, FSDPConfig, ModelConfig
 from ddp_parity.model import build_net
@@ -93,10 +94,18 @@ def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
 
 def total_grad_norm(grads: list[torch.Tensor]) -> torch.Tensor:
     """torch.nn.utils.get_total_norm, bit for bit, over the full gradients: under FSDP2 the same bits
-    as under DDP (a norm over shards, then across ranks, would round in another order). One full
-    gradient at a time: a rank holds one whole tensor above its shards, never the whole model's."""
-    if not grads:
-        return torch.tensor(0.0)
-    # get_total_norm's per-tensor norms (_foreach_norm, each tensor on its own), then their norm
-    norms = [torch._foreach_norm([full_tensor(g)], 2.0)[0] for g in grads]
+    as under DDP (a norm over shards, then across ranks, would round in another order). Sharded
+    gradients are gathered one at a time: a rank holds one whole tensor above its shards, never the
+    whole model's."""
+    if not any(isinstance(g, DTensor) for g in grads):
+        return torch.nn.utils.get_total_norm(grads)  # plain tensors: torch's own, unchanged
+    norms = [_tensor_norm(full_tensor(g)) for g in grads]
     return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]), 2.0)
+
+
+def _tensor_norm(tensor: torch.Tensor) -> torch.Tensor:
+    """One tensor's 2-norm with the kernel get_total_norm uses on its device: the foreach kernel where
+    the device has one, linalg.vector_norm elsewhere (CPU); the two can round apart with several threads."""
+    if _has_foreach_support([tensor], tensor.device):
+        return torch._foreach_norm([tensor], 2.0)[0]
+    return torch.linalg.vector_norm(tensor, 2.0)
