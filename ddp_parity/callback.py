@@ -19,6 +19,7 @@ import lightning as L
 import torch
 
 from ddp_parity.runs import write_error_file
+from ddp_parity.sharding import total_grad_norm
 from ddp_parity.trace import TraceRecorder, batch_indices, params_sha256, sampler_facts
 
 
@@ -100,7 +101,7 @@ class TraceCallback(L.Callback):
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer) -> None:
         # after backward (and after unscaling under fp16), before clipping: what the raw loop measures
         grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        self._grad_norm = torch.nn.utils.get_total_norm(grads)
+        self._grad_norm = total_grad_norm(grads)  # over full tensors: comparable with DDP under FSDP2
         self._lr = optimizer.param_groups[0]["lr"]  # before the scheduler steps: the lr this step uses
         self._optimizer = optimizer
 

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from ddp_parity.config import ConfigError
 
+SHARDED_SUFFIX = ".dcp"  # raw FSDP2 checkpoints: a torch.distributed.checkpoint folder, one shard per rank
+TRAIN_STATE_FILE = "train_state.pt"  # in a sharded checkpoint's folder: progress, RNG, schedule (rank 0)
+
 # the names Lightning resolves itself rather than reading a file
 LIGHTNING_CKPT_NAMES = ("last", "best", "hpc", "registry")
 
@@ -52,12 +55,26 @@ def find_checkpoint(cfg, resume: bool, run_dir: Path) -> Path | None:
     """`--ckpt_path FILE`, or with --resume / --ckpt_path last / a torchrun restart the newest complete
     checkpoint: only renamed files count, never a leftover .tmp."""
     if cfg.ckpt_path not in (None, "last"):
-        if not Path(cfg.ckpt_path).is_file():
+        if not (Path(cfg.ckpt_path).is_file() or is_sharded_checkpoint(Path(cfg.ckpt_path))):
             raise ConfigError(f"`ckpt_path` {cfg.ckpt_path} does not exist")
         return Path(cfg.ckpt_path)
     if not (resume or cfg.ckpt_path == "last"):
         return None
-    found = sorted((run_dir / "checkpoints").glob("step-*.pt"))
+    found = list_checkpoints(run_dir / "checkpoints")
     if not found and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":  # not a torchrun restart
         raise ConfigError(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
     return found[-1] if found else None  # a torchrun restart before the first checkpoint starts over
+
+
+def list_checkpoints(folder: Path) -> list[Path]:
+    """A run's complete checkpoints, oldest first: `step-N.pt` files (DDP) and `step-N.dcp` folders
+    (FSDP2); never a leftover `.tmp`, which is hidden and not yet renamed."""
+    found = [p for p in folder.glob("step-*.pt") if p.is_file()]
+    found += [p for p in folder.glob(f"step-*{SHARDED_SUFFIX}") if is_sharded_checkpoint(p)]
+    return sorted(found, key=lambda p: p.name)
+
+
+def is_sharded_checkpoint(path: Path) -> bool:
+    """A folder torch.distributed.checkpoint wrote (its `.metadata` is written last; the folder is
+    renamed into place only after every rank has written)."""
+    return path.is_dir() and (path / ".metadata").is_file()

@@ -115,8 +115,9 @@ class TrainerConfig:
     """Processes per node. The raw loop takes its world size from torchrun and checks it against this."""
     num_nodes: int = 1
     """Nodes (torchrun --nnodes)."""
-    strategy: Literal["ddp"] = "ddp"
-    """Only DistributedDataParallel is in scope."""
+    strategy: Literal["ddp", "fsdp"] = "ddp"
+    """`ddp`: DistributedDataParallel replicates the model; `fsdp`: FSDP2 (`fully_shard`) shards it
+    by the plan in the `fsdp:` section (Lightning: ModelParallelStrategy + configure_model)."""
     max_epochs: int = 3
     """Epochs to train."""
     precision: Literal["32-true", "32", "bf16-mixed", "16-mixed"] = "32-true"
@@ -150,6 +151,12 @@ class TrainerConfig:
                 f"must be positive or null, got {self.gradient_clip_val}",
             )
         _require(
+            self.strategy != "fsdp" or self.precision in ("32-true", "32"),
+            "trainer.precision",
+            f"must be 32-true with `trainer.strategy` fsdp, got {self.precision}: "
+            "FSDP2 takes mixed precision from `fsdp.param_dtype` / `fsdp.reduce_dtype`",
+        )
+        _require(
             self.num_sanity_val_steps == 0,
             "trainer.num_sanity_val_steps",
             "must be 0: sanity validation runs only on the Lightning side and would break parity",
@@ -176,6 +183,35 @@ class CheckpointConfig:
             "checkpoint.keep_last",
             f"must be positive or -1, got {self.keep_last}",
         )
+
+
+FSDP_DTYPES = ("float32", "bfloat16")
+
+
+@dataclass
+class FSDPConfig:
+    """The sharding plan both twins apply when `trainer.strategy` is fsdp (the `fsdp:` section)."""
+
+    wrap: list[str] | None = None
+    """Modules (names inside the network, e.g. `net.0`) that each get their own `fully_shard`
+    before the root does; null: every Linear layer. The root takes whatever is left."""
+    reshard_after_forward: bool = True
+    """Free the gathered parameters after each module's forward (gathered again for backward)."""
+    param_dtype: Literal["float32", "bfloat16"] = "float32"
+    """MixedPrecisionPolicy.param_dtype: the dtype forward and backward compute in."""
+    reduce_dtype: Literal["float32", "bfloat16"] = "float32"
+    """MixedPrecisionPolicy.reduce_dtype: the dtype gradients are reduce-scattered in."""
+
+    def __post_init__(self) -> None:
+        if self.wrap is not None:
+            _require(
+                all(isinstance(n, str) and n for n in self.wrap),
+                "fsdp.wrap",
+                f"must be a list of module names or null, got {self.wrap}",
+            )
+        for key in ("param_dtype", "reduce_dtype"):
+            value = getattr(self, key)
+            _require(value in FSDP_DTYPES, f"fsdp.{key}", f"must be one of {FSDP_DTYPES}, got {value!r}")
 
 
 def check_consistent(model: ModelConfig, data: DataConfig) -> None:
@@ -221,6 +257,7 @@ class RunConfig:
     model: ModelConfig
     data: DataConfig
     checkpoint: CheckpointConfig
+    fsdp: FSDPConfig
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -244,6 +281,7 @@ def add_shared_arguments(parser) -> None:
         help="Where this run writes its trace, checkpoints and final parameters (default: a new folder under runs/).",
     )
     parser.add_class_arguments(CheckpointConfig, "checkpoint")
+    parser.add_class_arguments(FSDPConfig, "fsdp")
 
 
 def build_raw_parser():
@@ -294,6 +332,7 @@ def parse_raw_config(argv: list[str]) -> RunConfig:
         model=init.model,
         data=init.data,
         checkpoint=init.checkpoint,
+        fsdp=init.fsdp,
     )
 
 

@@ -37,6 +37,7 @@ import torch.distributed as dist
 from ddp_parity.determinism import torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
+from ddp_parity.sharding import full_tensor, is_sharded, sharding_facts
 from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and the readers: public here too)
     FINAL_PARAMS_FILE,
     FORMAT_VERSION,
@@ -136,16 +137,27 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 def params_sha256(model: torch.nn.Module) -> str:
     """sha256 of the parameters' and buffers' bytes in registration order; names are left out so that a plain
     network and the LightningModule holding it (`net.` + its names) hash alike."""
-    h = hashlib.sha256()
-    for tensor in unwrap(model).state_dict().values():  # buffers too (BatchNorm's running stats)
-        h.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
+    return hash_full_state(model, keep=False)[0]
+
+
+def hash_full_state(model: torch.nn.Module, keep: bool) -> tuple[str, dict[str, torch.Tensor]]:
+    """The sha256 of the state dict's bytes (buffers too: BatchNorm's running stats), and with `keep`
+    its tensors on the CPU. Under FSDP2 each sharded entry is gathered whole, one at a time (a
+    collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most."""
+    h, kept = hashlib.sha256(), {}
+    for name, tensor in unwrap(model).state_dict().items():
+        whole = full_tensor(tensor.detach()).cpu().contiguous()
+        h.update(whole.view(-1).view(torch.uint8).numpy().tobytes())
+        if keep:
+            kept[name] = whole
+    return h.hexdigest(), kept
 
 
 def param_digest(model: torch.nn.Module) -> torch.Tensor:
     """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
     parameter tensors, kept on the device (no sync) until the trace is flushed."""
-    params = [p for p in unwrap(model).parameters()]
+    params = list(unwrap(model).parameters())
+    params = [full_tensor(params[0].detach()), full_tensor(params[-1].detach())]  # whole tensors under FSDP2
     # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
     return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
 
@@ -641,14 +653,15 @@ class TraceRecorder:
         self.set_phase("finished")
         if self.progress_path.parent.is_dir():
             self._write_heartbeat()
-        digest, buffers = params_sha256(model), buffers_sha256(model)
+        # every rank (under FSDP2 gathering the shards is a collective); rank 0 keeps what it writes
+        digest, state = hash_full_state(model, keep=self.rank == 0)
+        buffers = buffers_sha256(model)
         gathered = [(digest, buffers)]
         if self.world_size > 1:
             gathered = [None] * self.world_size
             dist.all_gather_object(gathered, (digest, buffers))
         if self.rank != 0:
             return
-        state = {k: v.detach().cpu().contiguous() for k, v in unwrap(model).state_dict().items()}
         tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
         save_file(state, str(tmp))
         os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
@@ -664,6 +677,8 @@ class TraceRecorder:
                 "buffers_sha256": buffers,
                 # parameters and every buffer (non-persistent ones too) equal on every rank
                 "replicas_identical": all(g == gathered[0] for g in gathered),
+                "sharded": is_sharded(unwrap(model)),  # FSDP2: parameters were DTensors (digests of full tensors)
+                "sharding": sharding_facts(unwrap(model)),  # each fully_shard module and its policy, or None
                 **extra_meta,
             }
         )

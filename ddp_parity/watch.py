@@ -45,6 +45,7 @@ from typing import Any
 
 import torch
 
+from ddp_parity.sharding import full_tensor
 from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, parse_watch_steps  # noqa: F401  (public here too)
 
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
@@ -174,6 +175,7 @@ class _Digests:
     __slots__ = ("shapes", "scalars")
 
     def __init__(self, tensors: list[torch.Tensor], digest: Digester):
+        tensors = [full_tensor(t) for t in tensors]  # a sharded parameter or gradient: its whole tensor
         self.shapes = _shape_key(tensors)
         self.scalars = [digest(t) for t in tensors]
 

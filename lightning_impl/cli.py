@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.strategies import ModelParallelStrategy
 
 from ddp_parity.callback import TraceCallback
 from ddp_parity.checkpoints import check_lightning_ckpt_path
@@ -15,6 +16,7 @@ from ddp_parity.config import (
     CheckpointConfig,
     ConfigError,
     DataConfig,
+    FSDPConfig,
     ModelConfig,
     add_shared_arguments,
     check_consistent,
@@ -24,6 +26,7 @@ from ddp_parity.determinism import pin_threads
 from ddp_parity.distributed import check_master_port_free, init_process_group_from_env
 from ddp_parity.faults import FAULT_ENV, maybe_inject_fault
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir
+from ddp_parity.sharding import check_fsdp_plan
 from lightning_impl.module import ParityDataModule, ParityModule
 
 # -----------------------------------------------------------------------------
@@ -51,6 +54,7 @@ class ParityCLI(LightningCLI):
         config = self.config[self.subcommand] if self.subcommand else self.config
         try:
             check_consistent(ModelConfig(**config.model), DataConfig(**config.data))
+            check_fsdp_plan(ModelConfig(**config.model), fsdp_plan(config.fsdp))
             check_world_size(DataConfig(**config.data), world_size(config.trainer))
         except ConfigError as err:
             fail(str(err))
@@ -93,7 +97,20 @@ class ParityCLI(LightningCLI):
         ]
         if os.environ.get(FAULT_ENV):
             callbacks.append(FaultInjection())
+        if config.trainer.get("strategy") == "fsdp":
+            kwargs["strategy"] = fsdp_strategy(config.trainer)
+            self.model.sharding_plan = fsdp_plan(config.fsdp)  # applied in ParityModule.configure_model
         return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+
+
+def fsdp_strategy(trainer) -> ModelParallelStrategy:
+    """`trainer.strategy: fsdp`: FSDP2 through ModelParallelStrategy (Lightning's FSDPStrategy is FSDP1
+    and refuses a CPU), every process data-parallel; the module applies the plan in configure_model."""
+    return ModelParallelStrategy(data_parallel_size=world_size(trainer), tensor_parallel_size=1)
+
+
+def fsdp_plan(section) -> FSDPConfig:
+    return section if isinstance(section, FSDPConfig) else FSDPConfig(**vars(section))
 
 
 def world_size(trainer) -> int:

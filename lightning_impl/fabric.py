@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -25,11 +26,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from lightning.fabric import Fabric
+from lightning.fabric.strategies import ModelParallelStrategy
 from lightning.fabric.utilities.seed import reset_seed
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from ddp_parity.checkpoints import find_checkpoint
+from ddp_parity.checkpoints import SHARDED_SUFFIX, find_checkpoint, list_checkpoints
 from ddp_parity.config import ConfigError, build_raw_parser, check_world_size, one_line, parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.determinism import rng_state, set_determinism, set_rng_state
@@ -37,6 +39,7 @@ from ddp_parity.distributed import check_master_port_free, init_process_group_fr
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RUN_DIR_ENV, RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
+from ddp_parity.sharding import check_fsdp_plan, shard, total_grad_norm
 from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
@@ -54,7 +57,7 @@ def setup(cfg) -> Fabric:
     devices, num_nodes = world_shape(cfg)
     fabric = Fabric(
         accelerator=cfg.trainer.accelerator,
-        strategy="ddp",
+        strategy=fsdp_strategy(cfg, devices, num_nodes) if cfg.trainer.strategy == "fsdp" else "ddp",
         devices=devices,
         num_nodes=num_nodes,
         precision=cfg.trainer.precision,
@@ -65,6 +68,16 @@ def setup(cfg) -> Fabric:
     fabric.launch()
     os.environ.setdefault("RANK", str(fabric.global_rank))  # error files and faults name the global rank
     return fabric
+
+
+def fsdp_strategy(cfg, devices: int, num_nodes: int) -> ModelParallelStrategy:
+    """FSDP2: every process data-parallel; fabric.setup_module calls the plan (the raw loop's
+    parallelize: fully_shard per block, then the root) with the data-parallel mesh."""
+    return ModelParallelStrategy(
+        parallelize_fn=lambda module, mesh: shard(module, cfg.fsdp, mesh=mesh["data_parallel"]),
+        data_parallel_size=devices * num_nodes,
+        tensor_parallel_size=1,
+    )
 
 
 def world_shape(cfg) -> tuple[int | str, int]:
@@ -157,18 +170,20 @@ def save_checkpoint(cfg, fabric: Fabric, run_dir: Path, stateful: dict, progress
     payload = {**stateful, "progress": progress, "world_size": len(rng), "rng": rng}
     payload["sampler"] = {"seed": cfg.seed_everything, "epoch": progress["epoch"]}
     folder = run_dir / "checkpoints"
-    path = folder / f"step-{progress['global_step']:08d}.pt"
+    suffix = SHARDED_SUFFIX if cfg.trainer.strategy == "fsdp" else ".pt"
+    path = folder / f"step-{progress['global_step']:08d}{suffix}"
     tmp = folder / f".{path.name}.tmp"
     # fabric.save turns modules, optimizers and schedulers into state dicts and writes on rank 0 (then
-    # waits for everyone). Its write is atomic by itself, but the name must appear after the fault hook,
-    # as in the raw loop: a hidden name, then the rename
+    # waits for everyone); under FSDP2 every rank writes its shard into a folder (DCP). Its write is
+    # atomic by itself, but the name must appear after the fault hook, as in the raw loop: a hidden
+    # name, then the rename
     fabric.save(tmp, payload)
     if fabric.is_global_zero:
         maybe_inject_fault(progress["global_step"], "checkpoint-write")
         os.replace(tmp, path)  # a crash before this line leaves the previous checkpoint the newest
         if cfg.checkpoint.keep_last != -1:
-            for old in sorted(folder.glob("step-*.pt"))[: -cfg.checkpoint.keep_last]:
-                old.unlink()
+            for old in list_checkpoints(folder)[: -cfg.checkpoint.keep_last]:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
     fabric.barrier()  # nobody runs ahead (or resumes) before the checkpoint is on disk
     recorder.set_phase("train")
 
@@ -199,10 +214,16 @@ def train(cfg, fabric: Fabric, run_dir: Path, ckpt_path: Path | None) -> int:
     # model, optimizer, precision
     model = build_net(cfg.model)
     init_params_sha256 = params_sha256(model)  # this rank's weights as built, before DDP's broadcast
-    optimizer = build_optimizer(model.parameters(), cfg.model)
-    scheduler = build_scheduler(optimizer, cfg.model)
-    # to the device, DDP (which broadcasts rank 0's parameters), the precision plugin around forward and step
-    fabric_model, optimizer = fabric.setup(model, optimizer)
+    if cfg.trainer.strategy == "fsdp":
+        # FSDP2: shard first (the strategy's parallelize_fn), then build the optimizer over the DTensors
+        fabric_model = fabric.setup_module(model)
+        optimizer = fabric.setup_optimizers(build_optimizer(fabric_model.parameters(), cfg.model))
+        scheduler = build_scheduler(optimizer, cfg.model)
+    else:
+        optimizer = build_optimizer(model.parameters(), cfg.model)
+        scheduler = build_scheduler(optimizer, cfg.model)
+        # to the device, DDP (which broadcasts rank 0's parameters), the precision plugin around forward and step
+        fabric_model, optimizer = fabric.setup(model, optimizer)
     # Lightning's Trainer re-seeds (reset_seed) when its DDP strategy sets up, after the model's init
     # drew from the RNG (lightning/pytorch/strategies/ddp.py:200); Fabric's DDP strategy does not
     # (lightning/fabric/strategies/ddp.py:222, _setup_distributed). The same call here, or dropout
@@ -265,7 +286,7 @@ def train(cfg, fabric: Fabric, run_dir: Path, ckpt_path: Path | None) -> int:
                 if not last_micro:
                     continue
                 lr = optimizer.param_groups[0]["lr"]
-                if clip is not None:
+                if clip is not None and cfg.trainer.strategy != "fsdp":
                     # unscales, clips the optimizer's parameters, returns the norm before clipping (torch's
                     # clip_grad_norm_ is get_total_norm + scaling); error_if_nonfinite=False is torch's
                     # default and the raw loop's (Fabric's is True, lightning/fabric/fabric.py:534)
@@ -274,7 +295,9 @@ def train(cfg, fabric: Fabric, run_dir: Path, ckpt_path: Path | None) -> int:
                     if getattr(precision, "scaler", None) is not None:
                         precision.unscale_gradients(optimizer)  # measure true gradients, not scaled ones
                     params = [p for group in optimizer.param_groups for p in group["params"]]
-                    grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+                    grad_norm = total_grad_norm([p.grad for p in params if p.grad is not None])  # FSDP2: full grads
+                    if clip is not None:  # FSDP2 (no scaler): clip over the DTensors, as the raw loop does
+                        fabric.clip_gradients(fabric_model, optimizer, max_norm=clip, error_if_nonfinite=False)
                 optimizer.step()  # through the precision plugin: scaler.step + update under 16-mixed
                 global_step += 1
                 if scheduler and cfg.model.lr_schedule_interval == "step":
@@ -347,7 +370,9 @@ def parse_args(argv: list[str]):
         parser.prog = PROG
         parser.print_help()
         sys.exit(0)
-    return parse_raw_config([a for a in argv if a != "--resume"]), "--resume" in argv
+    cfg = parse_raw_config([a for a in argv if a != "--resume"])
+    check_fsdp_plan(cfg.model, cfg.fsdp)
+    return cfg, "--resume" in argv
 
 
 def check_before_launch(cfg, resume: bool) -> tuple[Path, Path | None]:

@@ -13,9 +13,10 @@ import math
 import lightning as L
 from torch.utils.data import DataLoader
 
-from ddp_parity.config import DataConfig, ModelConfig
+from ddp_parity.config import DataConfig, FSDPConfig, ModelConfig
 from ddp_parity.data import build_datasets
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
+from ddp_parity.sharding import is_sharded, shard
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
 # -----------------------------------------------------------------------------
@@ -129,6 +130,24 @@ class ParityModule(L.LightningModule):
         self.loss_fn = build_loss()
         self.val_metrics = ValidationMetrics(self.config.num_classes)
         self.last_validation: dict | None = None
+        # trainer.strategy fsdp: the `fsdp:` plan, set by the CLI (not a model hyperparameter)
+        self.sharding_plan: FSDPConfig | None = None
+
+    def configure_model(self):
+        # ModelParallelStrategy calls this before configure_optimizers: the raw loop's parallelize(),
+        # fully_shard per block then the root, over the strategy's data-parallel mesh. Once only
+        # (a second fit or a validate calls it again on the sharded module).
+        if self.sharding_plan is not None and not is_sharded(self.net):
+            shard(self.net, self.sharding_plan, mesh=self.device_mesh["data_parallel"])
+
+    def on_train_batch_start(self, batch, batch_idx):
+        # Lightning's ModelParallelStrategy has no no_sync for FSDP2 (its Fabric twin has): without
+        # this every micro-batch would reduce-scatter. The raw loop's gradient_sync(), same condition.
+        if is_sharded(self.net):
+            k = self.trainer.accumulate_grad_batches
+            self.net.set_requires_gradient_sync(
+                (batch_idx + 1) % k == 0 or batch_idx + 1 == self.trainer.num_training_batches
+            )
 
     def configure_optimizers(self):
         # optimizer, scheduler; precision (autocast, GradScaler) is the Trainer's precision plugin

@@ -11,12 +11,15 @@ runs, the way the mistake would look in a user's own loop. raw/reference.py bend
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 from torch.utils.data import DistributedSampler
+
+from ddp_parity.sharding import wrapped_module_names
 
 # raw/train.py, the module every mistake bends: imported by main(), so that the harness can read the
 # catalogue below without importing the training script
@@ -124,6 +127,54 @@ def resume_off_by_one() -> None:
     train.load_checkpoint = load_and_restart_the_epoch
 
 
+# -----------------------------------------------------------------------------
+# FSDP2 slips (trainer.strategy fsdp): the same loop, one line of the sharding wrong
+
+FSDP = ["--trainer.strategy", "fsdp"]
+
+
+def optimizer_before_shard() -> None:
+    """The optimizer built over the parameters the network was built with, before fully_shard replaced
+    them with DTensors: it holds tensors the model no longer uses, which never get a gradient, so
+    nothing trains."""
+    build_net, build_optimizer = train.build_net, train.build_optimizer
+    built = {}
+
+    def build_and_keep_its_parameters(config):
+        net = build_net(config)
+        built["params"] = list(net.parameters())
+        return net
+
+    def build_over_the_unsharded(params, config):
+        return build_optimizer(built["params"], config)
+
+    train.build_net, train.build_optimizer = build_and_keep_its_parameters, build_over_the_unsharded
+
+
+def sync_every_micro_batch() -> None:
+    """set_requires_gradient_sync(False) left out while accumulating: every micro-batch
+    reduce-scatters, and the step's gradient is a sum of averages instead of the average of sums."""
+    gradient_sync = train.gradient_sync
+    train.gradient_sync = lambda model, sync: gradient_sync(model, sync=True)
+
+
+def reduce_in_bf16() -> None:
+    """MixedPrecisionPolicy(reduce_dtype=torch.bfloat16) hard-coded on this side only."""
+    shard = train.shard
+    train.shard = lambda net, plan, mesh=None: shard(net, dataclasses.replace(plan, reduce_dtype="bfloat16"), mesh)
+
+
+def unwrapped_block() -> None:
+    """The last block left out of the per-block fully_shard calls: the root takes its parameters."""
+    shard = train.shard
+
+    def shard_all_but_the_last_block(net, plan, mesh=None):
+        blocks = wrapped_module_names(net, plan)[:-1]
+        return shard(net, dataclasses.replace(plan, wrap=blocks), mesh)
+
+    train.shard = shard_all_but_the_last_block
+
+
 MISTAKES = {
     m.name: m
     for m in [
@@ -172,6 +223,35 @@ MISTAKES = {
             resume_off_by_one,
             expected="resume",
             needs_fault=True,
+        ),
+        Mistake(
+            "fsdp-optimizer-before-shard",
+            "FSDP2: the optimizer built before fully_shard holds the unsharded parameters: nothing trains",
+            optimizer_before_shard,
+            # no checkpoint: get_state_dict refuses an optimizer over tensors the model does not hold
+            overrides=[*FSDP, "--checkpoint.every_n_epochs", "null"],
+            expected="optimizer",
+        ),
+        Mistake(
+            "fsdp-sync-every-micro-batch",
+            "FSDP2 with accumulation: gradient sync not disabled on the micro-batches before the last",
+            sync_every_micro_batch,
+            overrides=[*FSDP, "--trainer.accumulate_grad_batches", "2"],
+            expected="gradients",
+        ),
+        Mistake(
+            "fsdp-reduce-bf16-one-side",
+            "FSDP2: MixedPrecisionPolicy reduce_dtype bf16 on this side only",
+            reduce_in_bf16,
+            overrides=FSDP,
+            expected="config",
+        ),
+        Mistake(
+            "fsdp-unwrapped-block",
+            "FSDP2: a block left out of the per-block fully_shard calls on this side (the root takes it)",
+            unwrapped_block,
+            overrides=FSDP,
+            expected="config",
         ),
     ]
 }

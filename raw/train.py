@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -25,11 +26,14 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.fsdp import FSDPModule
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 from tqdm import tqdm
 
-from ddp_parity.checkpoints import find_checkpoint
+from ddp_parity.checkpoints import SHARDED_SUFFIX, TRAIN_STATE_FILE, find_checkpoint, list_checkpoints
 from ddp_parity.config import ConfigError, check_world_size, one_line, parse_raw_config
 from ddp_parity.data import build_datasets
 from ddp_parity.determinism import rng_state, set_determinism, set_rng_state
@@ -37,10 +41,12 @@ from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir
+from ddp_parity.sharding import check_fsdp_plan, shard, total_grad_norm
 from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
 SIDE = "raw"  # the trace's side name and the default run folder's prefix
+REST_STATE = ("scheduler", "scaler")  # saved beside the model and the optimizer
 loss_fn = build_loss()
 
 # -----------------------------------------------------------------------------
@@ -103,6 +109,26 @@ def build_loaders(cfg, rank: int, world_size: int):
     return train_loader, sampler, val_loader
 
 
+def parallelize(model, cfg, device):
+    """DDP replicates: it broadcasts rank 0's parameters at construction, so every replica starts
+    identical, and all-reduces gradients in backward. FSDP2 shards: fully_shard per block, then the
+    root, turns each parameter into a DTensor holding this rank's slice (no broadcast: every rank built
+    the same weights from the same seed); forward all-gathers a block's parameters, backward
+    reduce-scatters its gradients. The optimizer must be built after this, over the DTensors."""
+    if cfg.trainer.strategy == "fsdp":
+        return shard(model, cfg.fsdp)  # the model itself, now an FSDPModule
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def gradient_sync(model, sync: bool):
+    """All but the last micro-batch of an accumulation keep their gradients local: DDP's no_sync()
+    skips the all-reduce; FSDP2's set_requires_gradient_sync(False) skips the reduce-scatter."""
+    if isinstance(model, FSDPModule):
+        model.set_requires_gradient_sync(sync)
+        return nullcontext()
+    return model.no_sync() if isinstance(model, DDP) and not sync else nullcontext()
+
+
 def batch_loss(model, batch, device) -> torch.Tensor:
     return loss_fn(model(batch.x.to(device)), batch.y.to(device))
 
@@ -126,41 +152,72 @@ def resume_iterator(loader, skip: int, rng: dict | None):
 
 
 def save_checkpoint(cfg, run_dir: Path, stateful: dict, progress: dict, recorder: TraceRecorder) -> None:
-    """Everything that decides what comes next, every rank's RNG included; rank 0 writes."""
+    """Everything that decides what comes next, every rank's RNG included. DDP: rank 0 writes one
+    file (every replica holds the same weights). FSDP2: every rank writes its shard (DCP)."""
     recorder.set_phase("checkpoint")
     recorder.flush()  # the trace up to this step is on disk before the checkpoint that resumes after it
     rng = [rng_state()]
     if dist.is_initialized():
         rng = [None] * dist.get_world_size()
         dist.all_gather_object(rng, rng_state())
-    if not dist.is_initialized() or dist.get_rank() == 0:
-        payload = {name: obj.state_dict() if obj else None for name, obj in stateful.items()}
-        payload |= {"progress": progress, "world_size": len(rng), "rng": rng}
-        payload["sampler"] = {"seed": cfg.seed_everything, "epoch": progress["epoch"]}
-        folder = run_dir / "checkpoints"
+    payload = {name: obj.state_dict() if obj else None for name, obj in stateful.items() if name in REST_STATE}
+    payload |= {"progress": progress, "world_size": len(rng), "rng": rng}
+    payload["sampler"] = {"seed": cfg.seed_everything, "epoch": progress["epoch"]}
+    folder = run_dir / "checkpoints"
+    if isinstance(stateful["model"], FSDPModule):
+        save_sharded_checkpoint(folder, stateful, payload, cfg.checkpoint.keep_last)
+    elif not dist.is_initialized() or dist.get_rank() == 0:
+        payload |= {"model": stateful["model"].state_dict(), "optimizer": stateful["optimizer"].state_dict()}
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"step-{progress['global_step']:08d}.pt"
         tmp = folder / f".{path.name}.tmp"
         torch.save(payload, tmp)
         maybe_inject_fault(progress["global_step"], "checkpoint-write")
         os.replace(tmp, path)  # a crash before this line leaves the previous checkpoint the newest
-        if cfg.checkpoint.keep_last != -1:
-            for old in sorted(folder.glob("step-*.pt"))[: -cfg.checkpoint.keep_last]:
-                old.unlink()
+        prune_checkpoints(folder, cfg.checkpoint.keep_last)
     if dist.is_initialized():
         dist.barrier()  # nobody runs ahead (or resumes) before the checkpoint is on disk
     recorder.set_phase("train")
 
 
+def save_sharded_checkpoint(folder: Path, stateful: dict, payload: dict, keep_last: int) -> None:
+    """torch.distributed.checkpoint: every rank writes its shards of the weights and the optimizer
+    state into one folder (rank 0 adds the rest of the payload); the folder is renamed into place
+    once every rank has written, so, as with a file, a crash leaves the previous one the newest."""
+    step = payload["progress"]["global_step"]
+    path = folder / f"step-{step:08d}{SHARDED_SUFFIX}"
+    tmp = folder / f".{path.name}.tmp"
+    # get_state_dict: DTensor shards keyed by parameter name (the optimizer's by name too, not by id)
+    model_state, optimizer_state = get_state_dict(stateful["model"], stateful["optimizer"])
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=tmp)
+    if dist.get_rank() == 0:
+        torch.save(payload, tmp / TRAIN_STATE_FILE)
+    maybe_inject_fault(step, "checkpoint-write")
+    dist.barrier()  # every rank's shard is on disk
+    if dist.get_rank() == 0:
+        os.replace(tmp, path)
+        prune_checkpoints(folder, keep_last)
+
+
+def prune_checkpoints(folder: Path, keep_last: int) -> None:
+    if keep_last == -1:
+        return
+    for old in list_checkpoints(folder)[:-keep_last]:
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+
+
 def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size: int) -> tuple[dict, list]:
     try:
-        # weights_only: a checkpoint is data, never code; map_location: onto this process's device
-        payload = torch.load(path, map_location=device, weights_only=True)
-        stateful["model"].load_state_dict(payload["model"])
-        stateful["optimizer"].load_state_dict(payload["optimizer"])
+        if path.is_dir():  # FSDP2: each rank reads the shards it now holds (DCP reshards by name)
+            payload = load_sharded_checkpoint(path, stateful, device)
+        else:
+            # weights_only: a checkpoint is data, never code; map_location: onto this process's device
+            payload = torch.load(path, map_location=device, weights_only=True)
+            stateful["model"].load_state_dict(payload["model"])
+            stateful["optimizer"].load_state_dict(payload["optimizer"])
     except Exception as err:  # corrupt, truncated, pickled objects, another model's shape
         raise ConfigError(f"checkpoint {path} cannot be loaded: {one_line(str(err))[:400]}") from None
-    for name in ("scheduler", "scaler"):
+    for name in REST_STATE:
         if stateful[name] and payload[name]:
             stateful[name].load_state_dict(payload[name])
     if payload["world_size"] != world_size:
@@ -169,6 +226,15 @@ def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size
             f"this run has {world_size}: the data split would differ"
         )
     return payload["progress"], payload["rng"]
+
+
+def load_sharded_checkpoint(path: Path, stateful: dict, device: torch.device) -> dict:
+    model, optimizer = stateful["model"], stateful["optimizer"]
+    model_state, optimizer_state = get_state_dict(model, optimizer)  # the shapes to read into
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, checkpoint_id=path)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    return torch.load(path / TRAIN_STATE_FILE, map_location=device, weights_only=True)
 
 
 # -----------------------------------------------------------------------------
@@ -189,9 +255,8 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
     # model, optimizer, precision
     model = build_net(cfg.model).to(device)
     init_params_sha256 = params_sha256(model)  # this rank's weights as built, before DDP's broadcast
-    # DDP broadcasts rank 0's parameters at construction, so every replica starts identical
-    ddp_model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None) if ddp else model
-    optimizer = build_optimizer(model.parameters(), cfg.model)
+    ddp_model = parallelize(model, cfg, device) if ddp else model
+    optimizer = build_optimizer(model.parameters(), cfg.model)  # FSDP2: after fully_shard, over the shards
     scheduler = build_scheduler(optimizer, cfg.model)
     autocast_dtype = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(cfg.trainer.precision)
     # cache_enabled=False: Lightning's MixedPrecision does the same (same numbers, no cast cache)
@@ -249,8 +314,8 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
                 if batch_idx % k == 0:
                     optimizer.zero_grad(set_to_none=True)
                     step_losses, step_indices, step_batches = [], [], []
-                # all but the last micro-batch skip DDP's all-reduce; gradients accumulate locally
-                with ddp_model.no_sync() if ddp and not last_micro else nullcontext():
+                # all but the last micro-batch skip the gradient reduction; gradients accumulate locally
+                with gradient_sync(ddp_model, sync=last_micro):
                     with autocast():
                         loss = batch_loss(ddp_model, batch, device) / k  # divided by k always, as Lightning does
                     (scaler.scale(loss) if scaler else loss).backward()
@@ -262,10 +327,10 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
                 if scaler:
                     scaler.unscale_(optimizer)  # clip and measure true gradients, not scaled ones
                 params = [p for group in optimizer.param_groups for p in group["params"]]
-                grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+                grad_norm = total_grad_norm([p.grad for p in params if p.grad is not None])  # FSDP2: full grads
                 lr = optimizer.param_groups[0]["lr"]
                 if clip is not None:
-                    torch.nn.utils.clip_grad_norm_(params, clip)
+                    torch.nn.utils.clip_grad_norm_(params, clip)  # FSDP2: over DTensors, its norm across ranks
                 if scaler:
                     scaler.step(optimizer)
                     scaler.update()
@@ -335,6 +400,7 @@ def main(argv: list[str]) -> int:
     resume = "--resume" in argv
     try:
         cfg = parse_raw_config([a for a in argv if a != "--resume"])
+        check_fsdp_plan(cfg.model, cfg.fsdp)
         set_determinism(cfg.seed_everything, cfg.threads, cfg.trainer.deterministic)
         ddp, rank, local_rank, world_size, device = setup(cfg.trainer.accelerator)
     except ConfigError as err:

@@ -135,6 +135,38 @@ ADVICE: dict[str, Advice] = {
         "torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], "
         "max_norm).",
     ),
+    "config.sharding": Advice(
+        "fully_shard decides which parameters are gathered and reduced together, and in which dtype: a "
+        "bf16 reduce_dtype rounds every gradient sum to bf16; a module left out of the blocks is gathered "
+        "with the root for the whole step (more memory per rank; at a world of 2 the same numbers).",
+        "Apply one sharding plan on both sides: fully_shard on the same modules, then the root, with the "
+        "same MixedPrecisionPolicy and reshard_after_forward (here ddp_parity.sharding.shard with the "
+        "`fsdp:` section, which the raw loop, the LightningModule's configure_model and Fabric all call).",
+    ),
+    "optimizer.stale_params": Advice(
+        "An optimizer updates the tensors it was given. fully_shard replaces every parameter of the module "
+        "with a new DTensor parameter; an optimizer built before it keeps the old tensors, which no backward "
+        "reaches: no gradient, no update, no error, and nothing trains.",
+        "On {side}, build the optimizer after fully_shard (after the root's call), over model.parameters() "
+        "as they are then: the DTensors.",
+    ),
+    "gradients.accumulation_sync": Advice(
+        "With gradient sync on, FSDP2 reduce-scatters after every backward and adds up the averaged "
+        "shards; with it off until the last micro-batch, each rank adds up its micro-batches and one "
+        "reduce-scatter averages the sum. The same numbers summed in another order part in the last bits.",
+        "On both sides, call model.set_requires_gradient_sync(False) before every micro-batch's backward "
+        "but the last of a step, and set_requires_gradient_sync(True) before the last (Fabric: "
+        "fabric.no_backward_sync; Lightning's ModelParallelStrategy does neither: do it in the "
+        "LightningModule's on_train_batch_start, as lightning_impl/module.py does).",
+    ),
+    "reduction_order.sharding": Advice(
+        "DDP sums each gradient across ranks in an all-reduce, FSDP2 in a reduce-scatter; with {world} "
+        "terms the two add in different orders and round differently in the last bits. Neither side is "
+        "wrong: this is the legitimate difference between the strategies, and it grows from step to step "
+        "as rounding does.",
+        "Nothing to fix in either loop. The exact verdict cannot call these runs equal; judge them within "
+        "a tolerance (--rtol/--atol), or compare at a world of 2, where DDP and FSDP2 agree bit for bit.",
+    ),
     "gradients": Advice(
         "Every module computes the same gradient, but the parameters' accumulated .grad differs, so "
         "what happens to the gradients between backward and the step differs: .grad not zeroed for some "

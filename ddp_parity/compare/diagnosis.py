@@ -304,6 +304,32 @@ def check_config(ctx: Context) -> dict | None:
     return finding(ctx, kind, None, rank, evidence, facts, keys=keys)
 
 
+def check_sharding_plan(ctx: Context) -> dict | None:
+    """Both sides sharded with FSDP2, not alike: the fully_shard modules and policies each run read
+    back from its model (meta.json `sharding`), so a plan hard-coded on one side shows too."""
+    plans = {s: ctx.meta(s).get("sharding") for s in ("a", "b")}
+    if not (plans["a"] and plans["b"]) or plans["a"] == plans["b"]:
+        return None
+    lines = _plan_differences(ctx, plans["a"], plans["b"])
+    facts = f"The runs do not shard alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
+    evidence = {"differences": lines, "sharding": ctx.both(plans["a"], plans["b"])}
+    return finding(ctx, "config.sharding", None, None, evidence, facts)
+
+
+def _plan_differences(ctx: Context, plan_a: dict, plan_b: dict) -> list[str]:
+    lines = []
+    for module in sorted(set(plan_a) | set(plan_b)):
+        where = module or "the root"
+        if module not in plan_a or module not in plan_b:
+            lines.append(f"{where}: its own fully_shard on {ctx.label('a' if module in plan_a else 'b')} only")
+            continue
+        for key in plan_a[module]:
+            values = plan_a[module][key], plan_b[module].get(key)
+            if None not in values and values[0] != values[1]:  # None: a module holding no parameters itself
+                lines.append(f"{where} {key}: {values[0]} vs {values[1]}")
+    return lines
+
+
 def check_seed(ctx: Context) -> dict | None:
     """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
     name the seed, not its symptoms."""
@@ -809,6 +835,96 @@ def _module_state(ctx: Context, f: dict, module: dict, where: str) -> dict:
     )
 
 
+def check_stale_optimizer(ctx: Context) -> dict | None:
+    """One side never trains: a gradient norm of exactly 0 over its optimizer's parameters at every
+    step and the model's parameters never changing, while the other side's gradients are not 0. Its
+    optimizer holds tensors no backward reaches (built before fully_shard replaced the parameters)."""
+    f = ctx.earliest
+    if f is None or f["quantity"] not in ("loss", "grad_norm", "param_digest"):
+        return None
+    records = {s: [r for r, _ in zip(records_of(ctx.run(s), f["rank"]), range(STALE_STEPS))] for s in ("a", "b")}
+    for side, other in (("a", "b"), ("b", "a")):
+        mine, theirs = records[side], records[other]
+        frozen = len({json.dumps(r.get("param_digest")) for r in mine}) == 1
+        if len(mine) < 2 or not frozen or any(r.get("grad_norm") != 0 for r in mine):
+            continue
+        if not any(_nonzero(r.get("grad_norm")) for r in theirs):
+            continue
+        facts = (
+            f"On {ctx.label(side)} the gradient norm over the optimizer's parameters is 0 at every step and the "
+            f"model's parameters never change (param_digest {_fmt(mine[0].get('param_digest'))} from step "
+            f"{mine[0]['step']} to {mine[-1]['step']}), while {ctx.label(other)} trains from the same samples."
+        )
+        evidence = {
+            "grad_norm": ctx.both(mine[0].get("grad_norm"), theirs[0].get("grad_norm")),
+            "frozen": ctx.label(side),
+        }
+        return finding(ctx, "optimizer.stale_params", f["step"], f["rank"], evidence, facts, side=ctx.label(side))
+    return None
+
+
+STALE_STEPS = 50  # the steps read to tell a side that never trains
+
+
+def check_sharded_reduction(ctx: Context) -> dict | None:
+    """DDP against FSDP2 at a world of more than 2, alike in everything else: DDP all-reduces each
+    gradient, FSDP2 reduce-scatters it, and with 3 or more terms the two sums may add in different
+    orders. A first difference at float rounding level is that, not a bug. (At world 2 each sum has
+    two terms and a + b == b + a: there a difference is a real one, and the checks below name it.)"""
+    f = ctx.earliest
+    sharded = {s: bool(ctx.meta(s).get("sharded")) for s in ("a", "b")}
+    world = ctx.meta("a").get("world_size")
+    if f is None or f["quantity"] not in ROUNDED_QUANTITIES or sharded["a"] == sharded["b"]:
+        return None
+    if not isinstance(world, int) or world <= 2 or ctx.config_diffs()[0]:
+        return None
+    relative = _max_relative(f["a"], f["b"])
+    if relative is None or relative > ROUNDING_RELATIVE:
+        return None
+    fsdp = ctx.label("a" if sharded["a"] else "b")
+    facts = (
+        f"{fsdp} shards with FSDP2, the other side replicates with DDP, at a world of {world}; the first "
+        f"difference is the {f['quantity']} at step {f['step']} rank {f['rank']} ({_fmt(f['a'])} vs {_fmt(f['b'])}, "
+        f"relative {relative:.1e}), with the same samples and everything before it equal."
+    )
+    evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "world_size": world, "sharded": fsdp}
+    return finding(ctx, "reduction_order.sharding", f["step"], f["rank"], evidence, facts, world=world)
+
+
+def check_accumulation_sync(ctx: Context) -> dict | None:
+    """Both sides shard with FSDP2 and accumulate, and part at rounding level from the first step on:
+    one side reduce-scatters after every micro-batch (sums of averages), the other only after the
+    last (the average of sums). The same numbers in another order; which side, the traces cannot say."""
+    f = ctx.earliest
+    sharded = all(ctx.meta(s).get("sharded") for s in ("a", "b"))
+    k = next((v for v in _config_values(ctx, ("accumulate_grad_batches",)).values() if isinstance(v, int)), 1)
+    if f is None or f["quantity"] not in ROUNDED_QUANTITIES or not sharded or k <= 1:
+        return None
+    relative = _max_relative(f["a"], f["b"])
+    if ctx.walk.steps_equal_before != 0 or relative is None or relative > ROUNDING_RELATIVE or ctx.config_diffs()[0]:
+        return None
+    facts = (
+        f"Both sides shard with FSDP2 and accumulate {k} micro-batches per step; they part at step {f['step']} "
+        f"rank {f['rank']} in the {f['quantity']} ({_fmt(f['a'])} vs {_fmt(f['b'])}, relative {relative:.1e}), "
+        "the first step, with the same samples and losses."
+    )
+    evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "accumulate_grad_batches": k}
+    return finding(ctx, "gradients.accumulation_sync", f["step"], f["rank"], evidence, facts)
+
+
+ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
+ROUNDING_RELATIVE = 1e-5  # a first difference this small is float32 rounding (2^-23 is 1.2e-7 per ulp)
+
+
+def _max_relative(a, b) -> float | None:
+    """The largest |a - b| / max(|a|, |b|) over two numbers or two equal-length lists of numbers."""
+    pairs = list(zip(a, b)) if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) else [(a, b)]
+    try:
+        return max(abs(float(x) - float(y)) / max(abs(float(x)), abs(float(y)), 1e-30) for x, y in pairs)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_loss(ctx: Context) -> dict | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "loss":
@@ -1193,6 +1309,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_stall,
     check_metadata,
     check_config,
+    check_sharding_plan,
     check_seed,
     check_param_groups,
     check_init,
@@ -1200,6 +1317,9 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
     check_structure,
     check_samples,
     check_batch,
+    check_stale_optimizer,
+    check_sharded_reduction,
+    check_accumulation_sync,
     check_module,
     check_loss,
     check_grad_norm,

@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--sides",
         default="raw,lightning",
         metavar="A,B[,C]",
-        help=f"the twins to launch and compare pairwise, from {', '.join(SIDES)} (default: raw,lightning)",
+        help=f"the twins to launch and compare pairwise, from {', '.join(SIDES)}, each optionally with its strategy "
+        "(raw:ddp,raw:fsdp) (default: raw,lightning)",
     )
     p.add_argument(
         "--set",

@@ -28,6 +28,24 @@ REPO = Path(__file__).resolve().parents[2]
 SIDES = ("raw", "lightning", "fabric")  # the twins the harness can launch
 # the module each Lightning-family side runs (`python -m MODULE` or `torchrun ... -m MODULE`)
 LIGHTNING_MODULES = {"lightning": ["-m", "lightning_impl", "fit"], "fabric": ["-m", "lightning_impl.fabric"]}
+STRATEGIES = ("ddp", "fsdp")  # a side may name one: `raw-fsdp` is raw/train.py with trainer.strategy fsdp
+
+
+def side_parts(side: str) -> tuple[str, str | None]:
+    """`raw` -> ("raw", None); `raw-fsdp` -> ("raw", "fsdp"): the twin, and the strategy the side
+    runs with when its name says one (else the config's)."""
+    twin, _, strategy = side.partition("-")
+    return twin, (strategy if strategy in STRATEGIES else None)
+
+
+def is_side(side: str) -> bool:
+    twin, strategy = side_parts(side)
+    return twin in SIDES and side == (f"{twin}-{strategy}" if strategy else twin)
+
+
+def strategy_flags(side: str) -> list[str]:
+    strategy = side_parts(side)[1]
+    return ["--trainer.strategy", strategy] if strategy else []
 
 
 def free_port() -> int:
@@ -91,6 +109,7 @@ def build_launch(
     always go through torchrun (Lightning then runs with num_nodes under it); the rendezvous stays
     on 127.0.0.1. `name` labels the run (its folder and log) when one side runs twice, e.g. "raw-fault"."""
     name = name or side
+    side = side_parts(side)[0]  # `raw-fsdp` runs raw/train.py (its strategy flag is in `overrides`)
     run_dir, port = run_dir or out / name, free_port()
     common = [
         "--config",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
 from ddp_parity.harness.exits import UsageError
-from ddp_parity.harness.launch import SIDES
+from ddp_parity.harness.launch import SIDES, STRATEGIES, is_side, side_parts, strategy_flags
 from ddp_parity.trace_files import HEARTBEAT_S, WATCH_STEP_ENV, parse_watch_steps
 
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
@@ -42,11 +42,15 @@ def stall_setting(value: float | None) -> tuple[float | None, bool]:
 
 
 def parse_sides(text: str) -> list[str]:
-    """--sides A,B[,C]: two or three different sides from raw, lightning, fabric."""
-    sides = [s.strip() for s in text.split(",")]
-    unknown = [s for s in sides if s not in SIDES]
+    """--sides A,B[,C]: two or three different sides from raw, lightning, fabric, each optionally with
+    a strategy (`raw:fsdp`, named `raw-fsdp` in the report): raw:ddp,raw:fsdp compares DDP with FSDP2."""
+    sides = [s.strip().replace(":", "-") for s in text.split(",")]
+    unknown = [s for s in sides if not is_side(s)]
     if unknown:
-        raise UsageError(f"--sides {text}: unknown side {unknown[0]!r}; choose from {', '.join(SIDES)}")
+        raise UsageError(
+            f"--sides {text}: unknown side {unknown[0].replace('-', ':')!r}; choose from {', '.join(SIDES)}, "
+            f"each optionally with :{' or :'.join(STRATEGIES)}"
+        )
     if len(set(sides)) != len(sides):
         raise UsageError(f"--sides {text}: a side is named twice; name each of {', '.join(SIDES)} at most once")
     if len(sides) < 2:
@@ -136,7 +140,12 @@ def check_config_file(path: str) -> None:
 
 def resolve_config(config: str, flags: list[str]) -> RunConfig:
     check_config_file(config)
-    return parse_raw_config(["--config", config, *flags])
+    cfg = parse_raw_config(["--config", config, *flags])
+    if cfg.fsdp.wrap is not None:  # named modules: checked against the network, which needs torch
+        from ddp_parity.sharding import check_fsdp_plan
+
+        check_fsdp_plan(cfg.model, cfg.fsdp)
+    return cfg
 
 
 def check_accelerator(cfg: RunConfig) -> None:
@@ -237,9 +246,11 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     check_one_side_options(args, sides)
     check_watch_env()
     for side in sides:
-        check_side_available(side)
+        check_side_available(side_parts(side)[0])
     both = to_flags(args.overrides, "--set") + list(mistake_overrides or [])
     only = {side: to_flags(getattr(args, f"set_{side}") or [], f"--set-{side}") for side in SIDES}
+    for side in sides:  # a side's own strategy, after its --set-SIDE flags (as build_launch orders them)
+        only[side] = only[side_parts(side)[0]] + strategy_flags(side)
     cfg = resolve_config(args.config, both)
     nproc = args.nproc or (cfg.trainer.devices if cfg.trainer.devices != "auto" else 2)
     nnodes = args.nnodes or cfg.trainer.num_nodes

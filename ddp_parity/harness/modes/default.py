@@ -11,7 +11,15 @@ from pathlib import Path
 
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
 from ddp_parity.harness.failure import failure_report
-from ddp_parity.harness.launch import Launch, Outcome, available_cores, build_launch, run_launch, run_launches
+from ddp_parity.harness.launch import (
+    Launch,
+    Outcome,
+    available_cores,
+    build_launch,
+    run_launch,
+    run_launches,
+    side_parts,
+)
 from ddp_parity.harness.modes.mistake import mistake_overrides
 from ddp_parity.harness.outdir import OutDir, default_out
 from ddp_parity.harness.preload import importing_comparison
@@ -46,7 +54,7 @@ def build_launches(args, plan: Plan, out: Path) -> list[Launch]:
             plan.cfg.threads,
             lightning_launcher=args.lightning_launcher,
             nnodes=plan.nnodes,
-            mistake=args.mistake if side == "raw" else None,
+            mistake=args.mistake if side_parts(side)[0] == "raw" else None,
         )
         for side in plan.sides
     ]
@@ -99,7 +107,7 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     if args.fault:
         extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol)
     report = comparing.compare_and_report(
-        out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=args.ignore_config
+        out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=ignored_config(args, plan.sides)
     )
     localise_by_replay(args, plan, launches, report, out)
     code = comparing.exit_code(report)
@@ -115,6 +123,13 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
         if not reference.all_equivalent(report["reference"]):
             code = max(code, EXIT_DIFFERENT)
     return (EXIT_FAILED if failed else code), report
+
+
+def ignored_config(args, sides: list[str]) -> tuple[str, ...]:
+    """--ignore-config, plus trainer.strategy when the sides name different strategies on purpose
+    (raw:ddp vs raw:fsdp): the comparison is then of the strategies, not a setup difference."""
+    named = {side_parts(side)[1] for side in sides}
+    return (*args.ignore_config, *(["trainer.strategy"] if len(named - {None}) > 1 else []))
 
 
 def localise_by_replay(args, plan: Plan, launches: list[Launch], report: dict, out: Path) -> None:

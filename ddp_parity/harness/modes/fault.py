@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
 from ddp_parity.harness.comparing import compare_brief
-from ddp_parity.harness.launch import Launch, build_launch
+from ddp_parity.harness.launch import Launch, build_launch, side_parts
 
 
 def fault_launches(args, plan, out: Path) -> list[Launch]:
@@ -25,7 +25,7 @@ def fault_launches(args, plan, out: Path) -> list[Launch]:
             max_restarts=1,
             name=f"{side}-fault",
             extra_env={FAULT_ENV: args.fault, MARKER_ENV: str(out / f"{side}-fault.marker")},
-            mistake=args.mistake if side == "raw" else None,
+            mistake=args.mistake if side_parts(side)[0] == "raw" else None,
         )
         for side in plan.sides
     ]

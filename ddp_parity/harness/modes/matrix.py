@@ -10,14 +10,15 @@ from ddp_parity.compare.report import describe_divergence, fmt, render_table
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, EXIT_FAILED, UsageError
 from ddp_parity.harness.modes import default
 from ddp_parity.harness.outdir import OutDir, default_out
+from ddp_parity.harness.validate import parse_sides
 from ddp_parity.trace_files import write_json_atomic
 
-ENTRY_KEYS = {"name", "set", "nproc", "nnodes", "lightning_launcher"}
+ENTRY_KEYS = {"name", "set", "nproc", "nnodes", "lightning_launcher", "sides", "fault"}
 LAUNCHERS = ("lightning", "torchrun")
 
 
 def load_matrix(path: str) -> list[dict]:
-    """A YAML list of entries {name, set: {key: value}, nproc, nnodes, lightning_launcher}, each
+    """A YAML list of entries {name, set: {key: value}, nproc, nnodes, lightning_launcher, sides, fault}, each
     checked for its types and values."""
     import yaml
 
@@ -58,6 +59,8 @@ def check_entry(path: str, entry: dict) -> None:
         for key, value in settings.items():
             if isinstance(value, (dict, list)):
                 raise UsageError(f"{where}: `set` {key} must be a single value, got {value!r}")
+    if entry.get("sides") is not None:
+        parse_sides(str(entry["sides"]))  # a UsageError naming the side
     launcher = entry.get("lightning_launcher")
     if launcher is not None and launcher not in LAUNCHERS:
         raise UsageError(f"{where}: `lightning_launcher` must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
@@ -72,6 +75,8 @@ def matrix_args(args, entry: dict, out: Path) -> argparse.Namespace:
     sub.nproc = entry.get("nproc", args.nproc)
     sub.nnodes = entry.get("nnodes", args.nnodes)
     sub.lightning_launcher = entry.get("lightning_launcher", args.lightning_launcher)
+    sub.sides = parse_sides(str(entry["sides"])) if entry.get("sides") else args.sides
+    sub.fault = entry.get("fault", args.fault)  # checked with the entry's world and steps, as --fault is
     sub.out, sub.overwrite = str(out / entry["name"]), True
     return sub
 
@@ -82,12 +87,26 @@ def matrix_row(entry: dict, report: dict) -> dict:
         "name": entry["name"],
         "settings": entry.get("set") or {},
         "world_size": report.get("world_size"),
-        "verdict": report["verdict"],
+        "verdict": row_verdict(report),
         "first_divergence": first if report["verdict"] != "failed" else report["failure"]["summary"],
         "loss_max_abs": (report.get("losses") or {}).get("max_abs"),
         "params_max_abs": (report.get("params") or {}).get("max_abs"),
         "seconds": report.get("seconds"),
     }
+
+
+def row_verdict(report: dict) -> str:
+    """The comparison's verdict; an entry with a `fault` is equivalent only if the fault fired on
+    every side and every crashed-and-resumed run ended equal to its uninterrupted twin."""
+    crash = report.get("fault")
+    if report["verdict"] == "equivalent" and crash is not None:
+        from ddp_parity.harness.modes import fault  # imports the comparison (torch): after the runs only
+
+        if not fault.fault_fired_everywhere(crash):
+            return "failed"
+        if not fault.fault_passed(crash):
+            return "different"
+    return report["verdict"]
 
 
 def format_matrix(rows: list[dict]) -> str:

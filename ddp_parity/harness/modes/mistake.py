@@ -6,7 +6,7 @@ import importlib.util
 import sys
 
 from ddp_parity.harness.exits import EXIT_EQUIVALENT, UsageError
-from ddp_parity.harness.launch import REPO
+from ddp_parity.harness.launch import REPO, side_parts
 
 
 def catalogue() -> dict:
@@ -32,7 +32,7 @@ def mistake_overrides(name: str | None, sides: list[str], fault: str | None = No
     found = catalogue()
     if name not in found:
         raise UsageError(f"--mistake {name!r}: not in the catalogue ({', '.join(found)}); see --mistake list")
-    if "raw" not in sides:
+    if not any(side_parts(side)[0] == "raw" for side in sides):
         raise UsageError(f"--mistake {name}: the mistake is made on the raw side; include raw in --sides")
     if getattr(found[name], "needs_fault", False) and not fault:
         raise UsageError(
