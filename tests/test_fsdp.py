@@ -301,10 +301,10 @@ def test_ddp_against_fsdp2_at_world_4_parting_by_rounding_is_named_reduction_ord
 
 def test_the_same_difference_at_world_2_or_far_beyond_rounding_is_not_excused(tmp_path):
     # at world 2 both reductions sum two terms (order-free): a difference is a real one
-    _, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path / "w2", world=2, nudge=-4.5 * 3e-9))
-    assert d["category"] == "optimizer"
-    _, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path / "far", world=4, nudge=0.01))
-    assert d["category"] == "optimizer"
+    # (these hand-made runs record no param groups: the update's cause is left undetermined, candidates ranked)
+    for folder, world, nudge in (("w2", 2, -4.5 * 3e-9), ("far", 4, 0.01)):
+        _, d = run_diagnosis(*ddp_and_fsdp_pair(tmp_path / folder, world=world, nudge=nudge))
+        assert d["category"] == "undetermined" and "reduce-scatter" not in d["explanation"], d
 
 
 def test_a_side_whose_optimizer_never_reaches_the_model_is_named_stale_params(tmp_path):
