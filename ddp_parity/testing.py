@@ -42,7 +42,7 @@ from ddp_parity.compare.report import (
     write_report,
 )
 from ddp_parity.harness.exits import UsageError
-from ddp_parity.harness.launch import Launch, Outcome, free_port, run_launch, run_launches
+from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_launch, run_launches
 from ddp_parity.harness.outdir import DirClaim
 from ddp_parity.trace import TraceFormatError
 
@@ -285,7 +285,7 @@ def run_both(launches: list[Launch], timeout: float, stall: float | None, parall
     """Both at once when every process gets a core (the usual CI runner has 2-4: one after the
     other), else one after the other, stopping at the first failure."""
     if parallel is None:
-        parallel = sum(processes_started(launch.command) for launch in launches) <= (os.cpu_count() or 1)
+        parallel = sum(processes_started(launch.command) for launch in launches) <= available_cores()
     if parallel:
         return run_launches(launches, timeout, stall)
     outcomes = []
