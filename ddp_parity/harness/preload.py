@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import threading
 
 from ddp_parity.compare.report import load_pyplot
@@ -22,9 +23,17 @@ COMPARISON_MODULES = (
 )
 
 
+def yield_the_cores_to_the_ranks() -> None:
+    """Lower this thread alone to the lowest priority (Linux schedules threads one by one): where the
+    ranks need every core, the imports take only what they leave idle instead of slowing them."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux: the imports just run alongside
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
 def import_comparison() -> None:
     """Import every module of the comparison, and pyplot with its backend. An import that fails
     here fails again, with its own traceback, where the main thread imports it."""
+    yield_the_cores_to_the_ranks()
     try:
         for name in COMPARISON_MODULES:
             importlib.import_module(name)
