@@ -16,6 +16,7 @@ when any check failed, 0 otherwise; 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -449,11 +450,37 @@ CHECKS: list[tuple[str, Callable[[Setup], Result]]] = [
 # the world-2 probe (run under torchrun by check_world2_one_device)
 
 
+def train_a_few_ddp_steps(target, rank: int) -> dict:
+    """Five DDP steps on `target`, then the parameter digest. The DDP wrapper dies when this returns:
+    a Reducer still alive at destroy_process_group makes gloo's threads abort the rank at exit
+    (`terminate called without an active exception`, about one run in four here)."""
+    import hashlib
+
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(target)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(100 + rank)
+    losses = []
+    for _ in range(5):
+        x, y = torch.randn(8, 16, generator=g).to(target), torch.randint(0, 4, (8,), generator=g).to(target)
+        loss = torch.nn.functional.cross_entropy(ddp(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().cpu().numpy().tobytes())
+    return {"losses": losses, "params_sha256": h.hexdigest(), "param_device": str(next(model.parameters()).device)}
+
+
 def probe(backend: str, device: str, out: Path) -> int:
     """Every rank on device 0. nccl: expect the refusal, keep its message. gloo: a few DDP steps on
     CUDA (or CPU) tensors, then each rank's parameter digest."""
     import datetime
-    import hashlib
 
     import torch
     import torch.distributed as dist
@@ -470,26 +497,11 @@ def probe(backend: str, device: str, out: Path) -> int:
             torch.cuda.synchronize()
             record.update(refused=False, message=f"all_reduce returned {value.item()}")
         else:
-            torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(target)
-            ddp = torch.nn.parallel.DistributedDataParallel(model)
-            optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-            g = torch.Generator().manual_seed(100 + rank)
-            losses = []
-            for _ in range(5):
-                x, y = torch.randn(8, 16, generator=g).to(target), torch.randint(0, 4, (8,), generator=g).to(target)
-                loss = torch.nn.functional.cross_entropy(ddp(x), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                losses.append(loss.item())
-            h = hashlib.sha256()
-            for p in model.parameters():
-                h.update(p.detach().cpu().numpy().tobytes())
-            record.update(losses=losses, params_sha256=h.hexdigest(), param_device=str(next(model.parameters()).device))
+            record.update(train_a_few_ddp_steps(target, rank))
     except Exception as err:  # the refusal is the result
         record.update(refused=True, message=f"{type(err).__name__}: {err}".strip())
     (out / f"{backend}-rank{rank}.json").write_text(json.dumps(record))
+    gc.collect()
     if dist.is_initialized():
         try:
             dist.destroy_process_group()
