@@ -9,14 +9,18 @@ trace of a sharded run compares bit for bit with a DDP run's and with any other 
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
-from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
-from torch.distributed.tensor import DTensor
 from torch.utils._foreach_utils import _has_foreach_support  # get_total_norm's own choice of kernel
 
 from ddp_parity.config import ConfigError, FSDPConfig, ModelConfig
 from ddp_parity.model import build_net
+
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -40,12 +44,16 @@ def check_fsdp_plan(model: ModelConfig, plan: FSDPConfig) -> None:
 
 
 def mixed_precision_policy(plan: FSDPConfig) -> MixedPrecisionPolicy:
+    from torch.distributed.fsdp import MixedPrecisionPolicy  # FSDP only where it shards: see loaded_class
+
     return MixedPrecisionPolicy(param_dtype=DTYPES[plan.param_dtype], reduce_dtype=DTYPES[plan.reduce_dtype])
 
 
 def shard(net: nn.Module, plan: FSDPConfig, mesh=None) -> nn.Module:
     """fully_shard each planned block, then the root: the blocks' parameters are gathered one block at
     a time in forward and backward; the root's (whatever no block took) for the whole step."""
+    from torch.distributed.fsdp import fully_shard  # FSDP only where it shards: see loaded_class
+
     options = {
         "mesh": mesh,
         "reshard_after_forward": plan.reshard_after_forward,
@@ -57,15 +65,32 @@ def shard(net: nn.Module, plan: FSDPConfig, mesh=None) -> nn.Module:
     return net
 
 
+def loaded_class(module: str, name: str) -> type | None:
+    """`module.name` if something in this process imported `module`, else None. Nothing can be an
+    FSDPModule or a DTensor before FSDP or DTensor was imported, and importing them costs every process
+    half a second of start-up: a DDP run, the recorder and the comparison never pay it."""
+    return getattr(sys.modules.get(module), name, None)
+
+
+def is_fsdp_module(module: nn.Module) -> bool:
+    fsdp_module = loaded_class("torch.distributed.fsdp", "FSDPModule")
+    return fsdp_module is not None and isinstance(module, fsdp_module)
+
+
+def is_dtensor(tensor: torch.Tensor) -> bool:
+    dtensor = loaded_class("torch.distributed.tensor", "DTensor")
+    return dtensor is not None and isinstance(tensor, dtensor)
+
+
 def is_sharded(model: nn.Module) -> bool:
-    return isinstance(model, FSDPModule) or any(isinstance(m, FSDPModule) for m in model.modules())
+    return is_fsdp_module(model) or any(is_fsdp_module(m) for m in model.modules())
 
 
 def sharding_facts(model: nn.Module) -> dict[str, dict] | None:
     """What fully_shard was given, read back from FSDP2's own state (not from the config, so a plan
     hard-coded differently on one side shows): {module name relative to the outermost fully_shard
     module: its param_dtype, reduce_dtype and reshard_after_forward}; None for an unsharded model."""
-    sharded = [(name, module) for name, module in model.named_modules() if isinstance(module, FSDPModule)]
+    sharded = [(name, module) for name, module in model.named_modules() if is_fsdp_module(module)]
     if not sharded:
         return None
     root = sharded[0][0]
@@ -89,7 +114,7 @@ def _fully_shard_facts(module: FSDPModule) -> dict:
 
 def full_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """A DTensor's whole tensor (a collective: every rank must call it), any other tensor as it is."""
-    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+    return tensor.full_tensor() if is_dtensor(tensor) else tensor
 
 
 def total_grad_norm(grads: list[torch.Tensor]) -> torch.Tensor:
@@ -97,7 +122,7 @@ def total_grad_norm(grads: list[torch.Tensor]) -> torch.Tensor:
     as under DDP (a norm over shards, then across ranks, would round in another order). Sharded
     gradients are gathered one at a time: a rank holds one whole tensor above its shards, never the
     whole model's."""
-    if not any(isinstance(g, DTensor) for g in grads):
+    if not any(is_dtensor(g) for g in grads):
         return torch.nn.utils.get_total_norm(grads)  # plain tensors: torch's own, unchanged
     norms = [_tensor_norm(full_tensor(g)) for g in grads]
     return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]), 2.0)

@@ -26,9 +26,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-from torch.distributed.fsdp import FSDPModule
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 from tqdm import tqdm
@@ -41,7 +38,7 @@ from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
 from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir
-from ddp_parity.sharding import check_fsdp_plan, shard, total_grad_norm
+from ddp_parity.sharding import check_fsdp_plan, is_sharded, shard, total_grad_norm
 from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
@@ -123,7 +120,7 @@ def parallelize(model, cfg, device):
 def gradient_sync(model, sync: bool):
     """All but the last micro-batch of an accumulation keep their gradients local: DDP's no_sync()
     skips the all-reduce; FSDP2's set_requires_gradient_sync(False) skips the reduce-scatter."""
-    if isinstance(model, FSDPModule):
+    if is_sharded(model):
         model.set_requires_gradient_sync(sync)
         return nullcontext()
     return model.no_sync() if isinstance(model, DDP) and not sync else nullcontext()
@@ -164,7 +161,7 @@ def save_checkpoint(cfg, run_dir: Path, stateful: dict, progress: dict, recorder
     payload |= {"progress": progress, "world_size": len(rng), "rng": rng}
     payload["sampler"] = {"seed": cfg.seed_everything, "epoch": progress["epoch"]}
     folder = run_dir / "checkpoints"
-    if isinstance(stateful["model"], FSDPModule):
+    if is_sharded(stateful["model"]):
         save_sharded_checkpoint(folder, stateful, payload, cfg.checkpoint.keep_last)
     elif not dist.is_initialized() or dist.get_rank() == 0:
         payload |= {"model": stateful["model"].state_dict(), "optimizer": stateful["optimizer"].state_dict()}
@@ -183,7 +180,11 @@ def save_checkpoint(cfg, run_dir: Path, stateful: dict, progress: dict, recorder
 def save_sharded_checkpoint(folder: Path, stateful: dict, payload: dict, keep_last: int) -> None:
     """torch.distributed.checkpoint: every rank writes its shards of the weights and the optimizer
     state into one folder (rank 0 adds the rest of the payload); the folder is renamed into place
-    once every rank has written, so, as with a file, a crash leaves the previous one the newest."""
+    once every rank has written, so, as with a file, a crash leaves the previous one the newest.
+    DCP is imported here, as where it loads: a DDP process never pays its half second of import."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
     step = payload["progress"]["global_step"]
     path = folder / f"step-{step:08d}{SHARDED_SUFFIX}"
     tmp = folder / f".{path.name}.tmp"
@@ -229,6 +230,9 @@ def load_checkpoint(path: Path, stateful: dict, device: torch.device, world_size
 
 
 def load_sharded_checkpoint(path: Path, stateful: dict, device: torch.device) -> dict:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
     model, optimizer = stateful["model"], stateful["optimizer"]
     model_state, optimizer_state = get_state_dict(model, optimizer)  # the shapes to read into
     state = {"model": model_state, "optimizer": optimizer_state}
