@@ -12,6 +12,7 @@ import pytest
 from test_diagnosis import EPOCHS, STEPS_PER_EPOCH, WORLD, make_meta, make_records, pair, run_diagnosis
 
 from ddp_parity.compare.diagnosis import format_diagnosis
+from ddp_parity.compare.html import render_html
 from ddp_parity.compare.report import format_summary
 
 
@@ -298,6 +299,8 @@ def test_labels_reach_the_timing_line(tmp_path):
     report, _ = run_diagnosis(a, b, labels=("mine", "yours"))
     assert report["timing"]["mine_median_ms"] > 0
     assert "median step time: mine " in format_summary(report)
+    page = render_html(report, tmp_path)
+    assert f"median step time: mine {report['timing']['mine_median_ms']:.3f} ms, yours" in page  # not "raw –"
 
 
 def test_a_resume_that_skips_ahead_says_so(tmp_path):

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from ddp_parity.compare.report import HTML_FILE, PLOT_FILE, REPORT_FILE, fmt, table_rows  # noqa: F401  (HTML_FILE: public here too)
+from ddp_parity.compare.report import HTML_FILE, PLOT_FILE, REPORT_FILE, fmt, step_time_line, table_rows  # noqa: F401  (HTML_FILE: public here too)
 from ddp_parity.trace import TraceFormatError, iter_records, read_meta, trace_ranks
 
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
@@ -239,12 +239,8 @@ def summary_section(report: dict) -> str:
     out = ["<h2>Summary</h2>", html_table(SUMMARY_HEADER, rows, table_id="summary")]
     for problem in report.get("problems") or []:
         out.append(f'<p class="note">! {esc(problem)}</p>')
-    timing = report.get("timing") or {}
-    if timing.get("overhead_us") is not None:
-        out.append(
-            f'<p class="note">median step time: raw {esc(fmt(timing.get("raw_median_ms")))} ms, lightning '
-            f"{esc(fmt(timing.get('lightning_median_ms')))} ms (information only: not part of the verdict)</p>"
-        )
+    if step_times := step_time_line(report):
+        out.append(f'<p class="note">{esc(step_times)}</p>')
     return "\n".join(out)
 
 

@@ -108,15 +108,22 @@ def format_summary(report: dict) -> str:
     first = report.get("first_divergence")
     if first:
         lines.append(f"first divergence: {first.get('quantity')} at {describe_divergence(first)}")
-    timing = report.get("timing") or {}
-    if timing.get("overhead_us") is not None:
-        a, b = labels_of(report)
-        lines.append(
-            f"median step time: {a} {timing[f'{a}_median_ms']:.3f} ms, {b} {timing[f'{b}_median_ms']:.3f} ms "
-            f"({b} overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; information only)"
-        )
+    if step_times := step_time_line(report):
+        lines.append(step_times)
     lines.append(f"runs: {report['runs']['a']}  {report['runs']['b']}")
     return "\n".join(lines)
+
+
+def step_time_line(report: dict) -> str | None:
+    """The two runs' median step times under their labels (`timing_summary` keys them so), or None."""
+    timing = report.get("timing") or {}
+    if timing.get("overhead_us") is None:
+        return None
+    a, b = labels_of(report)
+    return (
+        f"median step time: {a} {timing[f'{a}_median_ms']:.3f} ms, {b} {timing[f'{b}_median_ms']:.3f} ms "
+        f"({b} overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; information only)"
+    )
 
 
 def labels_of(report: dict) -> tuple[str, str]:
