@@ -4,10 +4,18 @@ trace — and the parity plugin's public API:
     TraceRecorder   record a trace from any hand-written loop
     TraceCallback   record the same trace from any Lightning Trainer (imports lightning)
     init_process_group  torch.distributed.init_process_group that survives torchrun --max-restarts
+    destroy_process_group  torch.distributed.destroy_process_group that cannot abort a rank at exit
     compare_traces  compare two run directories: the report with its diagnosis and warnings
 """
 
-__all__ = ["FORMAT_VERSION", "TraceRecorder", "TraceCallback", "compare_traces", "init_process_group"]
+__all__ = [
+    "FORMAT_VERSION",
+    "TraceRecorder",
+    "TraceCallback",
+    "compare_traces",
+    "init_process_group",
+    "destroy_process_group",
+]
 
 
 def __getattr__(name: str):
@@ -16,10 +24,10 @@ def __getattr__(name: str):
         from ddp_parity import trace
 
         return getattr(trace, name)
-    if name == "init_process_group":
-        from ddp_parity.distributed import init_process_group
+    if name in ("init_process_group", "destroy_process_group"):
+        from ddp_parity import distributed
 
-        return init_process_group
+        return getattr(distributed, name)
     if name == "TraceCallback":  # lazily: the raw loop never imports lightning
         from ddp_parity.callback import TraceCallback
 

@@ -8,6 +8,7 @@ For your own loop under `torchrun --max-restarts=N`:
 
 from __future__ import annotations
 
+import gc
 import os
 from datetime import timedelta
 
@@ -55,6 +56,20 @@ def init_process_group(backend: str | None = None, **kwargs) -> None:
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     prefixed = dist.PrefixStore(f"ddp-parity/attempt{attempt}", store)
     dist.init_process_group(backend=backend, store=prefixed, rank=rank, world_size=world_size, **kwargs)
+
+
+def destroy_process_group() -> None:
+    """`torch.distributed.destroy_process_group`, after freeing what may still hold the group.
+
+    A DDP wrapper in a reference cycle outlives `del` until the garbage collector runs; its Reducer
+    holds the process group, and freed at interpreter exit it joins gloo's threads there: a hang, or
+    `terminate called without an active exception` and a SIGABRT of a rank that had finished its
+    work (seen in about one run in four of two ranks on two cores). Drop your own references to the
+    DDP wrapper (and any traceback's frames) first; this collects the rest, then destroys the group.
+    """
+    gc.collect()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def init_process_group_from_env(backend: str) -> None:

@@ -16,7 +16,6 @@ when any check failed, 0 otherwise; 2 on bad usage.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
@@ -485,6 +484,8 @@ def probe(backend: str, device: str, out: Path) -> int:
     import torch
     import torch.distributed as dist
 
+    from ddp_parity.distributed import destroy_process_group
+
     rank = int(os.environ["RANK"])
     target = torch.device(device, 0) if device == "cuda" else torch.device("cpu")
     record = {"rank": rank, "backend": backend, "device": str(target)}
@@ -501,12 +502,10 @@ def probe(backend: str, device: str, out: Path) -> int:
     except Exception as err:  # the refusal is the result
         record.update(refused=True, message=f"{type(err).__name__}: {err}".strip())
     (out / f"{backend}-rank{rank}.json").write_text(json.dumps(record))
-    gc.collect()
-    if dist.is_initialized():
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
+    try:
+        destroy_process_group()  # after train_a_few_ddp_steps has dropped its DDP wrapper
+    except Exception:
+        pass
     return 0 if backend == "nccl" or not record.get("refused") else 1
 
 

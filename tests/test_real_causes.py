@@ -21,7 +21,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from ddp_parity import TraceRecorder, compare_traces
+from ddp_parity import TraceRecorder, compare_traces, destroy_process_group
 from ddp_parity.compare.diagnosis import FEW_ULPS
 from ddp_parity.harness.launch import free_port
 from ddp_parity.trace import read_records
@@ -298,7 +298,7 @@ def _ranks(rank: int, world: int, port: int, out: str, job: str) -> None:
         else:
             _train_ddp(Path(out) / "crashed", "crashed", validate_wrapped=True, fail_rank=1, fail_step=3)
     finally:
-        dist.destroy_process_group()
+        destroy_process_group()
 
 
 def _train_ddp(run_dir: Path, side: str, validate_wrapped: bool, fail_rank=None, fail_step=None) -> None:

@@ -105,7 +105,7 @@ def main(run_dir: Path, crash: str) -> None:
         dist.barrier()
     recorder.finish(model)
     del ddp_model
-    dist.destroy_process_group()
+    ddp_parity.destroy_process_group()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def main(run_dir: Path, variant: str) -> None:
     torch.set_num_threads(1)
     ddp_parity.init_process_group("gloo")  # a fresh key space per torchrun attempt
     Trainer(run_dir, variant).train()
-    dist.destroy_process_group()
+    ddp_parity.destroy_process_group()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 
 from benchmarks.bugs.cases import Case
 from benchmarks.bugs.loops import fit_trainer, train_loop, watch_every_step
-from ddp_parity import compare_traces
+from ddp_parity import compare_traces, destroy_process_group
 from ddp_parity.compare.story import story_problems
 from ddp_parity.harness.launch import free_port
 
@@ -99,7 +99,7 @@ def _rank(rank: int, cases: list[Case], world: int, port: int, workdirs: list[st
             train_loop(Path(workdir) / "a", "reference", case.a)
             train_loop(Path(workdir) / "b", "changed", case.b)
     finally:
-        dist.destroy_process_group()
+        destroy_process_group()
 
 
 def diagnose_case(case: Case, workdir: Path, started: float) -> Outcome:
