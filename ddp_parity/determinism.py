@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import platform
 import random
+import re
 
 import numpy as np
 import torch
@@ -60,6 +63,60 @@ def torch_flags() -> dict:
         "num_threads": torch.get_num_threads(),
         "num_interop_threads": torch.get_num_interop_threads(),
     }
+
+
+# environment variables that change which kernels a CPU or GPU runs, or how they round (unset: None)
+ARITHMETIC_ENV = (
+    "ATEN_CPU_CAPABILITY",  # ATen's kernel set: default (scalar), avx2, avx512
+    "MKL_CBWR",  # MKL's conditional numerical reproducibility path (COMPATIBLE, AVX2, ...)
+    "MKL_ENABLE_INSTRUCTIONS",
+    "OPENBLAS_CORETYPE",
+)
+# the same for CUDA's libraries: recorded only where a GPU is (on a CPU they change nothing)
+GPU_ARITHMETIC_ENV = ("NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG")
+
+
+def arithmetic_facts() -> dict:
+    """What decides how this process's floats round, beyond torch_flags: the CPU and the kernel set
+    ATen chose on it, the BLAS behind matmuls, the variables that steer them, and on a GPU its model,
+    driver, CUDA and cuDNN. Two runs that differ here can part by rounding with identical code."""
+    facts = {
+        "cpu": cpu_model(),
+        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "blas": build_setting("BLAS_INFO"),
+        "mkldnn": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,
+        **{name: os.environ.get(name) for name in ARITHMETIC_ENV},
+    }
+    if torch.cuda.is_available():
+        device = torch.cuda.current_device()
+        facts |= {
+            "gpu": torch.cuda.get_device_name(device),
+            "gpu_capability": ".".join(map(str, torch.cuda.get_device_capability(device))),
+            "cuda": torch.version.cuda,
+            "cuda_driver": getattr(torch._C, "_cuda_getDriverVersion", lambda: None)(),
+            "cudnn": torch.backends.cudnn.version(),
+            **{name: os.environ.get(name) for name in GPU_ARITHMETIC_ENV},
+        }
+    return facts
+
+
+@functools.cache
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@functools.cache
+def build_setting(name: str) -> str | None:
+    """One `NAME=value` of torch's build configuration (torch.__config__.show())."""
+    match = re.search(rf"\b{name}=([^,\s]+)", torch.__config__.show())
+    return match.group(1) if match else None
 
 
 def rng_state() -> dict:

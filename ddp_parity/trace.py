@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ddp_parity.determinism import torch_flags
+from ddp_parity.determinism import arithmetic_facts, torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
 from ddp_parity.sharding import full_tensor, is_sharded, sharding_facts
@@ -330,6 +330,7 @@ class TraceRecorder:
             "threads": torch.get_num_threads(),
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
             "torch_flags": torch_flags(),
+            "arithmetic": arithmetic_facts(),
             "env": launch_env(),
             "world": world_facts(),
             **(facts or {}),

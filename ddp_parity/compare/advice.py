@@ -40,6 +40,15 @@ ADVICE: dict[str, Advice] = {
         "Pin threads on every rank of both sides: export OMP_NUM_THREADS=N and call torch.set_num_threads(N) "
         "before building the model (the config's `threads:` key).",
     ),
+    "config.arithmetic": Advice(
+        "Another CPU, another ATen kernel set (ATEN_CPU_CAPABILITY), another BLAS path (MKL_CBWR) or another "
+        "GPU adds and multiplies in another order or with other instructions: the same code rounds "
+        "differently, typically from the first step, and the runs drift apart from there. Bits cannot "
+        "match across these; the difference says nothing yet about the code.",
+        "To compare the code bit for bit, run both sides under the same {keys}. Where they cannot share it "
+        "(a laptop against CI, two GPU models), judge the pair against the rounding noise of that "
+        "arithmetic, not its bits.",
+    ),
     "config.state": Advice(
         "Each rank records the state it ran under (thread counts, environment, the world as it saw it); "
         "these values change what or where a rank computes.",

@@ -70,7 +70,7 @@ def load_meta(run) -> dict:
     for r, facts in enumerate(meta.get("ranks") or []):
         if not isinstance(facts, dict):
             raise malformed(path, None, f"ranks[{r}]", f"must be an object, got {json_type(facts)}")
-        for key in ("torch_flags", "env", "world", "sampler", "buffers_sha256"):
+        for key in ("torch_flags", "arithmetic", "env", "world", "sampler", "buffers_sha256"):
             if key in facts and not isinstance(facts[key], dict):
                 raise malformed(path, None, f"ranks[{r}].{key}", f"must be an object, got {json_type(facts[key])}")
     return meta

@@ -295,13 +295,39 @@ def check_config(ctx: Context) -> dict | None:
     threads = [
         k for k in diffs if k.endswith(("].threads", "].omp_num_threads", "num_threads")) or k == "config.threads"
     ]
+    arithmetic = [k for k in diffs if ".arithmetic." in k]
     flags = [k for k in diffs if ".torch_flags." in k and k not in threads]
     state = [k for k in diffs if not k.startswith("config.")]
-    kind = "config.threads" if threads else "config.torch_flags" if flags else "config.state" if state else "config"
+    found = (("config.threads", threads), ("config.arithmetic", arithmetic), ("config.torch_flags", flags))
+    kind = next((kind for kind, keys in found if keys), "config.state" if state else "config")
     facts = f"The runs are not configured alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
     keys = ", ".join(k.replace("config.", "", 1).replace("ranks[*].", "", 1) for k in (flags or state or diffs))
+    if kind == "config.arithmetic":
+        sentence, keys = arithmetic_sentence(ctx, {k: diffs[k] for k in arithmetic})
+        facts = f"{sentence} {facts}"
     evidence = {"differences": lines, "values": {k: list(v) for k, v in diffs.items()}}
     return finding(ctx, kind, None, rank, evidence, facts, keys=keys)
+
+
+ARITHMETIC_NAMES = {"cpu": "CPU", "gpu": "GPU", "aten_cpu_capability": "ATen capability", "blas": "BLAS"}
+
+
+def arithmetic_sentence(ctx: Context, diffs: dict) -> tuple[str, str]:
+    """(`raw ran with ATen capability DEFAULT, lightning with AVX512.`, the settings named) from the
+    differing arithmetic facts, the named hardware and kernel set before the variables that chose them."""
+    by_name = {key.rsplit(".", 1)[1]: pair for key, pair in diffs.items()}
+    names = [n for n in ARITHMETIC_NAMES if n in by_name] + sorted(n for n in by_name if n not in ARITHMETIC_NAMES)
+
+    def said(name: str, value) -> str:
+        if name in ARITHMETIC_NAMES:
+            return f"{ARITHMETIC_NAMES[name]} {value}"
+        return f"{name}={value}" if value is not None else f"{name} unset"
+
+    first = " and ".join(said(n, by_name[n][0]) for n in names)
+    second = " and ".join(said(n, by_name[n][1]) for n in names)
+    a, b = ctx.names
+    sentence = f"The runs computed under different arithmetic: {a} ran with {first}, {b} with {second}."
+    return sentence, ", ".join(ARITHMETIC_NAMES.get(n, n) for n in names)
 
 
 def check_sharding_plan(ctx: Context) -> dict | None:
@@ -1496,7 +1522,7 @@ def config_differences(meta_a: dict, meta_b: dict, ignore=()) -> tuple[dict, tup
         for key in RANK_FACT_KEYS:
             if key in fa and key in fb and not _same(fa[key], fb[key]):
                 diffs[f"ranks[{r}].{key}"] = (fa[key], fb[key])
-        for group, keys in (("torch_flags", None), ("env", NUMERIC_ENV), ("world", WORLD_KEYS)):
+        for group, keys in (("torch_flags", None), ("arithmetic", None), ("env", NUMERIC_ENV), ("world", WORLD_KEYS)):
             ga, gb = fa.get(group) or {}, fb.get(group) or {}
             for key in sorted(set(ga) & set(gb)):
                 if (keys is None or key in keys) and not _same(ga[key], gb[key]):

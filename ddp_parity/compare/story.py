@@ -86,6 +86,10 @@ def _differences(d: dict) -> list[str]:
 # the evidence each kind of finding needs before it may give its fix
 REQUIRED_EVIDENCE = {
     "config.threads": ("a thread count that differs", lambda d: any("threads" in k for k in _differences(d))),
+    "config.arithmetic": (
+        "an arithmetic setting that differs",
+        lambda d: any(".arithmetic." in k for k in _differences(d)),
+    ),
     "gradients.factor": ("a factor between the gradient norms", lambda d: "ratio" in d["evidence"]),
     "gradients": ("equal module gradients with different .grad", lambda d: _module_kind(d) == "param_grad"),
     "rng": ("a random layer named by the module watch", lambda d: _module_kind(d) == "random"),
