@@ -38,6 +38,7 @@ from ddp_parity.determinism import arithmetic_facts, torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
 from ddp_parity.sharding import full_tensor, is_sharded, sharding_facts
+from ddp_parity.sketch import LayerSketch
 from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and the readers: public here too)
     FINAL_PARAMS_FILE,
     FORMAT_VERSION,
@@ -473,6 +474,8 @@ class TraceRecorder:
             entry["batch_digest"] = batch_fingerprint(batch)
         if model is not None and "param_digest" not in extra:
             extra["param_digest"] = param_digest(model)
+        if model is not None and "layers" not in extra:
+            extra["layers"] = self._layer_values(model)
         entry.update({k: _detach(v) for k, v in extra.items()})
         if optimizer is not None and self._optimizer is None:
             self._record_optimizer(optimizer, model)
@@ -495,6 +498,19 @@ class TraceRecorder:
         self.meta["optimizer"] = optimizer_facts(optimizer, model)
         if self.rank == 0:
             write_json_atomic(self.run_dir / META_FILE, self.meta)
+
+    _sketch = None  # the LayerSketch of the model record() is given, made at its first step
+
+    def _layer_values(self, model: torch.nn.Module) -> torch.Tensor:
+        """Per parameter: norm, gradient norm and sketch (ddp_parity/sketch.py); the names and fields
+        go to meta.json `layers` once."""
+        named = [(normalised_name(n), p) for n, p in unwrap(model).named_parameters()]
+        if self._sketch is None:
+            self._sketch = LayerSketch(named)
+            self.meta["layers"] = self._sketch.facts()
+            if self.rank == 0:
+                write_json_atomic(self.run_dir / META_FILE, self.meta)
+        return self._sketch([p for _, p in named])
 
     def _staged_bytes(self) -> int:
         return sum(e["batch_digest"].nbytes for e in self._pending if isinstance(e.get("batch_digest"), StagedDigest))

@@ -70,6 +70,9 @@ def test_bitwise_parity_with_raw(raw_default_run, lightning_default_run):
     assert_traces_equal(raw_default_run, lightning_default_run, ranks=(0, 1))
     for rank in (0, 1):
         assert all("indices" in r and "grad_norm" in r for r in read_records(lightning_default_run, rank))
+        # the per-layer sketches too: the same directions whatever the names (`net.` on Lightning's side)
+        layers = [[r["layers"] for r in read_records(run, rank)] for run in (raw_default_run, lightning_default_run)]
+        assert layers[0] == layers[1] and layers[0]
     raw_validation, lightning_validation = read_validation(raw_default_run), read_validation(lightning_default_run)
     assert len(raw_validation) == EPOCHS
     assert lightning_validation == raw_validation

@@ -1,0 +1,93 @@
+"""Per-layer values that let two runs be measured apart, not only found unequal (meta.json `layers`,
+trace records' `layers`): for every parameter tensor, each step, its 2-norm, its gradient's 2-norm
+and a sketch — its projections on a few fixed random directions.
+
+A direction is sparse (Achlioptas; Li, Hastie and Church's very sparse random projections): ENTRIES
+entries of the flattened tensor, drawn with replacement, each with a random sign, scaled by
+sqrt(numel / ENTRIES) so that the mean square of the projections estimates the squared norm. The draws
+depend only on the tensor's size and how many tensors of that size came before it, never on the run
+or the names (a LightningModule's `net.` prefix), so the twins, and two runs of one model, project on
+the same directions. A projection is linear: the sketch of a difference of
+two runs (or of one step's update) is the difference of their sketches, and its size relative to the
+sketch's gives a layer's relative distance without storing weights.
+
+Values are float64 computed from float32 tensors; they are meant for distances, never for bitwise
+equality (the per-step digests are for that), so their own last bits may differ between kernel sets.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import torch
+
+from ddp_parity.sharding import full_tensor
+
+DIRECTIONS = 4
+ENTRIES = 512
+FIELDS = ("norm", "grad_norm", *(f"sketch{k}" for k in range(DIRECTIONS)))
+
+
+class LayerSketch:
+    """The fixed directions of one model's parameters, and the per-step values they give. One gather
+    and a few batched kernels per step for the whole model (a kernel launch per tensor would cost more
+    than the training step of a small network)."""
+
+    def __init__(self, named_parameters: list[tuple[str, torch.Tensor]]):
+        self.names = [name for name, _ in named_parameters]
+        sizes = [p.numel() for _, p in named_parameters]
+        offsets = [0]
+        for size in sizes[:-1]:
+            offsets.append(offsets[-1] + size)
+        seen: dict[int, int] = {}
+        indexes, signs = [], []
+        for size, offset in zip(sizes, offsets):
+            ordinal = seen[size] = seen.get(size, -1) + 1
+            index, sign = _directions(size, ordinal)
+            indexes.append(index + offset)  # into the parameters flattened one after the other
+            signs.append(sign)
+        device = named_parameters[0][1].device
+        self._index = torch.stack(indexes).reshape(-1).to(device)  # (parameters * DIRECTIONS * ENTRIES)
+        # (parameters * DIRECTIONS, ENTRIES, 1): one batched product gives every projection
+        self._signs = torch.stack(signs).reshape(-1, ENTRIES, 1).to(device)
+        self._scales = torch.tensor([math.sqrt(size / ENTRIES) for size in sizes], dtype=torch.float64, device=device)
+
+    def facts(self) -> dict:
+        """meta.json `layers`: the parameter names (rows of every record's `layers`) and the fields."""
+        return {"names": self.names, "fields": list(FIELDS), "directions": DIRECTIONS, "entries": ENTRIES}
+
+    def __call__(self, parameters: list[torch.Tensor]) -> torch.Tensor:
+        """(parameters x FIELDS) float64 on the parameters' device: no sync until the trace is written.
+        A parameter without a gradient gets NaN as its gradient norm."""
+        tensors = [full_tensor(p.detach()) for p in parameters]  # FSDP2: the whole tensors, one at a time
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        sampled = torch.index_select(flat, 0, self._index).to(torch.float64).reshape(-1, 1, ENTRIES)
+        projections = torch.bmm(sampled, self._signs).reshape(len(tensors), DIRECTIONS) * self._scales[:, None]
+        norms = torch._foreach_norm(tensors)
+        grads = [full_tensor(p.grad.detach()) for p in parameters if p.grad is not None]
+        grad_norms = iter(torch._foreach_norm(grads) if grads else [])
+        nan = norms[0].new_full((), math.nan)
+        columns = [
+            torch.stack(norms),
+            torch.stack([next(grad_norms) if p.grad is not None else nan for p in parameters]),
+        ]
+        return torch.cat([torch.stack(columns, dim=1).to(torch.float64), projections], dim=1)
+
+
+def _directions(numel: int, ordinal: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(zlib.crc32(f"{numel}:{ordinal}".encode()))
+    index = torch.randint(numel, (DIRECTIONS, ENTRIES), generator=generator)
+    signs = torch.randint(0, 2, (DIRECTIONS, ENTRIES), generator=generator).to(torch.float64) * 2 - 1
+    return index, signs
+
+
+def relative_distance(a: list[list[float]], b: list[list[float]]) -> list[float]:
+    """Per layer, the estimated ||a - b|| / ||a|| of two runs' parameters at one step, from two
+    records' `layers` rows (the sketch fields only)."""
+    first = FIELDS.index("sketch0")
+    out = []
+    for row_a, row_b in zip(a, b, strict=True):
+        diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(row_a[first:], row_b[first:])) / DIRECTIONS)
+        out.append(diff / row_a[0] if row_a[0] else math.inf if diff else 0.0)
+    return out

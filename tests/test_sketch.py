@@ -1,0 +1,66 @@
+"""Per-layer sketches (ddp_parity/sketch.py): what they estimate, that the directions depend on sizes
+only (the twins' names differ by a prefix), and what the recorder writes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from ddp_parity import TraceRecorder
+from ddp_parity.sketch import FIELDS, LayerSketch, relative_distance
+from ddp_parity.trace import read_meta, read_records
+
+
+def mlp() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(300, 200), torch.nn.Tanh(), torch.nn.Linear(200, 10))
+
+
+def test_the_sketch_distance_estimates_each_layers_relative_distance():
+    a = mlp()
+    b = mlp()
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for scale, p in zip([1e-6, 1e-6, 1e-3, 0.0], b.parameters()):  # each layer moved by its own amount
+            p.add_(torch.randn(p.shape, generator=generator) * scale * p.abs().mean())
+    sketch = LayerSketch(list(a.named_parameters()))
+    estimated = relative_distance(sketch(list(a.parameters())).tolist(), sketch(list(b.parameters())).tolist())
+    true = [((pb - pa).norm() / pa.norm()).item() for pa, pb in zip(a.parameters(), b.parameters())]
+    assert estimated[3] == true[3] == 0.0
+    for est, exact in zip(estimated[:3], true[:3]):
+        assert exact / 3 < est < exact * 3, (estimated, true)  # 4 directions: a factor, not a digit
+
+
+def test_the_directions_depend_on_sizes_not_names():
+    plain, wrapped = mlp(), torch.nn.ModuleDict({"net": mlp()})
+    a = LayerSketch(list(plain.named_parameters()))(list(plain.parameters()))
+    b = LayerSketch(list(wrapped.named_parameters()))(list(wrapped.parameters()))
+    torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)  # no gradients yet: NaN on both
+
+
+def test_the_recorder_writes_norms_gradient_norms_and_sketches(tmp_path):
+    net = mlp()
+    net[2].bias.requires_grad_(False)  # no gradient: NaN, said as such
+    optimizer = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=0.1)
+    recorder = TraceRecorder(tmp_path, side="mine", config={})
+    recorder.start()
+    for step in (1, 2):
+        optimizer.zero_grad()
+        loss = net(torch.ones(4, 300)).square().mean()
+        loss.backward()
+        optimizer.step()
+        recorder.record(step, loss, [0, 1, 2, 3], model=net)
+    recorder.finish(net)
+    layers = read_meta(tmp_path)["layers"]
+    assert layers["names"] == ["0.weight", "0.bias", "2.weight", "2.bias"] and layers["fields"] == list(FIELDS)
+    rows = [record["layers"] for record in read_records(tmp_path, 0)]
+    assert len(rows) == 2 and all(len(row) == 4 and all(len(r) == len(FIELDS) for r in row) for row in rows)
+    assert rows[1][0][0] == pytest.approx(net[0].weight.norm().item(), rel=1e-6)
+    assert rows[1][0][1] == pytest.approx(net[0].weight.grad.norm().item(), rel=1e-6)
+    assert math.isnan(rows[1][3][1]) and not math.isnan(rows[1][3][0])
+    update = relative_distance(rows[0], rows[1])  # one step's update, per layer, from two records
+    assert update[0] > 0 and update[3] == 0.0  # the frozen bias never moved
+    assert json.loads(json.dumps(rows)) is not None
