@@ -22,6 +22,7 @@ import sys
 from ddp_parity.config import ConfigError
 from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import REPO, SIDES
+from ddp_parity.harness.program import program_name
 from ddp_parity.trace_files import TraceFormatError
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
@@ -32,7 +33,7 @@ NOT_PATHS = ("last", "null", "None", "")  # values of those keys that name no fi
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="compare/run.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=program_name(), description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="config file every side reads")
     p.add_argument("--nproc", type=int, default=None, help="processes per node (default: trainer.devices)")
     p.add_argument(
@@ -221,18 +222,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["slurm"]:  # `ddp-parity slurm ...`: write the sbatch scripts of both sides
         from ddp_parity.harness import slurm
 
-        return slurm.main(argv[1:])
+        return slurm.main(argv[1:], prog=f"{program_name()} slurm")
     args = parse_args(argv)
     previous = stop_on_signals()
     try:
         return dispatch(args)
     except (ConfigError, UsageError, TraceFormatError) as err:
-        print(f"compare/run.py: error: {err}", file=sys.stderr)
+        print(f"{program_name()}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP: the launcher has stopped every process
         signum = err.signum if isinstance(err, Interrupted) else 2
         print(
-            f"compare/run.py: interrupted (signal {signum}); every process it started has been stopped",
+            f"{program_name()}: interrupted (signal {signum}); every process it started has been stopped",
             file=sys.stderr,
         )
         return err.exit_code if isinstance(err, Interrupted) else 130

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ddp_parity.harness.launch import REPO
 from ddp_parity.harness.outdir import check_not_in_checkout
+from ddp_parity.harness.program import harness_command
 
 RDZV_PORT = 29400  # torchrun's c10d rendezvous store on the first node (torchrun's own default)
 MASTER_PORT = 29500  # the Lightning side's process group store on the first node
@@ -32,6 +33,7 @@ JOB_ID = "\0SLURM_JOB_ID\0"
 SCRIPT_VARIABLES = {HEAD_NODE: '"$head_node"', JOB_ID: '"$SLURM_JOB_ID"'}
 NOT_IN_A_LINE = {"\n": "a newline", "\r": "a carriage return", "\0": "a NUL byte"}
 EXIT_USAGE = 2
+PROG = "python -m ddp_parity.harness.slurm"  # its name run as a module; the harness passes `ddp-parity slurm`
 
 
 @dataclass
@@ -189,8 +191,8 @@ def write_sbatch_scripts(job: SlurmJob, overwrite: bool = False) -> dict[str, Pa
 # the command line
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m ddp_parity.harness.slurm", description=__doc__.split("\n\n")[0])
+def parse_args(argv: list[str], prog: str = PROG) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, required=True, help="nodes of the allocation")
     p.add_argument("--devices", type=int, required=True, help="processes (devices) per node")
     p.add_argument("--out", required=True, help="where the scripts go and the runs write (a shared filesystem)")
@@ -251,21 +253,22 @@ def job_from_args(args: argparse.Namespace) -> SlurmJob:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """`prog`: the name it was started by, for --help and the error line."""
     from ddp_parity.config import ConfigError
 
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv, prog)
     try:
         job = job_from_args(args)
         paths = write_sbatch_scripts(job, overwrite=args.overwrite)
     except (ValueError, ConfigError) as err:
-        print(f"ddp_parity.harness.slurm: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     raw, lightning = shell_word(str(paths["raw"])), shell_word(str(paths["lightning"]))
     print(f"wrote {raw} and {lightning} ({job.nodes} nodes x {job.devices} devices)")
     print(f"  sbatch {raw}; sbatch {lightning}")  # lines to paste into a shell: quoted like the scripts
     runs = " ".join(shell_word(str(job.out / side)) for side in ("raw", "lightning"))
-    print(f"  then: python compare/run.py --traces {runs}")
+    print(f"  then: {harness_command()} --traces {runs}")
     return 0
 
 
