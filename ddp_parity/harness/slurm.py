@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddp_parity.harness.launch import REPO
+from ddp_parity.harness.launch import RAW_SCRIPT, REPO
 from ddp_parity.harness.outdir import check_not_in_checkout
 from ddp_parity.harness.program import harness_command
 
@@ -85,7 +85,7 @@ def raw_task_command(
         f"--rdzv-id={rdzv_id}",
         *([f"--local-addr={local_addr}"] if local_addr else []),
         "--max-restarts=0",
-        str(job.repo / "raw" / "train.py"),
+        str(job.repo / RAW_SCRIPT),
         *job.run_flags("raw"),
     ]
 
@@ -198,7 +198,7 @@ def parse_args(argv: list[str], prog: str = PROG) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="where the scripts go and the runs write (a shared filesystem)")
     p.add_argument("--config", default=str(REPO / "configs" / "default.yaml"), help="config file both sides read")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--repo", default=str(REPO), help="the checkout's path on the cluster (default: this one)")
+    p.add_argument("--repo", default=None, help="the checkout's path on the cluster (default: this checkout)")
     p.add_argument("--python", default="python", help="the interpreter on the nodes (after --setup)")
     p.add_argument("--time", default="00:30:00", help="sbatch --time")
     p.add_argument("--sbatch", dest="sbatch_options", action="append", default=[], metavar="OPTION",
@@ -222,6 +222,17 @@ SCRIPT_OPTIONS = {
 }
 
 
+def this_checkout() -> str:
+    """--repo's default: the checkout this ddp_parity runs from. Installed from a package there is
+    none, and scripts pointing into site-packages would fail on the cluster: the user names it."""
+    if not (REPO / RAW_SCRIPT).is_file():
+        raise ValueError(
+            f"--repo: this ddp-parity is installed without a checkout ({REPO / RAW_SCRIPT} is not there); "
+            "name the checkout's path on the cluster, e.g. --repo /shared/ddp-parity"
+        )
+    return str(REPO)
+
+
 def job_from_args(args: argparse.Namespace) -> SlurmJob:
     """Checked before anything is written: the shape, the config and its overrides."""
     from ddp_parity.config import parse_raw_config
@@ -230,6 +241,7 @@ def job_from_args(args: argparse.Namespace) -> SlurmJob:
     for name in ("nodes", "devices"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be positive, got {getattr(args, name)}")
+    args.repo = args.repo or this_checkout()
     check_not_in_checkout(Path(args.out).absolute())
     for option, values in SCRIPT_OPTIONS.items():
         for value in values(args):
