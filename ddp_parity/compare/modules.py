@@ -384,8 +384,9 @@ def format_module_finding(d: dict | None) -> str:
     return f"{line} — {d['reading']}" if d.get("reading") else line
 
 
-def replay_instruction(step: int, run_a=None, run_b=None) -> str:
-    """For --traces users: how to record the module watch at `step`, with their own commands."""
+def replay_instruction(step: int, run_a=None, run_b=None, *, harness: str) -> str:
+    """For --traces users: how to record the module watch at `step`, with their own commands
+    (`harness`: the command that compares, as the user started it)."""
     runs = [str(r) for r in (run_a, run_b) if r is not None]
     where = f" (the runs {' and '.join(runs)} did not watch it)" if runs else ""
     return (
@@ -393,7 +394,7 @@ def replay_instruction(step: int, run_a=None, run_b=None) -> str:
         f"unchanged with {WATCH_STEP_ENV}={step} in the environment and new run directories, e.g.\n"
         f"    {WATCH_STEP_ENV}={step} torchrun --nproc_per_node=N your_loop.py --run_dir RUN_A_W\n"
         f"    {WATCH_STEP_ENV}={step} python your_lightning_script.py --run_dir RUN_B_W\n"
-        f"then: python compare/run.py --traces RUN_A_W RUN_B_W  (needs recorder.watch(model) in the loop; "
+        f"then: {harness} --traces RUN_A_W RUN_B_W  (needs recorder.watch(model) in the loop; "
         f"TraceCallback watches by itself)"
     )
 

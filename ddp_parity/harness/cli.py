@@ -8,6 +8,7 @@
 
 `ddp-parity` takes the same flags, and also subcommands: `ddp-parity run ...`, `ddp-parity traces A B ...`,
 `ddp-parity matrix FILE ...`, `ddp-parity slurm --nodes N --devices D ...` (sbatch scripts for both sides).
+Installed from a package, without a checkout, it has no twins to launch: `--traces` and `slurm` work.
 
 Exit codes: 0 equivalent, 1 not equivalent, 2 bad usage or config, 3 a run failed or timed out,
 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
@@ -22,6 +23,8 @@ import sys
 from ddp_parity.config import ConfigError
 from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import REPO, SIDES
+from ddp_parity.harness.program import program_name
+from ddp_parity.harness.validate import check_tolerances, check_twins_in_checkout, parse_sides, stall_setting
 from ddp_parity.trace_files import TraceFormatError
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
@@ -32,7 +35,7 @@ NOT_PATHS = ("last", "null", "None", "")  # values of those keys that name no fi
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="compare/run.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=program_name(), description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default=str(DEFAULT_CONFIG), help="config file every side reads")
     p.add_argument("--nproc", type=int, default=None, help="processes per node (default: trainer.devices)")
     p.add_argument(
@@ -150,8 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse and check every flag on its own; whatever needs the config is checked by the mode."""
-    from ddp_parity.harness.validate import check_tolerances, parse_sides, stall_setting
-
     if argv and argv[0] in SUBCOMMANDS:
         argv = SUBCOMMANDS[argv[0]] + argv[1:]
     p = build_parser()
@@ -199,6 +200,8 @@ def absolute_assignment(item: str) -> str:
 
 def dispatch(args) -> int:
     # each mode imported when chosen: --traces needs the comparison (torch) at once, a launch not yet
+    if not args.traces or args.mistake == "list":  # every mode but --traces runs the checkout's files
+        check_twins_in_checkout()
     if args.mistake == "list":
         from ddp_parity.harness.modes import mistake
 
@@ -221,18 +224,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["slurm"]:  # `ddp-parity slurm ...`: write the sbatch scripts of both sides
         from ddp_parity.harness import slurm
 
-        return slurm.main(argv[1:])
+        return slurm.main(argv[1:], prog=f"{program_name()} slurm")
     args = parse_args(argv)
     previous = stop_on_signals()
     try:
         return dispatch(args)
     except (ConfigError, UsageError, TraceFormatError) as err:
-        print(f"compare/run.py: error: {err}", file=sys.stderr)
+        print(f"{program_name()}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP: the launcher has stopped every process
         signum = err.signum if isinstance(err, Interrupted) else 2
         print(
-            f"compare/run.py: interrupted (signal {signum}); every process it started has been stopped",
+            f"{program_name()}: interrupted (signal {signum}); every process it started has been stopped",
             file=sys.stderr,
         )
         return err.exit_code if isinstance(err, Interrupted) else 130

@@ -23,8 +23,12 @@ from ddp_parity.harness.liveness import Liveness
 from ddp_parity.lifeline import LIFELINE_ENV, set_parent_death_signal
 from ddp_parity.trace_files import read_progress
 
-# the checkout ddp_parity is installed from (pip install -e .): the twins are launched from there
+# the checkout ddp_parity is installed from (pip install -e .): the twins are launched from there.
+# Installed from a wheel it is site-packages, which holds no twins (only ddp_parity is packaged).
 REPO = Path(__file__).resolve().parents[2]
+# the twins' files, within the checkout
+RAW_SCRIPT = Path("raw") / "train.py"
+LIGHTNING_PACKAGE = Path("lightning_impl")
 SIDES = ("raw", "lightning", "fabric")  # the twins the harness can launch
 # the module each Lightning-family side runs (`python -m MODULE` or `torchrun ... -m MODULE`)
 LIGHTNING_MODULES = {"lightning": ["-m", "lightning_impl", "fit"], "fabric": ["-m", "lightning_impl.fabric"]}
@@ -129,7 +133,7 @@ def build_launch(
     if side == "raw" and mistake:  # the raw loop with one classic mistake (raw/mistakes.py)
         target = [str(REPO / "raw" / "mistakes.py"), mistake, *common]
     elif side == "raw":
-        target = [str(REPO / "raw" / "train.py"), *common]
+        target = [str(REPO / RAW_SCRIPT), *common]
     elif side == "reference":  # raw/reference.py bends raw/train.py to train on the global batches
         target = [str(REPO / "raw" / "reference.py"), *common]
     else:

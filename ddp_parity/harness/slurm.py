@@ -20,8 +20,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddp_parity.harness.launch import REPO
+from ddp_parity.harness.launch import RAW_SCRIPT, REPO
 from ddp_parity.harness.outdir import check_not_in_checkout
+from ddp_parity.harness.program import harness_command
 
 RDZV_PORT = 29400  # torchrun's c10d rendezvous store on the first node (torchrun's own default)
 MASTER_PORT = 29500  # the Lightning side's process group store on the first node
@@ -32,6 +33,7 @@ JOB_ID = "\0SLURM_JOB_ID\0"
 SCRIPT_VARIABLES = {HEAD_NODE: '"$head_node"', JOB_ID: '"$SLURM_JOB_ID"'}
 NOT_IN_A_LINE = {"\n": "a newline", "\r": "a carriage return", "\0": "a NUL byte"}
 EXIT_USAGE = 2
+PROG = "python -m ddp_parity.harness.slurm"  # its name run as a module; the harness passes `ddp-parity slurm`
 
 
 @dataclass
@@ -83,7 +85,7 @@ def raw_task_command(
         f"--rdzv-id={rdzv_id}",
         *([f"--local-addr={local_addr}"] if local_addr else []),
         "--max-restarts=0",
-        str(job.repo / "raw" / "train.py"),
+        str(job.repo / RAW_SCRIPT),
         *job.run_flags("raw"),
     ]
 
@@ -189,14 +191,14 @@ def write_sbatch_scripts(job: SlurmJob, overwrite: bool = False) -> dict[str, Pa
 # the command line
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m ddp_parity.harness.slurm", description=__doc__.split("\n\n")[0])
+def parse_args(argv: list[str], prog: str = PROG) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, required=True, help="nodes of the allocation")
     p.add_argument("--devices", type=int, required=True, help="processes (devices) per node")
     p.add_argument("--out", required=True, help="where the scripts go and the runs write (a shared filesystem)")
     p.add_argument("--config", default=str(REPO / "configs" / "default.yaml"), help="config file both sides read")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--repo", default=str(REPO), help="the checkout's path on the cluster (default: this one)")
+    p.add_argument("--repo", default=None, help="the checkout's path on the cluster (default: this checkout)")
     p.add_argument("--python", default="python", help="the interpreter on the nodes (after --setup)")
     p.add_argument("--time", default="00:30:00", help="sbatch --time")
     p.add_argument("--sbatch", dest="sbatch_options", action="append", default=[], metavar="OPTION",
@@ -220,6 +222,17 @@ SCRIPT_OPTIONS = {
 }
 
 
+def this_checkout() -> str:
+    """--repo's default: the checkout this ddp_parity runs from. Installed from a package there is
+    none, and scripts pointing into site-packages would fail on the cluster: the user names it."""
+    if not (REPO / RAW_SCRIPT).is_file():
+        raise ValueError(
+            f"--repo: this ddp-parity is installed without a checkout ({REPO / RAW_SCRIPT} is not there); "
+            "name the checkout's path on the cluster, e.g. --repo /shared/ddp-parity"
+        )
+    return str(REPO)
+
+
 def job_from_args(args: argparse.Namespace) -> SlurmJob:
     """Checked before anything is written: the shape, the config and its overrides."""
     from ddp_parity.config import parse_raw_config
@@ -228,6 +241,7 @@ def job_from_args(args: argparse.Namespace) -> SlurmJob:
     for name in ("nodes", "devices"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be positive, got {getattr(args, name)}")
+    args.repo = args.repo or this_checkout()
     check_not_in_checkout(Path(args.out).absolute())
     for option, values in SCRIPT_OPTIONS.items():
         for value in values(args):
@@ -251,21 +265,22 @@ def job_from_args(args: argparse.Namespace) -> SlurmJob:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """`prog`: the name it was started by, for --help and the error line."""
     from ddp_parity.config import ConfigError
 
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv, prog)
     try:
         job = job_from_args(args)
         paths = write_sbatch_scripts(job, overwrite=args.overwrite)
     except (ValueError, ConfigError) as err:
-        print(f"ddp_parity.harness.slurm: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     raw, lightning = shell_word(str(paths["raw"])), shell_word(str(paths["lightning"]))
     print(f"wrote {raw} and {lightning} ({job.nodes} nodes x {job.devices} devices)")
     print(f"  sbatch {raw}; sbatch {lightning}")  # lines to paste into a shell: quoted like the scripts
     runs = " ".join(shell_word(str(job.out / side)) for side in ("raw", "lightning"))
-    print(f"  then: python compare/run.py --traces {runs}")
+    print(f"  then: {harness_command()} --traces {runs}")
     return 0
 
 

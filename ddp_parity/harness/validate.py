@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddp_parity.config import ConfigError, RunConfig, check_world_size, parse_raw_config
+from ddp_parity.harness import launch
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES, STRATEGIES, is_side, side_parts, strategy_flags
+from ddp_parity.harness.program import CONSOLE_SCRIPT
 from ddp_parity.trace_files import HEARTBEAT_S, WATCH_STEP_ENV, parse_watch_steps
 
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
@@ -78,6 +80,27 @@ def check_watch_env() -> None:
         parse_watch_steps(value)
     except ValueError as err:
         raise UsageError(f"environment: {err}") from None
+
+
+# what an installed package does without a checkout (its twins are never packaged): the no-checkout line
+WITHOUT_A_CHECKOUT = (
+    f"`{CONSOLE_SCRIPT} --traces RUN_A RUN_B`, `{CONSOLE_SCRIPT} slurm`, the plugin "
+    "(`from ddp_parity import TraceRecorder, TraceCallback`) and `ddp_parity.testing.assert_parity`"
+)
+
+
+def check_twins_in_checkout() -> None:
+    """The twins are files of a source checkout (only ddp_parity is packaged): installed from a wheel,
+    there is nothing to launch, and the line says what works without one, before any default config
+    or --out is looked at."""
+    repo = launch.REPO  # read when called: a test stands a folder without twins in for it
+    twins = {f"{launch.RAW_SCRIPT}": launch.RAW_SCRIPT, f"{launch.LIGHTNING_PACKAGE}/": launch.LIGHTNING_PACKAGE}
+    missing = [name for name, path in twins.items() if not (repo / path).exists()]
+    if missing:
+        raise UsageError(
+            f"{' and '.join(missing)} not found in {repo}: the twins run from a source checkout of "
+            f"ddp-parity (pip install -e CHECKOUT); from an installed package these work: {WITHOUT_A_CHECKOUT}"
+        )
 
 
 def check_side_available(side: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from ddp_parity.compare.modules import replay_instruction
 from ddp_parity.harness import comparing
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
+from ddp_parity.harness.program import harness_command
 from ddp_parity.harness.replay import step_to_replay
 
 
@@ -33,5 +34,5 @@ def compare_existing(args) -> int:
         out_dir.commit()
     step = step_to_replay(report, run_a, run_b)
     if step is not None:  # the divergence lies after the watched steps: say how to watch it
-        print(replay_instruction(step, run_a, run_b))
+        print(replay_instruction(step, run_a, run_b, harness=harness_command()))
     return comparing.exit_code(report)
