@@ -1373,20 +1373,13 @@ def diagnose_failure(run_a, run_b, report: dict | None = None, stall: dict | Non
     """The diagnosis of a failed launch (a crash, a stall): reads what the runs left, tolerantly."""
     from ddp_parity.compare.comparator import compare_runs, run_labels
 
-    cmp = compare_runs(run_a, run_b, _criterion(report), tolerant=True)
+    cmp = compare_runs(run_a, run_b, Criterion.from_description((report or {}).get("criterion")), tolerant=True)
     return diagnose_comparison(cmp, report, run_labels(cmp, labels), stall=stall)
 
 
 def diagnose(run_a, run_b, report: dict | None = None, stall: dict | None = None) -> dict:
     """The old entry point, kept: the same as diagnose_failure (tolerant of what a run left)."""
     return diagnose_failure(run_a, run_b, report, stall)
-
-
-def _criterion(report) -> Criterion:
-    crit = (report or {}).get("criterion")
-    if isinstance(crit, dict):
-        return Criterion(float(crit.get("rtol") or 0.0), float(crit.get("atol") or 0.0))
-    return Criterion()
 
 
 def _localise(cmp, first: dict) -> dict | None:
