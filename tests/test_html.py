@@ -16,7 +16,7 @@ import torch
 
 from ddp_parity import TraceRecorder
 from ddp_parity.compare.comparator import Criterion, compare_runs
-from ddp_parity.compare.diagnosis import diagnose
+from ddp_parity.compare.diagnosis import diagnose_failure
 from ddp_parity.compare.html import main, mark_difference, render_html, write_html
 from ddp_parity.compare.report import plot_loss_curves, timing_summary, write_report
 
@@ -74,7 +74,7 @@ def make_report_dir(tmp: Path, divergent: bool, hostile: bool = False) -> tuple[
     report["timing"] = timing_summary(comparison.timing)
     report["logs"] = {"raw": str(tmp / "raw.log"), "lightning": str(tmp / "lightning.log")}
     report["plot"] = str(out / "loss_curves.png")
-    report["diagnosis"] = diagnose(run_a, run_b, report)
+    report["diagnosis"] = diagnose_failure(run_a, run_b, report)
     if hostile:
         report["diagnosis"]["module"] = {
             "name": SCRIPT,

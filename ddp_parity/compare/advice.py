@@ -381,7 +381,3 @@ RECORDING_FIX = {
     "validation": "Record validation figures as computed (float64/Python floats), not the values "
     "`self.log` keeps (rounded to float32).",
 }
-
-
-def lookup(kind: str) -> Advice:
-    return ADVICE[kind]

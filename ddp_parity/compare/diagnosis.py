@@ -1336,9 +1336,8 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
 # entry points
 
 
-def diagnose_comparison(cmp, report: dict | None, names, *, ignore_config=(), stall=None) -> dict:
-    """The diagnosis of a comparison (comparator.build_report calls it; report is unused but kept
-    for the figures a check may want)."""
+def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None) -> dict:
+    """The diagnosis of a comparison (comparator.build_report calls it)."""
     ctx = Context(cmp, tuple(names), tuple(_strip_config(k) for k in ignore_config), stall)
     first = ctx.earliest
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
@@ -1374,12 +1373,7 @@ def diagnose_failure(run_a, run_b, report: dict | None = None, stall: dict | Non
     from ddp_parity.compare.comparator import compare_runs, run_labels
 
     cmp = compare_runs(run_a, run_b, Criterion.from_description((report or {}).get("criterion")), tolerant=True)
-    return diagnose_comparison(cmp, report, run_labels(cmp, labels), stall=stall)
-
-
-def diagnose(run_a, run_b, report: dict | None = None, stall: dict | None = None) -> dict:
-    """The old entry point, kept: the same as diagnose_failure (tolerant of what a run left)."""
-    return diagnose_failure(run_a, run_b, report, stall)
+    return diagnose_comparison(cmp, run_labels(cmp, labels), stall=stall)
 
 
 def _localise(cmp, first: dict) -> dict | None:
