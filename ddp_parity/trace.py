@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -313,14 +314,10 @@ class TraceRecorder:
         are dropped (they are about to be recorded again), those up to N are kept, and the attempt
         is marked in meta.json `attempts`. Without it, when an earlier attempt left a trace here,
         the step of this attempt's first record decides (a restart from scratch records step 1 and
-        replaces everything). `keep_steps_upto` is the older name of `resumed_from_step`.
+        replaces everything). `keep_steps_upto` is the older name of `resumed_from_step`: it still
+        works (users' loops call start() with it) and warns.
         """
-        if keep_steps_upto is not None and resumed_from_step is not None and keep_steps_upto != resumed_from_step:
-            raise ValueError(
-                f"start(): keep_steps_upto={keep_steps_upto} and resumed_from_step={resumed_from_step} disagree; "
-                "pass resumed_from_step only"
-            )
-        resume = resumed_from_step if resumed_from_step is not None else keep_steps_upto
+        resume = _resume_step(keep_steps_upto, resumed_from_step)
         if resume is not None and int(resume) < 0:
             raise ValueError(f"start(): resumed_from_step must be >= 0 (steps count from 1), got {resume}")
         self.rank, self.world_size = _rank_and_world()
@@ -813,6 +810,23 @@ def _to_json(entry: dict) -> dict:
                 continue
         out[key] = value
     return out
+
+
+def _resume_step(keep_steps_upto: int | None, resumed_from_step: int | None) -> int | None:
+    """start()'s resume step from its two names: the older one warns, and the two must agree."""
+    if keep_steps_upto is None:
+        return resumed_from_step
+    warnings.warn(
+        "TraceRecorder.start(keep_steps_upto=...) is deprecated; pass resumed_from_step=... (same meaning)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if resumed_from_step is not None and keep_steps_upto != resumed_from_step:
+        raise ValueError(
+            f"start(): keep_steps_upto={keep_steps_upto} and resumed_from_step={resumed_from_step} disagree; "
+            "pass resumed_from_step only"
+        )
+    return keep_steps_upto
 
 
 def _keep_steps_upto(path: Path, keep_steps_upto: int, only_if_later: bool = False) -> None:

@@ -247,7 +247,7 @@ def train(cfg, fabric: Fabric, run_dir: Path, ckpt_path: Path | None) -> int:
     recorder = TraceRecorder(run_dir, side=SIDE, config=cfg.to_dict(), extra_meta=extra_meta)
     recorder.start(
         facts={"init_params_sha256": init_params_sha256, "sampler": sampler_facts(sampler)},
-        keep_steps_upto=start["global_step"] if ckpt_path else None,
+        resumed_from_step=start["global_step"] if ckpt_path else None,
     )
     k, clip = cfg.trainer.accumulate_grad_batches, cfg.trainer.gradient_clip_val
     every_n_steps, every_n_epochs = cfg.checkpoint.every_n_train_steps, cfg.checkpoint.every_n_epochs

@@ -289,7 +289,7 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
     recorder = TraceRecorder(run_dir, side=SIDE, config=cfg.to_dict(), extra_meta=extra_meta)
     recorder.start(
         facts={"init_params_sha256": init_params_sha256, "sampler": sampler_facts(sampler)},
-        keep_steps_upto=start["global_step"] if ckpt_path else None,
+        resumed_from_step=start["global_step"] if ckpt_path else None,
     )
     recorder.watch(model, start_step=start["global_step"])  # module watch (docs/localisation.md)
     k, clip = cfg.trainer.accumulate_grad_batches, cfg.trainer.gradient_clip_val

@@ -16,7 +16,7 @@ from safetensors.torch import save_file
 
 from ddp_parity import compare_traces
 from ddp_parity.compare.comparator import compare_runs
-from ddp_parity.compare.diagnosis import CATEGORIES, diagnose, format_diagnosis
+from ddp_parity.compare.diagnosis import CATEGORIES, diagnose_failure, format_diagnosis
 
 # report.json's diagnosis: the original keys, extended (never changed) by kind, candidates and unchecked
 DIAGNOSIS_KEYS = (
@@ -156,7 +156,7 @@ def pair(tmp_path: Path, meta_b: dict | None = None, records_b=None, meta_a: dic
 
 def run_diagnosis(a, b, stall=None, rtol=0.0, **options):
     report = compare_traces(a, b, rtol=rtol, **options) if stall is None else compare_runs(a, b).to_dict()
-    d = report["diagnosis"] if stall is None else diagnose(a, b, report, stall)
+    d = report["diagnosis"] if stall is None else diagnose_failure(a, b, report, stall)
     assert d["category"] in CATEGORIES
     assert set(d) == set(DIAGNOSIS_KEYS)
     json.dumps(d, allow_nan=False)  # the evidence goes into report.json as it is
@@ -343,14 +343,14 @@ def test_the_walk_stops_at_the_first_divergence(tmp_path):
     report = compare_runs(a, b).to_dict()
     with open(b / "trace" / "rank0.jsonl", "a") as f:
         f.write('{"step": 99, "loss": 1.0, "ind')  # a cut-off line far after it: never read
-    d = diagnose(a, b, report)
+    d = diagnose_failure(a, b, report)
     assert (d["category"], d["step"], d["rank"]) == ("undetermined", 1, 0)
 
 
 def test_a_run_that_left_no_trace(tmp_path):
     # the Lightning side failed before it wrote anything; the harness has no comparison report
     a = write_run(tmp_path / "raw", make_meta("raw"), make_records())
-    d = diagnose(a, tmp_path / "lightning", None)
+    d = diagnose_failure(a, tmp_path / "lightning", None)
     assert (d["category"], d["step"], d["rank"]) == ("step_count", 1, 0)
     assert "lightning" in d["evidence"]["unreadable_meta"]
     assert d["evidence"]["steps"]["lightning"] in ({}, {0: 0, 1: 0})

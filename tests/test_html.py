@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,8 +17,8 @@ import torch
 
 from ddp_parity import TraceRecorder
 from ddp_parity.compare.comparator import Criterion, compare_runs
-from ddp_parity.compare.diagnosis import diagnose
-from ddp_parity.compare.html import main, mark_difference, render_html, write_html
+from ddp_parity.compare.diagnosis import diagnose_failure
+from ddp_parity.compare.html import first_difference_windows, main, mark_difference, render_html, write_html
 from ddp_parity.compare.report import plot_loss_curves, timing_summary, write_report
 
 STEPS = 6
@@ -74,7 +75,7 @@ def make_report_dir(tmp: Path, divergent: bool, hostile: bool = False) -> tuple[
     report["timing"] = timing_summary(comparison.timing)
     report["logs"] = {"raw": str(tmp / "raw.log"), "lightning": str(tmp / "lightning.log")}
     report["plot"] = str(out / "loss_curves.png")
-    report["diagnosis"] = diagnose(run_a, run_b, report)
+    report["diagnosis"] = diagnose_failure(run_a, run_b, report)
     if hostile:
         report["diagnosis"]["module"] = {
             "name": SCRIPT,
@@ -132,6 +133,25 @@ def test_a_divergent_report_shows_verdict_diagnosis_and_the_differing_digits(div
     assert marked_a in page and marked_b in page and "<mark>" in marked_a
     # the window starts STEPS_AROUND steps before the first difference
     assert "<tr><td>1</td><td>loss</td>" in page and f'<tr class="diff"><td>{DIVERGES_AT}</td><td>loss</td>' in page
+
+
+@pytest.mark.parametrize(
+    "criterion, a, b",
+    [
+        (Criterion(), {"grad_norm": 0.0}, {"grad_norm": -0.0}),  # a signed zero differs bitwise
+        (Criterion(rtol=1e-6), {"lr": math.nan}, {"lr": math.nan, "loss": 9.0}),  # NaN on both sides is equal
+    ],
+)
+def test_the_page_marks_a_step_differing_exactly_where_the_comparator_does(tmp_path, criterion, a, b):
+    from test_diagnosis import make_records, pair
+
+    records_a, records_b = make_records(), make_records()
+    records_a[0][1].update(a)
+    records_b[0][1].update(b)
+    run_a, run_b = pair(tmp_path, records_a=records_a, records_b=records_b)
+    first = compare_runs(run_a, run_b, criterion).walk.earliest
+    rows = dict(first_difference_windows(run_a, run_b, criterion.equal))[0]
+    assert [(step, field) for step, field, _, _, equal in rows if not equal] == [(2, first["quantity"])]
 
 
 def test_mark_difference_marks_what_follows_the_common_prefix():

@@ -98,15 +98,17 @@ def test_resume_found_on_disk_needs_no_step_number(tmp_path):
     assert [(a["attempt"], a["start_step"]) for a in read_meta(tmp_path)["attempts"]] == [(0, 0), (1, 3), (2, 0)]
 
 
-def test_keep_steps_upto_still_works_and_must_agree(tmp_path):
+def test_keep_steps_upto_still_works_warns_and_must_agree(tmp_path):
     first = TraceRecorder(tmp_path, side="mine")
     first.start()
     record_steps(first, range(1, 5))
     first.close()
     second = TraceRecorder(tmp_path, side="mine")
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(ValueError, match="disagree"), pytest.warns(DeprecationWarning):
         second.start(keep_steps_upto=2, resumed_from_step=3)
-    second.start(keep_steps_upto=2)
+    with pytest.warns(DeprecationWarning, match="resumed_from_step") as caught:
+        second.start(keep_steps_upto=2)
+    assert caught[0].filename == __file__  # the warning points at the caller's line, not the recorder's
     record_steps(second, [3])
     second.close()
     assert attempt_of(tmp_path) == [(1, 0), (2, 0), (3, 1)]

@@ -304,6 +304,56 @@ MODULE_STATE = {
     ),
 }
 
+# what a resume got wrong, by what the first step after it shows: the cause and the fix the `resume`
+# kind fills in ({at}: the step the run resumed after)
+RESUME = {
+    "numbering": Advice(
+        "The resumed loop restarts its step counter at another value than the steps done.",
+        "Restore the global step from the checkpoint and continue counting from it.",
+    ),
+    "count": Advice(
+        "The resumed run trains another number of steps than remained: it resumed at the wrong step or epoch.",
+        "Store the steps and epochs *done* with the checkpoint and resume right after them.",
+    ),
+    "order_lost": Advice(
+        "The resumed run rebuilt its DataLoader or sampler without the state that decides the order: a "
+        "DataLoader generator seeded afresh, a sampler without set_epoch(restored epoch), workers "
+        "re-seeded from the start (Lightning #21938: workers replaying an epoch after a resume).",
+        "Restore the data order with the checkpoint: save and load the DataLoader's generator state "
+        "(generator.get_state()/set_state()) or call sampler.set_epoch(restored epoch) before iterating.",
+    ),
+    "replay": Advice(
+        "The checkpoint stores the epoch that was running (or just finished) and the loop restarts "
+        "at that index, so the finished epoch is replayed.",
+        "Save the number of epochs *done* (epoch + 1 after an epoch ends) and resume from it.",
+    ),
+    "skip": Advice(
+        "The loop resumes past the point the checkpoint was taken: an epoch or steps are skipped.",
+        "Resume at the first step not done: the epoch and step stored with the checkpoint.",
+    ),
+    "order": Advice(
+        "The sampler's order after the restart differs: its epoch (set_epoch) or RNG state was not restored.",
+        "Call sampler.set_epoch(epoch) with the restored epoch and restore the RNG states from the checkpoint.",
+    ),
+    "scheduler": Advice(
+        "The learning-rate scheduler starts again from its initial state: its state was not restored.",
+        "Save scheduler.state_dict() with the checkpoint and load it on resume.",
+    ),
+    "optimizer": Advice(
+        "An optimizer whose state (Adam's moments, momentum buffers) starts empty updates differently from "
+        "the same gradients: the optimizer state was not restored.",
+        "Save optimizer.state_dict() with the checkpoint and load it on resume.",
+    ),
+    "model_or_rng": Advice(
+        "The weights or the random stream the resumed run starts from are not those the other run had after "
+        "step {at}: the model state or the RNG state was not restored, or comes from another step (a snapshot "
+        "that stores the index of the epoch just finished, resumed at that index, trains that epoch again "
+        "from weights that already learned it).",
+        "Resume right after the snapshot: save the epochs and steps *done* (epoch + 1 after an epoch ends) "
+        "with the model state and the torch/numpy/random RNG states, and load them all.",
+    ),
+}
+
 # each cause a divergence can have, as the ranked candidates of an undetermined finding say it:
 # (the cause, what would tell it apart from the others)
 CANDIDATES = {
@@ -390,7 +440,3 @@ RECORDING_FIX = {
     "validation": "Record validation figures as computed (float64/Python floats), not the values "
     "`self.log` keeps (rounded to float32).",
 }
-
-
-def lookup(kind: str) -> Advice:
-    return ADVICE[kind]

@@ -386,7 +386,7 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, stall
     report.update(extra or {})
     report["labels"] = {"a": names[0], "b": names[1]}
     report["timing"] = timing_summary(comparison.timing, names)
-    report["diagnosis"] = diagnose_comparison(comparison, report, names, ignore_config=ignore_config, stall=stall)
+    report["diagnosis"] = diagnose_comparison(comparison, names, ignore_config=ignore_config, stall=stall)
     report["warnings"] = find_warnings(comparison, names)
     setup = report["diagnosis"].get("setup_differs")
     if setup is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ddp_parity.compare import evidence as recorded_evidence
-from ddp_parity.compare.advice import ADVICE, CANDIDATES, MISSING_EVIDENCE, MODULE_STATE, RECORDING_FIX
+from ddp_parity.compare.advice import ADVICE, CANDIDATES, MISSING_EVIDENCE, MODULE_STATE, RECORDING_FIX, RESUME
 from ddp_parity.compare.modules import display
 from ddp_parity.compare.story import COMPUTATION_READINGS, UPSTREAM_CATEGORIES, check_story
 from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
@@ -513,114 +513,84 @@ def _init_digests(meta: dict) -> dict:
 def check_resume(ctx: Context) -> dict | None:
     """The first divergence at or after a side's resume point: what the resume got wrong."""
     first = ctx.earliest
-    if first is None:
+    side = _resumed_side(ctx, first)
+    if side is None:
         return None
-    resumed = {s: _resume_step(ctx.meta(s)) for s in ("a", "b")}
-    # a restart counted from step 0: only its first step's weights say anything about the resume
-    from_zero_telling = first.get("step") == 1 and first["quantity"] in ("loss", "grad_norm", "batch")
-    candidates = [
-        s
-        for s in ("a", "b")
-        if resumed[s] is not None and (first.get("step") or 0) > resumed[s] and (resumed[s] or from_zero_telling)
-    ]
-    if not candidates:
-        return None
-    side = candidates[0]
-    other = "b" if side == "a" else "a"
-    at = resumed[side]
-    name = ctx.label(side)
+    at, name = _resume_step(ctx.meta(side)), ctx.label(side)
     step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
     evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
+    shown = _what_the_resume_shows(ctx, first, side, evidence)
+    if shown is None:
+        return None
+    said, key = shown
     resumed_how = f"resumed after step {at}" if at else "was restarted, counting its steps from 0"
-    opener = f"{name} {resumed_how}, and the runs part ways at step {step} (rank {rank}), from the resume on:"
-    if q == "numbering":
-        facts = f"{opener} the step numbers jump ({_fmt(first.get('step_numbers'))})."
-        cause = "The resumed loop restarts its step counter at another value than the steps done."
-        fix = "Restore the global step from the checkpoint and continue counting from it."
-        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
-    if q == "count":
-        counts = ctx.walk.counts
-        facts = (
-            f"{opener} {name} records {counts[side].get(rank, 0)} steps on rank {rank} where the other run "
-            f"records {counts[other].get(rank, 0)}."
-        )
-        cause = "The resumed run trains another number of steps than remained: it resumed at the wrong step or epoch."
-        fix = "Store the steps and epochs *done* with the checkpoint and resume right after them."
-        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
-    if q == "samples":
-        match = _samples_seen_elsewhere(ctx, side, other, rank, step)
-        if match is not None:
-            evidence.update(match)
-            replay = match["matches_step"] < step
-            epoch = match.get("matches_epoch")
-            if replay and match.get("epoch") is not None and match["epoch"] != epoch:
-                # the epoch counter went on but the order is an earlier epoch's: the order state was lost
-                facts = (
-                    f"{opener} at step {step} {name} is in epoch {match['epoch']} but consumes the samples the runs "
-                    f"consumed at step {match['matches_step']} (epoch {epoch}), in the same order: its epoch count "
-                    "was restored, the data order was not."
-                )
-                cause = (
-                    "The resumed run rebuilt its DataLoader or sampler without the state that decides the order: a "
-                    "DataLoader generator seeded afresh, a sampler without set_epoch(restored epoch), workers "
-                    "re-seeded from the start (Lightning #21938: workers replaying an epoch after a resume)."
-                )
-                fix = (
-                    "Restore the data order with the checkpoint: save and load the DataLoader's generator state "
-                    "(generator.get_state()/set_state()) or call sampler.set_epoch(restored epoch) before iterating."
-                )
-            elif replay:
-                facts = (
-                    f"{opener} at step {step} {name} consumes the samples the runs consumed at step "
-                    f"{match['matches_step']} (epoch {epoch}): it trains epoch {epoch} again."
-                )
-                cause = (
-                    "The checkpoint stores the epoch that was running (or just finished) and the loop restarts "
-                    "at that index, so the finished epoch is replayed."
-                )
-                fix = "Save the number of epochs *done* (epoch + 1 after an epoch ends) and resume from it."
-            else:
-                facts = (
-                    f"{opener} at step {step} {name} consumes the samples of step {match['matches_step']} "
-                    f"(epoch {epoch}): it skips ahead."
-                )
-                cause = "The loop resumes past the point the checkpoint was taken: an epoch or steps are skipped."
-                fix = "Resume at the first step not done: the epoch and step stored with the checkpoint."
-            return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
-        facts = f"{opener} the samples differ ({_fmt(first['a'])} vs {_fmt(first['b'])}) without repeating others."
-        cause = "The sampler's order after the restart differs: its epoch (set_epoch) or RNG state was not restored."
-        fix = "Call sampler.set_epoch(epoch) with the restored epoch and restore the RNG states from the checkpoint."
-        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
-    if q == "lr":
-        facts = f"{opener} the learning rate differs ({first['a']!r} vs {first['b']!r})."
-        cause = "The learning-rate scheduler starts again from its initial state: its state was not restored."
-        fix = "Save scheduler.state_dict() with the checkpoint and load it on resume."
-        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
-    if q == "param_digest":
-        facts = (
-            f"{opener} the first update after the resume differs with the same samples, loss, gradient norm "
-            "and learning rate."
-        )
-        cause = (
-            "An optimizer whose state (Adam's moments, momentum buffers) starts empty updates differently from "
-            "the same gradients: the optimizer state was not restored."
-        )
-        fix = "Save optimizer.state_dict() with the checkpoint and load it on resume."
-        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
-    if q in ("loss", "grad_norm", "batch"):
-        facts = f"{opener} with the same samples the {q} differs ({_fmt(first['a'])} vs {_fmt(first['b'])})."
-        cause = (
-            "The weights or the random stream the resumed run starts from are not those the other run had after "
-            f"step {at}: the model state or the RNG state was not restored, or comes from another step (a snapshot "
-            "that stores the index of the epoch just finished, resumed at that index, trains that epoch again "
-            "from weights that already learned it)."
-        )
-        fix = (
-            "Resume right after the snapshot: save the epochs and steps *done* (epoch + 1 after an epoch ends) "
-            "with the model state and the torch/numpy/random RNG states, and load them all."
-        )
-        return finding(ctx, "resume", step, rank, evidence, facts, cause=cause, fix=fix)
+    facts = f"{name} {resumed_how}, and the runs part ways at step {step} (rank {rank}), from the resume on: {said}"
+    cause, fix = RESUME[key]
+    return finding(ctx, "resume", step, rank, evidence, facts, cause=cause.format(at=at), fix=fix)
+
+
+def _resumed_side(ctx: Context, first: dict | None) -> str | None:
+    """The side whose resume the first divergence comes after, if any."""
+    if first is None:
+        return None
+    # a restart counted from step 0: only its first step's weights say anything about the resume
+    from_zero_telling = first.get("step") == 1 and first["quantity"] in ("loss", "grad_norm", "batch")
+    for side in ("a", "b"):
+        at = _resume_step(ctx.meta(side))
+        if at is not None and (first.get("step") or 0) > at and (at or from_zero_telling):
+            return side
     return None
+
+
+def _what_the_resume_shows(ctx: Context, first: dict, side: str, evidence: dict) -> tuple[str, str] | None:
+    """What the first divergence after the resume shows, as facts, and the RESUME key of its cause."""
+    q, rank = first["quantity"], first.get("rank")
+    if q == "numbering":
+        return f"the step numbers jump ({_fmt(first.get('step_numbers'))}).", "numbering"
+    if q == "count":
+        counts, other = ctx.walk.counts, "b" if side == "a" else "a"
+        return (
+            f"{ctx.label(side)} records {counts[side].get(rank, 0)} steps on rank {rank} where the other run "
+            f"records {counts[other].get(rank, 0)}.",
+            "count",
+        )
+    if q == "samples":
+        return _resumed_samples(ctx, first, side, evidence)
+    if q == "lr":
+        return f"the learning rate differs ({first['a']!r} vs {first['b']!r}).", "scheduler"
+    if q == "param_digest":
+        return (
+            "the first update after the resume differs with the same samples, loss, gradient norm and learning rate.",
+            "optimizer",
+        )
+    if q in ("loss", "grad_norm", "batch"):
+        return f"with the same samples the {q} differs ({_fmt(first['a'])} vs {_fmt(first['b'])}).", "model_or_rng"
+    return None
+
+
+def _resumed_samples(ctx: Context, first: dict, side: str, evidence: dict) -> tuple[str, str]:
+    """Where the resumed side's samples were consumed before: an epoch replayed, skipped, or its order lost."""
+    step, name = first.get("step"), ctx.label(side)
+    match = _samples_seen_elsewhere(ctx, side, "b" if side == "a" else "a", first.get("rank"), step)
+    if match is None:
+        return f"the samples differ ({_fmt(first['a'])} vs {_fmt(first['b'])}) without repeating others.", "order"
+    evidence.update(match)
+    seen_at, epoch = match["matches_step"], match.get("matches_epoch")
+    if seen_at > step:
+        return f"at step {step} {name} consumes the samples of step {seen_at} (epoch {epoch}): it skips ahead.", "skip"
+    if match.get("epoch") is not None and match["epoch"] != epoch:
+        # the epoch counter went on but the order is an earlier epoch's: the order state was lost
+        return (
+            f"at step {step} {name} is in epoch {match['epoch']} but consumes the samples the runs consumed at "
+            f"step {seen_at} (epoch {epoch}), in the same order: its epoch count was restored, the data order "
+            "was not.",
+            "order_lost",
+        )
+    return (
+        f"at step {step} {name} consumes the samples the runs consumed at step {seen_at} (epoch {epoch}): it "
+        f"trains epoch {epoch} again.",
+        "replay",
+    )
 
 
 def _resume_step(meta: dict) -> int | None:
@@ -1362,9 +1332,8 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
 # entry points
 
 
-def diagnose_comparison(cmp, report: dict | None, names, *, ignore_config=(), stall=None) -> dict:
-    """The diagnosis of a comparison (comparator.build_report calls it; report is unused but kept
-    for the figures a check may want)."""
+def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None) -> dict:
+    """The diagnosis of a comparison (comparator.build_report calls it)."""
     ctx = Context(cmp, tuple(names), tuple(_strip_config(k) for k in ignore_config), stall)
     first = ctx.earliest
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
@@ -1399,20 +1368,8 @@ def diagnose_failure(run_a, run_b, report: dict | None = None, stall: dict | Non
     """The diagnosis of a failed launch (a crash, a stall): reads what the runs left, tolerantly."""
     from ddp_parity.compare.comparator import compare_runs, run_labels
 
-    cmp = compare_runs(run_a, run_b, _criterion(report), tolerant=True)
-    return diagnose_comparison(cmp, report, run_labels(cmp, labels), stall=stall)
-
-
-def diagnose(run_a, run_b, report: dict | None = None, stall: dict | None = None) -> dict:
-    """The old entry point, kept: the same as diagnose_failure (tolerant of what a run left)."""
-    return diagnose_failure(run_a, run_b, report, stall)
-
-
-def _criterion(report) -> Criterion:
-    crit = (report or {}).get("criterion")
-    if isinstance(crit, dict):
-        return Criterion(float(crit.get("rtol") or 0.0), float(crit.get("atol") or 0.0))
-    return Criterion()
+    cmp = compare_runs(run_a, run_b, Criterion.from_description((report or {}).get("criterion")), tolerant=True)
+    return diagnose_comparison(cmp, run_labels(cmp, labels), stall=stall)
 
 
 def _localise(cmp, first: dict) -> dict | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 import os
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ddp_parity.compare.report import HTML_FILE, PLOT_FILE, REPORT_FILE, fmt, step_time_line, table_rows  # noqa: F401  (HTML_FILE: public here too)
+from ddp_parity.compare.walk import Criterion
 from ddp_parity.trace import TraceFormatError, iter_records, read_meta, trace_ranks
 
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
@@ -297,8 +297,9 @@ def first_steps_section(report: dict, sides: dict) -> str:
             "is in validation or the final parameters (see the summary)</p>"
         )
     runs = report.get("runs") or {}
+    equal = Criterion.from_description(report.get("criterion")).equal  # the comparator's own rule
     try:
-        windows = list(first_difference_windows(runs["a"], runs["b"], passes_for(report.get("criterion"))))
+        windows = list(first_difference_windows(runs["a"], runs["b"], equal))
     except (KeyError, TypeError, TraceFormatError, OSError) as err:
         return f'<h2>First differing steps</h2>\n<p class="note">traces not readable: {esc(err)}</p>'
     out = ["<h2>First differing steps</h2>"]
@@ -310,22 +311,6 @@ def first_steps_section(report: dict, sides: dict) -> str:
     if len(windows) > MAX_RANKS_SHOWN:
         out.append(f'<p class="note">{len(windows) - MAX_RANKS_SHOWN} more ranks differ (not shown)</p>')
     return "\n".join(out)
-
-
-def passes_for(criterion):
-    """The report's criterion as a test on two numbers (exact unless the report says otherwise)."""
-    rtol = atol = 0.0
-    if isinstance(criterion, dict):
-        rtol, atol = float(criterion.get("rtol") or 0.0), float(criterion.get("atol") or 0.0)
-
-    def passes(a, b) -> bool:
-        if isinstance(a, list) and isinstance(b, list):
-            return len(a) == len(b) and all(passes(x, y) for x, y in zip(a, b))
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not (rtol == atol == 0.0):
-            return abs(a - b) <= atol + rtol * abs(b)
-        return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
-
-    return passes
 
 
 def first_difference_windows(run_a, run_b, passes) -> Iterator[tuple[int, list]]:

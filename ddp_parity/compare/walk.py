@@ -78,6 +78,13 @@ class Criterion:
     def describe(self):
         return "exact" if self.exact else {"rtol": self.rtol, "atol": self.atol}
 
+    @classmethod
+    def from_description(cls, described) -> Criterion:
+        """The criterion a report's `criterion` (describe()'s output) names; exact unless it gives tolerances."""
+        if isinstance(described, dict):
+            return cls(float(described.get("rtol") or 0.0), float(described.get("atol") or 0.0))
+        return cls()
+
     def equal(self, a, b) -> bool:
         if identical(a, b):
             return True
@@ -88,8 +95,6 @@ class Criterion:
         if not (_is_number(a) and _is_number(b)):
             return False
         return abs(a - b) <= self.atol + self.rtol * abs(b)
-
-    passes = equal  # the name the comparator used
 
 
 def _diff(a: float, b: float) -> float:
