@@ -215,6 +215,15 @@ def test_cli_renders_from_report_json_and_refuses_a_folder_without_one(divergent
     assert not (tmp_path / "report.html").exists()
 
 
+def test_cli_refuses_a_criterion_no_comparison_could_have_used_in_one_line(divergent, tmp_path, capsys):
+    out, report = divergent
+    (tmp_path / "report.json").write_text(json.dumps({**report, "criterion": {"rtol": -1e-3, "atol": 0}}))
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "`criterion`" in err[0] and "rtol" in err[0], err
+    assert not (tmp_path / "report.html").exists()
+
+
 def test_write_html_writes_beside_report_json(divergent):
     out, report = divergent
     path = write_html(out, report)

@@ -559,6 +559,11 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(report, dict):
         print(f"ddp_parity.compare.html: error: {report_path}: expected a JSON object", file=sys.stderr)
         return 2
+    try:
+        Criterion.from_description(report.get("criterion"))
+    except (TypeError, ValueError) as err:
+        print(f"ddp_parity.compare.html: error: {report_path}: `criterion`: {err}", file=sys.stderr)
+        return 2
     print(write_html(report_path.parent, report))
     return 0
 
