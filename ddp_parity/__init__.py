@@ -33,7 +33,7 @@ def __getattr__(name: str):
 
         return TraceCallback
     if name == "compare_traces":  # lazily: a training process never needs the comparator
-        from ddp_parity.compare.comparator import compare_traces
+        from ddp_parity.compare.pipeline import compare_traces
 
         return compare_traces
     raise AttributeError(name)

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from ddp_parity.trace import META_FILE
+from ddp_parity.trace_files import META_FILE
 
 RUN_DIR_ENV = "DDP_PARITY_RUN_DIR"
 

@@ -38,6 +38,7 @@ import torch.distributed as dist
 from ddp_parity.determinism import arithmetic_facts, torch_flags
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.lifeline import watch_parent_if_asked
+from ddp_parity.runs import write_error_file
 from ddp_parity.sharding import full_tensor, is_sharded, sharding_facts
 from ddp_parity.sketch import LayerSketch
 from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and the readers: public here too)
@@ -48,9 +49,11 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
     TRACE_DIR,
     VALIDATION_FILE,
     TraceFormatError,
+    malformed,
     read_progress,
     write_json_atomic,
 )
+from ddp_parity.watch import ModuleWatch
 
 watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
 
@@ -523,8 +526,6 @@ class TraceRecorder:
         watch.DEFAULT_STEPS; the environment variable DDP_PARITY_WATCH_STEP overrides it.
         `start_step`: the step a resumed run starts after. Nothing else in the loop changes: the
         parameter gradients are read at the end of each backward pass, before clipping."""
-        from ddp_parity.watch import ModuleWatch
-
         if self._watch is not None:
             self._watch.detach()
         self._watch = ModuleWatch(model, steps, start_step=start_step)
@@ -650,8 +651,6 @@ class TraceRecorder:
     def record_error(self, exc: BaseException) -> Path | None:
         """errors/rank{r}.json for this rank (the first error is kept), with the last recorded step
         and the phase. Called for an uncaught exception by itself; call it where you catch one."""
-        from ddp_parity.runs import write_error_file
-
         step = self._latest[0] if self._latest else None
         return write_error_file(self.run_dir, exc, rank=self.rank, step=step, phase=self._phase)
 
@@ -882,12 +881,6 @@ MAX_EXACT_INT = 2**53  # an integer where a number is expected: exact as a float
 RECORD_INTS = ("epoch", "attempt", "count")  # optional integer keys of a step record
 RECORD_NUMBERS = ("grad_norm", "lr", "time_s")  # optional number keys (null allowed)
 RECORD_STRINGS = ("indices_digest", "batch_digest")
-
-
-def malformed(path, line: int | None, key: str | None, problem: str) -> TraceFormatError:
-    """The one error of every reader: `malformed trace: FILE, line N, `KEY`: what is wrong`."""
-    where = [str(path)] + ([f"line {line}"] if line is not None else []) + ([f"`{key}`"] if key else [])
-    return TraceFormatError(f"malformed trace: {', '.join(where)}: {problem}")
 
 
 def is_number(x) -> bool:

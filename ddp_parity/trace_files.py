@@ -25,6 +25,12 @@ class TraceFormatError(ValueError):
     """A trace that cannot be read; the message names the file and what is wrong."""
 
 
+def malformed(path, line: int | None, key: str | None, problem: str) -> TraceFormatError:
+    """The one error of every reader: `malformed trace: FILE, line N, `KEY`: what is wrong`."""
+    where = [str(path)] + ([f"line {line}"] if line is not None else []) + ([f"`{key}`"] if key else [])
+    return TraceFormatError(f"malformed trace: {', '.join(where)}: {problem}")
+
+
 def write_json_atomic(path: Path, payload: dict) -> None:
     """Write to a temporary file, then rename: a crash never leaves half a file behind."""
     path = Path(path)

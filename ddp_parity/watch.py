@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from ddp_parity.sharding import full_tensor
-from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, parse_watch_steps  # noqa: F401  (public here too)
+from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, malformed, parse_watch_steps  # noqa: F401  (public here too)
 
 DEFAULT_STEPS = (1, 2)  # most mistakes show at step 1; step 2 catches what the first update sets off
 MODULES_SUFFIX = ".modules.jsonl"
@@ -413,8 +413,6 @@ def read_module_trace(run_dir: str | os.PathLike, rank: int) -> dict[int, dict]:
             record = json.loads(line.decode("utf-8"))
             found[int(record["step"])] = record
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
-            from ddp_parity.trace import malformed
-
             raise malformed(path, lineno, None, "not a module-watch record (cut off by a crash?)") from None
     return found
 

@@ -178,8 +178,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def report_against_uninterrupted(runs, variant: str) -> dict:
-    from ddp_parity.compare.comparator import compare_traces
     from ddp_parity.compare.diagnosis import format_diagnosis
+    from ddp_parity.compare.pipeline import compare_traces
 
     report = compare_traces(runs["uninterrupted"], runs[variant], ignore_config=RUN_CONTROL)
     print(f"{variant}: {report['verdict']}\n{format_diagnosis(report['diagnosis'])}")
@@ -258,7 +258,7 @@ def zero_loss_run(run_dir: Path) -> None:
 
 
 def test_a_loop_that_learns_nothing_is_equivalent_with_a_no_learning_warning(tmp_path):
-    from ddp_parity.compare.comparator import compare_traces
+    from ddp_parity.compare.pipeline import compare_traces
     from ddp_parity.compare.report import format_summary
 
     for name in ("first", "second"):

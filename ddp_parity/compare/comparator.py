@@ -1,10 +1,6 @@
 """Compare two runs: one walk over their traces (ddp_parity.compare.walk), validation, and the
-final parameters tensor by tensor; then the report, built here and nowhere else.
-
-    compare_traces(run_a, run_b, rtol=0, atol=0, key_map=None, ignore_config=(), labels=None) -> dict
-
-returns what report.json holds (verdict, per-quantity figures, diagnosis, warnings), strict JSON:
-non-finite numbers are the strings "NaN", "Infinity", "-Infinity". The default criterion is bitwise
+final parameters tensor by tensor, into a Comparison: the figures, no diagnosis (pipeline.py adds it
+and assembles the report; `ddp_parity.compare_traces` does both). The default criterion is bitwise
 equality; with tolerances a value passes when |a - b| <= atol + rtol * |b| (b is the second run).
 """
 
@@ -42,7 +38,7 @@ from ddp_parity.trace import (
     trace_ranks,
 )
 
-__all__ = ["Criterion", "Comparison", "compare_runs", "compare_traces", "compare_to_reference", "match_keys"]
+__all__ = ["Criterion", "Comparison", "compare_runs", "compare_to_reference", "match_keys"]
 
 # meta.json keys and the JSON types they must have when present
 META_TYPES = {
@@ -158,7 +154,7 @@ class Comparison:
         )
 
     def to_dict(self) -> dict:
-        """The per-quantity figures (the report's core; compare_traces adds diagnosis, warnings, labels)."""
+        """The per-quantity figures (the report's core; pipeline.build_report adds diagnosis, warnings, labels)."""
         quantities = self.quantities
         return {
             "verdict": "equivalent" if self.equivalent else "different",
@@ -353,55 +349,6 @@ def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 
 # the report: built here, once
 
 
-def compare_traces(
-    run_a,
-    run_b,
-    *,
-    rtol: float = 0.0,
-    atol: float = 0.0,
-    key_map: Callable[[str], str] | None = None,
-    ignore_config=(),
-    labels=None,
-) -> dict:
-    """The complete report of two run directories (what report.json holds), nothing written.
-    Raises TraceFormatError for a run that cannot be read, ValueError for a bad tolerance."""
-    comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
-    return build_report(comparison, ignore_config=ignore_config, labels=labels)
-
-
-class Report(dict):
-    """report.json's content; `.curves` (step -> mean loss per side, for the plot) rides along
-    without being written."""
-
-    curves: dict = {}
-
-
-def build_report(comparison: Comparison, *, ignore_config=(), labels=None, stall=None, extra=None) -> Report:
-    """The one place the report is assembled: figures, labels, timing, diagnosis, warnings."""
-    from ddp_parity.compare.diagnosis import diagnose_comparison, find_warnings
-    from ddp_parity.compare.report import timing_summary
-
-    names = run_labels(comparison, labels)
-    report = comparison.to_dict()
-    report.update(extra or {})
-    report["labels"] = {"a": names[0], "b": names[1]}
-    report["timing"] = timing_summary(comparison.timing, names)
-    report["diagnosis"] = diagnose_comparison(comparison, names, ignore_config=ignore_config, stall=stall)
-    report["warnings"] = find_warnings(comparison, names)
-    setup = report["diagnosis"].get("setup_differs")
-    if setup is not None:
-        report["warnings"].append(
-            {
-                "kind": "setup_differs",
-                "message": f"{setup['explanation']} The numbers were bitwise equal on this run; the difference "
-                f"can still change a larger model or another machine. Fix: {setup['advice']}",
-            }
-        )
-    out = Report(strict_json(report))
-    out.curves = comparison.curves
-    return out
-
-
 def run_labels(comparison: Comparison, labels=None) -> tuple[str, str]:
     """The runs' names everywhere in the report: given, else their meta `side`, else (equal or
     missing sides) their directory names."""
@@ -416,19 +363,6 @@ def run_labels(comparison: Comparison, labels=None) -> tuple[str, str]:
     if a == b:
         a, b = f"{a} (a)", f"{b} (b)"
     return a, b
-
-
-def strict_json(value):
-    """Strict JSON: non-finite floats become the strings "NaN", "Infinity", "-Infinity"; tuples lists."""
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k if isinstance(k, str) else str(k): strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ import numpy as np
 
 from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.advice import ADVICE, CANDIDATES, MISSING_EVIDENCE, MODULE_STATE, RECORDING_FIX, RESUME
-from ddp_parity.compare.modules import display
+from ddp_parity.compare.comparator import compare_runs, match_keys, missing_meta, run_labels
+from ddp_parity.compare.modules import display, format_module_finding, localise
 from ddp_parity.compare.story import COMPUTATION_READINGS, UPSTREAM_CATEGORIES, check_story
 from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
 
@@ -279,8 +280,6 @@ def check_metadata(ctx: Context) -> dict | None:
 
 
 def _missing(meta) -> list[str]:
-    from ddp_parity.compare.comparator import missing_meta
-
     return missing_meta(meta) if meta is not None else []
 
 
@@ -410,8 +409,6 @@ def check_param_groups(ctx: Context) -> dict | None:
         evidence = {"optimizer_class": ctx.both(opt_a["class"], opt_b["class"])}
         return finding(ctx, "param_groups.class", None, None, evidence, facts, a=na, b=nb, b_class=opt_b["class"])
     settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
-    from ddp_parity.compare.comparator import match_keys
-
     pairs = match_keys(list(settings_a), list(settings_b), None)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
     differing: dict[str, list] = {}
@@ -1198,8 +1195,6 @@ def _first_differing_buffer(per_rank: dict) -> str | None:
 
 def _first_buffer_across(bufs: dict) -> str | None:
     a, b = bufs["a"].get(0) or {}, bufs["b"].get(0) or {}
-    from ddp_parity.compare.comparator import match_keys
-
     pairs = match_keys(list(a), list(b), None)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
     return next((name for name, (ka, kb) in sorted(pairs.items()) if a[ka] != b[kb]), None)
@@ -1333,7 +1328,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
 
 
 def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None) -> dict:
-    """The diagnosis of a comparison (comparator.build_report calls it)."""
+    """The diagnosis of a comparison (pipeline.build_report calls it)."""
     ctx = Context(cmp, tuple(names), tuple(_strip_config(k) for k in ignore_config), stall)
     first = ctx.earliest
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
@@ -1366,18 +1361,12 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None) -> dict:
 
 def diagnose_failure(run_a, run_b, report: dict | None = None, stall: dict | None = None, labels=None) -> dict:
     """The diagnosis of a failed launch (a crash, a stall): reads what the runs left, tolerantly."""
-    from ddp_parity.compare.comparator import compare_runs, run_labels
-
     cmp = compare_runs(run_a, run_b, Criterion.from_description((report or {}).get("criterion")), tolerant=True)
     return diagnose_comparison(cmp, run_labels(cmp, labels), stall=stall)
 
 
 def _localise(cmp, first: dict) -> dict | None:
     """The module localisation of the first divergence, where module watches were recorded."""
-    try:
-        from ddp_parity.compare.modules import localise
-    except ImportError:
-        return None
     try:
         return localise(cmp.run_a, cmp.run_b, first.get("step"), first.get("rank"))
     except Exception:  # noqa: BLE001 - a localisation is extra evidence; its failure must not hide the diagnosis
@@ -1428,8 +1417,6 @@ def format_diagnosis(d: dict) -> str:
     headline = _first_sentence(d.get("explanation", ""))
     lines = textwrap.wrap(f"diagnosis: {d.get('category')}{where}: {headline}", width=110, subsequent_indent="  ")
     if d.get("module"):
-        from ddp_parity.compare.modules import format_module_finding
-
         lines += textwrap.wrap(
             format_module_finding(d["module"]), width=110, initial_indent="  ", subsequent_indent="    "
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -145,11 +146,22 @@ def timing_summary(timing: dict, names=("raw", "lightning")) -> dict:
     }
 
 
+def strict_json(value):
+    """Strict JSON: non-finite floats become the strings "NaN", "Infinity", "-Infinity"; tuples lists."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
+
+
 def write_report(out: Path, report: dict) -> Path:
     """report.json, strict JSON (no bare NaN/Infinity: compare_traces encodes them as strings),
     written to a temporary file and renamed so a crash never leaves half a report."""
-    from ddp_parity.compare.comparator import strict_json
-
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_FILE
     text = json.dumps(strict_json(report), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"

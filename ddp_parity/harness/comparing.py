@@ -6,10 +6,11 @@ import itertools
 import json
 from pathlib import Path
 
-from ddp_parity.compare.comparator import Criterion, build_report, compare_runs, compare_to_reference
+from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
 from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
 from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.modules import format_module_finding
+from ddp_parity.compare.pipeline import build_report
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 
