@@ -11,8 +11,9 @@ the same directions. A projection is linear: the sketch of a difference of
 two runs (or of one step's update) is the difference of their sketches, and its size relative to the
 sketch's gives a layer's relative distance without storing weights.
 
-Values are float64 computed from float32 tensors; they are meant for distances, never for bitwise
-equality (the per-step digests are for that), so their own last bits may differ between kernel sets.
+Projections are float64 sums of float32 entries, norms in the tensors' own precision; they are meant
+for distances, never for bitwise equality (the per-step digests are for that), so their own last bits
+may differ between kernel sets.
 """
 
 from __future__ import annotations
@@ -30,28 +31,24 @@ FIELDS = ("norm", "grad_norm", *(f"sketch{k}" for k in range(DIRECTIONS)))
 
 
 class LayerSketch:
-    """The fixed directions of one model's parameters, and the per-step values they give. One gather
-    and a few batched kernels per step for the whole model (a kernel launch per tensor would cost more
-    than the training step of a small network)."""
+    """The fixed directions of one model's parameters, and the per-step values they give: a gather and
+    two norms per tensor, then one batched product for every projection. Under FSDP2 each tensor is
+    gathered whole one at a time and dropped before the next, as for the gradient norm."""
 
     def __init__(self, named_parameters: list[tuple[str, torch.Tensor]]):
         self.names = [name for name, _ in named_parameters]
-        sizes = [p.numel() for _, p in named_parameters]
-        offsets = [0]
-        for size in sizes[:-1]:
-            offsets.append(offsets[-1] + size)
-        seen: dict[int, int] = {}
-        indexes, signs = [], []
-        for size, offset in zip(sizes, offsets):
-            ordinal = seen[size] = seen.get(size, -1) + 1
-            index, sign = _directions(size, ordinal)
-            indexes.append(index + offset)  # into the parameters flattened one after the other
-            signs.append(sign)
         device = named_parameters[0][1].device
-        self._index = torch.stack(indexes).reshape(-1).to(device)  # (parameters * DIRECTIONS * ENTRIES)
+        seen: dict[int, int] = {}
+        self._indexes, signs, scales = [], [], []
+        for _, p in named_parameters:
+            ordinal = seen[p.numel()] = seen.get(p.numel(), -1) + 1
+            index, sign = _directions(p.numel(), ordinal)
+            self._indexes.append(index.reshape(-1).to(device))
+            signs.append(sign)
+            scales.append(math.sqrt(p.numel() / ENTRIES))
         # (parameters * DIRECTIONS, ENTRIES, 1): one batched product gives every projection
         self._signs = torch.stack(signs).reshape(-1, ENTRIES, 1).to(device)
-        self._scales = torch.tensor([math.sqrt(size / ENTRIES) for size in sizes], dtype=torch.float64, device=device)
+        self._scales = torch.tensor(scales, dtype=torch.float64, device=device)
 
     def facts(self) -> dict:
         """meta.json `layers`: the parameter names (rows of every record's `layers`) and the fields."""
@@ -60,19 +57,20 @@ class LayerSketch:
     def __call__(self, parameters: list[torch.Tensor]) -> torch.Tensor:
         """(parameters x FIELDS) float64 on the parameters' device: no sync until the trace is written.
         A parameter without a gradient gets NaN as its gradient norm."""
-        tensors = [full_tensor(p.detach()) for p in parameters]  # FSDP2: the whole tensors, one at a time
-        flat = torch.cat([t.reshape(-1) for t in tensors])
-        sampled = torch.index_select(flat, 0, self._index).to(torch.float64).reshape(-1, 1, ENTRIES)
-        projections = torch.bmm(sampled, self._signs).reshape(len(tensors), DIRECTIONS) * self._scales[:, None]
-        norms = torch._foreach_norm(tensors)
-        grads = [full_tensor(p.grad.detach()) for p in parameters if p.grad is not None]
-        grad_norms = iter(torch._foreach_norm(grads) if grads else [])
-        nan = norms[0].new_full((), math.nan)
-        columns = [
-            torch.stack(norms),
-            torch.stack([next(grad_norms) if p.grad is not None else nan for p in parameters]),
-        ]
-        return torch.cat([torch.stack(columns, dim=1).to(torch.float64), projections], dim=1)
+        samples, norms, grad_norms = [], [], []
+        for p, index in zip(parameters, self._indexes, strict=True):
+            whole = full_tensor(p.detach()).reshape(-1)
+            samples.append(whole.index_select(0, index))
+            norms.append(torch.linalg.vector_norm(whole))  # a scale for distances: its own precision will do
+            grad_norms.append(
+                torch.linalg.vector_norm(full_tensor(p.grad.detach()))
+                if p.grad is not None
+                else torch.full((), math.nan, dtype=whole.dtype, device=whole.device)
+            )
+        sampled = torch.stack(samples).to(torch.float64).reshape(-1, 1, ENTRIES)
+        projections = torch.bmm(sampled, self._signs).reshape(len(samples), DIRECTIONS) * self._scales[:, None]
+        scales = torch.stack([torch.stack(norms), torch.stack(grad_norms)], dim=1).to(torch.float64)
+        return torch.cat([scales, projections], dim=1)
 
 
 def _directions(numel: int, ordinal: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -44,7 +44,7 @@ from ddp_parity.harness.modes.default import ignored_config
 from ddp_parity.harness.validate import parse_sides
 from ddp_parity.model import build_net, build_optimizer
 from ddp_parity.sharding import check_fsdp_plan, shard, total_grad_norm, wrapped_module_names
-from ddp_parity.trace import param_digest, params_sha256, read_meta, read_validation
+from ddp_parity.trace import param_digest, params_sha256, read_meta, read_records, read_validation
 from ddp_parity.watch import Digester, _Digests
 
 FSDP = ["--trainer.strategy", "fsdp"]
@@ -240,6 +240,10 @@ def test_raw_ddp_and_raw_fsdp2_are_bitwise_equal_at_world_2(runs):
     # the order the two collectives sum in cannot part the bits here; at world 4 it can, and no test
     # asserts bitwise equality there.
     assert_runs_bitwise_equal(runs["raw-ddp"], runs["raw-fsdp"])
+    # the per-layer sketches too: FSDP2 gathers each whole tensor, one at a time, and projects it as DDP does
+    for rank in (0, 1):
+        layers = [[r["layers"] for r in read_records(runs[side], rank)] for side in ("raw-ddp", "raw-fsdp")]
+        assert layers[0] == layers[1] and layers[0]
 
 
 @pytest.mark.slow
