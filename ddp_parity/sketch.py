@@ -32,8 +32,8 @@ FIELDS = ("norm", "grad_norm", *(f"sketch{k}" for k in range(DIRECTIONS)))
 
 class LayerSketch:
     """The fixed directions of one model's parameters, and the per-step values they give: a gather and
-    two norms per tensor, then one batched product for every projection. Under FSDP2 each tensor is
-    gathered whole one at a time and dropped before the next, as for the gradient norm."""
+    two norms per tensor, then one batched product for every projection. Given DTensors it gathers
+    each whole, one at a time (the recorder does not call it for an FSDP2 model yet: see trace.py)."""
 
     def __init__(self, named_parameters: list[tuple[str, torch.Tensor]]):
         self.names = [name for name, _ in named_parameters]

@@ -474,7 +474,9 @@ class TraceRecorder:
             entry["batch_digest"] = batch_fingerprint(batch)
         if model is not None and "param_digest" not in extra:
             extra["param_digest"] = param_digest(model)
-        if model is not None and "layers" not in extra:
+        if model is not None and "layers" not in extra and not is_sharded(model):
+            # not under FSDP2 yet: a gather per parameter and per gradient would double the recorder's
+            # collectives (a shard-local sketch with one all-reduce is the way there)
             extra["layers"] = self._layer_values(model)
         entry.update({k: _detach(v) for k, v in extra.items()})
         if optimizer is not None and self._optimizer is None:

@@ -240,10 +240,10 @@ def test_raw_ddp_and_raw_fsdp2_are_bitwise_equal_at_world_2(runs):
     # the order the two collectives sum in cannot part the bits here; at world 4 it can, and no test
     # asserts bitwise equality there.
     assert_runs_bitwise_equal(runs["raw-ddp"], runs["raw-fsdp"])
-    # the per-layer sketches too: FSDP2 gathers each whole tensor, one at a time, and projects it as DDP does
+    # per-layer sketches: DDP's run has them, FSDP2's not yet (docs/trace-format.md)
     for rank in (0, 1):
-        layers = [[r["layers"] for r in read_records(runs[side], rank)] for side in ("raw-ddp", "raw-fsdp")]
-        assert layers[0] == layers[1] and layers[0]
+        assert all("layers" in r for r in read_records(runs["raw-ddp"], rank))
+        assert not any("layers" in r for r in read_records(runs["raw-fsdp"], rank))
 
 
 @pytest.mark.slow
