@@ -47,6 +47,12 @@ def slip(name, cites, base: Setup, category, step, module, fix, **knobs) -> Case
     return Case(name, cites, base, base.changed(**knobs), category, step, module, fix)
 
 
+def on_each(model: Setup, name, cites, common: dict, changed: dict, category, step, module, fix) -> Case:
+    """One slip made the same way on one model family: both sides share `common`, side b adds `changed`."""
+    a = model.changed(**common)
+    return Case(f"{name} ({model.family})", cites, a, model.changed(**(common | changed)), category, step, module, fix)
+
+
 MLP, CNN, TRANSFORMER = Setup(family="mlp"), Setup(family="cnn"), Setup(family="transformer")
 TWO_EPOCHS = {"epochs": 2}
 AUGMENTED = {"augment": True, "workers": 2}
@@ -73,65 +79,47 @@ BUGS = (
         "Re-seed",
         extra_draw=True,
     ),
-    Case(
-        "workers seeded on one side (mlp)",
-        WORKERS,
-        MLP.changed(**AUGMENTED),
-        MLP.changed(**AUGMENTED, seeded_workers=True),
-        "data_pipeline",
-        1,
-        None,
-        "worker_init_fn",
+    *(
+        on_each(
+            m,
+            "workers seeded on one side",
+            WORKERS,
+            AUGMENTED,
+            {"seeded_workers": True},
+            "data_pipeline",
+            1,
+            None,
+            "worker_init_fn",
+        )
+        for m in (MLP, CNN)
     ),
-    Case(
-        "workers seeded on one side (cnn)",
-        WORKERS,
-        CNN.changed(**AUGMENTED),
-        CNN.changed(**AUGMENTED, seeded_workers=True),
-        "data_pipeline",
-        1,
-        None,
-        "worker_init_fn",
+    *(
+        on_each(
+            m,
+            "OneCycleLR total steps from the dataset",
+            ONECYCLE,
+            {"schedule": "onecycle_loader"},
+            {"schedule": "onecycle_dataset"},
+            "optimizer",
+            2,
+            None,
+            "total_steps",
+        )
+        for m in (MLP, CNN)
     ),
-    Case(
-        "OneCycleLR total steps from the dataset (mlp)",
-        ONECYCLE,
-        MLP.changed(schedule="onecycle_loader"),
-        MLP.changed(schedule="onecycle_dataset"),
-        "optimizer",
-        2,
-        None,
-        "total_steps",
-    ),
-    Case(
-        "OneCycleLR total steps from the dataset (cnn)",
-        ONECYCLE,
-        CNN.changed(schedule="onecycle_loader"),
-        CNN.changed(schedule="onecycle_dataset"),
-        "optimizer",
-        2,
-        None,
-        "total_steps",
-    ),
-    Case(
-        "zero_grad on one optimizer of two (mlp)",
-        ZERO_GRAD,
-        MLP.changed(two_optimizers=True),
-        MLP.changed(two_optimizers=True, zero_grad_all=False),
-        "gradients",
-        2,
-        "head",
-        "zero_grad",
-    ),
-    Case(
-        "zero_grad on one optimizer of two (cnn)",
-        ZERO_GRAD,
-        CNN.changed(two_optimizers=True),
-        CNN.changed(two_optimizers=True, zero_grad_all=False),
-        "gradients",
-        2,
-        "head",
-        "zero_grad",
+    *(
+        on_each(
+            m,
+            "zero_grad on one optimizer of two",
+            ZERO_GRAD,
+            {"two_optimizers": True},
+            {"zero_grad_all": False},
+            "gradients",
+            2,
+            "head",
+            "zero_grad",
+        )
+        for m in (MLP, CNN)
     ),
     slip(
         "eval mode left on after validation (mlp)",

@@ -32,20 +32,10 @@ from ddp_parity.compare.modules import display, format_module_finding, localise
 from ddp_parity.compare.story import COMPUTATION_READINGS, UPSTREAM_CATEGORIES, check_story
 from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
 
+# every category a diagnosis may name: the causes found before any step's numbers (story.py's list),
+# then those read from the numbers and the module watch
 CATEGORIES = (
-    "equivalent",
-    "crash",
-    "stall",
-    "metadata",
-    "config",
-    "param_groups",
-    "init",
-    "resume",
-    "recording",
-    "step_count",
-    "sampler_seed",
-    "set_epoch",
-    "data_order",
+    *UPSTREAM_CATEGORIES,
     "data_pipeline",
     "rng",
     "module_state",
@@ -54,7 +44,6 @@ CATEGORIES = (
     "reduction_order",
     "gradients",
     "optimizer",
-    "buffers",
     "undetermined",
 )
 
