@@ -474,10 +474,8 @@ class TraceRecorder:
             entry["batch_digest"] = batch_fingerprint(batch)
         if model is not None and "param_digest" not in extra:
             extra["param_digest"] = param_digest(model)
-        if model is not None and "layers" not in extra and not is_sharded(model):
-            # not under FSDP2 yet: a gather per parameter and per gradient would double the recorder's
-            # collectives (a shard-local sketch with one all-reduce is the way there)
-            extra["layers"] = self._layer_values(model)
+        if model is not None and "layers" not in extra and (layers := self._layer_values(model)) is not None:
+            extra["layers"] = layers
         entry.update({k: _detach(v) for k, v in extra.items()})
         if optimizer is not None and self._optimizer is None:
             self._record_optimizer(optimizer, model)
@@ -501,18 +499,21 @@ class TraceRecorder:
         if self.rank == 0:
             write_json_atomic(self.run_dir / META_FILE, self.meta)
 
-    _sketch = None  # the LayerSketch of the model record() is given, made at its first step
+    _sketch = None  # the LayerSketch of the model record() is given, made at its first step (False: none)
 
-    def _layer_values(self, model: torch.nn.Module) -> torch.Tensor:
+    def _layer_values(self, model: torch.nn.Module) -> torch.Tensor | None:
         """Per parameter: norm, gradient norm and sketch (ddp_parity/sketch.py); the names and fields
-        go to meta.json `layers` once."""
-        named = [(normalised_name(n), p) for n, p in unwrap(model).named_parameters()]
+        go to meta.json `layers` once. None for an FSDP2 model, not sketched yet: a gather per parameter
+        and per gradient would double the recorder's collectives (a shard-local sketch with one
+        all-reduce is the way there)."""
         if self._sketch is None:
-            self._sketch = LayerSketch(named)
-            self.meta["layers"] = self._sketch.facts()
-            if self.rank == 0:
-                write_json_atomic(self.run_dir / META_FILE, self.meta)
-        return self._sketch([p for _, p in named])
+            named = [(normalised_name(n), p) for n, p in unwrap(model).named_parameters()]
+            self._sketch = False if is_sharded(model) else LayerSketch(named)
+            if self._sketch:
+                self.meta["layers"] = self._sketch.facts()
+                if self.rank == 0:
+                    write_json_atomic(self.run_dir / META_FILE, self.meta)
+        return self._sketch(list(unwrap(model).parameters())) if self._sketch else None
 
     def _staged_bytes(self) -> int:
         return sum(e["batch_digest"].nbytes for e in self._pending if isinstance(e.get("batch_digest"), StagedDigest))
