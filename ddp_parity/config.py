@@ -53,6 +53,11 @@ class ModelConfig:
     """StepLR: intervals between decays; CosineAnnealingLR: T_max in intervals."""
     lr_gamma: float = 0.5
     """StepLR decay factor."""
+    init_ulps: int = 0
+    """Move every initial weight this many units in the last place, up or down at random (seeded
+    apart from training): the rounding-only change of `--tolerance noise`'s weight controls."""
+    init_ulps_seed: int = 0
+    """Seed of the up-or-down draws of `init_ulps` (each weight control draws its own)."""
 
     def __post_init__(self) -> None:
         for key in ("input_dim", "hidden_dim", "num_classes", "lr_step_size"):
@@ -63,6 +68,7 @@ class ModelConfig:
         _require(self.weight_decay >= 0, "model.weight_decay", f"must be 0 or more, got {self.weight_decay}")
         _require(self.momentum >= 0, "model.momentum", f"must be 0 or more, got {self.momentum}")
         _require(0 < self.lr_gamma <= 1, "model.lr_gamma", f"must be in (0, 1], got {self.lr_gamma}")
+        _require(self.init_ulps >= 0, "model.init_ulps", f"must be 0 or more, got {self.init_ulps}")
 
 
 @dataclass

@@ -33,7 +33,24 @@ class Net(nn.Module):
 
 
 def build_net(config: ModelConfig) -> Net:
-    return Net(config.input_dim, config.hidden_dim, config.num_classes, config.depth, config.dropout)
+    net = Net(config.input_dim, config.hidden_dim, config.num_classes, config.depth, config.dropout)
+    nudge_by_ulps(net, config.init_ulps, config.init_ulps_seed)
+    return net
+
+
+def nudge_by_ulps(module: nn.Module, ulps: int, seed: int = 0) -> None:
+    """Move every parameter entry `ulps` representable numbers up or down (a seeded coin each): a
+    change of rounding size only, for a noise control. Its own generator leaves torch's global RNG,
+    and so everything training draws from it, as it was."""
+    if ulps <= 0:
+        return
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            up = torch.randint(0, 2, p.shape, generator=generator).to(device=p.device, dtype=torch.bool)
+            towards = torch.where(up, torch.inf, -torch.inf).to(p.dtype)
+            for _ in range(ulps):
+                p.copy_(torch.nextafter(p, towards))
 
 
 def build_loss() -> nn.Module:

@@ -168,13 +168,29 @@ ADVICE: dict[str, Advice] = {
         "fabric.no_backward_sync; Lightning's ModelParallelStrategy does neither: do it in the "
         "LightningModule's on_train_batch_start, as lightning_impl/module.py does).",
     ),
+    "noise": Advice(
+        "The controls ({controls}) ran {side} again under a change of rounding alone; every per-step "
+        "quantity of the pair stayed within {factor:g} times how far they drifted (the largest: {worst} "
+        "at step {worst_step}, {ratio:.2g} of its bound). The runs differ as much as rounding makes "
+        "correct code differ, no more.",
+        "Nothing to fix: the runs are equivalent within the measured noise. For a bitwise verdict, run "
+        "both sides under the same arithmetic (threads, ATen capability, BLAS path, world size).",
+    ),
+    "noise.departure": Advice(
+        "Rounding alone does not explain it: the controls ({controls}: {side} run again under a change "
+        "of rounding alone) stay within that bound, and until then the pair's parameters were no further "
+        "apart than rounding carries them.{before}",
+        "Look at what runs differently on the two sides from step {step} on, in {where}: a setting that "
+        "no trace records (a loss option, an optimizer argument, a data transform) or code that acts "
+        "from that step (a schedule, a condition on the step or epoch).",
+    ),
     "reduction_order.sharding": Advice(
         "DDP sums each gradient across ranks in an all-reduce, FSDP2 in a reduce-scatter; with {world} "
         "terms the two add in different orders and round differently in the last bits. Neither side is "
         "wrong: this is the legitimate difference between the strategies, and it grows from step to step "
         "as rounding does.",
-        "Nothing to fix in either loop. The exact verdict cannot call these runs equal; judge them within "
-        "a tolerance (--rtol/--atol), or compare at a world of 2, where DDP and FSDP2 agree bit for bit.",
+        "Nothing to fix in either loop. The exact verdict cannot call these runs equal; judge them against "
+        "measured noise (--tolerance noise), or compare at a world of 2, where DDP and FSDP2 agree bit for bit.",
     ),
     "gradients": Advice(
         "Every module computes the same gradient, but the parameters' accumulated .grad differs, so "

@@ -45,7 +45,11 @@ CATEGORIES = (
     "gradients",
     "optimizer",
     "undetermined",
+    "noise",
 )
+# the explanations of a difference that say "rounding" (a category, or a setup kind that changes only
+# how sums round): under --tolerance noise the measured noise decides whether they hold
+ROUNDING_FINDINGS = ("numerics", "reduction_order", "undetermined", "config.threads", "config.arithmetic")
 
 # resolved-config keys (dotted) that cannot change the numbers a run computes; a key matches an
 # entry or lies below one. LightningCLI's extra keys exist on one side only and are skipped anyway:
@@ -1629,3 +1633,59 @@ def _ulps_or_far(a, b) -> int:
 def _first_sentence(text: str) -> str:
     end = text.find(". ")
     return text if end < 0 else text[: end + 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# under measured noise (--tolerance noise, compare/noise.py)
+
+
+def is_rounding(found: dict) -> bool:
+    return found["category"] in ROUNDING_FINDINGS or found.get("kind") in ROUNDING_FINDINGS
+
+
+def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exact_step) -> dict:
+    """The exact comparison's diagnosis, judged against the noise the controls measured. Within the
+    noise, the finding is `noise` (the exact finding's setup difference, if any, stays beside it as
+    `setup_differs`). Beyond it, an exact finding that blames rounding cannot stand: the finding is
+    `noise.departure` at the step the pair leaves the envelope; any other finding (a config, the
+    data, the optimizer) keeps its cause, the departure added to its evidence."""
+    worst, departure = judgement["worst"], judgement["departure"]
+    values = {"controls": ", ".join(judgement.get("control_labels") or ["?"]), "side": names[0]}
+    values["factor"] = judgement["factor"]
+    evidence = {"sides": {"a": names[0], "b": names[1]}, "noise": _noise_evidence(judgement)}
+    if within:
+        kind, step = "noise", None
+        values.update(worst=worst.get("quantity"), worst_step=worst.get("step"), ratio=worst["ratio"])
+        facts = f"{names[0]} and {names[1]} differ in their last bits from step {exact_step}."
+    elif is_rounding(exact):
+        kind, step = "noise.departure", departure["step"]
+        where = departure["layer"] or departure["quantity"]
+        values.update(where=where, step=step, before="")
+        if exact_step is not None and exact_step < step:
+            values["before"] = f" Their differences from step {exact_step} to step {step - 1} are rounding."
+        facts = (
+            f"At step {step} {departure['quantity']} is {departure['distance']:.3g} apart relative, "
+            f"{departure['ratio']:.3g} times the bound the noise allows ({departure['bound']:.3g})."
+        )
+    else:
+        found = dict(exact, evidence={**exact.get("evidence", {}), "noise": evidence["noise"]})
+        return found
+    advice = ADVICE[kind]
+    found = {
+        "category": "noise",
+        "kind": kind,
+        "step": step,
+        "rank": None,
+        "evidence": evidence,
+        "explanation": f"{facts} {advice.why.format(**values)}",
+        "advice": advice.fix.format(**values),
+        "module": None,
+        "candidates": [],
+        "unchecked": [],
+        "setup_differs": exact if within and exact["category"] in SETUP_CATEGORIES else None,
+    }
+    return found
+
+
+def _noise_evidence(judgement: dict) -> dict:
+    return {key: judgement[key] for key in ("factor", "departure", "worst", "controls") if key in judgement}

@@ -25,7 +25,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from ddp_parity.compare.report import HTML_FILE, PLOT_FILE, REPORT_FILE, fmt, step_time_line, table_rows  # noqa: F401  (HTML_FILE: public here too)
+from ddp_parity.compare.report import (  # noqa: F401  (HTML_FILE: public here too)
+    HTML_FILE,
+    PLOT_FILE,
+    REPORT_FILE,
+    fmt,
+    noise_line,
+    plot_noise_png,
+    step_time_line,
+    table_rows,
+)
 from ddp_parity.compare.walk import Criterion
 from ddp_parity.trace import TraceFormatError, iter_records, read_meta, trace_ranks
 
@@ -98,6 +107,7 @@ def render_html(report: dict, out_dir: str | os.PathLike | None = None) -> str:
         failure_section(report.get("failure")),
         summary_section(report),
         plot_section(report, out_dir),
+        noise_section(report.get("noise")),
         first_steps_section(report, sides),
         module_section(report),
         config_section(report.get("diagnosis"), sides),
@@ -121,9 +131,7 @@ def render_html(report: dict, out_dir: str | os.PathLike | None = None) -> str:
 
 
 def verdict_word(report: dict) -> str:
-    return {"equivalent": "EQUIVALENT", "different": "DIFFERENT", "failed": "FAILED"}.get(
-        report.get("verdict"), str(report.get("verdict", "UNKNOWN")).upper()
-    )
+    return str(report.get("verdict", "UNKNOWN")).replace("_", " ").upper()
 
 
 def side_names(report: dict) -> dict:
@@ -154,7 +162,8 @@ def describe_criterion(criterion) -> str:
 
 def verdict_section(report: dict, sides: dict) -> str:
     verdict = report.get("verdict")
-    css = verdict if verdict in ("equivalent", "different", "failed") else "failed"
+    css = {"equivalent_within_noise": "equivalent"}.get(verdict, verdict)
+    css = css if css in ("equivalent", "different", "failed") else "failed"
     steps = report.get("steps") or {}
     counted = sum((steps.get("steps_a") or {}).values()) if steps else 0
     detail = f"{describe_criterion(report.get('criterion'))}"
@@ -252,6 +261,21 @@ def plot_section(report: dict, out_dir: Path) -> str:
     return (
         "<h2>Loss curves</h2>\n"
         f'<img id="loss-curves" alt="per-step training loss of both runs and |difference| per step" '
+        f'src="data:image/png;base64,{data}">'
+    )
+
+
+def noise_section(noise) -> str:
+    """--tolerance noise: the pair's distance against the controls' envelope, per quantity group."""
+    if not isinstance(noise, dict) or not noise.get("curves"):
+        return ""
+    data = base64.b64encode(plot_noise_png(noise)).decode("ascii")
+    controls = ", ".join(esc(Path(c).name) for c in noise.get("controls") or [])
+    return (
+        "<h2>Against measured noise</h2>\n"
+        f'<p id="noise-line">{esc(noise_line(noise).strip())}</p>\n'
+        f'<p class="note">controls: {controls}; factor {noise.get("factor")}</p>\n'
+        f'<img id="noise-plot" alt="per-step relative distance of the pair, the controls\' envelope and the bound" '
         f'src="data:image/png;base64,{data}">'
     )
 

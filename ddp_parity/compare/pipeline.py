@@ -5,9 +5,11 @@ text and files, html.py) read what this builds; nothing below imports this."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
-from ddp_parity.compare.diagnosis import diagnose_comparison, find_warnings
+from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
+from ddp_parity.compare.noise import FACTOR, judge_runs
 from ddp_parity.compare.report import strict_json, timing_summary
 
 
@@ -20,11 +22,16 @@ def compare_traces(
     key_map: Callable[[str], str] | None = None,
     ignore_config=(),
     labels=None,
+    controls=(),
+    noise_factor: float = FACTOR,
 ) -> dict:
     """The complete report of two run directories (what report.json holds), nothing written.
-    Raises TraceFormatError for a run that cannot be read, ValueError for a bad tolerance."""
+    `controls`: runs of run_a's side again under a change of rounding alone, to judge the pair
+    against the noise they measure (compare/noise.py). Raises TraceFormatError for a run that
+    cannot be read, ValueError for a bad tolerance."""
     comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
-    return build_report(comparison, ignore_config=ignore_config, labels=labels)
+    noise = judge_runs(run_a, run_b, list(controls), noise_factor) if controls else None
+    return build_report(comparison, ignore_config=ignore_config, labels=labels, noise=noise)
 
 
 class Report(dict):
@@ -34,8 +41,15 @@ class Report(dict):
     curves: dict = {}
 
 
-def build_report(comparison: Comparison, *, ignore_config=(), labels=None, stall=None, extra=None) -> Report:
-    """The one place the report is assembled: figures, labels, timing, diagnosis, warnings."""
+# per-step quantities that are integers or digests of the data: equal, or the runs saw different data
+EXACT_UNDER_NOISE = ("samples", "batch", "lr")
+
+
+def build_report(
+    comparison: Comparison, *, ignore_config=(), labels=None, stall=None, extra=None, noise=None
+) -> Report:
+    """The one place the report is assembled: figures, labels, timing, diagnosis, warnings; with a
+    noise judgement (compare/noise.py), the verdict and diagnosis it gives."""
     names = run_labels(comparison, labels)
     report = comparison.to_dict()
     report.update(extra or {})
@@ -43,15 +57,39 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, stall
     report["timing"] = timing_summary(comparison.timing, names)
     report["diagnosis"] = diagnose_comparison(comparison, names, ignore_config=ignore_config, stall=stall)
     report["warnings"] = find_warnings(comparison, names)
+    if noise is not None:
+        judge_against_noise(report, comparison, noise, names)
     setup = report["diagnosis"].get("setup_differs")
     if setup is not None:
         report["warnings"].append(
             {
                 "kind": "setup_differs",
-                "message": f"{setup['explanation']} The numbers were bitwise equal on this run; the difference "
-                f"can still change a larger model or another machine. Fix: {setup['advice']}",
+                "message": f"{setup['explanation']} The numbers were {closeness(report)} on this run; the "
+                f"difference can still change a larger model or another machine. Fix: {setup['advice']}",
             }
         )
     out = Report(strict_json(report))
     out.curves = comparison.curves
     return out
+
+
+def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names) -> None:
+    """`verdict` becomes equivalent_within_noise where the exact comparison found only float
+    differences and every one stayed within the measured noise; the diagnosis follows the judgement."""
+    noise["control_labels"] = [Path(control).name for control in noise.get("controls") or []]
+    report["noise"] = noise
+    if report["verdict"] != "different":
+        return
+    exact_only = comparison.all_problems or any(
+        not comparison.quantities[q].all_equal for q in EXACT_UNDER_NOISE if q in comparison.quantities
+    )
+    within = noise["within_noise"] and not exact_only
+    if within:
+        report["verdict"] = "equivalent_within_noise"
+    if within or not noise["within_noise"]:
+        step = (report.get("first_divergence") or {}).get("step")
+        report["diagnosis"] = diagnosis_under_noise(report["diagnosis"], noise, names, within, step)
+
+
+def closeness(report: dict) -> str:
+    return "equal within the measured noise" if report["verdict"] == "equivalent_within_noise" else "bitwise equal"

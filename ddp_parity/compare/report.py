@@ -99,8 +99,13 @@ def format_summary(report: dict) -> str:
         else f"|a-b| <= {report['criterion']['atol']} + {report['criterion']['rtol']}*|b|"
     )
     steps = sum(report["steps"]["steps_a"].values()) if report.get("steps") else 0
-    verdict = "EQUIVALENT" if report["verdict"] == "equivalent" else "DIFFERENT"
+    if report.get("noise"):
+        noise = report["noise"]
+        criterion = f"against measured noise, {len(noise['controls'])} controls x {noise['factor']:g}"
+    verdict = report["verdict"].replace("_", " ").upper()
     lines.append(f"verdict: {verdict} ({criterion}; {steps} rank-steps compared)")
+    if report.get("noise"):
+        lines.append(noise_line(report["noise"]))
     for warning in report.get("warnings") or []:
         lines.append(f"  WARNING {warning['kind']}: {warning['message']}")
     lines.append(format_table(report))
@@ -113,6 +118,22 @@ def format_summary(report: dict) -> str:
         lines.append(step_times)
     lines.append(f"runs: {report['runs']['a']}  {report['runs']['b']}")
     return "\n".join(lines)
+
+
+def noise_line(noise: dict) -> str:
+    """Where the pair leaves the controls' envelope, or how close it came."""
+    departure, worst = noise["departure"], noise["worst"]
+    if departure:
+        return (
+            f"  noise: leaves the envelope at step {departure['step']}: {departure['quantity']} "
+            f"{departure['distance']:.3g} apart, {departure['ratio']:.3g}x the bound ({departure['bound']:.3g})"
+        )
+    if worst.get("quantity") is None:
+        return "  noise: the pair is bitwise equal"
+    return (
+        f"  noise: within the envelope at every step (closest: {worst['quantity']} at step {worst['step']}, "
+        f"{worst['ratio']:.2g} of its bound)"
+    )
 
 
 def step_time_line(report: dict) -> str | None:
@@ -180,6 +201,38 @@ def load_pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def plot_noise_png(noise: dict) -> bytes:
+    """report.json's `noise` drawn: per quantity group, the pair's distance, the controls' envelope
+    and the bound (factor x the larger of the envelope and the propagated distance) on a log scale,
+    the step where the pair leaves it marked. Exact zeros sit on a floor line below the smallest value."""
+    import io
+
+    plt = load_pyplot()
+    curves = noise["curves"]
+    fig, axes = plt.subplots(len(curves), 1, figsize=(8, 2.2 * len(curves) + 0.6), sharex=True, squeeze=False)
+    departure = noise.get("departure") or {}
+    for ax, (group, curve) in zip(axes[:, 0], curves.items()):
+        values = [v for key in ("pair", "envelope", "bound") for v in curve[key] if v > 0]
+        floor = min(values) / 10 if values else 1e-12
+        for key, style in (("pair", "-"), ("envelope", "--"), ("bound", ":")):
+            ax.plot(curve["steps"], [max(v, floor) for v in curve[key]], style, label=key, linewidth=1.2)
+        ax.set_yscale("log")
+        ax.set_ylabel(group if group in ("loss", "grad_norm") else f"{group} (worst layer)", fontsize=9)
+        if departure.get("step") is not None:
+            ax.axvline(departure["step"], color="red", linewidth=0.8)
+    axes[0, 0].legend(fontsize=8, loc="lower right")
+    title = "relative distance per step: the pair against the controls' noise"
+    if departure:
+        title += f" (leaves it at step {departure['step']})"
+    axes[0, 0].set_title(title, fontsize=10)
+    axes[-1, 0].set_xlabel("step")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    return buffer.getvalue()
 
 
 def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Path:

@@ -5,13 +5,14 @@
     python compare/run.py --sides raw,fabric,lightning      # every pair of three twins
     python compare/run.py --traces RUN_DIR_A RUN_DIR_B      # compare two existing runs, launch nothing
     python compare/run.py --rtol 1e-6 --atol 0              # tolerances instead of bitwise
+    python compare/run.py --tolerance noise                 # against noise measured by control runs
 
 `ddp-parity` takes the same flags, and also subcommands: `ddp-parity run ...`, `ddp-parity traces A B ...`,
 `ddp-parity matrix FILE ...`, `ddp-parity slurm --nodes N --devices D ...` (sbatch scripts for both sides).
 Installed from a package, without a checkout, it has no twins to launch: `--traces` and `slurm` work.
 
-Exit codes: 0 equivalent, 1 not equivalent, 2 bad usage or config, 3 a run failed or timed out,
-128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
+Exit codes: 0 equivalent (or equivalent within noise), 1 not equivalent, 2 bad usage or config,
+3 a run failed or timed out, 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from ddp_parity.config import ConfigError
 from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import REPO, SIDES
 from ddp_parity.harness.program import program_name
-from ddp_parity.harness.validate import check_tolerances, check_twins_in_checkout, parse_sides, stall_setting
+from ddp_parity.harness.validate import (
+    check_noise_options,
+    check_tolerances,
+    check_twins_in_checkout,
+    parse_sides,
+    stall_setting,
+)
 from ddp_parity.trace_files import TraceFormatError
 
 DEFAULT_CONFIG = REPO / "configs" / "default.yaml"
@@ -79,6 +86,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0: exact)")
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0: exact)")
+    p.add_argument(
+        "--tolerance",
+        choices=("exact", "noise"),
+        default="exact",
+        help="exact: bitwise, or within --rtol/--atol; noise: judge the float quantities against the noise "
+        "measured by control runs, one side run again under changes of rounding alone (docs/tolerance.md)",
+    )
+    p.add_argument(
+        "--noise-control",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="with --traces: a run of RUN_A's code again under a change of rounding alone (another ATen "
+        "capability, init_ulps, threads); implies --tolerance noise (repeatable; two or more advised)",
+    )
+    p.add_argument(
+        "--noise-factor",
+        type=float,
+        default=10.0,
+        help="how far past the controls' envelope a quantity must go to be called different (default 10)",
+    )
     p.add_argument(
         "--keep-going",
         action="store_true",
@@ -159,6 +187,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     try:
         check_tolerances(args.rtol, args.atol)
+        check_noise_options(args)
         stall_setting(args.stall_timeout)
         args.sides = parse_sides(args.sides)
     except UsageError as err:
@@ -184,6 +213,7 @@ def resolve_user_paths(args: argparse.Namespace) -> None:
             setattr(args, name, absolute(getattr(args, name)))
     if args.traces:
         args.traces = [absolute(path) for path in args.traces]
+    args.noise_control = [absolute(path) for path in args.noise_control]
     args.overrides = [absolute_assignment(item) for item in args.overrides]
     for side in SIDES:
         name = f"set_{side}"

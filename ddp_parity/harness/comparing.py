@@ -10,6 +10,7 @@ from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_re
 from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
 from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.modules import format_module_finding
+from ddp_parity.compare.noise import judge_pair, measure_controls
 from ddp_parity.compare.pipeline import build_report
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
@@ -18,6 +19,8 @@ from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 # relative; measured on the default run, losses differ by at most 1 ulp (2.4e-7 abs, 1.2e-7 rel,
 # world 4) and parameters by 3e-8 abs after 48 steps; world 2 is bitwise equal.
 REFERENCE_TOLERANCE = (1e-6, 1e-6)
+# the verdicts that pass: bitwise (or within --rtol/--atol), and within the noise the controls measured
+EQUIVALENT = ("equivalent", "equivalent_within_noise")
 
 
 def describe_criterion(rtol: float, atol: float):
@@ -51,11 +54,18 @@ def build_key_map(strip_prefix: list[str], key_map_file: str | None):
     return key_map
 
 
-def compare_pair(run_a: Path, run_b: Path, labels, rtol: float, atol: float, key_map=None, ignore_config=()):
+def compare_pair(
+    run_a: Path, run_b: Path, labels, rtol: float, atol: float, key_map=None, ignore_config=(), noise=None
+):
     """The full comparison of two runs with its diagnosis and warnings: (report dict, loss curves).
-    `labels` None: the runs are named by their own side names (or folders)."""
+    `labels` None: the runs are named by their own side names (or folders). `noise`: (the controls'
+    distances, their paths, the factor) to judge the pair against (compare/noise.py)."""
     comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
-    report = build_report(comparison, ignore_config=ignore_config, labels=labels)
+    judgement = None
+    if noise is not None:
+        distances, paths, factor = noise
+        judgement = judge_pair(run_a, run_b, distances, factor, paths)
+    report = build_report(comparison, ignore_config=ignore_config, labels=labels, noise=judgement)
     return report, report.curves
 
 
@@ -85,23 +95,31 @@ def compare_and_report(
     extra=None,
     ignore_config=(),
     named_by_runs: bool = False,
+    noise=None,
 ) -> dict:
     """Compare every pair of sides (in the order given), write report.json and the plot of the first
     pair (the top-level keys), add `pairs` when there are more than two sides, print the summary.
     Returns the report; its `verdict` is equivalent only if every pair is. `named_by_runs`: label the
-    runs by what they recorded (--traces), not by the keys of `runs`."""
+    runs by what they recorded (--traces), not by the keys of `runs`. `noise`: (the run the controls
+    repeat, the control runs, the factor) under --tolerance noise."""
     names = list(runs)
     reports, curves = {}, {}
+    judged = None
+    if noise is not None:
+        repeated, controls, factor = noise
+        judged = (measure_controls(repeated, controls), [str(c) for c in controls], factor)
     for a, b in itertools.combinations(names, 2):
         labels = None if named_by_runs else (a, b)
-        reports[(a, b)], curves[(a, b)] = compare_pair(runs[a], runs[b], labels, rtol, atol, key_map, ignore_config)
+        reports[(a, b)], curves[(a, b)] = compare_pair(
+            runs[a], runs[b], labels, rtol, atol, key_map, ignore_config, judged
+        )
     first = (names[0], names[1])
     report = {**reports[first], **(extra or {})}
     report["plot"] = str(out / PLOT_FILE)
     if len(names) > 2:
         report["pairs"] = [pair_entry(a, b, r) for (a, b), r in reports.items()]
         report["sides"] = names
-        differing = [f"{a} vs {b}" for (a, b), r in reports.items() if r["verdict"] != "equivalent"]
+        differing = [f"{a} vs {b}" for (a, b), r in reports.items() if r["verdict"] not in EQUIVALENT]
         report["differing_pairs"] = differing  # the top-level figures are the first pair's; these say which differ
         if differing:
             report["verdict"] = "different"
@@ -124,7 +142,7 @@ def print_comparison(report: dict, reports: dict) -> None:
         first = r.get("first_divergence")
         where = f"; first divergence: {first.get('quantity')} at step {first.get('step')}" if first else ""
         print(f"pair {a} vs {b}: {r['verdict'].upper()}{where}")
-    shown = next(((a, b) for (a, b), r in reports.items() if r["verdict"] != "equivalent"), next(iter(reports)))
+    shown = next(((a, b) for (a, b), r in reports.items() if r["verdict"] not in EQUIVALENT), next(iter(reports)))
     print(f"--- {shown[0]} vs {shown[1]} ---")
     print(_summary(reports[shown], shown))
     print(format_diagnosis(reports[shown]["diagnosis"]))
@@ -148,7 +166,7 @@ def add_replay(out: Path, report: dict, replay: dict) -> None:
 
 
 def exit_code(report: dict) -> int:
-    return EXIT_EQUIVALENT if report["verdict"] == "equivalent" else EXIT_DIFFERENT
+    return EXIT_EQUIVALENT if report["verdict"] in EQUIVALENT else EXIT_DIFFERENT
 
 
 def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict | None) -> dict:

@@ -26,6 +26,30 @@ def check_tolerances(rtol: float, atol: float) -> None:
             raise UsageError(f"{name} {value}: must be a finite number, 0 or more (0: exact)")
 
 
+def check_noise_options(args) -> None:
+    """--tolerance noise, --noise-control and --noise-factor: what they combine with, refused here."""
+    if args.noise_control:
+        if not args.traces:
+            raise UsageError("--noise-control: only with --traces (a launch runs its own controls: --tolerance noise)")
+        args.tolerance = "noise"
+    if not (math.isfinite(args.noise_factor) and args.noise_factor > 1):
+        raise UsageError(f"--noise-factor {args.noise_factor}: must be a finite number above 1")
+    if args.tolerance != "noise":
+        return
+    if args.rtol or args.atol:
+        raise UsageError("--tolerance noise: measures its own tolerance; drop --rtol/--atol")
+    if args.traces and not args.noise_control:
+        raise UsageError(
+            "--tolerance noise with --traces: name the control runs with --noise-control RUN (RUN_A's code run "
+            "again under a change of rounding alone)"
+        )
+    for flag, value in (("--matrix", args.matrix), ("--fault", args.fault), ("--reference", args.reference)):
+        if value:
+            raise UsageError(
+                f"--tolerance noise: not with {flag} yet; compare those runs with --traces and --noise-control"
+            )
+
+
 def stall_setting(value: float | None) -> tuple[float | None, bool]:
     """--stall-timeout as (seconds, adaptive): unset adapts to the run, <= 0 is off, below the
     heartbeat interval is refused (a healthy rank could not show progress that often)."""

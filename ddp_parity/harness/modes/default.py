@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_parity.harness.controls import control_launches, control_side
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
 from ddp_parity.harness.failure import failure_report
 from ddp_parity.harness.launch import (
@@ -68,6 +69,8 @@ def build_launches(args, plan: Plan, out: Path) -> list[Launch]:
         from ddp_parity.harness.modes import fault  # imports the comparison (torch) before launching
 
         launches += fault.fault_launches(args, plan, out)
+    if args.tolerance == "noise":
+        launches += control_launches(args, plan, out)
     return launches
 
 
@@ -106,8 +109,11 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
         extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides)
     if args.fault:
         extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol)
+    controls = [launch.run_dir for launch in launches if "-control-" in launch.side]
+    noise = (runs[control_side(args, plan.sides)], controls, args.noise_factor) if controls else None
+    ignore = ignored_config(args, plan.sides)
     report = comparing.compare_and_report(
-        out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=ignored_config(args, plan.sides)
+        out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=ignore, noise=noise
     )
     localise_by_replay(args, plan, launches, report, out)
     code = comparing.exit_code(report)

@@ -12,12 +12,15 @@ from ddp_parity.harness import comparing
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
 from ddp_parity.harness.program import harness_command
 from ddp_parity.harness.replay import step_to_replay
+from ddp_parity.trace import read_meta
 
 
 def prepare(args):
     """Checks before anything is read or written; fixes the output folder in args.out."""
     args.out = args.out or str(default_out("traces"))
     check_out(Path(args.out), args.overwrite)
+    for control in args.noise_control:  # refused before anything is written, like the runs themselves
+        read_meta(control)
     return comparing.build_key_map(args.strip_prefix, args.key_map)
 
 
@@ -30,6 +33,7 @@ def compare_existing(args) -> int:
         report = comparing.compare_and_report(
             out, {"a": run_a, "b": run_b}, args.rtol, args.atol, key_map, {"logs": {}},
             ignore_config=args.ignore_config, named_by_runs=True,
+            noise=(run_a, [Path(c) for c in args.noise_control], args.noise_factor) if args.noise_control else None,
         )  # fmt: skip
         out_dir.commit()
     step = step_to_replay(report, run_a, run_b)

@@ -1,0 +1,195 @@
+"""Float noise told from a bug, against noise measured from the run itself (`--tolerance noise`).
+
+Two correct runs that round differently part from their first step and drift apart with every step
+of a non-convex optimisation, so no fixed tolerance serves a whole run. Here a *control* — one side
+run again under a change that alters only rounding (another ATen kernel set, initial weights moved by
+one ulp) — measures how far rounding carries this model on this data. Every quantity the traces hold
+is turned into a per-step relative distance: the loss, the gradient norm, and per layer the parameters
+(from their sketches, ddp_parity/sketch.py) and the gradient norm.
+
+A distance at step k is explained by noise if it stays within FACTOR times the larger of
+- the controls' own distance at step k (what rounding alone does by this step), and
+- how far the pair's parameters already were at step k-1, times the largest ratio the controls show
+  between a quantity at one step and their parameters' distance the step before (noise propagates,
+  and jumps where a ReLU flips: a pair whose rounding blew up sooner than the controls' may go on
+  growing as fast as theirs did, never faster), but never past the farthest the controls drift in
+  the whole run.
+The first step where a quantity leaves that bound is where the pair is *different*; a bug shows
+there, at the step it first acts, because until then the pair's parameters were only noise apart.
+The integers a trace holds (sample indices, steps) are still compared exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ddp_parity.sketch import relative_distance
+from ddp_parity.trace import iter_records, read_meta, trace_ranks
+
+# how far past the controls' envelope a distance must go to be called a difference
+FACTOR = 10.0
+# the smallest distance ever required of a pair: float32's machine epsilon, one rounding of a number
+FLOOR = 2.0**-23
+# the quantity groups plotted and summarised: the per-layer quantities are "param <name>", "grad <name>"
+GROUPS = ("loss", "grad_norm", "param", "grad")
+
+
+@dataclass
+class Distances:
+    """Two runs measured apart, step by step: relative distance per quantity (the largest over the
+    ranks), and `state`, the largest parameter distance over the layers (the pair's state apart)."""
+
+    steps: list[int]
+    series: dict[str, list[float]]
+    state: list[float] = field(default_factory=list)
+
+    @cached_property
+    def index(self) -> dict[int, int]:
+        return {step: k for k, step in enumerate(self.steps)}
+
+
+def relative(a, b) -> float:
+    """|a - b| relative to the larger; 0 for two equal values (two zeros, two infinities), inf for a
+    number against a NaN."""
+    if a is None or b is None or a == b:
+        return 0.0
+    if math.isnan(a) or math.isnan(b):
+        return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
+    scale = max(abs(a), abs(b))
+    return abs(a - b) / scale if math.isfinite(scale) else math.inf
+
+
+def last_records(run) -> dict[int, dict[int, dict]]:
+    """step -> rank -> record; a step recorded twice (a restart) counts as it was last recorded."""
+    out: dict[int, dict[int, dict]] = {}
+    for rank in trace_ranks(run):
+        for record in iter_records(run, rank):
+            out.setdefault(record["step"], {})[rank] = record
+    return out
+
+
+def layer_names(run) -> list[str]:
+    return list((read_meta(run).get("layers") or {}).get("names") or [])
+
+
+def step_quantities(a: dict, b: dict, names: list[str]) -> dict[str, float]:
+    """One rank's record of each run, as relative distances."""
+    out = {"loss": relative(a.get("loss"), b.get("loss"))}
+    if a.get("grad_norm") is not None and b.get("grad_norm") is not None:
+        out["grad_norm"] = relative(a["grad_norm"], b["grad_norm"])
+    layers_a, layers_b = a.get("layers"), b.get("layers")
+    if layers_a and layers_b and len(layers_a) == len(layers_b) == len(names):
+        for name, distance, row_a, row_b in zip(names, relative_distance(layers_a, layers_b), layers_a, layers_b):
+            out[f"param {name}"] = distance
+            out[f"grad {name}"] = relative(row_a[1], row_b[1])
+    return out
+
+
+def measure(run_a, run_b) -> Distances:
+    """Per step both runs recorded (on the ranks both recorded), each quantity's distance."""
+    names = layer_names(run_a)
+    records_a, records_b = last_records(run_a), last_records(run_b)
+    steps = sorted(set(records_a) & set(records_b))
+    series: dict[str, list[float]] = {}
+    for index, step in enumerate(steps):
+        per_step: dict[str, float] = {}
+        for rank in sorted(set(records_a[step]) & set(records_b[step])):
+            for quantity, value in step_quantities(records_a[step][rank], records_b[step][rank], names).items():
+                per_step[quantity] = max(value, per_step.get(quantity, 0.0))
+        for quantity, value in per_step.items():
+            series.setdefault(quantity, [0.0] * len(steps))[index] = value
+    params = [values for quantity, values in series.items() if quantity.startswith("param ")]
+    state = [max(column) for column in zip(*params)] if params else [0.0] * len(steps)
+    return Distances(steps, series, state)
+
+
+def sensitivity(controls: list[Distances]) -> float:
+    """The largest ratio the controls show between any quantity's distance at a step and their
+    parameters' distance the step before (measured only where that distance is above FLOOR). One
+    figure for every quantity: a ReLU whose input sits within rounding of zero flips in one run and
+    not the other, a jump that any layer downstream may show, and no control sees every flip."""
+    gain = 0.0
+    for control in controls:
+        for k in range(1, len(control.steps)):
+            before = control.state[k - 1]
+            if before > FLOOR and control.steps[k] == control.steps[k - 1] + 1:
+                gain = max([gain, *(values[k] / before for values in control.series.values())])
+    return gain
+
+
+def envelope(controls: list[Distances], quantity: str, step: int) -> float:
+    """The controls' largest distance of a quantity at a step (FLOOR at least)."""
+    values = [FLOOR]
+    for control in controls:
+        if quantity in control.series and step in control.index:
+            values.append(control.series[quantity][control.index[step]])
+    return max(values)
+
+
+def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) -> dict:
+    """The pair against the controls: `within_noise` True/False, the first step and quantity past the
+    bound (the one furthest past it at that step), the largest ratio to the bound over the run, and
+    per group the curves to plot (pair, envelope, bound: each the largest over the group's quantities)."""
+    gain = sensitivity(controls)
+    ceiling = {q: max(max(c.series.get(q, [FLOOR])) for c in controls) for q in pair.series}
+    departure, worst = None, {"ratio": 0.0}
+    curves = {group: {"steps": pair.steps, "pair": [], "envelope": [], "bound": []} for group in GROUPS}
+    for k, step in enumerate(pair.steps):
+        # the pair's own distance propagates as noise only while it is noise
+        carried = pair.state[k - 1] if k and departure is None else 0.0
+        per_group = {group: [0.0, 0.0, 0.0] for group in GROUPS}
+        over = []
+        for quantity, values in pair.series.items():
+            noise = envelope(controls, quantity, step)
+            bound = factor * max(noise, min(gain * carried, ceiling.get(quantity, FLOOR)))
+            ratio = values[k] / bound
+            if ratio > 1.0:
+                over.append((ratio, quantity, values[k], noise, bound))
+            if ratio > worst["ratio"] and departure is None:
+                worst = {"ratio": ratio, "step": step, "quantity": quantity}
+            group = per_group[quantity.split(" ")[0]]
+            group[:] = [max(group[0], values[k]), max(group[1], noise), max(group[2], bound)]
+        for group, (value, noise, bound) in per_group.items():
+            curves[group]["pair"].append(value)
+            curves[group]["envelope"].append(noise)
+            curves[group]["bound"].append(bound)
+        if over and departure is None:
+            ratio, quantity, value, noise, bound = max(over)
+            departure = {"step": step, "quantity": quantity, "distance": value, "envelope": noise, "bound": bound}
+            departure["ratio"] = ratio
+            departure["layer"] = quantity.split(" ", 1)[1] if " " in quantity else None
+    present = {group: curve for group, curve in curves.items() if any(g == group for g in map(_group, pair.series))}
+    return {
+        "within_noise": departure is None,
+        "factor": factor,
+        "departure": departure,
+        "worst": worst,
+        "controls_silent": not any(any(values) for control in controls for values in control.series.values()),
+        "curves": present,
+    }
+
+
+def _group(quantity: str) -> str:
+    return quantity.split(" ")[0]
+
+
+def measure_controls(repeated, controls: list) -> list[Distances]:
+    """Each control's distances from the run it repeats."""
+    return [measure(repeated, control) for control in controls]
+
+
+def judge_pair(run_a, run_b, control_distances: list[Distances], factor: float, controls: list) -> dict:
+    """Run b against run a, judged against the controls' distances: the judgement, with the
+    controls' paths."""
+    result = judge(measure(run_a, run_b), control_distances, factor)
+    result["controls"] = [str(Path(control)) for control in controls]
+    return result
+
+
+def judge_runs(run_a, run_b, controls: list, factor: float = FACTOR) -> dict:
+    """Run b against run a, with controls (runs of a's side again under another rounding) measured
+    from a."""
+    return judge_pair(run_a, run_b, measure_controls(run_a, controls), factor, controls)
