@@ -245,9 +245,12 @@ def format_scores(results) -> str:
         alarms = sum(1 for p, s in results if p.acts_at is None and s[rule] is not None)
         correct = sum(1 for p, _ in results if p.acts_at is None)
         misses = sum(1 for p, s in results if p.acts_at is not None and s[rule] is None)
-        on_time = sum(1 for p, s in results if p.acts_at is not None and s[rule] is not None and abs(s[rule] - p.acts_at) <= 1)
+        caught = [(p, s[rule]) for p, s in results if p.acts_at is not None and s[rule] is not None]
+        on_time = sum(1 for p, step in caught if abs(step - p.acts_at) <= 1)
         bugs = len(results) - correct
-        lines.append(f"{rule:24s} false alarms {alarms}/{correct}   misses {misses}/{bugs}   caught within 1 step {on_time}/{bugs}")
+        lines.append(
+            f"{rule:24s} false alarms {alarms}/{correct}  misses {misses}/{bugs}  caught within 1 step {on_time}/{bugs}"
+        )
     return "\n".join(lines)
 
 

@@ -110,7 +110,9 @@ def main(argv=None) -> None:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
             optimizer.step()
             step += 1
-            recorder.record(step, loss, indices.tolist(), epoch=epoch, grad_norm=grad_norm, optimizer=optimizer, model=net)
+            recorder.record(
+                step, loss, indices.tolist(), epoch=epoch, grad_norm=grad_norm, optimizer=optimizer, model=net
+            )
             if step == args.stop_at:
                 state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
                 torch.save({**state, "step": step}, run_dir / SNAPSHOT)
