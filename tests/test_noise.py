@@ -1,0 +1,209 @@
+"""--tolerance noise (compare/noise.py): the judgement on distances built by construction, then on
+runs of a model of our own recorded through the public plugin API (a correct change of threads, and
+slips no trace records), then the harness flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ddp_parity import TraceRecorder, compare_traces
+from ddp_parity.compare.noise import FACTOR, FLOOR, Distances, judge
+from ddp_parity.harness import cli
+from ddp_parity.model import nudge_by_ulps
+
+EQUIVALENT = ("equivalent", "equivalent_within_noise")
+
+
+def distances(param: list[float], loss: list[float] | None = None) -> Distances:
+    """One layer's parameter distance per step (the state) and a loss distance per step."""
+    steps = list(range(1, len(param) + 1))
+    return Distances(steps, {"param w": param, "loss": loss or [0.0] * len(param)}, list(param))
+
+
+# ---------------------------------------------------------------------------------------------
+# the judgement, by construction
+
+
+def test_a_pair_inside_the_controls_envelope_is_within_noise():
+    control = distances([1e-6, 2e-6, 4e-6, 8e-6])
+    result = judge(distances([1e-6, 3e-6, 2e-6, 9e-6]), [control])
+    assert result["within_noise"] and result["departure"] is None
+    # closest at step 2: the envelope there (2e-6) equals the pair's step-1 distance times the
+    # controls' gain (2e-6 / 1e-6 = 2)
+    assert result["worst"]["step"] == 2
+    assert result["worst"]["ratio"] == pytest.approx(3e-6 / (FACTOR * 2e-6))
+
+
+def test_a_jump_past_the_factor_is_a_departure_at_its_step_naming_the_layer():
+    control = distances([1e-6] * 6)
+    pair = distances([1e-6, 1e-6, 1e-6, 5e-4, 6e-4, 7e-4])  # a slip acting at step 4
+    result = judge(pair, [control])
+    departure = result["departure"]
+    assert not result["within_noise"]
+    assert (departure["step"], departure["quantity"], departure["layer"]) == (4, "param w", "w")
+    # the bound at step 4: the envelope (1e-6), or the pair's distance at step 3 times the controls'
+    # gain (1e-6 / 1e-6 = 1), whichever is larger, times the factor
+    assert departure["bound"] == pytest.approx(FACTOR * 1e-6)
+    assert departure["ratio"] == pytest.approx(5e-4 / (FACTOR * 1e-6))
+
+
+def test_noise_that_blows_up_sooner_than_the_controls_may_grow_as_fast_as_theirs_not_faster():
+    control = distances([1e-6, 1e-6, 1e-6, 4e-6, 1.6e-5, 6.4e-5, 2.56e-4])  # x4 per step from step 4
+    sooner = distances([1e-6, 4e-6, 1.6e-5, 6.4e-5, 2.56e-4, 1e-3, 2e-3])  # the same growth, sooner
+    assert judge(sooner, [control])["within_noise"]
+    faster = distances([1e-6, 4e-6, 1.6e-5, 6.4e-4, 2.56e-4, 1e-3, 2e-3])  # x40 at step 4: past 10 x 4
+    assert judge(faster, [control])["departure"]["step"] == 4
+
+
+def test_noise_never_carries_a_pair_past_the_farthest_the_controls_drift():
+    control = distances([1e-8, 1e-6, 1e-4, 1e-3, 1e-3, 1e-3])  # saturates at 1e-3
+    pair = distances([1e-8, 1e-6, 1e-4, 1e-3, 1e-3, 2e-2])  # 20 x the controls' farthest at step 6
+    departure = judge(pair, [control])["departure"]
+    assert departure["step"] == 6 and departure["bound"] == pytest.approx(FACTOR * 1e-3)
+
+
+def test_silent_controls_leave_float32_epsilon_as_the_bound():
+    silent = distances([0.0] * 3)
+    assert judge(distances([0.0, FLOOR, 9 * FLOOR]), [silent])["within_noise"]
+    result = judge(distances([0.0, FLOOR, 11 * FLOOR]), [silent])
+    assert result["controls_silent"] and result["departure"]["step"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# runs of our own model, recorded through the plugin API
+
+
+def train(run_dir: Path, *, threads=1, init_ulps_seed=None, label_smoothing=0.0, bias_momentum=0.9) -> Path:
+    """60 steps of a 64-256-256-10 MLP, SGD with momentum in two groups, on a fixed synthetic task."""
+    torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 10),
+        )  # fmt: skip
+        if init_ulps_seed is not None:
+            nudge_by_ulps(net, 1, init_ulps_seed)
+        weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
+        biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
+        groups = [{"params": weights}, {"params": biases, "momentum": bias_momentum}]
+        optimizer = torch.optim.SGD(groups, lr=0.05, momentum=0.9)
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(1024, 64, generator=g)
+        y = (x @ torch.randn(64, 10, generator=g)).argmax(1)
+        recorder = TraceRecorder(run_dir, side="mine", config={}, handle_signals=False)
+        recorder.start()
+        for step in range(1, 61):
+            indices = torch.arange((step - 1) * 64, step * 64) % 1024
+            loss = F.cross_entropy(net(x[indices]), y[indices], label_smoothing=label_smoothing)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            recorder.record(step, loss, indices.tolist(), optimizer=optimizer, model=net)
+        recorder.finish(net)
+    finally:
+        torch.set_num_threads(1)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def own_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("noise")
+    return {
+        "base": train(root / "base"),
+        "controls": [train(root / f"control-{seed}", init_ulps_seed=seed) for seed in (1, 2)],
+        "threads": train(root / "threads", threads=2),
+        "smoothing": train(root / "smoothing", label_smoothing=0.01),
+        "momentum": train(root / "momentum", bias_momentum=0.95),
+    }
+
+
+@pytest.mark.float_sensitive
+def test_another_thread_count_is_equivalent_bitwise_or_within_noise(own_runs):
+    exact = compare_traces(own_runs["base"], own_runs["threads"])
+    report = compare_traces(own_runs["base"], own_runs["threads"], controls=own_runs["controls"])
+    if exact["verdict"] == "equivalent":  # this CPU sums alike with 1 and 2 threads: nothing to judge
+        assert report["verdict"] == "equivalent"
+    else:
+        assert report["verdict"] == "equivalent_within_noise", report["noise"]["departure"]
+        assert report["diagnosis"]["category"] == "noise" and report["diagnosis"]["kind"] == "noise"
+        assert report["noise"]["worst"]["ratio"] < 1
+        # the thread difference is named beside the verdict, never as its cause
+        assert any(
+            "threads" in w["message"] and "within the measured noise" in w["message"] for w in report["warnings"]
+        )
+
+
+@pytest.mark.float_sensitive
+def test_a_slip_no_trace_records_leaves_the_noise_at_the_step_it_acts(own_runs):
+    """Label smoothing: no trace records it; the first loss already differs by far more than noise."""
+    report = compare_traces(own_runs["base"], own_runs["smoothing"], controls=own_runs["controls"])
+    assert report["verdict"] == "different"
+    departure = report["noise"]["departure"]
+    assert departure["step"] == 1 and departure["ratio"] > 1
+    diagnosis = report["diagnosis"]
+    assert (diagnosis["category"], diagnosis["kind"], diagnosis["step"]) == ("noise", "noise.departure", 1)
+    assert departure["quantity"] in diagnosis["explanation"]
+    assert "Rounding alone does not explain" in diagnosis["explanation"]
+
+
+@pytest.mark.float_sensitive
+def test_a_recorded_slip_keeps_its_cause_with_the_departure_as_evidence(own_runs):
+    """The bias group's momentum is in the optimizer's param groups the recorder reads: the diagnosis
+    names it; the noise judgement adds where it acts (step 2, when the momentum buffer is first used)."""
+    report = compare_traces(own_runs["base"], own_runs["momentum"], controls=own_runs["controls"])
+    assert report["verdict"] == "different"
+    diagnosis = report["diagnosis"]
+    assert diagnosis["category"] == "param_groups" and "momentum" in diagnosis["explanation"]
+    assert diagnosis["evidence"]["noise"]["departure"]["step"] == 2
+
+
+def test_traces_with_noise_controls_write_the_judgement_and_its_plot(own_runs, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["--traces", str(own_runs["base"]), str(own_runs["smoothing"]), "--out", str(out)]
+    for control in own_runs["controls"]:
+        args += ["--noise-control", str(control)]
+    assert cli.main(args) == 1
+    printed = capsys.readouterr().out
+    assert "verdict: DIFFERENT (against measured noise, 2 controls x 10" in printed
+    assert "noise: leaves the envelope at step 1" in printed
+    report = json.loads((out / "report.json").read_text())
+    assert report["noise"]["controls"] == [str(c) for c in own_runs["controls"]]
+    assert set(report["noise"]["curves"]) == {"loss", "param", "grad"}
+    assert 'id="noise-plot"' in (out / "report.html").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# the flags: refused in one line before anything is read or written
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--noise-control", "x"], "--noise-control: only with --traces"),
+        (["--tolerance", "noise", "--rtol", "1e-3"], "drop --rtol/--atol"),
+        (["--noise-factor", "1"], "--noise-factor 1.0: must be a finite number above 1"),
+        (["--tolerance", "noise", "--traces", "a", "b"], "name the control runs with --noise-control"),
+        (["--tolerance", "noise", "--fault", "1:3"], "not with --fault yet"),
+    ],
+)
+def test_noise_flags_that_cannot_work_are_refused_in_one_line(flags, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*flags, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage, then the one line
+    assert last.startswith(f"{cli.program_name()}: error: ") and message in last
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_noise_control_that_is_no_run_is_refused_before_anything_is_written(own_runs, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["--traces", str(own_runs["base"]), str(own_runs["threads"]), "--out", str(out)]
+    assert cli.main([*args, "--noise-control", str(tmp_path)]) == 2
+    assert "no meta.json" in capsys.readouterr().err
+    assert not out.exists()
