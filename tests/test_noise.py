@@ -174,7 +174,7 @@ def test_traces_with_noise_controls_write_the_judgement_and_its_plot(own_runs, t
     assert "noise: leaves the envelope at step 1" in printed
     report = json.loads((out / "report.json").read_text())
     assert report["noise"]["controls"] == [str(c) for c in own_runs["controls"]]
-    assert set(report["noise"]["curves"]) == {"loss", "param", "grad"}
+    assert set(report["noise"]["curves"]) == {"loss", "param", "grad", "param_digest"}
     assert 'id="noise-plot"' in (out / "report.html").read_text()
 
 

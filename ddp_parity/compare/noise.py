@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from ddp_parity.compare.comparator import merged_records
 from ddp_parity.sketch import relative_distance
 from ddp_parity.trace import iter_records, read_meta, trace_ranks
 
@@ -34,7 +35,8 @@ FACTOR = 10.0
 # the smallest distance ever required of a pair: float32's machine epsilon, one rounding of a number
 FLOOR = 2.0**-23
 # the quantity groups plotted and summarised: the per-layer quantities are "param <name>", "grad <name>"
-GROUPS = ("loss", "grad_norm", "param", "grad")
+# (param_digest: the per-step digest's components, for runs without sketches, e.g. FSDP2's)
+GROUPS = ("loss", "grad_norm", "param", "grad", "param_digest")
 
 
 @dataclass
@@ -62,9 +64,12 @@ def relative(a, b) -> float:
     return abs(a - b) / scale if math.isfinite(scale) else math.inf
 
 
-def last_records(run) -> dict[int, dict[int, dict]]:
-    """step -> rank -> record; a step recorded twice (a restart) counts as it was last recorded."""
+def last_records(run, merged: bool = False) -> dict[int, dict[int, dict]]:
+    """step -> rank -> record; a step recorded twice (a restart) counts as it was last recorded.
+    `merged`: a DDP run's ranks as one process on the global batch records them (rank 0; --reference)."""
     out: dict[int, dict[int, dict]] = {}
+    if merged:
+        return {record["step"]: {0: record} for record in merged_records(run)}
     for rank in trace_ranks(run):
         for record in iter_records(run, rank):
             out.setdefault(record["step"], {})[rank] = record
@@ -80,6 +85,9 @@ def step_quantities(a: dict, b: dict, names: list[str]) -> dict[str, float]:
     out = {"loss": relative(a.get("loss"), b.get("loss"))}
     if a.get("grad_norm") is not None and b.get("grad_norm") is not None:
         out["grad_norm"] = relative(a["grad_norm"], b["grad_norm"])
+    digest_a, digest_b = a.get("param_digest"), b.get("param_digest")
+    if isinstance(digest_a, list) and isinstance(digest_b, list) and len(digest_a) == len(digest_b):
+        out["param_digest"] = max((relative(x, y) for x, y in zip(digest_a, digest_b)), default=0.0)
     layers_a, layers_b = a.get("layers"), b.get("layers")
     if layers_a and layers_b and len(layers_a) == len(layers_b) == len(names):
         for name, distance, row_a, row_b in zip(names, relative_distance(layers_a, layers_b), layers_a, layers_b):
@@ -88,10 +96,12 @@ def step_quantities(a: dict, b: dict, names: list[str]) -> dict[str, float]:
     return out
 
 
-def measure(run_a, run_b) -> Distances:
-    """Per step both runs recorded (on the ranks both recorded), each quantity's distance."""
+def measure(run_a, run_b, merge_a: bool = False) -> Distances:
+    """Per step both runs recorded (on the ranks both recorded), each quantity's distance. The state
+    is the parameters' largest layer distance, or where no sketch was recorded their digest's.
+    `merge_a`: run a is a DDP run measured against a one-process reference (run b)."""
     names = layer_names(run_a)
-    records_a, records_b = last_records(run_a), last_records(run_b)
+    records_a, records_b = last_records(run_a, merged=merge_a), last_records(run_b)
     steps = sorted(set(records_a) & set(records_b))
     series: dict[str, list[float]] = {}
     for index, step in enumerate(steps):
@@ -102,6 +112,7 @@ def measure(run_a, run_b) -> Distances:
         for quantity, value in per_step.items():
             series.setdefault(quantity, [0.0] * len(steps))[index] = value
     params = [values for quantity, values in series.items() if quantity.startswith("param ")]
+    params = params or [series[quantity] for quantity in ("param_digest",) if quantity in series]
     state = [max(column) for column in zip(*params)] if params else [0.0] * len(steps)
     return Distances(steps, series, state)
 
@@ -181,10 +192,12 @@ def measure_controls(repeated, controls: list) -> list[Distances]:
     return [measure(repeated, control) for control in controls]
 
 
-def judge_pair(run_a, run_b, control_distances: list[Distances], factor: float, controls: list) -> dict:
+def judge_pair(
+    run_a, run_b, control_distances: list[Distances], factor: float, controls: list, merge_a: bool = False
+) -> dict:
     """Run b against run a, judged against the controls' distances: the judgement, with the
-    controls' paths."""
-    result = judge(measure(run_a, run_b), control_distances, factor)
+    controls' paths (`merge_a`: run a is DDP, run b the one-process reference)."""
+    result = judge(measure(run_a, run_b, merge_a), control_distances, factor)
     result["controls"] = [str(Path(control)) for control in controls]
     return result
 

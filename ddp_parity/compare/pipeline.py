@@ -73,20 +73,25 @@ def build_report(
     return out
 
 
-def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names) -> None:
-    """`verdict` becomes equivalent_within_noise where the exact comparison found only float
-    differences and every one stayed within the measured noise; the diagnosis follows the judgement."""
-    noise["control_labels"] = [Path(control).name for control in noise.get("controls") or []]
-    report["noise"] = noise
-    if report["verdict"] != "different":
-        return
+def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> str:
+    """equivalent_within_noise where the exact comparison found only float differences (the samples,
+    batches, learning rates and structure equal) and every one stayed within the measured noise."""
+    if verdict != "different" or not noise["within_noise"]:
+        return verdict
     exact_only = comparison.all_problems or any(
         not comparison.quantities[q].all_equal for q in EXACT_UNDER_NOISE if q in comparison.quantities
     )
-    within = noise["within_noise"] and not exact_only
-    if within:
-        report["verdict"] = "equivalent_within_noise"
-    if within or not noise["within_noise"]:
+    return verdict if exact_only else "equivalent_within_noise"
+
+
+def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names) -> None:
+    """The verdict and the diagnosis under the noise judgement (verdict_under_noise, diagnosis_under_noise)."""
+    noise["control_labels"] = [Path(control).name for control in noise.get("controls") or []]
+    report["noise"] = noise
+    exact = report["verdict"]
+    report["verdict"] = verdict_under_noise(exact, comparison, noise)
+    within = report["verdict"] == "equivalent_within_noise"
+    if exact == "different" and (within or not noise["within_noise"]):
         step = (report.get("first_divergence") or {}).get("step")
         report["diagnosis"] = diagnosis_under_noise(report["diagnosis"], noise, names, within, step)
 

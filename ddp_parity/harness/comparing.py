@@ -11,7 +11,7 @@ from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
 from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.modules import format_module_finding
 from ddp_parity.compare.noise import judge_pair, measure_controls
-from ddp_parity.compare.pipeline import build_report
+from ddp_parity.compare.pipeline import build_report, verdict_under_noise
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 
@@ -52,6 +52,12 @@ def build_key_map(strip_prefix: list[str], key_map_file: str | None):
         return renames.get(key, key)
 
     return key_map
+
+
+def noise_controls(repeated: Path, controls: list[Path], factor: float) -> tuple:
+    """--tolerance noise: each control's distances from the run it repeats, measured once for every
+    pair (and the reference): (distances, the controls' paths, the factor)."""
+    return measure_controls(repeated, controls), [str(c) for c in controls], factor
 
 
 def compare_pair(
@@ -100,18 +106,14 @@ def compare_and_report(
     """Compare every pair of sides (in the order given), write report.json and the plot of the first
     pair (the top-level keys), add `pairs` when there are more than two sides, print the summary.
     Returns the report; its `verdict` is equivalent only if every pair is. `named_by_runs`: label the
-    runs by what they recorded (--traces), not by the keys of `runs`. `noise`: (the run the controls
-    repeat, the control runs, the factor) under --tolerance noise."""
+    runs by what they recorded (--traces), not by the keys of `runs`. `noise`: the measured controls
+    (`noise_controls`) under --tolerance noise."""
     names = list(runs)
     reports, curves = {}, {}
-    judged = None
-    if noise is not None:
-        repeated, controls, factor = noise
-        judged = (measure_controls(repeated, controls), [str(c) for c in controls], factor)
     for a, b in itertools.combinations(names, 2):
         labels = None if named_by_runs else (a, b)
         reports[(a, b)], curves[(a, b)] = compare_pair(
-            runs[a], runs[b], labels, rtol, atol, key_map, ignore_config, judged
+            runs[a], runs[b], labels, rtol, atol, key_map, ignore_config, noise
         )
     first = (names[0], names[1])
     report = {**reports[first], **(extra or {})}
@@ -199,9 +201,16 @@ def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float) -> dict:
     }
 
 
-def compare_against_reference(run: Path, reference: Path, rtol: float, atol: float) -> dict:
-    """One side against the single-process reference run, within the reference tolerance."""
-    result = compare_to_reference(run, reference, Criterion(rtol, atol)).to_dict()
+def compare_against_reference(run: Path, reference: Path, rtol: float, atol: float, noise=None) -> dict:
+    """One side against the single-process reference run, within the reference tolerance, or under
+    --tolerance noise bitwise and then against the noise the controls measured (`noise_controls`)."""
+    comparison = compare_to_reference(run, reference, Criterion(rtol, atol))
+    result = comparison.to_dict()
     entry = {key: result[key] for key in ("verdict", "first_divergence", "per_step", "validation", "problems")}
     entry["params"] = {k: v for k, v in result["params"].items() if k != "tensors"}
+    if noise is not None:
+        distances, paths, factor = noise
+        entry["noise"] = judge_pair(run, reference, distances, factor, paths, merge_a=True)
+        entry["noise"].pop("curves")  # the pairs' plots are the report's; a reference entry stays a summary
+        entry["verdict"] = verdict_under_noise(entry["verdict"], comparison, entry["noise"])
     return entry

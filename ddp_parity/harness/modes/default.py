@@ -105,12 +105,14 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
         stall = {**failed[0].stall, "side": failed[0].side} if failed[0].stall else None
         return EXIT_FAILED, comparing.report_failure(out, report, runs, stall)
     extra = {"logs": logs, **world, "seconds": seconds}
+    controls = [launch.run_dir for launch in launches if "-control-" in launch.side]
+    noise = None
+    if controls:
+        noise = comparing.noise_controls(runs[control_side(args, plan.sides)], controls, args.noise_factor)
     if args.reference:
-        extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides)
+        extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides, noise)
     if args.fault:
         extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol)
-    controls = [launch.run_dir for launch in launches if "-control-" in launch.side]
-    noise = (runs[control_side(args, plan.sides)], controls, args.noise_factor) if controls else None
     ignore = ignored_config(args, plan.sides)
     report = comparing.compare_and_report(
         out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=ignore, noise=noise

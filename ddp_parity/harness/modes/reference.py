@@ -4,18 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddp_parity.harness.comparing import REFERENCE_TOLERANCE, compare_against_reference, describe_criterion
+from ddp_parity.compare.report import noise_line
+from ddp_parity.harness.comparing import (
+    EQUIVALENT,
+    REFERENCE_TOLERANCE,
+    compare_against_reference,
+    describe_criterion,
+)
 
 
-def reference_report(out: Path, rtol: float, atol: float, sides: list[str]) -> dict:
-    rtol, atol = (rtol, atol) if (rtol or atol) else REFERENCE_TOLERANCE
-    against = {side: compare_against_reference(out / side, out / "reference", rtol, atol) for side in sides}
-    return {"criterion": describe_criterion(rtol, atol), "run": str(out / "reference"), "against": against}
+def reference_report(out: Path, rtol: float, atol: float, sides: list[str], noise=None) -> dict:
+    """Each side against the reference: within REFERENCE_TOLERANCE (or --rtol/--atol), or under
+    --tolerance noise against the noise the controls measured (`noise`: comparing.noise_controls)."""
+    if noise is None:
+        rtol, atol = (rtol, atol) if (rtol or atol) else REFERENCE_TOLERANCE
+    against = {side: compare_against_reference(out / side, out / "reference", rtol, atol, noise) for side in sides}
+    criterion = describe_criterion(rtol, atol) if noise is None else "noise"
+    return {"criterion": criterion, "run": str(out / "reference"), "against": against}
 
 
 def format_reference(ref: dict) -> str:
     crit = ref["criterion"]
-    lines = [f"reference (one process on the global batches; |a-b| <= {crit['atol']} + {crit['rtol']}*|b|):"]
+    if crit == "noise":
+        lines = ["reference (one process on the global batches; against the measured noise):"]
+    else:
+        lines = [f"reference (one process on the global batches; |a-b| <= {crit['atol']} + {crit['rtol']}*|b|):"]
     for side, r in ref["against"].items():
         loss, params = r["per_step"]["loss"], r["params"]
         lines.append(
@@ -24,8 +37,10 @@ def format_reference(ref: dict) -> str:
             f"max rel {loss['max_rel']:.3g}; params max abs {params['max_abs']:.3g}; "
             f"validation max rel {r['validation']['max_rel']:.3g}"
         )
+        if r.get("noise"):
+            lines.append(f"  {' ' * 9}  {noise_line(r['noise']).strip()}")
     return "\n".join(lines)
 
 
 def all_equivalent(ref: dict) -> bool:
-    return all(r["verdict"] == "equivalent" for r in ref["against"].values())
+    return all(r["verdict"] in EQUIVALENT for r in ref["against"].values())

@@ -33,7 +33,8 @@ def compare_existing(args) -> int:
         report = comparing.compare_and_report(
             out, {"a": run_a, "b": run_b}, args.rtol, args.atol, key_map, {"logs": {}},
             ignore_config=args.ignore_config, named_by_runs=True,
-            noise=(run_a, [Path(c) for c in args.noise_control], args.noise_factor) if args.noise_control else None,
+            noise=comparing.noise_controls(run_a, [Path(c) for c in args.noise_control], args.noise_factor)
+            if args.noise_control else None,
         )  # fmt: skip
         out_dir.commit()
     step = step_to_replay(report, run_a, run_b)
