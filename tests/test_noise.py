@@ -189,7 +189,7 @@ def test_traces_with_noise_controls_write_the_judgement_and_its_plot(own_runs, t
         (["--tolerance", "noise", "--rtol", "1e-3"], "drop --rtol/--atol"),
         (["--noise-factor", "1"], "--noise-factor 1.0: must be a finite number above 1"),
         (["--tolerance", "noise", "--traces", "a", "b"], "name the control runs with --noise-control"),
-        (["--tolerance", "noise", "--fault", "1:3"], "not with --fault yet"),
+        (["--tolerance", "noise", "--matrix", "configs/matrix.yaml"], "not with --matrix yet"),
     ],
 )
 def test_noise_flags_that_cannot_work_are_refused_in_one_line(flags, message, tmp_path, capsys):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -28,9 +27,13 @@ from pathlib import Path
 import torch
 
 from ddp_parity import compare_traces
-from ddp_parity.compare.noise import last_records, relative
+from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
+from ddp_parity.compare.noise import FACTOR, last_records, relative
+from ddp_parity.harness.comparing import compare_against_reference, noise_controls
+from ddp_parity.harness.modes.mistake import catalogue
 from ddp_parity.trace import read_meta
 
+REPO = Path(__file__).resolve().parents[2]
 ATEN = {"ATEN_CPU_CAPABILITY": "default"}
 MKL = {"MKL_CBWR": "COMPATIBLE"}
 EPS32 = 2.0**-23
@@ -119,19 +122,22 @@ def train(run: Run, root: Path) -> Path:
 # the rules: each returns the step it calls the pair different at, or None (equivalent)
 
 
-def rule_exact(a: Path, b: Path, _controls) -> int | None:
-    report = compare_traces(a, b)
-    return None if report["verdict"] == "equivalent" else _step(report)
+def rule_exact(a: Path, b: Path, _controls, merged: bool) -> int | None:
+    return _criterion_rule(a, b, Criterion(), merged)
 
 
-def rule_rtol(a: Path, b: Path, _controls) -> int | None:
-    report = compare_traces(a, b, rtol=RTOL)
-    return None if report["verdict"] == "equivalent" else _step(report)
+def rule_rtol(a: Path, b: Path, _controls, merged: bool) -> int | None:
+    return _criterion_rule(a, b, Criterion(RTOL, 0.0), merged)
 
 
-def rule_megatron(a: Path, b: Path, _controls) -> int | None:
+def _criterion_rule(a: Path, b: Path, criterion: Criterion, merged: bool) -> int | None:
+    comparison = compare_to_reference(a, b, criterion) if merged else compare_runs(a, b, criterion)
+    return None if comparison.equivalent else (comparison.first_divergence or {}).get("step")
+
+
+def rule_megatron(a: Path, b: Path, _controls, merged: bool) -> int | None:
     """Golden values: losses within rtol 1e-5, up to max(1, steps/100) failing steps allowed."""
-    losses_a, losses_b = _per_step(a, "loss"), _per_step(b, "loss")
+    losses_a, losses_b = _per_step(a, "loss", merged), _per_step(b, "loss")
     allowed = max(1, len(losses_a) // 100)
     failing = 0
     for step in sorted(losses_a):
@@ -142,16 +148,18 @@ def rule_megatron(a: Path, b: Path, _controls) -> int | None:
     return None
 
 
-def rule_ttrace(a: Path, b: Path, _controls) -> int | None:
+def rule_ttrace(a: Path, b: Path, _controls, merged: bool) -> int | None:
     """TTrace's bound on gradients, per layer: relative error <= k * C^(L+1-l) * eps (l counts the
     Linear layers from the input, L of them). The trace holds each layer's gradient norm, whose
     relative difference is a lower bound of the gradient's relative error."""
     names = read_meta(a)["layers"]["names"]
     linear = sorted({int(n.split(".")[0]) for n in names})
     depth = {n: linear.index(int(n.split(".")[0])) + 1 for n in names}
-    records_a, records_b = last_records(a), last_records(b)
+    records_a, records_b = last_records(a, merged), last_records(b)
     for step in sorted(set(records_a) & set(records_b)):
-        rows_a, rows_b = records_a[step][0]["layers"], records_b[step][0]["layers"]
+        rows_a, rows_b = records_a[step][0].get("layers"), records_b[step][0].get("layers")
+        if not rows_a or not rows_b:
+            return None  # no per-layer gradient norms (an FSDP2 run records none): nothing to bound
         for name, row_a, row_b in zip(names, rows_a, rows_b):
             bound = TTRACE_K * TTRACE_C ** (len(linear) + 1 - depth[name]) * EPS32
             if relative(row_a[1], row_b[1]) > bound:
@@ -159,23 +167,24 @@ def rule_ttrace(a: Path, b: Path, _controls) -> int | None:
     return None
 
 
-def rule_noise(a: Path, b: Path, controls) -> int | None:
-    report = compare_traces(a, b, controls=controls)
-    if report["verdict"] in ("equivalent", "equivalent_within_noise"):
+def rule_noise(a: Path, b: Path, controls, merged: bool) -> int | None:
+    """The harness's own path: every pair against the noise the controls measured from run a."""
+    entry = compare_against_reference(a, b, 0.0, 0.0, noise_controls(a, controls, FACTOR)) if merged else None
+    if entry is None:
+        entry = compare_traces(a, b, controls=controls)
+    if entry["verdict"] in ("equivalent", "equivalent_within_noise"):
         return None
-    departure = (report.get("noise") or {}).get("departure")
-    exact = report.get("first_divergence") or {}
-    if report["diagnosis"]["category"] == "noise" and departure:
-        return departure["step"]
-    return exact.get("step") if departure is None else min(departure["step"], exact.get("step") or math.inf)
+    departure = entry["noise"]["departure"]
+    exact = (entry.get("first_divergence") or {}).get("step")
+    return min(s for s in (exact if not departure else departure["step"], exact) if s is not None)
 
 
 def _step(report: dict) -> int | None:
     return (report.get("first_divergence") or {}).get("step")
 
 
-def _per_step(run: Path, key: str) -> dict[int, float]:
-    return {step: ranks[0][key] for step, ranks in last_records(run).items()}
+def _per_step(run: Path, key: str, merged: bool = False) -> dict[int, float]:
+    return {step: ranks[0][key] for step, ranks in last_records(run, merged).items()}
 
 
 RULES = {
@@ -193,12 +202,101 @@ def clip_step(base: Path, threshold: float = 1.0) -> int | None:
     return next((s for s in sorted(norms) if norms[s] > threshold), None)
 
 
+# ---------------------------------------------------------------------------------------------
+# the twins through the harness: world-4 pairs and the --mistake catalogue, under --tolerance noise
+
+WORLD_4 = ["--nproc", "4", "--set", "trainer.max_epochs=19"]  # 16 steps per epoch: 304 steps
+SMALL = ["--set", "data.num_samples=256", "--set", "trainer.max_epochs=2"]  # the mistakes' test runs
+
+
+def harness(root: Path, name: str, *flags: str) -> tuple[Path, int]:
+    """`compare/run.py FLAGS --tolerance noise` into root/name (kept: a second call reads it)."""
+    out = root / name
+    code_file = out.with_suffix(".exit")
+    if not code_file.is_file():
+        command = [sys.executable, str(REPO / "compare" / "run.py"), *flags, "--tolerance", "noise"]
+        result = subprocess.run([*command, "--quiet", "--out", str(out), "--overwrite"], capture_output=True)
+        code_file.write_text(str(result.returncode))
+    return out, int(code_file.read_text())
+
+
+def controls_in(out: Path) -> list[Path]:
+    return [Path(c) for c in json.loads((out / "report.json").read_text())["noise"]["controls"]]
+
+
+def world_4_pairs(root: Path) -> list[tuple]:
+    """(pair, run a, run b, controls, merged): the twins at a world of 4, where sums part."""
+    fsdp, _ = harness(root, "ddp-vs-fsdp2-world4", "--sides", "raw:ddp,raw:fsdp", *WORLD_4)
+    reference, _ = harness(root, "reference-world4", "--reference", *WORLD_4)
+    return [
+        (
+            Pair("world 4: DDP vs FSDP2 (raw twins)", "", Run("")),
+            fsdp / "raw-ddp",
+            fsdp / "raw-fsdp",
+            controls_in(fsdp),
+            False,
+        ),
+        (
+            Pair("world 4: DDP vs one process (--reference)", "", Run("")),
+            reference / "raw",
+            reference / "reference",
+            controls_in(reference),
+            True,
+        ),
+    ]
+
+
+def mistakes_under_noise(root: Path) -> list[dict]:
+    """Every --mistake under --tolerance noise: exit code, verdict and diagnosis against what the
+    catalogue expects (thread-mismatch changes only rounding: it must come out equivalent)."""
+    rows = []
+    for mistake in catalogue().values():
+        extra = ["--fault", "1:6", "--stall-timeout", "60"] if mistake.needs_fault else ["--stall-timeout", "8"]
+        out, code = harness(root, f"mistake-{mistake.name}", "--mistake", mistake.name, *SMALL, *extra)
+        report = json.loads((out / "report.json").read_text())
+        diagnosis = report["diagnosis"]
+        if mistake.needs_fault:  # named on the restarted run's pair
+            diagnosis = report["fault"]["pairs"]["raw vs raw-fault"].get("diagnosis") or {}
+        setup = (diagnosis.get("setup_differs") or {}).get("category")
+        if mistake.name == "thread-mismatch":
+            expected, right = "noise", code == 0 and report["verdict"] in ("equivalent", "equivalent_within_noise")
+        else:
+            expected = mistake.expected
+            right = code != 0 and diagnosis.get("category") == expected
+            right = right or (expected == "config" and setup == "config")  # a setup slip that changed no bit
+        rows.append(
+            {
+                "mistake": mistake.name,
+                "expected": expected,
+                "exit": code,
+                "verdict": report["verdict"],
+                "diagnosis": diagnosis.get("category") if setup is None else f"{diagnosis.get('category')} ({setup})",
+                "step": diagnosis.get("step"),
+                "right": right,
+            }
+        )
+    return rows
+
+
+def format_rows(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(x) for x in column) for column in zip(header, *rows)]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths)), "-|-".join("-" * w for w in widths)]
+    return "\n".join(lines + [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows])
+
+
+def format_mistakes(rows: list[dict]) -> str:
+    keys = ["mistake", "expected", "exit", "verdict", "diagnosis", "step", "right"]
+    return format_rows(keys, [[str(r[k]) if k != "right" else "yes" if r[k] else "NO" for k in keys] for r in rows])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--keep", default=None, help="folder for the runs (reused when it holds them)")
-    p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
+    p.add_argument("--jobs", type=int, default=2, help="runs of the own loop trained at once")
+    p.add_argument("--loop-only", action="store_true", help="only the own loop's pairs (about 4 minutes)")
     args = p.parse_args(argv)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tolerance-"))
+    root.mkdir(parents=True, exist_ok=True)
     families = {"fp32": [], "bf16": ["--bf16"]}
     bases = {name: Run(name, flags) for name, flags in families.items()}
     control_runs = {name: controls(name, flags) for name, flags in families.items()}
@@ -207,16 +305,19 @@ def main(argv=None) -> int:
         control_paths = {f: list(pool.map(lambda r: train(r, root), runs)) for f, runs in control_runs.items()}
         all_pairs = pairs(clip_step(paths["fp32"]))
         pair_paths = list(pool.map(lambda pair: train(pair.run, root), all_pairs))
-    results = []
-    for pair, path in zip(all_pairs, pair_paths):
-        base = paths[pair.base]
-        steps = {rule: fn(base, path, control_paths[pair.base]) for rule, fn in RULES.items()}
-        results.append((pair, steps))
+    cases = [(pair, paths[pair.base], b, control_paths[pair.base], False) for pair, b in zip(all_pairs, pair_paths)]
+    if not args.loop_only:
+        correct = sum(1 for pair in all_pairs if pair.acts_at is None)
+        cases = cases[:correct] + world_4_pairs(root) + cases[correct:]
+    results = [(pair, {rule: fn(a, b, ctl, merged) for rule, fn in RULES.items()}) for pair, a, b, ctl, merged in cases]
     print(format_table(results))
     print(format_scores(results))
-    (root / "tolerance.json").write_text(
-        json.dumps([{"pair": p.name, "acts_at": p.acts_at, "caught_at": s} for p, s in results], indent=1)
-    )
+    summary = {"pairs": [{"pair": p.name, "acts_at": p.acts_at, "caught_at": s} for p, s in results]}
+    if not args.loop_only:
+        summary["mistakes"] = mistakes_under_noise(root)
+        print()
+        print(format_mistakes(summary["mistakes"]))
+    (root / "tolerance.json").write_text(json.dumps(summary, indent=1))
     print(f"runs: {root}")
     return 0
 
@@ -230,13 +331,8 @@ def cell(pair: Pair, step: int | None) -> str:
 
 
 def format_table(results) -> str:
-    header = ["pair", "acts at", *RULES]
     rows = [[p.name, str(p.acts_at or "-"), *(cell(p, s[r]) for r in RULES)] for p, s in results]
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines.append("-|-".join("-" * w for w in widths))
-    lines += [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines)
+    return format_rows(["pair", "acts at", *RULES], rows)
 
 
 def format_scores(results) -> str:

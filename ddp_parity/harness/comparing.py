@@ -190,15 +190,23 @@ def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict |
     return report
 
 
-def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float) -> dict:
-    """Verdict, first divergence, losses and parameter figures of two runs (the fault mode's pairs)."""
-    result = compare_runs(run_a, run_b, Criterion(rtol, atol)).to_dict()
-    return {
+def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float, noise=None) -> dict:
+    """Verdict, first divergence, losses and parameter figures of two runs (the fault mode's pairs);
+    under --tolerance noise the verdict against the controls' noise (`noise_controls`)."""
+    comparison = compare_runs(run_a, run_b, Criterion(rtol, atol))
+    result = comparison.to_dict()
+    brief = {
         "verdict": result["verdict"],
         "first_divergence": result["first_divergence"],
         "losses": result["losses"],
         "params": {k: v for k, v in result["params"].items() if k != "tensors"},
     }
+    if noise is not None:
+        distances, paths, factor = noise
+        brief["noise"] = judge_pair(run_a, run_b, distances, factor, paths)
+        brief["noise"].pop("curves")
+        brief["verdict"] = verdict_under_noise(brief["verdict"], comparison, brief["noise"])
+    return brief
 
 
 def compare_against_reference(run: Path, reference: Path, rtol: float, atol: float, noise=None) -> dict:

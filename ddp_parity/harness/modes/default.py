@@ -112,7 +112,7 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     if args.reference:
         extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides, noise)
     if args.fault:
-        extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol)
+        extra["fault"] = fault.fault_report(out, args.fault, plan.sides, args.rtol, args.atol, noise)
     ignore = ignored_config(args, plan.sides)
     report = comparing.compare_and_report(
         out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=ignore, noise=noise

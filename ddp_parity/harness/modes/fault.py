@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
-from ddp_parity.harness.comparing import compare_brief
+from ddp_parity.harness.comparing import EQUIVALENT, compare_brief
 from ddp_parity.harness.launch import Launch, build_launch, side_parts
 
 
@@ -31,26 +31,26 @@ def fault_launches(args, plan, out: Path) -> list[Launch]:
     ]
 
 
-def fault_report(out: Path, fault: str, sides: list[str], rtol: float, atol: float) -> dict:
+def fault_report(out: Path, fault: str, sides: list[str], rtol: float, atol: float, noise=None) -> dict:
     from ddp_parity.trace import read_meta
 
     pairs = {}
     for side in sides:
-        pairs[f"{side} vs {side}-fault"] = pair_report(out, side, f"{side}-fault", rtol, atol)
+        pairs[f"{side} vs {side}-fault"] = pair_report(out, side, f"{side}-fault", rtol, atol, noise)
     for a, b in itertools.combinations(sides, 2):
-        pairs[f"{a}-fault vs {b}-fault"] = pair_report(out, f"{a}-fault", f"{b}-fault", rtol, atol)
+        pairs[f"{a}-fault vs {b}-fault"] = pair_report(out, f"{a}-fault", f"{b}-fault", rtol, atol, noise)
     resumed = {side: read_meta(out / f"{side}-fault").get("resumed_from") for side in sides}
     fired = {side: (out / f"{side}-fault.marker").exists() for side in sides}
     return {"fault": fault, "fired": fired, "resumed_from": resumed, "pairs": pairs}
 
 
-def pair_report(out: Path, a: str, b: str, rtol: float, atol: float) -> dict:
+def pair_report(out: Path, a: str, b: str, rtol: float, atol: float, noise=None) -> dict:
     """One pair's figures and, when the runs part ways, its diagnosis (a wrong resume is named here:
     the main report compares the uninterrupted runs only)."""
     from ddp_parity.compare.diagnosis import diagnose_failure
 
-    pair = compare_brief(out / a, out / b, rtol, atol)
-    if pair["verdict"] != "equivalent":
+    pair = compare_brief(out / a, out / b, rtol, atol, noise)
+    if pair["verdict"] not in EQUIVALENT:
         criterion = {"criterion": {"rtol": rtol, "atol": atol}}
         d = diagnose_failure(out / a, out / b, criterion, labels=(a, b))
         pair["diagnosis"] = {k: d.get(k) for k in ("category", "step", "rank", "explanation", "advice", "evidence")}
@@ -78,7 +78,7 @@ def format_fault(fault: dict) -> str:
 
 def fault_passed(fault: dict) -> bool:
     """Every side crashed (a fault that never fired tested nothing) and every pair ends equal."""
-    return all(fault["fired"].values()) and all(p["verdict"] == "equivalent" for p in fault["pairs"].values())
+    return all(fault["fired"].values()) and all(p["verdict"] in EQUIVALENT for p in fault["pairs"].values())
 
 
 def fault_fired_everywhere(fault: dict) -> bool:
