@@ -147,7 +147,9 @@ def test_a_slip_no_trace_records_leaves_the_noise_at_the_step_it_acts(own_runs):
     departure = report["noise"]["departure"]
     assert departure["step"] == 1 and departure["ratio"] > 1
     diagnosis = report["diagnosis"]
-    assert (diagnosis["category"], diagnosis["kind"], diagnosis["step"]) == ("noise", "noise.departure", 1)
+    # read in causal order at step 1: the loss leaves the bound, so the loss, a module or the batch
+    assert (diagnosis["category"], diagnosis["kind"], diagnosis["step"]) == ("loss", "loss.beyond_noise", 1)
+    assert [c["cause"] for c in diagnosis["candidates"]] == ["loss", "module_state", "data_pipeline"]
     assert departure["quantity"] in diagnosis["explanation"]
     assert "Rounding alone does not explain" in diagnosis["explanation"]
 

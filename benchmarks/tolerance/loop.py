@@ -40,6 +40,7 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--drop-sample", type=int, default=None, help="leave this sample out of its batch, silently")
     p.add_argument("--clip", type=float, default=None, help="clip the gradient norm at this value")
+    p.add_argument("--slip-from", type=int, default=1, help="the slips above act from this step on (a late bug)")
     # a snapshot mid-run
     p.add_argument("--stop-at", type=int, default=None)
     p.add_argument("--resume", action="store_true")
@@ -64,15 +65,17 @@ def build(args) -> tuple[nn.Module, torch.optim.Optimizer]:
         nudge_by_ulps(net, 1, args.init_ulps_seed)
     weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
     biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
-    lr = 0.05 * args.lr_factor
     optimizer = torch.optim.SGD(
-        [
-            {"params": weights, "momentum": 0.9, "weight_decay": args.weight_decay},
-            {"params": biases, "momentum": args.bias_momentum},
-        ],
-        lr=lr,
+        [{"params": weights, "momentum": 0.9}, {"params": biases, "momentum": args.bias_momentum}], lr=0.05
     )
     return net, optimizer
+
+
+def slip_optimizer(optimizer: torch.optim.Optimizer, args) -> None:
+    """The optimizer's slips, made when they start to act (the first group holds the weights)."""
+    for group in optimizer.param_groups:
+        group["lr"] = 0.05 * args.lr_factor
+    optimizer.param_groups[0]["weight_decay"] = args.weight_decay
 
 
 def main(argv=None) -> None:
@@ -99,19 +102,34 @@ def main(argv=None) -> None:
             if (epoch * SAMPLES + first) // BATCH < step:
                 continue  # done before the snapshot
             indices = order[first : first + BATCH]
-            used = indices[indices != args.drop_sample] if args.drop_sample is not None else indices
+            slipping = step + 1 >= args.slip_from
+            if step + 1 == args.slip_from:
+                slip_optimizer(optimizer, args)
+            used = indices[indices != args.drop_sample] if args.drop_sample is not None and slipping else indices
+            for module in net.modules():
+                if isinstance(module, nn.Dropout):
+                    module.p = args.dropout if slipping else 0.1
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
                 logits = net(x[used])
-            loss = F.cross_entropy(logits.float(), y[used], label_smoothing=args.label_smoothing)
+            smoothing = args.label_smoothing if slipping else 0.0
+            loss = F.cross_entropy(logits.float(), y[used], label_smoothing=smoothing)
             optimizer.zero_grad()
-            (loss * args.loss_scale).backward()
+            (loss * (args.loss_scale if slipping else 1.0)).backward()
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters()])
-            if args.clip is not None:
+            if args.clip is not None and slipping:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
             optimizer.step()
             step += 1
+            batch = (x[used], y[used])
             recorder.record(
-                step, loss, indices.tolist(), epoch=epoch, grad_norm=grad_norm, optimizer=optimizer, model=net
+                step,
+                loss,
+                indices.tolist(),
+                epoch=epoch,
+                grad_norm=grad_norm,
+                optimizer=optimizer,
+                model=net,
+                batch=batch,
             )
             if step == args.stop_at:
                 state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}

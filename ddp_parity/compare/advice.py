@@ -176,13 +176,36 @@ ADVICE: dict[str, Advice] = {
         "Nothing to fix: the runs are equivalent within the measured noise. For a bitwise verdict, run "
         "both sides under the same arithmetic (threads, ATen capability, BLAS path, world size).",
     ),
-    "noise.departure": Advice(
+    # beyond the noise (--tolerance noise): read in causal order at the step the pair leaves it
+    "loss.beyond_noise": Advice(
         "Rounding alone does not explain it: the controls ({controls}: {side} run again under a change "
         "of rounding alone) stay within that bound, and until then the pair's parameters were no further "
-        "apart than rounding carries them.{before}",
-        "Look at what runs differently on the two sides from step {step} on, in {where}: a setting that "
-        "no trace records (a loss option, an optimizer argument, a data transform) or code that acts "
-        "from that step (a schedule, a condition on the step or epoch).",
+        "apart than rounding carries them, so the loss was computed differently at that step: the loss "
+        "function or its arguments, a module's settings (a dropout p, train or eval mode), or the batch "
+        "itself.{before}",
+        "Compare what step {step} computes on the two sides, in this order: the loss and its arguments "
+        "(label smoothing, class weights, reduction), the modules' settings and mode, the batch contents; "
+        "watching the model (DDP_PARITY_WATCH_STEP={step}) compares each module's output.",
+    ),
+    "gradients.beyond_noise": Advice(
+        "Rounding alone does not explain it: the controls ({controls}: {side} run again under a change "
+        "of rounding alone) stay within that bound and the loss is within it too, so what happens between "
+        "the loss and the optimizer step differs at that step: a loss scaled before backward, "
+        "accumulation, averaging over ranks, a frozen or unused parameter, clipping on one side (the "
+        "per-layer gradient norms are read after it; a gradient norm taken before it stays inside), or "
+        "the batch (one sample fewer moves the gradients before the loss).{before}",
+        "Look at what step {step} does between loss and optimizer step on each side, in {where} first: "
+        "loss scaling and accumulation, DDP's averaging (no extra division by world size), requires_grad, "
+        "gradient clipping; record batch=batch so the batch contents are compared exactly.",
+    ),
+    "optimizer.beyond_noise": Advice(
+        "Rounding alone does not explain it: the controls ({controls}: {side} run again under a change "
+        "of rounding alone) stay within that bound, and the loss and the gradients are within it too, so "
+        "the update differs at that step: the optimizer's settings (lr, weight decay, momentum or betas of "
+        "a group), its state, or gradient clipping on one side.{before}",
+        "Compare the optimizer's settings and what touches the gradients after their norm is taken "
+        "(clipping) on the two sides from step {step} on, for {where} first; record optimizer=optimizer "
+        "so the param groups are compared before any step.",
     ),
     "reduction_order.sharding": Advice(
         "DDP sums each gradient across ranks in an all-reduce, FSDP2 in a reduce-scatter; with {world} "

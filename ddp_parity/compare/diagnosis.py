@@ -96,6 +96,7 @@ class Context:
     ignore_config: tuple = ()
     stall: dict | None = None
     cache: dict = field(default_factory=dict)
+    rounding_is_noise: bool = False  # --tolerance noise: setup facts that change only rounding are no cause
 
     @property
     def walk(self):
@@ -148,7 +149,10 @@ class Context:
 
     def config_diffs(self) -> tuple[dict, tuple | None]:
         if "config" not in self.cache:
-            self.cache["config"] = config_differences(self.meta("a"), self.meta("b"), self.ignore_config)
+            diffs, seed = config_differences(self.meta("a"), self.meta("b"), self.ignore_config)
+            if self.rounding_is_noise:
+                diffs = {key: pair for key, pair in diffs.items() if not changes_only_rounding(key)}
+            self.cache["config"] = diffs, seed
         return self.cache["config"]
 
 
@@ -1320,9 +1324,12 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
 # entry points
 
 
-def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None) -> dict:
-    """The diagnosis of a comparison (pipeline.build_report calls it)."""
-    ctx = Context(cmp, tuple(names), tuple(_strip_config(k) for k in ignore_config), stall)
+def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is_noise=False) -> dict:
+    """The diagnosis of a comparison (pipeline.build_report calls it). `rounding_is_noise`: the thread
+    counts and the arithmetic (kernel set, BLAS path, CPU) are left out of the setup checks, their
+    differences being judged against measured noise (--tolerance noise)."""
+    ignored = tuple(_strip_config(k) for k in ignore_config)
+    ctx = Context(cmp, tuple(names), ignored, stall, rounding_is_noise=rounding_is_noise)
     first = ctx.earliest
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
         ctx.cache["module"] = _localise(cmp, first)
@@ -1465,6 +1472,11 @@ def config_differences(meta_a: dict, meta_b: dict, ignore=()) -> tuple[dict, tup
                 if (keys is None or key in keys) and not _same(ga[key], gb[key]):
                     diffs[f"ranks[{r}].{group}.{key}"] = (ga[key], gb[key])
     return _collapse_ranks(diffs, len(meta_a.get("ranks") or [])), seed
+
+
+def changes_only_rounding(key: str) -> bool:
+    """A setup fact that decides how sums round and nothing else: a thread count, the arithmetic."""
+    return ".arithmetic." in key or key.endswith(("threads", "OMP_NUM_THREADS", "MKL_NUM_THREADS"))
 
 
 def _collapse_ranks(diffs: dict, world: int) -> dict:
@@ -1639,26 +1651,32 @@ def _first_sentence(text: str) -> str:
 # under measured noise (--tolerance noise, compare/noise.py)
 
 
-def is_rounding(found: dict) -> bool:
-    return found["category"] in ROUNDING_FINDINGS or found.get("kind") in ROUNDING_FINDINGS
+def is_rounding(found: dict, departure: dict | None = None) -> bool:
+    """A finding that blames rounding; under noise also one at a step before the pair leaves the
+    envelope (until then the pair is only noise apart, whatever the exact checks make of its bits)."""
+    if found["category"] in ROUNDING_FINDINGS or found.get("kind") in ROUNDING_FINDINGS:
+        return True
+    return departure is not None and found.get("step") is not None and found["step"] < departure["step"]
 
 
-def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exact_step) -> dict:
+def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exact_step, setup=None) -> dict:
     """The exact comparison's diagnosis, judged against the noise the controls measured. Within the
     noise, the finding is `noise` (the exact finding's setup difference, if any, stays beside it as
     `setup_differs`). Beyond it, an exact finding that blames rounding cannot stand: the finding is
-    `noise.departure` at the step the pair leaves the envelope; any other finding (a config, the
+    read in causal order at the step the pair leaves the envelope (`loss.beyond_noise`,
+    `gradients.beyond_noise`, `optimizer.beyond_noise`); any other finding (a config, the
     data, the optimizer) keeps its cause, the departure added to its evidence."""
     worst, departure = judgement["worst"], judgement["departure"]
     values = {"controls": ", ".join(judgement.get("control_labels") or ["?"]), "side": names[0]}
     values["factor"] = judgement["factor"]
     evidence = {"sides": {"a": names[0], "b": names[1]}, "noise": _noise_evidence(judgement)}
     if within:
-        kind, step = "noise", None
+        kind, step, candidates = "noise", None, []
         values.update(worst=worst.get("quantity"), worst_step=worst.get("step"), ratio=worst["ratio"])
         facts = f"{names[0]} and {names[1]} differ in their last bits from step {exact_step}."
-    elif is_rounding(exact):
-        kind, step = "noise.departure", departure["step"]
+    elif departure is not None and is_rounding(exact, departure):
+        step = departure["step"]
+        kind, candidates = _departure_cause(departure)
         where = departure["layer"] or departure["quantity"]
         values.update(where=where, step=step, before="")
         if exact_step is not None and exact_step < step:
@@ -1672,7 +1690,7 @@ def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exa
         return found
     advice = ADVICE[kind]
     found = {
-        "category": "noise",
+        "category": kind.split(".")[0],
         "kind": kind,
         "step": step,
         "rank": None,
@@ -1680,11 +1698,28 @@ def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exa
         "explanation": f"{facts} {advice.why.format(**values)}",
         "advice": advice.fix.format(**values),
         "module": None,
-        "candidates": [],
+        "candidates": [] if within else candidates,
         "unchecked": [],
-        "setup_differs": exact if within and exact["category"] in SETUP_CATEGORIES else None,
+        "setup_differs": setup if within and setup and setup["category"] in SETUP_CATEGORIES else None,
     }
     return found
+
+
+def _departure_cause(departure: dict) -> tuple[str, list[dict]]:
+    """The cause of a departure read in causal order at its step, everything before being noise: a
+    loss that leaves comes from the forward pass or the loss (its function, a module's settings, the
+    batch); a gradient that leaves with the loss inside, from what happens between the loss and the
+    gradients; parameters that leave with both inside, from the update."""
+    groups = set(departure.get("groups") or [])
+    if "loss" in groups:
+        kind, causes = "loss.beyond_noise", ["loss", "module_state", "data_pipeline"]
+    elif groups & {"grad", "grad_norm"}:
+        kind, causes = "gradients.beyond_noise", ["gradients", "loss"]
+    else:
+        kind, causes = "optimizer.beyond_noise", ["optimizer", "param_groups"]
+    return kind, [
+        {"cause": c, "category": c, "what": CANDIDATES[c][0], "tells_apart": CANDIDATES[c][1]} for c in causes
+    ]
 
 
 def _noise_evidence(judgement: dict) -> dict:

@@ -172,6 +172,7 @@ def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) ->
             departure = {"step": step, "quantity": quantity, "distance": value, "envelope": noise, "bound": bound}
             departure["ratio"] = ratio
             departure["layer"] = quantity.split(" ", 1)[1] if " " in quantity else None
+            departure["groups"] = sorted({_group(q) for _, q, *_ in over})  # what left the bound at that step
     present = {group: curve for group, curve in curves.items() if any(g == group for g in map(_group, pair.series))}
     return {
         "within_noise": departure is None,

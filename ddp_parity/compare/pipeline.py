@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
-from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
+from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings, is_rounding
 from ddp_parity.compare.noise import FACTOR, judge_runs
 from ddp_parity.compare.report import strict_json, timing_summary
 
@@ -58,7 +58,7 @@ def build_report(
     report["diagnosis"] = diagnose_comparison(comparison, names, ignore_config=ignore_config, stall=stall)
     report["warnings"] = find_warnings(comparison, names)
     if noise is not None:
-        judge_against_noise(report, comparison, noise, names)
+        judge_against_noise(report, comparison, noise, names, ignore_config)
     setup = report["diagnosis"].get("setup_differs")
     if setup is not None:
         report["warnings"].append(
@@ -84,16 +84,24 @@ def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> st
     return verdict if exact_only else "equivalent_within_noise"
 
 
-def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names) -> None:
-    """The verdict and the diagnosis under the noise judgement (verdict_under_noise, diagnosis_under_noise)."""
+def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names, ignore_config=()) -> None:
+    """The verdict and the diagnosis under the noise judgement (verdict_under_noise, diagnosis_under_noise).
+    Beyond the noise, a setup difference that changes only rounding (threads, the arithmetic) is no
+    cause: the runs are diagnosed again without it, and a rounding finding then gives way to where
+    the pair leaves the noise."""
     noise["control_labels"] = [Path(control).name for control in noise.get("controls") or []]
     report["noise"] = noise
     exact = report["verdict"]
     report["verdict"] = verdict_under_noise(exact, comparison, noise)
     within = report["verdict"] == "equivalent_within_noise"
-    if exact == "different" and (within or not noise["within_noise"]):
+    if exact != "different":
+        return
+    found, departure = report["diagnosis"], noise["departure"]
+    if not within and is_rounding(found, departure):
+        found = diagnose_comparison(comparison, names, ignore_config=ignore_config, rounding_is_noise=True)
+    if within or not noise["within_noise"] or found is not report["diagnosis"]:
         step = (report.get("first_divergence") or {}).get("step")
-        report["diagnosis"] = diagnosis_under_noise(report["diagnosis"], noise, names, within, step)
+        report["diagnosis"] = diagnosis_under_noise(found, noise, names, within, step, setup=report["diagnosis"])
 
 
 def closeness(report: dict) -> str:

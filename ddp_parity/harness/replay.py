@@ -33,7 +33,7 @@ def step_to_replay(report: dict, run_a, run_b) -> int | None:
     """The step to replay: the first divergence is a per-step loss, gradient or parameter
     difference (samples equal: they are compared first) that the module watches do not cover."""
     first = report.get("first_divergence") or {}
-    if (report.get("diagnosis") or {}).get("category") == "noise":  # a module watch finds rounding anywhere
+    if report.get("noise"):  # a bitwise module watch would name the first rounding, not the cause
         return None
     if first.get("quantity") not in REPLAYABLE or first.get("step") is None:
         return None
