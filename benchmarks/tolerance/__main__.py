@@ -342,14 +342,15 @@ def main(argv=None) -> int:
 
 
 def outcome(pair: Pair, step: int | None) -> str:
-    """ok (a correct pair passed) | false alarm (a correct pair, or a bug flagged before it acts: rounding
-    flagged, not the bug) | caught (within one step of where the bug acts) | late | missed."""
+    """A correct pair: ok, or a false alarm. A bug: caught (within one step of where it acts), late,
+    missed, or early: flagged before it acts, so the flag came from rounding, not from the bug (a false
+    alarm, and the bug itself missed)."""
     if pair.acts_at is None:
         return "ok" if step is None else "false alarm"
     if step is None:
         return "missed"
     if step < pair.acts_at - 1:
-        return "false alarm"
+        return "early"
     return "caught" if step <= pair.acts_at + 1 else "late"
 
 
@@ -358,6 +359,7 @@ def cell(pair: Pair, step: int | None) -> str:
         "ok": "ok",
         "false alarm": f"FALSE ALARM (step {step})",
         "missed": "MISSED",
+        "early": f"EARLY (step {step}): rounding",
         "caught": f"step {step}",
         "late": f"step {step} (late)",
     }[outcome(pair, step)]
@@ -370,12 +372,13 @@ def format_table(results) -> str:
 
 def format_scores(results) -> str:
     lines = []
+    bugs = sum(1 for p, _ in results if p.acts_at is not None)
     for rule in RULES:
         seen = [outcome(p, s[rule]) for p, s in results]
-        bugs = sum(1 for p, _ in results if p.acts_at is not None)
+        alarms, early = seen.count("false alarm"), seen.count("early")
         lines.append(
-            f"{rule:24s} false alarms {seen.count('false alarm')}/{len(results)}  missed {seen.count('missed')}/{bugs}"
-            f"  late {seen.count('late')}/{bugs}  caught within 1 step {seen.count('caught')}/{bugs}"
+            f"{rule:24s} false alarms {alarms + early}/{len(results)}  missed {seen.count('missed') + early}/{bugs}"
+            f"  caught within 1 step {seen.count('caught')}/{bugs}  late {seen.count('late')}/{bugs}"
         )
     return "\n".join(lines)
 
