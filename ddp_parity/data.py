@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset
 
@@ -25,16 +26,20 @@ class SyntheticClassification(Dataset):
     """The tutorial's `randn(n, features)` inputs, from a generator of its own.
 
     A private generator (not the global RNG) means the data does not depend on how much random
-    state the framework consumed before building it. The tutorial draws labels with `randint`,
-    which leaves nothing to learn; here a fixed random linear "teacher" labels the inputs
-    (argmax of x @ W), so a falling loss shows that training works.
+    state the framework consumed before building it. NumPy's generator, not torch's: torch.randn's
+    CPU kernel is vectorised, and under another ATen kernel set (ATEN_CPU_CAPABILITY, another CPU)
+    it draws other last bits, so the same config would train on other data on the next machine;
+    NumPy's normal draws are the same bits everywhere. The tutorial draws labels with `randint`,
+    which leaves nothing to learn; here a fixed random linear "teacher" labels the inputs (argmax of
+    x @ W, in float64, whose rounding is far below any margin between two classes), so a falling
+    loss shows that training works.
     """
 
     def __init__(self, num_samples: int, num_features: int, num_classes: int, seed: int):
-        generator = torch.Generator().manual_seed(seed)
-        teacher = torch.randn(num_features, num_classes, generator=torch.Generator().manual_seed(10_000 + num_classes))
-        self.x = torch.randn(num_samples, num_features, generator=generator)
-        self.y = (self.x @ teacher).argmax(dim=1)
+        x = np.random.default_rng(seed).standard_normal((num_samples, num_features), dtype=np.float32)
+        teacher = np.random.default_rng(10_000 + num_classes).standard_normal((num_features, num_classes))
+        self.x = torch.from_numpy(x)
+        self.y = torch.from_numpy((x.astype(np.float64) @ teacher).argmax(axis=1))
 
     def __len__(self) -> int:
         return len(self.y)
