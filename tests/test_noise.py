@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ddp_parity import TraceRecorder, compare_traces
-from ddp_parity.compare.noise import FACTOR, FLOOR, Distances, judge
+from ddp_parity.compare.noise import FACTOR, FLOOR, Distances, judge, layer_names, measure
 from ddp_parity.harness import cli
 from ddp_parity.model import nudge_by_ulps
 from ddp_parity.trace import read_records
@@ -23,7 +23,7 @@ EQUIVALENT = ("equivalent", "equivalent_within_noise")
 def distances(param: list[float], loss: list[float] | None = None) -> Distances:
     """One layer's parameter distance per step (the state) and a loss distance per step."""
     steps = list(range(1, len(param) + 1))
-    return Distances(steps, {"param w": param, "loss": loss or [0.0] * len(param)}, list(param))
+    return Distances(steps, {"param #0": param, "loss": loss or [0.0] * len(param)}, list(param), ["w"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,9 +79,19 @@ def test_silent_controls_leave_float32_epsilon_as_the_bound():
 # runs of our own model, recorded through the plugin API
 
 
-def train(run_dir: Path, *, threads=1, init_ulps_seed=None, label_smoothing=0.0, bias_momentum=0.9, clip=None) -> Path:
+def train(
+    run_dir: Path,
+    *,
+    threads=1,
+    init_ulps_seed=None,
+    label_smoothing=0.0,
+    bias_momentum=0.9,
+    clip=None,
+    wrapped=False,
+) -> Path:
     """60 steps of a 64-256-256-10 MLP, SGD with momentum in two groups, on a fixed synthetic task.
-    `clip`: the gradient norm clipped at this value (after the norm is recorded)."""
+    `clip`: the gradient norm clipped at this value (after the norm is recorded); `wrapped`: the
+    network inside a module of its own (its parameters named `net.0.weight`, as a LightningModule's)."""
     torch.set_num_threads(threads)
     try:
         torch.manual_seed(0)
@@ -91,6 +101,8 @@ def train(run_dir: Path, *, threads=1, init_ulps_seed=None, label_smoothing=0.0,
         )  # fmt: skip
         if init_ulps_seed is not None:
             nudge_by_ulps(net, 1, init_ulps_seed)
+        if wrapped:
+            net = torch.nn.ModuleDict({"net": net})
         weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
         biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
         groups = [{"params": weights}, {"params": biases, "momentum": bias_momentum}]
@@ -102,7 +114,8 @@ def train(run_dir: Path, *, threads=1, init_ulps_seed=None, label_smoothing=0.0,
         recorder.start()
         for step in range(1, 61):
             indices = torch.arange((step - 1) * 64, step * 64) % 1024
-            loss = F.cross_entropy(net(x[indices]), y[indices], label_smoothing=label_smoothing)
+            logits = net["net"](x[indices]) if wrapped else net(x[indices])
+            loss = F.cross_entropy(logits, y[indices], label_smoothing=label_smoothing)
             optimizer.zero_grad()
             loss.backward()
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters()])
@@ -154,6 +167,19 @@ def test_another_thread_count_is_equivalent_bitwise_or_within_noise(own_runs):
         assert any(
             "threads" in w["message"] and "within the measured noise" in w["message"] for w in report["warnings"]
         )
+
+
+def test_controls_of_the_other_twin_measure_the_same_layers(own_runs, tmp_path):
+    """The controls may repeat the other side, whose layers have other names (a LightningModule's
+    `net.` prefix): the layers are matched by position, so the judgement is the same."""
+    wrapped = [train(tmp_path / "base", wrapped=True)]
+    wrapped += [train(tmp_path / f"control-{seed}", init_ulps_seed=seed, wrapped=True) for seed in (1, 2)]
+    assert layer_names(wrapped[0])[0] == "net.0.weight" and layer_names(own_runs["base"])[0] == "0.weight"
+    pair = measure(own_runs["base"], own_runs["threads"])
+    plain = judge(pair, [measure(own_runs["base"], c) for c in own_runs["controls"]])
+    other = judge(pair, [measure(wrapped[0], c) for c in wrapped[1:]])
+    assert other["curves"] == plain["curves"] and other["worst"] == plain["worst"]
+    assert max(plain["curves"]["param"]["envelope"]) > FLOOR  # the controls measured the layers
 
 
 @pytest.mark.float_sensitive

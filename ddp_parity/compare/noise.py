@@ -34,7 +34,9 @@ from ddp_parity.trace import iter_records, read_meta, trace_ranks
 FACTOR = 10.0
 # the smallest distance ever required of a pair: float32's machine epsilon, one rounding of a number
 FLOOR = 2.0**-23
-# the quantity groups plotted and summarised: the per-layer quantities are "param <name>", "grad <name>"
+# the quantity groups plotted and summarised. Per-layer quantities are keyed by the layer's position
+# ("param #3", "grad #3"): the twins name a layer differently (net.0.weight, net.net.0.weight) and the
+# controls may repeat the other side; reports name it by the pair's first run (`display`)
 # (param_digest: the per-step digest's components, for runs without sketches, e.g. FSDP2's)
 GROUPS = ("loss", "grad_norm", "param", "grad", "param_digest")
 
@@ -47,6 +49,16 @@ class Distances:
     steps: list[int]
     series: dict[str, list[float]]
     state: list[float] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # the layers, in the sketches' order
+
+    def display(self, quantity: str) -> tuple[str, str | None]:
+        """("param net.0.weight", "net.0.weight") for "param #0"; (quantity, None) for a global one."""
+        group, _, position = quantity.partition(" #")
+        if not position:
+            return quantity, None
+        index = int(position)
+        name = self.names[index] if index < len(self.names) else f"layer {index}"
+        return f"{group} {name}", name
 
     @cached_property
     def index(self) -> dict[int, int]:
@@ -90,9 +102,10 @@ def step_quantities(a: dict, b: dict, names: list[str]) -> dict[str, float]:
         out["param_digest"] = max((relative(x, y) for x, y in zip(digest_a, digest_b)), default=0.0)
     layers_a, layers_b = a.get("layers"), b.get("layers")
     if layers_a and layers_b and len(layers_a) == len(layers_b) == len(names):
-        for name, distance, row_a, row_b in zip(names, relative_distance(layers_a, layers_b), layers_a, layers_b):
-            out[f"param {name}"] = distance
-            out[f"grad {name}"] = relative(row_a[1], row_b[1])
+        distances = relative_distance(layers_a, layers_b)
+        for index, (distance, row_a, row_b) in enumerate(zip(distances, layers_a, layers_b)):
+            out[f"param #{index}"] = distance
+            out[f"grad #{index}"] = relative(row_a[1], row_b[1])
     return out
 
 
@@ -111,10 +124,10 @@ def measure(run_a, run_b, merge_a: bool = False) -> Distances:
                 per_step[quantity] = max(value, per_step.get(quantity, 0.0))
         for quantity, value in per_step.items():
             series.setdefault(quantity, [0.0] * len(steps))[index] = value
-    params = [values for quantity, values in series.items() if quantity.startswith("param ")]
+    params = [values for quantity, values in series.items() if quantity.startswith("param #")]
     params = params or [series[quantity] for quantity in ("param_digest",) if quantity in series]
     state = [max(column) for column in zip(*params)] if params else [0.0] * len(steps)
-    return Distances(steps, series, state)
+    return Distances(steps, series, state, names)
 
 
 def sensitivity(controls: list[Distances]) -> float:
@@ -160,7 +173,7 @@ def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) ->
             if ratio > 1.0:
                 over.append((ratio, quantity, values[k], noise, bound))
             if ratio > worst["ratio"] and departure is None:
-                worst = {"ratio": ratio, "step": step, "quantity": quantity}
+                worst = {"ratio": ratio, "step": step, "quantity": pair.display(quantity)[0]}
             group = per_group[quantity.split(" ")[0]]
             group[:] = [max(group[0], values[k]), max(group[1], noise), max(group[2], bound)]
         for group, (value, noise, bound) in per_group.items():
@@ -169,9 +182,10 @@ def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) ->
             curves[group]["bound"].append(bound)
         if over and departure is None:
             ratio, quantity, value, noise, bound = max(over)
-            departure = {"step": step, "quantity": quantity, "distance": value, "envelope": noise, "bound": bound}
+            shown, layer = pair.display(quantity)
+            departure = {"step": step, "quantity": shown, "distance": value, "envelope": noise, "bound": bound}
             departure["ratio"] = ratio
-            departure["layer"] = quantity.split(" ", 1)[1] if " " in quantity else None
+            departure["layer"] = layer
             departure["groups"] = sorted({_group(q) for _, q, *_ in over})  # what left the bound at that step
     present = {group: curve for group, curve in curves.items() if any(g == group for g in map(_group, pair.series))}
     return {
