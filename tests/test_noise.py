@@ -68,6 +68,13 @@ def test_noise_never_carries_a_pair_past_the_farthest_the_controls_drift():
     assert departure["step"] == 6 and departure["bound"] == pytest.approx(FACTOR * 1e-3)
 
 
+def test_a_quantity_no_control_recorded_is_left_unjudged_never_held_to_epsilon():
+    pair = distances([1e-6, 1e-6], loss=[1e-3, 1e-3])
+    control = Distances([1, 2], {"param #0": [1e-6, 1e-6]}, [1e-6, 1e-6], ["w"])  # recorded no loss
+    result = judge(pair, [control])
+    assert result["within_noise"] and result["unjudged"] == ["loss"]
+
+
 def test_silent_controls_leave_float32_epsilon_as_the_bound():
     silent = distances([0.0] * 3)
     assert judge(distances([0.0, FLOOR, 9 * FLOOR]), [silent])["within_noise"]

@@ -158,7 +158,10 @@ def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) ->
     bound (the one furthest past it at that step), the largest ratio to the bound over the run, and
     per group the curves to plot (pair, envelope, bound: each the largest over the group's quantities)."""
     gain = sensitivity(controls)
-    ceiling = {q: max(max(c.series.get(q, [FLOOR])) for c in controls) for q in pair.series}
+    # a quantity no control recorded has no measured noise: left unjudged (and said), never held to epsilon
+    judged = {q: v for q, v in pair.series.items() if any(q in control.series for control in controls)}
+    unjudged = sorted({pair.display(q)[0] for q in pair.series if q not in judged})
+    ceiling = {q: max(max(c.series.get(q, [FLOOR])) for c in controls) for q in judged}
     departure, worst = None, {"ratio": 0.0}
     curves = {group: {"steps": pair.steps, "pair": [], "envelope": [], "bound": []} for group in GROUPS}
     for k, step in enumerate(pair.steps):
@@ -166,7 +169,7 @@ def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) ->
         carried = pair.state[k - 1] if k and departure is None else 0.0
         per_group = {group: [0.0, 0.0, 0.0] for group in GROUPS}
         over = []
-        for quantity, values in pair.series.items():
+        for quantity, values in judged.items():
             noise = envelope(controls, quantity, step)
             bound = factor * max(noise, min(gain * carried, ceiling.get(quantity, FLOOR)))
             ratio = values[k] / bound
@@ -187,13 +190,14 @@ def judge(pair: Distances, controls: list[Distances], factor: float = FACTOR) ->
             departure["ratio"] = ratio
             departure["layer"] = layer
             departure["groups"] = sorted({_group(q) for _, q, *_ in over})  # what left the bound at that step
-    present = {group: curve for group, curve in curves.items() if any(g == group for g in map(_group, pair.series))}
+    present = {group: curve for group, curve in curves.items() if any(g == group for g in map(_group, judged))}
     return {
         "within_noise": departure is None,
         "factor": factor,
         "departure": departure,
         "worst": worst,
         "controls_silent": not any(any(values) for control in controls for values in control.series.values()),
+        "unjudged": unjudged,
         "curves": present,
     }
 

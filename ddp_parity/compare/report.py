@@ -121,18 +121,20 @@ def format_summary(report: dict) -> str:
 
 
 def noise_line(noise: dict) -> str:
-    """Where the pair leaves the controls' envelope, or how close it came."""
+    """Where the pair leaves the controls' envelope, or how close it came; what no control measured."""
     departure, worst = noise["departure"], noise["worst"]
+    unjudged = noise.get("unjudged") or []
+    aside = f"; not judged, no control recorded them: {', '.join(unjudged)}" if unjudged else ""
     if departure:
         return (
             f"  noise: leaves the envelope at step {departure['step']}: {departure['quantity']} "
-            f"{departure['distance']:.3g} apart, {departure['ratio']:.3g}x the bound ({departure['bound']:.3g})"
+            f"{departure['distance']:.3g} apart, {departure['ratio']:.3g}x the bound ({departure['bound']:.3g}){aside}"
         )
     if worst.get("quantity") is None:
-        return "  noise: the pair is bitwise equal"
+        return f"  noise: the pair is bitwise equal{aside}"
     return (
         f"  noise: within the envelope at every step (closest: {worst['quantity']} at step {worst['step']}, "
-        f"{worst['ratio']:.2g} of its bound)"
+        f"{worst['ratio']:.2g} of its bound){aside}"
     )
 
 
