@@ -272,9 +272,18 @@ ADVICE: dict[str, Advice] = {
         "Build the same optimizer with the same hyperparameters and implementation on both sides, clip "
         "the same way, and zero the gradients once per optimizer step.",
     ),
-    "buffers": Advice(
-        "{cause}",
-        "{fix}",
+    "buffers.replicas": Advice(
+        "On {side} the ranks end with different buffers ({name}), while the other side's replicas agree. "
+        "DDP broadcasts rank 0's buffers at every forward through the wrapper (broadcast_buffers=True); a "
+        "forward on the unwrapped module (validation outside the DDP wrapper) uses and updates each rank's "
+        "own running statistics.",
+        "On {side}, validate through the DDP-wrapped model (as Lightning does), so every rank uses rank 0's buffers.",
+    ),
+    "buffers.sync": Advice(
+        "The buffer {name} differs between the sides while the per-step training records agree: its running "
+        "statistics are computed from other batch statistics, as when one side converts BatchNorm to "
+        "SyncBatchNorm (statistics over the global batch) and the other does not.",
+        "Use SyncBatchNorm on both sides (torch.nn.SyncBatchNorm.convert_sync_batchnorm) or on neither.",
     ),
     "recording": Advice(
         "The training is the same; only what was written down differs, so nothing in the training needs fixing.",

@@ -1149,28 +1149,13 @@ def check_buffers(ctx: Context) -> dict | None:
     if len(split) == 1:
         side = split[0]
         name = _first_differing_buffer(bufs[side]) or next(iter(_differing_tensors(ctx)), None)
-        cause = (
-            f"On {ctx.label(side)} the ranks end with different buffers ({name or 'replicas_identical: false'}), "
-            "while the other side's replicas agree. DDP broadcasts rank 0's buffers at every forward through the "
-            "wrapper (broadcast_buffers=True); a forward on the unwrapped module (validation outside the DDP "
-            "wrapper) uses and updates each rank's own running statistics."
-        )
-        fix = (
-            f"On {ctx.label(side)}, validate through the DDP-wrapped model (as Lightning does), so every rank "
-            "uses rank 0's buffers."
-        )
         evidence = {"replicas_identical": ctx.both(*replicas.values()), "buffer": name}
-        return finding(ctx, "buffers", None, None, evidence, "", cause=cause, fix=fix)
+        values = {"side": ctx.label(side), "name": name or "replicas_identical: false"}
+        return finding(ctx, "buffers.replicas", None, None, evidence, "", **values)
     across = _first_buffer_across(bufs)
     if across or (only_buffers and params.compared and not params.all_equal and ctx.earliest is None):
         name = across or next(iter(_differing_tensors(ctx)))
-        cause = (
-            f"The buffer {name} differs between the sides while the per-step training records agree: its running "
-            "statistics are computed from other batch statistics, as when one side converts BatchNorm to "
-            "SyncBatchNorm (statistics over the global batch) and the other does not."
-        )
-        fix = "Use SyncBatchNorm on both sides (torch.nn.SyncBatchNorm.convert_sync_batchnorm) or on neither."
-        return finding(ctx, "buffers", None, None, {"buffer": name}, "", cause=cause, fix=fix)
+        return finding(ctx, "buffers.sync", None, None, {"buffer": name}, "", name=name)
     return None
 
 

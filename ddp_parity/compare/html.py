@@ -337,16 +337,17 @@ def first_steps_section(report: dict, sides: dict) -> str:
     return "\n".join(out)
 
 
-def first_difference_windows(run_a, run_b, passes) -> Iterator[tuple[int, list]]:
+def first_difference_windows(run_a, run_b, equal) -> Iterator[tuple[int, list]]:
     """(rank, [(step, field, a, b, equal), ...]) for each rank whose step records differ: the steps
-    from STEPS_AROUND before its first difference to STEPS_AROUND after. Stops reading a rank there."""
+    from STEPS_AROUND before its first difference to STEPS_AROUND after. Stops reading a rank there.
+    `equal(a, b)`: the comparator's rule (Criterion.equal)."""
     for rank in sorted(set(trace_ranks(run_a)) & set(trace_ranks(run_b))):
         before: list = []
         rows, after = None, 0
         for rec_a, rec_b in zip(iter_records(run_a, rank), iter_records(run_b, rank)):
             fields = [f for f in STEP_FIELDS if f in rec_a or f in rec_b]
             step_rows = [
-                (rec_a.get("step"), f, rec_a.get(f), rec_b.get(f), passes(rec_a.get(f), rec_b.get(f))) for f in fields
+                (rec_a.get("step"), f, rec_a.get(f), rec_b.get(f), equal(rec_a.get(f), rec_b.get(f))) for f in fields
             ]
             if rows is None:
                 if all(row[4] for row in step_rows) and rec_a.get("step") == rec_b.get("step"):
