@@ -191,15 +191,18 @@ def rule_ttrace(a: Path, b: Path, _controls, merged: bool) -> int | None:
 
 
 def rule_noise(a: Path, b: Path, controls, merged: bool) -> int | None:
-    """The harness's own path: every pair against the noise the controls measured from run a."""
+    """The harness's own path: every pair against the noise the controls measured from run a. The step
+    it names: the diagnosis's (the first exact difference or the departure, whichever came first),
+    else where the pair leaves the envelope (a setup finding), else the first exact difference."""
     entry = compare_against_reference(a, b, 0.0, 0.0, noise_controls(a, controls, FACTOR)) if merged else None
     if entry is None:
         entry = compare_traces(a, b, controls=controls)
     if entry["verdict"] in ("equivalent", "equivalent_within_noise"):
         return None
     departure = entry["noise"]["departure"]
-    exact = (entry.get("first_divergence") or {}).get("step")
-    return min(s for s in (exact if not departure else departure["step"], exact) if s is not None)
+    steps = [(entry.get("diagnosis") or {}).get("step"), departure and departure["step"]]
+    steps.append((entry.get("first_divergence") or {}).get("step"))
+    return next(step for step in steps if step is not None)
 
 
 def _per_step(run: Path, key: str, merged: bool = False) -> dict[int, float]:

@@ -177,9 +177,12 @@ def compare_runs(
     criterion: Criterion | None = None,
     key_map: Callable[[str], str] | None = None,
     tolerant: bool = False,
+    exact_only: bool = False,
 ) -> Comparison:
     """Compare two finished runs in one pass over their traces. Raises TraceFormatError for a run
-    that cannot be read; `tolerant` (a crashed or stopped run) records what it could not read instead."""
+    that cannot be read; `tolerant` (a crashed or stopped run) records what it could not read instead.
+    `exact_only`: the per-step float quantities, validation and final parameters left out (what
+    rounding moves, judged against noise under --tolerance noise)."""
     result = Comparison(str(run_a), str(run_b), criterion or Criterion())
     for side, run in (("a", run_a), ("b", run_b)):
         try:
@@ -194,9 +197,10 @@ def compare_runs(
             result.problems.append(
                 f"{Path(run) / META_FILE} lacks {', '.join(lacking)}: the run's setup cannot be checked"
             )
-    result.walk = walk_runs(run_a, run_b, result.criterion, tolerant=tolerant)
-    compare_validation(run_a, run_b, result, tolerant)
-    compare_params(run_a, run_b, result, key_map)
+    result.walk = walk_runs(run_a, run_b, result.criterion, tolerant=tolerant, exact_only=exact_only)
+    if not exact_only:
+        compare_validation(run_a, run_b, result, tolerant)
+        compare_params(run_a, run_b, result, key_map)
     return result
 
 

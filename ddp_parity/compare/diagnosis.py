@@ -1644,13 +1644,16 @@ def is_rounding(found: dict, departure: dict | None = None) -> bool:
     return departure is not None and found.get("step") is not None and found["step"] < departure["step"]
 
 
-def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exact_step, setup=None) -> dict:
+def diagnosis_under_noise(
+    exact: dict, judgement: dict, names, within: bool, exact_step, setup=None, hard: bool = False
+) -> dict:
     """The exact comparison's diagnosis, judged against the noise the controls measured. Within the
     noise, the finding is `noise` (the exact finding's setup difference, if any, stays beside it as
     `setup_differs`). Beyond it, an exact finding that blames rounding cannot stand: the finding is
     read in causal order at the step the pair leaves the envelope (`loss.beyond_noise`,
     `gradients.beyond_noise`, `optimizer.beyond_noise`); any other finding (a config, the
-    data, the optimizer) keeps its cause, the departure added to its evidence."""
+    data, the optimizer) keeps its cause, the departure added to its evidence. `hard`: the finding is
+    about what no rounding moves (samples, batch, lr): it stands whatever its step."""
     worst, departure = judgement["worst"], judgement["departure"]
     values = {"controls": ", ".join(judgement.get("control_labels") or ["?"]), "side": names[0]}
     values["factor"] = judgement["factor"]
@@ -1659,7 +1662,7 @@ def diagnosis_under_noise(exact: dict, judgement: dict, names, within: bool, exa
         kind, step, candidates = "noise", None, []
         values.update(worst=worst.get("quantity"), worst_step=worst.get("step"), ratio=worst["ratio"])
         facts = f"{names[0]} and {names[1]} differ in their last bits from step {exact_step}."
-    elif departure is not None and is_rounding(exact, departure):
+    elif departure is not None and not hard and is_rounding(exact, departure):
         step = departure["step"]
         kind, candidates = _departure_cause(departure)
         where = departure["layer"] or departure["quantity"]

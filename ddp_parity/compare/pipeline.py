@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
-from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings, is_rounding
+from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
 from ddp_parity.compare.noise import FACTOR, judge_runs
 from ddp_parity.compare.report import strict_json, timing_summary
 
@@ -85,23 +85,29 @@ def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> st
 
 
 def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names, ignore_config=()) -> None:
-    """The verdict and the diagnosis under the noise judgement (verdict_under_noise, diagnosis_under_noise).
-    Beyond the noise, a setup difference that changes only rounding (threads, the arithmetic) is no
-    cause: the runs are diagnosed again without it, and a rounding finding then gives way to where
-    the pair leaves the noise."""
+    """The verdict (verdict_under_noise) and the diagnosis under the noise judgement. Beyond the noise
+    the cause is the earlier of two events: the first difference in what no rounding moves (samples,
+    batch contents, learning rate, structure: diagnosed on a walk without the float quantities) and
+    the step the pair leaves the envelope (diagnosed without the thread and arithmetic facts, a
+    rounding finding then giving way to the departure read in causal order)."""
     noise["control_labels"] = [Path(control).name for control in noise.get("controls") or []]
     report["noise"] = noise
     exact = report["verdict"]
     report["verdict"] = verdict_under_noise(exact, comparison, noise)
-    within = report["verdict"] == "equivalent_within_noise"
     if exact != "different":
         return
-    found, departure = report["diagnosis"], noise["departure"]
-    if not within and is_rounding(found, departure):
-        found = diagnose_comparison(comparison, names, ignore_config=ignore_config, rounding_is_noise=True)
-    if within or not noise["within_noise"] or found is not report["diagnosis"]:
-        step = (report.get("first_divergence") or {}).get("step")
-        report["diagnosis"] = diagnosis_under_noise(found, noise, names, within, step, setup=report["diagnosis"])
+    step = (report.get("first_divergence") or {}).get("step")
+    if report["verdict"] == "equivalent_within_noise":
+        setup = report["diagnosis"]
+        report["diagnosis"] = diagnosis_under_noise(setup, noise, names, True, step, setup=setup)
+        return
+    view = compare_runs(comparison.run_a, comparison.run_b, Criterion(), exact_only=True)
+    hard, departure = view.first_divergence, noise["departure"]
+    hard_first = hard is not None and (departure is None or (hard.get("step") or 0) <= departure["step"])
+    found = diagnose_comparison(
+        view if hard_first else comparison, names, ignore_config=ignore_config, rounding_is_noise=True
+    )
+    report["diagnosis"] = diagnosis_under_noise(found, noise, names, False, step, hard=hard_first)
 
 
 def closeness(report: dict) -> str:

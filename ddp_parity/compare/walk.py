@@ -299,9 +299,22 @@ def trace_streams(run, tolerant: bool, unreadable: list) -> dict:
     return {r: records(r) for r in ranks}
 
 
-def walk_runs(run_a, run_b, criterion: Criterion, tolerant: bool = False) -> WalkResult:
+# the per-step quantities that rounding moves; `exact_only` walks leave them out
+FLOATS = ("loss", "grad_norm", "param_digest")
+
+
+def without_floats(record: dict) -> dict:
+    """A record as an exact-only walk sees it: samples, batch digest, lr and step numbers; the loss 0."""
+    return {**{k: v for k, v in record.items() if k not in FLOATS}, "loss": 0.0}
+
+
+def walk_runs(run_a, run_b, criterion: Criterion, tolerant: bool = False, exact_only: bool = False) -> WalkResult:
+    """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
+    first divergence is the first difference in what no rounding can move."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
+    if exact_only:
+        streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
     result = walk_streams(streams, criterion, names={"a": str(run_a), "b": str(run_b)})
     result.unreadable = unreadable
     return result
