@@ -1688,9 +1688,16 @@ def diagnosis_under_noise(
         "module": None,
         "candidates": [] if within else candidates,
         "unchecked": [],
-        "setup_differs": setup if within and setup and setup["category"] in SETUP_CATEGORIES else None,
+        "setup_differs": setup if within and setup and _named_beside(setup) else None,
     }
     return found
+
+
+def _named_beside(found: dict) -> bool:
+    """Within the noise, a finding that names a cause still says it beside the verdict: a setup
+    difference, or a way of summing that only changes how the sums round (reduction_order, gradient
+    sync on every FSDP2 micro-batch: still an extra reduce-scatter per micro-batch)."""
+    return found["category"] not in ("numerics", "undetermined", "equivalent", "noise")
 
 
 def _departure_cause(departure: dict) -> tuple[str, list[dict]]:
