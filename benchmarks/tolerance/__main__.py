@@ -93,6 +93,9 @@ def pairs(clip_acts_at) -> list[Pair]:
         Pair(
             "bias group's momentum 0.95", "fp32", Run("momentum", ["--bias-momentum", "0.95"], ATEN), 2, "param_groups"
         ),
+        Pair(
+            "class 0 weighs 1.1 in the loss", "fp32", Run("class-weight", ["--class-0-weight", "1.1"], ATEN), 1, "loss"
+        ),
         Pair("loss / world 4 twice", "fp32", Run("scale", ["--loss-scale", "0.25"], ATEN), 1, "gradients"),
         Pair("dropout p 0.11 vs 0.1", "fp32", Run("dropout", ["--dropout", "0.11"], ATEN), 1, "module_state"),
         Pair(

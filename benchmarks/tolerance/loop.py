@@ -37,6 +37,7 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--label-smoothing", type=float, default=0.0)
     p.add_argument("--bias-momentum", type=float, default=0.9, help="the bias group's momentum")
+    p.add_argument("--class-0-weight", type=float, default=None, help="class weights in the loss: class 0 weighs this")
     p.add_argument("--loss-scale", type=float, default=1.0, help="e.g. 0.25: the loss divided by a world of 4 twice")
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--drop-sample", type=int, default=None, help="leave this sample out of its batch, silently")
@@ -114,7 +115,10 @@ def main(argv=None) -> None:
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
                 logits = net(x[used])
             smoothing = args.label_smoothing if slipping else 0.0
-            loss = F.cross_entropy(logits.float(), y[used], label_smoothing=smoothing)
+            weight = None
+            if args.class_0_weight is not None and slipping:
+                weight = torch.ones(CLASSES).index_fill_(0, torch.tensor([0]), args.class_0_weight)
+            loss = F.cross_entropy(logits.float(), y[used], weight=weight, label_smoothing=smoothing)
             optimizer.zero_grad()
             (loss * (args.loss_scale if slipping else 1.0)).backward()
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in net.parameters()])
