@@ -37,6 +37,7 @@ import torch.distributed as dist
 
 from ddp_parity.determinism import arithmetic_facts, torch_flags
 from ddp_parity.distributed import launch_env, world_facts
+from ddp_parity.heartbeat import Heartbeat
 from ddp_parity.lifeline import watch_parent_if_asked
 from ddp_parity.runs import write_error_file
 from ddp_parity.sharding import full_tensor, is_sharded, sharding_facts
@@ -287,12 +288,9 @@ class TraceRecorder:
         self._last_time: float | None = None
         self._last_flushed_loss = float("nan")
         self._latest: tuple[int, int] | None = None
-        self._phase = "startup"
-        self._work = 0  # ticks of progress of any kind, for the heartbeat
         self._latest_loss: Any = None
-        self._cpu_clock: int | None = None  # the training thread's CPU clock (set by start())
         self.total_steps: int | None = None  # optimizer steps the run will make, when the loop knows
-        self._stop_beating = threading.Event()
+        self._heartbeat = Heartbeat(self._progress_facts)
         self._fd: int | None = None  # this rank's trace, opened once the attempt's resume point is known
         self._started = False
         self._resume_from: int | None = None  # the step this attempt continues after, once known
@@ -343,7 +341,7 @@ class TraceRecorder:
         all_facts = [f for f, _ in gathered]
         self.attempt = max(previous for _, previous in gathered) + 1
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-        self._start_heartbeat()
+        self._heartbeat.start(self.progress_path)
         self._declared_resume = resume is not None
         start_step = int(resume) if resume is not None else (0 if self.attempt == 0 else None)
         self.meta = {
@@ -482,9 +480,7 @@ class TraceRecorder:
         self._pending.append(entry)
         self._latest = (int(step), int(epoch))
         self._latest_loss = entry["loss"]
-        self._work += 1
-        if self._phase == "startup":
-            self._phase = "train"  # the first recorded step: a loop that never names its phases still shows it
+        self._heartbeat.stepped()
         if (
             (self.write_every_step and not _on_device(entry))
             or len(self._pending) >= self.flush_every
@@ -534,53 +530,10 @@ class TraceRecorder:
         self._watch = ModuleWatch(model, steps, start_step=start_step)
         return self._watch
 
-    def _start_heartbeat(self) -> None:
-        try:  # the CPU clock of the thread that trains: it moves while that thread computes, not while it waits
-            self._cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
-        except (AttributeError, OSError):
-            self._cpu_clock = None
-        self._write_heartbeat()
-        self._beating = threading.Thread(target=self._heartbeat, name="trace-heartbeat", daemon=True)
-        self._beating.start()
-
-    def _heartbeat(self) -> None:
-        """Progress for a watcher (the harness's stall detection and live progress), written by a
-        background thread every HEARTBEAT_S: the latest step, the phase, and two measures of work,
-        `work` (ticked by every step, phase change and tick()) and `cpu_s` (CPU time of the thread
-        that trains). It keeps beating while the training thread is blocked in a collective (c10d
-        waits release the GIL): a rank whose step, work and CPU time all stand still is waiting,
-        one whose CPU time moves is busy (a long validation, a checkpoint of a large model)."""
-        while not self._stop_beating.wait(HEARTBEAT_S):
-            self._write_heartbeat()
-
-    def _write_heartbeat(self) -> None:
+    def _progress_facts(self) -> dict:
+        """What the heartbeat says of the run (ddp_parity/heartbeat.py writes it with the phase and work)."""
         step, epoch = self._latest or (None, None)
-        beat = {
-            "step": step,
-            "epoch": epoch,
-            "phase": self._phase,
-            "work": self._work,
-            "cpu_s": self._training_cpu_s(),
-            "time": time.time(),
-            "loss": self._heartbeat_loss(),
-            "total_steps": self.total_steps,
-            "pid": os.getpid(),
-        }
-        tmp = self.progress_path.with_name(self.progress_path.name + ".tmp")
-        try:
-            tmp.write_text(json.dumps(beat))
-            os.replace(tmp, self.progress_path)
-        except OSError:
-            pass  # the run directory went away (a test cleaning up): nothing to watch
-
-    def _training_cpu_s(self) -> float:
-        """CPU seconds of the training thread (the process's, where the platform cannot tell threads apart)."""
-        if self._cpu_clock is not None:
-            try:
-                return time.clock_gettime(self._cpu_clock)
-            except OSError:
-                self._cpu_clock = None
-        return time.process_time()
+        return {"step": step, "epoch": epoch, "loss": self._heartbeat_loss(), "total_steps": self.total_steps}
 
     def _heartbeat_loss(self) -> float | None:
         """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""
@@ -594,20 +547,12 @@ class TraceRecorder:
     def set_phase(self, phase: str) -> None:
         """Tell the heartbeat what this rank is doing now: "train", "validation", "checkpoint", ...
         (a watcher tells a long phase from a hang by it)."""
-        if phase != self._phase:
-            self._phase = phase
-            self._work += 1
+        self._heartbeat.set_phase(phase)
 
     def tick(self) -> None:
         """Count a unit of work that is not an optimizer step (a validation batch, a file written):
         the watcher sees the rank is busy."""
-        self._work += 1
-
-    def _stop_heartbeat(self) -> None:
-        self._stop_beating.set()
-        beating = getattr(self, "_beating", None)
-        if beating is not None and beating is not threading.current_thread():
-            beating.join(timeout=2 * HEARTBEAT_S)  # its last write lands before any later one
+        self._heartbeat.tick()
 
     @property
     def progress_path(self) -> Path:
@@ -655,7 +600,7 @@ class TraceRecorder:
         """errors/rank{r}.json for this rank (the first error is kept), with the last recorded step
         and the phase. Called for an uncaught exception by itself; call it where you catch one."""
         step = self._latest[0] if self._latest else None
-        return write_error_file(self.run_dir, exc, rank=self.rank, step=step, phase=self._phase)
+        return write_error_file(self.run_dir, exc, rank=self.rank, step=step, phase=self._heartbeat.phase)
 
     def finish(self, model: torch.nn.Module, **extra_meta: Any) -> None:
         """Flush, check every replica holds the same parameters and buffers, and (rank 0) write the
@@ -668,7 +613,7 @@ class TraceRecorder:
         self.close()
         self.set_phase("finished")
         if self.progress_path.parent.is_dir():
-            self._write_heartbeat()
+            self._heartbeat.write()
         # every rank (under FSDP2 gathering the shards is a collective); rank 0 keeps what it writes
         digest, state = hash_full_state(model, keep=self.rank == 0)
         buffers = buffers_sha256(model)
@@ -702,7 +647,7 @@ class TraceRecorder:
 
     def close(self) -> None:
         """Flush what was recorded (on an error path), without the collectives of finish()."""
-        self._stop_heartbeat()
+        self._heartbeat.stop()
         self.flush()
         if self._fd is not None:
             os.close(self._fd)

@@ -150,11 +150,11 @@ def test_the_heartbeat_says_phase_work_cpu_loss_and_total(tmp_path):
         recorder.record(1, torch.tensor(2.5), [0, 1], epoch=0)
         recorder.set_phase("validation")
         recorder.tick()
-        cpu_before = recorder._training_cpu_s()
+        cpu_before = recorder._heartbeat._training_cpu_s()
         deadline = time.thread_time() + 0.3
         while time.thread_time() < deadline:  # the training thread computes
             sum(range(10_000))
-        recorder._write_heartbeat()
+        recorder._heartbeat.write()
         found = read_progress(tmp_path)[0]
         assert set(found) >= {"step", "epoch", "phase", "work", "time", "loss", "total_steps", "cpu_s"}
         assert (found["step"], found["epoch"], found["phase"], found["loss"], found["total_steps"]) == (
@@ -166,9 +166,9 @@ def test_the_heartbeat_says_phase_work_cpu_loss_and_total(tmp_path):
         )
         assert found["work"] == 3 and found["cpu_s"] >= cpu_before + 0.2
         waiting = threading.Event()
-        cpu_before = recorder._training_cpu_s()
+        cpu_before = recorder._heartbeat._training_cpu_s()
         waiting.wait(0.3)  # blocked, as in a collective: the training thread's CPU time stands still
-        assert recorder._training_cpu_s() - cpu_before < 0.02
+        assert recorder._heartbeat._training_cpu_s() - cpu_before < 0.02
     finally:
         recorder.close()
     assert json.loads((tmp_path / "trace" / "rank0.progress").read_text())["phase"] == "validation"
