@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import final_params, run_harness, strip_prefix
+from conftest import DEFAULT_CONFIG, final_params, harness_in_process, run_harness, strip_prefix
 from test_fsdp import FSDP_MISTAKES  # the FSDP2 slips: run against a clean sharded run there
 
 from ddp_parity import compare_traces
+from ddp_parity.harness.launch import build_launch, run_launch
 from ddp_parity.trace import read_records, read_validation
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,23 +52,56 @@ def run_mistake(name: str, out: Path, *extra: str, stall_timeout: str = "8") -> 
     )
 
 
-@pytest.mark.parametrize("name", [name for name in EXPECTED if name != "thread-mismatch"])
-def test_each_mistake_is_named(name, tmp_path):
-    code, category, step, rank = EXPECTED[name]
-    result = run_mistake(name, tmp_path / name)
-    assert result.returncode == code, result.stdout[-3000:] + result.stderr[-2000:]
-    report = json.loads((tmp_path / name / "report.json").read_text())
+# Mistakes that change no config key: their Lightning side is one and the same clean run, so it is
+# launched once (below) and each raw side is compared with it by the harness's own --traces path.
+# The other mistakes run end to end through `compare/run.py --mistake`.
+SHARED_LIGHTNING = ("no-set-epoch", "sampler-seed", "unseeded-init")
+SMALL = ["--data.num_samples", "256", "--trainer.max_epochs", "2"]
+
+
+def launch_side(side: str, out: Path, mistake: str | None = None) -> Path:
+    """One side launched exactly as the harness launches it (2 ranks, 1 thread, the small run)."""
+    launch = build_launch(side, DEFAULT_CONFIG, 2, SMALL, out, 1, mistake=mistake)
+    outcome = run_launch(launch, timeout=180, stall_seconds=60)
+    assert outcome.ok, outcome.describe() + "\n" + outcome.log_tail
+    return launch.run_dir
+
+
+@pytest.fixture(scope="module")
+def clean_lightning(tmp_path_factory) -> Path:
+    return launch_side("lightning", tmp_path_factory.mktemp("clean"))
+
+
+def assert_named(name: str, code: int, stdout: str, report: dict) -> None:
+    expected_code, category, step, rank = EXPECTED[name]
+    assert code == expected_code, stdout[-3000:]
     diagnosis = report["diagnosis"]
     assert diagnosis["category"] == category, diagnosis
     if step is not None:
         assert (diagnosis["step"], diagnosis["rank"]) == (step, rank), diagnosis
-    assert diagnosis["advice"] and f"diagnosis: {category}" in result.stdout
-    if name == "uneven-shards":  # stopped by the stall watcher, not by the run's timeout
-        assert "stalled" in report["failure"]["summary"] and "timed out" not in report["failure"]["summary"]
+    assert diagnosis["advice"] and f"diagnosis: {category}" in stdout
+
+
+@pytest.mark.parametrize("name", SHARED_LIGHTNING)
+def test_each_mistake_against_the_shared_clean_side_is_named(name, clean_lightning, tmp_path):
+    raw = launch_side("raw", tmp_path, mistake=name)
+    code, stdout, stderr = harness_in_process("--traces", raw, clean_lightning, "--out", tmp_path / "out")
+    assert_named(name, code, stdout + stderr, json.loads((tmp_path / "out" / "report.json").read_text()))
     if name == "unseeded-init":  # DDP's broadcast: the replicas of the mistaken run still agree with each other
-        meta = json.loads((tmp_path / name / "raw" / "meta.json").read_text())
+        meta = json.loads((raw / "meta.json").read_text())
         assert meta["replicas_identical"] is True
         assert meta["ranks"][0]["init_params_sha256"] != meta["ranks"][1]["init_params_sha256"]
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in EXPECTED if name != "thread-mismatch" and name not in SHARED_LIGHTNING]
+)
+def test_each_mistake_is_named(name, tmp_path):
+    result = run_mistake(name, tmp_path / name)
+    report = json.loads((tmp_path / name / "report.json").read_text())
+    assert_named(name, result.returncode, result.stdout + result.stderr[-2000:], report)
+    if name == "uneven-shards":  # stopped by the stall watcher, not by the run's timeout
+        assert "stalled" in report["failure"]["summary"] and "timed out" not in report["failure"]["summary"]
 
 
 def numbers_part(a: Path, b: Path) -> bool:
