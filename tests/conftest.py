@@ -297,17 +297,24 @@ def lightning_default_run(default_harness_run) -> Path:
     return default_harness_run[0] / "lightning"
 
 
-# the harness's small run: 1 epoch of 8 steps per rank
-SMALL_HARNESS_RUN = ("--set", "trainer.max_epochs=1", "--set", "data.num_samples=512")
+# the harness's small run: 1 epoch of 2 steps per rank, Lightning named first (the order of --sides is
+# the order of the report: tests/test_harness_sides.py)
+SMALL_HARNESS_RUN = ("--sides", "lightning,raw", "--set", "trainer.max_epochs=1", "--set", "data.num_samples=128")
 
 
 @pytest.fixture(scope="session")
-def harness_run_at_once(tmp_path_factory) -> Path:
-    """`compare/run.py --parallel` (both sides at once) on the small config: its --out folder."""
-    out = tmp_path_factory.mktemp("harness_at_once") / "out"
-    result = run_harness("--out", str(out), "--parallel", *SMALL_HARNESS_RUN)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out
+def harness_run_at_once(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`compare/run.py --parallel` (both sides at once) on the small run, once per session whichever file
+    asks first (the order of sides, the overlap of sides): (its --out folder, the finished process)."""
+
+    def run(folder: Path) -> None:
+        result = run_harness("--out", str(folder / "out"), "--parallel", *SMALL_HARNESS_RUN, timeout=400)
+        (folder / "result.json").write_text(json.dumps([result.args, result.returncode, result.stdout, result.stderr]))
+
+    folder = made_once_per_session(tmp_path_factory, "harness-run-at-once", run)
+    args, returncode, stdout, stderr = json.loads((folder / "result.json").read_text())
+    assert returncode == 0, stdout[-3000:] + stderr[-2000:]
+    return folder / "out", subprocess.CompletedProcess(args, returncode, stdout, stderr)
 
 
 # the per-step fields two runs must agree on exactly (everything but wall time)
@@ -359,6 +366,31 @@ def harness_in_process(*args: str) -> tuple[int, str, str]:
             code = main([str(a) for a in args])
         except SystemExit as exit_:
             code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def lightning_in_process(*args: str) -> tuple[int, str, str]:
+    """`python -m lightning_impl ARGS` called in this process, for inputs refused before anything starts
+    (a process each would cost a Lightning import): (exit code, stdout, stderr). Whatever the CLI sets
+    on its way (the environment, e.g. PL_GLOBAL_SEED, and the global RNGs) is put back, so nothing leaks
+    into the runs this worker launches next."""
+    import contextlib
+    import io
+
+    from lightning_impl.cli import cli_main
+
+    out, err, env, argv = io.StringIO(), io.StringIO(), dict(os.environ), sys.argv
+    sys.argv = ["lightning_impl"]  # pytest's own arguments are not the CLI's (LightningCLI warns of both)
+    with torch.random.fork_rng(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cli_main([str(a) for a in args])
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code
+        finally:
+            sys.argv = argv
+            os.environ.clear()
+            os.environ.update(env)
     return code, out.getvalue(), err.getvalue()
 
 

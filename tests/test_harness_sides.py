@@ -9,7 +9,6 @@ import json
 import shutil
 
 import pytest
-from conftest import run_harness
 
 from ddp_parity.harness.comparing import compare_and_report
 
@@ -17,23 +16,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def small_pair(tmp_path_factory):
-    """lightning first, raw second: the order of --sides is the order of the report."""
-    out = tmp_path_factory.mktemp("sides") / "out"
-    result = run_harness(
-        "--out",
-        str(out),
-        "--parallel",
-        "--sides",
-        "lightning,raw",
-        "--set",
-        "data.num_samples=128",
-        "--set",
-        "trainer.max_epochs=1",
-        timeout=400,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    return out, result
+def small_pair(harness_run_at_once):
+    """lightning first, raw second (conftest's small run): the order of --sides is the order of the report."""
+    return harness_run_at_once
 
 
 def test_the_order_of_sides_is_the_order_of_the_report(small_pair):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from conftest import (
     check_ok,
     describe,
     final_params,
+    lightning_in_process,
     run_cmd,
     run_harness,
     run_lightning,
@@ -49,10 +51,23 @@ def assert_two_process_run(run_dir, side: str) -> dict:
     return meta
 
 
+@pytest.fixture(scope="module")
+def printed_config_under_torchrun(tmp_path_factory) -> tuple[str, Path]:
+    """`fit --print_config` of the default config, and one run of that printed file under torchrun
+    (2 processes): one run shows both that the printed config trains what the file says and that
+    torchrun launches the same training as Lightning's own launcher. (the printed text, the run)"""
+    tmp_path = tmp_path_factory.mktemp("printed")
+    printed = check_ok(run_cmd([PYTHON, "-m", "lightning_impl", "fit", "--config", DEFAULT_CONFIG, "--print_config"]))
+    printed_path = tmp_path / "printed.yaml"
+    printed_path.write_text(printed.stdout)
+    run_dir = tmp_path / "torchrun"
+    check_ok(run_lightning(tmp_path, config=printed_path, run_dir=run_dir, launcher="torchrun", nproc=2))
+    return printed.stdout, run_dir
+
+
 @pytest.mark.slow
-def test_lightning_launcher_equals_torchrun(lightning_default_run, tmp_path):
-    via_torchrun = tmp_path / "torchrun"
-    check_ok(run_lightning(tmp_path, run_dir=via_torchrun, launcher="torchrun", nproc=2))
+def test_lightning_launcher_equals_torchrun(lightning_default_run, printed_config_under_torchrun):
+    via_torchrun = printed_config_under_torchrun[1]
     assert_two_process_run(lightning_default_run, "lightning")
     assert_two_process_run(via_torchrun, "lightning")
     for rank in (0, 1):
@@ -82,22 +97,17 @@ def test_bitwise_parity_with_raw(raw_default_run, lightning_default_run):
 
 
 @pytest.mark.slow
-def test_print_config_round_trip(lightning_default_run, tmp_path):
-    printed = check_ok(run_cmd([PYTHON, "-m", "lightning_impl", "fit", "--config", DEFAULT_CONFIG, "--print_config"]))
-    printed_path = tmp_path / "printed.yaml"
-    printed_path.write_text(printed.stdout)
-
+def test_print_config_round_trip(lightning_default_run, printed_config_under_torchrun):
+    printed, run_dir = printed_config_under_torchrun
     # every value of the original file comes back unchanged
-    printed_values = yaml.safe_load(printed.stdout)
+    printed_values = yaml.safe_load(printed)
     for section, values in yaml.safe_load(DEFAULT_CONFIG.read_text()).items():
         if isinstance(values, dict):
             for key, value in values.items():
                 assert printed_values[section][key] == value, f"{section}.{key}"
         else:
             assert printed_values[section] == values, section
-
-    run_dir = tmp_path / "from_printed"
-    check_ok(run_lightning(tmp_path, config=printed_path, run_dir=run_dir))
+    # and the printed file trains the same run (under torchrun: see the test above)
     assert_two_process_run(run_dir, "lightning")
     assert_traces_equal(lightning_default_run, run_dir, ranks=(0, 1))
     assert_params_equal(final_params(run_dir), final_params(lightning_default_run))
@@ -215,7 +225,6 @@ def test_mid_epoch_resume_with_two_workers_is_bitwise_on_both_sides(tmp_path):
         assert read_meta(out / run)["config"]["data"]["num_workers"] == 2, run
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags, said",
     [
@@ -232,9 +241,9 @@ def test_lightning_entry_point_refuses_bad_input_in_one_line_writing_nothing(tmp
     (tmp_path / "damaged.ckpt").write_bytes(b"PK\x03\x04 cut off")
     run_dir = tmp_path / "run"
     flags = [f.format(tmp=tmp_path) for f in flags]
-    result = run_cmd([PYTHON, "-m", "lightning_impl", "fit", "--config", str(DEFAULT_CONFIG), *flags,
-                      "--run_dir", str(run_dir)], timeout=120)  # fmt: skip
-    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
-    assert result.returncode == 2, describe(result)
-    assert len(errors) == 1 and said.format(tmp=tmp_path) in errors[0], describe(result)
-    assert "Traceback" not in result.stderr and not run_dir.exists()
+    # in this process: each is refused before a Trainer exists (a process of its own: tests/test_faults.py)
+    code, _, stderr = lightning_in_process("fit", "--config", DEFAULT_CONFIG, *flags, "--run_dir", run_dir)
+    errors = [line for line in stderr.splitlines() if "error" in line.lower()]
+    assert code == 2, stderr
+    assert len(errors) == 1 and said.format(tmp=tmp_path) in errors[0], stderr
+    assert "Traceback" not in stderr and not run_dir.exists()
