@@ -29,8 +29,8 @@ import torch
 from benchmarks.tolerance.loop import BATCH, SAMPLES
 from ddp_parity import compare_traces
 from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
-from ddp_parity.compare.noise import FACTOR, last_records, relative
-from ddp_parity.harness.comparing import compare_against_reference, noise_controls
+from ddp_parity.compare.noise import FACTOR, Controls, last_records, relative
+from ddp_parity.harness.comparing import compare_against_reference
 from ddp_parity.harness.modes.mistake import catalogue
 from ddp_parity.trace import read_meta
 
@@ -210,7 +210,7 @@ def rule_noise(a: Path, b: Path, controls, merged: bool) -> int | None:
     """The harness's own path: every pair against the noise the controls measured from run a. The step
     it names: the diagnosis's (the first exact difference or the departure, whichever came first),
     else where the pair leaves the envelope (a setup finding), else the first exact difference."""
-    entry = compare_against_reference(a, b, 0.0, 0.0, noise_controls(a, controls, FACTOR)) if merged else None
+    entry = compare_against_reference(a, b, 0.0, 0.0, Controls.measured(a, controls, FACTOR)) if merged else None
     if entry is None:
         entry = compare_traces(a, b, controls=controls)
     if entry["verdict"] in ("equivalent", "equivalent_within_noise"):

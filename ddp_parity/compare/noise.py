@@ -206,22 +206,28 @@ def _group(quantity: str) -> str:
     return quantity.split(" ")[0]
 
 
-def measure_controls(repeated, controls: list) -> list[Distances]:
-    """Each control's distances from the run it repeats."""
-    return [measure(repeated, control) for control in controls]
+@dataclass
+class Controls:
+    """The controls (runs of one side again under a change of rounding alone) measured once from the
+    run they repeat, to judge every pair (and the reference) against."""
 
+    distances: list[Distances]
+    paths: list[str]
+    factor: float = FACTOR
 
-def judge_pair(
-    run_a, run_b, control_distances: list[Distances], factor: float, controls: list, merge_a: bool = False
-) -> dict:
-    """Run b against run a, judged against the controls' distances: the judgement, with the
-    controls' paths (`merge_a`: run a is DDP, run b the one-process reference)."""
-    result = judge(measure(run_a, run_b, merge_a), control_distances, factor)
-    result["controls"] = [str(Path(control)) for control in controls]
-    return result
+    @classmethod
+    def measured(cls, repeated, controls: list, factor: float = FACTOR) -> Controls:
+        return cls([measure(repeated, control) for control in controls], [str(Path(c)) for c in controls], factor)
+
+    def judge(self, run_a, run_b, merge_a: bool = False) -> dict:
+        """Run b against run a, judged against the controls' distances: the judgement, with the
+        controls' paths (`merge_a`: run a is DDP, run b the one-process reference)."""
+        result = judge(measure(run_a, run_b, merge_a), self.distances, self.factor)
+        result["controls"] = list(self.paths)
+        return result
 
 
 def judge_runs(run_a, run_b, controls: list, factor: float = FACTOR) -> dict:
     """Run b against run a, with controls (runs of a's side again under another rounding) measured
     from a."""
-    return judge_pair(run_a, run_b, measure_controls(run_a, controls), factor, controls)
+    return Controls.measured(run_a, controls, factor).judge(run_a, run_b)

@@ -299,8 +299,10 @@ def trace_streams(run, tolerant: bool, unreadable: list) -> dict:
     return {r: records(r) for r in ranks}
 
 
-# the per-step quantities that rounding moves; `exact_only` walks leave them out
+# the per-step quantities that rounding moves (`exact_only` walks leave them out; --tolerance noise judges
+# them against the measured noise), and the rest, which no rounding moves: exact under any tolerance
 FLOATS = ("loss", "grad_norm", "param_digest")
+EXACT_UNDER_NOISE = tuple(q for q in STEP_QUANTITIES if q not in FLOATS)
 
 
 def without_floats(record: dict) -> dict:

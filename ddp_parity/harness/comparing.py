@@ -10,7 +10,7 @@ from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_re
 from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
 from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.modules import format_module_finding
-from ddp_parity.compare.noise import judge_pair, measure_controls
+from ddp_parity.compare.noise import Controls
 from ddp_parity.compare.pipeline import build_report, verdict_under_noise
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
@@ -54,23 +54,21 @@ def build_key_map(strip_prefix: list[str], key_map_file: str | None):
     return key_map
 
 
-def noise_controls(repeated: Path, controls: list[Path], factor: float) -> tuple:
-    """--tolerance noise: each control's distances from the run it repeats, measured once for every
-    pair (and the reference): (distances, the controls' paths, the factor)."""
-    return measure_controls(repeated, controls), [str(c) for c in controls], factor
-
-
 def compare_pair(
-    run_a: Path, run_b: Path, labels, rtol: float, atol: float, key_map=None, ignore_config=(), noise=None
+    run_a: Path,
+    run_b: Path,
+    labels,
+    rtol: float,
+    atol: float,
+    key_map=None,
+    ignore_config=(),
+    noise: Controls | None = None,
 ):
     """The full comparison of two runs with its diagnosis and warnings: (report dict, loss curves).
     `labels` None: the runs are named by their own side names (or folders). `noise`: (the controls'
-    distances, their paths, the factor) to judge the pair against (compare/noise.py)."""
+    measured once: compare.noise.Controls) to judge the pair against."""
     comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
-    judgement = None
-    if noise is not None:
-        distances, paths, factor = noise
-        judgement = judge_pair(run_a, run_b, distances, factor, paths)
+    judgement = noise.judge(run_a, run_b) if noise is not None else None
     report = build_report(comparison, ignore_config=ignore_config, labels=labels, noise=judgement)
     return report, report.curves
 
@@ -101,13 +99,13 @@ def compare_and_report(
     extra=None,
     ignore_config=(),
     named_by_runs: bool = False,
-    noise=None,
+    noise: Controls | None = None,
 ) -> dict:
     """Compare every pair of sides (in the order given), write report.json and the plot of the first
     pair (the top-level keys), add `pairs` when there are more than two sides, print the summary.
     Returns the report; its `verdict` is equivalent only if every pair is. `named_by_runs`: label the
     runs by what they recorded (--traces), not by the keys of `runs`. `noise`: the measured controls
-    (`noise_controls`) under --tolerance noise."""
+    (`compare.noise.Controls`) under --tolerance noise."""
     names = list(runs)
     reports, curves = {}, {}
     for a, b in itertools.combinations(names, 2):
@@ -190,9 +188,9 @@ def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict |
     return report
 
 
-def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float, noise=None) -> dict:
+def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float, noise: Controls | None = None) -> dict:
     """Verdict, first divergence, losses and parameter figures of two runs (the fault mode's pairs);
-    under --tolerance noise the verdict against the controls' noise (`noise_controls`)."""
+    under --tolerance noise the verdict against the controls' noise (`compare.noise.Controls`)."""
     comparison = compare_runs(run_a, run_b, Criterion(rtol, atol))
     result = comparison.to_dict()
     brief = {
@@ -202,23 +200,23 @@ def compare_brief(run_a: Path, run_b: Path, rtol: float, atol: float, noise=None
         "params": {k: v for k, v in result["params"].items() if k != "tensors"},
     }
     if noise is not None:
-        distances, paths, factor = noise
-        brief["noise"] = judge_pair(run_a, run_b, distances, factor, paths)
+        brief["noise"] = noise.judge(run_a, run_b)
         brief["noise"].pop("curves")
         brief["verdict"] = verdict_under_noise(brief["verdict"], comparison, brief["noise"])
     return brief
 
 
-def compare_against_reference(run: Path, reference: Path, rtol: float, atol: float, noise=None) -> dict:
+def compare_against_reference(
+    run: Path, reference: Path, rtol: float, atol: float, noise: Controls | None = None
+) -> dict:
     """One side against the single-process reference run, within the reference tolerance, or under
-    --tolerance noise bitwise and then against the noise the controls measured (`noise_controls`)."""
+    --tolerance noise bitwise and then against the noise the controls measured (`compare.noise.Controls`)."""
     comparison = compare_to_reference(run, reference, Criterion(rtol, atol))
     result = comparison.to_dict()
     entry = {key: result[key] for key in ("verdict", "first_divergence", "per_step", "validation", "problems")}
     entry["params"] = {k: v for k, v in result["params"].items() if k != "tensors"}
     if noise is not None:
-        distances, paths, factor = noise
-        entry["noise"] = judge_pair(run, reference, distances, factor, paths, merge_a=True)
+        entry["noise"] = noise.judge(run, reference, merge_a=True)
         entry["noise"].pop("curves")  # the pairs' plots are the report's; a reference entry stays a summary
         entry["verdict"] = verdict_under_noise(entry["verdict"], comparison, entry["noise"])
     return entry

@@ -108,7 +108,7 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     controls = [launch.run_dir for launch in launches if "-control-" in launch.side]
     noise = None
     if controls:
-        noise = comparing.noise_controls(runs[control_side(args, plan.sides)], controls, args.noise_factor)
+        noise = comparing.Controls.measured(runs[control_side(args, plan.sides)], controls, args.noise_factor)
     if args.reference:
         extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides, noise)
     if args.fault:

@@ -15,7 +15,7 @@ from ddp_parity.harness.comparing import (
 
 def reference_report(out: Path, rtol: float, atol: float, sides: list[str], noise=None) -> dict:
     """Each side against the reference: within REFERENCE_TOLERANCE (or --rtol/--atol), or under
-    --tolerance noise against the noise the controls measured (`noise`: comparing.noise_controls)."""
+    --tolerance noise against the noise the controls measured (`noise`: compare.noise.Controls)."""
     if noise is None:
         rtol, atol = (rtol, atol) if (rtol or atol) else REFERENCE_TOLERANCE
     against = {side: compare_against_reference(out / side, out / "reference", rtol, atol, noise) for side in sides}

@@ -33,7 +33,7 @@ def compare_existing(args) -> int:
         report = comparing.compare_and_report(
             out, {"a": run_a, "b": run_b}, args.rtol, args.atol, key_map, {"logs": {}},
             ignore_config=args.ignore_config, named_by_runs=True,
-            noise=comparing.noise_controls(run_a, [Path(c) for c in args.noise_control], args.noise_factor)
+            noise=comparing.Controls.measured(run_a, [Path(c) for c in args.noise_control], args.noise_factor)
             if args.noise_control else None,
         )  # fmt: skip
         out_dir.commit()
