@@ -207,6 +207,9 @@ def test_a_slip_no_trace_records_leaves_the_noise_at_the_step_it_acts(own_runs):
     assert [c["cause"] for c in diagnosis["candidates"]] == ["loss", "module_state", "data_pipeline"]
     assert departure["quantity"] in diagnosis["explanation"]
     assert "Rounding alone does not explain" in diagnosis["explanation"]
+    # no module watch on either side: what could tell those causes apart at step 1 is said missing
+    assert [(u["evidence"], u["sides"]) for u in diagnosis["unchecked"]] == [("watch", ["base", "smoothing"])]
+    assert "did not record it" in diagnosis["explanation"] and "watch" in diagnosis["unchecked"][0]["record"]
 
 
 @pytest.mark.float_sensitive

@@ -135,17 +135,7 @@ class Context:
         return all(kind in found for found in self.have().values())
 
     def unchecked(self) -> list[dict]:
-        """What the first divergence needs that a side did not record: each with the sides lacking it,
-        what could not be checked, and the change to the record call that records it."""
-        first = self.earliest
-        if first is None:
-            return []
-        needed = recorded_evidence.needed(first["quantity"], first.get("step"))
-        out = []
-        for kind, sides in recorded_evidence.missing(self.have(), needed).items():
-            what, change = (text.format(step=first.get("step")) for text in MISSING_EVIDENCE[kind])
-            out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
-        return out
+        return unchecked_at(self.earliest, self.have())
 
     def config_diffs(self) -> tuple[dict, tuple | None]:
         if "config" not in self.cache:
@@ -154,6 +144,20 @@ class Context:
                 diffs = {key: pair for key, pair in diffs.items() if not changes_only_rounding(key)}
             self.cache["config"] = diffs, seed
         return self.cache["config"]
+
+
+def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
+    """What the divergence `first` (its quantity and step) needs that a side did not record (`have`:
+    {side label: the evidence kinds it recorded}): each with the sides lacking it, what could not be
+    checked, and the change to the record call that records it."""
+    if first is None:
+        return []
+    needed = recorded_evidence.needed(first["quantity"], first.get("step"))
+    out = []
+    for kind, sides in recorded_evidence.missing(have, needed).items():
+        what, change = (text.format(step=first.get("step")) for text in MISSING_EVIDENCE[kind])
+        out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
+    return out
 
 
 def finding(ctx: Context, kind: str, step, rank, evidence: dict, facts: str, **values) -> dict:
@@ -1645,7 +1649,7 @@ def is_rounding(found: dict, departure: dict | None = None) -> bool:
 
 
 def diagnosis_under_noise(
-    exact: dict, judgement: dict, names, within: bool, exact_step, setup=None, hard: bool = False
+    exact: dict, judgement: dict, names, within: bool, exact_step, setup=None, hard: bool = False, runs=None
 ) -> dict:
     """The exact comparison's diagnosis, judged against the noise the controls measured. Within the
     noise, the finding is `noise` (the exact finding's setup difference, if any, stays beside it as
@@ -1653,8 +1657,11 @@ def diagnosis_under_noise(
     read in causal order at the step the pair leaves the envelope (`loss.beyond_noise`,
     `gradients.beyond_noise`, `optimizer.beyond_noise`); any other finding (a config, the
     data, the optimizer) keeps its cause, the departure added to its evidence. `hard`: the finding is
-    about what no rounding moves (samples, batch, lr): it stands whatever its step."""
+    about what no rounding moves (samples, batch, lr): it stands whatever its step. `runs` (a, b):
+    the departure's finding says what evidence of its step a side did not record, and every finding
+    made here is checked for one story (compare/story.py)."""
     worst, departure = judgement["worst"], judgement["departure"]
+    first, unchecked = None, []
     values = {"controls": ", ".join(judgement.get("control_labels") or ["?"]), "side": names[0]}
     values["factor"] = judgement["factor"]
     evidence = {"sides": {"a": names[0], "b": names[1]}, "noise": _noise_evidence(judgement)}
@@ -1664,7 +1671,11 @@ def diagnosis_under_noise(
         facts = f"{names[0]} and {names[1]} differ in their last bits from step {exact_step}."
     elif departure is not None and not hard and is_rounding(exact, departure):
         step = departure["step"]
-        kind, candidates = _departure_cause(departure)
+        kind, candidates, quantity = _departure_cause(departure)
+        first = {"quantity": quantity, "step": step}  # the divergence the evidence is about
+        if runs is not None:
+            have = {name: recorded_evidence.recorded(run, step) for name, run in zip(names, runs)}
+            unchecked = unchecked_at(first, have)
         where = departure["layer"] or departure["quantity"]
         values.update(where=where, step=step, before="")
         if exact_step is not None and exact_step < step:
@@ -1677,19 +1688,22 @@ def diagnosis_under_noise(
         found = dict(exact, evidence={**exact.get("evidence", {}), "noise": evidence["noise"]})
         return found
     advice = ADVICE[kind]
+    explanation = f"{facts} {advice.why.format(**values)}"
     found = {
         "category": kind.split(".")[0],
         "kind": kind,
         "step": step,
         "rank": None,
         "evidence": evidence,
-        "explanation": f"{facts} {advice.why.format(**values)}",
+        "explanation": f"{explanation} {_unchecked_sentence(unchecked)}" if unchecked else explanation,
         "advice": advice.fix.format(**values),
         "module": None,
         "candidates": [] if within else candidates,
-        "unchecked": [],
+        "unchecked": unchecked,
         "setup_differs": setup if within and setup and _named_beside(setup) else None,
     }
+    if runs is not None:
+        check_story(found, runs[0], runs[1], first)  # within the noise no step is blamed: none needs evidence
     return found
 
 
@@ -1700,21 +1714,22 @@ def _named_beside(found: dict) -> bool:
     return found["category"] not in ("numerics", "undetermined", "equivalent", "noise")
 
 
-def _departure_cause(departure: dict) -> tuple[str, list[dict]]:
+def _departure_cause(departure: dict) -> tuple[str, list[dict], str]:
     """The cause of a departure read in causal order at its step, everything before being noise: a
     loss that leaves comes from the forward pass or the loss (its function, a module's settings, the
     batch); a gradient that leaves with the loss inside, from what happens between the loss and the
     gradients; parameters that leave with both inside, from the update."""
     groups = set(departure.get("groups") or [])
     if "loss" in groups:
-        kind, causes = "loss.beyond_noise", ["loss", "module_state", "data_pipeline"]
+        kind, causes, quantity = "loss.beyond_noise", ["loss", "module_state", "data_pipeline"], "loss"
     elif groups & {"grad", "grad_norm"}:
-        kind, causes = "gradients.beyond_noise", ["gradients", "loss"]
+        kind, causes, quantity = "gradients.beyond_noise", ["gradients", "loss"], "grad_norm"
     else:
-        kind, causes = "optimizer.beyond_noise", ["optimizer", "param_groups"]
-    return kind, [
+        kind, causes, quantity = "optimizer.beyond_noise", ["optimizer", "param_groups"], "param_digest"
+    candidates = [
         {"cause": c, "category": c, "what": CANDIDATES[c][0], "tells_apart": CANDIDATES[c][1]} for c in causes
     ]
+    return kind, candidates, quantity
 
 
 def _noise_evidence(judgement: dict) -> dict:

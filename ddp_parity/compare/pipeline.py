@@ -11,6 +11,7 @@ from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, r
 from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
 from ddp_parity.compare.noise import FACTOR, judge_runs
 from ddp_parity.compare.report import strict_json, timing_summary
+from ddp_parity.compare.walk import EXACT_UNDER_NOISE
 
 
 def compare_traces(
@@ -39,10 +40,6 @@ class Report(dict):
     without being written."""
 
     curves: dict = {}
-
-
-# per-step quantities that are integers or digests of the data: equal, or the runs saw different data
-EXACT_UNDER_NOISE = ("samples", "batch", "lr")
 
 
 def build_report(
@@ -99,7 +96,8 @@ def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names
     step = (report.get("first_divergence") or {}).get("step")
     if report["verdict"] == "equivalent_within_noise":
         setup = report["diagnosis"]
-        report["diagnosis"] = diagnosis_under_noise(setup, noise, names, True, step, setup=setup)
+        runs = (comparison.run_a, comparison.run_b)
+        report["diagnosis"] = diagnosis_under_noise(setup, noise, names, True, step, setup=setup, runs=runs)
         return
     view = compare_runs(comparison.run_a, comparison.run_b, Criterion(), exact_only=True)
     hard, departure = view.first_divergence, noise["departure"]
@@ -107,7 +105,8 @@ def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names
     found = diagnose_comparison(
         view if hard_first else comparison, names, ignore_config=ignore_config, rounding_is_noise=True
     )
-    report["diagnosis"] = diagnosis_under_noise(found, noise, names, False, step, hard=hard_first)
+    runs = (comparison.run_a, comparison.run_b)
+    report["diagnosis"] = diagnosis_under_noise(found, noise, names, False, step, hard=hard_first, runs=runs)
 
 
 def closeness(report: dict) -> str:
