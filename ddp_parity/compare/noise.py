@@ -79,9 +79,9 @@ def relative(a, b) -> float:
 def last_records(run, merged: bool = False) -> dict[int, dict[int, dict]]:
     """step -> rank -> record; a step recorded twice (a restart) counts as it was last recorded.
     `merged`: a DDP run's ranks as one process on the global batch records them (rank 0; --reference)."""
-    out: dict[int, dict[int, dict]] = {}
     if merged:
         return {record["step"]: {0: record} for record in merged_records(run)}
+    out: dict[int, dict[int, dict]] = {}
     for rank in trace_ranks(run):
         for record in iter_records(run, rank):
             out.setdefault(record["step"], {})[rank] = record
