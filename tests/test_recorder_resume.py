@@ -1,14 +1,16 @@
-"""A user's own resuming loop under real `torchrun --max-restarts=1`: a small MLP regression (not the
-project's network), a snapshot after every epoch, one rank crashing mid-epoch on the first attempt.
+"""A user's own resuming loop under real `torchrun --max-restarts=2`: a small MLP regression (not the
+project's network), a snapshot after every epoch, one rank crashing mid-epoch on two attempts.
 
 This file is also the training script: `torchrun tests/test_recorder_resume.py RUN_DIR CRASH` runs
-`main()`. CRASH is `none`, `exit` (os._exit after step 6, the loop declares the resume with
-`start(resumed_from_step=...)`) or `raise` (an exception after step 6, the loop just calls
-`start()` and the recorder finds the earlier attempt's steps on disk).
+`main()`. CRASH is `none` or `twice`: attempt 0 dies by os._exit after step 6 and attempt 1 declares
+its resume with `start(resumed_from_step=...)`; attempt 1 raises after step 10 and attempt 2 just calls
+`start()`, the recorder finding the earlier attempts' steps on disk. Both ways of resuming, and a
+resume of a resumed run, in one run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -24,7 +26,10 @@ import ddp_parity
 from ddp_parity import TraceRecorder
 
 EPOCHS, SAMPLES, BATCH = 3, 64, 8  # 2 ranks: 4 steps per epoch, 12 in all
-CRASH_RANK, CRASH_STEP = 1, 6  # mid-epoch 1; the snapshot holds epoch 0 (step 4)
+CRASH_RANK = 1
+# attempt -> (the step after which rank 1 crashes, how): mid-epoch 1 (the snapshot holds step 4), then
+# mid-epoch 2 (the snapshot holds step 8)
+CRASHES = {0: (6, "exit"), 1: (10, "raise")}
 
 
 class Regression(Dataset):
@@ -63,10 +68,11 @@ def main(run_dir: Path, crash: str) -> None:
         shutil.copy(trace, run_dir / f"left-by-attempt{attempt - 1}-rank{rank}.jsonl")
 
     recorder = TraceRecorder(run_dir, side="mlp", config={"epochs": EPOCHS, "lr": 0.05})
-    if crash == "exit":
-        recorder.start(resumed_from_step=step if snapshot.exists() else None)
+    if attempt == 1:  # declared; attempt 2 leaves it to the recorder
+        recorder.start(resumed_from_step=step)
     else:
         recorder.start()
+    crash_step, how = CRASHES.get(attempt, (None, None)) if crash == "twice" else (None, None)
     for epoch in range(epochs_done, EPOCHS):
         sampler.set_epoch(epoch)
         for batch in loader:
@@ -86,8 +92,8 @@ def main(run_dir: Path, crash: str) -> None:
                 optimizer=optimizer,
                 model=model,
             )
-            if crash != "none" and attempt == 0 and rank == CRASH_RANK and step == CRASH_STEP:
-                if crash == "exit":
+            if rank == CRASH_RANK and step == crash_step:
+                if how == "exit":
                     os._exit(1)
                 raise RuntimeError(f"injected crash after step {step}")
         if rank == 0:
@@ -120,7 +126,7 @@ def launch(tmp_path_factory, crash: str) -> Path:
     from ddp_parity.harness.launch import torchrun_args
 
     run_dir = tmp_path_factory.mktemp(f"mlp-{crash}")
-    cmd = torchrun_args(2, free_port(), max_restarts=1) + [__file__, str(run_dir), crash]
+    cmd = torchrun_args(2, free_port(), max_restarts=2) + [__file__, str(run_dir), crash]
     check_ok(run_cmd(cmd, log=run_dir.parent / f"mlp-{crash}.log"))
     return run_dir
 
@@ -131,42 +137,38 @@ def uninterrupted(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("crash", ["exit", "raise"])
-def test_a_crashed_and_resumed_loop_records_every_step_once(tmp_path_factory, uninterrupted, crash):
+def test_a_loop_crashed_and_resumed_twice_records_every_step_once(tmp_path_factory, uninterrupted):
     from ddp_parity.trace import read_meta, read_records
 
-    run_dir = launch(tmp_path_factory, crash)
+    run_dir = launch(tmp_path_factory, "twice")
     meta = read_meta(run_dir)
-    assert [(a["attempt"], a["start_step"]) for a in meta["attempts"]] == [(0, 0), (1, 4)]
-    assert [a["torchelastic_restart_count"] for a in meta["attempts"]] == [0, 1]
-    assert meta["resumed_from_step"] == 4 and meta["finished"] is True and meta["replicas_identical"] is True
+    assert [(a["attempt"], a["start_step"]) for a in meta["attempts"]] == [(0, 0), (1, 4), (2, 8)]
+    assert [a["torchelastic_restart_count"] for a in meta["attempts"]] == [0, 1, 2]
+    assert meta["resumed_from_step"] == 8 and meta["finished"] is True and meta["replicas_identical"] is True
     assert meta["optimizer"]["class"] == "SGD" and meta["optimizer"]["param_groups"][0]["momentum"] == 0.9
     for rank in (0, 1):
         records = read_records(run_dir, rank)
         assert [r["step"] for r in records] == STEPS, f"rank {rank}: every step exactly once"
-        assert [r["attempt"] for r in records] == [0] * 4 + [1] * 8
+        assert [r["attempt"] for r in records] == [0] * 4 + [1] * 4 + [2] * 4
         # the resumed run trains on what the uninterrupted one did, bit for bit
         reference = read_records(uninterrupted, rank)
         for key in ("loss", "grad_norm", "lr", "param_digest", "indices", "batch_digest"):
             assert [r[key] for r in records] == [r[key] for r in reference], f"rank {rank}: {key}"
-        # the crash lost at most the step in flight: what attempt 0 left on disk
-        left = [r["step"] for r in read_records_file(run_dir / f"left-by-attempt0-rank{rank}.jsonl")]
-        if rank == CRASH_RANK:
-            assert left == list(range(1, CRASH_STEP + 1))  # it recorded step 6, then died
-        else:
-            assert left == list(range(1, len(left) + 1)) and len(left) >= CRASH_STEP - 1, left
-    errors = sorted(p.name for p in (run_dir / "errors").glob("*.json")) if (run_dir / "errors").exists() else []
-    if crash == "raise":
-        assert "rank1.json" in errors
-        import json
-
-        error = json.loads((run_dir / "errors" / "rank1.json").read_text())
-        assert error["message"] == "injected crash after step 6" and error["step"] == CRASH_STEP
+        # each crash lost at most the step in flight: what the attempt left on disk
+        for attempt, (crash_step, _) in CRASHES.items():
+            left = [r["step"] for r in read_records_file(run_dir / f"left-by-attempt{attempt}-rank{rank}.jsonl")]
+            if rank == CRASH_RANK:
+                assert left == list(range(1, crash_step + 1)), (attempt, left)  # it recorded the step, then died
+            else:
+                assert left == list(range(1, len(left) + 1)) and len(left) >= crash_step - 1, (attempt, left)
+    # the exception (attempt 1) left rank 1's error file; os._exit (attempt 0) could not (rank 0 may have
+    # one too: the collective its peer left failed)
+    assert "rank1.json" in [p.name for p in (run_dir / "errors").glob("*.json")]
+    error = json.loads((run_dir / "errors" / "rank1.json").read_text())
+    assert error["message"] == "injected crash after step 10" and error["step"] == 10
 
 
 def read_records_file(path: Path) -> list[dict]:
-    import json
-
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
