@@ -52,6 +52,20 @@ def train(run_dir: Path, side: str, **variables: str) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """train() once per (side, variables) in this module: the tests share "mine" and the ATen run."""
+    root, runs = tmp_path_factory.mktemp("arithmetic"), {}
+
+    def get(side: str, **variables: str) -> Path:
+        key = (side, *sorted(variables.items()))
+        if key not in runs:
+            runs[key] = train(root / f"{side}-{len(runs)}", side, **variables)
+        return runs[key]
+
+    return get
+
+
 def losses(run_dir: Path) -> list:
     return [record["loss"] for record in read_records(run_dir, 0)]
 
@@ -63,9 +77,9 @@ def losses(run_dir: Path) -> list:
         ("MKL_CBWR", "COMPATIBLE", "MKL_CBWR=COMPATIBLE"),
     ],
 )
-def test_another_arithmetic_on_one_side_is_named_first(tmp_path, variable, value, said):
-    mine = train(tmp_path / "mine", "mine")
-    other = train(tmp_path / "other", "other", **{variable: value})
+def test_another_arithmetic_on_one_side_is_named_first(trained, variable, value, said):
+    mine = trained("mine")
+    other = trained("other", **{variable: value})
     facts = read_meta(other)["ranks"][0]["arithmetic"]
     assert facts[variable] == value and read_meta(mine)["ranks"][0]["arithmetic"][variable] is None
     assert {"cpu", "aten_cpu_capability", "blas"} <= set(facts)
@@ -81,9 +95,9 @@ def test_another_arithmetic_on_one_side_is_named_first(tmp_path, variable, value
         assert any(f"arithmetic.{variable}" in w["message"] for w in report["warnings"]), report["warnings"]
 
 
-def test_the_arithmetic_facts_are_in_meta_json(tmp_path):
+def test_the_arithmetic_facts_are_in_meta_json(trained):
     """ATen's scalar kernels asked for by name: DEFAULT on any CPU, whatever this process runs."""
-    facts = read_meta(train(tmp_path / "run", "run", ATEN_CPU_CAPABILITY="default"))["ranks"][0]["arithmetic"]
+    facts = read_meta(trained("other", ATEN_CPU_CAPABILITY="default"))["ranks"][0]["arithmetic"]
     assert facts["aten_cpu_capability"] == "DEFAULT" and facts["ATEN_CPU_CAPABILITY"] == "default"
     assert facts["MKL_CBWR"] is None  # unset in the run's environment: said as null
     assert json.loads(json.dumps(facts)) == facts  # plain JSON values
