@@ -3,16 +3,21 @@ of the settings matrix, under both launchers, and after a mid-epoch crash resume
 
 Each run is made once (module fixtures) at the smallest size that proves the point: 512 samples,
 two ranks of batch 32 (8 steps per epoch), 2 epochs, a validation set of 101 that 2 does not divide.
+Settings that touch different keys share a run, so each launcher and each setting trains once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 from pathlib import Path
 
 import pytest
 from conftest import (
     DEFAULT_CONFIG,
     PYTHON,
+    REPO,
     TORCHRUN,
     assert_params_equal,
     assert_traces_equal,
@@ -31,8 +36,6 @@ SMALL = ["--data.num_samples", "512", "--data.val_samples", "101", "--trainer.ma
 # the crash test's cadence: a checkpoint every 3 steps and at epoch ends (steps 3, 6, 8, 9, 12, 15, 16)
 CHECKPOINTS = ["--checkpoint.every_n_train_steps", "3", "--checkpoint.keep_last", "-1"]
 SETTINGS = {
-    # the plain row, with the crash test's checkpoint cadence (it changes no number)
-    "fp32": [*SMALL, *CHECKPOINTS],
     # the loop's own settings at once: dropout draws from the global RNG (the re-seed after building
     # the model), accumulation with a leftover of 2 micro-batches per epoch (no_backward_sync),
     # clipping (fabric.clip_gradients), a per-step schedule
@@ -52,7 +55,10 @@ SETTINGS = {
         "3",
     ],
     # precision and data: bf16 autocast through Fabric's precision plugin, 515 samples (the sampler pads
-    # the short rank, the loader drops the tail), a per-epoch cosine schedule
+    # the short rank, the loader drops the tail: still 8 steps per epoch), a per-epoch cosine schedule;
+    # with the crash test's checkpoint cadence (it changes no number), so the crash test resumes this
+    # run. The plain fp32 row needs no run of its own: "loop" trains in fp32, and checkpoints change no
+    # number.
     "bf16-uneven": [
         *SMALL,
         "--data.num_samples",
@@ -65,8 +71,11 @@ SETTINGS = {
         "cosine",
         "--model.lr_step_size",
         "2",
+        *CHECKPOINTS,
     ],
 }
+# the setting Fabric runs under its own launcher (the other under torchrun), and the crash test resumes
+OWN_LAUNCHER = "bf16-uneven"
 PARITY_KEYS = ("step", "epoch", "loss", "lr", "grad_norm", "indices", "param_digest")
 
 
@@ -99,14 +108,14 @@ def run_fabric(tmp_path: Path, name: str, overrides: list[str], launcher: str, f
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
-    """{setting: (raw run, fabric run)}: raw under torchrun; Fabric under its own launcher for the
-    plain row and under torchrun for the others, so both launchers are held to the raw loop."""
+    """{setting: (raw run, fabric run)}: raw under torchrun; Fabric under its own launcher for one
+    setting and under torchrun for the other, so both launchers are held to the raw loop."""
     made = {}
     for name, overrides in SETTINGS.items():
         folder = tmp_path_factory.mktemp(name)
         raw = folder / "raw"
         check_ok(run_raw(folder, 2, *overrides, run_dir=raw))
-        launcher = "fabric" if name == "fp32" else "torchrun"
+        launcher = "fabric" if name == OWN_LAUNCHER else "torchrun"
         made[name] = raw, run_fabric(folder, "fabric", overrides, launcher)
     return made
 
@@ -132,26 +141,47 @@ def test_fabric_is_bitwise_equal_to_raw(runs, setting):
 def test_mid_epoch_crash_resumes_bitwise_under_torchrun(runs, tmp_path):
     """Rank 1 is killed after step 11 (epoch 1, 3 batches in); torchrun restarts both ranks, which
     resume from the checkpoint of step 9 (1 batch into epoch 1) and end where the uninterrupted run
-    ends. Epoch 1 is the case Fabric needs help with: its loader counts epochs from 0 in a new process."""
-    crashed = run_fabric(tmp_path, "crashed", SETTINGS["fp32"], "torchrun", fault="1:11")
+    ends. Epoch 1 is the case Fabric needs help with: its loader counts epochs from 0 in a new process.
+    Resumed under torchrun, compared with the run Fabric's own launcher made uninterrupted."""
+    crashed = run_fabric(tmp_path, "crashed", SETTINGS[OWN_LAUNCHER], "torchrun", fault="1:11")
     assert (tmp_path / "crashed.fired").exists(), "the fault never fired"
     assert Path(read_meta(crashed)["resumed_from"]).name == "step-00000009.pt"
     assert steps(crashed, 1) == list(range(1, 17))
-    uninterrupted = runs["fp32"][1]
+    uninterrupted = runs[OWN_LAUNCHER][1]
     assert_runs_bitwise_equal(uninterrupted, crashed)
     assert sorted(p.name for p in (crashed / "checkpoints").glob("step-*.pt")) == sorted(
         p.name for p in (uninterrupted / "checkpoints").glob("step-*.pt")
     )
 
 
+def raw_train_module():
+    """raw/train.py imported as a module (a script, not in a package), to call its main() here."""
+    spec = importlib.util.spec_from_file_location("raw_train", REPO / "raw" / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main_in_process(main, argv: list[str]) -> tuple[int, str]:
+    """An entry point's main(argv) called in this process: (exit code, stderr). Only for bad input that
+    the config parser refuses: both mains return 2 on it before they set seeds or threads or start
+    any process group, so nothing of this process changes (a launch would cost seconds for that)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, err.getvalue()
+
+
 @pytest.mark.slow
 def test_bad_input_gets_the_raw_loops_one_line_error_before_anything_is_written(tmp_path):
+    from lightning_impl import fabric  # here, not at the top: collecting the fast tier imports no Lightning
+
     run_dir = tmp_path / "never"
     bad = ["--config", str(DEFAULT_CONFIG), "--run_dir", str(run_dir), "--model.dropout", "1.5"]
-    fabric = run_cmd([PYTHON, "-m", "lightning_impl.fabric", *bad], log=tmp_path / "fabric.log")
-    raw = run_cmd([PYTHON, "raw/train.py", *bad], log=tmp_path / "raw.log")
-    assert fabric.returncode == raw.returncode == 2
-    (line,) = fabric.stderr.strip().splitlines()
+    fabric_code, fabric_err = main_in_process(fabric.main, bad)
+    raw_code, raw_err = main_in_process(raw_train_module().main, bad)
+    assert fabric_code == raw_code == 2
+    (line,) = fabric_err.strip().splitlines()
     assert line.startswith("python -m lightning_impl.fabric: error: ") and "model.dropout" in line
-    assert line.split(": error: ", 1)[1] == raw.stderr.strip().split(": error: ", 1)[1]
+    assert line.split(": error: ", 1)[1] == raw_err.strip().split(": error: ", 1)[1]
     assert not run_dir.exists()
