@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, Dataset
 from ddp_parity import TraceRecorder, compare_traces, destroy_process_group
 from ddp_parity.compare.diagnosis import FEW_ULPS
 from ddp_parity.harness.launch import free_port
-from ddp_parity.trace import read_records
+from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
 SEED, FEATURES, CLASSES = 11, 12, 3
 NORMS = (nn.BatchNorm1d, nn.LayerNorm)
@@ -287,16 +287,16 @@ def test_raw_clipping_over_model_parameters_against_lightning_is_the_reduction_o
 # two gloo ranks
 
 
-def _ranks(rank: int, world: int, port: int, out: str, job: str) -> None:
+def _ranks(rank: int, world: int, port: int, out: str) -> None:
+    """The three runs, one after the other in one group: the two that differ only in where validation
+    runs, then the clean one again with rank 1 raising mid-run (last: it ends the group)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        if job == "buffers":
-            _train_ddp(Path(out) / "unwrapped", "unwrapped", validate_wrapped=False)
-            _train_ddp(Path(out) / "wrapped", "wrapped", validate_wrapped=True)
-        else:
-            _train_ddp(Path(out) / "crashed", "crashed", validate_wrapped=True, fail_rank=1, fail_step=3)
+        _train_ddp(Path(out) / "unwrapped", "unwrapped", validate_wrapped=False)
+        _train_ddp(Path(out) / "wrapped", "wrapped", validate_wrapped=True)
+        _train_ddp(Path(out) / "crashed", "crashed", validate_wrapped=True, fail_rank=1, fail_step=3)
     finally:
         destroy_process_group()
 
@@ -337,16 +337,15 @@ def _train_ddp(run_dir: Path, side: str, validate_wrapped: bool, fail_rank=None,
         raise
 
 
-def spawn(out: Path, job: str) -> None:
-    mp.spawn(_ranks, args=(2, free_port(), str(out), job), nprocs=2, join=True)
-
-
 @pytest.fixture(scope="module")
 def ddp_runs(tmp_path_factory):
+    """One spawn of two gloo ranks makes all three runs (each rank process starts once, not once per run)."""
     out = tmp_path_factory.mktemp("ddp")
-    spawn(out, "buffers")
-    with pytest.raises(mp.ProcessRaisedException, match="injected failure|Connection closed|closed"):
-        spawn(out, "crash")
+    with pytest.raises(mp.ProcessRaisedException, match="injected failure|Connection closed|closed") as raised:
+        mp.spawn(_ranks, args=(2, free_port(), str(out)), nprocs=2, join=True)
+    # the crash must be the third run's: the two before it ran to their end on both ranks
+    for side in ("unwrapped", "wrapped"):
+        assert (out / side / FINAL_PARAMS_FILE).is_file(), f"{side} did not finish: {raised.value}"
     return out
 
 
