@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_harness
+from conftest import harness_in_process, run_harness
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -70,25 +70,26 @@ def test_saved_runs_compare_with_traces_and_edits_are_found(default_harness_run,
     raw, lightning = tmp_path / "raw", tmp_path / "lightning"  # copies: the shared runs stay as they were
     shutil.copytree(default_harness_run[0] / "raw", raw)
     shutil.copytree(default_harness_run[0] / "lightning", lightning)
-    again = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "again"))
-    assert again.returncode == 0 and report(tmp_path / "again")["verdict"] == "equivalent"
+    # --traces in this process (as a process: the installed `ddp-parity --traces`, test_installed.py)
+    code, _, _ = harness_in_process("--traces", raw, lightning, "--out", tmp_path / "again")
+    assert code == 0 and report(tmp_path / "again")["verdict"] == "equivalent"
 
     # edit one loss in the Lightning trace: step 3 on rank 1
     trace = lightning / "trace" / "rank1.jsonl"
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     records[2]["loss"] += 1e-3
     trace.write_text("".join(json.dumps(r) + "\n" for r in records))
-    edited = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "edited"))
-    assert edited.returncode == 1
+    code, _, _ = harness_in_process("--traces", raw, lightning, "--out", tmp_path / "edited")
+    assert code == 1
     first = report(tmp_path / "edited")["first_divergence"]
     assert (first["step"], first["rank"], first["quantity"]) == (3, 1, "loss")
 
     # drop the last two steps of rank 0: a step-count mismatch, said plainly
     trace0 = lightning / "trace" / "rank0.jsonl"
     trace0.write_text("".join(line + "\n" for line in trace0.read_text().splitlines()[:-2]))
-    short = harness("--traces", str(raw), str(lightning), "--out", str(tmp_path / "short"))
-    assert short.returncode == 1
-    assert "rank 0: 96 steps" in short.stdout and "but 94" in short.stdout
+    code, stdout, _ = harness_in_process("--traces", raw, lightning, "--out", tmp_path / "short")
+    assert code == 1
+    assert "rank 0: 96 steps" in stdout and "but 94" in stdout
 
 
 def test_a_rank_that_crashes_gives_exit_3_with_its_error(tmp_path):
