@@ -16,8 +16,10 @@ from conftest import PYTHON, REPO, child_env
 
 from ddp_parity.harness.exits import Interrupted, restore_signals, stop_on_signals
 from ddp_parity.harness.launch import descendants, kill_tree
+from ddp_parity.trace_files import read_progress
 
 GONE_WITHIN_S = 30.0
+SIDES = ("raw", "lightning")  # the harness's run folders under --out
 
 
 def alive(pid: int) -> bool:
@@ -68,22 +70,34 @@ def start_training_harness(out: Path) -> tuple[subprocess.Popen, list[int]]:
         text=True,
         start_new_session=True,
     )
-    guard = threading.Timer(400, lambda: kill_tree(proc.pid))  # a test that hangs must not hang the suite
-    guard.start()
-    training = set()
-    try:
-        for line in proc.stdout:  # plain progress lines (stdout is a pipe): "[raw] train epoch 0 step 3/..."
-            side = line.split("]")[0].lstrip("[")
-            if " step " in line and " step 0/" not in line:
-                training.add(side)
-            if {"raw", "lightning"} <= training:
-                break
-    finally:
-        guard.cancel()
-    assert {"raw", "lightning"} <= training, proc.stderr.read() if proc.poll() is not None else "no progress"
+    training = wait_until_training(proc, out, SIDES, seconds=400)
+    if training != set(SIDES):
+        kill_tree(proc.pid)  # a test that failed must not leave its run behind
+        _, stderr = proc.communicate()
+        pytest.fail(f"sides training: {sorted(training)}, harness exit {proc.returncode}\n{stderr[-3000:]}")
     pids = descendants(proc.pid)
     assert len(pids) >= 4, pids  # torchrun + 2 workers, Lightning's 2 ranks
     return proc, pids
+
+
+def wait_until_training(proc: subprocess.Popen, out: Path, sides: tuple[str, ...], seconds: float) -> set[str]:
+    """The sides whose ranks have taken a step, once all have (or the harness ended, or `seconds`
+    passed). Read from the ranks' heartbeats (once a second), not the harness's progress lines (every
+    5 s): the sides train flat out meanwhile, and every second of it is CPU the suite pays for. A DDP
+    step needs every rank of its side, so one rank's step says they all exist."""
+    deadline = time.monotonic() + seconds
+    pause = threading.Event()
+    training: set[str] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        training = {side for side in sides if stepped(out / side)}
+        if training == set(sides):
+            break
+        pause.wait(0.1)  # polling files: nothing signals a heartbeat written
+    return training
+
+
+def stepped(run_dir: Path) -> bool:
+    return any((beat.get("step") or 0) > 0 for beat in read_progress(run_dir).values())
 
 
 # SIGINT, SIGTERM and SIGHUP take one path (one handler raises Interrupted, the launcher kills every
