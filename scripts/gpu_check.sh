@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
-if ! "$PYTHON" -c "import ddp_parity, lightning" 2>/dev/null; then
+# found, not imported: importing Lightning only to ask costs seconds of every check's start
+if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ('ddp_parity', 'lightning'))))" 2>/dev/null; then
     "$PYTHON" -m pip install -q -e . -c constraints.txt
 fi
 exec "$PYTHON" scripts/gpu_check.py "$@"
