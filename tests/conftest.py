@@ -8,7 +8,10 @@ killed with os.killpg. No sleeps, no killing by name.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import importlib.util
+import io
 import json
 import os
 import signal
@@ -352,46 +355,52 @@ def run_harness(*args: str, env: dict | None = None, timeout: float = 300) -> su
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def harness_in_process(*args: str) -> tuple[int, str, str]:
-    """`compare/run.py ARGS` called in this process (no launch can happen before the checks it
-    exercises): (exit code, stdout, stderr). argparse's own errors come back as exit code 2 too."""
-    import contextlib
-    import io
-
-    from ddp_parity.harness.cli import main
-
+def main_in_process(main, *args) -> tuple[int, str, str]:
+    """An entry point's `main(argv)` called in this process: (exit code, stdout, stderr). A SystemExit
+    (argparse's own errors, a CLI that exits) is its code; a main that returns None exited 0."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = main([str(a) for a in args])
+            code = main([str(a) for a in args]) or 0
         except SystemExit as exit_:
             code = exit_.code
     return code, out.getvalue(), err.getvalue()
 
 
-def lightning_in_process(*args: str) -> tuple[int, str, str]:
-    """`python -m lightning_impl ARGS` called in this process, for inputs refused before anything starts
-    (a process each would cost a Lightning import): (exit code, stdout, stderr). Whatever the CLI sets
-    on its way (the environment, e.g. PL_GLOBAL_SEED, and the global RNGs) is put back, so nothing leaks
-    into the runs this worker launches next."""
-    import contextlib
-    import io
+def harness_in_process(*args) -> tuple[int, str, str]:
+    """`compare/run.py ARGS` called in this process: the checks before any launch, and --traces (which
+    launches nothing)."""
+    from ddp_parity.harness.cli import main
 
+    return main_in_process(main, *args)
+
+
+def lightning_in_process(*args) -> tuple[int, str, str]:
+    """`python -m lightning_impl ARGS` called in this process, for inputs refused before anything starts
+    (a process each would cost a Lightning import). Whatever the CLI sets on its way (the environment,
+    e.g. PL_GLOBAL_SEED, and the global RNGs) is put back, so nothing leaks into the runs this worker
+    launches next."""
     from lightning_impl.cli import cli_main
 
-    out, err, env, argv = io.StringIO(), io.StringIO(), dict(os.environ), sys.argv
+    env, argv = dict(os.environ), sys.argv
     sys.argv = ["lightning_impl"]  # pytest's own arguments are not the CLI's (LightningCLI warns of both)
-    with torch.random.fork_rng(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cli_main([str(a) for a in args])
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code
-        finally:
-            sys.argv = argv
-            os.environ.clear()
-            os.environ.update(env)
-    return code, out.getvalue(), err.getvalue()
+    try:
+        with torch.random.fork_rng():
+            return main_in_process(cli_main, *args)
+    finally:
+        sys.argv = argv
+        os.environ.clear()
+        os.environ.update(env)
+
+
+def module_from_file(name: str, path: Path):
+    """A script (not in a package) imported as module `name`, registered in sys.modules (dataclasses
+    resolve their annotations through it)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def assert_one_line_error(code: int, stderr: str, *words: str) -> None:

@@ -4,7 +4,6 @@ give bitwise-identical traces — and dropout must really be on while they do.""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import module_from_file
 
 from ddp_parity.compare.comparator import Criterion, compare_runs
 from ddp_parity.harness.launch import free_port, kill_tree, torchrun_args
@@ -27,11 +27,7 @@ EPOCHS = 2  # 2 x 24 steps per rank: two train iterators, two validations, a par
 
 
 def load_example_model():
-    spec = importlib.util.spec_from_file_location("byo_example_model", EXAMPLE / "model.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file("byo_example_model", EXAMPLE / "model.py")
 
 
 def child_env(port: int) -> dict:

@@ -8,9 +8,6 @@ Settings that touch different keys share a run, so each launcher and each settin
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import io
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,8 @@ from conftest import (
     check_ok,
     final_params,
     free_port,
+    main_in_process,
+    module_from_file,
     run_cmd,
     run_raw,
     steps,
@@ -154,32 +153,15 @@ def test_mid_epoch_crash_resumes_bitwise_under_torchrun(runs, tmp_path):
     )
 
 
-def raw_train_module():
-    """raw/train.py imported as a module (a script, not in a package), to call its main() here."""
-    spec = importlib.util.spec_from_file_location("raw_train", REPO / "raw" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def main_in_process(main, argv: list[str]) -> tuple[int, str]:
-    """An entry point's main(argv) called in this process: (exit code, stderr). Only for bad input that
-    the config parser refuses: both mains return 2 on it before they set seeds or threads or start
-    any process group, so nothing of this process changes (a launch would cost seconds for that)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, err.getvalue()
-
-
 @pytest.mark.slow
 def test_bad_input_gets_the_raw_loops_one_line_error_before_anything_is_written(tmp_path):
     from lightning_impl import fabric  # here, not at the top: collecting the fast tier imports no Lightning
 
     run_dir = tmp_path / "never"
     bad = ["--config", str(DEFAULT_CONFIG), "--run_dir", str(run_dir), "--model.dropout", "1.5"]
-    fabric_code, fabric_err = main_in_process(fabric.main, bad)
-    raw_code, raw_err = main_in_process(raw_train_module().main, bad)
+    # both mains refuse it in the config parser, before any seed, thread count or process group is set
+    fabric_code, _, fabric_err = main_in_process(fabric.main, *bad)
+    raw_code, _, raw_err = main_in_process(module_from_file("raw_train", REPO / "raw" / "train.py").main, *bad)
     assert fabric_code == raw_code == 2
     (line,) = fabric_err.strip().splitlines()
     assert line.startswith("python -m lightning_impl.fabric: error: ") and "model.dropout" in line

@@ -6,13 +6,11 @@ left out of the walk, and that they share that code is checked, not assumed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 
 import pytest
-from conftest import REPO, child_env
+from conftest import REPO, child_env, module_from_file
 
 from ddp_parity.harness.launch import kill_tree
 
@@ -35,11 +33,7 @@ EXPECTED_CHECKS = [name for name in EVERY_CHECK if name not in SAME_CODE_AS]
 
 
 def gpu_check_module():
-    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "scripts" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file("gpu_check", REPO / "scripts" / "gpu_check.py")
 
 
 def test_the_checks_left_out_of_the_dry_run_are_the_code_of_one_walked():
