@@ -94,9 +94,9 @@ def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names
     if exact != "different":
         return
     step = (report.get("first_divergence") or {}).get("step")
+    runs = (comparison.run_a, comparison.run_b)
     if report["verdict"] == "equivalent_within_noise":
         setup = report["diagnosis"]
-        runs = (comparison.run_a, comparison.run_b)
         report["diagnosis"] = diagnosis_under_noise(setup, noise, names, True, step, setup=setup, runs=runs)
         return
     view = compare_runs(comparison.run_a, comparison.run_b, Criterion(), exact_only=True)
@@ -105,7 +105,6 @@ def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names
     found = diagnose_comparison(
         view if hard_first else comparison, names, ignore_config=ignore_config, rounding_is_noise=True
     )
-    runs = (comparison.run_a, comparison.run_b)
     report["diagnosis"] = diagnosis_under_noise(found, noise, names, False, step, hard=hard_first, runs=runs)
 
 
