@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -226,14 +227,18 @@ def sampler_facts(sampler) -> dict:
 
 
 def versions() -> dict:
-    facts = {"python": platform.python_version(), "torch": torch.__version__}
-    try:
-        import lightning
-
-        facts["lightning"] = lightning.__version__
-    except ImportError:
-        facts["lightning"] = None
-    return facts
+    """Read from the installed distribution, not by importing Lightning: that import costs a process
+    without Lightning (a raw worker, a user's own loop) over a CPU-second. A process that has Lightning
+    loaded says the version it runs."""
+    lightning = sys.modules.get("lightning")
+    if lightning is None:
+        try:
+            lightning_version = importlib.metadata.version("lightning")
+        except importlib.metadata.PackageNotFoundError:
+            lightning_version = None
+    else:
+        lightning_version = lightning.__version__
+    return {"python": platform.python_version(), "torch": torch.__version__, "lightning": lightning_version}
 
 
 def _rank_and_world() -> tuple[int, int]:

@@ -4,6 +4,7 @@ batch= add, the per-rank facts of meta.json, and error files keyed by the global
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import signal
 import subprocess
@@ -304,6 +305,7 @@ if how == "chained":
     signal.signal(signal.SIGTERM, lambda s, f: (print("own handler ran", flush=True), sys.exit(3)))
 recorder = TraceRecorder(sys.argv[1], side="child", write_every_step=how == "exit-now", flush_every=1000)
 recorder.start()
+print("lightning loaded:", "lightning" in sys.modules, flush=True)  # the version is read, not imported
 recorder.set_phase("train")
 for step in range(1, 6):
     recorder.record(step, torch.tensor(step / 10), torch.tensor([step]))
@@ -337,6 +339,7 @@ def test_records_reach_the_disk_however_the_process_ends(tmp_path, how, returnco
     )
     assert proc.returncode == returncode, proc.stderr
     assert [r["step"] for r in read_records(run_dir, 0)] == [1, 2, 3, 4, 5]
+    assert "lightning loaded: False" in proc.stdout  # a loop without Lightning does not pay its import
     errors = list((run_dir / "errors").glob("*.json"))
     if how == "raise":
         error = json.loads((run_dir / "errors" / "rank0.json").read_text())
@@ -351,7 +354,8 @@ def test_records_reach_the_disk_however_the_process_ends(tmp_path, how, returnco
         assert errors == []  # a signal or an exit is not an error of the training
     if how == "chained":
         assert "own handler ran" in proc.stdout
-    assert (run_dir / META_FILE).is_file()
+    meta = json.loads((run_dir / META_FILE).read_text())
+    assert meta["versions"]["lightning"] == importlib.metadata.version("lightning")
 
 
 def test_a_frameworks_optimizer_wrapper_records_the_torch_optimizer_class():
