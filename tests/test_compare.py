@@ -59,7 +59,9 @@ def test_default_run_is_bitwise_equivalent(default_harness_run):
 
 def test_a_one_sided_learning_rate_is_caught_at_step_1(tmp_path):
     out = tmp_path / "out"
-    result = harness("--out", str(out), "--parallel", "--set", "trainer.max_epochs=1", "--set-raw", "model.lr=0.002")
+    # one process a side: --set-raw reaches the raw side's command whatever its world size
+    small = ("--nproc", "1", "--set", "trainer.max_epochs=1", "--set", "data.num_samples=128")
+    result = harness("--out", str(out), "--parallel", *small, "--set-raw", "model.lr=0.002")
     assert result.returncode == 1, result.stdout + result.stderr
     first = report(out)["first_divergence"]
     assert (first["step"], first["quantity"], first["a"], first["b"]) == (1, "lr", 0.002, 0.001)
