@@ -30,7 +30,7 @@ from ddp_parity.compare.advice import ADVICE, CANDIDATES, MISSING_EVIDENCE, MODU
 from ddp_parity.compare.comparator import compare_runs, match_keys, missing_meta, run_labels
 from ddp_parity.compare.modules import display, format_module_finding, localise
 from ddp_parity.compare.story import COMPUTATION_READINGS, UPSTREAM_CATEGORIES, check_story
-from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
+from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short, step_and_rank
 
 # every category a diagnosis may name: the causes found before any step's numbers (story.py's list),
 # then those read from the numbers and the module watch
@@ -1398,13 +1398,10 @@ def find_warnings(cmp, names) -> list[dict]:
 
 def format_diagnosis(d: dict) -> str:
     """A few lines for the terminal: what and where, then the fix."""
-    where = ""
-    if d.get("step") is not None:
-        where += f" at step {d['step']}"
-    if d.get("rank") is not None:
-        where += f" rank {d['rank']}"
     headline = _first_sentence(d.get("explanation", ""))
-    lines = textwrap.wrap(f"diagnosis: {d.get('category')}{where}: {headline}", width=110, subsequent_indent="  ")
+    lines = textwrap.wrap(
+        f"diagnosis: {d.get('category')}{step_and_rank(d)}: {headline}", width=110, subsequent_indent="  "
+    )
     if d.get("module"):
         lines += textwrap.wrap(
             format_module_finding(d["module"]), width=110, initial_indent="  ", subsequent_indent="    "

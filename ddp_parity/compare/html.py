@@ -35,7 +35,7 @@ from ddp_parity.compare.report import (  # noqa: F401  (HTML_FILE: public here t
     step_time_line,
     table_rows,
 )
-from ddp_parity.compare.walk import Criterion
+from ddp_parity.compare.walk import Criterion, step_and_rank
 from ddp_parity.trace import TraceFormatError, iter_records, read_meta, trace_ranks
 
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
@@ -178,12 +178,7 @@ def verdict_section(report: dict, sides: dict) -> str:
 
 def diagnosis_line(diagnosis: dict) -> str:
     """One line in words: category, where, and the layer when one was localised."""
-    where = ""
-    if diagnosis.get("step") is not None:
-        where += f" at step {diagnosis['step']}"
-    if diagnosis.get("rank") is not None:
-        where += f" rank {diagnosis['rank']}"
-    return f"{diagnosis.get('category', 'unknown')}{where}"
+    return f"{diagnosis.get('category', 'unknown')}{step_and_rank(diagnosis)}"
 
 
 def module_line(module: dict) -> str:
@@ -191,10 +186,7 @@ def module_line(module: dict) -> str:
     text = f"{module.get('phase', '?')} of {module.get('name', '?')}"
     if module.get("type"):
         text += f" ({module['type']})"
-    if module.get("step") is not None:
-        text += f" at step {module['step']}"
-    if module.get("rank") is not None:
-        text += f" rank {module['rank']}"
+    text += step_and_rank(module)
     if module.get("input_equal") is not None:
         text += ": inputs equal" if module["input_equal"] else ": inputs already differ"
     if module.get("what"):

@@ -283,6 +283,16 @@ class Plan:
     def flags(self, side: str) -> list[str]:
         return self.both + self.only.get(side, [])
 
+    def side_launch(self, args, side: str, out: Path, **options) -> launch.Launch:
+        """`side`'s launch under this plan (its config, world, flags, threads; a raw side carries the
+        --mistake); `options` as build_launch takes them (launcher, restarts, name, environment)."""
+        options.setdefault("lightning_launcher", args.lightning_launcher)
+        mistake = args.mistake if side_parts(side)[0] == "raw" else None
+        flags, threads = self.flags(side), self.cfg.threads
+        return launch.build_launch(
+            side, args.config, self.nproc, flags, out, threads, nnodes=self.nnodes, mistake=mistake, **options
+        )
+
 
 def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     """Validate a launch's inputs, for every side, before anything is launched or written."""

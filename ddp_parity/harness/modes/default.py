@@ -45,20 +45,7 @@ def launch_and_compare(args, plan: Plan | None = None) -> tuple[int, dict]:
 
 
 def build_launches(args, plan: Plan, out: Path) -> list[Launch]:
-    launches = [
-        build_launch(
-            side,
-            args.config,
-            plan.nproc,
-            plan.flags(side),
-            out,
-            plan.cfg.threads,
-            lightning_launcher=args.lightning_launcher,
-            nnodes=plan.nnodes,
-            mistake=args.mistake if side_parts(side)[0] == "raw" else None,
-        )
-        for side in plan.sides
-    ]
+    launches = [plan.side_launch(args, side, out) for side in plan.sides]
     if args.reference:
         launches.append(
             build_launch(

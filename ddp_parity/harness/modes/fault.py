@@ -8,24 +8,20 @@ from pathlib import Path
 
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
 from ddp_parity.harness.comparing import EQUIVALENT, compare_brief
-from ddp_parity.harness.launch import Launch, build_launch, side_parts
+from ddp_parity.harness.launch import Launch
 
 
 def fault_launches(args, plan, out: Path) -> list[Launch]:
+    """Every side again under torchrun (Lightning's too: torchrun restarts it) with one restart."""
     return [
-        build_launch(
+        plan.side_launch(
+            args,
             side,
-            args.config,
-            plan.nproc,
-            plan.flags(side),
             out,
-            plan.cfg.threads,
             lightning_launcher="torchrun",
-            nnodes=plan.nnodes,
             max_restarts=1,
             name=f"{side}-fault",
             extra_env={FAULT_ENV: args.fault, MARKER_ENV: str(out / f"{side}-fault.marker")},
-            mistake=args.mistake if side_parts(side)[0] == "raw" else None,
         )
         for side in plan.sides
     ]
