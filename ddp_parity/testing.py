@@ -301,26 +301,19 @@ def run_both(launches: list[Launch], timeout: float, stall: float | None, parall
 
 
 def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outcome, rtol, atol) -> dict:
-    """report.json for a run that crashed, hung or timed out (the layout compare/run.py writes)."""
+    """report.json for a run that crashed, hung or timed out: the harness's own failed report."""
     from ddp_parity.compare.comparator import Criterion
-    from ddp_parity.compare.diagnosis import diagnose_failure
-    from ddp_parity.harness.failure import failure_report
+    from ddp_parity.harness.comparing import failed_report as harness_failed_report
 
-    run_a, run_b = (launch.run_dir for launch in launches)
-    report = {
-        "verdict": "failed",
-        "criterion": Criterion(rtol, atol).describe(),
-        "first_divergence": None,
-        "failure": failure_report(failed),
-        "logs": {launch.side: str(launch.log_path) for launch in launches},
-        "seconds": sum(o.seconds for o in outcomes),
-        "runs": {"a": str(run_a), "b": str(run_b)},
-        "commands": {launch.side: launch.command for launch in launches},
-        "not_run": [launch.side for launch in launches[len(outcomes) :]],
-    }
-    stall = {**failed.stall, "side": failed.side} if failed.stall else None
-    report["diagnosis"] = diagnose_failure(run_a, run_b, report, stall=stall)
-    return report
+    return harness_failed_report(
+        failed,
+        outcomes,
+        {launch.side: launch.run_dir for launch in launches},
+        Criterion(rtol, atol).describe(),
+        logs={launch.side: str(launch.log_path) for launch in launches},
+        commands={launch.side: launch.command for launch in launches},
+        not_run=[launch.side for launch in launches[len(outcomes) :]],
+    )
 
 
 def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> dict:

@@ -211,6 +211,8 @@ def test_a_crashing_side_is_named_with_its_rank_and_error(tmp_path):
     assert f"report: {tmp_path / 'w' / 'report.json'}" in message
     report = json.loads((tmp_path / "w" / "report.json").read_text())
     assert report["verdict"] == "failed" and report["failure"]["side"] == "a" and report["failure"]["rank"] == 1
+    assert report["not_run"] == ["b"] and list(report["commands"]) == ["a", "b"]  # beside the harness's keys
+    assert report["diagnosis"]["category"] == "crash" and report["diagnosis"]["rank"] == 1
     assert not (tmp_path / "w" / "b").exists()
     assert not any(alive(pid) for pid in rank_pids(tmp_path / "w" / "a"))
     assert os.path.exists(tmp_path / "fired")

@@ -14,6 +14,8 @@ from ddp_parity.compare.noise import Controls
 from ddp_parity.compare.pipeline import build_report, verdict_under_noise
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
+from ddp_parity.harness.failure import failure_report
+from ddp_parity.harness.launch import Outcome
 
 # the tolerance of --reference unless --rtol/--atol say otherwise: float32 carries about 1.2e-7
 # relative; measured on the default run, losses differ by at most 1 ulp (2.4e-7 abs, 1.2e-7 rel,
@@ -169,18 +171,37 @@ def exit_code(report: dict) -> int:
     return EXIT_EQUIVALENT if report["verdict"] in EQUIVALENT else EXIT_DIFFERENT
 
 
-def report_failure(out: Path, report: dict, runs: dict[str, Path], stall: dict | None) -> dict:
-    """A launch failed (crash or stall): diagnose from what the runs recorded, write and print."""
-    names = list(runs)
-    a, b = runs[names[0]], runs[names[1]]
-    report["diagnosis"] = diagnose_failure(a, b, report, stall=stall, labels=(names[0], names[1]))
+def failed_report(
+    failed: Outcome, outcomes: list[Outcome], runs: dict[str, Path], criterion: dict, labels=None, **extra
+) -> dict:
+    """report.json for a launch that crashed, hung or timed out, whoever launched it (the harness,
+    assert_parity): the root failure, and the diagnosis of what the first two runs recorded; a stall
+    is the first divergence, at the step and rank the diagnosis names. `extra`: logs, commands, world."""
+    a, b = list(runs.values())[:2]
+    report = {
+        "verdict": "failed",
+        "criterion": criterion,
+        "first_divergence": None,
+        "failure": failure_report(failed),
+        "seconds": sum(o.seconds for o in outcomes),
+        "runs": {"a": str(a), "b": str(b)},
+        **extra,
+    }
+    stall = {**failed.stall, "side": failed.side} if failed.stall else None
+    report["diagnosis"] = diagnose_failure(a, b, report, stall=stall, labels=labels)
     if stall:
+        found = report["diagnosis"]
         report["first_divergence"] = {
             "quantity": "stall",
-            "step": report["diagnosis"]["step"],
-            "rank": report["diagnosis"]["rank"],
-            "side": stall.get("side"),
+            "step": found["step"],
+            "rank": found["rank"],
+            "side": failed.side,
         }
+    return report
+
+
+def write_failure(out: Path, report: dict) -> dict:
+    """A failed launch's report written (report.json, report.html) and printed."""
     write_report(out, report)
     write_html(out, report)
     print(format_summary(report))

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from ddp_parity.harness.controls import control_launches, control_side
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
-from ddp_parity.harness.failure import failure_report
 from ddp_parity.harness.launch import (
     Launch,
     Outcome,
@@ -78,19 +77,17 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     seconds = sum(o.seconds for o in outcomes)
     runs = {side: out / side for side in plan.sides}
     if failed and not args.keep_going:
-        report = {
-            "verdict": "failed",
-            "criterion": comparing.describe_criterion(args.rtol, args.atol),
-            "first_divergence": None,
-            "failure": failure_report(failed[0]),
-            "logs": logs,
+        report = comparing.failed_report(
+            failed[0],
+            outcomes,
+            runs,
+            comparing.describe_criterion(args.rtol, args.atol),
+            labels=tuple(plan.sides[:2]),
+            logs=logs,
             **world,
-            "seconds": seconds,
-            "runs": {"a": str(runs[plan.sides[0]]), "b": str(runs[plan.sides[1]])},
             **({"sides": plan.sides} if len(plan.sides) > 2 else {}),
-        }
-        stall = {**failed[0].stall, "side": failed[0].side} if failed[0].stall else None
-        return EXIT_FAILED, comparing.report_failure(out, report, runs, stall)
+        )
+        return EXIT_FAILED, comparing.write_failure(out, report)
     extra = {"logs": logs, **world, "seconds": seconds}
     controls = [launch.run_dir for launch in launches if "-control-" in launch.side]
     noise = None
