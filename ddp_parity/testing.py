@@ -317,26 +317,19 @@ def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outco
 
 
 def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> dict:
-    """Both commands exited 0 but a trace cannot be read: name the run whose trace it is."""
+    """Both commands exited 0 but a trace cannot be read: the harness's report of it."""
     from ddp_parity.compare.comparator import Criterion
+    from ddp_parity.harness.comparing import unreadable_report as harness_unreadable_report
 
-    side = next((launch.side for launch in launches if str(launch.run_dir) in str(err)), launches[0].side)
-    return {
-        "verdict": "failed",
-        "criterion": Criterion(rtol, atol).describe(),
-        "first_divergence": None,
-        "failure": {
-            "side": side,
-            "rank": None,
-            "summary": f"{side}: exit code 0, but its trace cannot be read",
-            "error_lines": [f"{err}", f"did the command write its trace into the {RUN_DIR} it was given?"],
-        },
-        "logs": {launch.side: str(launch.log_path) for launch in launches},
-        "seconds": sum(o.seconds for o in outcomes),
-        "runs": {launch.side: str(launch.run_dir) for launch in launches},
-        "commands": {launch.side: launch.command for launch in launches},
-        "diagnosis": None,
-    }
+    return harness_unreadable_report(
+        err,
+        outcomes,
+        {launch.side: launch.run_dir for launch in launches},
+        Criterion(rtol, atol).describe(),
+        hint=f"did the command write its trace into the {RUN_DIR} it was given?",
+        logs={launch.side: str(launch.log_path) for launch in launches},
+        commands={launch.side: launch.command for launch in launches},
+    )
 
 
 def difference_message(report: dict, workdir: Path) -> str:

@@ -200,6 +200,28 @@ def failed_report(
     return report
 
 
+def unreadable_report(
+    err: Exception, outcomes: list[Outcome], runs: dict[str, Path], criterion: dict, hint: str, **extra
+) -> dict:
+    """report.json for commands that all exited 0 where a trace cannot be read: the run it names."""
+    side = next((side for side, run in runs.items() if str(run) in str(err)), next(iter(runs)))
+    return {
+        "verdict": "failed",
+        "criterion": criterion,
+        "first_divergence": None,
+        "failure": {
+            "side": side,
+            "rank": None,
+            "summary": f"{side}: exit code 0, but its trace cannot be read",
+            "error_lines": [f"{err}", hint],
+        },
+        "seconds": sum(o.seconds for o in outcomes),
+        "runs": {side: str(run) for side, run in runs.items()},
+        "diagnosis": None,
+        **extra,
+    }
+
+
 def write_failure(out: Path, report: dict) -> dict:
     """A failed launch's report written (report.json, report.html) and printed."""
     write_report(out, report)
