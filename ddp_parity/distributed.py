@@ -16,18 +16,9 @@ import torch.distributed as dist
 
 from ddp_parity.config import ConfigError
 
-LAUNCH_ENV_KEYS = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "CUDA_VISIBLE_DEVICES",
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "NODE_RANK",
-    "GROUP_RANK",
-    "MASTER_ADDR",
-)
+# where a launcher tells a worker it stands in the job
+WORKER_ENV_KEYS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR")
+LAUNCH_ENV_KEYS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", *WORKER_ENV_KEYS)
 LAUNCH_ENV_PREFIXES = ("TORCHELASTIC_", "SLURM_")
 
 

@@ -41,6 +41,7 @@ from ddp_parity.compare.report import (
     plot_loss_curves,
     write_report,
 )
+from ddp_parity.distributed import WORKER_ENV_KEYS
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_launch, run_launches
 from ddp_parity.harness.outdir import DirClaim
@@ -55,18 +56,7 @@ SIDES = ("a", "b")
 NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence", "steps_equal_before", "traceback")
 
 # variables that would make a launched command think it is a worker of the job running the tests
-SCRUBBED_ENV = (
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "DDP_PARITY_RUN_DIR",
-    "PL_GLOBAL_SEED",
-)
+SCRUBBED_ENV = (*WORKER_ENV_KEYS, "MASTER_PORT", "DDP_PARITY_RUN_DIR", "PL_GLOBAL_SEED")
 # flags that say how many processes a command starts on this machine (torchrun, Lightning, argparse)
 PROCESS_FLAGS = re.compile(r"--(?:nproc[_-]per[_-]node|devices|trainer\.devices)(?:=(\d+))?$")
 
@@ -302,34 +292,34 @@ def run_both(launches: list[Launch], timeout: float, stall: float | None, parall
 
 def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outcome, rtol, atol) -> dict:
     """report.json for a run that crashed, hung or timed out: the harness's own failed report."""
-    from ddp_parity.compare.comparator import Criterion
-    from ddp_parity.harness.comparing import failed_report as harness_failed_report
+    from ddp_parity.harness.comparing import failed_report as build
 
-    return harness_failed_report(
-        failed,
-        outcomes,
-        {launch.side: launch.run_dir for launch in launches},
-        Criterion(rtol, atol).describe(),
-        logs={launch.side: str(launch.log_path) for launch in launches},
-        commands={launch.side: launch.command for launch in launches},
-        not_run=[launch.side for launch in launches[len(outcomes) :]],
+    runs, criterion, extra = launched(launches, rtol, atol)
+    return build(
+        failed, outcomes, runs, criterion, not_run=[launch.side for launch in launches[len(outcomes) :]], **extra
     )
 
 
 def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> dict:
     """Both commands exited 0 but a trace cannot be read: the harness's report of it."""
-    from ddp_parity.compare.comparator import Criterion
-    from ddp_parity.harness.comparing import unreadable_report as harness_unreadable_report
+    from ddp_parity.harness.comparing import unreadable_report as build
 
-    return harness_unreadable_report(
-        err,
-        outcomes,
-        {launch.side: launch.run_dir for launch in launches},
-        Criterion(rtol, atol).describe(),
-        hint=f"did the command write its trace into the {RUN_DIR} it was given?",
-        logs={launch.side: str(launch.log_path) for launch in launches},
-        commands={launch.side: launch.command for launch in launches},
+    runs, criterion, extra = launched(launches, rtol, atol)
+    return build(
+        err, outcomes, runs, criterion, f"did the command write its trace into the {RUN_DIR} it was given?", **extra
     )
+
+
+def launched(launches: list[Launch], rtol, atol) -> tuple[dict, dict, dict]:
+    """What a report of these launches says of them: their run folders, the criterion, logs and commands."""
+    from ddp_parity.compare.comparator import Criterion
+
+    runs = {launch.side: launch.run_dir for launch in launches}
+    extra = {
+        "logs": {launch.side: str(launch.log_path) for launch in launches},
+        "commands": {launch.side: launch.command for launch in launches},
+    }
+    return runs, Criterion(rtol, atol).describe(), extra
 
 
 def difference_message(report: dict, workdir: Path) -> str:
