@@ -45,7 +45,7 @@ from ddp_parity.distributed import WORKER_ENV_KEYS
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_launch, run_launches
 from ddp_parity.harness.outdir import DirClaim
-from ddp_parity.trace import TraceFormatError
+from ddp_parity.trace_files import TraceFormatError
 
 EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
 DEFAULT_TIMEOUT_S = 900.0  # per command

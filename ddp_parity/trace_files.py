@@ -1,5 +1,6 @@
-"""The trace's file layout, its format error and the heartbeat reader: what the harness needs
-while the runs train, without torch (ddp_parity.trace, the recorder, re-exports all of it).
+"""A run directory without torch: the trace's file layout, its format error, and the readers (meta,
+step records, validation, heartbeats) that check every type they read. The comparison, the report and
+the harness read runs through this; ddp_parity.trace, the recorder, re-exports all of it.
 
 Importing torch costs the harness seconds; keeping it off the way to the launches lets the
 harness import the comparison in the background while the sides train (harness/preload.py).
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 
 FORMAT_VERSION = 1
@@ -69,3 +72,209 @@ def parse_watch_steps(value: str) -> frozenset[int] | str:
             "of them, `all` or `none`"
         )
     return steps
+
+
+# ---------------------------------------------------------------------------------------------
+# reading: any bytes, any number and any type give one line naming the file, the line and the key
+
+MAX_STEP = 2**63 - 1  # steps are kept in 64-bit arrays
+MAX_EXACT_INT = 2**53  # an integer where a number is expected: exact as a float, safe in arithmetic
+RECORD_INTS = ("epoch", "attempt", "count")  # optional integer keys of a step record
+RECORD_NUMBERS = ("grad_norm", "lr", "time_s")  # optional number keys (null allowed)
+RECORD_STRINGS = ("indices_digest", "batch_digest")
+
+
+def is_number(x) -> bool:
+    """A JSON number a comparison can take: a float, or an integer within float's exact range."""
+    if type(x) is float:
+        return True
+    return type(x) is int and -MAX_EXACT_INT <= x <= MAX_EXACT_INT
+
+
+def _shown(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def step_record_problem(rec) -> tuple[str | None, str] | None:
+    """(key, what is wrong) of a step record, or None when every key has the type the format says."""
+    if type(rec) is not dict:
+        return None, f"a step record must be a JSON object, got {_shown(rec)}"
+    for key in ("step", "loss"):
+        if key not in rec:
+            return key, "a step record needs `step` and `loss`"
+    step = rec["step"]
+    if type(step) is not int or not 0 <= step <= MAX_STEP:
+        return "step", f"must be an integer 0..2**63-1, got {_shown(step)}"
+    if not is_number(rec["loss"]):
+        return "loss", f"must be a number, got {_shown(rec['loss'])}"
+    for key in RECORD_NUMBERS:
+        value = rec.get(key)
+        if value is not None and not is_number(value):
+            return key, f"must be a number or null, got {_shown(value)}"
+    for key in RECORD_INTS:
+        value = rec.get(key)
+        if value is not None and (type(value) is not int or not -MAX_STEP <= value <= MAX_STEP):
+            return key, f"must be an integer or null, got {_shown(value)}"
+    for key in RECORD_STRINGS:
+        if key in rec and type(rec[key]) is not str:
+            return key, f"must be a string, got {_shown(rec[key])}"
+    digest = rec.get("param_digest")
+    if digest is not None and not (type(digest) is list and all(is_number(v) for v in digest)):
+        return "param_digest", f"must be a list of numbers, got {_shown(digest)}"
+    indices = rec.get("indices")
+    if indices is not None and not (type(indices) is list and all(type(i) is int for i in indices)):
+        return "indices", f"must be a list of integers, got {_shown(indices)}"
+    return None
+
+
+def parse_json_text(path, line: int | None, data: bytes):
+    """One JSON value from bytes: anything that is not UTF-8 JSON (a stray byte, a line cut off,
+    an integer of thousands of digits, nesting too deep) is a malformed trace, never a traceback."""
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text)
+    except UnicodeDecodeError as err:
+        byte = err.object[err.start]
+        raise malformed(path, line, None, f"not UTF-8 text (byte {byte:#04x} at {err.start})") from None
+    except (ValueError, RecursionError):  # JSONDecodeError, an int beyond Python's digit limit, deep nesting
+        raise malformed(path, line, None, "cut off or not JSON (was the run killed while writing?)") from None
+    if may_hold_surrogates(text) and not _is_text(value):
+        raise malformed(path, line, None, "a string holds a lone surrogate escape (\\udXXX): not text")
+    return value
+
+
+def may_hold_surrogates(text: str) -> bool:
+    """A \\uD800-\\uDFFF escape: JSON allows a lone one, which no text encoding can write (the
+    report, the plot and the page would fail on it). Rare, so looked for before paying for a check."""
+    return "\\ud" in text or "\\uD" in text
+
+
+def _is_text(value) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def read_meta(run_dir: str | os.PathLike) -> dict:
+    path = Path(run_dir) / META_FILE
+    if not path.is_file():
+        raise TraceFormatError(f"{path}: no meta.json (is {run_dir} a run directory?)")
+    return parse_meta(path, path.read_bytes())
+
+
+def parse_meta(path, data: bytes) -> dict:
+    """meta.json's bytes as a dict of a format this reader reads."""
+    meta = parse_json_text(path, None, data)
+    if type(meta) is not dict:
+        raise malformed(path, None, None, f"expected a JSON object, got {json_type(meta)}")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION or type(version) is not int:
+        raise malformed(
+            path,
+            None,
+            "format_version",
+            f"trace format_version {_shown(version)} is not supported (this reader reads version {FORMAT_VERSION})",
+        )
+    return meta
+
+
+def json_type(value) -> str:
+    """How JSON would call a value's type, for messages."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def trace_ranks(run_dir: str | os.PathLike) -> list[int]:
+    folder = Path(run_dir) / TRACE_DIR
+    ranks = sorted(int(p.stem[4:]) for p in folder.glob("rank*.jsonl") if p.stem[4:].isdigit())
+    if not ranks:
+        raise TraceFormatError(f"{folder}: no rank*.jsonl trace files")
+    return ranks
+
+
+def iter_records(run_dir: str | os.PathLike, rank: int, block: int = 256) -> Iterator[dict]:
+    """One rank's step records, in order, streamed (memory does not grow with the run), each one's
+    types checked (`malformed trace: FILE, line N, `KEY``).
+
+    Lines are parsed `block` at a time as one JSON array: a third less time than one json.loads per
+    line, whose fixed cost is most of a short line's. A block that does not parse that way (a blank
+    line, a line cut off by a crash, a byte that is not UTF-8) is parsed again line by line, which
+    names the line at fault."""
+    path = Path(run_dir) / TRACE_DIR / f"rank{rank}.jsonl"
+    with open(path, "rb") as f:
+        yield from parse_records(path, f, block)
+
+
+def parse_records(path, lines_in: Iterable[bytes], block: int = 256) -> Iterator[dict]:
+    """The step records of a trace's lines (bytes, as a binary file yields them); `path` names it."""
+    lines_in = iter(lines_in)
+    lineno = 0
+    while True:
+        lines = list(islice(lines_in, block))
+        if not lines:
+            return
+        try:
+            text = (b"[" + b",".join(lines) + b"]").decode("utf-8")
+            records = None if may_hold_surrogates(text) else json.loads(text)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, too many digits, too deep
+            records = None
+        if type(records) is not list or len(records) != len(lines):  # line by line: names the bad line
+            records = (_parse_line(path, lineno + i, line) for i, line in enumerate(lines, 1))
+        for i, record in enumerate(records, 1):
+            if record is _BLANK:
+                continue
+            problem = step_record_problem(record)
+            if problem is not None:
+                raise malformed(path, lineno + i, *problem)
+            yield record
+        lineno += len(lines)
+
+
+_BLANK = object()
+
+
+def _parse_line(path: Path, lineno: int, line: bytes):
+    if not line.strip():
+        return _BLANK
+    return parse_json_text(path, lineno, line)
+
+
+def read_records(run_dir: str | os.PathLike, rank: int) -> list[dict]:
+    return list(iter_records(run_dir, rank))
+
+
+def validation_record_problem(rec) -> tuple[str | None, str] | None:
+    """(key, what is wrong) of a validation line: an object of numbers (`epoch`, `step`: integers)."""
+    if type(rec) is not dict:
+        return None, f"a validation record must be a JSON object, got {_shown(rec)}"
+    for key, value in rec.items():
+        if key in ("epoch", "step"):
+            if value is not None and (type(value) is not int or not -MAX_STEP <= value <= MAX_STEP):
+                return key, f"must be an integer or null, got {_shown(value)}"
+        elif not is_number(value):
+            return key, f"must be a number, got {_shown(value)}"
+    return None
+
+
+def read_validation(run_dir: str | os.PathLike) -> list[dict]:
+    path = Path(run_dir) / VALIDATION_FILE
+    if not path.exists():
+        return []
+    return parse_validation(path, path.read_bytes())
+
+
+def parse_validation(path, data: bytes) -> list[dict]:
+    """validation.jsonl's bytes as a list of records; `path` names it."""
+    found = []
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        record = parse_json_text(path, lineno, line)
+        problem = validation_record_problem(record)
+        if problem is not None:
+            raise malformed(path, lineno, *problem)
+        found.append(record)
+    return found

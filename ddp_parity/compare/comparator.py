@@ -25,7 +25,7 @@ from ddp_parity.compare.walk import (
     walk_runs,
     walk_streams,
 )
-from ddp_parity.trace import (
+from ddp_parity.trace_files import (
     FINAL_PARAMS_FILE,
     MAX_STEP,
     META_FILE,

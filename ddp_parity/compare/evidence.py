@@ -12,7 +12,7 @@ Pure Python: reads meta.json, the first trace record and the module watch's JSON
 from __future__ import annotations
 
 from ddp_parity.compare.modules import has_state, watched_steps
-from ddp_parity.trace import iter_records, read_meta, trace_ranks
+from ddp_parity.trace_files import iter_records, read_meta, trace_ranks
 
 EVIDENCE_KINDS = ("batch", "optimizer", "param_digest", "watch", "watch_step", "watch_state")
 

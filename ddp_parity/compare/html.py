@@ -36,7 +36,7 @@ from ddp_parity.compare.report import (  # noqa: F401  (HTML_FILE: public here t
     table_rows,
 )
 from ddp_parity.compare.walk import Criterion, step_and_rank
-from ddp_parity.trace import TraceFormatError, iter_records, read_meta, trace_ranks
+from ddp_parity.trace_files import TraceFormatError, iter_records, read_meta, trace_ranks
 
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
 STEP_FIELDS = ("indices", "indices_digest", "batch_digest", "loss", "grad_norm", "lr", "param_digest")

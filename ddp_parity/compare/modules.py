@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ddp_parity.compare.comparator import match_keys, strip_known_prefixes
-from ddp_parity.trace import iter_records, read_meta
+from ddp_parity.trace_files import iter_records, read_meta
 from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_trace
 
 RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")

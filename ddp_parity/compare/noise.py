@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ddp_parity.compare.comparator import merged_records
 from ddp_parity.sketch import relative_distance
-from ddp_parity.trace import iter_records, read_meta, trace_ranks
+from ddp_parity.trace_files import iter_records, read_meta, trace_ranks
 
 # how far past the controls' envelope a distance must go to be called a difference
 FACTOR = 10.0

@@ -28,7 +28,7 @@ def fault_launches(args, plan, out: Path) -> list[Launch]:
 
 
 def fault_report(out: Path, fault: str, sides: list[str], rtol: float, atol: float, noise=None) -> dict:
-    from ddp_parity.trace import read_meta
+    from ddp_parity.trace_files import read_meta
 
     pairs = {}
     for side in sides:

@@ -12,7 +12,7 @@ from ddp_parity.harness import comparing
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
 from ddp_parity.harness.program import harness_command
 from ddp_parity.harness.replay import step_to_replay
-from ddp_parity.trace import read_meta
+from ddp_parity.trace_files import read_meta
 
 
 def prepare(args):
