@@ -15,7 +15,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import torch
 from safetensors.torch import load_file
 
 from ddp_parity.compare.story import STORY_CHECK_ENV
-from ddp_parity.harness.launch import kill_tree
+from ddp_parity.harness.launch import free_port, kill_tree
 from ddp_parity.testing import SCRUBBED_ENV
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
@@ -67,13 +66,6 @@ def every_story_is_consistent():
         log.unlink(missing_ok=True)
     if broken:
         pytest.fail(f"{len(broken)} diagnosis(es) with an inconsistent story:\n" + "\n".join(broken), pytrace=False)
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def child_env(extra: dict | None = None) -> dict:

@@ -234,3 +234,24 @@ def test_heartbeats_of_dead_ranks_are_not_judged():
     mine = {0: beat(0, pid=os.getpid())}
     assert watch.observe(mine, 10.0) is None
     assert watch.observe(mine, 13.0) is not None  # a live rank that stands still is judged
+
+
+# ---------------------------------------------------------------------------------------------
+# ports
+
+
+def test_rendezvous_ports_are_drawn_below_the_ephemeral_range_never_twice_and_never_in_use():
+    """A port from the ephemeral range can be taken by any outgoing connection before torchrun binds it
+    (the EADDRINUSE that failed a crash-and-resume launch): the picks stay below the range."""
+    import socket
+
+    from ddp_parity.harness.launch import LOWEST_PORT, ephemeral_low, free_port, port_is_free
+
+    picks = [free_port() for _ in range(50)]
+    assert all(LOWEST_PORT <= port < ephemeral_low() for port in picks), picks
+    assert len(set(picks)) == len(picks)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", picks[0]))
+        listener.listen()
+        assert not port_is_free(picks[0])
+    assert port_is_free(picks[1])

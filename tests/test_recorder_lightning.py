@@ -88,7 +88,9 @@ def test_callback_norm_before_clipping_lr_used_and_param_groups(tmp_path):
 
 @pytest.mark.slow
 def test_error_file_names_the_failing_rank_under_lightnings_launcher(tmp_path):
-    from conftest import PYTHON, REPO, free_port, run_cmd
+    from conftest import PYTHON, REPO, run_cmd
+
+    from ddp_parity.harness.launch import free_port
 
     run_dir = tmp_path / "run"
     result = run_cmd(

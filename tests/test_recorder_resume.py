@@ -121,9 +121,9 @@ STEPS = list(range(1, EPOCHS * SAMPLES // (2 * BATCH) + 1))
 
 
 def launch(tmp_path_factory, crash: str) -> Path:
-    from conftest import check_ok, free_port, run_cmd
+    from conftest import check_ok, run_cmd
 
-    from ddp_parity.harness.launch import torchrun_args
+    from ddp_parity.harness.launch import free_port, torchrun_args
 
     run_dir = tmp_path_factory.mktemp(f"mlp-{crash}")
     cmd = torchrun_args(2, free_port(), max_restarts=2) + [__file__, str(run_dir), crash]

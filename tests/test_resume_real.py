@@ -153,9 +153,9 @@ RUN_CONTROL = ["snapshot", "variant"]  # in the config, different between the ru
 
 
 def launch(root: Path, name: str, variant: str, crash: bool) -> Path:
-    from conftest import check_ok, free_port, run_cmd
+    from conftest import check_ok, run_cmd
 
-    from ddp_parity.harness.launch import torchrun_args
+    from ddp_parity.harness.launch import free_port, torchrun_args
 
     run_dir = root / name
     run_dir.mkdir()

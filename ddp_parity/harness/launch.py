@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -52,11 +53,44 @@ def strategy_flags(side: str) -> list[str]:
     return ["--trainer.strategy", strategy] if strategy else []
 
 
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10000  # below it lie the well-known and the commonly configured service ports
+_handed_out: set[int] = set()  # this process's picks: two launches started together never share one
+
+
 def free_port() -> int:
-    """A free TCP port on the loopback interface (rendezvous never binds beyond it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port of 127.0.0.1 that nothing listens on now, drawn below the kernel's ephemeral range.
+    A port from bind(0) lies in that range, and so does the local port of every outgoing connection
+    (gloo's mesh, store clients, any other job's): one of those can take it in the second before the
+    rendezvous binds it, and the launch dies of EADDRINUSE. Below the range only another explicit
+    pick can; the draw is random (not `random`, which a test may have seeded) and checked by a bind."""
+    ports = range(LOWEST_PORT, ephemeral_low())
+    draw = random.SystemRandom()
+    for _ in range(100) if len(ports) > 100 else ():
+        port = draw.choice(ports)
+        if port not in _handed_out and port_is_free(port):
+            _handed_out.add(port)
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # no room below the range: the kernel's pick
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def ephemeral_low() -> int:
+    """The first port the kernel hands out on its own (Linux's default where it cannot be read)."""
+    try:
+        return int(EPHEMERAL_RANGE_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def torchrun_args(nproc: int, port: int, max_restarts: int = 0, nnodes: int = 1, node_rank: int = 0) -> list[str]:
