@@ -25,48 +25,51 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 TWINS = str(REPO / "tests" / "watch_twins.py")
-TIMEOUT_S = 900  # eight small runs at once on a shared machine
+TIMEOUT_S = 900  # small runs at once on a shared machine
 STEPS_PER_EPOCH = 4  # 64 samples, 2 ranks, batch 8
 
+# trained one after the other by one torchrun job (watch_twins.py's --next): its processes start once
 RAW_RUNS = {
-    "raw_all": ([], {WATCH_STEP_ENV: "all"}),
-    "raw_none": ([], {WATCH_STEP_ENV: "none"}),
-    "no_reseed": (["--no-reseed"], {}),
-    "bn_momentum": (["--bn-momentum", "0.5"], {}),
-    "head_bf16": (["--head-bf16"], {}),
-    "scaled_inputs_rank1": (["--scale-inputs-rank", "1"], {}),
-    "reseed_each_epoch": (["--reseed-each-epoch"], {}),
+    "raw_all": ["--watch-steps", "all"],
+    "raw_none": ["--watch-steps", "none"],
+    "no_reseed": ["--no-reseed"],
+    "bn_momentum": ["--bn-momentum", "0.5"],
+    "head_bf16": ["--head-bf16"],
+    "scaled_inputs_rank1": ["--scale-inputs-rank", "1"],
 }
+REPLAYED = "reseed_each_epoch"  # a job of its own: the replay launches its command again
 
 
-def with_watch_env(env: dict, extra: dict) -> dict:
-    """The default watched steps unless the run sets its own, whatever the caller's shell exports."""
+def child_env_without_watch(port: int) -> dict:
+    """The default watched steps unless a run sets its own, whatever the caller's shell exports."""
+    env = child_env({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     env.pop(WATCH_STEP_ENV, None)
-    return {**env, **extra}
+    return env
 
 
-def raw_launch(name: str, base: Path, flags: list[str], env: dict) -> Launch:
+def raw_launch(name: str, base: Path, runs: dict[str, list[str]]) -> Launch:
     port = free_port()
-    run_dir = base / name
-    command = [*torchrun_args(2, port), TWINS, "raw", "--run_dir", str(run_dir), *flags]
-    env = with_watch_env(child_env({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}), env)
-    return Launch(name, [command], env, run_dir, base / f"{name}.log")
+    command = [*torchrun_args(2, port), TWINS, "raw"]
+    for run, flags in runs.items():
+        command += [*(["--next"] if run != next(iter(runs)) else []), "--run_dir", str(base / run), *flags]
+    return Launch(name, [command], child_env_without_watch(port), base / name, base / f"{name}.log")
 
 
 def lightning_launch(base: Path) -> Launch:
     port = free_port()
     run_dir = base / "lightning"
     command = [sys.executable, TWINS, "lightning", "--run_dir", str(run_dir)]
-    env = with_watch_env(child_env({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}), {})
-    return Launch("lightning", [command], env, run_dir, base / "lightning.log")
+    return Launch("lightning", [command], child_env_without_watch(port), run_dir, base / "lightning.log")
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Launch]:
     base = tmp_path_factory.mktemp("watch")
-    launches = {"lightning": lightning_launch(base)}
-    for name, (flags, env) in RAW_RUNS.items():
-        launches[name] = raw_launch(name, base, flags, env)
+    launches = {
+        "lightning": lightning_launch(base),
+        "raw": raw_launch("raw", base, RAW_RUNS),
+        REPLAYED: raw_launch(REPLAYED, base, {REPLAYED: ["--reseed-each-epoch"]}),
+    }
     outcomes = run_launches(list(launches.values()), TIMEOUT_S)
     failed = [f"{o.describe()}\n{o.log_tail[-3000:]}" for o in outcomes if not o.ok]
     assert not failed, "\n\n".join(failed)
@@ -74,7 +77,7 @@ def runs(tmp_path_factory) -> dict[str, Launch]:
 
 
 def run_dir(runs, name) -> Path:
-    return runs[name].run_dir
+    return runs["lightning"].run_dir.parent / name  # every run's directory is in the one folder
 
 
 def test_twins_are_bitwise_equal_and_nothing_is_localised(runs):
@@ -124,7 +127,7 @@ def test_summary_line_names_the_dropout(runs):
 
 
 def test_divergence_after_the_watched_steps_is_found_by_the_replay(runs):
-    raw, lightning = runs["reseed_each_epoch"], runs["lightning"]
+    raw, lightning = runs[REPLAYED], runs["lightning"]
     report = compare_runs(raw.run_dir, lightning.run_dir).to_dict()
     first = report["first_divergence"]
     assert (first["quantity"], first["step"]) == ("loss", STEPS_PER_EPOCH + 1)  # the second epoch's first step

@@ -3,7 +3,13 @@ attention block with dropout, a classification head) trained by a hand-written D
 plain Lightning Trainer, through the public plugin only (`TraceRecorder` + `watch`, `TraceCallback`).
 
     torchrun --nproc_per_node=2 tests/watch_twins.py raw --run_dir RUN [mistake flags]
+    torchrun --nproc_per_node=2 tests/watch_twins.py raw --run_dir RUN1 [flags] --next --run_dir RUN2 [flags]
     python tests/watch_twins.py lightning --run_dir RUN                # Lightning's own launcher
+
+`--next` trains one more run in the same processes, one after the other (each seeded, built, wrapped
+and recorded afresh, one process group for all): a process's start-up costs more than these runs.
+`--watch-steps` sets the module watch's steps for that run (DDP_PARITY_WATCH_STEP, as the harness does),
+else the job's own DDP_PARITY_WATCH_STEP holds.
 
 Mistake flags (each makes one module differ on the raw side):
     --no-reseed              skip the re-seed after building the model (Lightning re-seeds there)
@@ -26,6 +32,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from ddp_parity.watch import WATCH_STEP_ENV
 
 TOKENS, FEATURES, DIM, CLASSES = 4, 8, 16, 4
 
@@ -90,6 +98,7 @@ def parse(argv):
     p.add_argument("--bn-momentum", type=float, default=0.1)
     p.add_argument("--head-bf16", action="store_true")
     p.add_argument("--scale-inputs-rank", type=int, default=None)
+    p.add_argument("--watch-steps", default=None)
     return p.parse_args(argv)
 
 
@@ -112,7 +121,6 @@ def train_raw(args) -> None:
     from ddp_parity.trace import param_digest
 
     seed_all(args.seed)
-    dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     recorder = TraceRecorder(args.run_dir, side="raw", config={"seed": args.seed})
     recorder.start()
@@ -145,7 +153,6 @@ def train_raw(args) -> None:
     recorder.finish(model)
     del ddp_model
     gc.collect()
-    dist.destroy_process_group()
 
 
 def train_lightning(args) -> None:
@@ -189,12 +196,31 @@ def train_lightning(args) -> None:
 
 
 def main(argv=None) -> int:
-    args = parse(argv if argv is not None else sys.argv[1:])
+    argv = argv if argv is not None else sys.argv[1:]
     os.environ["OMP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    train_raw(args) if args.side == "raw" else train_lightning(args)
+    if argv[0] != "raw":
+        train_lightning(parse(argv))
+        return 0
+    dist.init_process_group("gloo")
+    inherited = os.environ.get(WATCH_STEP_ENV)  # the harness's replay sets it for the whole job
+    for run in runs_of(argv[1:]):
+        args = parse(["raw", *run])
+        os.environ.pop(WATCH_STEP_ENV, None)
+        if (steps := args.watch_steps or inherited) is not None:
+            os.environ[WATCH_STEP_ENV] = steps
+        train_raw(args)
+    dist.destroy_process_group()
     return 0
+
+
+def runs_of(argv: list[str]) -> list[list[str]]:
+    """The raw side's runs: its arguments split at each `--next`."""
+    runs = [[]]
+    for arg in argv:
+        runs.append([]) if arg == "--next" else runs[-1].append(arg)
+    return runs
 
 
 if __name__ == "__main__":
