@@ -33,12 +33,13 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ddp_parity.compare.findings import Finding, Report
 from ddp_parity.compare.report import (
     PLOT_FILE,
     REPORT_FILE,
     format_summary,
-    labels_of,
     plot_loss_curves,
+    strict_json,
     write_report,
 )
 from ddp_parity.distributed import WORKER_ENV_KEYS
@@ -140,27 +141,27 @@ def run_and_judge(launches: list[Launch], workdir: Path, criterion, limits, para
     if failed:
         report = failed_report(launches, outcomes, failed[0], rtol, atol)
         write_report(workdir, report)
-        raise RunFailed(failure_message(report, workdir), report)
+        raise RunFailed(failure_message(report, workdir), strict_json(report.to_json()))
     try:
-        report, curves = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol, ignore_config)
+        report = compare_and_diagnose(launches[0].run_dir, launches[1].run_dir, rtol, atol, ignore_config)
     except TraceFormatError as err:  # a command that exited 0 without recording where it was told
         report = unreadable_report(launches, outcomes, err, rtol, atol)
         write_report(workdir, report)
-        raise RunFailed(failure_message(report, workdir), report) from None
-    report["logs"] = {launch.side: str(launch.log_path) for launch in launches}
-    report["plot"] = str(plot_loss_curves(workdir, curves, labels=labels_of(report)))
+        raise RunFailed(failure_message(report, workdir), strict_json(report.to_json())) from None
+    report.sections["logs"] = {launch.side: str(launch.log_path) for launch in launches}
+    report.sections["plot"] = str(plot_loss_curves(workdir, report.curves, labels=report.labels))
     write_report(workdir, report)
-    if report["verdict"] != "equivalent":
-        raise RunsDiffer(difference_message(report, workdir), report)
-    return report
+    if report.verdict != "equivalent":
+        raise RunsDiffer(difference_message(report, workdir), strict_json(report.to_json()))
+    return strict_json(report.to_json())
 
 
-def compare_and_diagnose(run_a: Path, run_b: Path, rtol: float, atol: float, ignore_config=()) -> tuple[dict, dict]:
-    """The report (what report.json holds, diagnosis and warnings included) and the loss curves."""
-    from ddp_parity import compare_traces
+def compare_and_diagnose(run_a: Path, run_b: Path, rtol: float, atol: float, ignore_config=()) -> Report:
+    """The report (diagnosis and warnings included), the loss curves with it."""
+    from ddp_parity.compare.pipeline import compare_pair  # the comparison imports torch: only when comparing
+    from ddp_parity.compare.walk import Criterion
 
-    report = compare_traces(run_a, run_b, rtol=rtol, atol=atol, ignore_config=tuple(ignore_config))
-    return report, report.curves
+    return compare_pair(run_a, run_b, Criterion(rtol, atol), ignore_config=tuple(ignore_config))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +291,7 @@ def run_both(launches: list[Launch], timeout: float, stall: float | None, parall
 # reports and messages
 
 
-def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outcome, rtol, atol) -> dict:
+def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outcome, rtol, atol) -> Report:
     """report.json for a run that crashed, hung or timed out: the harness's own failed report."""
     from ddp_parity.harness.comparing import failed_report as build
 
@@ -300,7 +301,7 @@ def failed_report(launches: list[Launch], outcomes: list[Outcome], failed: Outco
     )
 
 
-def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> dict:
+def unreadable_report(launches: list[Launch], outcomes: list[Outcome], err: Exception, rtol, atol) -> Report:
     """Both commands exited 0 but a trace cannot be read: the harness's report of it."""
     from ddp_parity.harness.comparing import unreadable_report as build
 
@@ -322,62 +323,62 @@ def launched(launches: list[Launch], rtol, atol) -> tuple[dict, dict, dict]:
     return runs, Criterion(rtol, atol).describe(), extra
 
 
-def difference_message(report: dict, workdir: Path) -> str:
+def difference_message(report: Report, workdir: Path) -> str:
     return "\n".join(
         [
             "the two runs do not train the same",
             format_summary(report),
-            describe_diagnosis(report["diagnosis"]),
+            describe_diagnosis(report.diagnosis),
             kept_paths(report, workdir),
         ]
     )
 
 
-def failure_message(report: dict, workdir: Path) -> str:
-    failure = report["failure"]
+def failure_message(report: Report, workdir: Path) -> str:
+    failure, sections = report.failure, report.sections
     rank = failure.get("rank")
     lines = [
         f"run {failure['side']} failed"
         + (f" on rank {rank}" if rank is not None else "")
         + f": {failure['summary'].removeprefix(failure['side'] + ': ')}"
-        + (f" (run {', '.join(report['not_run'])} was not started)" if report.get("not_run") else ""),
-        f"  command {failure['side']}: {' '.join(report['commands'][failure['side']])}",
+        + (f" (run {', '.join(sections['not_run'])} was not started)" if sections.get("not_run") else ""),
+        f"  command {failure['side']}: {' '.join(sections['commands'][failure['side']])}",
     ]
     lines += ["  " + line for line in failure.get("error_lines", [])]
-    if report.get("diagnosis"):
-        lines.append(describe_diagnosis(report["diagnosis"]))
+    if report.diagnosis:
+        lines.append(describe_diagnosis(report.diagnosis))
     lines.append(kept_paths(report, workdir))
     return "\n".join(lines)
 
 
-def describe_diagnosis(d: dict) -> str:
+def describe_diagnosis(d: Finding) -> str:
     """Category, step, rank, the evidence and the advice: enough to act on from a CI log."""
-    where = [f"{name} {d[name]}" for name in ("step", "rank") if d.get(name) is not None]
-    if d.get("step") is None and d.get("category") == "config":  # found in what the runs were given
+    where = [f"{name} {value}" for name, value in (("step", d.step), ("rank", d.rank)) if value is not None]
+    if d.step is None and d.category == "config":  # found in what the runs were given
         where.append("before any step")
-    lines = [f"diagnosis: {d.get('category')} ({', '.join(where)})" if where else f"diagnosis: {d.get('category')}"]
-    if d.get("explanation"):
-        lines.append(f"  why: {d['explanation']}")
-    evidence = {k: v for k, v in (d.get("evidence") or {}).items() if k not in NOT_EVIDENCE}
+    lines = [f"diagnosis: {d.category} ({', '.join(where)})" if where else f"diagnosis: {d.category}"]
+    if d.explanation:
+        lines.append(f"  why: {d.explanation}")
+    evidence = {k: v for k, v in d.evidence.items() if k not in NOT_EVIDENCE}
     if evidence:
         text = json.dumps(evidence, default=str, sort_keys=True)
         lines.append(f"  evidence: {text[:1500]}{' ...' if len(text) > 1500 else ''}")
-    if d.get("module"):
-        lines.append(f"  module: {json.dumps(d['module'], default=str, sort_keys=True)}")
-    if d.get("advice"):
-        lines.append(f"  fix: {d['advice']}")
+    if d.module:
+        lines.append(f"  module: {json.dumps(d.module, default=str, sort_keys=True)}")
+    if d.advice:
+        lines.append(f"  fix: {d.advice}")
     return "\n".join(lines)
 
 
-def kept_paths(report: dict, workdir: Path) -> str:
+def kept_paths(report: Report, workdir: Path) -> str:
     """Where the evidence stays; a run that was never started is said so, not listed as kept."""
     plot = workdir / PLOT_FILE
     lines = ["kept for inspection:"]
-    for side, run_dir in report["runs"].items():
+    for side, run_dir in report.runs.items():
         lines.append(f"  run {side}:  {run_dir}" + ("" if Path(run_dir).exists() else " (not started)"))
     lines.append(f"  report: {workdir / REPORT_FILE}")
     if plot.exists():
         lines.append(f"  plot:   {plot}")
-    logs = [log for log in report.get("logs", {}).values() if Path(log).exists()]
+    logs = [log for log in report.sections.get("logs", {}).values() if Path(log).exists()]
     lines.append(f"  logs:   {', '.join(logs)}")
     return "\n".join(lines)

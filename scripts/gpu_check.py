@@ -362,9 +362,10 @@ def check_mistake(setup: Setup) -> Result:
             "mistake", FAIL, f"compare/run.py --mistake exited {proc.returncode}: {last_error(proc.stdout)}", proves
         )
     setup.reports["mistake"] = report
+    from ddp_parity.compare.findings import Report
     from ddp_parity.compare.html import write_html
 
-    shutil.copyfile(write_html(out, report), setup.out / "report-mistake.html")
+    shutil.copyfile(write_html(out, Report.from_json(report)), setup.out / "report-mistake.html")
     diagnosis = report.get("diagnosis") or {}
     ok = diagnosis.get("category") == expected
     line = f"--mistake {mistake}: diagnosis {diagnosis.get('category')} at step {diagnosis.get('step')}"

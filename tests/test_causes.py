@@ -12,6 +12,7 @@ import pytest
 from test_diagnosis import EPOCHS, STEPS_PER_EPOCH, WORLD, make_meta, make_records, pair, run_diagnosis
 
 from ddp_parity.compare.diagnosis import format_diagnosis
+from ddp_parity.compare.findings import Finding, Report
 from ddp_parity.compare.html import render_html
 from ddp_parity.compare.report import format_summary
 
@@ -187,7 +188,9 @@ def test_a_crashed_run_names_side_rank_step_and_message_first(tmp_path):
     )
     _, d = run_diagnosis(a, b)
     assert (d["category"], d["step"], d["rank"]) == ("crash", 3, 1)
-    assert format_diagnosis(d).startswith("diagnosis: crash at step 3 rank 1: lightning crashed: rank 1 raised")
+    assert format_diagnosis(Finding.from_json(d)).startswith(
+        "diagnosis: crash at step 3 rank 1: lightning crashed: rank 1 raised"
+    )
     assert "injected failure" in d["advice"]
 
 
@@ -290,7 +293,7 @@ def test_a_run_that_learned_nothing_is_equivalent_with_a_warning(tmp_path):
     assert report["verdict"] == "equivalent" and d["category"] == "equivalent"
     kinds = [(w["kind"], w["message"].split(":")[0]) for w in report["warnings"]]
     assert kinds == [("no_learning", "raw"), ("no_learning", "lightning")]
-    summary = format_summary(report).splitlines()
+    summary = format_summary(Report.from_json(report)).splitlines()
     assert summary[0].startswith("verdict: EQUIVALENT") and summary[1].startswith("  WARNING no_learning: raw")
 
 
@@ -298,8 +301,8 @@ def test_labels_reach_the_timing_line(tmp_path):
     a, b = pair(tmp_path)
     report, _ = run_diagnosis(a, b, labels=("mine", "yours"))
     assert report["timing"]["mine_median_ms"] > 0
-    assert "median step time: mine " in format_summary(report)
-    page = render_html(report, tmp_path)
+    assert "median step time: mine " in format_summary(Report.from_json(report))
+    page = render_html(Report.from_json(report), tmp_path)
     assert f"median step time: mine {report['timing']['mine_median_ms']:.3f} ms, yours" in page  # not "raw –"
 
 

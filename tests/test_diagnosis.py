@@ -17,6 +17,7 @@ from safetensors.torch import save_file
 from ddp_parity import compare_traces
 from ddp_parity.compare.comparator import compare_runs
 from ddp_parity.compare.diagnosis import CATEGORIES, diagnose_failure, format_diagnosis
+from ddp_parity.compare.findings import Finding
 
 # report.json's diagnosis: the original keys, extended (never changed) by kind, candidates and unchecked
 DIAGNOSIS_KEYS = (
@@ -156,7 +157,7 @@ def pair(tmp_path: Path, meta_b: dict | None = None, records_b=None, meta_a: dic
 
 def run_diagnosis(a, b, stall=None, rtol=0.0, **options):
     report = compare_traces(a, b, rtol=rtol, **options) if stall is None else compare_runs(a, b).to_dict()
-    d = report["diagnosis"] if stall is None else diagnose_failure(a, b, report, stall)
+    d = report["diagnosis"] if stall is None else diagnose_failure(a, b, report["criterion"], stall).to_json()
     assert d["category"] in CATEGORIES
     assert set(d) == set(DIAGNOSIS_KEYS)
     json.dumps(d, allow_nan=False)  # the evidence goes into report.json as it is
@@ -173,7 +174,7 @@ def test_identical_pair_is_equivalent_despite_lightning_cli_extras(tmp_path):
     assert report["verdict"] == "equivalent"
     assert (d["category"], d["step"], d["rank"]) == ("equivalent", None, None)
     assert d["evidence"]["steps_compared"] == EPOCHS * STEPS_PER_EPOCH
-    assert format_diagnosis(d).startswith("diagnosis: equivalent: ")
+    assert format_diagnosis(Finding.from_json(d)).startswith("diagnosis: equivalent: ")
 
 
 def test_thread_count_on_one_rank_is_a_config_difference(tmp_path):
@@ -234,7 +235,9 @@ def test_missing_set_epoch_repeats_the_first_epoch(tmp_path):
     assert (d["category"], d["step"], d["rank"]) == ("set_epoch", STEPS_PER_EPOCH + 1, 0)
     assert d["evidence"]["repeating_side"] == "raw"
     assert "set_epoch(epoch)" in d["advice"]
-    assert format_diagnosis(d).startswith(f"diagnosis: set_epoch at step {STEPS_PER_EPOCH + 1} rank 0: ")
+    assert format_diagnosis(Finding.from_json(d)).startswith(
+        f"diagnosis: set_epoch at step {STEPS_PER_EPOCH + 1} rank 0: "
+    )
 
 
 def test_sampler_seed_differs(tmp_path):
@@ -333,7 +336,7 @@ def test_stall_names_the_waiting_rank(tmp_path):
     _, d = run_diagnosis(a, b, stall={"side": "raw", "ranks": {0: 31, 1: 32}, "seconds": 20.5})
     assert (d["category"], d["step"], d["rank"]) == ("stall", 33, 1)
     assert "rank 1 finished step 32" in d["explanation"] and "uneven" in d["explanation"]
-    assert "diagnosis: stall at step 33 rank 1" in format_diagnosis(d)
+    assert "diagnosis: stall at step 33 rank 1" in format_diagnosis(Finding.from_json(d))
 
 
 def test_the_walk_stops_at_the_first_divergence(tmp_path):
@@ -343,14 +346,14 @@ def test_the_walk_stops_at_the_first_divergence(tmp_path):
     report = compare_runs(a, b).to_dict()
     with open(b / "trace" / "rank0.jsonl", "a") as f:
         f.write('{"step": 99, "loss": 1.0, "ind')  # a cut-off line far after it: never read
-    d = diagnose_failure(a, b, report)
+    d = diagnose_failure(a, b, report["criterion"]).to_json()
     assert (d["category"], d["step"], d["rank"]) == ("undetermined", 1, 0)
 
 
 def test_a_run_that_left_no_trace(tmp_path):
     # the Lightning side failed before it wrote anything; the harness has no comparison report
     a = write_run(tmp_path / "raw", make_meta("raw"), make_records())
-    d = diagnose_failure(a, tmp_path / "lightning", None)
+    d = diagnose_failure(a, tmp_path / "lightning").to_json()
     assert (d["category"], d["step"], d["rank"]) == ("step_count", 1, 0)
     assert "lightning" in d["evidence"]["unreadable_meta"]
     assert d["evidence"]["steps"]["lightning"] in ({}, {0: 0, 1: 0})

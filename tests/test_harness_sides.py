@@ -33,7 +33,7 @@ def compare_three(tmp_path, runs):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         report = compare_and_report(tmp_path, runs, 0.0, 0.0)
-    return report, printed.getvalue()
+    return report.to_json(), printed.getvalue()
 
 
 def test_three_sides_give_pairs_and_one_verdict(small_pair, tmp_path):

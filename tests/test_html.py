@@ -18,6 +18,7 @@ import torch
 from ddp_parity import TraceRecorder
 from ddp_parity.compare.comparator import Criterion, compare_runs
 from ddp_parity.compare.diagnosis import diagnose_failure
+from ddp_parity.compare.findings import Report
 from ddp_parity.compare.html import first_difference_windows, main, mark_difference, render_html, write_html
 from ddp_parity.compare.report import plot_loss_curves, timing_summary, write_report
 
@@ -75,7 +76,7 @@ def make_report_dir(tmp: Path, divergent: bool, hostile: bool = False) -> tuple[
     report["timing"] = timing_summary(comparison.timing)
     report["logs"] = {"raw": str(tmp / "raw.log"), "lightning": str(tmp / "lightning.log")}
     report["plot"] = str(out / "loss_curves.png")
-    report["diagnosis"] = diagnose_failure(run_a, run_b, report)
+    report["diagnosis"] = diagnose_failure(run_a, run_b, report["criterion"]).to_json()
     if hostile:
         report["diagnosis"]["module"] = {
             "name": SCRIPT,
@@ -87,7 +88,7 @@ def make_report_dir(tmp: Path, divergent: bool, hostile: bool = False) -> tuple[
             "input_equal": True,
         }
         report["warnings"] = [{"kind": "<b>kind</b>", "message": SCRIPT}]
-    write_report(out, report)
+    write_report(out, Report.from_json(report))
     plot_loss_curves(out, comparison.curves)
     for side in ("raw", "lightning"):
         (tmp / f"{side}.log").write_text(f"{side} log\n")
@@ -106,7 +107,7 @@ def hostile(tmp_path_factory):
 
 def test_every_string_from_users_files_is_escaped(hostile):
     out, report = hostile
-    page = render_html(report, out)
+    page = render_html(Report.from_json(report), out)
     assert "<script" not in page.lower(), "a <script> from a trace reached the page as markup"
     assert "<img src=x" not in page and "onerror=" not in page.replace("onerror=&quot;", "")
     assert "&lt;script&gt;document.title=&#x27;PWNED&#x27;" in page  # shown as text instead
@@ -118,7 +119,7 @@ def test_every_string_from_users_files_is_escaped(hostile):
 
 def test_a_divergent_report_shows_verdict_diagnosis_and_the_differing_digits(divergent):
     out, report = divergent
-    page = render_html(report, out)
+    page = render_html(Report.from_json(report), out)
     assert re.search(r'id="verdict"[^>]*>verdict: DIFFERENT', page)
     # the loss alone was recorded: no single cause can be named, and the page says so
     assert report["diagnosis"]["category"] == "undetermined"
@@ -172,7 +173,7 @@ def test_mark_difference_marks_what_follows_the_common_prefix():
     ],
 )
 def test_missing_optional_keys_leave_their_section_out(report, tmp_path):
-    page = render_html(report, tmp_path)
+    page = render_html(Report.from_json(report), tmp_path)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "verdict:" in page
 
@@ -194,14 +195,14 @@ def test_warnings_pairs_and_module_are_shown_when_present(divergent, tmp_path):
     ]
     report["warnings"] = [{"kind": "replicas", "message": "replicas differ on lightning"}]
     report["pairs"] = [{"a": "raw", "b": "fabric", "verdict": "equivalent", "diagnosis": {"category": "equivalent"}}]
-    page = render_html(report, out)
+    page = render_html(Report.from_json(report), out)
     assert "forward of encoder.layers.0.dropout (Dropout) at step 1 rank 0: inputs equal, output differs" in page
     assert 'id="modules"' in page and "replicas differ on lightning" in page and 'id="pairs"' in page
 
 
 def test_the_plot_is_re_rendered_from_the_traces_when_its_file_is_gone(divergent, tmp_path):
     out, report = divergent
-    page = render_html({**report, "plot": str(tmp_path / "gone.png")}, tmp_path)
+    page = render_html(Report.from_json({**report, "plot": str(tmp_path / "gone.png")}), tmp_path)
     assert "data:image/png;base64," in page
 
 
@@ -226,5 +227,5 @@ def test_cli_refuses_a_criterion_no_comparison_could_have_used_in_one_line(diver
 
 def test_write_html_writes_beside_report_json(divergent):
     out, report = divergent
-    path = write_html(out, report)
+    path = write_html(out, Report.from_json(report))
     assert path == out / "report.html" and "verdict: DIFFERENT" in path.read_text()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from test_html import DIVERGES_AT, IMG, SCRIPT, make_report_dir
 
+from ddp_parity.compare.findings import Report
 from ddp_parity.compare.html import CAUSAL_ORDER, write_html
 from ddp_parity.compare.report import table_rows
 
@@ -61,7 +62,7 @@ def browser(tmp_path_factory):
 
 def open_report(browser, out: Path, report: dict, shot: Path):
     """Write report.html, load it from file://, keep a full-page screenshot."""
-    page = write_html(out, report)
+    page = write_html(out, Report.from_json(report))
     browser.set_window_size(1200, 1000)
     browser.get(page.as_uri())
     height = browser.execute_script("return document.documentElement.scrollHeight")
@@ -100,7 +101,7 @@ def assert_plot_shown(browser) -> None:
 
 def expected_rows(report: dict) -> list[list[str]]:
     per_step = report["per_step"]
-    return table_rows({**report, "per_step": {k: per_step[k] for k in CAUSAL_ORDER if k in per_step}})
+    return table_rows(Report.from_json({**report, "per_step": {k: per_step[k] for k in CAUSAL_ORDER if k in per_step}}))
 
 
 def test_equivalent_report_in_chromium(browser, tmp_path):

@@ -74,9 +74,16 @@ def test_a_cycle_is_found():
 
 
 def test_the_comparison_runs_one_way():
-    """walk <- comparator <- modules <- diagnosis <- pipeline: none imports one after it."""
+    """findings <- walk <- comparator <- modules <- diagnosis <- pipeline: none imports one after it."""
     graph = import_graph()
-    order = ["walk", "comparator", "noise", "modules", "evidence", "story", "diagnosis", "pipeline"]
+    order = ["findings", "walk", "comparator", "noise", "modules", "evidence", "story", "diagnosis", "pipeline"]
     for i, low in enumerate(order):
         above = {f"ddp_parity.compare.{name}" for name in order[i + 1 :]}
         assert not graph[f"ddp_parity.compare.{low}"] & above, (low, graph[f"ddp_parity.compare.{low}"] & above)
+
+
+def test_the_report_types_import_no_comparison_and_the_terminal_renderer_reads_only_them():
+    graph = import_graph()
+    compare = {name for name in graph if name.startswith("ddp_parity.compare.")}
+    assert not graph["ddp_parity.compare.findings"] & compare
+    assert graph["ddp_parity.compare.report"] & compare == {"ddp_parity.compare.findings"}

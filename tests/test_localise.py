@@ -155,9 +155,10 @@ def test_replay_helpers(tmp_path):
     a, b = pair(tmp_path, [step_record(1), step_record(2)], [step_record(1), step_record(2)])
     assert not needs_replay(a, b, 2)
     assert needs_replay(a, b, 7)
-    assert step_to_replay({"first_divergence": {"quantity": "loss", "step": 7, "rank": 0}}, a, b) == 7
-    assert step_to_replay({"first_divergence": {"quantity": "loss", "step": 2, "rank": 0}}, a, b) is None
-    assert step_to_replay({"first_divergence": {"quantity": "samples", "step": 7}}, a, b) is None
+    assert step_to_replay({"quantity": "loss", "step": 7, "rank": 0}, a, b) == 7
+    assert step_to_replay({"quantity": "loss", "step": 7, "rank": 0}, a, b, under_noise=True) is None
+    assert step_to_replay({"quantity": "loss", "step": 2, "rank": 0}, a, b) is None
+    assert step_to_replay({"quantity": "samples", "step": 7}, a, b) is None
     text = replay_instruction(7, a, b, harness="ddp-parity")
     assert f"{WATCH_STEP_ENV}=7" in text and "then: ddp-parity --traces" in text
     assert localise(a, b, step=7) is None  # not watched: nothing to say, never a guess

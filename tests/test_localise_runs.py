@@ -132,7 +132,7 @@ def test_divergence_after_the_watched_steps_is_found_by_the_replay(runs):
     first = report["first_divergence"]
     assert (first["quantity"], first["step"]) == ("loss", STEPS_PER_EPOCH + 1)  # the second epoch's first step
     assert localise(raw.run_dir, lightning.run_dir) is None  # steps 1 and 2 were watched, and are equal
-    step = step_to_replay(report, raw.run_dir, lightning.run_dir)
+    step = step_to_replay(first, raw.run_dir, lightning.run_dir)
     assert step == STEPS_PER_EPOCH + 1
     replay = replay_and_localise(raw, lightning, step, TIMEOUT_S)
     assert replay["failed"] == []

@@ -179,10 +179,11 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 def report_against_uninterrupted(runs, variant: str) -> dict:
     from ddp_parity.compare.diagnosis import format_diagnosis
+    from ddp_parity.compare.findings import Finding
     from ddp_parity.compare.pipeline import compare_traces
 
     report = compare_traces(runs["uninterrupted"], runs[variant], ignore_config=RUN_CONTROL)
-    print(f"{variant}: {report['verdict']}\n{format_diagnosis(report['diagnosis'])}")
+    print(f"{variant}: {report['verdict']}\n{format_diagnosis(Finding.from_json(report['diagnosis']))}")
     return report
 
 
@@ -258,6 +259,7 @@ def zero_loss_run(run_dir: Path) -> None:
 
 
 def test_a_loop_that_learns_nothing_is_equivalent_with_a_no_learning_warning(tmp_path):
+    from ddp_parity.compare.findings import Report
     from ddp_parity.compare.pipeline import compare_traces
     from ddp_parity.compare.report import format_summary
 
@@ -268,7 +270,7 @@ def test_a_loop_that_learns_nothing_is_equivalent_with_a_no_learning_warning(tmp
     kinds = [w["kind"] for w in report["warnings"]]
     assert kinds == ["no_learning", "no_learning"], report["warnings"]  # one per side
     assert "every recorded gradient norm is zero" in report["warnings"][0]["message"]
-    summary = format_summary(report)
+    summary = format_summary(Report.from_json(report))
     assert "verdict: EQUIVALENT" in summary and "WARNING no_learning: first:" in summary, summary
 
 

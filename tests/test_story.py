@@ -10,6 +10,7 @@ import os
 
 from test_diagnosis import make_records, pair, run_diagnosis
 
+from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.story import STORY_CHECK_ENV, story_problems
 
 
@@ -26,7 +27,7 @@ def test_the_suite_checks_every_diagnosis_it_builds():
 def test_an_unexplained_loss_difference_is_consistent_and_says_what_is_missing(tmp_path):
     a, b = _loss_pair(tmp_path)
     report, d = run_diagnosis(a, b)
-    assert story_problems(d, a, b, report["first_divergence"]) == []
+    assert story_problems(Finding.from_json(d), a, b, report["first_divergence"]) == []
     assert d["category"] == "undetermined" and len(d["candidates"]) >= 2
 
 
@@ -37,7 +38,7 @@ def test_a_category_the_module_finding_contradicts_is_a_problem(tmp_path):
     # the report: the watch saw the first module's input differ, the category said numerics
     broken.update(category="numerics", kind="numerics.module")
     broken["module"] = {"name": "embed", "step": d["step"], "reading_kind": "batch"}
-    problems = story_problems(broken, a, b, report["first_divergence"])
+    problems = story_problems(Finding.from_json(broken), a, b, report["first_divergence"])
     assert any("contradicts the module finding" in p for p in problems), problems
 
 
@@ -46,7 +47,7 @@ def test_a_fix_without_its_evidence_is_a_problem(tmp_path):
     report, d = run_diagnosis(a, b)
     for kind, category in (("gradients", "gradients"), ("rng", "rng"), ("numerics", "numerics")):
         broken = {**copy.deepcopy(d), "category": category, "kind": kind, "candidates": []}
-        problems = story_problems(broken, a, b, report["first_divergence"])
+        problems = story_problems(Finding.from_json(broken), a, b, report["first_divergence"])
         assert any(f"{kind} gives its fix without its evidence" in p for p in problems), (kind, problems)
 
 
@@ -54,7 +55,7 @@ def test_missing_evidence_left_unsaid_is_a_problem(tmp_path):
     a, b = _loss_pair(tmp_path)
     report, d = run_diagnosis(a, b)
     broken = {**copy.deepcopy(d), "unchecked": [u for u in d["unchecked"] if u["evidence"] != "batch"]}
-    problems = story_problems(broken, a, b, report["first_divergence"])
+    problems = story_problems(Finding.from_json(broken), a, b, report["first_divergence"])
     assert problems == ["missing evidence left unsaid: batch (not recorded by side ['a', 'b'])"], problems
 
 
@@ -62,5 +63,5 @@ def test_a_module_difference_under_an_equivalent_verdict_is_a_problem(tmp_path):
     a, b = pair(tmp_path)
     report, d = run_diagnosis(a, b)
     broken = {**copy.deepcopy(d), "module": {"name": "head", "step": 1, "reading_kind": "numerics"}}
-    assert story_problems(d, a, b, report["first_divergence"]) == []
-    assert any("says the training is the same" in p for p in story_problems(broken, a, b, None))
+    assert story_problems(Finding.from_json(d), a, b, report["first_divergence"]) == []
+    assert any("says the training is the same" in p for p in story_problems(Finding.from_json(broken), a, b, None))

@@ -16,6 +16,7 @@ import torch.multiprocessing as mp
 from benchmarks.bugs.cases import Case
 from benchmarks.bugs.loops import fit_trainer, train_loop, watch_every_step
 from ddp_parity import compare_traces, destroy_process_group
+from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.story import story_problems
 from ddp_parity.harness.launch import free_port
 
@@ -105,7 +106,7 @@ def _rank(rank: int, cases: list[Case], world: int, port: int, workdirs: list[st
 def diagnose_case(case: Case, workdir: Path, started: float) -> Outcome:
     a, b = workdir / "a", workdir / "b"
     report = compare_traces(a, b)
-    story = story_problems(report["diagnosis"], a, b, report["first_divergence"])
+    story = story_problems(Finding.from_json(report["diagnosis"]), a, b, report["first_divergence"])
     return Outcome(case, report["diagnosis"], story, time.perf_counter() - started)
 
 

@@ -6,9 +6,8 @@
 
 `CHECKS` is that order: each check is a small function over the comparison (the one walk over the
 traces, ddp_parity.compare.walk, plus meta.json, validation and the final parameters) that returns a
-finding or None; the first finding is the diagnosis
-
-    {"category", "step", "rank", "evidence", "explanation", "advice", "module"}
+finding or None; the first finding is the diagnosis, a `findings.Finding` (category, kind, step,
+rank, evidence, explanation, advice, module).
 
 The why and the fix of each kind of finding live in one table (advice.py). `find_warnings` lists
 what is suspicious even in an equivalent pair (a run that learned nothing, NaN/Inf).
@@ -20,7 +19,7 @@ import json
 import math
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +27,10 @@ import numpy as np
 from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.advice import ADVICE, CANDIDATES, MISSING_EVIDENCE, MODULE_STATE, RECORDING_FIX, RESUME
 from ddp_parity.compare.comparator import compare_runs, match_keys, missing_meta, run_labels
+from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import display, format_module_finding, localise
 from ddp_parity.compare.story import COMPUTATION_READINGS, UPSTREAM_CATEGORIES, check_story
-from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short, step_and_rank
+from ddp_parity.compare.walk import Criterion, comparable_samples, identical, records_of, short
 
 # every category a diagnosis may name: the causes found before any step's numbers (story.py's list),
 # then those read from the numbers and the module watch
@@ -160,29 +160,26 @@ def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
     return out
 
 
-def finding(ctx: Context, kind: str, step, rank, evidence: dict, facts: str, **values) -> dict:
+def finding(ctx: Context, kind: str, step, rank, evidence: dict, facts: str, **values) -> Finding:
     advice = ADVICE[kind]
     category = kind.split(".")[0]
     assert category in CATEGORIES, category
-    return {
-        "category": category,
-        "kind": kind,
-        "step": step,
-        "rank": rank,
-        "evidence": ctx.base(**evidence),
-        "explanation": " ".join(part for part in (facts, advice.why.format(**values)) if part),
-        "advice": advice.fix.format(**values),
-        "module": None,
-        "candidates": [],
-        "unchecked": [],
-    }
+    return Finding(
+        category,
+        kind,
+        step,
+        rank,
+        explanation=" ".join(part for part in (facts, advice.why.format(**values)) if part),
+        advice=advice.fix.format(**values),
+        evidence=ctx.base(**evidence),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # the checks, in causal order
 
 
-def check_crash(ctx: Context) -> dict | None:
+def check_crash(ctx: Context) -> Finding | None:
     """A run that stopped with an error: which side, rank and step, and the message, before anything."""
     if ctx.stall:
         return None  # the harness stopped a hung run: errors its ranks left on the way out are follow-ons
@@ -224,7 +221,7 @@ def check_crash(ctx: Context) -> dict | None:
     )
 
 
-def check_stall(ctx: Context) -> dict | None:
+def check_stall(ctx: Context) -> Finding | None:
     if not ctx.stall:
         return None
     stall = ctx.stall
@@ -272,7 +269,7 @@ def check_stall(ctx: Context) -> dict | None:
     return finding(ctx, "stall", top, waiting[0], evidence, facts)
 
 
-def check_metadata(ctx: Context) -> dict | None:
+def check_metadata(ctx: Context) -> Finding | None:
     lacking = {ctx.label(s): missing for s in ("a", "b") if (missing := _missing(ctx.cmp.metas.get(s)))}
     if not lacking:
         return None
@@ -284,7 +281,7 @@ def _missing(meta) -> list[str]:
     return missing_meta(meta) if meta is not None else []
 
 
-def check_config(ctx: Context) -> dict | None:
+def check_config(ctx: Context) -> Finding | None:
     diffs, seed = ctx.config_diffs()
     if not diffs:
         return None
@@ -330,7 +327,7 @@ def arithmetic_sentence(ctx: Context, diffs: dict) -> tuple[str, str]:
     return sentence, ", ".join(ARITHMETIC_NAMES.get(n, n) for n in names)
 
 
-def check_sharding_plan(ctx: Context) -> dict | None:
+def check_sharding_plan(ctx: Context) -> Finding | None:
     """Both sides sharded with FSDP2, not alike: the fully_shard modules and policies each run read
     back from its model (meta.json `sharding`), so a plan hard-coded on one side shows too."""
     plans = {s: ctx.meta(s).get("sharding") for s in ("a", "b")}
@@ -356,7 +353,7 @@ def _plan_differences(ctx: Context, plan_a: dict, plan_b: dict) -> list[str]:
     return lines
 
 
-def check_seed(ctx: Context) -> dict | None:
+def check_seed(ctx: Context) -> Finding | None:
     """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
     name the seed, not its symptoms."""
     _, seed = ctx.config_diffs()
@@ -373,7 +370,7 @@ def check_seed(ctx: Context) -> dict | None:
     return None
 
 
-def _sampler_seed(ctx: Context, seeds: tuple, seed) -> dict:
+def _sampler_seed(ctx: Context, seeds: tuple, seed) -> Finding:
     f = ctx.earliest if ctx.earliest and ctx.earliest["quantity"] == "samples" else None
     evidence = {"sampler_seed": ctx.both(*seeds)}
     if seed is not None:
@@ -400,7 +397,7 @@ def _sampler_seed(ctx: Context, seeds: tuple, seed) -> dict:
     return finding(ctx, "sampler_seed", f["step"] if f else None, rank, evidence, facts)
 
 
-def check_param_groups(ctx: Context) -> dict | None:
+def check_param_groups(ctx: Context) -> Finding | None:
     opt_a, opt_b = ctx.meta("a").get("optimizer"), ctx.meta("b").get("optimizer")
     if not (isinstance(opt_a, dict) and isinstance(opt_b, dict)):
         return None
@@ -450,7 +447,7 @@ def _name_list(names: list[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def check_init(ctx: Context) -> dict | None:
+def check_init(ctx: Context) -> Finding | None:
     found = _init_finding(ctx)
     if found is None:
         return None
@@ -508,7 +505,7 @@ def _init_digests(meta: dict) -> dict:
     return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
 
 
-def check_resume(ctx: Context) -> dict | None:
+def check_resume(ctx: Context) -> Finding | None:
     """The first divergence at or after a side's resume point: what the resume got wrong."""
     first = ctx.earliest
     side = _resumed_side(ctx, first)
@@ -619,7 +616,7 @@ def _samples_seen_elsewhere(ctx: Context, side: str, other: str, rank, step) -> 
     return None
 
 
-def check_structure(ctx: Context) -> dict | None:
+def check_structure(ctx: Context) -> Finding | None:
     first = ctx.earliest
     if first is None or first["quantity"] not in ("ranks", "count", "numbering"):
         return None
@@ -696,7 +693,7 @@ def _step_count(ctx: Context, f: dict) -> dict:
     return finding(ctx, "step_count", f.get("step"), f.get("rank"), evidence, facts)
 
 
-def check_samples(ctx: Context) -> dict | None:
+def check_samples(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "samples":
         return None
@@ -743,7 +740,7 @@ def _repeats_first_epoch(run, rank, epoch) -> bool:
     return this == first or (len(this) < len(first) and this == first[: len(this)])
 
 
-def check_batch(ctx: Context) -> dict | None:
+def check_batch(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "batch":
         return None
@@ -758,7 +755,7 @@ def check_batch(ctx: Context) -> dict | None:
     return finding(ctx, "data_pipeline", f["step"], f["rank"], evidence, facts)
 
 
-def check_module(ctx: Context) -> dict | None:
+def check_module(ctx: Context) -> Finding | None:
     """The module watch's finding at the first divergence decides the category whenever it names where
     the difference is born: the batch (first input differs, indices equal), a random layer, a module in
     another mode, a module's own computation, or the loss (every forward call equal, the loss not)."""
@@ -810,7 +807,7 @@ def check_module(ctx: Context) -> dict | None:
     return None  # the gradients' reduction or the optimizer: the checks of those quantities read it
 
 
-def _module_state(ctx: Context, f: dict, module: dict, where: str) -> dict:
+def _module_state(ctx: Context, f: dict, module: dict, where: str) -> Finding:
     state = module.get("state") or {}
     key = next(k for k in MODULE_STATE if k in state)
     va, vb = state[key]
@@ -829,7 +826,7 @@ def _module_state(ctx: Context, f: dict, module: dict, where: str) -> dict:
     )
 
 
-def check_stale_optimizer(ctx: Context) -> dict | None:
+def check_stale_optimizer(ctx: Context) -> Finding | None:
     """One side never trains: a gradient norm of exactly 0 over its optimizer's parameters at every
     step and the model's parameters never changing, while the other side's gradients are not 0. Its
     optimizer holds tensors no backward reaches (built before fully_shard replaced the parameters)."""
@@ -860,7 +857,7 @@ def check_stale_optimizer(ctx: Context) -> dict | None:
 STALE_STEPS = 50  # the steps read to tell a side that never trains
 
 
-def check_sharded_reduction(ctx: Context) -> dict | None:
+def check_sharded_reduction(ctx: Context) -> Finding | None:
     """DDP against FSDP2 at a world of more than 2, alike in everything else: DDP all-reduces each
     gradient, FSDP2 reduce-scatters it, and with 3 or more terms the two sums may add in different
     orders. A first difference at float rounding level is that, not a bug. (At world 2 each sum has
@@ -885,7 +882,7 @@ def check_sharded_reduction(ctx: Context) -> dict | None:
     return finding(ctx, "reduction_order.sharding", f["step"], f["rank"], evidence, facts, world=world)
 
 
-def check_accumulation_sync(ctx: Context) -> dict | None:
+def check_accumulation_sync(ctx: Context) -> Finding | None:
     """Both sides shard with FSDP2 and accumulate, and part at rounding level from the first step on:
     one side reduce-scatters after every micro-batch (sums of averages), the other only after the
     last (the average of sums). The same numbers in another order; which side, the traces cannot say."""
@@ -919,7 +916,7 @@ def _max_relative(a, b) -> float | None:
         return None
 
 
-def check_loss(ctx: Context) -> dict | None:
+def check_loss(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "loss":
         return None
@@ -955,7 +952,7 @@ def _earlier_update_candidates(ctx: Context, f: dict) -> list[str]:
     return out + ([] if ctx.both_have("optimizer") else ["param_groups"])
 
 
-def _undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> dict:
+def _undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:
     """No single cause: what is known, the candidates ranked, and what would tell them apart."""
     causes = list(dict.fromkeys(causes))
     unchecked = ctx.unchecked()
@@ -970,7 +967,7 @@ def _undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence
     result = finding(
         ctx, "undetermined", f["step"], f["rank"], evidence, facts, ranked=ranked, separate=separate, fix=fix
     )
-    result["candidates"] = [
+    result.candidates = [
         {
             "cause": c,
             "category": CANDIDATE_CATEGORY.get(c, c),
@@ -979,7 +976,7 @@ def _undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence
         }
         for c in causes
     ]
-    result["unchecked"] = unchecked
+    result.unchecked = unchecked
     return result
 
 
@@ -999,7 +996,7 @@ def _equal_up_to(ctx: Context, f: dict) -> str:
     return f"Equal up to there: {', '.join(equal)}."
 
 
-def check_grad_norm(ctx: Context) -> dict | None:
+def check_grad_norm(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "grad_norm":
         return None
@@ -1042,7 +1039,7 @@ def check_grad_norm(ctx: Context) -> dict | None:
     return _undetermined(ctx, f, causes, facts, evidence)
 
 
-def _reduction_order(ctx: Context, f: dict, evidence: dict, what: str) -> dict:
+def _reduction_order(ctx: Context, f: dict, evidence: dict, what: str) -> Finding:
     order_a, order_b = _param_order(ctx.meta("a").get("optimizer")), _param_order(ctx.meta("b").get("optimizer"))
     facts = (
         f"The {what} differs by {evidence.get('ulps')} ulp(s) from step {f['step']} on ({_fmt(f['a'])} vs "
@@ -1089,7 +1086,7 @@ def _aligned(ctx: Context, rank, limit: int = 100_000):
         yield ra, rb
 
 
-def check_lr(ctx: Context) -> dict | None:
+def check_lr(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "lr":
         return None
@@ -1124,7 +1121,7 @@ def _lr_shift(ctx: Context, rank) -> str | None:
     return None
 
 
-def check_param_digest(ctx: Context) -> dict | None:
+def check_param_digest(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "param_digest":
         return None
@@ -1143,7 +1140,7 @@ def check_param_digest(ctx: Context) -> dict | None:
     return _undetermined(ctx, f, ["param_groups", "reduction_order", "optimizer"], facts, evidence)
 
 
-def check_buffers(ctx: Context) -> dict | None:
+def check_buffers(ctx: Context) -> Finding | None:
     """Buffers (BatchNorm running statistics) differing between ranks of a side or between sides."""
     replicas = {s: ctx.meta(s).get("replicas_identical") for s in ("a", "b")}
     bufs = {s: _buffer_digests(ctx.meta(s)) for s in ("a", "b")}
@@ -1195,7 +1192,7 @@ def _is_buffer(name: str, bufs: dict) -> bool:
     return name in known or name.endswith(BUFFER_HINTS)
 
 
-def check_final_params(ctx: Context) -> dict | None:
+def check_final_params(ctx: Context) -> Finding | None:
     params = ctx.cmp.params
     if ctx.earliest is not None or params.all_equal:
         return None
@@ -1208,7 +1205,7 @@ def check_final_params(ctx: Context) -> dict | None:
     return finding(ctx, "optimizer", ctx.walk.last_equal_step, None, {"params": first}, facts)
 
 
-def check_validation(ctx: Context) -> dict | None:
+def check_validation(ctx: Context) -> Finding | None:
     v = ctx.cmp.validation.first
     if ctx.earliest is not None or v is None:
         return None
@@ -1238,7 +1235,7 @@ def _float32_rounded_side(a, b) -> str | None:
     return None
 
 
-def check_problems(ctx: Context) -> dict | None:
+def check_problems(ctx: Context) -> Finding | None:
     problems = ctx.cmp.all_problems
     if not problems:
         return None
@@ -1264,7 +1261,7 @@ def _unchecked_sentence(unchecked: list[dict]) -> str:
     return "Not checked: " + "; ".join(parts) + "."
 
 
-def check_equivalent(ctx: Context, setup_differs: dict | None = None) -> dict:
+def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Finding:
     n = ctx.walk.steps_equal_before if ctx.walk else 0
     if setup_differs is None:
         facts = (
@@ -1274,14 +1271,12 @@ def check_equivalent(ctx: Context, setup_differs: dict | None = None) -> dict:
         return finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts)
     facts = (
         f"No divergence in the numbers: all {n} steps, validation and the final parameters match bit for bit, "
-        f"but the setup differs ({setup_differs['category']}; see the warning)."
+        f"but the setup differs ({setup_differs.category}; see the warning)."
     )
-    result = finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts)
-    result["setup_differs"] = setup_differs
-    return result
+    return replace(finding(ctx, "equivalent", None, None, {"steps_compared": n}, facts), setup_differs=setup_differs)
 
 
-CHECKS: tuple[Callable[[Context], dict | None], ...] = (
+CHECKS: tuple[Callable[[Context], Finding | None], ...] = (
     check_crash,
     check_stall,
     check_metadata,
@@ -1313,7 +1308,7 @@ CHECKS: tuple[Callable[[Context], dict | None], ...] = (
 # entry points
 
 
-def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is_noise=False) -> dict:
+def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is_noise=False) -> Finding:
     """The diagnosis of a comparison (pipeline.build_report calls it). `rounding_is_noise`: the thread
     counts and the arithmetic (kernel set, BLAS path, CPU) are left out of the setup checks, their
     differences being judged against measured noise (--tolerance noise)."""
@@ -1328,29 +1323,28 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
             break
     else:
         found = check_equivalent(ctx)
-    if found["category"] in SETUP_CATEGORIES and stall is None and cmp.equivalent:
+    if found.category in SETUP_CATEGORIES and stall is None and cmp.equivalent:
         # every number agrees bit for bit: a setup difference did not change this run, so it is a
         # warning beside an equivalent verdict, never a cause (it may still change a larger run)
         setup = found
         found = check_equivalent(ctx, setup_differs=setup)
-    found["module"] = ctx.cache.get("module")
-    found.setdefault("setup_differs", None)
-    if found["category"] not in UPSTREAM_CATEGORIES and not found["unchecked"]:
-        found["unchecked"] = ctx.unchecked()
-    if found["unchecked"]:
-        found["explanation"] += " " + _unchecked_sentence(found["unchecked"])
-    for key in ("init_note",):
-        if key in ctx.cache:
-            found["evidence"][key] = ctx.cache[key]
+    found.module = ctx.cache.get("module")
+    if found.category not in UPSTREAM_CATEGORIES and not found.unchecked:
+        found.unchecked = ctx.unchecked()
+    if found.unchecked:
+        found.explanation += " " + _unchecked_sentence(found.unchecked)
+    if "init_note" in ctx.cache:
+        found.evidence["init_note"] = ctx.cache["init_note"]
     if cmp.meta_errors:
-        found["evidence"]["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
+        found.evidence["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
     check_story(found, cmp.run_a, cmp.run_b, ctx.earliest)
     return found
 
 
-def diagnose_failure(run_a, run_b, report: dict | None = None, stall: dict | None = None, labels=None) -> dict:
-    """The diagnosis of a failed launch (a crash, a stall): reads what the runs left, tolerantly."""
-    cmp = compare_runs(run_a, run_b, Criterion.from_description((report or {}).get("criterion")), tolerant=True)
+def diagnose_failure(run_a, run_b, criterion=None, stall: dict | None = None, labels=None) -> Finding:
+    """The diagnosis of a failed launch (a crash, a stall): reads what the runs left, tolerantly.
+    `criterion`: the report's (Criterion.describe()'s form)."""
+    cmp = compare_runs(run_a, run_b, Criterion.from_description(criterion), tolerant=True)
     return diagnose_comparison(cmp, run_labels(cmp, labels), stall=stall)
 
 
@@ -1396,28 +1390,25 @@ def find_warnings(cmp, names) -> list[dict]:
     return out
 
 
-def format_diagnosis(d: dict) -> str:
+def format_diagnosis(d: Finding) -> str:
     """A few lines for the terminal: what and where, then the fix."""
-    headline = _first_sentence(d.get("explanation", ""))
-    lines = textwrap.wrap(
-        f"diagnosis: {d.get('category')}{step_and_rank(d)}: {headline}", width=110, subsequent_indent="  "
-    )
-    if d.get("module"):
+    lines = textwrap.wrap(f"diagnosis: {d.line}: {d.headline}", width=110, subsequent_indent="  ")
+    if d.module:
         lines += textwrap.wrap(
-            format_module_finding(d["module"]), width=110, initial_indent="  ", subsequent_indent="    "
+            format_module_finding(d.module), width=110, initial_indent="  ", subsequent_indent="    "
         )
-    if d.get("candidates"):
-        causes = ", ".join(c["cause"] for c in d["candidates"])
+    if d.candidates:
+        causes = ", ".join(c["cause"] for c in d.candidates)
         lines += textwrap.wrap(f"candidates, most likely first: {causes}", width=110, initial_indent="  ")
-    for u in d.get("unchecked") or []:
+    for u in d.unchecked:
         lines += textwrap.wrap(
             f"not checked ({' and '.join(u['sides'])} did not record it): {u['not_checked']}",
             width=110,
             initial_indent="  ",
             subsequent_indent="    ",
         )
-    if d.get("category") != "equivalent" and d.get("advice"):
-        lines += textwrap.wrap(f"fix: {d['advice']}", width=110, initial_indent="  ", subsequent_indent="    ")
+    if d.category != "equivalent" and d.advice:
+        lines += textwrap.wrap(f"fix: {d.advice}", width=110, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
 
 
@@ -1628,26 +1619,21 @@ def _ulps_or_far(a, b) -> int:
     return 10**9 if u is None else u
 
 
-def _first_sentence(text: str) -> str:
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
-
-
 # ---------------------------------------------------------------------------------------------
 # under measured noise (--tolerance noise, compare/noise.py)
 
 
-def is_rounding(found: dict, departure: dict | None = None) -> bool:
+def is_rounding(found: Finding, departure: dict | None = None) -> bool:
     """A finding that blames rounding; under noise also one at a step before the pair leaves the
     envelope (until then the pair is only noise apart, whatever the exact checks make of its bits)."""
-    if found["category"] in ROUNDING_FINDINGS or found.get("kind") in ROUNDING_FINDINGS:
+    if found.category in ROUNDING_FINDINGS or found.kind in ROUNDING_FINDINGS:
         return True
-    return departure is not None and found.get("step") is not None and found["step"] < departure["step"]
+    return departure is not None and found.step is not None and found.step < departure["step"]
 
 
 def diagnosis_under_noise(
-    exact: dict, judgement: dict, names, within: bool, exact_step, setup=None, hard: bool = False, runs=None
-) -> dict:
+    exact: Finding, judgement: dict, names, within: bool, exact_step, setup=None, hard: bool = False, runs=None
+) -> Finding:
     """The exact comparison's diagnosis, judged against the noise the controls measured. Within the
     noise, the finding is `noise` (the exact finding's setup difference, if any, stays beside it as
     `setup_differs`). Beyond it, an exact finding that blames rounding cannot stand: the finding is
@@ -1682,33 +1668,30 @@ def diagnosis_under_noise(
             f"{departure['ratio']:.3g} times the bound the noise allows ({departure['bound']:.3g})."
         )
     else:
-        found = dict(exact, evidence={**exact.get("evidence", {}), "noise": evidence["noise"]})
-        return found
+        return replace(exact, evidence={**exact.evidence, "noise": evidence["noise"]})
     advice = ADVICE[kind]
     explanation = f"{facts} {advice.why.format(**values)}"
-    found = {
-        "category": kind.split(".")[0],
-        "kind": kind,
-        "step": step,
-        "rank": None,
-        "evidence": evidence,
-        "explanation": f"{explanation} {_unchecked_sentence(unchecked)}" if unchecked else explanation,
-        "advice": advice.fix.format(**values),
-        "module": None,
-        "candidates": [] if within else candidates,
-        "unchecked": unchecked,
-        "setup_differs": setup if within and setup and _named_beside(setup) else None,
-    }
+    found = Finding(
+        kind.split(".")[0],
+        kind,
+        step,
+        explanation=f"{explanation} {_unchecked_sentence(unchecked)}" if unchecked else explanation,
+        advice=advice.fix.format(**values),
+        evidence=evidence,
+        candidates=[] if within else candidates,
+        unchecked=unchecked,
+        setup_differs=setup if within and setup and _named_beside(setup) else None,
+    )
     if runs is not None:
         check_story(found, runs[0], runs[1], first)  # within the noise no step is blamed: none needs evidence
     return found
 
 
-def _named_beside(found: dict) -> bool:
+def _named_beside(found: Finding) -> bool:
     """Within the noise, a finding that names a cause still says it beside the verdict: a setup
     difference, or a way of summing that only changes how the sums round (reduction_order, gradient
     sync on every FSDP2 micro-batch: still an extra reduce-scatter per micro-batch)."""
-    return found["category"] not in ("numerics", "undetermined", "equivalent", "noise")
+    return found.category not in ("numerics", "undetermined", "equivalent", "noise")
 
 
 def _departure_cause(departure: dict) -> tuple[str, list[dict], str]:

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+from ddp_parity.compare.findings import Finding, Report, as_dict, step_and_rank
 from ddp_parity.compare.report import (  # noqa: F401  (HTML_FILE: public here too)
     HTML_FILE,
     PLOT_FILE,
@@ -35,8 +36,8 @@ from ddp_parity.compare.report import (  # noqa: F401  (HTML_FILE: public here t
     step_time_line,
     table_rows,
 )
-from ddp_parity.compare.walk import Criterion, step_and_rank
-from ddp_parity.trace_files import TraceFormatError, iter_records, read_meta, trace_ranks
+from ddp_parity.compare.walk import Criterion
+from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks
 
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
 STEP_FIELDS = ("indices", "indices_digest", "batch_digest", "loss", "grad_norm", "lr", "param_digest")
@@ -71,17 +72,12 @@ def esc(value) -> str:
     return html.escape("-" if value is None else str(value), quote=True)
 
 
-def as_dict(value) -> dict:
-    """A report part that should be a dict, or {} (other helpers add keys; a hand-edited report may be odd)."""
-    return value if isinstance(value, dict) else {}
-
-
 # ---------------------------------------------------------------------------------------------
 # the entry points
 
 
-def write_html(out_dir: str | os.PathLike, report: dict) -> Path:
-    """Write `out_dir/report.html` for `report` (what report.json holds) and return its path."""
+def write_html(out_dir: str | os.PathLike, report: Report) -> Path:
+    """Write `out_dir/report.html` for `report` and return its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / HTML_FILE
@@ -94,29 +90,29 @@ def write_html(out_dir: str | os.PathLike, report: dict) -> Path:
 def write_html_beside(report_path: str | os.PathLike) -> Path:
     """report.html next to an existing report.json (what the CLI below does); returns the page's path."""
     report_path = Path(report_path)
-    return write_html(report_path.parent, json.loads(report_path.read_text()))
+    return write_html(report_path.parent, Report.from_json(json.loads(report_path.read_text())))
 
 
-def render_html(report: dict, out_dir: str | os.PathLike | None = None) -> str:
-    """The whole page as a string. Missing optional keys leave their section out."""
+def render_html(report: Report, out_dir: str | os.PathLike | None = None) -> str:
+    """The whole page as a string. Missing optional parts leave their section out."""
     out_dir = Path(out_dir) if out_dir is not None else Path(".")
-    sides = side_names(report)
+    sides = {"a": report.labels[0], "b": report.labels[1]}
     parts = [
         verdict_section(report, sides),
-        diagnosis_section(report.get("diagnosis")),
-        failure_section(report.get("failure")),
+        diagnosis_section(report.diagnosis),
+        failure_section(report.failure),
         summary_section(report),
         plot_section(report, out_dir),
-        noise_section(report.get("noise")),
+        noise_section(report.noise),
         first_steps_section(report, sides),
         module_section(report),
-        config_section(report.get("diagnosis"), sides),
-        warnings_section(report.get("warnings")),
-        pairs_section(report.get("pairs")),
+        config_section(report.diagnosis, sides),
+        warnings_section(report.warnings),
+        pairs_section(report.sections.get("pairs")),
         extra_sections(report),
         links_section(report, out_dir, sides),
     ]
-    title = f"ddp-parity: {verdict_word(report)} ({sides['a']} vs {sides['b']})"
+    title = f"ddp-parity: {report.verdict_word} ({sides['a']} vs {sides['b']})"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
@@ -130,55 +126,18 @@ def render_html(report: dict, out_dir: str | os.PathLike | None = None) -> str:
 # sections
 
 
-def verdict_word(report: dict) -> str:
-    return str(report.get("verdict", "UNKNOWN")).replace("_", " ").upper()
-
-
-def side_names(report: dict) -> dict:
-    """The two runs' labels: the diagnosis's, else each run's meta side, else a and b."""
-    evidence = as_dict(as_dict(report.get("diagnosis")).get("evidence"))
-    known = as_dict(evidence.get("sides"))
-    names = {}
-    for key, fallback in (("a", "run A"), ("b", "run B")):
-        name = known.get(key)
-        if not name:
-            try:
-                name = read_meta((report.get("runs") or {}).get(key, "")).get("side")
-            except (TraceFormatError, OSError, TypeError):
-                name = None
-        names[key] = str(name or fallback)
-    if names["a"] == names["b"]:
-        names = {"a": f"{names['a']} (A)", "b": f"{names['b']} (B)"}
-    return names
-
-
-def describe_criterion(criterion) -> str:
-    if criterion == "exact" or criterion is None:
-        return "exact (bitwise)"
-    if isinstance(criterion, dict):
-        return f"|a-b| <= {criterion.get('atol')} + {criterion.get('rtol')}*|b|"
-    return str(criterion)
-
-
-def verdict_section(report: dict, sides: dict) -> str:
-    verdict = report.get("verdict")
+def verdict_section(report: Report, sides: dict) -> str:
+    verdict = report.verdict
     css = {"equivalent_within_noise": "equivalent"}.get(verdict, verdict)
     css = css if css in ("equivalent", "different", "failed") else "failed"
-    steps = report.get("steps") or {}
-    counted = sum((steps.get("steps_a") or {}).values()) if steps else 0
-    detail = f"{describe_criterion(report.get('criterion'))}"
-    if counted:
-        detail += f"; {counted} rank-steps compared"
+    detail = report.criterion_text(bitwise="exact (bitwise)")
+    if report.steps_compared:
+        detail += f"; {report.steps_compared} rank-steps compared"
     return (
         f"<h1>ddp-parity: {esc(sides['a'])} vs {esc(sides['b'])}</h1>\n"
-        f'<p id="verdict" class="verdict {css}">verdict: {esc(verdict_word(report))} '
+        f'<p id="verdict" class="verdict {css}">verdict: {esc(report.verdict_word)} '
         f'<span class="note">({esc(detail)})</span></p>'
     )
-
-
-def diagnosis_line(diagnosis: dict) -> str:
-    """One line in words: category, where, and the layer when one was localised."""
-    return f"{diagnosis.get('category', 'unknown')}{step_and_rank(diagnosis)}"
 
 
 def module_line(module: dict) -> str:
@@ -194,20 +153,18 @@ def module_line(module: dict) -> str:
     return text
 
 
-def diagnosis_section(diagnosis) -> str:
-    if not isinstance(diagnosis, dict):
+def diagnosis_section(diagnosis: Finding | None) -> str:
+    if diagnosis is None:
         return ""
-    out = ["<h2>Diagnosis</h2>", f'<p id="diagnosis-line"><b>diagnosis: {esc(diagnosis_line(diagnosis))}</b></p>']
-    module = diagnosis.get("module")
-    if isinstance(module, dict):
-        out.append(f'<p id="diagnosis-layer">layer: <span class="mono">{esc(module_line(module))}</span></p>')
-    if diagnosis.get("explanation"):
-        out.append(f'<p id="diagnosis-explanation">{esc(diagnosis["explanation"])}</p>')
-    if diagnosis.get("advice") and diagnosis.get("category") != "equivalent":
-        out.append(f'<p id="diagnosis-fix" class="fix"><b>fix:</b> {esc(diagnosis["advice"])}</p>')
-    evidence = diagnosis.get("evidence")
-    if isinstance(evidence, dict):
-        shown = {k: v for k, v in evidence.items() if k not in ("sides", "values", "differences", "verdict")}
+    out = ["<h2>Diagnosis</h2>", f'<p id="diagnosis-line"><b>diagnosis: {esc(diagnosis.line)}</b></p>']
+    if diagnosis.module:
+        out.append(f'<p id="diagnosis-layer">layer: <span class="mono">{esc(module_line(diagnosis.module))}</span></p>')
+    if diagnosis.explanation:
+        out.append(f'<p id="diagnosis-explanation">{esc(diagnosis.explanation)}</p>')
+    if diagnosis.advice and diagnosis.category != "equivalent":
+        out.append(f'<p id="diagnosis-fix" class="fix"><b>fix:</b> {esc(diagnosis.advice)}</p>')
+    if diagnosis.evidence:
+        shown = {k: v for k, v in diagnosis.evidence.items() if k not in ("sides", "values", "differences", "verdict")}
         if shown:
             rows = [[key, show_value(value)] for key, value in flatten(shown)]
             out.append("<details open><summary>evidence</summary>" + html_table(["fact", "value"], rows, "evidence"))
@@ -227,25 +184,21 @@ def failure_section(failure) -> str:
     return "\n".join(out)
 
 
-def summary_section(report: dict) -> str:
+def summary_section(report: Report) -> str:
     """The terminal table's rows, per-step quantities in causal order (report.json sorts its keys)."""
-    per_step = report.get("per_step")
-    if isinstance(per_step, dict):
-        ordered = [k for k in CAUSAL_ORDER if k in per_step] + [k for k in per_step if k not in CAUSAL_ORDER]
-        report = {**report, "per_step": {k: per_step[k] for k in ordered}}
     try:
-        rows = table_rows(report)
-    except (KeyError, TypeError):
+        rows = table_rows(report, order=CAUSAL_ORDER)
+    except (KeyError, TypeError, AttributeError):
         return ""  # a failed run has no per-step figures
     out = ["<h2>Summary</h2>", html_table(SUMMARY_HEADER, rows, table_id="summary")]
-    for problem in report.get("problems") or []:
+    for problem in report.figures.get("problems") or []:
         out.append(f'<p class="note">! {esc(problem)}</p>')
     if step_times := step_time_line(report):
         out.append(f'<p class="note">{esc(step_times)}</p>')
     return "\n".join(out)
 
 
-def plot_section(report: dict, out_dir: Path) -> str:
+def plot_section(report: Report, out_dir: Path) -> str:
     png = plot_bytes(report, out_dir)
     if png is None:
         return '<h2>Loss curves</h2>\n<p class="note">no loss-curve plot found</p>'
@@ -272,13 +225,13 @@ def noise_section(noise) -> str:
     )
 
 
-def plot_bytes(report: dict, out_dir: Path) -> bytes | None:
+def plot_bytes(report: Report, out_dir: Path) -> bytes | None:
     """The plot the report names (or loss_curves.png beside it); re-rendered from the traces if gone."""
-    for candidate in (report.get("plot"), out_dir / PLOT_FILE):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate).read_bytes()
-    runs = report.get("runs") or {}
-    if not runs.get("a") or not runs.get("b") or report.get("verdict") == "failed":
+    for candidate in (report.sections.get("plot"), out_dir / PLOT_FILE):
+        if candidate and Path(str(candidate)).is_file():
+            return Path(str(candidate)).read_bytes()
+    runs = report.runs
+    if not runs.get("a") or not runs.get("b") or report.failed:
         return None
     try:
         from ddp_parity.compare.report import plot_loss_curves
@@ -302,18 +255,18 @@ def mean_losses(run_dir) -> dict[int, float]:
 # the first differing steps, per rank
 
 
-def first_steps_section(report: dict, sides: dict) -> str:
+def first_steps_section(report: Report, sides: dict) -> str:
     """Per rank, a few steps around its first per-step difference, both values side by side."""
-    if report.get("verdict") != "different":
+    if report.verdict != "different":
         return ""
-    per_step = report.get("per_step") or {}
+    per_step = as_dict(report.figures.get("per_step"))
     if per_step and all((s or {}).get("first_divergence") is None for s in per_step.values()):
         return (
             '<h2>First differing steps</h2>\n<p class="note">every per-step value is equal; the difference '
             "is in validation or the final parameters (see the summary)</p>"
         )
-    runs = report.get("runs") or {}
-    equal = Criterion.from_description(report.get("criterion")).equal  # the comparator's own rule
+    runs = report.runs
+    equal = Criterion.from_description(report.criterion).equal  # the comparator's own rule
     try:
         windows = list(first_difference_windows(runs["a"], runs["b"], equal))
     except (KeyError, TypeError, TraceFormatError, OSError) as err:
@@ -405,9 +358,9 @@ def mark_difference(a: str, b: str) -> tuple[str, str]:
 # layer, configuration, warnings, pairs
 
 
-def module_section(report: dict) -> str:
-    module = as_dict(report.get("diagnosis")).get("module")
-    modules = report.get("modules")
+def module_section(report: Report) -> str:
+    module = report.diagnosis.module if report.diagnosis else None
+    modules = report.sections.get("modules")
     if not isinstance(module, dict) and not modules:
         return ""
     out = ["<h2>Layer</h2>"]
@@ -420,8 +373,8 @@ def module_section(report: dict) -> str:
     return "\n".join(out)
 
 
-def config_section(diagnosis, sides: dict) -> str:
-    evidence = as_dict(as_dict(diagnosis).get("evidence"))
+def config_section(diagnosis: Finding | None, sides: dict) -> str:
+    evidence = diagnosis.evidence if diagnosis else {}
     values = as_dict(evidence.get("values"))
     rows = [
         [key, show_value(pair[0]), show_value(pair[1])]
@@ -458,39 +411,37 @@ def pairs_section(pairs) -> str:
     for pair in pairs:
         if not isinstance(pair, dict):
             continue
-        diagnosis = pair.get("diagnosis") if isinstance(pair.get("diagnosis"), dict) else {}
-        explanation = str(diagnosis.get("explanation") or "")
+        diagnosis = Finding.from_json(pair.get("diagnosis"))
         rows.append(
             [
                 pair.get("a"),
                 pair.get("b"),
                 pair.get("verdict"),
-                diagnosis_line(diagnosis) if diagnosis else "-",
-                explanation.split(". ")[0],
+                diagnosis.line if diagnosis else "-",
+                diagnosis.headline if diagnosis else "",
             ]
         )
     return "<h2>Pairs</h2>\n" + html_table(["a", "b", "verdict", "diagnosis", "why"], rows, table_id="pairs")
 
 
-def extra_sections(report: dict) -> str:
+def extra_sections(report: Report) -> str:
     """Results of --reference and --fault, as their JSON (escaped): rarely read, never lost."""
     out = []
     for key in ("reference", "fault"):
-        if report.get(key):
-            text = json.dumps(report[key], indent=1, sort_keys=True, default=str)
+        if report.sections.get(key):
+            text = json.dumps(report.sections[key], indent=1, sort_keys=True, default=str)
             out.append(
                 f"<h2>{esc(key)}</h2>\n<details><summary>{esc(key)} results</summary><pre>{esc(text)}</pre></details>"
             )
     return "\n".join(out)
 
 
-def links_section(report: dict, out_dir: Path, sides: dict) -> str:
+def links_section(report: Report, out_dir: Path, sides: dict) -> str:
     items = []
-    runs = report.get("runs") or {}
     for key in ("a", "b"):
-        if runs.get(key):
-            items.append(f"<li>{esc(sides[key])} run directory: {link(runs[key], out_dir)}</li>")
-    for side, path in (report.get("logs") or {}).items():
+        if report.runs.get(key):
+            items.append(f"<li>{esc(sides[key])} run directory: {link(report.runs[key], out_dir)}</li>")
+    for side, path in as_dict(report.sections.get("logs")).items():
         items.append(f"<li>{esc(side)} log: {link(path, out_dir)}</li>")
     items.append(f"<li>machine-readable: {link(out_dir / REPORT_FILE, out_dir)}</li>")
     return '<h2>Runs and logs</h2>\n<ul id="links">' + "".join(items) + "</ul>"
@@ -581,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     except (TypeError, ValueError) as err:
         print(f"ddp_parity.compare.html: error: {report_path}: `criterion`: {err}", file=sys.stderr)
         return 2
-    print(write_html(report_path.parent, report))
+    print(write_html(report_path.parent, Report.from_json(report)))
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
 from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
+from ddp_parity.compare.findings import FIGURE_KEYS, Report
 from ddp_parity.compare.noise import FACTOR, judge_runs
 from ddp_parity.compare.report import strict_json, timing_summary
 from ddp_parity.compare.walk import EXACT_UNDER_NOISE
@@ -30,44 +31,51 @@ def compare_traces(
     `controls`: runs of run_a's side again under a change of rounding alone, to judge the pair
     against the noise they measure (compare/noise.py). Raises TraceFormatError for a run that
     cannot be read, ValueError for a bad tolerance."""
-    comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
+    return strict_json(
+        compare_pair(
+            run_a, run_b, Criterion(rtol, atol), key_map, ignore_config, labels, controls, noise_factor
+        ).to_json()
+    )
+
+
+def compare_pair(
+    run_a, run_b, criterion: Criterion, key_map=None, ignore_config=(), labels=None, controls=(), noise_factor=FACTOR
+) -> Report:
+    """compare_traces's Report (the renderers' input), the loss curves with it."""
+    comparison = compare_runs(run_a, run_b, criterion, key_map=key_map)
     noise = judge_runs(run_a, run_b, list(controls), noise_factor) if controls else None
     return build_report(comparison, ignore_config=ignore_config, labels=labels, noise=noise)
 
 
-class Report(dict):
-    """report.json's content; `.curves` (step -> mean loss per side, for the plot) rides along
-    without being written."""
-
-    curves: dict = {}
-
-
-def build_report(
-    comparison: Comparison, *, ignore_config=(), labels=None, stall=None, extra=None, noise=None
-) -> Report:
-    """The one place the report is assembled: figures, labels, timing, diagnosis, warnings; with a
-    noise judgement (compare/noise.py), the verdict and diagnosis it gives."""
+def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise=None) -> Report:
+    """The one place a comparison's report is assembled: figures, labels, timing, diagnosis, warnings;
+    with a noise judgement (compare/noise.py), the verdict and diagnosis it gives."""
     names = run_labels(comparison, labels)
-    report = comparison.to_dict()
-    report.update(extra or {})
-    report["labels"] = {"a": names[0], "b": names[1]}
-    report["timing"] = timing_summary(comparison.timing, names)
-    report["diagnosis"] = diagnose_comparison(comparison, names, ignore_config=ignore_config, stall=stall)
-    report["warnings"] = find_warnings(comparison, names)
+    figures = strict_json(comparison.to_dict())
+    report = Report(
+        verdict=figures["verdict"],
+        criterion=figures["criterion"],
+        labels=names,
+        runs=figures["runs"],
+        first_divergence=figures["first_divergence"],
+        diagnosis=diagnose_comparison(comparison, names, ignore_config=ignore_config),
+        warnings=find_warnings(comparison, names),
+        timing=timing_summary(comparison.timing, names),
+        figures={key: figures[key] for key in FIGURE_KEYS},
+        curves=comparison.curves,
+    )
     if noise is not None:
         judge_against_noise(report, comparison, noise, names, ignore_config)
-    setup = report["diagnosis"].get("setup_differs")
+    setup = report.diagnosis.setup_differs
     if setup is not None:
-        report["warnings"].append(
+        report.warnings.append(
             {
                 "kind": "setup_differs",
-                "message": f"{setup['explanation']} The numbers were {closeness(report)} on this run; the "
-                f"difference can still change a larger model or another machine. Fix: {setup['advice']}",
+                "message": f"{setup.explanation} The numbers were {closeness(report)} on this run; the "
+                f"difference can still change a larger model or another machine. Fix: {setup.advice}",
             }
         )
-    out = Report(strict_json(report))
-    out.curves = comparison.curves
-    return out
+    return report
 
 
 def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> str:
@@ -81,23 +89,23 @@ def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> st
     return verdict if exact_only else "equivalent_within_noise"
 
 
-def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names, ignore_config=()) -> None:
+def judge_against_noise(report: Report, comparison: Comparison, noise: dict, names, ignore_config=()) -> None:
     """The verdict (verdict_under_noise) and the diagnosis under the noise judgement. Beyond the noise
     the cause is the earlier of two events: the first difference in what no rounding moves (samples,
     batch contents, learning rate, structure: diagnosed on a walk without the float quantities) and
     the step the pair leaves the envelope (diagnosed without the thread and arithmetic facts, a
     rounding finding then giving way to the departure read in causal order)."""
     noise["control_labels"] = [Path(control).name for control in noise.get("controls") or []]
-    report["noise"] = noise
-    exact = report["verdict"]
-    report["verdict"] = verdict_under_noise(exact, comparison, noise)
+    report.noise = strict_json(noise)
+    exact = report.verdict
+    report.verdict = verdict_under_noise(exact, comparison, noise)
     if exact != "different":
         return
-    step = (report.get("first_divergence") or {}).get("step")
+    step = (report.first_divergence or {}).get("step")
     runs = (comparison.run_a, comparison.run_b)
-    if report["verdict"] == "equivalent_within_noise":
-        setup = report["diagnosis"]
-        report["diagnosis"] = diagnosis_under_noise(setup, noise, names, True, step, setup=setup, runs=runs)
+    if report.verdict == "equivalent_within_noise":
+        setup = report.diagnosis
+        report.diagnosis = diagnosis_under_noise(setup, noise, names, True, step, setup=setup, runs=runs)
         return
     view = compare_runs(comparison.run_a, comparison.run_b, Criterion(), exact_only=True)
     hard, departure = view.first_divergence, noise["departure"]
@@ -105,8 +113,8 @@ def judge_against_noise(report: dict, comparison: Comparison, noise: dict, names
     found = diagnose_comparison(
         view if hard_first else comparison, names, ignore_config=ignore_config, rounding_is_noise=True
     )
-    report["diagnosis"] = diagnosis_under_noise(found, noise, names, False, step, hard=hard_first, runs=runs)
+    report.diagnosis = diagnosis_under_noise(found, noise, names, False, step, hard=hard_first, runs=runs)
 
 
-def closeness(report: dict) -> str:
-    return "equal within the measured noise" if report["verdict"] == "equivalent_within_noise" else "bitwise equal"
+def closeness(report: Report) -> str:
+    return "equal within the measured noise" if report.verdict == "equivalent_within_noise" else "bitwise equal"

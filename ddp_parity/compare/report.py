@@ -1,4 +1,5 @@
-"""What a person and a CI read: the terminal table, report.json and the loss-curve plot."""
+"""What a person and a CI read: the terminal table, report.json and the loss-curve plot, each
+rendered from a `findings.Report`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import math
 import os
 from pathlib import Path
+
+from ddp_parity.compare.findings import Report
 
 REPORT_FILE = "report.json"
 PLOT_FILE = "loss_curves.png"
@@ -46,13 +49,16 @@ def describe_divergence(first: dict | None) -> str:
     return first.get("message", str(first))
 
 
-def table_rows(report: dict) -> list[list[str]]:
+def table_rows(report: Report, order=()) -> list[list[str]]:
+    """The summary table's rows: the per-step quantities (those in `order` first), validation, the
+    final parameters. Raises KeyError or TypeError where the report has no figures (a failed run)."""
+    per_step = report.figures["per_step"]
     rows = []
-    for name, stats in report["per_step"].items():
+    for name in [k for k in order if k in per_step] + [k for k in per_step if k not in order]:
         label = "samples/step" if name == "samples" else "params/step" if name == "param_digest" else f"{name}/step"
-        rows.append([label, stats])
-    rows.append(["validation", report["validation"]])
-    rows.append(["final params", report["params"]])
+        rows.append([label, per_step[name]])
+    rows.append(["validation", report.figures["validation"]])
+    rows.append(["final params", report.figures["params"]])
     out = []
     for label, s in rows:
         out.append(
@@ -77,46 +83,38 @@ def render_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def format_table(report: dict) -> str:
+def format_table(report: Report) -> str:
     header = ["quantity", "compared", "equal", "max abs diff", "max rel diff", "first divergence"]
     return render_table(header, table_rows(report))
 
 
-def format_summary(report: dict) -> str:
+def format_summary(report: Report) -> str:
     """The terminal summary: verdict line, table, first divergence, timing, paths."""
     lines = []
-    if report["verdict"] == "failed":
-        failure = report["failure"]
+    if report.failed:
+        failure = report.failure
         lines.append(f"verdict: FAILED: {failure['summary']}")
         if failure.get("rank") is not None:
             lines.append(f"  failing side: {failure['side']}, rank {failure['rank']}")
         lines += ["  " + line for line in failure.get("error_lines", [])]
-        lines.append(f"  logs: {', '.join(report.get('logs', {}).values())}")
+        lines.append(f"  logs: {', '.join(report.sections.get('logs', {}).values())}")
         return "\n".join(lines)
-    criterion = (
-        report["criterion"]
-        if report["criterion"] == "exact"
-        else f"|a-b| <= {report['criterion']['atol']} + {report['criterion']['rtol']}*|b|"
+    lines.append(
+        f"verdict: {report.verdict_word} ({report.criterion_text()}; {report.steps_compared} rank-steps compared)"
     )
-    steps = sum(report["steps"]["steps_a"].values()) if report.get("steps") else 0
-    if report.get("noise"):
-        noise = report["noise"]
-        criterion = f"against measured noise, {len(noise['controls'])} controls x {noise['factor']:g}"
-    verdict = report["verdict"].replace("_", " ").upper()
-    lines.append(f"verdict: {verdict} ({criterion}; {steps} rank-steps compared)")
-    if report.get("noise"):
-        lines.append(noise_line(report["noise"]))
-    for warning in report.get("warnings") or []:
+    if report.noise:
+        lines.append(noise_line(report.noise))
+    for warning in report.warnings:
         lines.append(f"  WARNING {warning['kind']}: {warning['message']}")
     lines.append(format_table(report))
-    for problem in report.get("problems", []):
+    for problem in report.figures.get("problems", []):
         lines.append(f"! {problem}")
-    first = report.get("first_divergence")
+    first = report.first_divergence
     if first:
         lines.append(f"first divergence: {first.get('quantity')} at {describe_divergence(first)}")
     if step_times := step_time_line(report):
         lines.append(step_times)
-    lines.append(f"runs: {report['runs']['a']}  {report['runs']['b']}")
+    lines.append(f"runs: {report.runs['a']}  {report.runs['b']}")
     return "\n".join(lines)
 
 
@@ -138,21 +136,18 @@ def noise_line(noise: dict) -> str:
     )
 
 
-def step_time_line(report: dict) -> str | None:
+def step_time_line(report: Report) -> str | None:
     """The two runs' median step times under their labels (`timing_summary` keys them so), or None."""
-    timing = report.get("timing") or {}
+    timing = report.timing or {}
     if timing.get("overhead_us") is None:
         return None
-    a, b = labels_of(report)
+    a, b = report.labels
+    if timing.get(f"{a}_median_ms") is None or timing.get(f"{b}_median_ms") is None:
+        return None  # a report whose labels were edited after its timing was keyed
     return (
         f"median step time: {a} {timing[f'{a}_median_ms']:.3f} ms, {b} {timing[f'{b}_median_ms']:.3f} ms "
         f"({b} overhead {timing['overhead_us']:+.0f} us/step, x{timing['ratio']:.2f}; information only)"
     )
-
-
-def labels_of(report: dict) -> tuple[str, str]:
-    labels = report.get("labels") or {}
-    return labels.get("a", "raw"), labels.get("b", "lightning")
 
 
 def timing_summary(timing: dict, names=("raw", "lightning")) -> dict:
@@ -182,12 +177,12 @@ def strict_json(value):
     return value
 
 
-def write_report(out: Path, report: dict) -> Path:
+def write_report(out: Path, report: Report) -> Path:
     """report.json, strict JSON (no bare NaN/Infinity: compare_traces encodes them as strings),
     written to a temporary file and renamed so a crash never leaves half a report."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_FILE
-    text = json.dumps(strict_json(report), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
+    text = json.dumps(strict_json(report.to_json()), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)

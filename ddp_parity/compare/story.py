@@ -25,6 +25,7 @@ import json
 import os
 
 from ddp_parity.compare import evidence as recorded_evidence
+from ddp_parity.compare.findings import Finding
 
 STORY_CHECK_ENV = "DDP_PARITY_CHECK_STORY"
 
@@ -74,13 +75,12 @@ MODULE_CATEGORIES = {
 }
 
 
-def _module_kind(d: dict) -> str | None:
-    module = d.get("module") or {}
-    return module.get("reading_kind")
+def _module_kind(d: Finding) -> str | None:
+    return (d.module or {}).get("reading_kind")
 
 
-def _differences(d: dict) -> list[str]:
-    return list((d.get("evidence") or {}).get("values") or {})
+def _differences(d: Finding) -> list[str]:
+    return list(d.evidence.get("values") or {})
 
 
 # the evidence each kind of finding needs before it may give its fix
@@ -90,7 +90,7 @@ REQUIRED_EVIDENCE = {
         "an arithmetic setting that differs",
         lambda d: any(".arithmetic." in k for k in _differences(d)),
     ),
-    "gradients.factor": ("a factor between the gradient norms", lambda d: "ratio" in d["evidence"]),
+    "gradients.factor": ("a factor between the gradient norms", lambda d: "ratio" in d.evidence),
     "gradients": ("equal module gradients with different .grad", lambda d: _module_kind(d) == "param_grad"),
     "rng": ("a random layer named by the module watch", lambda d: _module_kind(d) == "random"),
     "module_state": ("a module state that differs", lambda d: _module_kind(d) == "state"),
@@ -101,30 +101,30 @@ REQUIRED_EVIDENCE = {
     "numerics": ("(never: name the module or the differing setting)", lambda d: False),
     "loss": (
         "equal module outputs under a module watch",
-        lambda d: _module_kind(d) == "loss_grad" or (d.get("module") is None and not _lacks(d, "watch_state")),
+        lambda d: _module_kind(d) == "loss_grad" or (d.module is None and not _lacks(d, "watch_state")),
     ),
-    "reduction_order": ("both sides' param groups", lambda d: "param_order" in d["evidence"]),
+    "reduction_order": ("both sides' param groups", lambda d: "param_order" in d.evidence),
     "optimizer": ("both sides' param groups", lambda d: not _lacks(d, "optimizer")),
     "data_pipeline": (
         "batch digests, or the module watch's first input",
-        lambda d: "batch_digest" in d["evidence"] or _module_kind(d) == "batch",
+        lambda d: "batch_digest" in d.evidence or _module_kind(d) == "batch",
     ),
-    "undetermined": ("at least two ranked candidates", lambda d: len(d.get("candidates") or []) >= 2),
+    "undetermined": ("at least two ranked candidates", lambda d: len(d.candidates) >= 2),
 }
 
 
-def _lacks(d: dict, kind: str) -> bool:
-    return any(u.get("evidence") == kind for u in d.get("unchecked") or [])
+def _lacks(d: Finding, kind: str) -> bool:
+    return any(u.get("evidence") == kind for u in d.unchecked)
 
 
-def story_problems(d: dict, run_a, run_b, first: dict | None) -> list[str]:
+def story_problems(d: Finding, run_a, run_b, first: dict | None) -> list[str]:
     """What in diagnosis `d` contradicts itself or the evidence; `first` is the first divergence."""
     problems = []
-    category, kind, module = d.get("category"), d.get("kind"), d.get("module")
+    category, kind, module = d.category, d.kind, d.module
     module_kind = _module_kind(d)
     if module and category in SAME_TRAINING:
         problems.append(f"category {category} says the training is the same, but module {module.get('name')} differs")
-    elif module_kind and category not in UPSTREAM_CATEGORIES and module.get("step") == d.get("step"):
+    elif module_kind and category not in UPSTREAM_CATEGORIES and module.get("step") == d.step:
         allowed = MODULE_CATEGORIES.get(module_kind, ())
         if category not in allowed:
             problems.append(
@@ -139,7 +139,7 @@ def story_problems(d: dict, run_a, run_b, first: dict | None) -> list[str]:
             label: recorded_evidence.recorded(run, first.get("step")) for label, run in (("a", run_a), ("b", run_b))
         }
         lacking = recorded_evidence.missing(have, recorded_evidence.needed(first.get("quantity"), first.get("step")))
-        said = {u.get("evidence") for u in d.get("unchecked") or []}
+        said = {u.get("evidence") for u in d.unchecked}
         for missing_kind in sorted(set(lacking) - said):
             problems.append(
                 f"missing evidence left unsaid: {missing_kind} (not recorded by side {lacking[missing_kind]})"
@@ -147,7 +147,7 @@ def story_problems(d: dict, run_a, run_b, first: dict | None) -> list[str]:
     return problems
 
 
-def check_story(d: dict, run_a, run_b, first: dict | None) -> None:
+def check_story(d: Finding, run_a, run_b, first: dict | None) -> None:
     """Under DDP_PARITY_CHECK_STORY: log a broken story to that file and raise."""
     log = os.environ.get(STORY_CHECK_ENV)
     if not log:
@@ -155,7 +155,7 @@ def check_story(d: dict, run_a, run_b, first: dict | None) -> None:
     problems = story_problems(d, run_a, run_b, first)
     if not problems:
         return
-    entry = {"runs": [str(run_a), str(run_b)], "category": d.get("category"), "problems": problems}
+    entry = {"runs": [str(run_a), str(run_b)], "category": d.category, "problems": problems}
     with open(log, "a") as f:
         f.write(json.dumps(entry) + "\n")
     raise AssertionError(f"inconsistent diagnosis of {run_a} vs {run_b}: {'; '.join(problems)}")

@@ -222,12 +222,6 @@ def comparable_samples(rec_a: dict, rec_b: dict):
     return None, None
 
 
-def step_and_rank(found: dict) -> str:
-    """` at step 5 rank 1` for a divergence, finding or module finding: the parts it has, or ''."""
-    where = f" at step {found['step']}" if found.get("step") is not None else ""
-    return where + (f" rank {found['rank']}" if found.get("rank") is not None else "")
-
-
 def short(value, limit: int = 12):
     if isinstance(value, list) and len(value) > limit:
         return value[:limit] + ["..."]

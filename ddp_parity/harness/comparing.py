@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
 from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
+from ddp_parity.compare.findings import Report
 from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.modules import format_module_finding
 from ddp_parity.compare.noise import Controls
 from ddp_parity.compare.pipeline import build_report, verdict_under_noise
-from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, labels_of, plot_loss_curves, write_report
+from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, plot_loss_curves, write_report
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 from ddp_parity.harness.failure import failure_report
 from ddp_parity.harness.launch import Outcome
@@ -21,8 +23,6 @@ from ddp_parity.harness.launch import Outcome
 # relative; measured on the default run, losses differ by at most 1 ulp (2.4e-7 abs, 1.2e-7 rel,
 # world 4) and parameters by 3e-8 abs after 48 steps; world 2 is bitwise equal.
 REFERENCE_TOLERANCE = (1e-6, 1e-6)
-# the verdicts that pass: bitwise (or within --rtol/--atol), and within the noise the controls measured
-EQUIVALENT = ("equivalent", "equivalent_within_noise")
 
 
 def describe_criterion(rtol: float, atol: float):
@@ -65,30 +65,30 @@ def compare_pair(
     key_map=None,
     ignore_config=(),
     noise: Controls | None = None,
-):
-    """The full comparison of two runs with its diagnosis and warnings: (report dict, loss curves).
+) -> Report:
+    """The full comparison of two runs with its diagnosis and warnings, the loss curves with it.
     `labels` None: the runs are named by their own side names (or folders). `noise`: (the controls'
     measured once: compare.noise.Controls) to judge the pair against."""
     comparison = compare_runs(run_a, run_b, Criterion(rtol, atol), key_map=key_map)
     judgement = noise.judge(run_a, run_b) if noise is not None else None
-    report = build_report(comparison, ignore_config=ignore_config, labels=labels, noise=judgement)
-    return report, report.curves
+    return build_report(comparison, ignore_config=ignore_config, labels=labels, noise=judgement)
 
 
-def pair_entry(a: str, b: str, report: dict) -> dict:
+def pair_entry(a: str, b: str, report: Report) -> dict:
     """One pair of report.json's `pairs`: who, the verdict, the per-quantity figures and the diagnosis."""
+    figures = report.figures
     return {
         "a": a,
         "b": b,
-        "verdict": report["verdict"],
-        "first_divergence": report.get("first_divergence"),
-        "per_step": report.get("per_step"),
-        "losses": report.get("losses"),
-        "validation": report.get("validation"),
-        "params": {k: v for k, v in (report.get("params") or {}).items() if k != "tensors"},
-        "timing": report.get("timing"),
-        "diagnosis": report.get("diagnosis"),
-        "runs": report.get("runs"),
+        "verdict": report.verdict,
+        "first_divergence": report.first_divergence,
+        "per_step": figures.get("per_step"),
+        "losses": figures.get("losses"),
+        "validation": figures.get("validation"),
+        "params": {k: v for k, v in (figures.get("params") or {}).items() if k != "tensors"},
+        "timing": report.timing,
+        "diagnosis": report.diagnosis.to_json() if report.diagnosis else None,
+        "runs": report.runs,
     }
 
 
@@ -102,63 +102,57 @@ def compare_and_report(
     ignore_config=(),
     named_by_runs: bool = False,
     noise: Controls | None = None,
-) -> dict:
+) -> Report:
     """Compare every pair of sides (in the order given), write report.json and the plot of the first
     pair (the top-level keys), add `pairs` when there are more than two sides, print the summary.
     Returns the report; its `verdict` is equivalent only if every pair is. `named_by_runs`: label the
     runs by what they recorded (--traces), not by the keys of `runs`. `noise`: the measured controls
     (`compare.noise.Controls`) under --tolerance noise."""
     names = list(runs)
-    reports, curves = {}, {}
+    reports = {}
     for a, b in itertools.combinations(names, 2):
         labels = None if named_by_runs else (a, b)
-        reports[(a, b)], curves[(a, b)] = compare_pair(
-            runs[a], runs[b], labels, rtol, atol, key_map, ignore_config, noise
-        )
+        reports[(a, b)] = compare_pair(runs[a], runs[b], labels, rtol, atol, key_map, ignore_config, noise)
     first = (names[0], names[1])
-    report = {**reports[first], **(extra or {})}
-    report["plot"] = str(out / PLOT_FILE)
+    report = replace(reports[first], sections={**reports[first].sections, **(extra or {})})
+    report.sections["plot"] = str(out / PLOT_FILE)
     if len(names) > 2:
-        report["pairs"] = [pair_entry(a, b, r) for (a, b), r in reports.items()]
-        report["sides"] = names
-        differing = [f"{a} vs {b}" for (a, b), r in reports.items() if r["verdict"] not in EQUIVALENT]
-        report["differing_pairs"] = differing  # the top-level figures are the first pair's; these say which differ
+        report.sections["pairs"] = [pair_entry(a, b, r) for (a, b), r in reports.items()]
+        report.sections["sides"] = names
+        differing = [f"{a} vs {b}" for (a, b), r in reports.items() if not r.passes]
+        report.sections["differing_pairs"] = differing  # the top-level figures are the first pair's
         if differing:
-            report["verdict"] = "different"
+            report.verdict = "different"
     write_report(out, report)
     print_comparison(report, reports)  # the verdict first: the plot and the page take most of this step
-    plot_loss_curves(out, curves[first], labels=labels_of(report))
+    plot_loss_curves(out, report.curves, labels=report.labels)
     write_html(out, report)  # after the plot, which it inlines
     print(f"report: {out / REPORT_FILE}  {out / HTML_FILE}  plot: {out / PLOT_FILE}")
     return report
 
 
-def print_comparison(report: dict, reports: dict) -> None:
+def print_comparison(report: Report, reports: dict[tuple[str, str], Report]) -> None:
     """Two sides: the table and the diagnosis. More: one line per pair, then the full table of the
     first pair that differs (or of the first pair when all agree)."""
     if len(reports) == 1:
-        print(_summary(report, next(iter(reports))))
-        print(format_diagnosis(report["diagnosis"]))
+        print(format_summary(report))
+        print(format_diagnosis(report.diagnosis))
         return
     for (a, b), r in reports.items():
-        first = r.get("first_divergence")
+        first = r.first_divergence
         where = f"; first divergence: {first.get('quantity')} at step {first.get('step')}" if first else ""
-        print(f"pair {a} vs {b}: {r['verdict'].upper()}{where}")
-    shown = next(((a, b) for (a, b), r in reports.items() if r["verdict"] not in EQUIVALENT), next(iter(reports)))
+        print(f"pair {a} vs {b}: {r.verdict.upper()}{where}")
+    shown = next((pair for pair, r in reports.items() if not r.passes), next(iter(reports)))
     print(f"--- {shown[0]} vs {shown[1]} ---")
-    print(_summary(reports[shown], shown))
-    print(format_diagnosis(reports[shown]["diagnosis"]))
+    print(format_summary(reports[shown]))
+    print(format_diagnosis(reports[shown].diagnosis))
 
 
-def _summary(report: dict, labels: tuple[str, str]) -> str:
-    return format_summary(report)  # names the runs by report["labels"]
-
-
-def add_replay(out: Path, report: dict, replay: dict) -> None:
+def add_replay(out: Path, report: Report, replay: dict) -> None:
     """The replay's finding joins the report (written again) and the summary."""
-    report["replay"] = replay
+    report.sections["replay"] = replay
     if replay.get("module"):
-        report["diagnosis"]["module"] = replay["module"]
+        report.diagnosis.module = replay["module"]
     write_report(out, report)
     write_html(out, report)
     if replay.get("failed"):
@@ -167,67 +161,63 @@ def add_replay(out: Path, report: dict, replay: dict) -> None:
         print(f"  {format_module_finding(replay.get('module'))} (replayed step {replay['step']})")
 
 
-def exit_code(report: dict) -> int:
-    return EXIT_EQUIVALENT if report["verdict"] in EQUIVALENT else EXIT_DIFFERENT
+def exit_code(report: Report) -> int:
+    return EXIT_EQUIVALENT if report.passes else EXIT_DIFFERENT
 
 
 def failed_report(
-    failed: Outcome, outcomes: list[Outcome], runs: dict[str, Path], criterion: dict, labels=None, **extra
-) -> dict:
-    """report.json for a launch that crashed, hung or timed out, whoever launched it (the harness,
+    failed: Outcome, outcomes: list[Outcome], runs: dict[str, Path], criterion, labels=None, **extra
+) -> Report:
+    """The report of a launch that crashed, hung or timed out, whoever launched it (the harness,
     assert_parity): the root failure, and the diagnosis of what the first two runs recorded; a stall
     is the first divergence, at the step and rank the diagnosis names. `extra`: logs, commands, world."""
     a, b = list(runs.values())[:2]
-    report = {
-        "verdict": "failed",
-        "criterion": criterion,
-        "first_divergence": None,
-        "failure": failure_report(failed),
-        "seconds": sum(o.seconds for o in outcomes),
-        "runs": {"a": str(a), "b": str(b)},
-        **extra,
-    }
     stall = {**failed.stall, "side": failed.side} if failed.stall else None
-    report["diagnosis"] = diagnose_failure(a, b, report, stall=stall, labels=labels)
-    if stall:
-        found = report["diagnosis"]
-        report["first_divergence"] = {
-            "quantity": "stall",
-            "step": found["step"],
-            "rank": found["rank"],
-            "side": failed.side,
-        }
-    return report
+    found = diagnose_failure(a, b, criterion, stall=stall, labels=labels)
+    sides = found.evidence.get("sides") or {}
+    return Report(
+        "failed",
+        criterion,
+        labels=(sides.get("a", "a"), sides.get("b", "b")),
+        runs={"a": str(a), "b": str(b)},
+        first_divergence={"quantity": "stall", "step": found.step, "rank": found.rank, "side": failed.side}
+        if stall
+        else None,
+        diagnosis=found,
+        failure=failure_report(failed),
+        sections={"seconds": sum(o.seconds for o in outcomes), **extra},
+    )
 
 
 def unreadable_report(
-    err: Exception, outcomes: list[Outcome], runs: dict[str, Path], criterion: dict, hint: str, **extra
-) -> dict:
-    """report.json for commands that all exited 0 where a trace cannot be read: the run it names."""
+    err: Exception, outcomes: list[Outcome], runs: dict[str, Path], criterion, hint: str, **extra
+) -> Report:
+    """The report of commands that all exited 0 where a trace cannot be read: the run it names."""
     side = next((side for side, run in runs.items() if str(run) in str(err)), next(iter(runs)))
-    return {
-        "verdict": "failed",
-        "criterion": criterion,
-        "first_divergence": None,
-        "failure": {
-            "side": side,
-            "rank": None,
-            "summary": f"{side}: exit code 0, but its trace cannot be read",
-            "error_lines": [f"{err}", hint],
-        },
-        "seconds": sum(o.seconds for o in outcomes),
-        "runs": {side: str(run) for side, run in runs.items()},
-        "diagnosis": None,
-        **extra,
+    failure = {
+        "side": side,
+        "rank": None,
+        "summary": f"{side}: exit code 0, but its trace cannot be read",
+        "error_lines": [f"{err}", hint],
     }
+    names = list(runs)[:2]
+    return Report(
+        "failed",
+        criterion,
+        labels=(names[0], names[-1]),
+        runs={side: str(run) for side, run in runs.items()},
+        failure=failure,
+        sections={"seconds": sum(o.seconds for o in outcomes), **extra},
+    )
 
 
-def write_failure(out: Path, report: dict) -> dict:
+def write_failure(out: Path, report: Report) -> Report:
     """A failed launch's report written (report.json, report.html) and printed."""
     write_report(out, report)
     write_html(out, report)
     print(format_summary(report))
-    print(format_diagnosis(report["diagnosis"]))
+    if report.diagnosis is not None:
+        print(format_diagnosis(report.diagnosis))
     return report
 
 

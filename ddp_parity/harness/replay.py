@@ -8,8 +8,8 @@ launches and the diagnosis):
     step = step_to_replay(report, launches[0].run_dir, launches[1].run_dir)
     if step is not None:
         replay = replay_and_localise(launches[0], launches[1], step, timeout, args.stall_timeout or None)
-        report["replay"] = replay
-        report["diagnosis"]["module"] = replay["module"]
+        report.sections["replay"] = replay
+        report.diagnosis.module = replay["module"]
 
 The replayed runs are the same commands with the same config; only the run directory
 (`<run_dir>-watch<K>`), the rendezvous port and the one environment variable differ, so they
@@ -29,11 +29,11 @@ from ddp_parity.watch import WATCH_STEP_ENV
 REPLAYABLE = ("loss", "grad_norm", "param_digest")
 
 
-def step_to_replay(report: dict, run_a, run_b) -> int | None:
+def step_to_replay(first: dict | None, run_a, run_b, *, under_noise: bool = False) -> int | None:
     """The step to replay: the first divergence is a per-step loss, gradient or parameter
     difference (samples equal: they are compared first) that the module watches do not cover."""
-    first = report.get("first_divergence") or {}
-    if report.get("noise"):  # a bitwise module watch would name the first rounding, not the cause
+    first = first or {}
+    if under_noise:  # a bitwise module watch would name the first rounding, not the cause
         return None
     if first.get("quantity") not in REPLAYABLE or first.get("step") is None:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_parity.compare.findings import Report
 from ddp_parity.harness.controls import control_launches, control_side
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
 from ddp_parity.harness.launch import (
@@ -33,7 +34,7 @@ def prepare(args) -> Plan:
     return plan_launch(args, mistake_overrides(args.mistake, args.sides, args.fault))
 
 
-def launch_and_compare(args, plan: Plan | None = None) -> tuple[int, dict]:
+def launch_and_compare(args, plan: Plan | None = None) -> tuple[int, Report]:
     """Run every side, compare; return the exit code and the report."""
     plan = plan or prepare(args)
     out_dir = OutDir(Path(args.out) if args.out else default_out(), args.overwrite)
@@ -60,7 +61,7 @@ def build_launches(args, plan: Plan, out: Path) -> list[Launch]:
     return launches
 
 
-def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
+def run_plan(args, plan: Plan, out: Path) -> tuple[int, Report]:
     launches = build_launches(args, plan, out)
     for launch in launches:
         command = " ".join(launch.command[:6])
@@ -104,15 +105,15 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, dict]:
     localise_by_replay(args, plan, launches, report, out)
     code = comparing.exit_code(report)
     if args.fault:
-        print(fault.format_fault(report["fault"]))
-        if not fault.fault_fired_everywhere(report["fault"]):
+        print(fault.format_fault(report.sections["fault"]))
+        if not fault.fault_fired_everywhere(report.sections["fault"]):
             print("FAILED: the fault never fired on every side, so the restart was not tested")
             code = EXIT_FAILED
-        elif not fault.fault_passed(report["fault"]):
+        elif not fault.fault_passed(report.sections["fault"]):
             code = max(code, EXIT_DIFFERENT)
     if args.reference:
-        print(reference.format_reference(report["reference"]))
-        if not reference.all_equivalent(report["reference"]):
+        print(reference.format_reference(report.sections["reference"]))
+        if not reference.all_equivalent(report.sections["reference"]):
             code = max(code, EXIT_DIFFERENT)
     return (EXIT_FAILED if failed else code), report
 
@@ -124,14 +125,14 @@ def ignored_config(args, sides: list[str]) -> tuple[str, ...]:
     return (*args.ignore_config, *(["trainer.strategy"] if len(named - {None}) > 1 else []))
 
 
-def localise_by_replay(args, plan: Plan, launches: list[Launch], report: dict, out: Path) -> None:
+def localise_by_replay(args, plan: Plan, launches: list[Launch], report: Report, out: Path) -> None:
     """A loss, gradient or parameter divergence after the watched steps: run the first pair again
     watching that step (DDP_PARITY_WATCH_STEP) and name the module where it is born."""
     from ddp_parity.harness import comparing  # imported while the sides trained (harness/preload.py)
     from ddp_parity.harness.replay import replay_and_localise, step_to_replay
 
     a, b = plan.sides[0], plan.sides[1]
-    step = step_to_replay(report, out / a, out / b)
+    step = step_to_replay(report.first_divergence, out / a, out / b, under_noise=report.noise is not None)
     if step is None:
         return
     print(f"step {step} was not watched: replaying both sides watching it, to name the layer ...", flush=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from ddp_parity.compare.findings import EQUIVALENT, Finding
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
-from ddp_parity.harness.comparing import EQUIVALENT, compare_brief
+from ddp_parity.harness.comparing import compare_brief
 from ddp_parity.harness.launch import Launch
 
 
@@ -47,9 +48,8 @@ def pair_report(out: Path, a: str, b: str, rtol: float, atol: float, noise=None)
 
     pair = compare_brief(out / a, out / b, rtol, atol, noise)
     if pair["verdict"] not in EQUIVALENT:
-        criterion = {"criterion": {"rtol": rtol, "atol": atol}}
-        d = diagnose_failure(out / a, out / b, criterion, labels=(a, b))
-        pair["diagnosis"] = {k: d.get(k) for k in ("category", "step", "rank", "explanation", "advice", "evidence")}
+        d = diagnose_failure(out / a, out / b, {"rtol": rtol, "atol": atol}, labels=(a, b)).to_json()
+        pair["diagnosis"] = {k: d[k] for k in ("category", "step", "rank", "explanation", "advice", "evidence")}
     return pair
 
 
@@ -68,7 +68,7 @@ def format_fault(fault: dict) -> str:
             f"{pair['losses']['compared']}, params max abs {pair['params']['max_abs']:.3g}"
         )
         if pair.get("diagnosis"):
-            lines += ["    " + line for line in format_diagnosis(pair["diagnosis"]).splitlines()]
+            lines += ["    " + line for line in format_diagnosis(Finding.from_json(pair["diagnosis"])).splitlines()]
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
+from ddp_parity.compare.findings import Report
 from ddp_parity.compare.report import describe_divergence, fmt, render_table
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, EXIT_FAILED, UsageError
 from ddp_parity.harness.modes import default
@@ -81,32 +82,31 @@ def matrix_args(args, entry: dict, out: Path) -> argparse.Namespace:
     return sub
 
 
-def matrix_row(entry: dict, report: dict) -> dict:
-    first = report.get("first_divergence")
+def matrix_row(entry: dict, report: Report) -> dict:
     return {
         "name": entry["name"],
         "settings": entry.get("set") or {},
-        "world_size": report.get("world_size"),
+        "world_size": report.sections.get("world_size"),
         "verdict": row_verdict(report),
-        "first_divergence": first if report["verdict"] != "failed" else report["failure"]["summary"],
-        "loss_max_abs": (report.get("losses") or {}).get("max_abs"),
-        "params_max_abs": (report.get("params") or {}).get("max_abs"),
-        "seconds": report.get("seconds"),
+        "first_divergence": report.failure["summary"] if report.failed else report.first_divergence,
+        "loss_max_abs": (report.figures.get("losses") or {}).get("max_abs"),
+        "params_max_abs": (report.figures.get("params") or {}).get("max_abs"),
+        "seconds": report.sections.get("seconds"),
     }
 
 
-def row_verdict(report: dict) -> str:
+def row_verdict(report: Report) -> str:
     """The comparison's verdict; an entry with a `fault` is equivalent only if the fault fired on
     every side and every crashed-and-resumed run ended equal to its uninterrupted twin."""
-    crash = report.get("fault")
-    if report["verdict"] == "equivalent" and crash is not None:
+    crash = report.sections.get("fault")
+    if report.verdict == "equivalent" and crash is not None:
         from ddp_parity.harness.modes import fault  # imports the comparison (torch): after the runs only
 
         if not fault.fault_fired_everywhere(crash):
             return "failed"
         if not fault.fault_passed(crash):
             return "different"
-    return report["verdict"]
+    return report.verdict
 
 
 def format_matrix(rows: list[dict]) -> str:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_parity.compare.findings import EQUIVALENT, criterion_in_words
 from ddp_parity.compare.report import noise_line
-from ddp_parity.harness.comparing import (
-    EQUIVALENT,
-    REFERENCE_TOLERANCE,
-    compare_against_reference,
-    describe_criterion,
-)
+from ddp_parity.harness.comparing import REFERENCE_TOLERANCE, compare_against_reference, describe_criterion
 
 
 def reference_report(out: Path, rtol: float, atol: float, sides: list[str], noise=None) -> dict:
@@ -28,7 +24,7 @@ def format_reference(ref: dict) -> str:
     if crit == "noise":
         lines = ["reference (one process on the global batches; against the measured noise):"]
     else:
-        lines = [f"reference (one process on the global batches; |a-b| <= {crit['atol']} + {crit['rtol']}*|b|):"]
+        lines = [f"reference (one process on the global batches; {criterion_in_words(crit)}):"]
     for side, r in ref["against"].items():
         loss, params = r["per_step"]["loss"], r["params"]
         lines.append(

@@ -37,7 +37,7 @@ def compare_existing(args) -> int:
             if args.noise_control else None,
         )  # fmt: skip
         out_dir.commit()
-    step = step_to_replay(report, run_a, run_b)
+    step = step_to_replay(report.first_divergence, run_a, run_b, under_noise=report.noise is not None)
     if step is not None:  # the divergence lies after the watched steps: say how to watch it
         print(replay_instruction(step, run_a, run_b, harness=harness_command()))
     return comparing.exit_code(report)
