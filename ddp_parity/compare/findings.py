@@ -2,8 +2,8 @@
 where, why, the fix and the evidence) and the `Report` it sits in (verdict, figures, labels, timing,
 warnings, and what the launches left). `pipeline.build_report` and `harness.comparing`'s
 `failed_report`/`unreadable_report` construct a Report; every output renders one: the terminal text
-(report.py, diagnosis.format_diagnosis), report.json (`to_json`, the documented keys of
-docs/report.md), report.html, the pytest failure message and the matrix table.
+(report.py, diagnosis.format_diagnosis), report.json (`to_json`, the keys docs/trace-format.md
+documents), report.html, the pytest failure message and the matrix table.
 
 `from_json` reads report.json back, tolerantly: a page can be re-rendered from a report written by
 an older version or edited by hand (a part of the wrong type is left out, never a crash). Nothing
