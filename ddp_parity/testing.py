@@ -158,10 +158,10 @@ def run_and_judge(launches: list[Launch], workdir: Path, criterion, limits, para
 
 def compare_and_diagnose(run_a: Path, run_b: Path, rtol: float, atol: float, ignore_config=()) -> Report:
     """The report (diagnosis and warnings included), the loss curves with it."""
-    from ddp_parity.compare.pipeline import compare_pair  # the comparison imports torch: only when comparing
+    from ddp_parity.compare.pipeline import compare_to_report  # the comparison imports torch: only when comparing
     from ddp_parity.compare.walk import Criterion
 
-    return compare_pair(run_a, run_b, Criterion(rtol, atol), ignore_config=tuple(ignore_config))
+    return compare_to_report(run_a, run_b, Criterion(rtol, atol), ignore_config=tuple(ignore_config))
 
 
 # ---------------------------------------------------------------------------------------------

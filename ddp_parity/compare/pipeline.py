@@ -32,13 +32,13 @@ def compare_traces(
     against the noise they measure (compare/noise.py). Raises TraceFormatError for a run that
     cannot be read, ValueError for a bad tolerance."""
     return strict_json(
-        compare_pair(
+        compare_to_report(
             run_a, run_b, Criterion(rtol, atol), key_map, ignore_config, labels, controls, noise_factor
         ).to_json()
     )
 
 
-def compare_pair(
+def compare_to_report(
     run_a, run_b, criterion: Criterion, key_map=None, ignore_config=(), labels=None, controls=(), noise_factor=FACTOR
 ) -> Report:
     """compare_traces's Report (the renderers' input), the loss curves with it."""

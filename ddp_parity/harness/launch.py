@@ -56,6 +56,7 @@ def strategy_flags(side: str) -> list[str]:
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_PORT = 10000  # below it lie the well-known and the commonly configured service ports
 _handed_out: set[int] = set()  # this process's picks: two launches started together never share one
+_picking = threading.Lock()  # launches started from threads at once pick one at a time
 
 
 def free_port() -> int:
@@ -65,12 +66,14 @@ def free_port() -> int:
     rendezvous binds it, and the launch dies of EADDRINUSE. Below the range only another explicit
     pick can; the draw is random (not `random`, which a test may have seeded) and checked by a bind."""
     ports = range(LOWEST_PORT, ephemeral_low())
-    draw = random.SystemRandom()
-    for _ in range(100) if len(ports) > 100 else ():
-        port = draw.choice(ports)
-        if port not in _handed_out and port_is_free(port):
-            _handed_out.add(port)
-            return port
+    if len(ports) > 100:
+        draw = random.SystemRandom()
+        with _picking:
+            for _ in range(100):
+                port = draw.choice(ports)
+                if port not in _handed_out and port_is_free(port):
+                    _handed_out.add(port)
+                    return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # no room below the range: the kernel's pick
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
