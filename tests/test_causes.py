@@ -61,7 +61,7 @@ def test_a_loss_that_differs_at_step_one_with_dropout_ranks_the_random_stream_fi
         records_b=records_b,
     )
     _, d = run_diagnosis(a, b)
-    assert (d["category"], d["step"], d["rank"]) == ("undetermined", 1, 0)
+    assert (d["category"], d["kind"], d["step"], d["rank"]) == ("undetermined", "undetermined.unrecorded", 1, 0)
     causes = [c["cause"] for c in d["candidates"]]
     assert causes[:2] == ["rng", "data_pipeline"] and {"loss", "module_state"} <= set(causes), causes
     assert {u["evidence"] for u in d["unchecked"]} == {"batch", "watch"}, d["unchecked"]

@@ -31,6 +31,16 @@ def test_an_unexplained_loss_difference_is_consistent_and_says_what_is_missing(t
     assert d["category"] == "undetermined" and len(d["candidates"]) >= 2
 
 
+def test_a_fix_to_record_more_without_what_is_missing_is_a_problem(tmp_path):
+    """`undetermined.unrecorded` tells the user what to record: without the evidence a side lacks, that
+    fix has nothing behind it."""
+    a, b = _loss_pair(tmp_path)
+    report, d = run_diagnosis(a, b)
+    assert d["kind"] == "undetermined.unrecorded" and d["unchecked"]
+    problems = story_problems(Finding.from_json({**d, "unchecked": []}), a, b, report["first_divergence"])
+    assert any(p.startswith("undetermined.unrecorded gives its fix without its evidence") for p in problems), problems
+
+
 def test_a_category_the_module_finding_contradicts_is_a_problem(tmp_path):
     a, b = _loss_pair(tmp_path)
     report, d = run_diagnosis(a, b)

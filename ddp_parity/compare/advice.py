@@ -15,6 +15,11 @@ class Advice(NamedTuple):
     fix: str  # the advice line
 
 
+_UNDETERMINED_WHY = (
+    "The recorded evidence does not single out one cause; the candidates, most likely first: {ranked}. "
+    "What tells them apart: {separate}"
+)
+
 ADVICE: dict[str, Advice] = {
     "equivalent": Advice("", "Nothing to fix."),
     "crash": Advice(
@@ -71,7 +76,8 @@ ADVICE: dict[str, Advice] = {
         "The optimizer applies each group's hyperparameters to its parameters, so these parameters are "
         "updated differently from the first step on: a typical split is weight decay on every parameter "
         "on one side and biases and norms excluded on the other.",
-        "Build the same param groups on both sides: {fix}.",
+        "Build the same param groups on both sides: give {names} the same {key} on both sides (one param group "
+        "for them, or the same split).",
     ),
     "param_groups.class": Advice(
         "Another optimizer class computes another update from the same gradients.",
@@ -252,10 +258,10 @@ ADVICE: dict[str, Advice] = {
         "With equal inputs and parameters a module computes what its mode makes it compute: {what}",
         "{fix}",
     ),
-    "undetermined": Advice(
-        "The recorded evidence does not single out one cause; the candidates, most likely first: {ranked}. "
-        "What tells them apart: {separate}",
-        "{fix}",
+    "undetermined": Advice(_UNDETERMINED_WHY, "Tell them apart: {separate}"),
+    # the same, where a side did not record what would tell the candidates apart
+    "undetermined.unrecorded": Advice(
+        _UNDETERMINED_WHY, "Record what would tell them apart, then compare again: {changes}."
     ),
     "optimizer.lr": Advice(
         "The learning-rate schedule is stepped differently: per optimizer step on one side and per "

@@ -421,9 +421,8 @@ def check_param_groups(ctx: Context) -> Finding | None:
     facts = f"The optimizer's param groups differ before any step ({na} vs {nb}): {'; '.join(lines)}."
     setting, names = next(iter(differing.items()))
     key = setting.split(":", 1)[0]
-    fix = f"give {_name_list(names)} the same {key} on both sides (one param group for them, or the same split)"
     evidence = {"differences": {setting: names for setting, names in differing.items()}}
-    return finding(ctx, "param_groups", None, None, evidence, facts, fix=fix)
+    return finding(ctx, "param_groups", None, None, evidence, facts, names=_name_list(names), key=key)
 
 
 def _settings_by_param(optimizer: dict) -> dict[str, dict]:
@@ -958,14 +957,11 @@ def _undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence
     unchecked = ctx.unchecked()
     ranked = "; ".join(f"({i}) {CANDIDATES[c][0]}" for i, c in enumerate(causes, 1))
     separate = "; ".join(dict.fromkeys(CANDIDATES[c][1] for c in causes)) + "."
-    if unchecked:
-        changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in unchecked)
-        fix = f"Record what would tell them apart, then compare again: {changes}."
-    else:
-        fix = f"Tell them apart: {separate}"
+    changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in unchecked)
+    kind = "undetermined.unrecorded" if unchecked else "undetermined"
     facts = f"{facts} {_equal_up_to(ctx, f)}"
     result = finding(
-        ctx, "undetermined", f["step"], f["rank"], evidence, facts, ranked=ranked, separate=separate, fix=fix
+        ctx, kind, f["step"], f["rank"], evidence, facts, ranked=ranked, separate=separate, changes=changes
     )
     result.candidates = [
         {

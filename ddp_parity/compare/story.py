@@ -110,6 +110,10 @@ REQUIRED_EVIDENCE = {
         lambda d: "batch_digest" in d.evidence or _module_kind(d) == "batch",
     ),
     "undetermined": ("at least two ranked candidates", lambda d: len(d.candidates) >= 2),
+    "undetermined.unrecorded": (
+        "at least two ranked candidates and the evidence a side did not record",
+        lambda d: len(d.candidates) >= 2 and bool(d.unchecked),
+    ),
 }
 
 
