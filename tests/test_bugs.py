@@ -84,7 +84,7 @@ def test_param_groups_not_recorded_on_one_side_is_said_not_guessed(tmp_path):
     candidates are ranked and the record call that would separate them is given."""
     case = Case("no optimizer=", "-", MLP, MLP.changed(decay_split=False, record_optimizer=False))
     d = run_case(case, tmp_path).diagnosis
-    assert (d["category"], d["step"]) == ("undetermined", 1), d
+    assert (d["category"], d["kind"], d["step"]) == ("undetermined", "undetermined.unrecorded", 1), d
     assert [c["cause"] for c in d["candidates"]][0] == "param_groups", d["candidates"]
     assert [(u["evidence"], u["sides"]) for u in d["unchecked"]] == [("optimizer", ["changed"])], d["unchecked"]
     assert "optimizer=optimizer" in d["advice"] and "clip" not in d["advice"].split(":")[0]
@@ -95,6 +95,6 @@ def test_without_a_module_watch_a_loss_difference_ranks_candidates_instead_of_pi
     threads recorded equal. Without the watch the diagnosis says what it knows and what to record."""
     case = Case("no watch", "-", MLP.changed(watch=False), MLP.changed(watch=False, label_smoothing=0.1))
     d = run_case(case, tmp_path).diagnosis
-    assert (d["category"], d["step"]) == ("undetermined", 1), d
+    assert (d["category"], d["kind"], d["step"]) == ("undetermined", "undetermined.unrecorded", 1), d
     assert "loss" in [c["cause"] for c in d["candidates"]] and "threads" not in d["advice"]
     assert [u["evidence"] for u in d["unchecked"]] == ["watch"] and "recorder.watch(model)" in d["advice"]
