@@ -1,0 +1,54 @@
+"""The programs of the corpus: where each comes from, what it does that the tutorial's loop does not, and the
+tiny config both sides run (docs/programs.md)."""
+
+from __future__ import annotations
+
+from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
+from benchmarks.programs.run import Program
+
+NANOGPT_TINY = [
+    "--out_dir={out}",
+    "--dataset=tiny_char",
+    "--device=cpu",
+    "--backend=gloo",
+    "--dtype=float32",
+    "--compile=False",
+    "--n_layer=2",
+    "--n_head=2",
+    "--n_embd=32",
+    "--block_size=16",
+    "--batch_size=4",
+    "--gradient_accumulation_steps=4",
+    "--max_iters=6",
+    "--eval_interval=100",
+    "--eval_iters=4",
+    "--warmup_iters=2",
+    "--lr_decay_iters=6",
+    "--learning_rate=1e-3",
+    "--min_lr=1e-4",
+]
+
+PROGRAMS = {
+    p.name: p
+    for p in [
+        Program(
+            name="nanogpt",
+            folder="nanogpt",
+            raw=["train.py", *NANOGPT_TINY],
+            port=["lightning_port.py", *NANOGPT_TINY],
+            style="weight tying; random windows by torch.randint, no DataLoader; lr by hand every iteration; "
+            "accumulation via require_backward_grad_sync; evaluation at iteration 0 on rank 0",
+            source="karpathy/nanoGPT train.py, model.py, configurator.py (MIT)",
+            prepare=lambda work: prepare_nanogpt(str(work)),
+            ignore_config=("out_dir",),
+        ),
+        Program(
+            name="ddp_tutorial",
+            folder="ddp_tutorial",
+            raw=["multigpu_torchrun.py", "2", "1", "--batch_size=32", "--run_dir={out}/trace"],
+            port=["lightning_port.py", "2", "1", "--batch_size=32", "--run_dir={out}/trace"],
+            style="the classic: a map-style Dataset, DataLoader + DistributedSampler, SGD, a snapshot every epoch",
+            source="pytorch/examples distributed/ddp-tutorial-series/multigpu_torchrun.py, datautils.py (BSD-3-Clause)",
+        ),
+    ]
+}

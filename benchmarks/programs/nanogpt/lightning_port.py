@@ -1,0 +1,124 @@
+"""nanoGPT's train.py ported to Lightning, written first as a Lightning user would: the same GPT (model.py),
+the same config keys (configurator.py), random windows from the same .bin files through an IterableDataset,
+the cosine schedule as a per-step LambdaLR, accumulation and clipping by the Trainer.
+
+    python lightning_port.py --out_dir=OUT --dataset=tiny_char ...   (run from the directory holding data/)
+"""
+
+import math
+import os
+
+import lightning as L
+import numpy as np
+import torch
+from model import GPT, GPTConfig
+from torch.utils.data import DataLoader, IterableDataset
+
+from ddp_parity import TraceCallback  # parity
+
+# the same defaults and overrides as train.py
+out_dir = "out"
+eval_interval = 2000
+eval_iters = 200
+dataset = "openwebtext"
+gradient_accumulation_steps = 5 * 8
+batch_size = 12
+block_size = 1024
+n_layer = 12
+n_head = 12
+n_embd = 768
+dropout = 0.0
+bias = False
+learning_rate = 6e-4
+max_iters = 600000
+weight_decay = 1e-1
+beta1 = 0.9
+beta2 = 0.95
+grad_clip = 1.0
+decay_lr = True
+warmup_iters = 2000
+lr_decay_iters = 600000
+min_lr = 6e-5
+devices = 2
+config_keys = [k for k, v in globals().items() if not k.startswith("_") and isinstance(v, (int, float, bool, str))]
+exec(open(os.path.join(os.path.dirname(__file__), "configurator.py")).read())
+config = {k: globals()[k] for k in config_keys}
+
+
+class RandomWindows(IterableDataset):
+    """Endless random windows of block_size tokens, as get_batch draws them."""
+
+    def __init__(self, path: str, block_size: int):
+        self.path, self.block_size = path, block_size
+
+    def __iter__(self):
+        data = np.memmap(self.path, dtype=np.uint16, mode="r")
+        while True:
+            i = torch.randint(len(data) - self.block_size, (1,)).item()
+            x = torch.from_numpy(data[i : i + self.block_size].astype(np.int64))
+            y = torch.from_numpy(data[i + 1 : i + 1 + self.block_size].astype(np.int64))
+            yield x, y
+
+
+def get_lr(it):
+    if it < warmup_iters:
+        return learning_rate * (it + 1) / (warmup_iters + 1)
+    if it > lr_decay_iters:
+        return min_lr
+    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+    return min_lr + coeff * (learning_rate - min_lr)
+
+
+class LitGPT(L.LightningModule):
+    def __init__(self, model_args: dict):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = GPT(GPTConfig(**model_args))
+
+    def training_step(self, batch, batch_idx):
+        X, Y = batch
+        _, loss = self.model(X, Y)
+        self.log("train_loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        X, Y = batch
+        _, loss = self.model(X, Y)
+        self.log("val_loss", loss, sync_dist=True)
+
+    def configure_optimizers(self):
+        optimizer = self.model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), "cpu")
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: get_lr(it) / learning_rate)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def main():
+    L.seed_everything(1337)
+    data_dir = os.path.join("data", dataset)
+    model_args = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, bias=bias, dropout=dropout)
+    model_args["vocab_size"] = 65 if os.path.exists(os.path.join(data_dir, "meta.pkl")) else 50304
+    model = LitGPT(model_args)
+    train = DataLoader(RandomWindows(os.path.join(data_dir, "train.bin"), block_size), batch_size=batch_size)
+    val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size), batch_size=batch_size)
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=devices,
+        max_steps=max_iters,
+        accumulate_grad_batches=gradient_accumulation_steps // devices,
+        gradient_clip_val=grad_clip,
+        val_check_interval=eval_interval * gradient_accumulation_steps // devices,
+        limit_val_batches=eval_iters,
+        num_sanity_val_steps=0,
+        callbacks=[TraceCallback(os.path.join(out_dir, "trace"), config=config)],  # parity
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, train, val)
+
+
+if __name__ == "__main__":
+    main()

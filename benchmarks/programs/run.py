@@ -1,0 +1,99 @@
+"""Launch one program's raw loop (torchrun, 2 ranks) and its Lightning port (the Trainer's own launcher), then
+compare their traces with `compare/run.py --traces`: the same commands a user types, on free ports of 127.0.0.1,
+with the thread count set explicitly."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddp_parity.harness.launch import REPO, free_port, torchrun_args
+
+HERE = Path(__file__).resolve().parent
+NPROC = 2
+THREADS = "1"  # per rank: both sides the same, set before either imports torch
+TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    folder: str  # under benchmarks/programs/
+    raw: list[str]  # the loop's script and its arguments; {out} is the side's output directory
+    port: list[str]  # the Lightning port's script and arguments
+    style: str  # what the loop does that the tutorial's does not
+    source: str  # repository, path, license
+    prepare: Callable[[Path], object] | None = None  # writes the data files the program reads, under its cwd
+    ignore_config: tuple[str, ...] = ()  # config keys that name the side's own output place
+    trace: str = "trace"  # the run directory under {out}
+
+    def command(self, args: list[str], out: Path) -> list[str]:
+        return [str(HERE / self.folder / args[0])] + [a.replace("{out}", str(out)) for a in args[1:]]
+
+
+@dataclass
+class PairResult:
+    program: Program
+    rc: int
+    verdict: str
+    diagnosis: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    failed: str | None = None  # which side did not finish, and where its log is
+
+
+def side_env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
+    env.update(OMP_NUM_THREADS=THREADS, MKL_NUM_THREADS=THREADS, PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def run_side(command: list[str], env: dict, cwd: Path, log: Path) -> int:
+    with open(log, "w") as out:
+        proc = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
+    return proc.returncode
+
+
+def run_raw(program: Program, work: Path) -> int:
+    command = torchrun_args(NPROC, free_port()) + program.command(program.raw, work / "raw")
+    return run_side(command, side_env(), work, work / "raw.log")
+
+
+def run_port(program: Program, work: Path) -> int:
+    command = [sys.executable] + program.command(program.port, work / "lightning")
+    env = side_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    return run_side(command, env, work, work / "lightning.log")
+
+
+def compare(program: Program, work: Path) -> tuple[int, str, dict]:
+    out = work / "compare"
+    ignore = [a for key in program.ignore_config for a in ("--ignore-config", key)]
+    traces = [str(work / side / program.trace) for side in ("raw", "lightning")]
+    command = [sys.executable, "compare/run.py", "--traces", *traces, "--out", str(out), "--overwrite", *ignore]
+    proc = subprocess.run(command, cwd=REPO, env=side_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    (work / "compare.log").write_text(proc.stdout + proc.stderr)
+    verdict = next((line for line in proc.stdout.splitlines() if line.startswith("verdict:")), proc.stderr.strip())
+    report = out / "report.json"
+    diagnosis = json.loads(report.read_text()).get("diagnosis", {}) if report.exists() else {}
+    return proc.returncode, verdict, diagnosis
+
+
+def run_pair(program: Program, work: Path) -> PairResult:
+    """Raw, then the port, then the comparison; a side that fails is reported with its log, not compared."""
+    started = time.perf_counter()
+    shutil.rmtree(work, ignore_errors=True)  # a snapshot left by an earlier run would be resumed
+    work.mkdir(parents=True)
+    if program.prepare is not None:
+        program.prepare(work)
+    for side, launch in (("raw", run_raw), ("lightning", run_port)):
+        if (rc := launch(program, work)) != 0:
+            failed = f"{side} exited {rc}; log: {work / (side + '.log')}"
+            return PairResult(program, 3, "FAILED", seconds=time.perf_counter() - started, failed=failed)
+    rc, verdict, diagnosis = compare(program, work)
+    return PairResult(program, rc, verdict, diagnosis, time.perf_counter() - started)
