@@ -28,6 +28,10 @@ NANOGPT_TINY = [
     "--min_lr=1e-4",
 ]
 
+HF_TINY = ["--num_epochs=2", "--batch_size=32", "--train_size=128", "--validation_size=32", "--run_dir={out}/trace"]
+
+STREAM_TINY = ["--epochs=2", "--size=64", "--batch_size=4", "--run_dir={out}/trace"]
+
 PROGRAMS = {
     p.name: p
     for p in [
@@ -49,6 +53,26 @@ PROGRAMS = {
             port=["lightning_port.py", "2", "1", "--batch_size=32", "--run_dir={out}/trace"],
             style="the classic: a map-style Dataset, DataLoader + DistributedSampler, SGD, a snapshot every epoch",
             source="pytorch/examples distributed/ddp-tutorial-series/multigpu_torchrun.py, datautils.py (BSD-3-Clause)",
+        ),
+        Program(
+            name="hf_accelerate",
+            folder="hf_accelerate",
+            raw=["nlp_example.py", *HF_TINY],
+            port=["lightning_port.py", *HF_TINY],
+            style="dict batches (model(**batch), outputs.loss); accumulation by `step % n == 0`; a per-step "
+            "warmup scheduler; accuracy over gathered predictions each epoch",
+            source="huggingface/accelerate examples/nlp_example.py (Apache-2.0); accelerate, transformers and "
+            "datasets stood in for by plain torch (standins.py)",
+        ),
+        Program(
+            name="iterable",
+            folder="iterable",
+            raw=["train.py", *STREAM_TINY],
+            port=["lightning_port.py", *STREAM_TINY],
+            style="an IterableDataset of indices split by rank and worker (no sampler at all); the DDP "
+            "tutorial's ToyModel, MSELoss and SGD",
+            source="pytorch/pytorch torch/utils/data/dataset.py (IterableDataset docstring example) and "
+            "pytorch/tutorials intermediate_source/ddp_tutorial.rst demo_basic (BSD-3-Clause)",
         ),
     ]
 }

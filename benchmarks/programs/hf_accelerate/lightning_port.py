@@ -1,0 +1,96 @@
+"""accelerate's nlp_example.py ported to Lightning, written first as a Lightning user would: the same model,
+tokenized data and collate function (standins.py), AdamW with the linear warmup schedule stepped every optimizer
+step, the batch size over MAX_GPU_BATCH_SIZE turned into accumulate_grad_batches, accuracy over the gathered
+predictions at each epoch's end.
+
+    python lightning_port.py --num_epochs 2 --batch_size 32 --run_dir OUT/trace
+"""
+
+import argparse
+
+import lightning as L
+import torch
+from standins import (
+    AccuracyMetric,
+    AutoModelForSequenceClassification,
+    Tokenizer,
+    get_linear_schedule_with_warmup,
+    load_tokenized_mrpc,
+)
+from torch.utils.data import DataLoader
+
+from ddp_parity import TraceCallback  # parity
+
+MAX_GPU_BATCH_SIZE = 16
+EVAL_BATCH_SIZE = 32
+
+
+class LitClassifier(L.LightningModule):
+    def __init__(self, lr: float = 2e-5, num_warmup_steps: int = 100):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased", return_dict=True)
+        self.metric = AccuracyMetric()
+        self.last_validation = None
+
+    def training_step(self, batch, batch_idx):
+        return self.model(**batch).loss
+
+    def validation_step(self, batch, batch_idx):
+        predictions = self.model(**batch).logits.argmax(dim=-1)
+        self.metric.add_batch(
+            predictions=self.all_gather(predictions).flatten(), references=self.all_gather(batch["labels"]).flatten()
+        )
+
+    def on_validation_epoch_end(self):
+        self.last_validation = self.metric.compute()  # parity: unrounded, what TraceCallback records
+        self.log("val_accuracy", self.last_validation["accuracy"])
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr)
+        scheduler = get_linear_schedule_with_warmup(
+            optimizer, self.hparams.num_warmup_steps, self.trainer.estimated_stepping_batches
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def main():
+    parser = argparse.ArgumentParser(description="nlp_example.py in Lightning")
+    parser.add_argument("--num_epochs", type=int, default=3)
+    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument("--train_size", type=int, default=3668)
+    parser.add_argument("--validation_size", type=int, default=408)
+    parser.add_argument("--run_dir", default="trace")
+    args = parser.parse_args()
+    config = {
+        "lr": 2e-5,
+        "num_epochs": args.num_epochs,
+        "correct_bias": True,
+        "seed": 42,
+        "batch_size": args.batch_size,
+    }
+    L.seed_everything(config["seed"])
+    accumulate = max(1, args.batch_size // MAX_GPU_BATCH_SIZE)
+    batch_size = min(args.batch_size, MAX_GPU_BATCH_SIZE)
+    data = load_tokenized_mrpc(args.train_size, args.validation_size)
+    tokenizer = Tokenizer()
+    train = DataLoader(data["train"], shuffle=True, collate_fn=tokenizer.pad, batch_size=batch_size)
+    val = DataLoader(data["validation"], shuffle=False, collate_fn=tokenizer.pad, batch_size=EVAL_BATCH_SIZE)
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=2,
+        max_epochs=args.num_epochs,
+        accumulate_grad_batches=accumulate,
+        callbacks=[TraceCallback(args.run_dir, config=config)],  # parity
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    trainer.fit(LitClassifier(lr=config["lr"]), train, val)
+
+
+if __name__ == "__main__":
+    main()
