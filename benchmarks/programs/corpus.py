@@ -32,6 +32,8 @@ HF_TINY = ["--num_epochs=2", "--batch_size=32", "--train_size=128", "--validatio
 
 STREAM_TINY = ["--epochs=2", "--size=64", "--batch_size=4", "--run_dir={out}/trace"]
 
+IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
+
 PROGRAMS = {
     p.name: p
     for p in [
@@ -73,6 +75,16 @@ PROGRAMS = {
             "tutorial's ToyModel, MSELoss and SGD",
             source="pytorch/pytorch torch/utils/data/dataset.py (IterableDataset docstring example) and "
             "pytorch/tutorials intermediate_source/ddp_tutorial.rst demo_basic (BSD-3-Clause)",
+        ),
+        Program(
+            name="imagenet",
+            folder="imagenet",
+            raw=["main.py", *IMAGENET_TINY],
+            port=["lightning_port.py", *IMAGENET_TINY],
+            style="the lr set by hand every epoch (adjust_learning_rate); the global batch divided by the world "
+            "size; validation of the whole set on every rank, averaged by AverageMeter",
+            source="pytorch/examples imagenet/main.py, the adjust_learning_rate version (BSD-3-Clause); "
+            "ImageFolder and resnet18 stood in for by synthetic images and a tiny CNN",
         ),
     ]
 }
