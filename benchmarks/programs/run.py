@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddp_parity import compare_traces
 from ddp_parity.harness.launch import REPO, free_port, torchrun_args
 
 HERE = Path(__file__).resolve().parent
@@ -84,8 +85,16 @@ def compare(program: Program, work: Path) -> tuple[int, str, dict]:
     return proc.returncode, verdict, diagnosis
 
 
-def run_pair(program: Program, work: Path) -> PairResult:
-    """Raw, then the port, then the comparison; a side that fails is reported with its log, not compared."""
+def compare_here(program: Program, work: Path) -> tuple[int, str, dict]:
+    """The same comparison through the public API, in this process (no interpreter to start: the tests' way)."""
+    traces = [work / side / program.trace for side in ("raw", "lightning")]
+    report = compare_traces(*traces, ignore_config=program.ignore_config)
+    return (0 if report["verdict"] == "equivalent" else 1), f"verdict: {report['verdict']}", report["diagnosis"]
+
+
+def run_pair(program: Program, work: Path, in_process: bool = False) -> PairResult:
+    """Raw, then the port, then the comparison (compare/run.py, or `compare_traces` here with in_process); a side
+    that fails is reported with its log, not compared."""
     started = time.perf_counter()
     shutil.rmtree(work, ignore_errors=True)  # a snapshot left by an earlier run would be resumed
     work.mkdir(parents=True)
@@ -95,5 +104,5 @@ def run_pair(program: Program, work: Path) -> PairResult:
         if (rc := launch(program, work)) != 0:
             failed = f"{side} exited {rc}; log: {work / (side + '.log')}"
             return PairResult(program, 3, "FAILED", seconds=time.perf_counter() - started, failed=failed)
-    rc, verdict, diagnosis = compare(program, work)
+    rc, verdict, diagnosis = (compare_here if in_process else compare)(program, work)
     return PairResult(program, rc, verdict, diagnosis, time.perf_counter() - started)
