@@ -383,7 +383,9 @@ def test_a_lone_surrogate_escape_is_a_malformed_trace_and_a_pair_is_text(tmp_pat
         damaged = b / "validation.jsonl"
     code, stderr = traces_exit(a, b, tmp_path)
     assert_one_line_error(code, stderr, "malformed trace", str(damaged), "lone surrogate")
-    assert traces_exit(a, a, tmp_path / "pair")[0] == 0  # the pair is text
+    twin = tmp_path / "twin"  # a copy: the same run twice is refused
+    shutil.copytree(a, twin)
+    assert traces_exit(a, twin, tmp_path / "pair")[0] == 0  # the pair is text
 
 
 @pytest.mark.parametrize("line", [b'{"step": 1, "x": "\xff"}', b'{"step": 1e999}', b"[1]", b'"step"', b"[" * 5000])
@@ -456,3 +458,58 @@ def test_fuzz_the_trace_reader_never_raises_anything_but_one_malformed_line():
                 streams = {"a": {0: iter(records)}, "b": {0: iter(json.loads(json.dumps(records)))}}
                 walk_streams(streams, Criterion(), names={"a": "a", "b": "b"})
     assert accepted > 100 and refused > 10_000  # both paths were exercised
+
+
+# ---------------------------------------------------------------------------------------------
+# the runs given to --traces: checked before they are trusted (issue 39)
+
+
+def test_the_same_run_twice_is_refused_by_path_or_link(tmp_path):
+    """Before: `--traces A A` (a typo in a CI script) was EQUIVALENT, exit 0."""
+    a, _ = run_pair(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(a)
+    for other in (a, link):
+        code, stderr = traces_exit(a, other, tmp_path)
+        assert_one_line_error(code, stderr, "the same run twice", str(a))
+        assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("where", ["both", "b"])
+def test_a_rank_file_missing_against_world_size_is_refused(tmp_path, where):
+    """Before: rank1.jsonl missing on both sides of a world-2 pair was EQUIVALENT on rank 0 alone
+    (a multi-node run whose second host's traces were not collected)."""
+    a, b = run_pair(tmp_path)
+    for run in (a, b) if where == "both" else (b,):
+        (run / "trace" / "rank1.jsonl").unlink()
+    code, stderr = traces_exit(a, b, tmp_path)
+    assert_one_line_error(code, stderr, "no rank1.jsonl", "world_size 2")
+
+
+def test_a_world_size_larger_than_the_rank_files_is_refused(tmp_path):
+    a, b = run_pair(tmp_path)
+    for run in (a, b):
+        meta = json.loads((run / "meta.json").read_text())
+        (run / "meta.json").write_text(json.dumps({**meta, "world_size": 3}))
+    code, stderr = traces_exit(a, b, tmp_path)
+    assert_one_line_error(code, stderr, "no rank2.jsonl", "world_size 3")
+
+
+@pytest.mark.parametrize("out", ["a", "."])
+def test_out_that_is_or_holds_an_input_run_is_refused_and_the_runs_kept(tmp_path, out):
+    """Before: `--out RUN_A --overwrite` gave a misleading error (the runs were kept intact)."""
+    a, b = run_pair(tmp_path)
+    before = {p: p.read_bytes() for p in files_under(tmp_path) if p.is_file()}
+    code, _, stderr = harness_in_process("--traces", a, b, "--out", tmp_path / out, "--overwrite")
+    assert_one_line_error(code, stderr, "--out", "the input run", "choose another --out")
+    assert {p: p.read_bytes() for p in files_under(tmp_path) if p.is_file()} == before
+
+
+def test_the_bug_corpus_refuses_a_case_name_it_does_not_have(capsys):
+    """Before: `python -m benchmarks.bugs --only NO_SUCH_CASE` printed an empty table, exit 0."""
+    from benchmarks.bugs.__main__ import main as bugs_main
+
+    with pytest.raises(SystemExit) as exit_:
+        bugs_main(["--only", "NO_SUCH_CASE"])
+    assert exit_.value.code == 2
+    assert "--only NO_SUCH_CASE: no case's name contains it" in capsys.readouterr().err

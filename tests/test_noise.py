@@ -5,6 +5,8 @@ slips no trace records), then the harness flags."""
 from __future__ import annotations
 
 import json
+import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from ddp_parity import TraceRecorder, compare_traces
-from ddp_parity.compare.noise import FACTOR, FLOOR, Distances, judge, layer_names, measure
+from ddp_parity.compare.noise import FACTOR, FIRST_STEP_FLOOR, FLOOR, Distances, judge, layer_names, measure
+from ddp_parity.compare.report import noise_line, plot_noise_png
 from ddp_parity.harness import cli
 from ddp_parity.model import nudge_by_ulps
 from ddp_parity.trace import read_records
@@ -96,6 +99,7 @@ def train(
     clip=None,
     wrapped=False,
     drop_sample=None,
+    lr=0.05,
 ) -> Path:
     """60 steps of a 64-256-256-10 MLP, SGD with momentum in two groups, on a fixed synthetic task.
     `clip`: the gradient norm clipped at this value (after the norm is recorded); `wrapped`: the
@@ -115,7 +119,7 @@ def train(
         weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
         biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
         groups = [{"params": weights}, {"params": biases, "momentum": bias_momentum}]
-        optimizer = torch.optim.SGD(groups, lr=0.05, momentum=0.9)
+        optimizer = torch.optim.SGD(groups, lr=lr, momentum=0.9)
         g = torch.Generator().manual_seed(1)
         x = torch.randn(1024, 64, generator=g)
         y = (x @ torch.randn(64, 10, generator=g)).argmax(1)
@@ -293,6 +297,10 @@ def test_traces_with_noise_controls_write_the_judgement_and_its_plot(own_runs, t
         (["--noise-factor", "1"], "--noise-factor 1.0: must be a finite number above 1"),
         (["--tolerance", "noise", "--traces", "a", "b"], "name the control runs with --noise-control"),
         (["--tolerance", "noise", "--matrix", "configs/matrix.yaml"], "not with --matrix yet"),
+        # issue 39: an explicit exact verdict is not silently replaced; a factor nothing reads is not ignored
+        (["--traces", "a", "b", "--tolerance", "exact", "--noise-control", "c"], "--tolerance exact with --noise"),
+        (["--traces", "a", "b", "--noise-factor", "5"], "--noise-factor: only with --tolerance noise"),
+        (["--tolerance", "noise", "--noise-factor", "1e250"], "at most 1e+06"),
     ],
 )
 def test_noise_flags_that_cannot_work_are_refused_in_one_line(flags, message, tmp_path, capsys):
@@ -310,3 +318,105 @@ def test_a_noise_control_that_is_no_run_is_refused_before_anything_is_written(ow
     assert cli.main([*args, "--noise-control", str(tmp_path)]) == 2
     assert "no meta.json" in capsys.readouterr().err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# --noise-control RUN is checked before it is used (issue 39; issue 36's controls of another script)
+
+
+def with_controls(own_runs, b, *controls, out) -> list[str]:
+    args = ["--traces", str(own_runs["base"]), str(b), "--out", str(out)]
+    for control in controls:
+        args += ["--noise-control", str(control)]
+    return args
+
+
+def refused(args: list[str], capsys, *words: str) -> None:
+    out = Path(args[args.index("--out") + 1])
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and all(word in err[0] for word in words), err
+    assert not out.exists()
+
+
+def test_a_control_that_is_one_of_the_pair_is_refused(own_runs, tmp_path, capsys):
+    """Before: B as its own control made B's distance the envelope: a bug became within noise."""
+    smoothing, control = own_runs["smoothing"], own_runs["controls"][0]
+    refused(with_controls(own_runs, smoothing, smoothing, control, out=tmp_path / "o"), capsys, "is RUN_B")
+    link = tmp_path / "link"
+    link.symlink_to(own_runs["base"])
+    refused(with_controls(own_runs, smoothing, link, control, out=tmp_path / "o"), capsys, "is RUN_A")
+    copy = tmp_path / "copy"  # the same recorded run (start, hosts, pids) in another folder
+    shutil.copytree(smoothing, copy)
+    refused(with_controls(own_runs, smoothing, copy, control, out=tmp_path / "o"), capsys, "is RUN_B")
+
+
+def test_a_control_given_twice_is_refused(own_runs, tmp_path, capsys):
+    control = own_runs["controls"][0]
+    args = with_controls(own_runs, own_runs["smoothing"], control, control, out=tmp_path / "o")
+    refused(args, capsys, "repeats the control")
+
+
+def test_a_control_of_another_setup_is_refused_naming_the_key(own_runs, tmp_path, capsys):
+    other_lr = train(tmp_path / "lr", init_ulps_seed=1, lr=0.06)
+    args = with_controls(own_runs, own_runs["smoothing"], own_runs["controls"][0], other_lr, out=tmp_path / "o")
+    refused(args, capsys, "optimizer.param_groups", "may change only how sums round")
+
+
+def edited_copy(run: Path, folder: Path, **meta_changes) -> Path:
+    shutil.copytree(run, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta.update(meta_changes)
+    meta["started"] = "another start"  # another recorded run, not a copy of this one
+    (folder / "meta.json").write_text(json.dumps(meta))
+    return folder
+
+
+def test_a_control_at_another_world_or_short_of_steps_is_refused(own_runs, tmp_path, capsys):
+    control = own_runs["controls"][0]
+    world = edited_copy(control, tmp_path / "world", world_size=2)
+    shutil.copy(world / "trace" / "rank0.jsonl", world / "trace" / "rank1.jsonl")
+    args = with_controls(own_runs, own_runs["smoothing"], world, own_runs["controls"][1], out=tmp_path / "o")
+    refused(args, capsys, "world size 2, RUN_A's is 1")
+    short = edited_copy(control, tmp_path / "short")
+    trace = short / "trace" / "rank0.jsonl"
+    trace.write_text("".join(trace.read_text().splitlines(keepends=True)[:40]))
+    args = with_controls(own_runs, own_runs["smoothing"], short, own_runs["controls"][1], out=tmp_path / "o")
+    refused(args, capsys, "recorded no step 41..60 of RUN_A's 1..60")
+
+
+def test_a_control_that_does_not_reproduce_its_side_at_the_first_step_is_refused(own_runs, tmp_path, capsys):
+    """Issue 36: controls recorded from another version of the script (here label smoothing: the same
+    setup as far as anything records) are far from their side at step 1, before rounding compounds;
+    their envelope would swallow a bug. The figure is in the line."""
+    other = [train(tmp_path / f"other-{seed}", init_ulps_seed=seed, label_smoothing=0.01) for seed in (1, 2)]
+    args = with_controls(own_runs, own_runs["smoothing"], *other, out=tmp_path / "o")
+    refused(args, capsys, "does not reproduce RUN_A", "apart at the first step")
+    mixed = with_controls(own_runs, own_runs["threads"], own_runs["controls"][0], other[0], out=tmp_path / "o")
+    refused(mixed, capsys, f"--noise-control {other[0]}: does not reproduce RUN_A")
+
+
+def test_report_json_names_each_control_and_what_it_varied(own_runs, tmp_path):
+    out = tmp_path / "out"
+    assert cli.main(with_controls(own_runs, own_runs["threads"], *own_runs["controls"], out=out)) in (0, 1)
+    noise = json.loads((out / "report.json").read_text())["noise"]
+    assert noise["controls"] == [str(c) for c in own_runs["controls"]]  # kept: a key is never removed
+    setups = noise["control_setups"]
+    assert [s["path"] for s in setups] == noise["controls"]
+    assert all(s["reproduces"] is True and s["varied"] == {} for s in setups), setups
+    assert all(0 < s["first_step_distance"] <= FACTOR * max(s["spread"], FIRST_STEP_FLOOR) for s in setups)
+
+
+def test_the_noise_plot_draws_any_distance_without_raising():
+    """Before: a bound of 1e250 (--noise-factor 1e250) made matplotlib raise OverflowError after the
+    verdict, and report.html was never written; an infinite distance (a NaN on one side) too."""
+    curve = {"steps": [1, 2, 3], "pair": [0.0, 1e-3, math.inf], "envelope": [1e-8, math.nan, 1e-6]}
+    curve["bound"] = [1e242, 1e243, 1e250]
+    assert plot_noise_png({"curves": {"loss": curve}, "departure": {"step": 2}}).startswith(b"\x89PNG")
+
+
+def test_a_control_that_does_not_reproduce_its_side_is_said_with_the_figure():
+    """Where controls are used anyway (the harness's own, measured after the launch), the line says it."""
+    setups = [{"path": "/x/c1", "reproduces": False, "first_step_distance": 0.5, "spread": 1e-7}]
+    noise = {"departure": None, "worst": {"quantity": "loss", "step": 1, "ratio": 0.5}, "control_setups": setups}
+    assert "WARNING control c1 is 0.5 from its side at the first step, the closest two runs 1e-07" in noise_line(noise)

@@ -34,6 +34,10 @@ from ddp_parity.trace_files import iter_records, read_meta, trace_ranks
 FACTOR = 10.0
 # the smallest distance ever required of a pair: float32's machine epsilon, one rounding of a number
 FLOOR = 2.0**-23
+# the spread below which a first step is not held to the controls' (reproduction): a rounding control
+# of our default model is 8e-7 to 1.2e-6 from its side at step 1 (the closest two 3.7e-7 apart), one
+# of another script (label smoothing 0.01) 1e-2; a control is refused past FACTOR times this
+FIRST_STEP_FLOOR = 1e-6
 # the quantity groups plotted and summarised. Per-layer quantities are keyed by the layer's position
 # ("param #3", "grad #3"): the twins name a layer differently (net.0.weight, net.net.0.weight) and the
 # controls may repeat the other side; reports name it by the pair's first run (`display`)
@@ -206,24 +210,72 @@ def _group(quantity: str) -> str:
     return quantity.split(" ")[0]
 
 
+def first_records(run) -> tuple[int | None, dict[int, dict]]:
+    """The first step a run recorded and each rank's record of it (None, {} for no step)."""
+    firsts = {rank: next(iter_records(run, rank), None) for rank in trace_ranks(run)}
+    firsts = {rank: record for rank, record in firsts.items() if record is not None}
+    step = min((record["step"] for record in firsts.values()), default=None)
+    return step, {rank: record for rank, record in firsts.items() if record["step"] == step}
+
+
+def first_step_distance(run_a, run_b) -> float | None:
+    """The largest distance of any quantity at the first step, over the ranks; None where the two
+    runs did not start at the same step."""
+    (step_a, a), (step_b, b) = first_records(run_a), first_records(run_b)
+    if step_a is None or step_a != step_b:
+        return None
+    names = layer_names(run_a)
+    values = [v for r in sorted(set(a) & set(b)) for v in step_quantities(a[r], b[r], names).values()]
+    return max(values, default=0.0)
+
+
+def reproduction(repeated, controls: list, factor: float = FACTOR) -> list[dict]:
+    """Whether each control reproduces the run it repeats: its distance from that run at the first
+    step, against how far apart rounding alone puts the closest two of the runs (the side and its
+    controls) at that step. Before rounding compounds, a control is a few ulps from its side; one
+    recorded from another version of the script is far from it at once, and its envelope would
+    swallow a bug. A control farther than `factor` times that spread (FIRST_STEP_FLOOR at least) does not
+    reproduce its side; with a single control there is no spread to hold it to (`reproduces` None)."""
+    runs = [repeated, *controls]
+    apart = {(i, j): first_step_distance(runs[i], runs[j]) for i in range(len(runs)) for j in range(i + 1, len(runs))}
+    spread = min((d for d in apart.values() if d is not None), default=None)
+    out = []
+    for index, control in enumerate(controls, start=1):
+        distance = apart[(0, index)]
+        reproduces = None
+        if len(controls) > 1 and distance is not None and spread is not None:
+            reproduces = distance <= factor * max(spread, FIRST_STEP_FLOOR)
+        out.append({"path": str(Path(control)), "first_step_distance": distance, "spread": spread,
+                    "reproduces": reproduces})  # fmt: skip
+    return out
+
+
 @dataclass
 class Controls:
     """The controls (runs of one side again under a change of rounding alone) measured once from the
-    run they repeat, to judge every pair (and the reference) against."""
+    run they repeat, to judge every pair (and the reference) against. `setups`: what each control
+    varied from that run, and whether it reproduces it at the first step (`reproduction`)."""
 
     distances: list[Distances]
     paths: list[str]
     factor: float = FACTOR
+    setups: list[dict] = field(default_factory=list)
 
     @classmethod
-    def measured(cls, repeated, controls: list, factor: float = FACTOR) -> Controls:
-        return cls([measure(repeated, control) for control in controls], [str(Path(c)) for c in controls], factor)
+    def measured(cls, repeated, controls: list, factor: float = FACTOR, varied: list[dict] | None = None) -> Controls:
+        """`varied`: per control, the setup keys it changed from `repeated` ({key: [theirs, its]})."""
+        setups = reproduction(repeated, controls, factor)
+        for setup, keys in zip(setups, varied or [{} for _ in controls]):
+            setup["varied"] = keys
+        paths = [str(Path(c)) for c in controls]
+        return cls([measure(repeated, control) for control in controls], paths, factor, setups)
 
     def judge(self, run_a, run_b, merge_a: bool = False) -> dict:
         """Run b against run a, judged against the controls' distances: the judgement, with the
-        controls' paths (`merge_a`: run a is DDP, run b the one-process reference)."""
+        controls' paths and setups (`merge_a`: run a is DDP, run b the one-process reference)."""
         result = judge(measure(run_a, run_b, merge_a), self.distances, self.factor)
         result["controls"] = list(self.paths)
+        result["control_setups"] = [dict(setup) for setup in self.setups]
         return result
 
 

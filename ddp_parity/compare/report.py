@@ -123,6 +123,12 @@ def noise_line(noise: dict) -> str:
     departure, worst = noise["departure"], noise["worst"]
     unjudged = noise.get("unjudged") or []
     aside = f"; not judged, no control recorded them: {', '.join(unjudged)}" if unjudged else ""
+    for setup in noise.get("control_setups") or []:
+        if setup.get("reproduces") is False:  # its envelope may swallow a bug: said with the figure
+            aside += (
+                f"; WARNING control {Path(setup['path']).name} is {setup['first_step_distance']:.3g} from its side at "
+                f"the first step, the closest two runs {setup['spread']:.3g}: it does not reproduce its side"
+            )
     if departure:
         return (
             f"  noise: leaves the envelope at step {departure['step']}: {departure['quantity']} "
@@ -200,6 +206,24 @@ def load_pyplot():
     return plt
 
 
+# a log axis spans at most this many decades above its floor: matplotlib overflows on a range of
+# hundreds of decades (a bound of 1e250) and cannot place inf at all
+LOG_DECADES = 30
+
+
+def on_log_axis(values: list[float], floor: float) -> list[float]:
+    """Values as a log axis can draw them: zeros on the floor, infinities and NaNs (a distance to a
+    NaN) and anything past LOG_DECADES above the floor at that ceiling."""
+    ceiling = floor * 10.0**LOG_DECADES
+    return [min(v, ceiling) if v > 0 and not math.isnan(v) else (ceiling if math.isnan(v) else floor) for v in values]
+
+
+def log_floor(values) -> float:
+    """A tenth of the smallest positive finite value (1e-12 where there is none)."""
+    positive = [v for v in values if 0 < v < math.inf]
+    return min(positive) / 10 if positive else 1e-12
+
+
 def plot_noise_png(noise: dict) -> bytes:
     """report.json's `noise` drawn: per quantity group, the pair's distance, the controls' envelope
     and the bound (factor x the larger of the envelope and the propagated distance) on a log scale,
@@ -211,10 +235,9 @@ def plot_noise_png(noise: dict) -> bytes:
     fig, axes = plt.subplots(len(curves), 1, figsize=(8, 2.2 * len(curves) + 0.6), sharex=True, squeeze=False)
     departure = noise.get("departure") or {}
     for ax, (group, curve) in zip(axes[:, 0], curves.items()):
-        values = [v for key in ("pair", "envelope", "bound") for v in curve[key] if v > 0]
-        floor = min(values) / 10 if values else 1e-12
+        floor = log_floor(v for key in ("pair", "envelope", "bound") for v in curve[key])
         for key, style in (("pair", "-"), ("envelope", "--"), ("bound", ":")):
-            ax.plot(curve["steps"], [max(v, floor) for v in curve[key]], style, label=key, linewidth=1.2)
+            ax.plot(curve["steps"], on_log_axis(curve[key], floor), style, label=key, linewidth=1.2)
         ax.set_yscale("log")
         ax.set_ylabel(group if group in ("loss", "grad_norm") else f"{group} (worst layer)", fontsize=9)
         if departure.get("step") is not None:
@@ -246,10 +269,10 @@ def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Pa
     common = [s for s in steps_a if s in steps_b]
     diffs = [abs(steps_a[s] - steps_b[s]) for s in common]
     nonzero = [d for d in diffs if d > 0]
-    floor = min(nonzero) / 10 if nonzero else 1e-12
+    floor = log_floor(nonzero)
     bottom.set_yscale("log")
     if common:
-        bottom.plot(common, [d if d > 0 else floor for d in diffs], marker=".", linestyle="none", markersize=3)
+        bottom.plot(common, on_log_axis(diffs, floor), marker=".", linestyle="none", markersize=3)
     bottom.axhline(floor, color="gray", linewidth=0.8, linestyle=":")
     if not nonzero:
         bottom.set_ylim(floor / 10, floor * 1e3)

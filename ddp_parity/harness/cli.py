@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tolerance",
         choices=("exact", "noise"),
-        default="exact",
+        default=None,
         help="exact: bitwise, or within --rtol/--atol; noise: judge the float quantities against the noise "
         "measured by control runs, one side run again under changes of rounding alone (docs/tolerance.md)",
     )
@@ -104,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--noise-factor",
         type=float,
-        default=10.0,
-        help="how far past the controls' envelope a quantity must go to be called different (default 10)",
+        default=None,
+        help="with --tolerance noise: how far past the controls' envelope a quantity must go to be called "
+        "different (default 10, at most 1e6)",
     )
     p.add_argument(
         "--keep-going",

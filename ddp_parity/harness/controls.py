@@ -54,3 +54,12 @@ def control_launches(args, plan, out: Path) -> list[Launch]:
         )
         for name, (flags, env) in controls_for(plan).items()
     ]
+
+
+def controls_varied(plan) -> list[dict]:
+    """What each control of `control_launches` changes, in its order: {config flag or environment: value}
+    (report.json `noise.control_setups[].varied`)."""
+    return [
+        {**{flag.removeprefix("--"): value for flag, value in zip(flags[::2], flags[1::2])}, **env}
+        for flags, env in controls_for(plan).values()
+    ]

@@ -14,8 +14,9 @@ from ddp_parity.harness import launch
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES, STRATEGIES, is_side, side_parts, strategy_flags
 from ddp_parity.harness.program import CONSOLE_SCRIPT
-from ddp_parity.trace_files import HEARTBEAT_S, WATCH_STEP_ENV, parse_watch_steps
+from ddp_parity.trace_files import HEARTBEAT_S, TRACE_DIR, WATCH_STEP_ENV, parse_watch_steps, read_meta, trace_ranks
 
+NOISE_FACTOR = 10.0  # compare/noise.py's FACTOR (that module imports torch: not read here)
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
 CONFIG_SECTIONS = ("trainer", "model", "data", "checkpoint")
 
@@ -26,14 +27,34 @@ def check_tolerances(rtol: float, atol: float) -> None:
             raise UsageError(f"{name} {value}: must be a finite number, 0 or more (0: exact)")
 
 
+# above this no distance could ever leave the envelope (relative distances are at most 1): a factor
+# that large is a typo, and its bounds overflow a plot
+MAX_NOISE_FACTOR = 1e6
+
+
 def check_noise_options(args) -> None:
-    """--tolerance noise, --noise-control and --noise-factor: what they combine with, refused here."""
+    """--tolerance noise, --noise-control and --noise-factor: what they combine with, refused here.
+    `args.tolerance` and `args.noise_factor` are None when not given: resolved here to their defaults."""
+    if args.noise_factor is not None:
+        if not (math.isfinite(args.noise_factor) and 1 < args.noise_factor <= MAX_NOISE_FACTOR):
+            raise UsageError(
+                f"--noise-factor {args.noise_factor}: must be a finite number above 1 and at most "
+                f"{MAX_NOISE_FACTOR:g} (default {NOISE_FACTOR:g})"
+            )
+        if args.tolerance != "noise" and not args.noise_control:
+            raise UsageError(
+                "--noise-factor: only with --tolerance noise (or --noise-control); the exact verdict has no factor"
+            )
     if args.noise_control:
         if not args.traces:
             raise UsageError("--noise-control: only with --traces (a launch runs its own controls: --tolerance noise)")
+        if args.tolerance == "exact":
+            raise UsageError(
+                "--tolerance exact with --noise-control: the controls judge the pair against noise; drop one of them"
+            )
         args.tolerance = "noise"
-    if not (math.isfinite(args.noise_factor) and args.noise_factor > 1):
-        raise UsageError(f"--noise-factor {args.noise_factor}: must be a finite number above 1")
+    args.tolerance = args.tolerance or "exact"
+    args.noise_factor = args.noise_factor or NOISE_FACTOR
     if args.tolerance != "noise":
         return
     if args.rtol or args.atol:
@@ -45,6 +66,36 @@ def check_noise_options(args) -> None:
         )
     if args.matrix:
         raise UsageError("--tolerance noise: not with --matrix yet; run the row alone with --tolerance noise")
+
+
+def check_trace_pair(run_a: Path, run_b: Path) -> None:
+    """--traces RUN_A RUN_B: two runs (a folder and a link to it are one run), each holding the trace
+    of every rank its meta.json counts. A run with a rank's file missing (a host's traces not
+    collected) would be compared on the ranks it has, and pass."""
+    if run_a.resolve() == run_b.resolve():
+        raise UsageError(
+            f"--traces {run_a} {run_b}: the same run twice ({run_a.resolve()}); name the two runs to compare"
+        )
+    for run in (run_a, run_b):
+        check_rank_files(run)
+
+
+def check_rank_files(run: Path) -> None:
+    world = read_meta(run).get("world_size")
+    if type(world) is not int or world < 1:
+        return  # an older or hand-written meta.json: the ranks found are all that is known
+    ranks = trace_ranks(run)
+    missing = [r for r in range(world) if r not in ranks]
+    extra = [r for r in ranks if r >= world]
+    if missing or extra:
+        which = missing or extra
+        files = ", ".join(f"rank{r}.jsonl" for r in which[:4])
+        files += f" and {len(which) - 4} more" if len(which) > 4 else ""
+        problem = "no" if missing else "an unexpected"
+        raise UsageError(
+            f"{run / TRACE_DIR}: {problem} {files} (meta.json world_size {world}: rank0..rank{world - 1}); "
+            "collect every rank's trace files (from every host) into the run directory"
+        )
 
 
 def stall_setting(value: float | None) -> tuple[float | None, bool]:

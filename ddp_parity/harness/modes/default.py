@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddp_parity.compare.findings import Report
-from ddp_parity.harness.controls import control_launches, control_side
+from ddp_parity.harness.controls import control_launches, control_side, controls_varied
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_FAILED
 from ddp_parity.harness.launch import (
     Launch,
@@ -93,7 +93,8 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, Report]:
     controls = [launch.run_dir for launch in launches if "-control-" in launch.side]
     noise = None
     if controls:
-        noise = comparing.Controls.measured(runs[control_side(args, plan.sides)], controls, args.noise_factor)
+        side = runs[control_side(args, plan.sides)]
+        noise = comparing.Controls.measured(side, controls, args.noise_factor, controls_varied(plan))
     if args.reference:
         extra["reference"] = reference.reference_report(out, args.rtol, args.atol, plan.sides, noise)
     if args.fault:

@@ -9,23 +9,58 @@ from pathlib import Path
 
 from ddp_parity.compare.modules import replay_instruction
 from ddp_parity.harness import comparing
+from ddp_parity.harness.exits import UsageError
+from ddp_parity.harness.given_controls import check_controls
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
 from ddp_parity.harness.program import harness_command
 from ddp_parity.harness.replay import step_to_replay
-from ddp_parity.trace_files import read_meta
+from ddp_parity.harness.validate import check_rank_files, check_trace_pair
 
 
 def prepare(args):
-    """Checks before anything is read or written; fixes the output folder in args.out."""
+    """Checks before anything is written; fixes the output folder in args.out. Returns the key map
+    and the measured controls (None without --noise-control)."""
+    run_a, run_b = (Path(p) for p in args.traces)
     args.out = args.out or str(default_out("traces"))
+    check_out_holds_no_input(Path(args.out), [run_a, run_b, *map(Path, args.noise_control)])
     check_out(Path(args.out), args.overwrite)
-    for control in args.noise_control:  # refused before anything is written, like the runs themselves
-        read_meta(control)
-    return comparing.build_key_map(args.strip_prefix, args.key_map)
+    check_trace_pair(run_a, run_b)
+    key_map = comparing.build_key_map(args.strip_prefix, args.key_map)
+    controls = [Path(c) for c in args.noise_control]
+    for control in controls:
+        check_rank_files(control)
+    if not controls:
+        return key_map, None
+    varied = check_controls(run_a, run_b, controls, args.ignore_config)
+    measured = comparing.Controls.measured(run_a, controls, args.noise_factor, varied)
+    check_reproduction(measured)
+    return key_map, measured
+
+
+def check_out_holds_no_input(out: Path, inputs: list[Path]) -> None:
+    """--out one of the runs compared, or a folder above one: its results are the inputs (and
+    --overwrite would move them aside while they are read)."""
+    for run in inputs:
+        if run.resolve() == out.resolve() or out.resolve() in run.resolve().parents:
+            raise UsageError(
+                f"--out {out}: {'is' if run.resolve() == out.resolve() else 'holds'} the input run {run}; "
+                "the report goes into a folder of its own: choose another --out"
+            )
+
+
+def check_reproduction(controls) -> None:
+    """A control far from RUN_A at the first step, before rounding compounds, is another program."""
+    for setup in controls.setups:
+        if setup["reproduces"] is False:
+            raise UsageError(
+                f"--noise-control {setup['path']}: does not reproduce RUN_A: {setup['first_step_distance']:.3g} "
+                f"apart at the first step, where the closest two of RUN_A and its controls are "
+                f"{setup['spread']:.3g} apart (x{controls.factor:g} allowed); record it from RUN_A's code and setup"
+            )
 
 
 def compare_existing(args) -> int:
-    key_map = prepare(args)
+    key_map, controls = prepare(args)
     run_a, run_b = (Path(p) for p in args.traces)
     out_dir = OutDir(Path(args.out), args.overwrite)
     with out_dir as out:
@@ -33,8 +68,7 @@ def compare_existing(args) -> int:
         report = comparing.compare_and_report(
             out, {"a": run_a, "b": run_b}, args.rtol, args.atol, key_map, {"logs": {}},
             ignore_config=args.ignore_config, named_by_runs=True,
-            noise=comparing.Controls.measured(run_a, [Path(c) for c in args.noise_control], args.noise_factor)
-            if args.noise_control else None,
+            noise=controls,
         )  # fmt: skip
         out_dir.commit()
     step = step_to_replay(report.first_divergence, run_a, run_b, under_noise=report.noise is not None)

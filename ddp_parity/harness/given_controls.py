@@ -1,0 +1,117 @@
+"""--noise-control RUN (with --traces): the controls a user names, checked before they are used.
+
+A control made by the harness (harness/controls.py) is right by construction; one the user names may
+be one of the pair, a copy of another control, or a run of another setup, and its envelope would
+then swallow a bug. Each is refused in one line naming what is wrong (docs/bad-input.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ddp_parity.compare.comparator import load_meta
+from ddp_parity.compare.diagnosis import changes_only_rounding, config_differences
+from ddp_parity.harness.exits import UsageError
+from ddp_parity.trace_files import iter_records, trace_ranks
+
+# the config keys the harness's own controls vary (controls.py); threads and the arithmetic are the
+# others (diagnosis.changes_only_rounding)
+VARIED_CONFIG = ("config.model.init_ulps", "config.model.init_ulps_seed")
+# optimizer group entries that are bookkeeping, not a hyperparameter of the step
+GROUP_BOOKKEEPING = ("params", "initial_lr")
+
+
+def run_identity(meta: dict) -> tuple | None:
+    """What makes a recorded run that run: when it started (to the microsecond: two runs of one
+    process start apart) and the processes that recorded it; a copy of its folder keeps it. None
+    where meta.json does not say."""
+    ranks = [r for r in meta.get("ranks") or [] if isinstance(r, dict)]
+    processes = tuple((r.get("rank"), r.get("host"), r.get("pid")) for r in ranks)
+    starts = tuple(a.get("time") for a in meta.get("attempts") or [] if isinstance(a, dict))
+    if not meta.get("started") or not processes or not any(starts):
+        return None
+    return (meta["started"], starts, processes)
+
+
+def same_folder(a: Path, b: Path) -> bool:
+    """The same directory, whatever links or spellings lead to it."""
+    try:
+        return a.resolve() == b.resolve() or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def recorded_steps(run: Path) -> list[int]:
+    """The steps rank 0 (the lowest rank) recorded, in order."""
+    return [record["step"] for record in iter_records(run, trace_ranks(run)[0])]
+
+
+def optimizer_setup(meta: dict) -> tuple:
+    optimizer = meta.get("optimizer") or {}
+    groups = [
+        {k: v for k, v in group.items() if k not in GROUP_BOOKKEEPING}
+        for group in optimizer.get("param_groups") or []
+        if isinstance(group, dict)
+    ]
+    return optimizer.get("class"), groups
+
+
+def setup_differences(meta_side: dict, meta_control: dict, ignore=()) -> tuple[dict, dict]:
+    """(what the control may vary and did, what else differs), each {key: [side's, control's]}."""
+    diffs, seed = config_differences(meta_side, meta_control, ignore)
+    if seed is not None:
+        diffs["config.seed_everything"] = seed
+    varied = {k: list(v) for k, v in diffs.items() if changes_only_rounding(k) or k in VARIED_CONFIG}
+    other = {k: list(v) for k, v in diffs.items() if k not in varied}
+    if optimizer_setup(meta_side) != optimizer_setup(meta_control):
+        other["optimizer.param_groups"] = [optimizer_setup(meta_side)[1], optimizer_setup(meta_control)[1]]
+    return varied, other
+
+
+def check_controls(run_a: Path, run_b: Path, controls: list[Path], ignore=()) -> list[dict]:
+    """Each control refused in one line when it is one of the pair (by folder or by the run it
+    recorded), repeats another control, was recorded under another setup than RUN_A's beyond how
+    its sums round, or does not cover RUN_A's world and steps. Returns what each varied."""
+    meta_a, meta_b = load_meta(run_a), load_meta(run_b)  # types checked: one line for a bad one
+    steps_a = recorded_steps(run_a)
+    seen: list[tuple[Path, tuple | None]] = []
+    varied_all = []
+    for control in controls:
+        meta = load_meta(control)
+        name = f"--noise-control {control}"
+        for run, meta_run, which in ((run_a, meta_a, "RUN_A"), (run_b, meta_b, "RUN_B")):
+            if same_folder(control, run) or run_identity(meta) == run_identity(meta_run) is not None:
+                raise UsageError(
+                    f"{name}: is {which} ({run}) itself; a control is RUN_A's code run again under another "
+                    "rounding, never one of the pair"
+                )
+        for other, identity in seen:
+            if same_folder(control, other) or identity == run_identity(meta) is not None:
+                raise UsageError(f"{name}: repeats the control {other}; give each control run once")
+        seen.append((control, run_identity(meta)))
+        varied, other = setup_differences(meta_a, meta, ignore)
+        world = other.pop("world_size", None)
+        if world is not None:
+            raise UsageError(
+                f"{name}: world size {world[1]}, RUN_A's is {world[0]}; a control runs at the world of the side "
+                "it repeats"
+            )
+        if other:
+            key, (theirs, its) = next(iter(other.items()))
+            raise UsageError(
+                f"{name}: `{key.removeprefix('config.')}` is {its!r}, RUN_A's {theirs!r}; a control may change only "
+                "how sums round (threads, ATEN_CPU_CAPABILITY, model.init_ulps)"
+                + (f" ({len(other) - 1} more keys differ)" if len(other) > 1 else "")
+            )
+        missing = sorted(set(steps_a) - set(recorded_steps(control)))
+        if missing:
+            raise UsageError(
+                f"{name}: recorded no step {_steps(missing)} of RUN_A's {_steps(steps_a)}; a control must cover "
+                "every step it judges"
+            )
+        varied_all.append(varied)
+    return varied_all
+
+
+def _steps(steps: list[int]) -> str:
+    return f"{steps[0]}..{steps[-1]}" if len(steps) > 2 else ",".join(map(str, steps))
