@@ -37,12 +37,18 @@ from ddp_parity.determinism import rng_state, set_determinism, set_rng_state
 from ddp_parity.distributed import init_process_group_from_env
 from ddp_parity.faults import maybe_inject_fault
 from ddp_parity.model import build_loss, build_net, build_optimizer, build_scheduler
-from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir
+from ddp_parity.runs import RunDirError, check_fresh_run_dir, resolve_run_dir, write_error_file
 from ddp_parity.sharding import check_fsdp_plan, is_sharded, shard, total_grad_norm
 from ddp_parity.trace import TraceRecorder, params_sha256, sampler_facts
 from ddp_parity.validation import ExactShardSampler, ValidationMetrics
 
 SIDE = "raw"  # the trace's side name and the default run folder's prefix
+# no tqdm monitor thread: a thread keeps the sys.excepthook of its creation, here the recorder's, and
+# with it the recorder and the model it watches, alive until the interpreter ends. An FSDP2 model
+# (its DTensors, device mesh and last collectives) freed then, after destroy_process_group and with
+# gloo's threads still winding down, aborted a rank that had finished ("terminate called without an
+# active exception", about one run in three at world 3). Freed in cleanup() instead.
+tqdm.monitor_interval = 0
 REST_STATE = ("scheduler", "scaler")  # saved beside the model and the optimizer
 loss_fn = build_loss()
 
@@ -236,9 +242,20 @@ def load_sharded_checkpoint(path: Path, stateful: dict, device: torch.device) ->
     model, optimizer = stateful["model"], stateful["optimizer"]
     model_state, optimizer_state = get_state_dict(model, optimizer)  # the shapes to read into
     state = {"model": model_state, "optimizer": optimizer_state}
-    dcp.load(state, checkpoint_id=path)
+    try:
+        dcp.load(state, checkpoint_id=path)
+    except dcp.api.CheckpointException as err:  # a BaseException, its str every rank's whole traceback
+        raise ValueError(checkpoint_failures(err)) from None
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
     return torch.load(path / TRAIN_STATE_FILE, map_location=device, weights_only=True)
+
+
+def checkpoint_failures(err) -> str:
+    """DCP's failure in one line: which ranks failed, and the first one's exception."""
+    failures = err.failures
+    exc = next(iter(failures.values()))[0]
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"ranks {', '.join(map(str, failures))} failed to read it; rank {next(iter(failures))}: {what}"
 
 
 # -----------------------------------------------------------------------------
@@ -276,7 +293,11 @@ def train(cfg, resume: bool, rank: int, world_size: int, device: torch.device) -
     stateful = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "scaler": scaler}
     start, rng = {"epoch": 0, "batches_done": 0, "global_step": 0}, None
     if ckpt_path is not None:
-        start, rng_states = load_checkpoint(ckpt_path, stateful, device, world_size)
+        try:
+            start, rng_states = load_checkpoint(ckpt_path, stateful, device, world_size)
+        except ConfigError as err:  # the harness reads why from the rank's error file, not its log
+            write_error_file(run_dir, err, rank=rank, phase="resume")
+            raise
         rng = rng_states[rank]
         print0(f"resuming from {ckpt_path} (epoch {start['epoch']}, step {start['global_step']})")
     if rank == 0:

@@ -11,6 +11,7 @@ import sys
 import threading
 
 import pytest
+from conftest import check_ok, run_raw
 from test_comparator import LOSSES, PARAMS, make_run
 
 from ddp_parity.testing import ParityUsageError, RunFailed, assert_parity
@@ -94,3 +95,22 @@ def test_what_a_command_daemonised_is_gone_when_assert_parity_raises(tmp_path):
         assert dead, f"the daemon {pid} survived assert_parity"
     finally:
         os.close(exited)
+
+
+def test_a_damaged_sharded_checkpoint_is_one_line_and_the_ranks_error_file(tmp_path):
+    """Before: a cut-off DCP shard printed DCP's CheckpointException (a BaseException, past the
+    `except Exception` that gives a damaged .pt its one line) with every rank's traceback, about 190
+    lines a rank, and no error file. One rank under torchrun: FSDP2 and DCP at their smallest."""
+    run = tmp_path / "run"
+    small = ["--trainer.strategy", "fsdp", "--data.num_samples", "64", "--data.val_samples", "0"]
+    check_ok(run_raw(tmp_path, 1, *small, "--trainer.max_epochs", "1", run_dir=run))
+    shard = next((run / "checkpoints").glob("step-*.dcp/__0_0.distcp"))
+    shard.write_bytes(shard.read_bytes()[:100])
+    result = run_raw(tmp_path, 1, *small, "--trainer.max_epochs", "2", "--resume", run_dir=run)
+    printed = result.stdout + result.stderr
+    lines = [line for line in printed.splitlines() if line.startswith("raw/train.py: error:")]
+    assert result.returncode != 0 and len(lines) == 1, printed[-3000:]
+    assert "cannot be loaded" in lines[0] and shard.parent.name in lines[0] and "EOFError" in lines[0]
+    assert "CheckpointException" not in printed and "[rank0]: Traceback" not in printed
+    error = json.loads((run / "errors" / "rank0.json").read_text())
+    assert "cannot be loaded" in error["message"] and error["phase"] == "resume"
