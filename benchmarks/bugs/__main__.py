@@ -21,6 +21,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     cases = [c for c in CASES if args.only is None or args.only in c.name]
+    if not cases:  # an empty table would read as a corpus that passed
+        p.error(f"--only {args.only}: no case's name contains it; the cases: {', '.join(c.name for c in CASES)}")
     outcomes = run_cases(cases, args.keep)
     rows = []
     for o in outcomes:
