@@ -1,0 +1,38 @@
+"""What the raw loop leaves alive when it ends (issue 39: FSDP2 ranks aborted at exit).
+
+A thread keeps the sys.excepthook of its creation (threading's invoke_excepthook). tqdm's monitor
+thread, started by the loop's first progress bar while the recorder's excepthook was installed, kept
+the recorder, its module watch and the watched model alive until the interpreter ended; an FSDP2
+model freed there, after destroy_process_group, aborted a rank that had finished ("terminate called
+without an active exception"). The loop must leave its model to be freed before its teardown.
+Fast tier: in-process, no process group, no training."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import torch
+from conftest import REPO, module_from_file
+from tqdm import tqdm
+
+from ddp_parity import TraceRecorder
+
+
+def test_the_raw_loops_model_is_freed_when_the_loop_drops_it(tmp_path):
+    if tqdm.monitor is not None:  # one started by an earlier test, before any recorder: stopped
+        tqdm.monitor.exit()
+        tqdm.monitor = None
+    module_from_file("raw_train_teardown", REPO / "raw" / "train.py")  # the loop's own settings
+    model = torch.nn.Linear(4, 2)
+    recorder = TraceRecorder(tmp_path / "run", side="raw", config={}, handle_signals=False)
+    recorder.start()
+    recorder.watch(model)
+    for _ in tqdm(range(2), disable=True):  # as every rank but a talking rank 0 makes it
+        recorder.record(1, torch.tensor(1.0), [0, 1], model=model)
+        break
+    recorder.finish(model)
+    alive = weakref.ref(model)
+    del model, recorder
+    gc.collect()
+    assert alive() is None, [type(r).__name__ for r in gc.get_referrers(alive())]
