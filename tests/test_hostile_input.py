@@ -513,3 +513,22 @@ def test_the_bug_corpus_refuses_a_case_name_it_does_not_have(capsys):
         bugs_main(["--only", "NO_SUCH_CASE"])
     assert exit_.value.code == 2
     assert "--only NO_SUCH_CASE: no case's name contains it" in capsys.readouterr().err
+
+
+def test_a_side_that_crashed_after_it_finished_is_no_difference_of_the_runs(tmp_path):
+    """Before: an FSDP2 rank that aborted at exit after meta.json said `finished: true` was diagnosed
+    `config`, "give both sides the same trainer.strategy": the one difference the user asked for."""
+    from ddp_parity.harness.comparing import failed_report
+    from ddp_parity.harness.launch import Outcome
+
+    a, b = run_pair(tmp_path)
+    for run, strategy in ((a, "ddp"), (b, "fsdp")):
+        meta = json.loads((run / "meta.json").read_text())
+        meta |= {"finished": True, "config": {"trainer": {"strategy": strategy}}}
+        (run / "meta.json").write_text(json.dumps(meta))
+    aborted = Outcome("b", -6, 1.0, log_tail="terminate called without an active exception\nexitcode : -6")
+    report = failed_report(aborted, [aborted], {"a": a, "b": b}, "exact", labels=("a", "b"))
+    assert report.verdict == "failed" and report.diagnosis is None
+    assert report.failure["after_finish"] and "failed in its teardown" in report.failure["summary"]
+    (b / "meta.json").write_text(json.dumps({**json.loads((b / "meta.json").read_text()), "finished": False}))
+    assert failed_report(aborted, [aborted], {"a": a, "b": b}, "exact").diagnosis is not None  # a crash mid-run

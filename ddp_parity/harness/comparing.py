@@ -18,6 +18,7 @@ from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, pl
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 from ddp_parity.harness.failure import failure_report
 from ddp_parity.harness.launch import Outcome
+from ddp_parity.trace_files import TraceFormatError, read_meta
 
 # the tolerance of --reference unless --rtol/--atol say otherwise: float32 carries about 1.2e-7
 # relative; measured on the default run, losses differ by at most 1 ulp (2.4e-7 abs, 1.2e-7 rel,
@@ -172,6 +173,8 @@ def failed_report(
     assert_parity): the root failure, and the diagnosis of what the first two runs recorded; a stall
     is the first divergence, at the step and rank the diagnosis names. `extra`: logs, commands, world."""
     a, b = list(runs.values())[:2]
+    if finished_before_failing(failed, runs):
+        return teardown_crash_report(failed, outcomes, runs, criterion, labels, **extra)
     stall = {**failed.stall, "side": failed.side} if failed.stall else None
     found = diagnose_failure(a, b, criterion, stall=stall, labels=labels)
     sides = found.evidence.get("sides") or {}
@@ -185,6 +188,41 @@ def failed_report(
         else None,
         diagnosis=found,
         failure=failure_report(failed),
+        sections={"seconds": sum(o.seconds for o in outcomes), **extra},
+    )
+
+
+def finished_before_failing(failed: Outcome, runs: dict[str, Path]) -> bool:
+    """The failed side had finished: meta.json says `finished: true`, written by rank 0 after every
+    rank's last collective (finish), so every rank trained to the end before one failed."""
+    run = runs.get(failed.side)
+    if run is None or failed.stall or failed.timed_out:
+        return False
+    try:
+        return read_meta(run).get("finished") is True
+    except (TraceFormatError, OSError):
+        return False
+
+
+def teardown_crash_report(
+    failed: Outcome, outcomes: list[Outcome], runs: dict[str, Path], criterion, labels=None, **extra
+) -> Report:
+    """A side that finished, then exited abnormally (an abort in teardown): a failure of the process,
+    never diagnosed as a difference between the runs (the sides differ in what the user asked to
+    compare, and a setup check would name it as the cause)."""
+    failure = failure_report(failed)
+    failure["after_finish"] = True
+    failure["summary"] += (
+        " after the run finished (meta.json finished: true): the process failed in its teardown, "
+        "not a difference between the runs; compare them with --traces"
+    )
+    names = list(runs)[:2]
+    return Report(
+        "failed",
+        criterion,
+        labels=tuple(labels) if labels else (names[0], names[-1]),
+        runs={"a": str(runs[names[0]]), "b": str(runs[names[-1]])},
+        failure=failure,
         sections={"seconds": sum(o.seconds for o in outcomes), **extra},
     )
 
