@@ -25,15 +25,17 @@ class LitClassifier(L.LightningModule):
         return self.criterion(self.model(images), target)
 
     def on_validation_epoch_start(self):
-        self.correct, self.count = 0.0, 0
+        self.sums = torch.zeros(2)  # accuracy x samples, samples
 
     def validation_step(self, batch, batch_idx):
         images, target = batch
         acc1 = accuracy(self.model(images), target, topk=(1,))[0]
-        self.correct, self.count = self.correct + acc1.item() * images.size(0), self.count + images.size(0)
+        self.sums += torch.stack([acc1[0] * images.size(0), torch.tensor(float(images.size(0)))])
 
     def on_validation_epoch_end(self):
-        self.last_validation = {"acc1": self.correct / self.count}  # parity: what TraceCallback records
+        # round 2 (docs/programs.md): sums and counts reduced across ranks, each sample counted once
+        torch.distributed.all_reduce(self.sums)
+        self.last_validation = {"acc1": self.sums[0] / self.sums[1]}  # parity: what TraceCallback records
         self.log("val_acc1", self.last_validation["acc1"])
 
     def configure_optimizers(self):

@@ -19,7 +19,9 @@ from ddp_parity import TraceCallback  # parity
 # the same defaults and overrides as train.py
 out_dir = "out"
 eval_interval = 2000
+log_interval = 1
 eval_iters = 200
+eval_only = False
 dataset = "openwebtext"
 gradient_accumulation_steps = 5 * 8
 batch_size = 12
@@ -39,6 +41,10 @@ decay_lr = True
 warmup_iters = 2000
 lr_decay_iters = 600000
 min_lr = 6e-5
+backend = "nccl"  # the Trainer picks gloo on CPU
+device = "cuda"
+dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
+compile = True
 devices = 2
 config_keys = [k for k, v in globals().items() if not k.startswith("_") and isinstance(v, (int, float, bool, str))]
 exec(open(os.path.join(os.path.dirname(__file__), "configurator.py")).read())
@@ -103,7 +109,7 @@ def main():
     val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size), batch_size=batch_size)
     trainer = L.Trainer(
         strategy="ddp",
-        accelerator="cpu",
+        accelerator=device if device == "cpu" else "gpu",
         devices=devices,
         max_steps=max_iters,
         accumulate_grad_batches=gradient_accumulation_steps // devices,
