@@ -74,12 +74,43 @@ def test_a_cycle_is_found():
 
 
 def test_the_comparison_runs_one_way():
-    """findings <- walk <- comparator <- modules <- diagnosis <- pipeline: none imports one after it."""
+    """findings <- walk <- comparator <- modules <- evidence <- causes <- story <- diagnosis <- pipeline:
+    none imports one after it (a layer that is a package counts with every module in it)."""
     graph = import_graph()
-    order = ["findings", "walk", "comparator", "noise", "modules", "evidence", "story", "diagnosis", "pipeline"]
+    order = [
+        "findings",
+        "walk",
+        "comparator",
+        "noise",
+        "modules",
+        "evidence",
+        "causes",
+        "story",
+        "diagnosis",
+        "pipeline",
+    ]
+
+    def layer(name: str) -> set[str]:
+        full = f"ddp_parity.compare.{name}"
+        return {m for m in graph if m == full or m.startswith(full + ".")}
+
+    assert len(layer("causes")) > 5  # the package was read
     for i, low in enumerate(order):
-        above = {f"ddp_parity.compare.{name}" for name in order[i + 1 :]}
-        assert not graph[f"ddp_parity.compare.{low}"] & above, (low, graph[f"ddp_parity.compare.{low}"] & above)
+        above = set().union(*(layer(name) for name in order[i + 1 :]))
+        for module in layer(low):
+            assert not graph[module] & above, (module, graph[module] & above)
+
+
+def test_the_causes_import_one_phase_after_another():
+    """Within compare/causes: base and configuration below every phase, a phase importing only the
+    phases before it in a training step, and the registry (__init__) above them all."""
+    graph = import_graph()
+    order = ["configuration", "base", "setup", "data", "undetermined", "forward", "backward", "update", "end", "noise"]
+    names = [f"ddp_parity.compare.causes.{name}" for name in order]
+    top = {"ddp_parity.compare.causes", "ddp_parity.compare.causes.__main__"}  # the registry, its docs printer
+    assert set(names) | top == {m for m in graph if m.startswith("ddp_parity.compare.causes")}
+    for i, module in enumerate(names):
+        assert not graph[module] & {*names[i + 1 :], *top}, module
 
 
 def test_the_report_types_import_no_comparison_and_the_terminal_renderer_reads_only_them():

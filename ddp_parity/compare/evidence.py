@@ -4,7 +4,7 @@ A check can only separate causes it has the evidence for: batch contents need `b
 sides, param groups need `optimizer=`, the module and its mode need a module watch of that step.
 `recorded(run, step)` says which of these a run holds; `needed(quantity, step)` which of them can
 tell the causes of a first divergence in `quantity` apart. What one side lacks is reported as
-`unchecked` with the one-line change to the record call (advice.MISSING_EVIDENCE), never guessed at.
+`unchecked` with the one-line change to the record call (MISSING_EVIDENCE below), never guessed at.
 
 Pure Python: reads meta.json, the first trace record and the module watch's JSON lines.
 """
@@ -24,6 +24,35 @@ NEEDED = {
     "param_digest": ("optimizer", "watch", "watch_step"),
 }
 NEEDED_AFTER_AN_UPDATE = ("param_digest", "optimizer")
+
+# evidence a side may not have recorded: what could not be checked without it, and the one-line
+# change to the record call that records it ({step}: the first divergence's step)
+MISSING_EVIDENCE = {
+    "batch": (
+        "the batch contents (batch_digest)",
+        "recorder.record(step, loss, indices, ..., batch=batch)",
+    ),
+    "optimizer": (
+        "the optimizer's class and param groups, and the parameter order clipping sums in",
+        "recorder.record(step, loss, indices, ..., optimizer=optimizer, model=model)",
+    ),
+    "param_digest": (
+        "the parameters after each step (param_digest)",
+        "recorder.record(step, loss, indices, ..., model=model)",
+    ),
+    "watch": (
+        "the module and phase where the difference is born, and each module's mode",
+        "recorder.watch(model) after recorder.start() (TraceCallback watches by itself)",
+    ),
+    "watch_step": (
+        "the module calls at step {step}, which the module watch did not cover",
+        "recorder.watch(model, steps=[{step}]), or DDP_PARITY_WATCH_STEP={step} in both commands' environment",
+    ),
+    "watch_state": (
+        "each module call's training flag, autocast and dtypes (a module watch from an older version)",
+        "record again with this version's recorder.watch(model)",
+    ),
+}
 
 
 def recorded(run, step: int | None) -> set[str]:

@@ -9,9 +9,9 @@ Three rules, each checked against what the runs recorded, not against the diagno
    at (first input differs with equal indices -> the batch; equal input, other mode -> the module's
    state; a random layer -> the random stream; ...). Causes found before any step (configuration,
    param groups, initial weights, ...) may have a module finding as their consequence.
-2. A fix only with its evidence. Each kind of finding names what must be in its evidence (a factor
-   of k for accumulation, differing thread counts for threads, ...); an `undetermined` finding
-   ranks at least two candidates.
+2. A fix only with its evidence. Each cause names what must be in its evidence before it may give
+   its fix (`Cause.requires`, beside its check in compare/causes/: a factor of k for accumulation,
+   differing thread counts for threads, ...); an `undetermined` finding ranks at least two candidates.
 3. Missing evidence is said. Whatever the first divergence needs that a side did not record
    (ddp_parity.compare.evidence) is listed in `unchecked`.
 
@@ -25,42 +25,14 @@ import json
 import os
 
 from ddp_parity.compare import evidence as recorded_evidence
+from ddp_parity.compare.causes import COMPUTATION_READINGS, REQUIRES, UPSTREAM_CATEGORIES
 from ddp_parity.compare.findings import Finding
 
 STORY_CHECK_ENV = "DDP_PARITY_CHECK_STORY"
 
-# causes found before any step's numbers (or from how a run ended): their own evidence is direct, and a
-# module finding after them is a consequence, not a contradiction
-UPSTREAM_CATEGORIES = (
-    "equivalent",
-    "crash",
-    "stall",
-    "metadata",
-    "config",
-    "param_groups",
-    "init",
-    "resume",
-    "step_count",
-    "sampler_seed",
-    "set_epoch",
-    "data_order",
-    "recording",
-    "buffers",
-)
 # categories that say the training itself was the same: no module may differ under them
 SAME_TRAINING = ("equivalent", "recording")
 
-# module readings (modules.reading_kind) that name a module's own computation as where a difference is born
-COMPUTATION_READINGS = (
-    "numerics",
-    "norm",
-    "own_code",
-    "stateful_norm",
-    "between_forward",
-    "buffers",
-    "module_backward",
-    "between_backward",
-)
 # the module reading at the diagnosed step -> the categories a diagnosis of that step may have
 MODULE_CATEGORIES = {
     "batch": ("data_pipeline",),
@@ -79,48 +51,6 @@ def _module_kind(d: Finding) -> str | None:
     return (d.module or {}).get("reading_kind")
 
 
-def _differences(d: Finding) -> list[str]:
-    return list(d.evidence.get("values") or {})
-
-
-# the evidence each kind of finding needs before it may give its fix
-REQUIRED_EVIDENCE = {
-    "config.threads": ("a thread count that differs", lambda d: any("threads" in k for k in _differences(d))),
-    "config.arithmetic": (
-        "an arithmetic setting that differs",
-        lambda d: any(".arithmetic." in k for k in _differences(d)),
-    ),
-    "gradients.factor": ("a factor between the gradient norms", lambda d: "ratio" in d.evidence),
-    "gradients": ("equal module gradients with different .grad", lambda d: _module_kind(d) == "param_grad"),
-    "rng": ("a random layer named by the module watch", lambda d: _module_kind(d) == "random"),
-    "module_state": ("a module state that differs", lambda d: _module_kind(d) == "state"),
-    "numerics.module": (
-        "a module whose output differs with equal input",
-        lambda d: _module_kind(d) in COMPUTATION_READINGS,
-    ),
-    "numerics": ("(never: name the module or the differing setting)", lambda d: False),
-    "loss": (
-        "equal module outputs under a module watch",
-        lambda d: _module_kind(d) == "loss_grad" or (d.module is None and not _lacks(d, "watch_state")),
-    ),
-    "reduction_order": ("both sides' param groups", lambda d: "param_order" in d.evidence),
-    "optimizer": ("both sides' param groups", lambda d: not _lacks(d, "optimizer")),
-    "data_pipeline": (
-        "batch digests, or the module watch's first input",
-        lambda d: "batch_digest" in d.evidence or _module_kind(d) == "batch",
-    ),
-    "undetermined": ("at least two ranked candidates", lambda d: len(d.candidates) >= 2),
-    "undetermined.unrecorded": (
-        "at least two ranked candidates and the evidence a side did not record",
-        lambda d: len(d.candidates) >= 2 and bool(d.unchecked),
-    ),
-}
-
-
-def _lacks(d: Finding, kind: str) -> bool:
-    return any(u.get("evidence") == kind for u in d.unchecked)
-
-
 def story_problems(d: Finding, run_a, run_b, first: dict | None) -> list[str]:
     """What in diagnosis `d` contradicts itself or the evidence; `first` is the first divergence."""
     problems = []
@@ -135,9 +65,9 @@ def story_problems(d: Finding, run_a, run_b, first: dict | None) -> list[str]:
                 f"category {category} contradicts the module finding ({module_kind} at {module.get('name')}: "
                 f"{' or '.join(allowed)})"
             )
-    required = REQUIRED_EVIDENCE.get(kind)
-    if required is not None and not required[1](d):
-        problems.append(f"{kind} gives its fix without its evidence ({required[0]})")
+    required = REQUIRES.get(kind)
+    if required is not None and not required.holds(d):
+        problems.append(f"{kind} gives its fix without its evidence ({required.says})")
     if category not in UPSTREAM_CATEGORIES and first is not None:
         have = {
             label: recorded_evidence.recorded(run, first.get("step")) for label, run in (("a", run_a), ("b", run_b))

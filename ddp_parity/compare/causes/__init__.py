@@ -1,0 +1,115 @@
+"""The causes of a difference between two runs, each one definition (`base.Cause`) in the file of
+its phase of a training step:
+
+    setup.py     crash, stall, meta.json, configuration, sharding plan, seed, param groups, weights
+    data.py      resume, step numbers and counts, samples, batch contents
+    forward.py   a module's mode, a random layer, a module's computation, the loss
+    backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
+    update.py    an optimizer over stale tensors, the learning rate, the update
+    end.py       buffers, final parameters, validation, structural problems, equivalent
+    undetermined.py  no single cause: the candidates ranked
+    noise.py     under --tolerance noise: within the noise, or the step that leaves it
+
+`CAUSES` is the causal order, declared once: the diagnosis runs each check in that order, and the
+first finding is the diagnosis. A check that tells several kinds apart runs once, where its first
+kind stands. A new cause is one `Cause` in its phase's file, placed in this list, and one case in the
+bug corpus (benchmarks/bugs).
+"""
+
+from __future__ import annotations
+
+from ddp_parity.compare.causes import backward, data, end, forward, noise, setup, undetermined, update
+from ddp_parity.compare.causes.base import Cause, Evidence
+
+CAUSES: tuple[Cause, ...] = (
+    setup.CRASH,
+    setup.STALL,
+    setup.METADATA,
+    setup.CONFIG,
+    setup.CONFIG_THREADS,
+    setup.CONFIG_ARITHMETIC,
+    setup.CONFIG_STATE,
+    setup.CONFIG_TORCH_FLAGS,
+    setup.CONFIG_SHARDING,
+    setup.SAMPLER_SEED,
+    setup.CONFIG_SEED,
+    setup.PARAM_GROUPS,
+    setup.PARAM_GROUPS_CLASS,
+    setup.INIT,
+    data.RESUME,
+    data.RECORDED_STEP_OFFSET,
+    data.STEP_COUNT,
+    data.STEP_COUNT_EMPTY,
+    data.SET_EPOCH,
+    data.DATA_ORDER,
+    data.DATA_PIPELINE,
+    update.OPTIMIZER_STALE_PARAMS,
+    backward.REDUCTION_ORDER_SHARDING,
+    backward.GRADIENTS_ACCUMULATION_SYNC,
+    forward.MODULE_STATE,
+    forward.RNG,
+    forward.NUMERICS_MODULE,
+    forward.NUMERICS,
+    forward.LOSS,
+    backward.RECORDED_CLIPPED_NORM,
+    backward.REDUCTION_ORDER,
+    backward.GRADIENTS_FACTOR,
+    backward.GRADIENTS,
+    update.RECORDED_LR,
+    update.OPTIMIZER_LR,
+    update.OPTIMIZER,
+    end.BUFFERS_REPLICAS,
+    end.BUFFERS_SYNC,
+    end.FINAL_PARAMS,
+    end.RECORDED_FLOAT32_VALIDATION,
+    end.NUMERICS_VALIDATION,
+    end.PROBLEMS,
+    end.EQUIVALENT,
+)
+# the checks in causal order, each once; the last (equivalent) always finds
+CHECKS = tuple(dict.fromkeys(cause.check for cause in CAUSES))
+# causes not in the order: reported by the checks of the loss, the gradients and the update when no
+# single cause holds, and those made under measured noise
+REPORTED = (undetermined.UNDETERMINED, undetermined.UNRECORDED, *noise.NOISE_CAUSES.values())
+EVERY_CAUSE: tuple[Cause, ...] = (*CAUSES, *REPORTED)
+
+# every category a diagnosis may name
+CATEGORIES = tuple(dict.fromkeys(cause.category for cause in EVERY_CAUSE))
+# causes found before any step's numbers (or from how a run ended): their own evidence is direct, and a
+# module finding after them is a consequence, not a contradiction
+UPSTREAM_CATEGORIES = (
+    "equivalent",
+    "crash",
+    "stall",
+    "metadata",
+    "config",
+    "param_groups",
+    "init",
+    "resume",
+    "step_count",
+    "sampler_seed",
+    "set_epoch",
+    "data_order",
+    "recording",
+    "buffers",
+)
+# the evidence each kind of finding needs before it may give its fix (one per kind: the causes that
+# share a kind share it)
+REQUIRES: dict[str, Evidence] = {cause.kind: cause.requires for cause in EVERY_CAUSE}
+# the module readings that name a module's own computation
+COMPUTATION_READINGS = forward.COMPUTATION_READINGS
+
+KINDS_TABLE_START = "<!-- the table of kinds: written by `python -m ddp_parity.compare.causes` from the registry -->"
+KINDS_TABLE_END = "<!-- end of the table of kinds -->"
+
+
+def kinds_table() -> str:
+    """docs/diagnosis.md's table of kinds: one row per cause, in causal order, then those reported."""
+    rows = [
+        "| kind | phase | found by | evidence it needs before its fix | what it names |",
+        "|---|---|---|---|---|",
+    ]
+    for cause in EVERY_CAUSE:
+        phase = cause.check.__module__.rsplit(".", 1)[-1]
+        rows.append(f"| `{cause.kind}` | {phase} | `{cause.check.__name__}` | {cause.requires.says} | {cause.doc} |")
+    return "\n".join([KINDS_TABLE_START, *rows, KINDS_TABLE_END])

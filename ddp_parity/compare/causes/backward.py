@@ -1,0 +1,262 @@
+"""Causes between the loss and the step, read from the gradient norm: how a side recorded it, the
+order the gradients were summed in (clipping, DDP against FSDP2), a factor of k, a gradient that
+is not what the modules computed, FSDP2's gradient sync under accumulation.
+
+Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+from ddp_parity.compare.causes.base import (
+    FEW_ULPS,
+    Cause,
+    Context,
+    Evidence,
+    aligned_records,
+    config_values,
+    finding,
+    float32_ulps,
+    fmt,
+    max_relative,
+    nonzero,
+    ratio_of,
+    recording,
+    same_param_sets,
+)
+from ddp_parity.compare.causes.setup import param_order
+from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
+from ddp_parity.compare.findings import Finding
+
+ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
+ROUNDING_RELATIVE = 1e-5  # a first difference this small is float32 rounding (2^-23 is 1.2e-7 per ulp)
+
+
+# ---------------------------------------------------------------------------------------------
+# DDP against FSDP2 at a world of more than 2
+
+
+def check_sharded_reduction(ctx: Context) -> Finding | None:
+    """DDP against FSDP2 at a world of more than 2, alike in everything else: DDP all-reduces each
+    gradient, FSDP2 reduce-scatters it, and with 3 or more terms the two sums may add in different
+    orders. A first difference at float rounding level is that, not a bug. (At world 2 each sum has
+    two terms and a + b == b + a: there a difference is a real one, and the checks below name it.)"""
+    f = ctx.earliest
+    sharded = {s: bool(ctx.meta(s).get("sharded")) for s in ("a", "b")}
+    world = ctx.meta("a").get("world_size")
+    if f is None or f["quantity"] not in ROUNDED_QUANTITIES or sharded["a"] == sharded["b"]:
+        return None
+    if not isinstance(world, int) or world <= 2 or ctx.config_diffs()[0]:
+        return None
+    relative = max_relative(f["a"], f["b"])
+    if relative is None or relative > ROUNDING_RELATIVE:
+        return None
+    fsdp = ctx.label("a" if sharded["a"] else "b")
+    facts = (
+        f"{fsdp} shards with FSDP2, the other side replicates with DDP, at a world of {world}; the first "
+        f"difference is the {f['quantity']} at step {f['step']} rank {f['rank']} ({fmt(f['a'])} vs {fmt(f['b'])}, "
+        f"relative {relative:.1e}), with the same samples and everything before it equal."
+    )
+    evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "world_size": world, "sharded": fsdp}
+    return finding(ctx, REDUCTION_ORDER_SHARDING, f["step"], f["rank"], evidence, facts, world=world)
+
+
+REDUCTION_ORDER_SHARDING = Cause(
+    "reduction_order.sharding",
+    check_sharded_reduction,
+    why="DDP sums each gradient across ranks in an all-reduce, FSDP2 in a reduce-scatter; with {world} "
+    "terms the two add in different orders and round differently in the last bits. Neither side is "
+    "wrong: this is the legitimate difference between the strategies, and it grows from step to step "
+    "as rounding does.",
+    fix="Nothing to fix in either loop. The exact verdict cannot call these runs equal; judge them against "
+    "measured noise (--tolerance noise), or compare at a world of 2, where DDP and FSDP2 agree bit for bit.",
+    doc="One side sharded with FSDP2, the other DDP, world > 2, everything before equal, the first "
+    "difference within 1e-5 relative: all-reduce and reduce-scatter sum in other orders (legitimate).",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# FSDP2's gradient sync under accumulation
+
+
+def check_accumulation_sync(ctx: Context) -> Finding | None:
+    """Both sides shard with FSDP2 and accumulate, and part at rounding level from the first step on:
+    one side reduce-scatters after every micro-batch (sums of averages), the other only after the
+    last (the average of sums). The same numbers in another order; which side, the traces cannot say."""
+    f = ctx.earliest
+    sharded = all(ctx.meta(s).get("sharded") for s in ("a", "b"))
+    k = next((v for v in config_values(ctx, ("accumulate_grad_batches",)).values() if isinstance(v, int)), 1)
+    if f is None or f["quantity"] not in ROUNDED_QUANTITIES or not sharded or k <= 1:
+        return None
+    relative = max_relative(f["a"], f["b"])
+    if ctx.walk.steps_equal_before != 0 or relative is None or relative > ROUNDING_RELATIVE or ctx.config_diffs()[0]:
+        return None
+    facts = (
+        f"Both sides shard with FSDP2 and accumulate {k} micro-batches per step; they part at step {f['step']} "
+        f"rank {f['rank']} in the {f['quantity']} ({fmt(f['a'])} vs {fmt(f['b'])}, relative {relative:.1e}), "
+        "the first step, with the same samples and losses."
+    )
+    evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "accumulate_grad_batches": k}
+    return finding(ctx, GRADIENTS_ACCUMULATION_SYNC, f["step"], f["rank"], evidence, facts)
+
+
+GRADIENTS_ACCUMULATION_SYNC = Cause(
+    "gradients.accumulation_sync",
+    check_accumulation_sync,
+    why="With gradient sync on, FSDP2 reduce-scatters after every backward and adds up the averaged "
+    "shards; with it off until the last micro-batch, each rank adds up its micro-batches and one "
+    "reduce-scatter averages the sum. The same numbers summed in another order part in the last bits.",
+    fix="On both sides, call model.set_requires_gradient_sync(False) before every micro-batch's backward "
+    "but the last of a step, and set_requires_gradient_sync(True) before the last (Fabric: "
+    "fabric.no_backward_sync; Lightning's ModelParallelStrategy does neither: do it in the "
+    "LightningModule's on_train_batch_start, as lightning_impl/module.py does).",
+    doc="Both sides FSDP2 with accumulation, parting at rounding level at step 1: "
+    "`set_requires_gradient_sync(False)` missing before the last micro-batch.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# a gradient norm recorded after clipping
+
+
+def check_clipped_norm(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "grad_norm":
+        return None
+    clamp = _clamped_side(ctx, f["rank"])
+    if clamp is None:
+        return None
+    side, value = clamp
+    facts = (
+        f"The gradient norms agree wherever they are below {value:g} and {ctx.label(side)}'s never exceed it: "
+        f"{ctx.label(side)} records the norm after clipping (clamped at the clip value), the other side before."
+    )
+    evidence = {"grad_norm": ctx.both(f["a"], f["b"]), "clamped_side": ctx.label(side), "clip_value": value}
+    return finding(ctx, RECORDED_CLIPPED_NORM, f["step"], f["rank"], evidence, facts)
+
+
+def _clamped_side(ctx: Context, rank) -> tuple[str, float] | None:
+    """The side whose recorded gradient norm stops at a ceiling the other side's goes past."""
+    pairs = [(ra.get("grad_norm"), rb.get("grad_norm")) for ra, rb in aligned_records(ctx, rank)]
+    pairs = [(a, b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+    clip = next(
+        (v for v in config_values(ctx, ("gradient_clip_val", "clip_val", "max_norm")).values() if nonzero(v)), None
+    )
+    for side, idx in (("a", 0), ("b", 1)):
+        low = [p[idx] for p in pairs if p[0] != p[1]]
+        high = [p[1 - idx] for p in pairs if p[0] != p[1]]
+        if not low or not all(h > lv for h, lv in zip(high, low)):
+            continue
+        ceiling = float(clip) if isinstance(clip, (int, float)) else max(low)
+        if all(abs(v - ceiling) <= 1e-4 * ceiling for v in low) and all(p[idx] <= ceiling * (1 + 1e-4) for p in pairs):
+            return side, ceiling
+    return None
+
+
+RECORDED_CLIPPED_NORM = recording(
+    check_clipped_norm,
+    fix=(
+        "Record the gradient norm before clipping, as clip_grad_norm_ returns it (Lightning: "
+        "`on_before_optimizer_step` sees it), on both sides."
+    ),
+    doc="A side's gradient norm stops at the clip value the other's goes past: recorded after clipping.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the gradient norm
+
+
+def check_grad_norm(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "grad_norm":
+        return None
+    ulps = float32_ulps(f["a"], f["b"])
+    evidence = {"grad_norm": ctx.both(f["a"], f["b"]), "ulps": ulps}
+    # every earlier step matched bit for bit and this one's samples and loss do too: a few ulps in the
+    # norm are the order it was summed in, at step 1 or later (a later step only means the orders
+    # happened to round alike until then)
+    if ulps is not None and ulps <= FEW_ULPS and same_param_sets(ctx):
+        if ctx.both_have("optimizer") and not earlier_update_candidates(ctx, f):
+            return reduction_order_finding(ctx, f, evidence, "gradient norm")
+    ratio = ratio_of(f["a"], f["b"])
+    facts = (
+        f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on both sides, "
+        f"but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
+    )
+    if ratio is not None:
+        near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
+        if abs(ratio / near - 1) < 0.02:
+            evidence["ratio"] = ratio
+            return finding(ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, factor=near)
+    module = ctx.cache.get("module")
+    if module and module.get("reading_kind") == "param_grad":
+        evidence["module"] = module
+        return finding(ctx, GRADIENTS, f["step"], f["rank"], evidence, facts, param=module["name"])
+    causes = ["gradients", "numerics", *earlier_update_candidates(ctx, f)]
+    if ulps is not None and ulps <= FEW_ULPS:
+        causes.insert(0, "reduction_order")
+    if module and module.get("reading_kind") == "loss_grad":
+        causes = ["gradients", "loss", *causes]
+    return undetermined(ctx, f, causes, facts, evidence)
+
+
+def reduction_order_finding(ctx: Context, f: dict, evidence: dict, what: str) -> Finding:
+    order_a, order_b = param_order(ctx.meta("a").get("optimizer")), param_order(ctx.meta("b").get("optimizer"))
+    facts = (
+        f"The {what} differs by {evidence.get('ulps')} ulp(s) from step {f['step']} on ({fmt(f['a'])} vs "
+        f"{fmt(f['b'])}), with the same parameters, samples and losses: the same parameters were summed in "
+        "another order."
+    )
+    if order_a and order_b:
+        evidence["param_order"] = ctx.both(order_a[:8], order_b[:8])
+    lightning = [s for s in ("a", "b") if ctx.meta(s).get("side") == "lightning"]
+    if len(lightning) == 1:  # Lightning's order is the optimizer's: the other side is the one to change
+        side = ctx.label("b" if lightning == ["a"] else "a")
+    else:  # the traces cannot say which side summed in the model's order: do not guess a label
+        side = "the side that clips over model.parameters() (or in any order but the optimizer's)"
+    return finding(ctx, REDUCTION_ORDER, f["step"], f["rank"], evidence, facts, side=side)
+
+
+REDUCTION_ORDER = Cause(
+    "reduction_order",
+    check_grad_norm,
+    why="The same numbers summed in another order round differently in the last bits. Lightning clips "
+    "and measures the gradient norm over the optimizer's parameters in param-group order "
+    "(`clip_gradients` iterates optimizer.param_groups), not over model.parameters().",
+    fix="On {side}, compute the norm and clip over the parameters in the optimizer's order: "
+    "torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], "
+    "max_norm).",
+    doc="A few float32 ulps in the gradient norm (or the update, with clipping), the same parameters, "
+    "samples and losses: summed in another order (Lightning clips in param-group order).",
+    requires=Evidence("both sides' param groups", lambda d: "param_order" in d.evidence),
+)
+GRADIENTS_FACTOR = Cause(
+    "gradients.factor",
+    check_grad_norm,
+    why="A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the "
+    "number of accumulated micro-batches, or of gradients averaged over the world size once too "
+    "often or not at all.",
+    fix="Divide the loss by accumulate_grad_batches before backward (and only then), and let DDP do the "
+    "averaging over ranks (no extra division by world size).",
+    doc="The gradient norms differ by a factor 2, 3, 4, 8 (or its inverse) with equal loss: accumulation "
+    "scaling, averaging over ranks.",
+    requires=Evidence("a factor between the gradient norms", lambda d: "ratio" in d.evidence),
+)
+GRADIENTS = Cause(
+    "gradients",
+    check_grad_norm,
+    why="Every module computes the same gradient, but the parameters' accumulated .grad differs, so "
+    "what happens to the gradients between backward and the step differs: .grad not zeroed for some "
+    "parameters (zero_grad on one optimizer of two), a parameter frozen (requires_grad=False) or unused "
+    "on one side only, accumulation over another number of micro-batches, DDP's no_sync or averaging "
+    "over ranks done differently.",
+    fix="Zero the gradients of every parameter once per optimizer step (each optimizer's zero_grad), "
+    "freeze the same parameters on both sides, "
+    "accumulate the same micro-batches with the loss divided by accumulate_grad_batches, and let DDP "
+    "do the averaging (no extra division by world size). First parameter whose .grad differs: {param}.",
+    doc="The watch: every module gradient equal, a parameter's `.grad` differs or exists on one side "
+    "only: zero_grad, a frozen layer, `no_sync`, double averaging (#591).",
+    requires=Evidence(
+        "equal module gradients with different .grad", lambda d: (d.module or {}).get("reading_kind") == "param_grad"
+    ),
+)

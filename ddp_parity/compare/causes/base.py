@@ -1,0 +1,239 @@
+"""What every cause is made of, and what every check reads.
+
+A cause is one `Cause`: the kind the report names, the check that finds it, the two sentences it
+says (why such a difference arises, and the one fix), the evidence it may not give its fix without,
+and the line docs/diagnosis.md shows. A check is a function of the `Context` (the comparison, the
+side labels, what each side recorded) that returns a `Finding` made by `finding(ctx, cause, ...)`
+or None; the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ddp_parity.compare import evidence as recorded_evidence
+from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, flatten
+from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.walk import records_of, short
+
+FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
+
+
+class Words(NamedTuple):
+    """A why and a fix in a cause's own table of variants (a module's mode, what a resume lost)."""
+
+    why: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a finding must hold before it may give its fix: said in words, and held against the
+    finding itself (story.py checks every finding against its cause's)."""
+
+    says: str
+    holds: Callable[[Finding], bool]
+
+
+# a cause read straight off its own facts (a setup fact, an error file, a count): its check is its evidence
+DIRECT = Evidence("its own facts, read straight off the runs' files", lambda d: True)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One cause: the kind it reports, the check that finds it, its words, its evidence, its docs line.
+    `why` and `fix` are formatted with the values the check passes to `finding`."""
+
+    kind: str  # the report's kind: "category" or "category.variant"
+    check: Callable  # the function that finds it
+    why: str  # appended to the facts in the explanation
+    fix: str  # the advice line
+    doc: str  # what docs/diagnosis.md's table of kinds says of it
+    requires: Evidence = DIRECT
+
+    @property
+    def category(self) -> str:
+        return self.kind.split(".")[0]
+
+
+def finding(ctx: Context, cause: Cause, step, rank, evidence: dict, facts: str, /, **values) -> Finding:
+    """The Finding of `cause`: the check's facts, then the cause's why and fix filled with `values`."""
+    return Finding(
+        cause.category,
+        cause.kind,
+        step,
+        rank,
+        explanation=" ".join(part for part in (facts, cause.why.format(**values)) if part),
+        advice=cause.fix.format(**values),
+        evidence=ctx.base(**evidence),
+    )
+
+
+RECORDING_WHY = "The training is the same; only what was written down differs, so nothing in the training needs fixing."
+
+
+def recording(check: Callable, fix: str, doc: str) -> Cause:
+    """A side that recorded a quantity otherwise than the other, not trained otherwise: the kind
+    `recording`, one cause per way of recording, each with the right way as its fix."""
+    return Cause("recording", check, RECORDING_WHY, fix, doc)
+
+
+# ---------------------------------------------------------------------------------------------
+# what every check reads
+
+
+@dataclass
+class Context:
+    cmp: object  # comparator.Comparison
+    names: tuple
+    ignore_config: tuple = ()
+    stall: dict | None = None
+    cache: dict = field(default_factory=dict)
+    rounding_is_noise: bool = False  # --tolerance noise: setup facts that change only rounding are no cause
+
+    @property
+    def walk(self):
+        return self.cmp.walk
+
+    def meta(self, side: str) -> dict:
+        return self.cmp.metas.get(side) or {}
+
+    def run(self, side: str) -> str:
+        return self.cmp.run_a if side == "a" else self.cmp.run_b
+
+    def label(self, side: str) -> str:
+        return self.names[0] if side == "a" else self.names[1]
+
+    @property
+    def earliest(self) -> dict | None:
+        return self.walk.earliest if self.walk else None
+
+    def base(self, **extra) -> dict:
+        evidence = {"sides": {"a": self.names[0], "b": self.names[1]}}
+        if self.walk is not None:
+            evidence["steps_equal_before"] = self.walk.steps_equal_before
+        return {**evidence, **extra}
+
+    def both(self, a, b) -> dict:
+        return {self.names[0]: a, self.names[1]: b}
+
+    def have(self) -> dict[str, set[str]]:
+        """{side label: the evidence kinds that run recorded} (the watch kinds about the first divergence)."""
+        if "have" not in self.cache:
+            step = self.earliest.get("step") if self.earliest else None
+            self.cache["have"] = {self.label(s): recorded_evidence.recorded(self.run(s), step) for s in ("a", "b")}
+        return self.cache["have"]
+
+    def both_have(self, kind: str) -> bool:
+        return all(kind in found for found in self.have().values())
+
+    def unchecked(self) -> list[dict]:
+        return unchecked_at(self.earliest, self.have())
+
+    def config_diffs(self) -> tuple[dict, tuple | None]:
+        if "config" not in self.cache:
+            diffs, seed = config_differences(self.meta("a"), self.meta("b"), self.ignore_config)
+            if self.rounding_is_noise:
+                diffs = {key: pair for key, pair in diffs.items() if not changes_only_rounding(key)}
+            self.cache["config"] = diffs, seed
+        return self.cache["config"]
+
+
+def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
+    """What the divergence `first` (its quantity and step) needs that a side did not record (`have`:
+    {side label: the evidence kinds it recorded}): each with the sides lacking it, what could not be
+    checked, and the change to the record call that records it."""
+    if first is None:
+        return []
+    needed = recorded_evidence.needed(first["quantity"], first.get("step"))
+    out = []
+    for kind, sides in recorded_evidence.missing(have, needed).items():
+        what, change = (text.format(step=first.get("step")) for text in recorded_evidence.MISSING_EVIDENCE[kind])
+        out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
+    return out
+
+
+def unchecked_sentence(unchecked: list[dict]) -> str:
+    parts = [f"{u['not_checked']} ({' and '.join(u['sides'])} did not record it: {u['record']})" for u in unchecked]
+    return "Not checked: " + "; ".join(parts) + "."
+
+
+# ---------------------------------------------------------------------------------------------
+# small readings shared by the checks
+
+
+def config_values(ctx: Context, names: tuple) -> dict:
+    """Config values whose last key component is one of `names`, from both sides."""
+    out = {}
+    for side in ("a", "b"):
+        for key, value in flatten(ctx.meta(side).get("config") or {}).items():
+            if key.rsplit(".", 1)[-1] in names:
+                out[f"{ctx.label(side)}:{key}"] = value
+    return out
+
+
+def aligned_records(ctx: Context, rank, limit: int = 100_000):
+    for i, (ra, rb) in enumerate(zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank))):
+        if i >= limit:
+            return
+        yield ra, rb
+
+
+def same_param_sets(ctx: Context) -> bool:
+    only = ctx.cmp.params_only_in
+    return not (only.get("a") or only.get("b"))
+
+
+def nonzero(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
+
+
+def fmt(value, limit: int = 80) -> str:
+    text = json.dumps(short(value), default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def abs_diff(a, b) -> float:
+    try:
+        return abs(float(a) - float(b))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def ratio_of(a, b) -> float | None:
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+    return a / b if b else None
+
+
+def float32_ulps(a, b) -> int | None:
+    """Distance in float32 units in the last place (same sign), or None."""
+    try:
+        fa, fb = np.float32(a), np.float32(b)
+    except (TypeError, ValueError):
+        return None
+    if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
+        return None
+    return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
+
+
+def float32_ulps_or_far(a, b) -> int:
+    u = float32_ulps(a, b)
+    return 10**9 if u is None else u
+
+
+def max_relative(a, b) -> float | None:
+    """The largest |a - b| / max(|a|, |b|) over two numbers or two equal-length lists of numbers."""
+    pairs = list(zip(a, b)) if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) else [(a, b)]
+    try:
+        return max(abs(float(x) - float(y)) / max(abs(float(x)), abs(float(y)), 1e-30) for x, y in pairs)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,434 @@
+"""Causes in the data, read from the first steps' records: a resume that replays, skips or loses
+state; the step structure (numbering, counts, ranks); the samples each rank consumed; the batch
+tensors built from them.
+
+Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, Words, config_values, finding, fmt, recording
+from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.walk import comparable_samples, identical, records_of
+
+# ---------------------------------------------------------------------------------------------
+# resume
+
+
+def check_resume(ctx: Context) -> Finding | None:
+    """The first divergence at or after a side's resume point: what the resume got wrong."""
+    first = ctx.earliest
+    side = _resumed_side(ctx, first)
+    if side is None:
+        return None
+    at, name = _resume_step(ctx.meta(side)), ctx.label(side)
+    step, rank, q = first.get("step"), first.get("rank"), first["quantity"]
+    evidence = {"resumed_side": name, "resumed_from_step": at, "quantity": q}
+    shown = _what_the_resume_shows(ctx, first, side, evidence)
+    if shown is None:
+        return None
+    said, key = shown
+    resumed_how = f"resumed after step {at}" if at else "was restarted, counting its steps from 0"
+    facts = f"{name} {resumed_how}, and the runs part ways at step {step} (rank {rank}), from the resume on: {said}"
+    cause, fix = RESUME_WORDS[key]
+    return finding(ctx, RESUME, step, rank, evidence, facts, cause=cause.format(at=at), fix=fix)
+
+
+def _resumed_side(ctx: Context, first: dict | None) -> str | None:
+    """The side whose resume the first divergence comes after, if any."""
+    if first is None:
+        return None
+    # a restart counted from step 0: only its first step's weights say anything about the resume
+    from_zero_telling = first.get("step") == 1 and first["quantity"] in ("loss", "grad_norm", "batch")
+    for side in ("a", "b"):
+        at = _resume_step(ctx.meta(side))
+        if at is not None and (first.get("step") or 0) > at and (at or from_zero_telling):
+            return side
+    return None
+
+
+def _what_the_resume_shows(ctx: Context, first: dict, side: str, evidence: dict) -> tuple[str, str] | None:
+    """What the first divergence after the resume shows, as facts, and the RESUME key of its cause."""
+    q, rank = first["quantity"], first.get("rank")
+    if q == "numbering":
+        return f"the step numbers jump ({fmt(first.get('step_numbers'))}).", "numbering"
+    if q == "count":
+        counts, other = ctx.walk.counts, "b" if side == "a" else "a"
+        return (
+            f"{ctx.label(side)} records {counts[side].get(rank, 0)} steps on rank {rank} where the other run "
+            f"records {counts[other].get(rank, 0)}.",
+            "count",
+        )
+    if q == "samples":
+        return _resumed_samples(ctx, first, side, evidence)
+    if q == "lr":
+        return f"the learning rate differs ({first['a']!r} vs {first['b']!r}).", "scheduler"
+    if q == "param_digest":
+        return (
+            "the first update after the resume differs with the same samples, loss, gradient norm and learning rate.",
+            "optimizer",
+        )
+    if q in ("loss", "grad_norm", "batch"):
+        return f"with the same samples the {q} differs ({fmt(first['a'])} vs {fmt(first['b'])}).", "model_or_rng"
+    return None
+
+
+def _resumed_samples(ctx: Context, first: dict, side: str, evidence: dict) -> tuple[str, str]:
+    """Where the resumed side's samples were consumed before: an epoch replayed, skipped, or its order lost."""
+    step, name = first.get("step"), ctx.label(side)
+    match = _samples_seen_elsewhere(ctx, side, "b" if side == "a" else "a", first.get("rank"), step)
+    if match is None:
+        return f"the samples differ ({fmt(first['a'])} vs {fmt(first['b'])}) without repeating others.", "order"
+    evidence.update(match)
+    seen_at, epoch = match["matches_step"], match.get("matches_epoch")
+    if seen_at > step:
+        return f"at step {step} {name} consumes the samples of step {seen_at} (epoch {epoch}): it skips ahead.", "skip"
+    if match.get("epoch") is not None and match["epoch"] != epoch:
+        # the epoch counter went on but the order is an earlier epoch's: the order state was lost
+        return (
+            f"at step {step} {name} is in epoch {match['epoch']} but consumes the samples the runs consumed at "
+            f"step {seen_at} (epoch {epoch}), in the same order: its epoch count was restored, the data order "
+            "was not.",
+            "order_lost",
+        )
+    return (
+        f"at step {step} {name} consumes the samples the runs consumed at step {seen_at} (epoch {epoch}): it "
+        f"trains epoch {epoch} again.",
+        "replay",
+    )
+
+
+def _resume_step(meta: dict) -> int | None:
+    step = meta.get("resumed_from_step")
+    if isinstance(step, int) and not isinstance(step, bool) and step > 0:
+        return step
+    attempts = meta.get("attempts") or []
+    starts = [a.get("start_step") for a in attempts if isinstance(a, dict) and isinstance(a.get("start_step"), int)]
+    # a restart counted from step 0 is still a resume: a loop that derives its step from a snapshot's
+    # epoch index (the tutorial's `epochs_run` = 0 after epoch 0) loads trained weights "at step 0"
+    return max(starts) if len(starts) > 1 and max(starts) >= 0 else None
+
+
+def _samples_seen_elsewhere(ctx: Context, side: str, other: str, rank, step) -> dict | None:
+    """Where else the resumed side's samples at `step` were consumed (by the other run)."""
+    target = None
+    for rec in records_of(ctx.run(side), rank):
+        if rec["step"] == step:
+            target = rec
+            break
+    if target is None:
+        return None
+    for rec in records_of(ctx.run(other), rank):
+        if rec["step"] != step:
+            a, b = comparable_samples(target, rec)
+            if a is not None and a == b:
+                return {"matches_step": rec["step"], "matches_epoch": rec.get("epoch"), "epoch": target.get("epoch")}
+    return None
+
+
+# what a resume got wrong, by what the first step after it shows: the cause and the fix the `resume`
+# kind fills in ({at}: the step the run resumed after)
+RESUME_WORDS = {
+    "numbering": Words(
+        "The resumed loop restarts its step counter at another value than the steps done.",
+        "Restore the global step from the checkpoint and continue counting from it.",
+    ),
+    "count": Words(
+        "The resumed run trains another number of steps than remained: it resumed at the wrong step or epoch.",
+        "Store the steps and epochs *done* with the checkpoint and resume right after them.",
+    ),
+    "order_lost": Words(
+        "The resumed run rebuilt its DataLoader or sampler without the state that decides the order: a "
+        "DataLoader generator seeded afresh, a sampler without set_epoch(restored epoch), workers "
+        "re-seeded from the start (Lightning #21938: workers replaying an epoch after a resume).",
+        "Restore the data order with the checkpoint: save and load the DataLoader's generator state "
+        "(generator.get_state()/set_state()) or call sampler.set_epoch(restored epoch) before iterating.",
+    ),
+    "replay": Words(
+        "The checkpoint stores the epoch that was running (or just finished) and the loop restarts "
+        "at that index, so the finished epoch is replayed.",
+        "Save the number of epochs *done* (epoch + 1 after an epoch ends) and resume from it.",
+    ),
+    "skip": Words(
+        "The loop resumes past the point the checkpoint was taken: an epoch or steps are skipped.",
+        "Resume at the first step not done: the epoch and step stored with the checkpoint.",
+    ),
+    "order": Words(
+        "The sampler's order after the restart differs: its epoch (set_epoch) or RNG state was not restored.",
+        "Call sampler.set_epoch(epoch) with the restored epoch and restore the RNG states from the checkpoint.",
+    ),
+    "scheduler": Words(
+        "The learning-rate scheduler starts again from its initial state: its state was not restored.",
+        "Save scheduler.state_dict() with the checkpoint and load it on resume.",
+    ),
+    "optimizer": Words(
+        "An optimizer whose state (Adam's moments, momentum buffers) starts empty updates differently from "
+        "the same gradients: the optimizer state was not restored.",
+        "Save optimizer.state_dict() with the checkpoint and load it on resume.",
+    ),
+    "model_or_rng": Words(
+        "The weights or the random stream the resumed run starts from are not those the other run had after "
+        "step {at}: the model state or the RNG state was not restored, or comes from another step (a snapshot "
+        "that stores the index of the epoch just finished, resumed at that index, trains that epoch again "
+        "from weights that already learned it).",
+        "Resume right after the snapshot: save the epochs and steps *done* (epoch + 1 after an epoch ends) "
+        "with the model state and the torch/numpy/random RNG states, and load them all.",
+    ),
+}
+
+RESUME = Cause(
+    "resume",
+    check_resume,
+    why="{cause}",
+    fix="{fix} In general: save and load model, optimizer, scheduler, scaler and RNG state with the "
+    "checkpoint, as raw/train.py does.",
+    doc="The first divergence comes after a side's resume (`resumed_from_step`, `meta.attempts`): an epoch "
+    "replayed or skipped, the data order, the optimizer, scheduler, model or RNG state not restored.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# step numbers offset by a constant: a recording, not a training difference
+
+
+def check_step_offset(ctx: Context) -> Finding | None:
+    first = ctx.earliest
+    if first is None or first["quantity"] != "numbering":
+        return None
+    offset = _step_offset(ctx, first["rank"])
+    if offset is None:
+        return None
+    side = "a" if offset > 0 else "b"  # the side whose numbers run ahead
+    facts = (
+        f"Every record matches once the steps are aligned, but {ctx.label(side)} numbers them "
+        f"{abs(offset)} higher (step {first['step_numbers']['a']} vs {first['step_numbers']['b']} for the "
+        "same optimizer step): the sides count steps from different origins (0 vs 1), not a training "
+        "difference."
+    )
+    evidence = {"step_offset": offset, "step_numbers": ctx.both(*first["step_numbers"].values())}
+    return finding(ctx, RECORDED_STEP_OFFSET, first["step"], first["rank"], evidence, facts)
+
+
+def _step_offset(ctx: Context, rank) -> int | None:
+    """a's step - b's step when it is constant and every other value of the records agrees."""
+    offset = None
+    n = 0
+    for ra, rb in zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank)):
+        d = ra["step"] - rb["step"]
+        if offset is None:
+            offset = d
+        if d != offset or d == 0:
+            return None
+        for key in ("loss", "grad_norm", "lr", "indices", "param_digest"):
+            if not identical(ra.get(key), rb.get(key)):
+                return None
+        n += 1
+    return offset if n else None
+
+
+RECORDED_STEP_OFFSET = recording(
+    check_step_offset,
+    fix=(
+        "Number optimizer steps the same way on both sides: the recorder's `step` is the count of "
+        "optimizer steps done, starting at 1 after the first (Lightning's trainer.global_step after the step)"
+    ),
+    doc="Step numbers offset by a constant with every record equal: the sides count steps from another origin.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the step structure: ranks, counts, numbering
+
+
+def check_structure(ctx: Context) -> Finding | None:
+    first = ctx.earliest
+    if first is None or first["quantity"] not in ("ranks", "count", "numbering"):
+        return None
+    return step_count_finding(ctx, first)
+
+
+def step_count_finding(ctx: Context, f: dict) -> dict:
+    walk = ctx.walk
+    counts = ctx.both(dict(sorted(walk.counts["a"].items())), dict(sorted(walk.counts["b"].items())))
+    evidence = {"steps": counts}
+    if walk.unreadable:
+        evidence["unreadable_traces"] = walk.unreadable
+    desc = "; ".join(f"{side}: " + ", ".join(f"rank {r} {n}" for r, n in c.items()) for side, c in counts.items())
+    empty = [ctx.label(s) for s in ("a", "b") if not any(walk.counts[s].values())]
+    if empty:
+        facts = f"{' and '.join(empty)} recorded no step at all (steps per rank: {desc})."
+        return finding(
+            ctx,
+            STEP_COUNT_EMPTY,
+            None if f is None else f.get("step"),
+            f and f.get("rank"),
+            evidence,
+            facts,
+            side=" and ".join(empty),
+        )
+    if f["quantity"] == "ranks":
+        facts = (
+            f"{ctx.label(f['side'])} has no trace for rank {f['rank']}: the runs did not use the same ranks ({desc})."
+        )
+    elif f["quantity"] == "numbering":
+        evidence["step_numbers"] = ctx.both(*f["step_numbers"].values())
+        facts = (
+            f"After {walk.steps_equal_before} matching step(s) the step numbers part ways on rank {f['rank']} "
+            f"({f['step_numbers']['a']} vs {f['step_numbers']['b']}): the sides count optimizer steps differently "
+            "(per micro-batch vs per optimizer step, or a step skipped)."
+        )
+    else:
+        facts = f"The runs recorded different numbers of steps ({desc}); step {f['step']} is missing on some rank."
+        uneven = [side for side, c in counts.items() if len(set(c.values())) > 1]
+        if uneven:
+            facts += (
+                f" On {' and '.join(uneven)} the ranks themselves disagree, which in DDP means a rank ran more "
+                "batches than its peers: its extra step's gradient all-reduce has no partner."
+            )
+    return finding(ctx, STEP_COUNT, f.get("step"), f.get("rank"), evidence, facts)
+
+
+STEP_COUNT = Cause(
+    "step_count",
+    check_structure,
+    why="DistributedSampler pads the dataset so every rank gets ceil(N / world_size) samples (or drops "
+    "the tail with drop_last=True) and the DataLoader's drop_last decides whether a short last "
+    "batch is a step; max_steps/max_epochs and accumulation leftovers at an epoch's end change the "
+    "count too (Lightning #19987, #21808).",
+    fix="Shard with DistributedSampler on both sides (same drop_last for sampler and DataLoader, same "
+    "batch size) and stop on the same max_epochs / max_steps.",
+    doc="Steps per rank per side differ, or their numbers part: sharding, drop_last, max_steps, "
+    "accumulation leftovers (Lightning #19987, #21808).",
+)
+STEP_COUNT_EMPTY = Cause(
+    "step_count.empty",
+    check_structure,
+    why="That run failed or was stopped before its first optimizer step finished, so there is nothing to compare yet.",
+    fix="Look at {side}'s log for the error (a rank that failed at start-up, a wrong run directory), "
+    "fix it and compare again.",
+    doc="A side recorded no step at all.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the samples
+
+
+def check_samples(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "samples":
+        return None
+    step, rank, epoch = f["step"], f["rank"], f.get("epoch")
+    evidence = {"epoch": epoch, "indices": ctx.both(f["a"], f["b"])}
+    repeats = {s: _repeats_first_epoch(ctx.run(s), rank, epoch) for s in ("a", "b")}
+    if repeats["a"] != repeats["b"]:
+        stuck = "a" if repeats["a"] else "b"
+        evidence["repeating_side"] = ctx.label(stuck)
+        facts = (
+            f"In epoch {epoch} {ctx.label(stuck)} replays its first epoch: from step {step} rank {rank} consumes "
+            "exactly the indices, in exactly the order, of its first epoch, while "
+            f"{ctx.label('b' if stuck == 'a' else 'a')} draws a new permutation."
+        )
+        return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
+    sampler = _sampler_differences(ctx)
+    if sampler:
+        evidence["sampler_differences"] = sampler
+    facts = (
+        f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
+        f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
+    )
+    text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
+    return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _repeats_first_epoch(run, rank, epoch) -> bool:
+    """Whether this rank consumed, in `epoch`, exactly the samples of its first epoch in the same order."""
+    first_epoch, first, this = None, [], []
+    for rec in records_of(run, rank):
+        e = rec.get("epoch")
+        if first_epoch is None:
+            first_epoch = e
+        if e is None or epoch is None or epoch == first_epoch:
+            return False
+        if e == first_epoch:
+            first.append(json.dumps(comparable_samples(rec, rec)[0]))
+        elif e == epoch:
+            this.append(json.dumps(comparable_samples(rec, rec)[0]))
+        elif this:
+            break
+    if not this or not first:
+        return False
+    return this == first or (len(this) < len(first) and this == first[: len(this)])
+
+
+def _sampler_differences(ctx: Context) -> list[str]:
+    out = []
+    for r, (fa, fb) in enumerate(zip(ctx.meta("a").get("ranks") or [], ctx.meta("b").get("ranks") or [])):
+        sa, sb = fa.get("sampler") or {}, fb.get("sampler") or {}
+        for key in sorted(set(sa) & set(sb)):
+            if key != "seed" and sa[key] != sb[key]:
+                out.append(f"ranks[{r}].sampler.{key}: {fmt(sa[key])} vs {fmt(sb[key])}")
+    return out
+
+
+SET_EPOCH = Cause(
+    "set_epoch",
+    check_samples,
+    why="A DistributedSampler shuffles with seed + epoch, and its epoch only changes when "
+    "set_epoch(epoch) is called; without that call every epoch replays the first epoch's order. "
+    "Lightning calls set_epoch on the sampler it injects; a hand-written loop must do it itself.",
+    fix="On {side}: call sampler.set_epoch(epoch) at the start of every epoch, before iterating the "
+    "DataLoader (also after resuming from a checkpoint).",
+    doc="A side's epoch repeats its first epoch's order: `sampler.set_epoch(epoch)` missing.",
+)
+DATA_ORDER = Cause(
+    "data_order",
+    check_samples,
+    why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
+    "The recorded samplers say where: {sampler}",
+    fix="Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "
+    "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json "
+    "ranks[*].sampler.",
+    doc="A rank consumed other sample indices; the recorded samplers compared say where.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the batch contents
+
+
+def check_batch(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "batch":
+        return None
+    workers = config_values(ctx, ("num_workers", "persistent_workers"))
+    evidence = {"batch_digest": ctx.both(f["a"], f["b"]), "data_loader": workers}
+    facts = (
+        f"At step {f['step']} rank {f['rank']} consumed the same sample indices on both sides, but the batch "
+        f"tensors differ (batch_digest {str(f['a'])[:16]} vs {str(f['b'])[:16]})."
+    )
+    if workers:
+        facts += f" DataLoader settings: {fmt(workers)}."
+    return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts)
+
+
+DATA_PIPELINE = Cause(
+    "data_pipeline",
+    check_batch,
+    why="The indices are the same, so the sampler agrees; the tensors built from them are not: "
+    "`__getitem__` or collate draws random numbers (a random augmentation) from a stream that "
+    "differs between the sides, typically because DataLoader workers are seeded differently "
+    "(seed_everything(workers=True) on one side, a worker_init_fn on one side only, a generator "
+    "passed to one DataLoader, persistent workers).",
+    fix="Seed DataLoader workers the same way on both sides: the same worker_init_fn (Lightning's "
+    "`seed_everything(seed, workers=True)` installs pl_worker_init_function) and the same "
+    "`generator=` and `persistent_workers` on both DataLoaders.",
+    doc="Equal `indices`, another `batch_digest` (or the watch's first module input): random transforms "
+    "drawn from differently seeded DataLoader workers.",
+    requires=Evidence(
+        "batch digests, or the module watch's first input",
+        lambda d: "batch_digest" in d.evidence or (d.module or {}).get("reading_kind") == "batch",
+    ),
+)

@@ -1,0 +1,243 @@
+"""Causes at the end of a run, when every recorded step matches: the buffers, the final
+parameters, validation (how a side recorded it, how it reduced it), structural problems; and, when
+nothing differs, `equivalent`.
+
+Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from ddp_parity.compare.causes.base import Cause, Context, finding, fmt, recording
+from ddp_parity.compare.causes.data import STEP_COUNT, step_count_finding
+from ddp_parity.compare.causes.update import OPTIMIZER
+from ddp_parity.compare.comparator import match_keys
+from ddp_parity.compare.findings import Finding
+
+BUFFER_HINTS = ("running_mean", "running_var", "num_batches_tracked")
+
+# ---------------------------------------------------------------------------------------------
+# buffers
+
+
+def check_buffers(ctx: Context) -> Finding | None:
+    """Buffers (BatchNorm running statistics) differing between ranks of a side or between sides."""
+    replicas = {s: ctx.meta(s).get("replicas_identical") for s in ("a", "b")}
+    bufs = {s: _buffer_digests(ctx.meta(s)) for s in ("a", "b")}
+    split = [s for s in ("a", "b") if replicas[s] is False or _ranks_disagree(bufs[s])]
+    params = ctx.cmp.params
+    only_buffers = _differing_tensors(ctx) and all(_is_buffer(n, bufs) for n in _differing_tensors(ctx))
+    if len(split) == 1:
+        side = split[0]
+        name = _first_differing_buffer(bufs[side]) or next(iter(_differing_tensors(ctx)), None)
+        evidence = {"replicas_identical": ctx.both(*replicas.values()), "buffer": name}
+        values = {"side": ctx.label(side), "name": name or "replicas_identical: false"}
+        return finding(ctx, BUFFERS_REPLICAS, None, None, evidence, "", **values)
+    across = _first_buffer_across(bufs)
+    if across or (only_buffers and params.compared and not params.all_equal and ctx.earliest is None):
+        name = across or next(iter(_differing_tensors(ctx)))
+        return finding(ctx, BUFFERS_SYNC, None, None, {"buffer": name}, "", name=name)
+    return None
+
+
+def _buffer_digests(meta: dict) -> dict:
+    return {f.get("rank", r): f.get("buffers_sha256") or {} for r, f in enumerate(meta.get("ranks") or [])}
+
+
+def _ranks_disagree(per_rank: dict) -> bool:
+    return len({json.dumps(v, sort_keys=True) for v in per_rank.values() if v}) > 1
+
+
+def _first_differing_buffer(per_rank: dict) -> str | None:
+    maps = [v for v in per_rank.values() if v]
+    for name in sorted(set().union(*maps)) if maps else []:
+        if len({m.get(name) for m in maps}) > 1:
+            return name
+    return None
+
+
+def _first_buffer_across(bufs: dict) -> str | None:
+    a, b = bufs["a"].get(0) or {}, bufs["b"].get(0) or {}
+    pairs = match_keys(list(a), list(b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return next((name for name, (ka, kb) in sorted(pairs.items()) if a[ka] != b[kb]), None)
+
+
+def _differing_tensors(ctx: Context) -> list[str]:
+    return [row["name"] for row in ctx.cmp.param_tensors if not row["equal"]]
+
+
+def _is_buffer(name: str, bufs: dict) -> bool:
+    known = {k for s in bufs.values() for per in s.values() for k in per}
+    return name in known or name.endswith(BUFFER_HINTS)
+
+
+BUFFERS_REPLICAS = Cause(
+    "buffers.replicas",
+    check_buffers,
+    why="On {side} the ranks end with different buffers ({name}), while the other side's replicas agree. "
+    "DDP broadcasts rank 0's buffers at every forward through the wrapper (broadcast_buffers=True); a "
+    "forward on the unwrapped module (validation outside the DDP wrapper) uses and updates each rank's "
+    "own running statistics.",
+    fix="On {side}, validate through the DDP-wrapped model (as Lightning does), so every rank uses rank 0's buffers.",
+    doc="`replicas_identical` false on one side only: validation outside the DDP wrapper (each rank's "
+    "own running statistics).",
+)
+BUFFERS_SYNC = Cause(
+    "buffers.sync",
+    check_buffers,
+    why="The buffer {name} differs between the sides while the per-step training records agree: its running "
+    "statistics are computed from other batch statistics, as when one side converts BatchNorm to "
+    "SyncBatchNorm (statistics over the global batch) and the other does not.",
+    fix="Use SyncBatchNorm on both sides (torch.nn.SyncBatchNorm.convert_sync_batchnorm) or on neither.",
+    doc="`buffers_sha256` differs across the sides with the training records equal: SyncBatchNorm on one side only.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the final parameters
+
+
+def check_final_params(ctx: Context) -> Finding | None:
+    params = ctx.cmp.params
+    if ctx.earliest is not None or params.all_equal:
+        return None
+    first = params.first or {}
+    facts = (
+        f"All {ctx.walk.steps_equal_before} recorded steps match, including the per-step parameter digest, but "
+        f"the final parameters differ ({fmt(first)}): an update touched tensors the digest does not cover, or "
+        "the last update after the final record differs."
+    )
+    return finding(ctx, FINAL_PARAMS, ctx.walk.last_equal_step, None, {"params": first}, facts)
+
+
+FINAL_PARAMS = replace(
+    OPTIMIZER,
+    check=check_final_params,
+    doc="Every recorded step matches, the final parameters do not: an update the digest does not cover, "
+    "or the last update after the final record.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# validation recorded as float32
+
+
+def check_float32_validation(ctx: Context) -> Finding | None:
+    v = ctx.cmp.validation.first
+    if ctx.earliest is not None or v is None:
+        return None
+    rounded = _float32_rounded_side(v.get("a"), v.get("b"))
+    if rounded is None:
+        return None
+    facts = (
+        f"Training matches step for step; validation {v.get('metric')} at step {v.get('step')} differs only by "
+        f"float32 rounding ({v.get('a')!r} vs {v.get('b')!r}): {ctx.label(rounded)} recorded the value rounded "
+        "to float32 (as `self.log` keeps it)."
+    )
+    return finding(ctx, RECORDED_FLOAT32_VALIDATION, v.get("step"), None, {"validation": v}, facts)
+
+
+def _float32_rounded_side(a, b) -> str | None:
+    if not (isinstance(a, float) and isinstance(b, float)) or a == b:
+        return None
+    if float(np.float32(a)) == b and float(np.float32(b)) == b:
+        return "b"
+    if float(np.float32(b)) == a and float(np.float32(a)) == a:
+        return "a"
+    return None
+
+
+RECORDED_FLOAT32_VALIDATION = recording(
+    check_float32_validation,
+    fix=(
+        "Record validation figures as computed (float64/Python floats), not the values "
+        "`self.log` keeps (rounded to float32)."
+    ),
+    doc="Validation equal after float32 rounding: one side recorded what `self.log` keeps.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+
+
+def check_validation(ctx: Context) -> Finding | None:
+    v = ctx.cmp.validation.first
+    if ctx.earliest is not None or v is None:
+        return None
+    facts = (
+        f"Training matches step for step, but validation differs ({v.get('metric')} at step {v.get('step')}: "
+        f"{v.get('a')!r} vs {v.get('b')!r}): the metric is computed or reduced across ranks differently."
+    )
+    return finding(ctx, NUMERICS_VALIDATION, v.get("step"), None, {"validation": v}, facts)
+
+
+NUMERICS_VALIDATION = Cause(
+    "numerics.validation",
+    check_validation,
+    why="A DistributedSampler pads the validation set with repeated samples when it does not divide by "
+    "the world size; averaging per-rank means instead of summing counts weights ranks unequally "
+    "(Lightning #21859: epoch metrics with sync_dist inflated by an integer batch counter).",
+    fix="Reduce validation metrics as sums and counts across ranks (all_reduce of both) and count each "
+    "sample once, the way torchmetrics does.",
+    doc="Training equal, validation not: the metric computed or reduced across ranks differently (#21859).",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# structural problems the comparison reports
+
+
+def check_problems(ctx: Context) -> Finding | None:
+    problems = ctx.cmp.all_problems
+    if not problems:
+        return None
+    if ctx.walk is not None and not any(ctx.walk.counts[s] for s in ("a", "b")):
+        return step_count_finding(ctx, None)
+    facts = (
+        f"The recorded steps match, but the comparison reports structural problems: {'; '.join(problems[:3])}. "
+        "Most often one run did not finish (no final parameters, a validation missing) or the sides validate "
+        "at different points."
+    )
+    return finding(ctx, PROBLEMS, ctx.walk.last_equal_step if ctx.walk else None, None, {"problems": problems}, facts)
+
+
+PROBLEMS = replace(
+    STEP_COUNT,
+    check=check_problems,
+    doc="The steps match, but the comparison reports structural problems (no final parameters, a "
+    "validation missing): one run did not finish, or the sides validate at other points.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# nothing differs
+
+
+def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Finding:
+    n = ctx.walk.steps_equal_before if ctx.walk else 0
+    if setup_differs is None:
+        facts = (
+            f"No divergence: configuration, initial weights and all {n} steps (samples, loss, gradient norm, "
+            "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
+        )
+        return finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts)
+    facts = (
+        f"No divergence in the numbers: all {n} steps, validation and the final parameters match bit for bit, "
+        f"but the setup differs ({setup_differs.category}; see the warning)."
+    )
+    return replace(finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts), setup_differs=setup_differs)
+
+
+EQUIVALENT = Cause(
+    "equivalent",
+    check_equivalent,
+    why="",
+    fix="Nothing to fix.",
+    doc="Nothing differs (a setup difference with equal numbers stays beside it as `setup_differs`).",
+)

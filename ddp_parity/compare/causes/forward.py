@@ -1,0 +1,253 @@
+"""Causes in the forward pass and the loss, read from the module watch at the first divergence: a
+module in another mode, a random layer, a module's own computation, the loss function.
+
+Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+from ddp_parity.compare.causes.base import (
+    Cause,
+    Context,
+    Evidence,
+    Words,
+    abs_diff,
+    config_values,
+    finding,
+    nonzero,
+)
+from ddp_parity.compare.causes.data import DATA_PIPELINE
+from ddp_parity.compare.causes.setup import INIT
+from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
+from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.modules import display
+
+# module readings (modules.reading_kind) that name a module's own computation as where a difference is born
+COMPUTATION_READINGS = (
+    "numerics",
+    "norm",
+    "own_code",
+    "stateful_norm",
+    "between_forward",
+    "buffers",
+    "module_backward",
+    "between_backward",
+)
+
+
+def _module_kind(d: Finding) -> str | None:
+    return (d.module or {}).get("reading_kind")
+
+
+def _lacks(d: Finding, kind: str) -> bool:
+    return any(u.get("evidence") == kind for u in d.unchecked)
+
+
+# ---------------------------------------------------------------------------------------------
+# the module watch: one check, the kind of stage where the difference is born
+
+
+def check_module(ctx: Context) -> Finding | None:
+    """The module watch's finding at the first divergence decides the category whenever it names where
+    the difference is born: the batch (first input differs, indices equal), a random layer, a module in
+    another mode, a module's own computation, or the loss (every forward call equal, the loss not)."""
+    f, module = ctx.earliest, ctx.cache.get("module")
+    if f is None or not module or module.get("step") != f.get("step"):
+        return None
+    kind = module.get("reading_kind")
+    evidence = {"module": module}
+    where = f"at step {f['step']} rank {f['rank']}, {module['phase']} of {display(module['name'])} ({module['type']})"
+    if kind == "batch":
+        facts = (
+            f"The sample indices are equal, but {where} already receives another input: the first module's input "
+            "differs, so the batch contents differ before the model."
+        )
+        return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts)
+    if kind == "state":
+        return _module_state(ctx, f, module, where)
+    if kind == "params":
+        facts = (
+            f"The module watch finds parameter {module['name']} different before the first forward of step "
+            f"{f['step']} (rank {f['rank']}): the sides start this step from other weights."
+        )
+        if f["step"] == 1:
+            return finding(ctx, INIT, f["step"], f["rank"], evidence, facts)
+        return undetermined(ctx, f, ["earlier_update", "param_groups", "optimizer"], facts, evidence)
+    if kind in ("random", *COMPUTATION_READINGS) and not ctx.both_have("watch_state"):
+        facts = f"The module watch finds the first difference {where}: inputs equal, outputs differ."
+        return undetermined(ctx, f, ["rng" if kind == "random" else "numerics", "module_state"], facts, evidence)
+    if kind == "random":
+        facts = (
+            f"The sample indices, the inputs and the module's mode are equal, but {where} draws another mask: its "
+            "input is equal and its output differs."
+        )
+        values = {"where": f"layer {display(module['name'])} ({module['type']}) draws its mask at step {f['step']}"}
+        return finding(ctx, RNG, f["step"], f["rank"], evidence, facts, **values)
+    if kind == "loss_grad" and f["quantity"] == "loss":
+        facts = (
+            f"Both sides fed rank {f['rank']} the same samples at step {f['step']} and every module call of the "
+            f"forward pass is equal, yet the loss differs ({f['a']!r} vs {f['b']!r})."
+        )
+        return finding(ctx, LOSS, f["step"], f["rank"], {**evidence, "loss": ctx.both(f["a"], f["b"])}, facts)
+    if kind in COMPUTATION_READINGS:
+        facts = (
+            f"The module watch finds where the difference is born: {where} computes another result from an "
+            "equal input, in the same mode on both sides."
+        )
+        values = {"name": display(module["name"]), "type": module["type"]}
+        return finding(ctx, NUMERICS_MODULE, f["step"], f["rank"], evidence, facts, **values)
+    return None  # the gradients' reduction or the optimizer: the checks of those quantities read it
+
+
+def _module_state(ctx: Context, f: dict, module: dict, where: str) -> Finding:
+    state = module.get("state") or {}
+    key = next(k for k in MODULE_MODES if k in state)
+    va, vb = state[key]
+    name = display(module["name"])
+    # a module out of training mode is the usual slip (eval() left on after validation): name that side
+    slipped = ctx.label("a") if key == "training" and va is False else ctx.label("b")
+    said = "; ".join(
+        f"{ctx.label('a')} runs `{name}` with {k}={a}, {ctx.label('b')} with {b}" for k, (a, b) in state.items()
+    )
+    facts = f"The module watch finds the first difference {where}: its input is equal, but {said}."
+    advice = MODULE_MODES[key]
+    values = {"name": name, "side": slipped, "a": va, "b": vb}
+    fix = advice.fix.format(**values)
+    return finding(
+        ctx, MODULE_STATE, f["step"], f["rank"], {"module": module, "state": state}, facts, what=advice.why, fix=fix
+    )
+
+
+# a module that runs in another mode than its twin: why that changes its output, and the fix
+# ({name}: the module, {side}: the side whose mode is the usual slip, {a}/{b}: the two values)
+MODULE_MODES = {
+    "training": Words(
+        "in eval mode dropout passes its input through and BatchNorm normalises with its running statistics; "
+        "the usual slip is a loop that calls model.eval() for validation and never model.train() again "
+        "(Lightning switches back after its validation loop).",
+        "On {side}, put the model back in training mode before training continues: call model.train() after "
+        "validation (and at the start of every epoch), so that {name} trains with training=True.",
+    ),
+    "arguments": Words(
+        "the module is built with other constructor arguments (a dropout probability, eps, momentum, "
+        "approximate), so it computes another function.",
+        "Build {name} with the same arguments on both sides ({a} vs {b}).",
+    ),
+    "autocast": Words(
+        "under autocast a module computes in a lower precision (bf16/fp16 matmuls), so the same input gives "
+        "other bits.",
+        "Run {name} under the same precision on both sides ({a} vs {b}): the same Trainer `precision` and "
+        "the same torch.autocast regions in the hand-written loop.",
+    ),
+    "grad_enabled": Words(
+        "a forward without gradients records no graph; the module's backward then differs.",
+        "Run the training forward with gradients enabled on both sides (no torch.no_grad() or "
+        "torch.inference_mode() around {name}).",
+    ),
+    "output_dtypes": Words(
+        "a module whose parameters or computation are in another dtype gives outputs of another dtype.",
+        "Give {name} the same dtype on both sides ({a} vs {b}): model.to(dtype), the Trainer's `precision`.",
+    ),
+    "input_dtypes": Words(
+        "the same values in another dtype are other bits.",
+        "Feed {name} the same dtype on both sides ({a} vs {b}): cast the batch the same way.",
+    ),
+}
+
+MODULE_STATE = Cause(
+    "module_state",
+    check_module,
+    why="With equal inputs and parameters a module computes what its mode makes it compute: {what}",
+    fix="{fix}",
+    doc="The watch: equal input, other output, and the module's `training`, `arguments`, `autocast` or "
+    "dtypes differ (eval mode left on after validation, the precision).",
+    requires=Evidence("a module state that differs", lambda d: _module_kind(d) == "state"),
+)
+RNG = Cause(
+    "rng",
+    check_module,
+    why="With the same samples and the same initial weights the forward pass differs only through a "
+    "random draw: the global random stream is in another state on the two sides when {where}.",
+    fix="Re-seed right after building the model on both sides (Lightning re-seeds with reset_seed() "
+    "before training; raw: torch.manual_seed(seed) after the model build), and let nothing else "
+    "draw from the global stream in between (a sanity check, an extra DataLoader iterator: "
+    "Lightning #6988).",
+    doc="The watch names a random layer whose output differs with equal input, in the same mode: the "
+    "global random stream differs (Lightning #6988).",
+    requires=Evidence("a random layer named by the module watch", lambda d: _module_kind(d) == "random"),
+)
+NUMERICS_MODULE = Cause(
+    "numerics.module",
+    check_module,
+    why="The module watch shows where the difference is born: {name} ({type}) computes another output from "
+    "the same input, with the same parameters and in the same mode (training flag, autocast, dtypes) on "
+    "both sides, and the thread counts and torch flags are recorded equal: the module itself is built "
+    "or computed differently.",
+    fix="Build {name} ({type}) the same way on both sides: the same class and constructor arguments (eps, "
+    "momentum, approximate, bias, ...) and the same dtype; compare print(model) of both sides.",
+    doc="The watch names a module whose output differs from an equal input in the same mode: its "
+    "construction or kernel.",
+    requires=Evidence(
+        "a module whose output differs with equal input", lambda d: _module_kind(d) in COMPUTATION_READINGS
+    ),
+)
+NUMERICS = Cause(
+    "numerics",
+    check_module,
+    why="With identical inputs and weights the forward pass differs only through how it is computed: "
+    "the reduction order of CPU kernels (threads), precision or autocast, kernel selection.",
+    fix="Pin threads (OMP_NUM_THREADS and torch.set_num_threads on every rank), use the same precision "
+    "on both sides, and set torch.use_deterministic_algorithms(True).",
+    doc="Never given alone: a numerics finding names the module (`numerics.module`) or the differing "
+    "setting (`config.threads`, `config.arithmetic`).",
+    requires=Evidence("(never: name the module or the differing setting)", lambda d: False),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the loss
+
+
+def check_loss(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or f["quantity"] != "loss":
+        return None
+    evidence = {"loss": ctx.both(f["a"], f["b"]), "abs_diff": abs_diff(f["a"], f["b"])}
+    facts = (
+        f"Both sides fed rank {f['rank']} the same samples at step {f['step']}, yet its loss differs "
+        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
+    )
+    if ctx.both_have("watch_state") and ctx.cache.get("module") is None:
+        # every module call, gradient and update of the watched step is equal: only the loss value is not
+        facts += " Every module call of this step is equal on both sides."
+        return finding(ctx, LOSS, f["step"], f["rank"], evidence, facts)
+    return undetermined(ctx, f, _loss_candidates(ctx, f), facts, evidence)
+
+
+def _loss_candidates(ctx: Context, f: dict) -> list[str]:
+    """What can make the loss differ with equal samples, most likely first, given what was recorded."""
+    dropout = any(nonzero(v) for v in config_values(ctx, ("dropout",)).values())
+    ranked = ["rng"] if dropout else []
+    if not ctx.both_have("batch"):
+        ranked.append("data_pipeline")
+    ranked += ["module_state", "loss", *earlier_update_candidates(ctx, f), "numerics"]
+    if not dropout:
+        ranked.append("rng")  # a random layer the config does not mention
+    return ranked
+
+
+LOSS = Cause(
+    "loss",
+    check_loss,
+    why="Every module call of the forward pass is equal on both sides, so the model's outputs are the same: "
+    "the loss computed from them is not. The loss function or its arguments differ: label smoothing, "
+    "class weights, reduction (mean or sum, averaged over the local or the global batch), ignore_index.",
+    fix="Compute the loss with the same function and arguments on both sides (the same criterion with the "
+    "same label_smoothing, weight= and reduction), averaged over the same samples.",
+    doc="The watch: every forward call equal, the loss differs: the loss function or its arguments "
+    "(label smoothing, class weights, reduction).",
+    requires=Evidence(
+        "equal module outputs under a module watch",
+        lambda d: _module_kind(d) == "loss_grad" or (d.module is None and not _lacks(d, "watch_state")),
+    ),
+)

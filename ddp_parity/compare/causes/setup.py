@@ -1,0 +1,579 @@
+"""Causes of the setup, found before any step's numbers: a crash, a stall, what meta.json lacks,
+the configuration, the sharding plan, the seed, the optimizer's param groups, the initial weights.
+
+Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
+from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
+from ddp_parity.compare.comparator import match_keys, missing_meta
+from ddp_parity.compare.findings import Finding
+
+
+def _differences(d: Finding) -> list[str]:
+    return list(d.evidence.get("values") or {})
+
+
+# ---------------------------------------------------------------------------------------------
+# crash
+
+
+def check_crash(ctx: Context) -> Finding | None:
+    """A run that stopped with an error: which side, rank and step, and the message, before anything."""
+    if ctx.stall:
+        return None  # the harness stopped a hung run: errors its ranks left on the way out are follow-ons
+    crashed = []
+    for side in ("a", "b"):
+        if ctx.meta(side).get("finished") is True:
+            continue  # errors of an earlier attempt that the run recovered from: see `resume`
+        errors = read_errors(ctx.run(side))
+        if errors:
+            crashed.append((errors[0].get("time") or 0, side, errors))
+    if not crashed:
+        return None
+    _, side, errors = min(crashed, key=lambda c: c[0])
+    first = errors[0]
+    evidence = {
+        "side": ctx.label(side),
+        "errors": [{k: e.get(k) for k in ("rank", "type", "message", "step", "phase")} for e in errors],
+        "traceback": (first.get("traceback") or "").strip().splitlines()[-6:],
+    }
+    step, rank = first.get("step"), first.get("rank")
+    when = [f"after step {step}" if step is not None else "", f"during {first['phase']}" if first.get("phase") else ""]
+    when = ", ".join(w for w in when if w)
+    facts = f"{ctx.label(side)} crashed: rank {rank} raised {first.get('type')}: {first.get('message')}"
+    facts += f" ({when})." if when else "."
+    if len(errors) > 1:
+        facts += f" {len(errors) - 1} other rank(s) failed after it."
+    return finding(
+        ctx,
+        CRASH,
+        step,
+        rank,
+        evidence,
+        facts,
+        side=ctx.label(side),
+        error_rank=rank,
+        type=first.get("type"),
+        message=first.get("message"),
+        path=first.get("path"),
+    )
+
+
+def read_errors(run) -> list[dict]:
+    """The error files of a run (errors/rank*.json), the first error first."""
+    found = []
+    for path in sorted((Path(run) / "errors").glob("rank*.json")):
+        try:
+            error = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(error, dict):
+            error.setdefault("rank", int(path.stem[4:]) if path.stem[4:].isdigit() else None)
+            error["path"] = str(path)
+            found.append(error)
+    return sorted(found, key=lambda e: (e.get("time") or 0, str(e.get("rank"))))
+
+
+CRASH = Cause(
+    "crash",
+    check_crash,
+    why="The other ranks' errors (a closed connection, a timeout in a collective) follow from this one: "
+    "a rank that dies leaves its peers waiting in the next collective.",
+    fix="Fix the error {side} rank {error_rank} raised ({type}: {message}); its traceback is in {path}.",
+    doc="A rank of an unfinished run raised (its `errors/rank{r}.json`): side, rank, step and message; "
+    "the other ranks' errors are its follow-ons.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# stall
+
+
+def check_stall(ctx: Context) -> Finding | None:
+    if not ctx.stall:
+        return None
+    stall = ctx.stall
+    side = "b" if stall.get("side") in (ctx.names[1], "b", "lightning") and stall.get("side") != ctx.names[0] else "a"
+    raw_ranks = stall.get("ranks") or {}
+    if isinstance(raw_ranks, (list, tuple)):
+        raw_ranks = dict(enumerate(raw_ranks))
+    last = {int(r): (int(s) if s is not None else 0) for r, s in raw_ranks.items()}
+    for r in range(ctx.meta(side).get("world_size") or (max(last) + 1 if last else 0)):
+        last.setdefault(r, 0)  # no heartbeat: the rank never finished a step
+    evidence = {"side": stall.get("side"), "last_step": dict(sorted(last.items())), "seconds": stall.get("seconds")}
+    seconds = stall.get("seconds")
+    took = f" for {seconds:.0f} s" if isinstance(seconds, (int, float)) else ""
+    who_side = stall.get("side") or "a run"
+    if not last:
+        return finding(ctx, STALL, None, None, evidence, f"{who_side} stopped making progress{took} before any step.")
+    top = max(last.values())
+    waiting = sorted(r for r, s in last.items() if s == top)
+    behind = sorted(r for r, s in last.items() if s < top)
+    batches = per_rank_batches(ctx.meta(side))
+    if behind:
+        where = ", ".join(f"rank {r} after step {last[r]}" for r in behind)
+        who = f"rank {waiting[0]}" if len(waiting) == 1 else "ranks " + ", ".join(map(str, waiting))
+        facts = (
+            f"{who_side} hung{took}: {who} finished step {top} and waits at the next collective (the gradient "
+            f"all-reduce of step {top + 1}, or the next barrier) for peers that stopped earlier ({where}) and "
+            "never join it: uneven shards, or a rank that died or skipped a step."
+        )
+        return finding(ctx, STALL, top + 1, waiting[0], evidence, facts)
+    if len(set(batches.values())) > 1:
+        most = max(batches.values())
+        long_rank = min(r for r, n in batches.items() if n == most)
+        evidence["batches_per_epoch"] = batches
+        counts = ", ".join(f"rank {r}: {n}" for r, n in sorted(batches.items()))
+        facts = (
+            f"{who_side} hung{took} with every rank at step {top}: the ranks have different numbers of batches "
+            f"per epoch ({counts}); rank {long_rank} trains one more batch and waits in the all-reduce of "
+            f"step {top + 1}, which its peers never join."
+        )
+        return finding(ctx, STALL, top + 1, long_rank, evidence, facts)
+    facts = (
+        f"{who_side} hung{took} with every rank at step {top}: all of them wait in a collective after that "
+        "step that not all joined (a barrier, a validation all_reduce or a checkpoint save run by some ranks only)."
+    )
+    return finding(ctx, STALL, top, waiting[0], evidence, facts)
+
+
+def per_rank_batches(meta: dict | None) -> dict[int, int]:
+    """Batches per epoch of each rank, from the sampler facts in meta.json and the batch size."""
+    meta = meta or {}
+    data = (meta.get("config") or {}).get("data") or {}
+    batch, drop_last = data.get("batch_size"), bool(data.get("drop_last"))
+    found = {}
+    for facts in meta.get("ranks") or []:
+        samples = (facts.get("sampler") or {}).get("num_samples")
+        if isinstance(batch, int) and batch > 0 and isinstance(samples, int):
+            found[int(facts.get("rank", len(found)))] = samples // batch if drop_last else -(-samples // batch)
+    return found
+
+
+STALL = Cause(
+    "stall",
+    check_stall,
+    why="The classic cause is uneven shards: one rank gets more batches than the others, so at the end "
+    "of an epoch it enters an all-reduce its peers never reach.",
+    fix="Give every rank the same number of batches: shard with DistributedSampler (it pads to "
+    "ceil(N / world_size)) and use the same drop_last for sampler and DataLoader; never put a "
+    "collective under a rank-dependent condition; for truly uneven inputs use DDP's Join context.",
+    doc="The harness's heartbeats stopped: the rank waiting in a collective its peers never join "
+    "(uneven shards, a rank that died or skipped a step).",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# metadata
+
+
+def check_metadata(ctx: Context) -> Finding | None:
+    lacking = {ctx.label(s): missing for s in ("a", "b") if (missing := _missing(ctx.cmp.metas.get(s)))}
+    if not lacking:
+        return None
+    facts = "; ".join(f"meta.json of {name} lacks {', '.join(keys)}" for name, keys in lacking.items()) + "."
+    return finding(ctx, METADATA, None, None, {"missing": lacking}, facts)
+
+
+def _missing(meta) -> list[str]:
+    return missing_meta(meta) if meta is not None else []
+
+
+METADATA = Cause(
+    "metadata",
+    check_metadata,
+    why="Without the setup (configuration, world size, per-rank facts) nothing says the runs trained "
+    "under the same conditions, so they are never called equivalent.",
+    fix="Record with TraceRecorder(run_dir, side=..., config=...) and call start() after "
+    "init_process_group, so that meta.json holds side, world_size, config and ranks.",
+    doc="meta.json lacks side, world_size, config or ranks: the setup cannot be checked, so the pair is "
+    "never called equivalent.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration: one check, five kinds
+
+
+def check_config(ctx: Context) -> Finding | None:
+    diffs, seed = ctx.config_diffs()
+    if not diffs:
+        return None
+    if seed is not None:
+        diffs = {**diffs, SEED_KEY: seed}
+    lines = [f"{key}: {fmt(a)} vs {fmt(b)}" for key, (a, b) in diffs.items()]
+    rank = next((int(k[6 : k.index("]")]) for k in diffs if k.startswith("ranks[") and k[6] != "*"), None)
+    threads = [
+        k for k in diffs if k.endswith(("].threads", "].omp_num_threads", "num_threads")) or k == "config.threads"
+    ]
+    arithmetic = [k for k in diffs if ".arithmetic." in k]
+    flags = [k for k in diffs if ".torch_flags." in k and k not in threads]
+    state = [k for k in diffs if not k.startswith("config.")]
+    found = (("config.threads", threads), ("config.arithmetic", arithmetic), ("config.torch_flags", flags))
+    kind = next((kind for kind, keys in found if keys), "config.state" if state else "config")
+    facts = f"The runs are not configured alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
+    keys = ", ".join(k.replace("config.", "", 1).replace("ranks[*].", "", 1) for k in (flags or state or diffs))
+    if kind == "config.arithmetic":
+        sentence, keys = arithmetic_sentence(ctx, {k: diffs[k] for k in arithmetic})
+        facts = f"{sentence} {facts}"
+    evidence = {"differences": lines, "values": {k: list(v) for k, v in diffs.items()}}
+    return finding(ctx, CONFIG_KINDS[kind], None, rank, evidence, facts, keys=keys)
+
+
+ARITHMETIC_NAMES = {"cpu": "CPU", "gpu": "GPU", "aten_cpu_capability": "ATen capability", "blas": "BLAS"}
+
+
+def arithmetic_sentence(ctx: Context, diffs: dict) -> tuple[str, str]:
+    """(`raw ran with ATen capability DEFAULT, lightning with AVX512.`, the settings named) from the
+    differing arithmetic facts, the named hardware and kernel set before the variables that chose them."""
+    by_name = {key.rsplit(".", 1)[1]: pair for key, pair in diffs.items()}
+    names = [n for n in ARITHMETIC_NAMES if n in by_name] + sorted(n for n in by_name if n not in ARITHMETIC_NAMES)
+
+    def said(name: str, value) -> str:
+        if name in ARITHMETIC_NAMES:
+            return f"{ARITHMETIC_NAMES[name]} {value}"
+        return f"{name}={value}" if value is not None else f"{name} unset"
+
+    first = " and ".join(said(n, by_name[n][0]) for n in names)
+    second = " and ".join(said(n, by_name[n][1]) for n in names)
+    a, b = ctx.names
+    sentence = f"The runs computed under different arithmetic: {a} ran with {first}, {b} with {second}."
+    return sentence, ", ".join(ARITHMETIC_NAMES.get(n, n) for n in names)
+
+
+CONFIG = Cause(
+    "config",
+    check_config,
+    why="Configuration comes first in the causal order: whatever differs downstream (weights, samples, "
+    "losses) may be its consequence, so fix it before reading anything after it.",
+    fix="Give both sides the same value of {keys} (or leave a run-control key out with --ignore-config KEY).",
+    doc="A resolved-config key differs between the sides: the key to align (`--ignore-config KEY` for "
+    "run-control keys).",
+)
+CONFIG_THREADS = Cause(
+    "config.threads",
+    check_config,
+    why="The number of intra-op threads decides how a CPU kernel splits its reductions, so different "
+    "thread counts sum in a different order and round differently: typically the first loss already "
+    "differs in its last bits and the runs drift apart from there.",
+    fix="Pin threads on every rank of both sides: export OMP_NUM_THREADS=N and call torch.set_num_threads(N) "
+    "before building the model (the config's `threads:` key).",
+    doc="The intra-op thread counts differ (`ranks[r].threads`, OMP_NUM_THREADS): another reduction order.",
+    requires=Evidence("a thread count that differs", lambda d: any("threads" in k for k in _differences(d))),
+)
+CONFIG_ARITHMETIC = Cause(
+    "config.arithmetic",
+    check_config,
+    why="Another CPU, another ATen kernel set (ATEN_CPU_CAPABILITY), another BLAS path (MKL_CBWR) or another "
+    "GPU adds and multiplies in another order or with other instructions: the same code rounds "
+    "differently, typically from the first step, and the runs drift apart from there. Bits cannot "
+    "match across these; the difference says nothing yet about the code.",
+    fix="To compare the code bit for bit, run both sides under the same {keys}. Where they cannot share it "
+    "(a laptop against CI, two GPU models), judge the pair against the rounding noise of that "
+    "arithmetic, not its bits.",
+    doc="Another CPU, ATen kernel set, BLAS path or GPU (`ranks[r].arithmetic`), said first: `raw ran "
+    "with ATen capability DEFAULT, lightning with AVX512`.",
+    requires=Evidence(
+        "an arithmetic setting that differs", lambda d: any(".arithmetic." in k for k in _differences(d))
+    ),
+)
+CONFIG_STATE = Cause(
+    "config.state",
+    check_config,
+    why="Each rank records the state it ran under (thread counts, environment, the world as it saw it); "
+    "these values change what or where a rank computes.",
+    fix="Give every rank of both sides the same {keys} (set them in the launch environment, before the "
+    "process group and the model are created).",
+    doc="A rank's recorded state differs: its environment (`ranks[r].env`), the world it saw, a version.",
+)
+CONFIG_TORCH_FLAGS = Cause(
+    "config.torch_flags",
+    check_config,
+    why="These global torch settings choose kernels and precisions (deterministic algorithms, cuDNN "
+    "benchmark, TF32, float32 matmul precision, default dtype): the same code computes other bits.",
+    fix="Set {keys} to the same value on every rank of both sides, before the model is built "
+    "(Lightning's `deterministic=True` sets torch.use_deterministic_algorithms; spawned processes "
+    "must set the flags themselves, Lightning #12685).",
+    doc="A global torch setting differs (`ranks[r].torch_flags`: deterministic algorithms, TF32, matmul "
+    "precision): Lightning #12685.",
+)
+CONFIG_KINDS = {
+    cause.kind: cause for cause in (CONFIG, CONFIG_THREADS, CONFIG_ARITHMETIC, CONFIG_STATE, CONFIG_TORCH_FLAGS)
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# the sharding plan (FSDP2)
+
+
+def check_sharding_plan(ctx: Context) -> Finding | None:
+    """Both sides sharded with FSDP2, not alike: the fully_shard modules and policies each run read
+    back from its model (meta.json `sharding`), so a plan hard-coded on one side shows too."""
+    plans = {s: ctx.meta(s).get("sharding") for s in ("a", "b")}
+    if not (plans["a"] and plans["b"]) or plans["a"] == plans["b"]:
+        return None
+    lines = _plan_differences(ctx, plans["a"], plans["b"])
+    facts = f"The runs do not shard alike ({ctx.names[0]} vs {ctx.names[1]}): {'; '.join(lines)}."
+    evidence = {"differences": lines, "sharding": ctx.both(plans["a"], plans["b"])}
+    return finding(ctx, CONFIG_SHARDING, None, None, evidence, facts)
+
+
+def _plan_differences(ctx: Context, plan_a: dict, plan_b: dict) -> list[str]:
+    lines = []
+    for module in sorted(set(plan_a) | set(plan_b)):
+        where = module or "the root"
+        if module not in plan_a or module not in plan_b:
+            lines.append(f"{where}: its own fully_shard on {ctx.label('a' if module in plan_a else 'b')} only")
+            continue
+        for key in plan_a[module]:
+            values = plan_a[module][key], plan_b[module].get(key)
+            if None not in values and values[0] != values[1]:  # None: a module holding no parameters itself
+                lines.append(f"{where} {key}: {values[0]} vs {values[1]}")
+    return lines
+
+
+CONFIG_SHARDING = Cause(
+    "config.sharding",
+    check_sharding_plan,
+    why="fully_shard decides which parameters are gathered and reduced together, and in which dtype: a "
+    "bf16 reduce_dtype rounds every gradient sum to bf16; a module left out of the blocks is gathered "
+    "with the root for the whole step (more memory per rank; at a world of 2 the same numbers).",
+    fix="Apply one sharding plan on both sides: fully_shard on the same modules, then the root, with the "
+    "same MixedPrecisionPolicy and reshard_after_forward (here ddp_parity.sharding.shard with the "
+    "`fsdp:` section, which the raw loop, the LightningModule's configure_model and Fabric all call).",
+    doc="`meta.sharding` differs: a module with its own `fully_shard` on one side only, another "
+    "`reduce_dtype`/`param_dtype`/`reshard_after_forward`.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the seed: one check, the global seed or the sampler's
+
+
+def check_seed(ctx: Context) -> Finding | None:
+    """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
+    name the seed, not its symptoms."""
+    _, seed = ctx.config_diffs()
+    seeds = _sampler_seeds(ctx.meta("a")), _sampler_seeds(ctx.meta("b"))
+    first = ctx.earliest
+    on_samples = first is not None and first["quantity"] == "samples"
+    if seed is None and not (_seeds_differ(*seeds) and on_samples):
+        return None
+    if _seeds_differ(*seeds) or (seed is not None and on_samples):
+        return _sampler_seed(ctx, seeds, seed)
+    if init_finding(ctx) is None and first is None:
+        facts = f"seed_everything differs: {fmt(seed[0])} on {ctx.names[0]}, {fmt(seed[1])} on {ctx.names[1]}."
+        return finding(ctx, CONFIG_SEED, None, None, {"seed_everything": ctx.both(*seed)}, facts)
+    return None
+
+
+def _sampler_seed(ctx: Context, seeds: tuple, seed) -> Finding:
+    f = ctx.earliest if ctx.earliest and ctx.earliest["quantity"] == "samples" else None
+    evidence = {"sampler_seed": ctx.both(*seeds)}
+    if seed is not None:
+        evidence["seed_everything"] = ctx.both(*seed)
+    if f:
+        evidence["indices"] = ctx.both(f["a"], f["b"])
+    common = sorted(set(seeds[0]) & set(seeds[1]))
+    rank = f["rank"] if f else next((r for r in common if seeds[0][r] != seeds[1][r]), None)
+    if _seeds_differ(*seeds):
+        r0 = rank if rank in common else common[0]
+        facts = (
+            f"The DistributedSamplers are seeded differently ({ctx.names[0]}: seed {seeds[0][r0]}, "
+            f"{ctx.names[1]}: seed {seeds[1][r0]}), so they shuffle the dataset into different permutations"
+        )
+    else:
+        facts = "The global seed differs, and with it the sampler's shuffle"
+    facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
+    if seed is not None:
+        facts += f" seed_everything resolves to {fmt(seed[0])} on {ctx.names[0]} and {fmt(seed[1])} on {ctx.names[1]}."
+    if init_finding(ctx) is not None:
+        facts += " The same seed also decides the initial weights, which differ as well: one cause, two symptoms."
+    return finding(ctx, SAMPLER_SEED, f["step"] if f else None, rank, evidence, facts)
+
+
+def _sampler_seeds(meta: dict) -> dict:
+    return {
+        f.get("rank", r): (f.get("sampler") or {}).get("seed")
+        for r, f in enumerate(meta.get("ranks") or [])
+        if (f.get("sampler") or {}).get("seed") is not None
+    }
+
+
+def _seeds_differ(a: dict, b: dict) -> bool:
+    return any(a[r] != b[r] for r in set(a) & set(b))
+
+
+SAMPLER_SEED = Cause(
+    "sampler_seed",
+    check_seed,
+    why="Lightning seeds the DistributedSampler it injects from the global seed (PL_GLOBAL_SEED), and "
+    "LightningCLI's `seed_everything: true` (its default) picks a random seed on every run; a "
+    "hand-written loop must pass the same seed to DistributedSampler(seed=...).",
+    fix="Pin seed_everything to an integer in the config, and seed the raw loop's DistributedSampler "
+    "with that same value: DistributedSampler(..., seed=seed_everything).",
+    doc="The DistributedSamplers are seeded differently (LightningCLI's `seed_everything: true`): other "
+    "samples from step 1.",
+)
+CONFIG_SEED = Cause(
+    "config.seed",
+    check_seed,
+    why="The global seed decides the initial weights and the DistributedSampler's shuffle "
+    "(LightningCLI's `seed_everything: true` picks a random seed on every run).",
+    fix="Pin seed_everything to an integer in the config (not `true`) on both sides.",
+    doc="seed_everything differs and nothing else shows it yet.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the optimizer's param groups
+
+
+def check_param_groups(ctx: Context) -> Finding | None:
+    opt_a, opt_b = ctx.meta("a").get("optimizer"), ctx.meta("b").get("optimizer")
+    if not (isinstance(opt_a, dict) and isinstance(opt_b, dict)):
+        return None
+    na, nb = ctx.names
+    if opt_a.get("class") and opt_b.get("class") and opt_a["class"] != opt_b["class"]:
+        facts = f"The optimizers differ before any step: {opt_a['class']} on {na}, {opt_b['class']} on {nb}."
+        evidence = {"optimizer_class": ctx.both(opt_a["class"], opt_b["class"])}
+        return finding(ctx, PARAM_GROUPS_CLASS, None, None, evidence, facts, a=na, b=nb, b_class=opt_b["class"])
+    settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
+    pairs = match_keys(list(settings_a), list(settings_b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    differing: dict[str, list] = {}
+    for name, (ka, kb) in sorted(pairs.items()):
+        sa, sb = settings_a[ka], settings_b[kb]
+        for key in sorted(set(sa) | set(sb)):
+            if not same_value(sa.get(key), sb.get(key)):
+                differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
+    if not differing:
+        return None
+    lines = [f"{setting} for {_name_list(names)}" for setting, names in differing.items()]
+    facts = f"The optimizer's param groups differ before any step ({na} vs {nb}): {'; '.join(lines)}."
+    setting, names = next(iter(differing.items()))
+    key = setting.split(":", 1)[0]
+    evidence = {"differences": {setting: names for setting, names in differing.items()}}
+    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, names=_name_list(names), key=key)
+
+
+def _settings_by_param(optimizer: dict) -> dict[str, dict]:
+    out = {}
+    for group in optimizer.get("param_groups") or []:
+        if not isinstance(group, dict):
+            continue
+        hyper = {k: v for k, v in group.items() if k != "params"}
+        for name in group.get("params") or []:
+            out[str(name)] = hyper
+    return out
+
+
+def param_order(optimizer) -> list[str]:
+    if not isinstance(optimizer, dict):
+        return []
+    return [str(n) for g in optimizer.get("param_groups") or [] if isinstance(g, dict) for n in g.get("params") or []]
+
+
+def _name_list(names: list[str], limit: int = 6) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+PARAM_GROUPS = Cause(
+    "param_groups",
+    check_param_groups,
+    why="The optimizer applies each group's hyperparameters to its parameters, so these parameters are "
+    "updated differently from the first step on: a typical split is weight decay on every parameter "
+    "on one side and biases and norms excluded on the other.",
+    fix="Build the same param groups on both sides: give {names} the same {key} on both sides (one param group "
+    "for them, or the same split).",
+    doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
+    "side only), compared before any step.",
+)
+PARAM_GROUPS_CLASS = Cause(
+    "param_groups.class",
+    check_param_groups,
+    why="Another optimizer class computes another update from the same gradients.",
+    fix="Use {b_class} on {a} as on {b} (or the other way round), with the same hyperparameters.",
+    doc="The optimizer classes differ.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the initial weights
+
+
+def check_init(ctx: Context) -> Finding | None:
+    found = init_finding(ctx)
+    if found is None:
+        return None
+    init = _init_digests(ctx.meta("a")), _init_digests(ctx.meta("b"))
+    if not found["rank0_differs"] and ctx.earliest is not None:
+        ctx.cache["init_note"] = (
+            "init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match across the sides "
+            "and DDP broadcasts them at construction: harmless by itself"
+        )
+        return None
+    evidence = {"init_params_sha256": ctx.both(*init), "ranks_differing_across_sides": found["across"]}
+    parts = []
+    if found["across"]:
+        parts.append(
+            f"The initial weights differ between the sides (init_params_sha256 of rank(s) "
+            f"{', '.join(map(str, found['across']))}), before a single sample is consumed."
+        )
+    within = [ctx.label(s) for s, v in found["within"].items() if v]
+    if within:
+        parts.append(
+            f"On {' and '.join(within)} the ranks built different weights; that alone is harmless, because "
+            "constructing DistributedDataParallel broadcasts rank 0's parameters to every replica."
+        )
+    if found["rank0_differs"]:
+        parts.append("Rank 0's weights differ across the sides, so each side trains from its own start.")
+    return finding(ctx, INIT, None, found["rank"], evidence, " ".join(parts))
+
+
+def init_finding(ctx: Context) -> dict | None:
+    if "init" in ctx.cache:
+        return ctx.cache["init"]
+    init_a, init_b = _init_digests(ctx.meta("a")), _init_digests(ctx.meta("b"))
+    across = [r for r in sorted(set(init_a) & set(init_b)) if init_a[r] and init_b[r] and init_a[r] != init_b[r]]
+    within = {side: len({d for d in init.values() if d}) > 1 for side, init in (("a", init_a), ("b", init_b))}
+    result = None
+    if across or any(within.values()):
+        rank0 = bool(init_a.get(0) and init_b.get(0) and init_a[0] != init_b[0])
+        rank = (
+            across[0]
+            if across
+            else next(
+                r
+                for init in (init_a, init_b)
+                if len(set(init.values())) > 1
+                for r in sorted(init)
+                if init[r] != init.get(0)
+            )
+        )
+        result = {"across": across, "within": within, "rank0_differs": rank0, "rank": rank}
+    ctx.cache["init"] = result
+    return result
+
+
+def _init_digests(meta: dict) -> dict:
+    return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
+
+
+INIT = Cause(
+    "init",
+    check_init,
+    why="The usual cause is the model being built under a different RNG state: another seed, seeding "
+    "after instead of before building the network, or an extra random draw between seeding and "
+    "construction.",
+    fix="Seed identically and build the model right after seeding on both sides (seed_everything pinned "
+    "to an integer, the network constructed before anything else draws random numbers).",
+    doc="`init_params_sha256` differs on rank 0 across the sides (or the watch finds a parameter "
+    "different before step 1): the model built under another RNG state.",
+)

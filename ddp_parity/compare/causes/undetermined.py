@@ -1,0 +1,131 @@
+"""No single cause: the finding a check of the loss, the gradients or the update reports when no
+one cause's evidence holds. It says what is known, ranks the candidates, and says what would tell
+them apart (and, `undetermined.unrecorded`, the record-call change for what a side did not record).
+"""
+
+from __future__ import annotations
+
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding
+from ddp_parity.compare.findings import Finding
+
+# each cause a divergence can have, as the ranked candidates of an undetermined finding say it:
+# (the cause, what would tell it apart from the others)
+CANDIDATES = {
+    "data_pipeline": (
+        "the batch contents (random augmentation, DataLoader worker seeding, transforms)",
+        "record batch=batch on both sides (its batch_digest is compared), or watch the model (its first "
+        "module's input is compared)",
+    ),
+    "rng": (
+        "the random stream (a dropout mask drawn from another RNG state)",
+        "watch the model: a random layer (Dropout) whose output differs with equal input is the random stream",
+    ),
+    "module_state": (
+        "a module in another mode (eval mode left on after validation, autocast, dtype)",
+        "watch the model with this version: each call's training flag, autocast and dtypes are compared",
+    ),
+    "loss": (
+        "the loss function or its arguments (label smoothing, class weights, reduction)",
+        "watch the model: equal module outputs with a different loss are the loss function",
+    ),
+    "numerics": (
+        "a module that computes differently from equal inputs (its constructor arguments, its kernel)",
+        "watch the model: the first module whose output differs with equal input is named",
+    ),
+    "gradients": (
+        "the scaling or reduction of the gradients (accumulation without loss division, no_sync, averaging over ranks)",
+        "watch the model: equal module gradients with different parameter .grad are the reduction",
+    ),
+    "param_groups": (
+        "the optimizer's param groups (weight decay or lr on some parameters only)",
+        "record optimizer=optimizer on both sides: the param groups are compared before any step",
+    ),
+    "reduction_order": (
+        "clipping over the parameters in another order (model.parameters() vs the optimizer's groups)",
+        "record optimizer=optimizer on both sides: equal param groups leave the order as the cause",
+    ),
+    "optimizer": (
+        "the optimizer's update (its state, settings outside the param groups, zero_grad, clipping on one side)",
+        "watch the model: the parameters after the step are compared one by one",
+    ),
+    "earlier_update": (
+        "an earlier optimizer step that already differed (the parameters after each step were not recorded)",
+        "record model=model on both sides: the parameters after every step are then compared",
+    ),
+}
+
+# a candidate that is a cause within a category
+CANDIDATE_CATEGORY = {"earlier_update": "optimizer"}
+
+
+def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:
+    """No single cause: what is known, the candidates ranked, and what would tell them apart."""
+    causes = list(dict.fromkeys(causes))
+    unchecked = ctx.unchecked()
+    ranked = "; ".join(f"({i}) {CANDIDATES[c][0]}" for i, c in enumerate(causes, 1))
+    separate = "; ".join(dict.fromkeys(CANDIDATES[c][1] for c in causes)) + "."
+    changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in unchecked)
+    cause = UNRECORDED if unchecked else UNDETERMINED
+    facts = f"{facts} {_equal_up_to(ctx, f)}"
+    result = finding(
+        ctx, cause, f["step"], f["rank"], evidence, facts, ranked=ranked, separate=separate, changes=changes
+    )
+    result.candidates = [
+        {
+            "cause": c,
+            "category": CANDIDATE_CATEGORY.get(c, c),
+            "what": CANDIDATES[c][0],
+            "tells_apart": CANDIDATES[c][1],
+        }
+        for c in causes
+    ]
+    result.unchecked = unchecked
+    return result
+
+
+def _equal_up_to(ctx: Context, f: dict) -> str:
+    """What the traces show equal up to the first divergence."""
+    equal = ["the configuration", "the initial weights"]
+    if ctx.both_have("optimizer"):
+        equal.append("the optimizer's param groups")
+    equal.append(f"all {ctx.walk.steps_equal_before} earlier step(s)")
+    equal.append("this step's samples")
+    if ctx.both_have("batch"):
+        equal.append("batch contents")
+    return f"Equal up to there: {', '.join(equal)}."
+
+
+def earlier_update_candidates(ctx: Context, f: dict) -> list[str]:
+    """After an update, an earlier step may already have differed where nothing compared it."""
+    if (f.get("step") or 0) <= 1:
+        return []
+    out = [] if ctx.both_have("param_digest") else ["earlier_update"]
+    return out + ([] if ctx.both_have("optimizer") else ["param_groups"])
+
+
+_UNDETERMINED_WHY = (
+    "The recorded evidence does not single out one cause; the candidates, most likely first: {ranked}. "
+    "What tells them apart: {separate}"
+)
+
+UNDETERMINED = Cause(
+    "undetermined",
+    undetermined,
+    why=_UNDETERMINED_WHY,
+    fix="Tell them apart: {separate}",
+    doc="A loss, gradient or update difference no single cause's evidence explains: the candidates "
+    "ranked, and what tells them apart.",
+    requires=Evidence("at least two ranked candidates", lambda d: len(d.candidates) >= 2),
+)
+UNRECORDED = Cause(
+    "undetermined.unrecorded",
+    undetermined,
+    why=_UNDETERMINED_WHY,
+    fix="Record what would tell them apart, then compare again: {changes}.",
+    doc="The same, where a side did not record what would tell the candidates apart: the record-call "
+    "change for the missing evidence.",
+    requires=Evidence(
+        "at least two ranked candidates and the evidence a side did not record",
+        lambda d: len(d.candidates) >= 2 and bool(d.unchecked),
+    ),
+)

@@ -1,0 +1,104 @@
+"""The causes are a registry (ddp_parity.compare.causes): every kind the diagnosis can report is one
+`Cause` with its check, its words, the evidence it needs before its fix and its docs line, placed
+in the causal order or listed as reported by other checks; docs/diagnosis.md's table of kinds is
+the registry's. Read from the source and the registry: nothing is trained."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+from ddp_parity.compare import causes
+from ddp_parity.compare.causes import CAUSES, CHECKS, EVERY_CAUSE, REPORTED, kinds_table
+from ddp_parity.compare.causes.base import Cause, Evidence
+
+REPO = Path(__file__).resolve().parents[1]
+CAUSES_DIR = REPO / "ddp_parity" / "compare" / "causes"
+PHASES = ("setup", "data", "forward", "backward", "update", "end", "undetermined", "noise")
+
+# the kinds report.json may carry: a public contract (renaming one breaks users' filters)
+KINDS = {
+    *("crash", "stall", "metadata", "config", "config.threads", "config.arithmetic", "config.state"),
+    *("config.torch_flags", "config.sharding", "config.seed", "sampler_seed", "param_groups"),
+    *("param_groups.class", "init", "resume", "recording", "step_count", "step_count.empty", "set_epoch"),
+    *("data_order", "data_pipeline", "optimizer.stale_params", "reduction_order.sharding"),
+    *("gradients.accumulation_sync", "module_state", "rng", "numerics.module", "numerics", "loss"),
+    *("reduction_order", "gradients.factor", "gradients", "optimizer.lr", "optimizer", "buffers.replicas"),
+    *("buffers.sync", "numerics.validation", "equivalent", "undetermined", "undetermined.unrecorded"),
+    *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
+}
+
+
+def reported_causes() -> dict[str, set[str]]:
+    """{module: the names every `finding(ctx, NAME, ...)` call in it passes}: what its checks can report."""
+    out = {}
+    for path in sorted(CAUSES_DIR.glob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "finding" and len(node.args) > 1:
+                cause = node.args[1]
+                names.add(ast.unparse(cause))
+        out[path.stem] = names
+    return out
+
+
+def test_every_kind_the_diagnosis_reports_is_one_complete_definition():
+    assert {cause.kind for cause in EVERY_CAUSE} == KINDS
+    for cause in EVERY_CAUSE:
+        assert isinstance(cause, Cause), cause
+        assert callable(cause.check), cause.kind
+        assert isinstance(cause.why, str) and cause.fix.strip(), cause.kind  # `equivalent` alone has no why
+        assert isinstance(cause.requires, Evidence) and cause.requires.says.strip(), cause.kind
+        assert callable(cause.requires.holds), cause.kind
+        assert cause.doc.strip() and "\n" not in cause.doc and "|" not in cause.doc, cause.kind
+        assert cause.check.__module__.rsplit(".", 1)[-1] in PHASES, (cause.kind, cause.check.__module__)
+
+
+def test_every_cause_a_check_reports_is_in_the_registry():
+    """A check names the Cause it reports (`finding(ctx, CAUSE, ...)`): each such name is a registered
+    cause, and every Cause defined anywhere in the package is registered."""
+    registered = {id(cause) for cause in EVERY_CAUSE}
+    for module_name, names in reported_causes().items():
+        module = importlib.import_module(f"ddp_parity.compare.causes.{module_name}")
+        for name in names:
+            if name == "cause":  # undetermined: one of its own two causes, chosen by what was recorded
+                continue
+            value = vars(module)[name.split("[")[0]]  # a Cause, or a table of them (CONFIG_KINDS[kind])
+            for cause in value.values() if isinstance(value, dict) else [value]:
+                assert id(cause) in registered, (module_name, name)
+        for name, value in vars(module).items():
+            if isinstance(value, Cause):
+                assert id(value) in registered, f"{module_name}.{name} is defined but not in causes.CAUSES or REPORTED"
+
+
+def test_the_causal_order_runs_each_check_once_and_ends_with_equivalent():
+    assert len(set(CHECKS)) == len(CHECKS)
+    assert CHECKS[-1].__name__ == "check_equivalent" and CAUSES[-1].kind == "equivalent"
+    assert not {cause.check for cause in REPORTED} & set(CHECKS)
+    # a check's kinds stand together in the order: where it runs, all it can tell apart is decided
+    positions = [CHECKS.index(cause.check) for cause in CAUSES]
+    assert positions == sorted(positions)
+
+
+def test_causes_that_share_a_kind_share_its_category_and_evidence():
+    by_kind: dict[str, list[Cause]] = {}
+    for cause in EVERY_CAUSE:
+        by_kind.setdefault(cause.kind, []).append(cause)
+    for kind, shared in by_kind.items():
+        assert len({c.requires for c in shared}) == 1, kind
+    assert len(by_kind["recording"]) == 4  # one per way of recording: step numbers, clipped norm, lr, float32
+
+
+def test_docs_diagnosis_md_shows_the_registrys_table_of_kinds():
+    text = (REPO / "docs" / "diagnosis.md").read_text()
+    assert kinds_table() in text, (
+        "docs/diagnosis.md's table of kinds is stale: python -m ddp_parity.compare.causes --write docs/diagnosis.md"
+    )
+    for cause in EVERY_CAUSE:
+        assert f"| `{cause.kind}` |" in kinds_table()
+
+
+def test_the_categories_are_the_registrys():
+    assert set(causes.CATEGORIES) == {cause.category for cause in EVERY_CAUSE}
+    assert set(causes.UPSTREAM_CATEGORIES) <= set(causes.CATEGORIES)
