@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences
 from ddp_parity.compare.comparator import load_meta
-from ddp_parity.compare.diagnosis import changes_only_rounding, config_differences
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.trace_files import iter_records, trace_ranks
 
 # the config keys the harness's own controls vary (controls.py); threads and the arithmetic are the
-# others (diagnosis.changes_only_rounding)
+# others (causes.configuration.changes_only_rounding)
 VARIED_CONFIG = ("config.model.init_ulps", "config.model.init_ulps_seed")
 # optimizer group entries that are bookkeeping, not a hyperparameter of the step
 GROUP_BOOKKEEPING = ("params", "initial_lr")
