@@ -63,7 +63,8 @@ class Cause:
 
 
 def finding(ctx: Context, cause: Cause, step, rank, evidence: dict, facts: str, /, **values) -> Finding:
-    """The Finding of `cause`: the check's facts, then the cause's why and fix filled with `values`."""
+    """The Finding of `cause`: the check's facts, then the cause's why and fix filled with `values`
+    (positional parameters only, so that a value may be called anything: resume's `{cause}`)."""
     return Finding(
         cause.category,
         cause.kind,

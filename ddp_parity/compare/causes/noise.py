@@ -35,8 +35,9 @@ def judge_under_noise(
     `gradients.beyond_noise`, `optimizer.beyond_noise`); any other finding (a config, the
     data, the optimizer) keeps its cause, the departure added to its evidence. `hard`: the finding is
     about what no rounding moves (samples, batch, lr): it stands whatever its step. `runs` (a, b):
-    the departure's finding says what evidence of its step a side did not record, and every finding
-    made here is checked for one story (compare/story.py)."""
+    the departure's finding says what evidence of its step a side did not record. Returns the
+    finding, the divergence its evidence is about (None within the noise) and whether the finding
+    was made here (diagnosis.diagnosis_under_noise then holds it to one story, compare/story.py)."""
     worst, departure = judgement["worst"], judgement["departure"]
     first, unchecked = None, []
     values = {"controls": ", ".join(judgement.get("control_labels") or ["?"]), "side": names[0]}
