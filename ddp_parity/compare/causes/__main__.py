@@ -17,6 +17,9 @@ def main(argv: list[str]) -> int:
         print("usage: python -m ddp_parity.compare.causes [--write docs/diagnosis.md]", file=sys.stderr)
         return 2
     path = Path(argv[1])
+    if not path.is_file():
+        print(f"{path}: no such file (the page that holds the table of kinds: docs/diagnosis.md)", file=sys.stderr)
+        return 2
     text = path.read_text()
     if KINDS_TABLE_START not in text or KINDS_TABLE_END not in text:
         print(f"{path}: no table-of-kinds markers ({KINDS_TABLE_START!r})", file=sys.stderr)
