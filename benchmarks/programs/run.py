@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -56,9 +57,16 @@ def side_env(**extra: str) -> dict:
 
 
 def run_side(command: list[str], env: dict, cwd: Path, log: Path) -> int:
+    """The side's exit status; past TIMEOUT_S its whole process group is killed (torchrun's ranks, Lightning's
+    children) and 124 returned."""
     with open(log, "w") as out:
-        proc = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
-    return proc.returncode
+        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return 124
 
 
 def run_raw(program: Program, work: Path) -> int:

@@ -7,12 +7,12 @@ import os
 
 import torch
 from datautils import MyTrainDataset
-from torch.distributed import destroy_process_group, init_process_group
+from torch.distributed import init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
-from ddp_parity import TraceRecorder  # parity
+from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 
 def ddp_setup():
@@ -115,6 +115,7 @@ def main(save_every: int, total_epochs: int, batch_size: int, snapshot_path: str
     trainer = Trainer(model, train_data, optimizer, save_every, snapshot_path, recorder)
     trainer.train(total_epochs)
     recorder.finish(model)  # parity
+    del trainer  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()
 
 

@@ -17,7 +17,7 @@ from standins import (
     get_linear_schedule_with_warmup,
     load_tokenized_mrpc,
 )
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 
 from ddp_parity import TraceCallback  # parity
 
@@ -54,6 +54,18 @@ class LitClassifier(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
+class ShardedLoader:
+    """A DataLoader over a DistributedSampler(shuffle=True, seed=0), made when the process group exists."""
+
+    def __init__(self, dataset, **loader_args):
+        self.dataset, self.loader_args = dataset, loader_args
+
+    def __call__(self):
+        return DataLoader(
+            self.dataset, sampler=DistributedSampler(self.dataset, shuffle=True, seed=0), **self.loader_args
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description="nlp_example.py in Lightning")
     parser.add_argument("--num_epochs", type=int, default=3)
@@ -74,7 +86,8 @@ def main():
     batch_size = min(args.batch_size, MAX_GPU_BATCH_SIZE)
     data = load_tokenized_mrpc(args.train_size, args.validation_size)
     tokenizer = Tokenizer()
-    train = DataLoader(data["train"], shuffle=True, collate_fn=tokenizer.pad, batch_size=batch_size)
+    # round 2 (docs/programs.md): the same DistributedSampler as raw's (accelerate's seed 0), not Lightning's
+    train = ShardedLoader(data["train"], collate_fn=tokenizer.pad, batch_size=batch_size)
     val = DataLoader(data["validation"], shuffle=False, collate_fn=tokenizer.pad, batch_size=EVAL_BATCH_SIZE)
     trainer = L.Trainer(
         strategy="ddp",
@@ -88,8 +101,11 @@ def main():
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
+        use_distributed_sampler=False,
     )
-    trainer.fit(LitClassifier(lr=config["lr"]), train, val)
+    model = LitClassifier(lr=config["lr"])
+    model.train_dataloader = train  # built in fit, after the process group
+    trainer.fit(model, val_dataloaders=val)
 
 
 if __name__ == "__main__":

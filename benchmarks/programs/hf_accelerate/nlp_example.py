@@ -32,7 +32,7 @@ from standins import (
 )
 from torch.utils.data import DataLoader
 
-from ddp_parity import TraceRecorder  # parity
+from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 ########################################################################
 # This is a fully working simple example to use Accelerate
@@ -166,7 +166,8 @@ def training_function(config, args):
         accelerator.print(f"epoch {epoch}:", eval_metric)
         recorder.record_validation(epoch, optimizer_steps, eval_metric)  # parity
     recorder.finish(model)  # parity
-    torch.distributed.destroy_process_group()
+    del model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    destroy_process_group()  # parity
 
 
 def main():

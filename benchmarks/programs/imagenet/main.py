@@ -20,7 +20,7 @@ import torch.utils.data
 import torch.utils.data.distributed
 from torch.utils.data import TensorDataset
 
-from ddp_parity import TraceRecorder  # parity
+from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 parser = argparse.ArgumentParser(description="PyTorch ImageNet Training")
 parser.add_argument("--epochs", default=90, type=int, metavar="N", help="number of total epochs to run")
@@ -129,7 +129,8 @@ def main_worker(args):
                 is_best,
             )
     recorder.finish(model)  # parity
-    dist.destroy_process_group()
+    del model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    destroy_process_group()  # parity
 
 
 def train(train_loader, model, criterion, optimizer, epoch, args, recorder):  # parity: the recorder passed in

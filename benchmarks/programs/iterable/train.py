@@ -14,7 +14,7 @@ from streams import MyIterableDataset, ToyModel, features
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader
 
-from ddp_parity import TraceRecorder  # parity
+from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 
 def demo_basic(args):
@@ -48,7 +48,8 @@ def demo_basic(args):
                 step, loss, idx, epoch=epoch, grad_norm=grad_norm, optimizer=optimizer, model=model
             )  # parity
     recorder.finish(model)  # parity
-    dist.destroy_process_group()
+    del ddp_model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    destroy_process_group()  # parity
     print(f"Finished running basic DDP example on rank {rank}.")
 
 

@@ -18,10 +18,10 @@ from contextlib import nullcontext
 import numpy as np
 import torch
 from model import GPT, GPTConfig
-from torch.distributed import destroy_process_group, init_process_group
+from torch.distributed import init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from ddp_parity import TraceRecorder  # parity
+from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 # -----------------------------------------------------------------------------
 # default config values designed to train a gpt2 (124M) on OpenWebText
@@ -267,4 +267,5 @@ while True:
 
 recorder.finish(raw_model)  # parity
 if ddp:
+    del model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()
