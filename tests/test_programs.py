@@ -14,13 +14,14 @@ from benchmarks.programs.run import run_pair
 
 # program -> the tool bug that keeps its pair from EQUIVALENT today (docs/programs.md has the round)
 TOOL_BUGS = {
-    "nanogpt": "issue 36: recorder.finish raises on tied weights (safetensors refuses shared storage); "
-    "TraceCallback.on_train_start raises on the IterableDataset's sampler (no len)",
-    "iterable": "issue 36: TraceCallback.on_train_start raises TypeError on _InfiniteConstantSampler (no len)",
-    "hf_accelerate": "issue 36: TraceCallback reads the param groups after the scheduler's first step "
-    "(a false param_groups finding: lr 0.0 vs 2e-07)",
-    "imagenet": "issue 36: initial_lr, a scheduler's bookkeeping, compared as a hyperparameter "
-    "(a false param_groups finding)",
+    "nanogpt": "issue 36: recorder.finish raises on tied weights and TraceCallback on the IterableDataset's "
+    "sampler (round 1); then sampler advice where none exists, the port's ranks sharing data unnamed (round 2)",
+    "iterable": "issue 36: TraceCallback.on_train_start raises TypeError on _InfiniteConstantSampler (no len); "
+    "EQUIVALENT with that fixed (checked with the fix patched in)",
+    "hf_accelerate": "issue 36: param groups read after the scheduler's first step (round 1); then sampler advice "
+    "repeated, the 1-vs-2 micro-batches of step 1 unnamed (round 3)",
+    "imagenet": "issue 36: initial_lr, a scheduler's bookkeeping, compared as a hyperparameter; EQUIVALENT with "
+    "that fixed (checked with the fix patched in)",
 }
 
 
