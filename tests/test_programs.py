@@ -20,8 +20,6 @@ TOOL_BUGS = {
     "EQUIVALENT with that fixed (checked with the fix patched in)",
     "hf_accelerate": "issue 36: param groups read after the scheduler's first step (round 1); then sampler advice "
     "repeated, the 1-vs-2 micro-batches of step 1 unnamed (round 3)",
-    "imagenet": "issue 36: initial_lr, a scheduler's bookkeeping, compared as a hyperparameter; EQUIVALENT with "
-    "that fixed (checked with the fix patched in)",
 }
 
 
