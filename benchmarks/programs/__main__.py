@@ -25,6 +25,10 @@ def main(argv=None) -> int:
         print(f"--only: no program named {args.only!r}; the programs are {', '.join(PROGRAMS)}", file=sys.stderr)
         return 2
     names = [args.only] if args.only else list(PROGRAMS)
+    taken = [str(args.keep / n) for n in names if args.keep is not None and (args.keep / n).exists()]
+    if taken:
+        print(f"--keep: {', '.join(taken)} already exist(s); give a new DIR (nothing is overwritten)", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="ddp-parity-programs-") as tmp:
         root = args.keep or Path(tmp)
         results = []

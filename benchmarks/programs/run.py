@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -104,8 +103,7 @@ def run_pair(program: Program, work: Path, in_process: bool = False) -> PairResu
     """Raw, then the port, then the comparison (compare/run.py, or `compare_traces` here with in_process); a side
     that fails is reported with its log, not compared."""
     started = time.perf_counter()
-    shutil.rmtree(work, ignore_errors=True)  # a snapshot left by an earlier run would be resumed
-    work.mkdir(parents=True)
+    work.mkdir(parents=True)  # a new folder: a snapshot left by an earlier run would be resumed
     if program.prepare is not None:
         program.prepare(work)
     for side, launch in (("raw", run_raw), ("lightning", run_port)):
