@@ -103,6 +103,10 @@ class TraceCallback(L.Callback):
         grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         self._grad_norm = total_grad_norm(grads)  # over full tensors: comparable with DDP under FSDP2
         self._lr = optimizer.param_groups[0]["lr"]  # before the scheduler steps: the lr this step uses
+        if self._optimizer is None and self.recorder is not None:
+            # the param groups as the first step uses them: a per-step scheduler steps before
+            # on_train_batch_end, where record() would read them already rescaled
+            self.recorder._record_optimizer(optimizer, pl_module)
         self._optimizer = optimizer
 
     def on_train_batch_end(

@@ -49,6 +49,7 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
     MAX_EXACT_INT,
     MAX_STEP,
     META_FILE,
+    SCHEDULER_BOOKKEEPING,
     TRACE_DIR,
     VALIDATION_FILE,
     TraceFormatError,
@@ -166,13 +167,30 @@ def hash_full_state(model: torch.nn.Module, keep: bool) -> tuple[str, dict[str, 
     """The sha256 of the state dict's bytes (buffers too: BatchNorm's running stats), and with `keep`
     its tensors on the CPU. Under FSDP2 each sharded entry is gathered whole, one at a time (a
     collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most."""
-    h, kept = hashlib.sha256(), {}
+    h, kept, storages = hashlib.sha256(), {}, set()
     for name, tensor in unwrap(model).state_dict().items():
         whole = full_tensor(tensor.detach()).cpu().contiguous()
         h.update(whole.view(-1).view(torch.uint8).numpy().tobytes())
         if keep:
-            kept[name] = whole
+            # a tied weight (nanoGPT's wte/lm_head) is one storage under two names: safetensors refuses
+            # shared storage, so each further name keeps its own copy and every name compares as itself
+            storage = whole.untyped_storage().data_ptr()
+            kept[name] = whole.clone() if storage in storages else whole
+            storages.add(storage)
     return h.hexdigest(), kept
+
+
+def tied_names(model: torch.nn.Module) -> dict[str, str]:
+    """{alias: the name it shares its parameter with}: weight tying, read from the module tree."""
+    first: dict[int, str] = {}
+    tied = {}
+    for name, p in unwrap(model).named_parameters(remove_duplicate=False):
+        name = normalised_name(name)
+        if id(p) in first:
+            tied[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return tied
 
 
 def param_digest(model: torch.nn.Module) -> torch.Tensor:
@@ -203,12 +221,13 @@ def buffers_sha256(model: torch.nn.Module) -> dict[str, str]:
 def optimizer_facts(optimizer: torch.optim.Optimizer, model: torch.nn.Module | None = None) -> dict:
     """The optimizer's class and its param groups: the parameters of each (normalised names when the
     model is given, else their position and shape) and every hyperparameter, as the optimizer holds
-    them now."""
+    them now (a scheduler's bookkeeping left out)."""
     names = parameter_names(model) if model is not None else {}
     groups = []
     for g, group in enumerate(optimizer.param_groups):
         params = [names.get(id(p), f"group{g}.param{i}{list(p.shape)}") for i, p in enumerate(group["params"])]
-        groups.append({"params": params, **{k: _jsonable(v) for k, v in sorted(group.items()) if k != "params"}})
+        hyper = {k: _jsonable(v) for k, v in sorted(group.items()) if k != "params" and k not in SCHEDULER_BOOKKEEPING}
+        groups.append({"params": params, **hyper})
     return {"class": type(unwrap_optimizer(optimizer)).__name__, "param_groups": groups, "named": model is not None}
 
 
@@ -233,8 +252,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def sampler_facts(sampler) -> dict:
-    """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard."""
-    facts = {"class": type(sampler).__name__, "num_samples": len(sampler)}
+    """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard. A
+    sampler without a length (an IterableDataset's) records None: the recorder never raises on it."""
+    try:
+        num_samples = len(sampler)
+    except TypeError:
+        num_samples = None
+    facts = {"class": type(sampler).__name__, "num_samples": num_samples}
     for key in ("seed", "shuffle", "drop_last", "num_replicas", "rank"):
         if hasattr(sampler, key):
             facts[key] = getattr(sampler, key)
@@ -644,8 +668,13 @@ class TraceRecorder:
         if self.rank != 0:
             return
         tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
-        save_file(state, str(tmp))
-        os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
+        try:
+            save_file(state, str(tmp))
+            os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
+        except Exception as exc:  # a guest in the user's loop: say what was not recorded, never raise
+            self.meta.setdefault("unrecorded", []).append({"what": FINAL_PARAMS_FILE, "why": f"{exc!r:.300}"})
+        if tied := tied_names(model):
+            self.meta["tied"] = tied
         for facts, (rank_params, rank_buffers) in zip(self.meta["ranks"], gathered):
             facts["params_sha256"], facts["buffers_sha256"] = rank_params, rank_buffers
         if self._optimizer is not None and not self.meta["optimizer"].get("named"):

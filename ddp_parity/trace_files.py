@@ -18,6 +18,9 @@ FORMAT_VERSION = 1
 TRACE_DIR = "trace"
 META_FILE = "meta.json"
 FINAL_PARAMS_FILE = "final.safetensors"
+# what an lr scheduler writes into a param group for its own use: the value it rescales from, not a
+# hyperparameter of the update (one side with a scheduler and one without have the same groups)
+SCHEDULER_BOOKKEEPING = ("initial_lr",)
 VALIDATION_FILE = "validation.jsonl"
 HEARTBEAT_S = 1.0  # at most one progress write per second: cheap, and enough to see a stall
 WATCH_STEP_ENV = "DDP_PARITY_WATCH_STEP"  # the module watch's steps, checked by the harness before launch

@@ -26,6 +26,7 @@ from ddp_parity.trace import (
     read_meta,
     read_records,
     read_validation,
+    sampler_facts,
 )
 
 
@@ -200,7 +201,8 @@ def test_optimizer_and_model_arguments(tmp_path):
     assert first["weight_decay"] == 0.01 and second["weight_decay"] == 0.0
     assert first["lr"] == 0.01  # as at the first step: recorded once
     assert first["betas"] == [0.9, 0.999] and first["eps"] == 1e-8
-    assert set(first) == set(optimizer.param_groups[0])  # every hyperparameter
+    # every hyperparameter, and not the scheduler's own bookkeeping (issue 36: a false param_groups finding)
+    assert set(first) == set(optimizer.param_groups[0]) - {"initial_lr"}
 
 
 def test_optimizer_without_model_is_named_at_finish(tmp_path):
@@ -370,3 +372,53 @@ def test_a_frameworks_optimizer_wrapper_records_the_torch_optimizer_class():
     assert type(wrapped).__name__ != "Adam"
     facts = optimizer_facts(wrapped, model)
     assert facts["class"] == "Adam" and facts["param_groups"][0]["params"] == ["weight", "bias"]
+
+
+class Tied(torch.nn.Module):
+    """nanoGPT's weight tying: the token embedding and the output head are one parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(8, 4)
+        self.lm_head = torch.nn.Linear(4, 8, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx):
+        return self.lm_head(self.wte(idx))
+
+
+def test_tied_weights_are_recorded_and_finish_never_raises(tmp_path):
+    """Before: finish() raised safetensors' RuntimeError on the tied weights (shared storage), after the
+    user's whole training, leaving meta.json unfinished."""
+    from safetensors.torch import load_file
+
+    model = Tied()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    loss = model(torch.tensor([1, 2, 3])).logsumexp(-1).mean()
+    loss.backward()
+    optimizer.step()
+    recorder.record(1, loss, optimizer=optimizer, model=model)
+    recorder.finish(model)
+
+    meta = read_meta(tmp_path)
+    assert meta["finished"] is True and meta["tied"] == {"lm_head.weight": "wte.weight"}
+    assert "unrecorded" not in meta
+    final = load_file(str(tmp_path / "final.safetensors"))
+    assert torch.equal(final["wte.weight"], model.lm_head.weight) and torch.equal(
+        final["lm_head.weight"], final["wte.weight"]
+    )
+
+
+def test_a_sampler_without_len_is_recorded_without_raising():
+    """Before: sampler_facts called len() on an IterableDataset's _InfiniteConstantSampler: TypeError in
+    TraceCallback.on_train_start, before any step."""
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(4))
+
+    sampler = torch.utils.data.DataLoader(Stream(), batch_size=2).sampler
+    facts = sampler_facts(sampler)
+    assert facts == {"class": "_InfiniteConstantSampler", "num_samples": None}

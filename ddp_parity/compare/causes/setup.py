@@ -13,6 +13,7 @@ from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fm
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
 from ddp_parity.compare.comparator import match_keys, missing_meta
 from ddp_parity.compare.findings import Finding
+from ddp_parity.trace_files import SCHEDULER_BOOKKEEPING
 
 
 def _differences(d: Finding) -> list[str]:
@@ -468,7 +469,7 @@ def _settings_by_param(optimizer: dict) -> dict[str, dict]:
     for group in optimizer.get("param_groups") or []:
         if not isinstance(group, dict):
             continue
-        hyper = {k: v for k, v in group.items() if k != "params"}
+        hyper = {k: v for k, v in group.items() if k != "params" and k not in SCHEDULER_BOOKKEEPING}
         for name in group.get("params") or []:
             out[str(name)] = hyper
     return out
