@@ -367,3 +367,33 @@ def test_ranks_of_both_sides_ran_uneven_numbers_of_steps(tmp_path):
     last = EPOCHS * STEPS_PER_EPOCH
     assert (d["category"], d["step"], d["rank"]) == ("step_count", last, 0)  # rank 0 has the extra step
     assert "the ranks themselves disagree" in d["explanation"]
+
+
+def test_a_side_without_a_sampler_record_is_never_said_to_agree(tmp_path):
+    """Issue 36: a raw loop that recorded no sampler was told "the recorded samplers say where: they agree",
+    with DistributedSampler advice, where no sampler existed (nanoGPT draws windows with torch.randint)."""
+    meta_a = make_meta("raw")
+    for facts in meta_a["ranks"]:
+        facts.pop("sampler")
+    records_a = make_records()
+    records_a[1][0]["indices"] = list(reversed(records_a[1][0]["indices"]))
+    a, b = pair(tmp_path, meta_a=meta_a, records_a=records_a)
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"], d["rank"]) == ("data_order.unrecorded", 1, 1)
+    assert "agree" not in d["explanation"] and "raw recorded no sampler" in d["explanation"]
+    assert not d["advice"].startswith("Build the same DistributedSampler")
+    assert d["evidence"]["sampler_unrecorded"] == ["raw"]
+
+
+def test_two_ranks_of_one_side_consuming_the_same_samples_is_its_own_finding(tmp_path):
+    """Issue 36: a rank that drew the other rank's windows (the data seed not offset by rank) was reported as
+    "other samples", not as two ranks training on the same data."""
+    records_b = make_records()
+    for r1, r0 in zip(records_b[1], records_b[0]):
+        r1["indices"] = list(r0["indices"])  # lightning's rank 1 consumes rank 0's samples
+    a, b = pair(tmp_path, records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"], d["rank"]) == ("data_order.shared", 1, 1)
+    assert d["evidence"]["shared_by_ranks"] == {"side": "lightning", "ranks": [0, 1]}
+    assert "ranks 0 and 1" in d["explanation"] and d["advice"].startswith("On lightning: give each rank its own data")
+    assert "DistributedSampler(dataset, num_replicas=world_size, rank=rank)" in d["advice"]  # a sampler was recorded

@@ -41,6 +41,8 @@ CAUSES: tuple[Cause, ...] = (
     data.STEP_COUNT,
     data.STEP_COUNT_EMPTY,
     data.SET_EPOCH,
+    data.DATA_SHARED,
+    data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
     data.DATA_PIPELINE,
     update.OPTIMIZER_STALE_PARAMS,

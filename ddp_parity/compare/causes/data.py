@@ -11,7 +11,7 @@ import json
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, Words, config_values, finding, fmt, recording
 from ddp_parity.compare.findings import Finding
-from ddp_parity.compare.walk import comparable_samples, identical, records_of
+from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
 
 # ---------------------------------------------------------------------------------------------
 # resume
@@ -332,15 +332,51 @@ def check_samples(ctx: Context) -> Finding | None:
             f"{ctx.label('b' if stuck == 'a' else 'a')} draws a new permutation."
         )
         return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
-    sampler = _sampler_differences(ctx)
-    if sampler:
-        evidence["sampler_differences"] = sampler
     facts = (
         f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    shared = _shared_across_ranks(ctx, step)
+    if shared is not None:
+        side, ranks = shared
+        evidence["shared_by_ranks"] = {"side": ctx.label(side), "ranks": ranks}
+        names = " and ".join(str(r) for r in ranks)
+        facts += f" On {ctx.label(side)}, ranks {names} consumed the very same samples at step {step}."
+        how = SHARD_HOW["sampler" if _samplers_recorded(ctx, side) else "no_sampler"]
+        return finding(ctx, DATA_SHARED, step, rank, evidence, facts, side=ctx.label(side), ranks=names, how=how)
+    unrecorded = [ctx.label(s) for s in ("a", "b") if not _samplers_recorded(ctx, s)]
+    if unrecorded:
+        # every sentence rests on a record: a side without a sampler record cannot be said to agree
+        evidence["sampler_unrecorded"] = unrecorded
+        return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=" and ".join(unrecorded))
+    sampler = _sampler_differences(ctx)
+    if sampler:
+        evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _samplers_recorded(ctx: Context, side: str) -> bool:
+    ranks = ctx.meta(side).get("ranks") or []
+    return bool(ranks) and all(isinstance(r, dict) and r.get("sampler") for r in ranks)
+
+
+def _shared_across_ranks(ctx: Context, step) -> tuple[str, list[int]] | None:
+    """The side two of whose ranks consumed the same samples at `step` (the data not split by rank)."""
+    for side in ("a", "b"):
+        world = ctx.meta(side).get("world_size") or 1
+        if not isinstance(world, int) or world < 2:
+            continue
+        seen: dict[str, list[int]] = {}
+        for r in range(world):
+            record = next((rec for rec in records_of(ctx.run(side), r) if rec.get("step") == step), None)
+            key = sample_key(record) if record else None
+            if key is not None:
+                seen.setdefault(json.dumps(key, sort_keys=True, default=str), []).append(r)
+        ranks = next((rs for rs in seen.values() if len(rs) > 1), None)
+        if ranks:
+            return side, ranks
+    return None
 
 
 def _repeats_first_epoch(run, rank, epoch) -> bool:
@@ -392,6 +428,32 @@ DATA_ORDER = Cause(
     "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json "
     "ranks[*].sampler.",
     doc="A rank consumed other sample indices; the recorded samplers compared say where.",
+)
+SHARD_HOW = {
+    "sampler": "shard the data with DistributedSampler(dataset, num_replicas=world_size, rank=rank) (its "
+    "num_replicas and rank as recorded in meta.json ranks[*].sampler)",
+    "no_sampler": "no sampler was recorded there: if batches are drawn by hand, offset the seed of the generator "
+    "that draws them by the rank (nanoGPT: torch.manual_seed(1337 + rank)); if through an IterableDataset, split "
+    "its stream by rank (get_worker_info and the rank)",
+}
+DATA_SHARED = Cause(
+    "data_order.shared",
+    check_samples,
+    why="Two ranks that consume the same data train on one shard twice: the gradients they average carry "
+    "half the information, and the other side's ranks each see their own.",
+    fix="On {side}: give each rank its own data: {how}.",
+    doc="Two ranks of one side consumed the same samples at a step: the data is not split by rank.",
+)
+DATA_ORDER_UNRECORDED = Cause(
+    "data_order.unrecorded",
+    check_samples,
+    why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
+    "{sides} recorded no sampler, so the traces cannot say whether the sampling or what feeds it differs.",
+    fix="Make both sides draw the same samples at each step: the same sampler, or the same generator seeded "
+    "alike and drawn in the same order (the global RNG too: build the data and the model in the same order). "
+    "To compare the samplers, record one on each side: recorder.start(facts={{'sampler': sampler_facts(sampler)}}) "
+    "(from ddp_parity.trace import sampler_facts).",
+    doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it.",
 )
 
 
