@@ -397,3 +397,10 @@ def test_two_ranks_of_one_side_consuming_the_same_samples_is_its_own_finding(tmp
     assert d["evidence"]["shared_by_ranks"] == {"side": "lightning", "ranks": [0, 1]}
     assert "ranks 0 and 1" in d["explanation"] and d["advice"].startswith("On lightning: give each rank its own data")
     assert "DistributedSampler(dataset, num_replicas=world_size, rank=rank)" in d["advice"]  # a sampler was recorded
+    meta_b = make_meta("lightning")
+    for facts in meta_b["ranks"]:
+        facts["sampler"] = {"class": "_InfiniteConstantSampler", "num_samples": None}  # an IterableDataset's loader
+    a, b = pair(tmp_path / "iterable", meta_b=meta_b, records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "data_order.shared" and "IterableDataset" in d["advice"]
+    assert "DistributedSampler" not in d["advice"]

@@ -342,7 +342,7 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["shared_by_ranks"] = {"side": ctx.label(side), "ranks": ranks}
         names = " and ".join(str(r) for r in ranks)
         facts += f" On {ctx.label(side)}, ranks {names} consumed the very same samples at step {step}."
-        how = SHARD_HOW["sampler" if _samplers_recorded(ctx, side) else "no_sampler"]
+        how = SHARD_HOW[_sampling_mechanism(ctx, side)]
         return finding(ctx, DATA_SHARED, step, rank, evidence, facts, side=ctx.label(side), ranks=names, how=how)
     unrecorded = [ctx.label(s) for s in ("a", "b") if not _samplers_recorded(ctx, s)]
     if unrecorded:
@@ -354,6 +354,15 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _sampling_mechanism(ctx: Context, side: str) -> str:
+    """How a side's ranks got their data, as far as its meta.json says: a DistributedSampler, an
+    IterableDataset's stream (its loader's sampler is torch's _InfiniteConstantSampler), or unrecorded."""
+    if not _samplers_recorded(ctx, side):
+        return "no_sampler"
+    classes = {(r.get("sampler") or {}).get("class") for r in ctx.meta(side).get("ranks") or []}
+    return "iterable" if classes == {"_InfiniteConstantSampler"} else "sampler"
 
 
 def _samplers_recorded(ctx: Context, side: str) -> bool:
@@ -432,9 +441,12 @@ DATA_ORDER = Cause(
 SHARD_HOW = {
     "sampler": "shard the data with DistributedSampler(dataset, num_replicas=world_size, rank=rank) (its "
     "num_replicas and rank as recorded in meta.json ranks[*].sampler)",
+    "iterable": "its DataLoader reads an IterableDataset (the recorded sampler is _InfiniteConstantSampler), which "
+    "every rank iterates whole unless it splits itself: split the stream by rank in __iter__ (skip to rank, "
+    "step world_size), or offset the seed it draws with by the rank (nanoGPT: 1337 + rank)",
     "no_sampler": "no sampler was recorded there: if batches are drawn by hand, offset the seed of the generator "
     "that draws them by the rank (nanoGPT: torch.manual_seed(1337 + rank)); if through an IterableDataset, split "
-    "its stream by rank (get_worker_info and the rank)",
+    "its stream by rank",
 }
 DATA_SHARED = Cause(
     "data_order.shared",
