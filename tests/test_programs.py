@@ -14,12 +14,11 @@ from benchmarks.programs.run import run_pair
 
 # program -> the tool bug that keeps its pair from EQUIVALENT today (docs/programs.md has the round)
 TOOL_BUGS = {
-    "nanogpt": "issue 36: recorder.finish raises on tied weights and TraceCallback on the IterableDataset's "
-    "sampler (round 1); then sampler advice where none exists, the port's ranks sharing data unnamed (round 2)",
-    "iterable": "issue 36: TraceCallback.on_train_start raises TypeError on _InfiniteConstantSampler (no len); "
-    "EQUIVALENT with that fixed (checked with the fix patched in)",
-    "hf_accelerate": "issue 36: param groups read after the scheduler's first step (round 1); then sampler advice "
-    "repeated, the 1-vs-2 micro-batches of step 1 unnamed (round 3)",
+    "nanogpt": "issue 36: rounds 1-2 (the recorder's crashes; sampler advice where none exists, the port's ranks "
+    "sharing data unnamed) are fixed in the tool; the port's later rounds (a seed offset by rank, the order of "
+    "its random draws) are not done yet",
+    "hf_accelerate": "issue 36: round 1 (param groups read after the scheduler's first step) is fixed in the tool; "
+    "round 3 (the 1-vs-2 micro-batches of step 1 unnamed) is not",
 }
 
 
