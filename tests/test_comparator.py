@@ -181,3 +181,21 @@ def test_key_map_options_of_the_command_line(tmp_path):
     assert unmapped.returncode == 1 and "model.body.w" in unmapped.stdout  # named: present on one side only
     (tmp_path / "map.json").write_text('{"body.w": "encoder.w"}')
     assert run("--strip-prefix", "model.", "--key-map", str(tmp_path / "map.json")).returncode == 0
+
+
+def test_validation_is_paired_by_step_not_by_position(tmp_path):
+    """Issue 36: raw's evaluation at step 0 (nanoGPT evaluates before training, on rank 0) was held against
+    lightning's first one at step 3 and called a numerics difference. Now the step-3 results are compared
+    (equal) and the step-0 one is said to be raw's only."""
+    a = make_run(tmp_path / "raw", LOSSES, PARAMS)
+    b = make_run(tmp_path / "lightning", LOSSES, {k: v.clone() for k, v in PARAMS.items()})
+    (a / "validation.jsonl").write_text(
+        json.dumps({"epoch": 0, "step": 0, "val_loss": 4.25})
+        + "\n"
+        + json.dumps({"epoch": 0, "step": 3, "val_loss": 1.5})
+        + "\n"
+    )
+    (b / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 3, "val_loss": 1.5}) + "\n")
+    result = compare_runs(a, b)
+    assert (result.validation.compared, result.validation.equal) == (1, 1)
+    assert result.problems == [f"validation at step(s) 0 recorded by {a} only"]

@@ -211,17 +211,42 @@ def compare_validation(run_a, run_b, result: Comparison, tolerant: bool = False)
         if not tolerant:
             raise
         return
-    if len(val_a) != len(val_b):
-        result.problems.append(f"{len(val_a)} validation results in {run_a} but {len(val_b)} in {run_b}")
-    for rec_a, rec_b in zip(val_a, val_b):
-        for key in sorted(set(rec_a) | set(rec_b)):
-            if key in ("epoch", "step"):
-                continue
-            if key not in rec_a or key not in rec_b:
-                result.problems.append(f"validation metric {key!r} is recorded by one run only")
-                continue
-            where = {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key}
-            result.validation.add(rec_a[key], rec_b[key], result.criterion, where)
+    # paired by the step they validated at, never by position: an evaluation at step 0 on one side only
+    # must not be held against the other side's first one at step 20
+    by_step_a, by_step_b = _validation_by_step(val_a), _validation_by_step(val_b)
+    for run, steps in (
+        (run_a, [s for s in by_step_a if s not in by_step_b]),
+        (run_b, [s for s in by_step_b if s not in by_step_a]),
+    ):
+        if steps:
+            result.problems.append(f"validation at step(s) {', '.join(map(str, steps))} recorded by {run} only")
+    for step, recs_a in by_step_a.items():
+        recs_b = by_step_b.get(step, [])
+        if recs_b and len(recs_a) != len(recs_b):
+            result.problems.append(
+                f"{len(recs_a)} validation results at step {step} in {run_a} but {len(recs_b)} in {run_b}"
+            )
+        for rec_a, rec_b in zip(recs_a, recs_b):
+            _compare_validation_pair(rec_a, rec_b, result)
+
+
+def _validation_by_step(records: list[dict]) -> dict:
+    """{step: that step's validation records, in the order written}."""
+    by_step: dict = {}
+    for record in records:
+        by_step.setdefault(record.get("step"), []).append(record)
+    return by_step
+
+
+def _compare_validation_pair(rec_a: dict, rec_b: dict, result: Comparison) -> None:
+    for key in sorted(set(rec_a) | set(rec_b)):
+        if key in ("epoch", "step"):
+            continue
+        if key not in rec_a or key not in rec_b:
+            result.problems.append(f"validation metric {key!r} is recorded by one run only")
+            continue
+        where = {"epoch": rec_a.get("epoch"), "step": rec_a.get("step"), "metric": key}
+        result.validation.add(rec_a[key], rec_b[key], result.criterion, where)
 
 
 # ---------------------------------------------------------------------------------------------
