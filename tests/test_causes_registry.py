@@ -22,6 +22,7 @@ KINDS = {
     *("crash", "stall", "metadata", "config", "config.threads", "config.arithmetic", "config.state"),
     *("config.torch_flags", "config.sharding", "config.seed", "sampler_seed", "param_groups"),
     *("param_groups.class", "init", "resume", "recording", "step_count", "step_count.empty", "set_epoch"),
+    *("step_count.validation",),
     *("data_order", "data_order.shared", "data_order.unrecorded", "data_pipeline", "optimizer.stale_params"),
     *("reduction_order.sharding",),
     *("gradients.accumulation_sync", "module_state", "rng", "numerics.module", "numerics", "loss"),

@@ -9,6 +9,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from ddp_parity import compare_traces
 from ddp_parity.compare.comparator import Criterion, compare_runs, match_keys
 from ddp_parity.trace import FORMAT_VERSION, TraceFormatError
 
@@ -199,3 +200,6 @@ def test_validation_is_paired_by_step_not_by_position(tmp_path):
     result = compare_runs(a, b)
     assert (result.validation.compared, result.validation.equal) == (1, 1)
     assert result.problems == [f"validation at step(s) 0 recorded by {a} only"]
+    d = compare_traces(a, b)["diagnosis"]
+    assert d["kind"] == "step_count.validation" and f"validation at step(s) 0 recorded by {a} only" in d["explanation"]
+    assert "DistributedSampler" not in d["advice"]

@@ -65,6 +65,7 @@ CAUSES: tuple[Cause, ...] = (
     end.FINAL_PARAMS,
     end.RECORDED_FLOAT32_VALIDATION,
     end.NUMERICS_VALIDATION,
+    end.VALIDATION_STEPS,
     end.PROBLEMS,
     end.EQUIVALENT,
 )

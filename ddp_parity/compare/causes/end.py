@@ -199,6 +199,9 @@ def check_problems(ctx: Context) -> Finding | None:
         return None
     if ctx.walk is not None and not any(ctx.walk.counts[s] for s in ("a", "b")):
         return step_count_finding(ctx, None)
+    if all(p.startswith("validation at step(s) ") for p in problems):
+        facts = f"Every compared step matches, but the sides validated at other steps: {'; '.join(problems)}."
+        return finding(ctx, VALIDATION_STEPS, None, None, {"problems": problems}, facts)
     facts = (
         f"The recorded steps match, but the comparison reports structural problems: {'; '.join(problems[:3])}. "
         "Most often one run did not finish (no final parameters, a validation missing) or the sides validate "
@@ -212,6 +215,16 @@ PROBLEMS = replace(
     check=check_problems,
     doc="The steps match, but the comparison reports structural problems (no final parameters, a "
     "validation missing): one run did not finish, or the sides validate at other points.",
+)
+VALIDATION_STEPS = Cause(
+    "step_count.validation",
+    check_problems,
+    why="Validation results are paired by the step they were taken at; those at steps both sides validated "
+    "were compared, these have no counterpart.",
+    fix="Validate at the same steps on both sides (the same interval; an evaluation before the first step on "
+    "both or on neither), recording each with record_validation(epoch, step, metrics) at the step it was taken.",
+    doc="A side validated at steps the other did not (an evaluation at step 0, another interval): which side, "
+    "which steps.",
 )
 
 
