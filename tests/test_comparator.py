@@ -203,3 +203,14 @@ def test_validation_is_paired_by_step_not_by_position(tmp_path):
     d = compare_traces(a, b)["diagnosis"]
     assert d["kind"] == "step_count.validation" and f"validation at step(s) 0 recorded by {a} only" in d["explanation"]
     assert "DistributedSampler" not in d["advice"]
+
+
+def test_an_empty_config_is_a_warning_and_never_said_to_match(tmp_path):
+    """Issue 36: TraceCallback's default config, when the module does not call save_hyperparameters, is
+    empty; the pair got no warning and the diagnosis said the configuration matched."""
+    a = make_run(tmp_path / "a", LOSSES, PARAMS)  # make_run records config {}
+    b = make_run(tmp_path / "b", LOSSES, {k: v.clone() for k, v in PARAMS.items()})
+    report = compare_traces(a, b)
+    assert report["verdict"] == "equivalent"
+    assert [w["kind"] for w in report["warnings"]] == ["config_unrecorded", "config_unrecorded"]
+    assert "configuration (unrecorded on a and b)" in report["diagnosis"]["explanation"]

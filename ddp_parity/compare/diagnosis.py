@@ -93,8 +93,18 @@ def _localise(cmp, first: dict) -> dict | None:
 
 
 def find_warnings(cmp, names) -> list[dict]:
-    """Suspicious even when equivalent: a side that learned nothing, NaN/Inf values."""
-    out = []
+    """Suspicious even when equivalent: a side that learned nothing, NaN/Inf values, a side whose
+    configuration was not recorded (nothing then says the two were set up alike)."""
+    out = [
+        {
+            "kind": "config_unrecorded",
+            "message": f"{name}: recorded no configuration (meta.json config is empty): the comparison cannot "
+            "check that both sides were set up alike; pass config= to TraceRecorder / TraceCallback, or call "
+            "self.save_hyperparameters() in the LightningModule",
+        }
+        for side, name in zip(("a", "b"), names)
+        if isinstance(cmp.metas.get(side), dict) and not cmp.metas[side].get("config")
+    ]
     if cmp.walk is None:
         return out
     for side, name in zip(("a", "b"), names):

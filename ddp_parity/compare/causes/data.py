@@ -461,8 +461,9 @@ DATA_ORDER_UNRECORDED = Cause(
     check_samples,
     why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
     "{sides} recorded no sampler, so the traces cannot say whether the sampling or what feeds it differs.",
-    fix="Make both sides draw the same samples at each step: the same sampler, or the same generator seeded "
-    "alike and drawn in the same order (the global RNG too: build the data and the model in the same order). "
+    fix="Make both sides draw the same samples at each step: the same sampler (a DistributedSampler's shuffle, "
+    "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order "
+    "(the global RNG too: build the data and the model in the same order). "
     "To compare the samplers, record one on each side: recorder.start(facts={{'sampler': sampler_facts(sampler)}}) "
     "(from ddp_parity.trace import sampler_facts).",
     doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it.",

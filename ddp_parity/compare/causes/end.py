@@ -235,8 +235,10 @@ VALIDATION_STEPS = Cause(
 def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Finding:
     n = ctx.walk.steps_equal_before if ctx.walk else 0
     if setup_differs is None:
+        unrecorded = [ctx.label(s) for s in ("a", "b") if not ctx.meta(s).get("config")]
+        configuration = f"configuration (unrecorded on {' and '.join(unrecorded)})" if unrecorded else "configuration"
         facts = (
-            f"No divergence: configuration, initial weights and all {n} steps (samples, loss, gradient norm, "
+            f"No divergence: {configuration}, initial weights and all {n} steps (samples, loss, gradient norm, "
             "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
         )
         return finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts)
