@@ -28,6 +28,7 @@ KINDS = {
     *("gradients.accumulation_sync", "module_state", "rng", "numerics.module", "numerics", "loss"),
     *("reduction_order", "gradients.factor", "gradients", "optimizer.lr", "optimizer", "buffers.replicas"),
     *("buffers.sync", "numerics.validation", "equivalent", "undetermined", "undetermined.unrecorded"),
+    *("loss.factor", "frozen", "gradients.norm", "optimizer.lr_ahead", "optimizer.effective_lr"),  # issue 37
     *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
 }
 

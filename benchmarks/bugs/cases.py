@@ -306,7 +306,7 @@ BUGS = (
         "a layer frozen on one side (mlp)",
         UNUSED,
         MLP,
-        "gradients",
+        "frozen",
         1,
         "fc1",
         "freeze the same parameters",

@@ -7,6 +7,7 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 
 from __future__ import annotations
 
+from ddp_parity.compare import relations
 from ddp_parity.compare.causes.base import (
     FEW_ULPS,
     Cause,
@@ -23,12 +24,64 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
+from ddp_parity.compare.causes.forward import factor_mechanism, factor_of
 from ddp_parity.compare.causes.setup import param_order
-from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
+from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
+from ddp_parity.compare.comparator import match_keys
 from ddp_parity.compare.findings import Finding
+from ddp_parity.watch import read_module_trace
 
 ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
 ROUNDING_RELATIVE = 1e-5  # a first difference this small is float32 rounding (2^-23 is 1.2e-7 per ulp)
+
+
+# ---------------------------------------------------------------------------------------------
+# a parameter with a gradient on one side only
+
+
+def check_frozen(ctx: Context) -> Finding | None:
+    """At the first divergence's watched step, a parameter has a .grad on one side and none on the
+    other: it is frozen (requires_grad=False), detached or unused there. That is the cause, not the
+    module whose backward then differs (nothing upstream of a frozen embedding needs its gradient)."""
+    f = ctx.earliest
+    if f is None or f.get("step") is None:
+        return None
+    relation = _one_sided_grads(ctx, f["step"], f["rank"])
+    if relation is None:
+        return None
+    names = relation.value.split(", ")
+    facts = f"{relation.sentence[:-1]}: {relation.side} computes no gradient for them, so it never updates them."
+    evidence = {"relation": relation.to_json(), "frozen_side": relation.side, "params": names}
+    return finding(ctx, FROZEN, f["step"], f["rank"], evidence, facts, side=relation.side, params=", ".join(names))
+
+
+def _one_sided_grads(ctx: Context, step: int, rank) -> relations.Relation | None:
+    """The parameters the module watch saw with a .grad on one side only at `step` (names matched as
+    the comparator matches them: a LightningModule's `net.` prefix is no difference)."""
+    watched = [read_module_trace(ctx.run(s), rank).get(step) or {} for s in ("a", "b")]
+    grads_a, grads_b = (w.get("param_grads") or {} for w in watched)
+    if not grads_a or not grads_b:
+        return None  # unrecorded (or nothing had a gradient): no relation to read
+    pairs = match_keys(list(grads_a), list(grads_b), None)
+    only_a, only_b = pairs.get("__only_a__") or [], pairs.get("__only_b__") or []
+    if only_a and not only_b:  # b lacks them
+        return relations.one_side_relation(ctx.names[1], ctx.names[0], list(only_a), step)
+    if only_b and not only_a:
+        return relations.one_side_relation(ctx.names[0], ctx.names[1], list(only_b), step)
+    return None
+
+
+FROZEN = Cause(
+    "frozen",
+    check_frozen,
+    why="A parameter without requires_grad gets no gradient and no update; every module whose backward "
+    "would have fed it then differs only as a consequence.",
+    fix="On {side}, train the same parameters as the other side: do not set requires_grad_(False) on {params} "
+    "(or freeze the same parameters on both sides: freeze the same parameters, and build the optimizer after).",
+    doc="A parameter has a `.grad` on one side only at the first divergence's watched step: frozen "
+    "(`requires_grad_(False)`), detached or unused on that side; the parameters named.",
+    requires=Evidence("a parameter with a gradient on one side only", lambda d: bool(d.evidence.get("params"))),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,6 +236,14 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on both sides, "
         f"but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
     )
+    if watch_found_all_equal(ctx):  # every module gradient and every .grad equal: the norm is measured otherwise
+        return _norm_finding(ctx, f, evidence, facts)
+    relation = factor_of(ctx, "grad_norm", f["rank"])
+    if relation is not None and relation.first == f["step"]:
+        evidence.update(ratio=ratio, relation=relation.to_json())
+        mechanism = FACTOR_WORDS.get(factor_mechanism(relation), FACTOR_WORDS[""])
+        said = f"{relation.sentence[:-1]}: {mechanism.format(side=relation.side, small=relation.other)}."
+        return finding(ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", factor=relation.value)
     if ratio is not None:
         near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
         if abs(ratio / near - 1) < 0.02:
@@ -198,6 +259,60 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     if module and module.get("reading_kind") == "loss_grad":
         causes = ["gradients", "loss", *causes]
     return undetermined(ctx, f, causes, facts, evidence)
+
+
+# what a gradient-norm factor equal to each count means
+FACTOR_WORDS = {
+    "accumulation": "{side} sums its micro-batches' gradients without dividing the loss by the accumulation count",
+    "world_size": "the gradients are averaged over the world size on {small} once too often ({side} not at all)",
+    "batch_size": "{side} sums the loss over the batch (reduction='sum') where {small} averages it",
+    "": "no recorded count equals the factor",
+}
+
+
+def _norm_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
+    """The module watch found every module gradient and every .grad equal at this step, yet the recorded
+    gradient norms differ: one side measures the same gradients with another norm (or over a subset)."""
+    said = {s: _norm_of_side(ctx, s, f) for s in ("a", "b")}
+    l2_sides = [s for s in ("a", "b") if said[s] and said[s][0] == "L2" and said[s][1] is None]
+    lightning = [s for s in ("a", "b") if ctx.meta(s).get("side") == "lightning"]
+    odd = next((s for s in ("a", "b") if s not in l2_sides), None) if len(l2_sides) == 1 else None
+    if odd is None and len(lightning) == 1:  # Lightning measures the 2-norm over the optimizer's parameters
+        odd = "b" if lightning == ["a"] else "a"
+    low, high = sorted(((f["a"], "a"), (f["b"], "b")))
+    measure = said[odd] if odd else None
+    if measure and measure[0] == "L2" and measure[1]:
+        what = f"the 2-norm over a subset of the parameters only ({', '.join(measure[1][:4])})"
+    elif odd == low[1] or (measure and measure[0] in ("inf", "below L2")):
+        which = "the largest |g|" if measure and measure[0] == "inf" else "the infinity norm or a subset"
+        what = f"below the 2-norm of the same gradients, so neither the 2-norm nor the 1-norm (never below it): {which}"
+    else:
+        what = "another norm of the same gradients (the 1-norm or a subset)"
+    side = ctx.label(odd) if odd else "the side whose value is not the 2-norm"
+    evidence["norm"] = {ctx.label(s): said[s][0] if said[s] else "unrecorded" for s in ("a", "b")}
+    evidence["ratio"] = ratio_of(high[0], low[0])
+    layers = (
+        ""
+        if any(said.values())
+        else " (each parameter's gradient norm was not recorded before zero_grad, so "
+        "which norm is unrecorded: pass model= to record() before optimizer.zero_grad())"
+    )
+    facts += (
+        f" The module watch finds every module gradient and every parameter's .grad equal: the same gradients, "
+        f"measured otherwise. {side}'s value is {what}{layers}."
+    )
+    return finding(ctx, GRADIENTS_NORM_TYPE, f["step"], f["rank"], evidence, facts, side=side)
+
+
+def _norm_of_side(ctx: Context, side: str, f: dict):
+    """relations.norm_of for one side's recorded total and its per-parameter gradient norms (sketch.py's
+    layers at this step), or None where those were not recorded (NaN after zero_grad)."""
+    layers = ctx.meta(side).get("layers") or {}
+    pair = next((p for p in aligned_records(ctx, f["rank"]) if p[0].get("step") == f["step"]), ({}, {}))
+    column = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_norm")
+    if column is None or not any(relations.number(v) is not None for v in column):
+        return None
+    return relations.norm_of(f[side], layers.get("names") or [], column)
 
 
 def reduction_order_finding(ctx: Context, f: dict, evidence: dict, what: str) -> Finding:
@@ -229,6 +344,19 @@ REDUCTION_ORDER = Cause(
     doc="A few float32 ulps in the gradient norm (or the update, with clipping), the same parameters, "
     "samples and losses: summed in another order (Lightning clips in param-group order).",
     requires=Evidence("both sides' param groups", lambda d: "param_order" in d.evidence),
+)
+GRADIENTS_NORM_TYPE = Cause(
+    "gradients.norm",
+    check_grad_norm,
+    why="clip_grad_norm_ measures the gradients with norm_type (2 unless told: Lightning's "
+    "gradient_clip_algorithm='norm' is the 2-norm over the optimizer's parameters); another norm_type, or "
+    "a norm over some parameters only, gives another number from the same gradients and clips at another point.",
+    fix="On {side}, measure (and clip) the gradients with the 2-norm over all the optimizer's parameters: "
+    "torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], max_norm, "
+    "norm_type=2.0).",
+    doc="The watch: every module gradient and `.grad` equal, the recorded gradient norms differ: the same "
+    "gradients under another norm (`norm_type=inf`, L1) or over a subset of the parameters (docs/relations.md).",
+    requires=Evidence("equal module gradients under a module watch", lambda d: "norm" in d.evidence),
 )
 GRADIENTS_FACTOR = Cause(
     "gradients.factor",

@@ -6,12 +6,14 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 
 from __future__ import annotations
 
+from ddp_parity.compare import relations
 from ddp_parity.compare.causes.base import (
     Cause,
     Context,
     Evidence,
     Words,
     abs_diff,
+    aligned_records,
     config_values,
     finding,
     nonzero,
@@ -41,6 +43,99 @@ def _module_kind(d: Finding) -> str | None:
 
 def _lacks(d: Finding, kind: str) -> bool:
     return any(u.get("evidence") == kind for u in d.unchecked)
+
+
+# ---------------------------------------------------------------------------------------------
+# the counts a factor between the sides may equal, and a loss that is one side's times such a count
+
+ACCUMULATION_KEYS = ("accumulate_grad_batches", "gradient_accumulation_steps", "grad_accum_steps", "accumulate")
+
+
+def relation_counts(ctx: Context) -> dict[str, int]:
+    """{name: value} of the recorded counts a slip multiplies by, most telling first: the accumulation
+    (config), the micro-batches per step (a step's samples over the configured batch size), the world
+    size (meta.json), the batch size (config)."""
+    counts: dict[str, int] = {}
+    config = config_values(ctx, (*ACCUMULATION_KEYS, "batch_size"))
+    for key, value in config.items():
+        name = key.split(":", 1)[1].rsplit(".", 1)[-1]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1 and name in ACCUMULATION_KEYS:
+            counts.setdefault(name, value)
+    batch = next((v for k, v in config.items() if k.endswith("batch_size") and isinstance(v, int) and v > 0), None)
+    first = next(iter(aligned_records(ctx, 0, limit=1)), None)
+    samples = len(first[0].get("indices") or []) if first else 0
+    if batch and samples > batch and samples % batch == 0:
+        counts.setdefault("micro-batches per step", samples // batch)
+    world = ctx.meta("a").get("world_size")
+    if isinstance(world, int) and world > 1:
+        counts["world_size"] = world
+    if batch and batch > 1:
+        counts["batch_size"] = batch
+    return counts
+
+
+def factor_of(ctx: Context, quantity: str, rank) -> relations.Relation | None:
+    """The relation "one side's `quantity` is k × the other's", read over every aligned step of `rank`."""
+    key = ("factor", quantity, rank)
+    if key not in ctx.cache:
+        steps, a, b = relations.series(list(aligned_records(ctx, rank)), quantity)
+        ctx.cache[key] = relations.factor_relation(quantity, ctx.names, steps, a, b, relation_counts(ctx))
+    return ctx.cache[key]
+
+
+# the mechanism a loss factor equal to each count has, and its fix
+FACTOR_MECHANISMS = {
+    "accumulation": Words(
+        "{side} sums its {k} micro-batch losses without dividing by the accumulation count",
+        "On {side}, divide each micro-batch's loss by the number of accumulated micro-batches ({k}) before "
+        "backward: Divide the loss by accumulate_grad_batches, as Lightning does.",
+    ),
+    "world_size": Words(
+        "{small} divides its loss by the world size ({k}) although DDP already averages the gradients over the ranks",
+        "On {small}, do not divide the loss by the world size: DDP averages the gradients over the ranks, so "
+        "the loss is averaged over the same samples as the other side's (each rank's own batch).",
+    ),
+    "batch_size": Words(
+        "{side} sums the loss over the {k} samples of a batch (reduction='sum') where {small} averages them",
+        "Compute the loss with the same reduction on both sides (reduction='mean', the criterion's default), "
+        "averaged over the same samples.",
+    ),
+}
+
+
+def factor_mechanism(relation: relations.Relation) -> str:
+    name = (relation.count or "").split("=")[0]
+    if name in ACCUMULATION_KEYS or name == "micro-batches per step":
+        return "accumulation"
+    return name if name in FACTOR_MECHANISMS else ""
+
+
+def check_loss_factor(ctx: Context) -> Finding | None:
+    """The loss on one side is exactly k × the other's from the first step it differs, k a recorded
+    count: the count was multiplied in (or divided out) on one side, whatever the modules computed."""
+    f = ctx.earliest
+    if f is None or f["quantity"] != "loss":
+        return None
+    relation = factor_of(ctx, "loss", f["rank"])
+    if relation is None or relation.first != f["step"] or not factor_mechanism(relation):
+        return None
+    words = FACTOR_MECHANISMS[factor_mechanism(relation)]
+    k = relations.integer_of(relation.value)[0]
+    values = {"side": relation.side, "small": relation.other, "k": k}
+    facts = f"{relation.sentence[:-1]}: {words.why.format(**values)}."
+    evidence = {"loss": ctx.both(f["a"], f["b"]), "relation": relation.to_json()}
+    return finding(ctx, LOSS_FACTOR, f["step"], f["rank"], evidence, facts, fix=words.fix.format(**values))
+
+
+LOSS_FACTOR = Cause(
+    "loss.factor",
+    check_loss_factor,
+    why="A loss scaled by a count scales every gradient by it: the training differs from the first step.",
+    fix="{fix}",
+    doc="One side's loss is exactly k × the other's from the first step, k a recorded count (the accumulation, "
+    "the micro-batches per step, the world size, the batch size): the mechanism of that count (docs/relations.md).",
+    requires=Evidence("an exact factor equal to a recorded count", lambda d: bool(d.evidence.get("relation"))),
+)
 
 
 # ---------------------------------------------------------------------------------------------

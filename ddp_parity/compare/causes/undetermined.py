@@ -48,6 +48,10 @@ CANDIDATES = {
         "the optimizer's update (its state, settings outside the param groups, zero_grad, clipping on one side)",
         "watch the model: the parameters after the step are compared one by one",
     ),
+    "norm": (
+        "the gradient norm measured otherwise from the same gradients (norm_type, a subset of the parameters)",
+        "pass model= to record() before zero_grad on both sides: each parameter's gradient norm is then recorded",
+    ),
     "earlier_update": (
         "an earlier optimizer step that already differed (the parameters after each step were not recorded)",
         "record model=model on both sides: the parameters after every step are then compared",
@@ -60,7 +64,9 @@ CANDIDATE_CATEGORY = {"earlier_update": "optimizer"}
 
 def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:
     """No single cause: what is known, the candidates ranked, and what would tell them apart."""
-    causes = list(dict.fromkeys(causes))
+    causes = [c for c in dict.fromkeys(causes) if c not in excluded(ctx)]
+    if len(causes) < 2 and f.get("quantity") == "grad_norm":
+        causes.append("norm")
     unchecked = ctx.unchecked()
     ranked = "; ".join(f"({i}) {CANDIDATES[c][0]}" for i, c in enumerate(causes, 1))
     separate = "; ".join(dict.fromkeys(CANDIDATES[c][1] for c in causes)) + "."
@@ -81,6 +87,21 @@ def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence:
     ]
     result.unchecked = unchecked
     return result
+
+
+# the candidates a module watch that found every call, module gradient and .grad of the step equal rules out
+EXCLUDED_BY_EQUAL_WATCH = ("numerics", "gradients", "module_state", "rng", "data_pipeline")
+
+
+def watch_found_all_equal(ctx: Context) -> bool:
+    """Both sides watched the first divergence's step with its module state, and the watch found every
+    module call, module gradient and parameter .grad of it equal."""
+    return ctx.both_have("watch_state") and ctx.cache.get("module") is None
+
+
+def excluded(ctx: Context) -> tuple[str, ...]:
+    """The candidates the recorded evidence already rules out: the story never lists them."""
+    return EXCLUDED_BY_EQUAL_WATCH if watch_found_all_equal(ctx) else ()
 
 
 def _equal_up_to(ctx: Context, f: dict) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from ddp_parity.compare import relations
 from ddp_parity.compare.causes.backward import reduction_order_finding
 from ddp_parity.compare.causes.base import (
     FEW_ULPS,
@@ -80,33 +81,39 @@ OPTIMIZER_STALE_PARAMS = Cause(
 
 
 def check_lr_shift(ctx: Context) -> Finding | None:
+    """The learning rates are one series shifted by k steps. Which mechanism, the parameters say: a
+    schedule k iterations ahead changes the update it applies (the parameters part), a rate read after
+    scheduler.step() changes only what was written (the parameters stay equal)."""
     f = ctx.earliest
     if f is None or f["quantity"] != "lr":
         return None
-    shift = _lr_shift(ctx, f["rank"])
-    if shift is None:
+    pairs = list(aligned_records(ctx, f["rank"]))
+    steps, la, lb = relations.series(pairs, "lr")
+    relation = relations.shift_relation("lr", ctx.names, steps, la, lb)
+    if relation is None:
         return None
+    evidence = {"lr": ctx.both(f["a"], f["b"]), "ahead": relation.side, "relation": relation.to_json()}
+    _, da, db = relations.series(pairs, "param_digest")
+    recorded = all(d is not None for d in da + db)
+    parted = next((s for s, x, y in zip(steps, da, db) if x != y), None) if recorded else None
+    if parted is not None:
+        facts = (
+            f"{relation.sentence[:-1]}, and the parameters part at step {parted}: the optimizer applied the "
+            f"shifted rates, so {relation.side}'s schedule runs {relation.value} iteration(s) ahead."
+        )
+        evidence["params_part_at"] = parted
+        return finding(ctx, OPTIMIZER_LR_AHEAD, f["step"], f["rank"], evidence, facts, side=relation.side)
+    checked = (
+        "the parameters stay equal at every step, so the optimizer applied the same rates"
+        if recorded
+        else "the parameters were not recorded (model=), so whether the optimizer applied the shifted rates is "
+        "unchecked"
+    )
     facts = (
-        f"The learning rates are one sequence shifted by one step: {ctx.label(shift)} records at each step the "
-        "value the other side records at the next one; it reads the rate after scheduler.step(), not the "
+        f"{relation.sentence[:-1]}; {checked}: {relation.side} reads the rate after scheduler.step(), not the "
         "rate the optimizer step used."
     )
-    evidence = {"lr": ctx.both(f["a"], f["b"]), "ahead": ctx.label(shift)}
     return finding(ctx, RECORDED_LR, f["step"], f["rank"], evidence, facts)
-
-
-def _lr_shift(ctx: Context, rank) -> str | None:
-    la, lb = [], []
-    for ra, rb in aligned_records(ctx, rank):
-        la.append(ra.get("lr"))
-        lb.append(rb.get("lr"))
-    if len(la) < 3 or len(set(map(str, la))) < 2:
-        return None
-    if la[:-1] == lb[1:]:
-        return "a"
-    if lb[:-1] == la[1:]:
-        return "b"
-    return None
 
 
 RECORDED_LR = recording(
@@ -116,6 +123,19 @@ RECORDED_LR = recording(
         "before scheduler.step()."
     ),
     doc="One side's learning rates are the other's shifted by one step: read after `scheduler.step()`.",
+)
+
+
+OPTIMIZER_LR_AHEAD = Cause(
+    "optimizer.lr_ahead",
+    check_lr_shift,
+    why="A scheduler stepped before its optimizer (or once before training) hands every optimizer step the "
+    "rate meant for the next one.",
+    fix="On {side}, call scheduler.step() after optimizer.step(), once per optimizer step (never before the "
+    "first): the order Lightning uses.",
+    doc="One side's lr is the other's shifted by k steps and the parameters part: its schedule runs k "
+    "iterations ahead (scheduler.step() before optimizer.step()).",
+    requires=Evidence("the lr shifted and the parameters parting", lambda d: "params_part_at" in d.evidence),
 )
 
 
@@ -167,11 +187,54 @@ def check_param_digest(ctx: Context) -> Finding | None:
         f"At step {f['step']} rank {f['rank']} consumed the same samples with the same loss, gradient norm and "
         f"learning rate, yet the parameters after the step differ (param_digest {fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    effective = _effective_lr(ctx, f)
+    if effective is not None:
+        evidence["relation"] = effective.to_json()
+        facts = f"{facts} {effective.sentence}"
+        return finding(ctx, OPTIMIZER_EFFECTIVE_LR, f["step"], f["rank"], evidence, facts, side=effective.side)
     if ctx.both_have("optimizer"):  # the param groups were compared equal: the update itself differs
         return finding(ctx, OPTIMIZER, f["step"], f["rank"], evidence, facts)
     return undetermined(ctx, f, ["param_groups", "reduction_order", "optimizer"], facts, evidence)
 
 
+def _effective_lr(ctx: Context, f: dict) -> relations.Relation | None:
+    """Every layer's update at the step the parameters part is the other side's times one constant
+    (from the layers' sketches: the step before is equal on both sides): the rate applied is not the
+    rate recorded. None where the ratios differ by layer, or the step before was not sketched."""
+    if ctx.walk.steps_equal_before < 1 or f["step"] is None:
+        return None
+    pairs = {r.get("step"): (r, q) for r, q in aligned_records(ctx, f["rank"])}
+    before, now = pairs.get(f["step"] - 1), pairs.get(f["step"])
+    fields = [(ctx.meta(s).get("layers") or {}).get("fields") or [] for s in ("a", "b")]
+    if before is None or now is None:
+        return None
+    rows = [relations.sketch_rows(before[0], fields[0])]
+    rows += [relations.sketch_rows(now[i], fields[i]) for i in (0, 1)]
+    if any(r is None for r in rows) or relations.sketch_rows(before[1], fields[1]) != rows[0]:
+        return None
+    c = relations.update_factor(*rows)
+    if c is None:
+        return None
+    side, other, k = (ctx.names[0], ctx.names[1], c) if c > 1 else (ctx.names[1], ctx.names[0], 1 / c)
+    sentence = (
+        f"Every layer's update at step {f['step']} is {k:.4g} × on {side} what it is on {other} (the layers' "
+        f"sketches, from equal parameters): one constant, so {side} applies a learning rate {k:.4g} × {other}'s "
+        "while both record the same rate."
+    )
+    return relations.Relation("update_factor", "update", side, other, k, f["step"], f["step"], None, sentence)
+
+
+OPTIMIZER_EFFECTIVE_LR = Cause(
+    "optimizer.effective_lr",
+    check_param_digest,
+    why="The rate the optimizer applied is not the one recorded: the usual slip is scheduler.step() called "
+    "before optimizer.step(), which hands the step the next rate while the rate read before it is recorded.",
+    fix="Call scheduler.step() after optimizer.step() on both sides (the order Lightning uses; {side} applies "
+    "another rate than it records), and record the rate the optimizer step used.",
+    doc="Every layer's update is the other side's times one constant with equal recorded lr (the layers' "
+    "sketches): the effective learning rate is not the recorded one (scheduler.step() before optimizer.step()).",
+    requires=Evidence("one constant between every layer's update", lambda d: bool(d.evidence.get("relation"))),
+)
 OPTIMIZER = Cause(
     "optimizer",
     check_param_digest,

@@ -1,0 +1,251 @@
+"""Exact relations between what two runs recorded: is one side's series a function of the other's?
+
+When two runs differ, the numbers often carry the cause: a loss exactly 2.000 times the other's at
+every step is a loss not divided by 2 accumulated micro-batches; a learning rate that is the other's
+shifted by one step is a schedule one iteration ahead (or read after scheduler.step()); a gradient
+norm below the 2-norm of the same gradients is another norm; a parameter with a gradient on one side
+only is frozen there. Each function here is pure (lists of numbers in, a `Relation` or None out) and
+says only what the numbers prove; the causes (compare/causes/) decide what it means for the story.
+docs/relations.md says what each relation proves and what it cannot.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+EXACT = 1e-6  # relative: the same number up to float32 rounding of one operation
+HOLDS = 1e-3  # relative: a factor that still holds at later steps, once the parameters moved apart a little
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One side's recorded series as an exact function of the other's, with its numbers."""
+
+    kind: str  # "factor", "shift", "norm", "one_side", "update_factor"
+    quantity: str  # what was related: "loss", "grad_norm", "lr", "param_grad", "update"
+    side: str  # the side whose values are the function of the other's
+    other: str
+    value: float | int | str  # the factor, the shift in steps, the norm's name, the parameter names
+    first: int | None = None  # the steps it holds at
+    last: int | None = None
+    count: str | None = None  # which recorded count the factor equals ("accumulate_grad_batches=2")
+    sentence: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def number(x) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _close(x: float, y: float, rtol: float) -> bool:
+    return abs(x - y) <= rtol * max(abs(x), abs(y), 1e-30)
+
+
+# ---------------------------------------------------------------------------------------------
+# the series two runs recorded
+
+
+def series(pairs: list[tuple[dict, dict]], key: str) -> tuple[list, list, list]:
+    """(steps, a's values, b's values) of one record key over aligned record pairs."""
+    return [ra.get("step") for ra, _ in pairs], [ra.get(key) for ra, _ in pairs], [rb.get(key) for _, rb in pairs]
+
+
+def layer_column(record: dict, fields: list[str], field: str) -> list | None:
+    """One field of every parameter's row in a record's `layers` (sketch.py), or None unrecorded."""
+    rows = record.get("layers")
+    if not rows or field not in fields:
+        return None
+    i = fields.index(field)
+    return [row[i] if len(row) > i else None for row in rows]
+
+
+def sketch_rows(record: dict, fields: list[str]) -> list[list[float]] | None:
+    """Every parameter's sketch projections (the linear columns of `layers`), or None unrecorded."""
+    rows = record.get("layers")
+    cols = [i for i, f in enumerate(fields) if f.startswith("sketch")]
+    if not rows or not cols:
+        return None
+    return [[float(row[i]) for i in cols] for row in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# a constant factor
+
+
+def constant_factor(steps: list, a: list, b: list) -> tuple[float, int, int, bool] | None:
+    """a = factor × b: exactly (to float32 rounding) at the first step they differ, and within HOLDS at
+    every step after it up to `last`. Returns (factor, first, last, holds at every compared step from
+    the first on), or None where they are equal or not proportional."""
+    pairs = [(s, number(x), number(y)) for s, x, y in zip(steps, a, b)]
+    pairs = [(s, x, y) for s, x, y in pairs if x is not None and y is not None]
+    start = next((i for i, (_, x, y) in enumerate(pairs) if x != y), None)
+    if start is None:
+        return None
+    s0, x0, y0 = pairs[start]
+    if x0 == 0 or y0 == 0:
+        return None
+    factor = x0 / y0
+    if _close(factor, 1.0, EXACT) or factor < 0:
+        return None
+    if integer_of(factor) is None:
+        return None
+    last = s0
+    for s, x, y in pairs[start + 1 :]:
+        if y == 0 or not _close(x / y, factor, HOLDS):
+            return factor, s0, last, False
+        last = s
+    return factor, s0, last, True
+
+
+def integer_of(factor: float) -> tuple[int, bool] | None:
+    """(k, True) where factor = k, (k, False) where factor = 1/k, for an integer k >= 2 (to float32
+    rounding): the only factors a slip of a count makes."""
+    for k, up in ((factor, True), (1 / factor, False)):
+        if k >= 1.5 and _close(k, round(k), EXACT):
+            return round(k), up
+    return None
+
+
+def count_named(factor: float, counts: dict[str, int]) -> str | None:
+    """Which recorded count the factor (or its inverse) equals: "accumulate_grad_batches=2"."""
+    found = integer_of(factor)
+    if found is None:
+        return None
+    k = found[0]
+    names = [name for name, value in counts.items() if value == k]
+    return f"{names[0]}={k}" if names else None
+
+
+def factor_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict):
+    """The Relation "X's quantity is k × Y's at every step", with X the larger side, or None."""
+    found = constant_factor(steps, a, b)
+    if found is None:
+        return None
+    factor, first, last, every = found
+    side, other = labels
+    if factor < 1:
+        factor, side, other = 1 / factor, other, side
+    count = count_named(factor, counts)
+    span = f"at every step ({first}..{last})" if every else f"from step {first} to {last}"
+    sentence = f"{side}'s {quantity} is {factor:.3f} × {other}'s {span}"
+    if count:
+        name, k = count.split("=")
+        sentence += f"; {k} is the {name}"
+    return Relation("factor", quantity, side, other, factor, first, last, count, sentence + ".")
+
+
+# ---------------------------------------------------------------------------------------------
+# a shift by k steps
+
+
+def step_shift(a: list, b: list, max_k: int = 3) -> tuple[int, int] | None:
+    """(k, 0) where a[i] == b[i + k] at every overlapping i (a holds at each step what b holds k steps
+    later: a is ahead), (k, 1) where b[i] == a[i + k] (b is ahead); None where the series are equal,
+    constant or unrelated."""
+    if a == b or len(set(map(str, a))) < 2:
+        return None
+    for k in range(1, max_k + 1):
+        if len(a) - k < 2:
+            break
+        if a[:-k] == b[k:]:
+            return k, 0
+        if b[:-k] == a[k:]:
+            return k, 1
+    return None
+
+
+def shift_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list):
+    found = step_shift(a, b)
+    if found is None:
+        return None
+    k, ahead = found
+    side, other = (labels[0], labels[1]) if ahead == 0 else (labels[1], labels[0])
+    sentence = (
+        f"{side}'s {quantity} at each step is {other}'s {k} step(s) later: {side} is {k} step(s) ahead "
+        f"(steps {steps[0]}..{steps[-1]})."
+    )
+    return Relation("shift", quantity, side, other, k, steps[0], steps[-1], None, sentence)
+
+
+# ---------------------------------------------------------------------------------------------
+# the gradient norm under another norm, or over a subset of the parameters
+
+
+def l2(values) -> float:
+    return math.sqrt(sum(v * v for v in values if number(v) is not None))
+
+
+def norm_of(recorded: float, names: list[str], layer_norms: list[float], layer_maxabs: list[float] | None = None):
+    """Which norm of these per-parameter gradients the recorded total is: ("L2", None) over all of
+    them, ("L2", [names]) over a subset (whole modules), ("inf", None) where the largest |g| was
+    recorded and equals it, ("below L2", None) where it is below the 2-norm of all of them (neither
+    the 2-norm nor the 1-norm, which is never below it: the infinity norm or a subset, the max-abs of
+    each gradient unrecorded), ("above L2", None) above it (the 1-norm or another), or None."""
+    have = [(n, float(v)) for n, v in zip(names, layer_norms) if number(v) is not None]
+    if not have or number(recorded) is None:
+        return None
+    total = l2(v for _, v in have)
+    if _close(recorded, total, 1e-5):
+        return "L2", None
+    if layer_maxabs is not None:
+        top = max((float(v) for v in layer_maxabs if number(v) is not None), default=None)
+        if top is not None and _close(recorded, top, 1e-5):
+            return "inf", None
+    for subset in _module_subsets([n for n, _ in have]):
+        if _close(recorded, l2(v for n, v in have if n in subset), 1e-5):
+            return "L2", sorted(subset)
+    return ("below L2", None) if recorded < total else ("above L2", None)
+
+
+def _module_subsets(names: list[str]):
+    """Each module's parameters alone, and all but each module's: the subsets a slip picks."""
+    modules: dict[str, set] = {}
+    for n in names:
+        modules.setdefault(n.rsplit(".", 1)[0], set()).add(n)
+    everything = set(names)
+    for group in modules.values():
+        yield group
+        if group != everything:
+            yield everything - group
+
+
+# ---------------------------------------------------------------------------------------------
+# a gradient on one side only
+
+
+def one_side_relation(side: str, other: str, names: list[str], step) -> Relation | None:
+    """`names`: the parameters with a gradient on `other` and none on `side` at `step` (the module
+    watch's param_grads, matched by name): frozen, detached or unused on `side`."""
+    if not names:
+        return None
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    sentence = f"{shown} get(s) a gradient on {other} and none on {side} at step {step}."
+    return Relation("one_side", "param_grad", side, other, ", ".join(names), step, step, None, sentence)
+
+
+# ---------------------------------------------------------------------------------------------
+# per-layer updates related by one constant
+
+
+def update_factor(before: list[list[float]], after_a: list[list[float]], after_b: list[list[float]]):
+    """a's update = c × b's update for every layer (from the same parameters `before`), read from the
+    layers' sketches (linear: the sketch of an update is the difference of the sketches): c, or None
+    where the layers' ratios differ (not one constant) or no layer moved."""
+    ratios = []
+    for row0, ra, rb in zip(before, after_a, after_b):
+        for x0, xa, xb in zip(row0, ra, rb):
+            ua, ub = xa - x0, xb - x0
+            if abs(ub) > 1e-12 * max(abs(x0), 1.0):
+                ratios.append(ua / ub)
+    if not ratios:
+        return None
+    c = ratios[0]
+    if _close(c, 1.0, HOLDS) or not all(_close(r, c, HOLDS) for r in ratios):
+        return None
+    return c
