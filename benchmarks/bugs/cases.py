@@ -7,6 +7,7 @@ one is involved, and words of the fix.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from benchmarks.bugs.loops import Setup
@@ -66,6 +67,127 @@ EVAL = "tutorial classic: model.eval() for validation, model.train() never calle
 SET_EPOCH = "tutorial classic (PyTorch DistributedSampler docs): set_epoch(epoch) before each epoch"
 ACCUMULATE = "tutorial classic: gradient accumulation without dividing the loss"
 DATA_ORDER = "tutorial classic: shuffle on one side only"
+
+RELATIONS = "issue 37: the exact relation between the two runs"
+STEP_LR = {"schedule": "step", "validate": False}  # StepLR: steps 1 and 2 share a rate, step 3 halves it
+SCHEDULE_ORDER = "tutorial classic (PyTorch lr_scheduler docs): scheduler.step() after optimizer.step()"
+UNSCALED = {"accumulate": 2, "scale_loss": False, "record_loss": "backward"}
+
+# slips whose diagnosis names an exact relation between the sides' numbers (compare/relations.py): a
+# factor equal to a recorded count, a shift by k steps, another norm, a gradient on one side only, one
+# constant between every layer's update
+RELATION_CASES = (
+    slip(
+        "loss not divided by the accumulation, recorded as backpropagated (mlp)",
+        ACCUMULATE,
+        MLP.changed(accumulate=2),
+        "loss",
+        1,
+        None,
+        "Divide the loss by accumulate_grad_batches",
+        **UNSCALED,
+    ),
+    Case(
+        "loss not divided by the accumulation vs Trainer (transformer)",
+        ACCUMULATE,
+        TRANSFORMER.changed(**UNSCALED, validate=False),
+        TRANSFORMER.changed(accumulate=2, validate=False),
+        "loss",
+        1,
+        None,
+        "Divide the loss by accumulate_grad_batches",
+        b_trainer=True,
+    ),
+    *(
+        on_each(
+            m,
+            "gradient norm with norm_type=inf",
+            RELATIONS,
+            {},
+            {"norm_type": math.inf},
+            "gradients",
+            1,
+            None,
+            "norm_type=2.0",
+        )
+        for m in (MLP, TRANSFORMER)
+    ),
+    Case(
+        "gradient norm with norm_type=inf vs Trainer (cnn)",
+        RELATIONS,
+        CNN.changed(norm_type=math.inf, validate=False),
+        CNN.changed(validate=False),
+        "gradients",
+        1,
+        None,
+        "norm_type=2.0",
+        b_trainer=True,
+    ),
+    slip("gradient norm as the 1-norm (cnn)", RELATIONS, CNN, "gradients", 1, None, "norm_type=2.0", norm_type=1.0),
+    slip(
+        "token embedding frozen on one side (transformer)",
+        UNUSED,
+        TRANSFORMER,
+        "frozen",
+        1,
+        None,
+        "requires_grad_(False) on embed.weight",
+        frozen=("embed.weight",),
+    ),
+    Case(
+        "a conv frozen in the loop vs Trainer (cnn)",
+        UNUSED,
+        CNN.changed(frozen=("conv.weight", "conv.bias"), validate=False),
+        CNN.changed(validate=False),
+        "frozen",
+        1,
+        None,
+        "requires_grad_(False)",
+        b_trainer=True,
+    ),
+    *(
+        on_each(
+            m,
+            "lr schedule one iteration ahead",
+            SCHEDULE_ORDER,
+            STEP_LR,
+            {"scheduler_first": True},
+            "optimizer",
+            2,
+            None,
+            "scheduler.step() after optimizer.step()",
+        )
+        for m in (MLP, CNN)
+    ),
+    *(
+        on_each(
+            m,
+            "scheduler.step() before optimizer.step(), the lr read before both",
+            SCHEDULE_ORDER,
+            STEP_LR,
+            {"scheduler_first": True, "lr_read": "before_step"},
+            "optimizer",
+            2,
+            None,
+            "scheduler.step() after optimizer.step()",
+        )
+        for m in (MLP, TRANSFORMER)
+    ),
+    *(
+        on_each(
+            m,
+            "lr read after scheduler.step()",
+            SCHEDULE_ORDER,
+            STEP_LR,
+            {"lr_read": "after_scheduler"},
+            "recording",
+            2,
+            None,
+            "before scheduler.step()",
+        )
+        for m in (MLP, CNN)
+    ),
+)
 
 BUGS = (
     slip("extra RNG draw before training (mlp)", SANITY, MLP, "rng", 1, "drop", "Re-seed", extra_draw=True),
@@ -386,6 +508,7 @@ BUGS = (
         "sums and counts",
         val_reduce="mean_of_means",
     ),
+    *RELATION_CASES,
 )
 
 CLEAN = (
@@ -452,6 +575,19 @@ CLEAN = (
         "-",
         CNN.changed(sampler="distributed", **TWO_EPOCHS),
         CNN.changed(sampler="distributed", **TWO_EPOCHS),
+    ),
+    Case("StepLR after the step on both sides (mlp)", "-", MLP.changed(**STEP_LR), MLP.changed(**STEP_LR)),
+    Case(
+        "norm_type=inf on both sides (cnn)",
+        "-",
+        CNN.changed(norm_type=math.inf),
+        CNN.changed(norm_type=math.inf),
+    ),
+    Case(
+        "the same embedding frozen on both sides (transformer)",
+        "-",
+        TRANSFORMER.changed(frozen=("embed.weight",)),
+        TRANSFORMER.changed(frozen=("embed.weight",)),
     ),
     Case(
         "OneCycleLR from the loader (mlp)",

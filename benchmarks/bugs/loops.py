@@ -63,7 +63,13 @@ class Setup:
     class_weights: bool = False
     reduction: str = "mean"
     global_batch_mean: bool = False  # the loss divided by the world size as well (averaged over the global batch)
-    schedule: str | None = None  # "onecycle_loader" or "onecycle_dataset" (total steps from len(dataset))
+    schedule: str | None = None  # "onecycle_loader", "onecycle_dataset" (total steps from len(dataset)), "step"
+    scheduler_first: bool = False  # scheduler.step() before optimizer.step(): each step gets the next rate
+    # the lr the loop records: "applied" (what optimizer.step() used), "before_step" (read at the top of the
+    # step, before any scheduler.step()), "after_scheduler" (read after this step's scheduler.step())
+    lr_read: str = "applied"
+    record_loss: str = "scaled"  # or "backward": the loss each micro-batch's backward got, summed
+    norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
     # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
@@ -148,6 +154,8 @@ def criterion(s: Setup) -> nn.Module:
 def build_scheduler(optimizer, s: Setup, loader: DataLoader):
     if s.schedule is None:
         return None
+    if s.schedule == "step":  # halves the rate every 2 optimizer steps: steps 1 and 2 share a rate
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
     per_epoch = len(loader.dataset) if s.schedule == "onecycle_dataset" else len(loader)
     return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=s.lr, total_steps=s.epochs * per_epoch)
 
@@ -195,12 +203,21 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             if len(micro) < s.accumulate:
                 continue
             step += 1
+            lr_before = optimizers[0].param_groups[0]["lr"]
+            if scheduler is not None and s.scheduler_first:
+                scheduler.step()
             step_loss = run_step(net, micro, loss_fn, s)
-            norm = clip_in_optimizer_order(optimizers, s.clip)
+            norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type)
             for optimizer in optimizers:
                 optimizer.step()
             for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
                 optimizer.zero_grad()
+            lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
+            late_scheduler = scheduler is not None and not s.scheduler_first
+            if late_scheduler and s.lr_read == "after_scheduler":
+                scheduler.step()
+                lr = optimizers[0].param_groups[0]["lr"]
+            lr = lr_before if s.lr_read == "before_step" else lr
             indices = torch.cat([b["index"] for b in micro])
             recorder.record(
                 step,
@@ -208,12 +225,12 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 indices,
                 epoch=epoch,
                 grad_norm=norm,
-                lr=optimizers[0].param_groups[0]["lr"],  # the lr this step used, also when no optimizer= is passed
+                lr=lr,  # passed also when optimizer= is: what a user's loop reads
                 batch=micro if s.record_batch else None,
                 optimizer=optimizers[0] if s.record_optimizer else None,
                 model=model,
             )
-            if scheduler is not None:
+            if late_scheduler and s.lr_read != "after_scheduler":
                 scheduler.step()
             micro = []
         if s.validate:
@@ -262,18 +279,20 @@ def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
         if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
             loss = loss / rank_and_world()[1]
         scaled = loss / s.accumulate
-        (scaled if s.scale_loss else loss).backward()
-        step_loss = scaled.detach() if step_loss is None else step_loss + scaled.detach()
+        backward = scaled if s.scale_loss else loss
+        backward.backward()
+        recorded = (backward if s.record_loss == "backward" else scaled).detach()
+        step_loss = recorded if step_loss is None else step_loss + recorded
     return step_loss
 
 
-def clip_in_optimizer_order(optimizers, clip: float | None) -> torch.Tensor:
+def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2.0) -> torch.Tensor:
     """The gradient norm before clipping, over the optimizer's parameters in group order (Lightning's
-    order); clipping only when `clip` is set."""
+    order), with `norm_type` (Lightning's is 2); clipping only when `clip` is set."""
     params = [p for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None]
     if clip is None:
-        return torch.nn.utils.get_total_norm([p.grad for p in params])
-    return torch.nn.utils.clip_grad_norm_(params, clip)
+        return torch.nn.utils.get_total_norm([p.grad for p in params], norm_type)
+    return torch.nn.utils.clip_grad_norm_(params, clip, norm_type)
 
 
 # ---------------------------------------------------------------------------------------------

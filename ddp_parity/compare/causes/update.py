@@ -191,7 +191,7 @@ def check_param_digest(ctx: Context) -> Finding | None:
     if effective is not None:
         evidence["relation"] = effective.to_json()
         facts = f"{facts} {effective.sentence}"
-        return finding(ctx, OPTIMIZER_EFFECTIVE_LR, f["step"], f["rank"], evidence, facts, side=effective.side)
+        return finding(ctx, OPTIMIZER_EFFECTIVE_LR, f["step"], f["rank"], evidence, facts, k=effective.value)
     if ctx.both_have("optimizer"):  # the param groups were compared equal: the update itself differs
         return finding(ctx, OPTIMIZER, f["step"], f["rank"], evidence, facts)
     return undetermined(ctx, f, ["param_groups", "reduction_order", "optimizer"], facts, evidence)
@@ -229,8 +229,8 @@ OPTIMIZER_EFFECTIVE_LR = Cause(
     check_param_digest,
     why="The rate the optimizer applied is not the one recorded: the usual slip is scheduler.step() called "
     "before optimizer.step(), which hands the step the next rate while the rate read before it is recorded.",
-    fix="Call scheduler.step() after optimizer.step() on both sides (the order Lightning uses; {side} applies "
-    "another rate than it records), and record the rate the optimizer step used.",
+    fix="Call scheduler.step() after optimizer.step() on both sides (the order Lightning uses: one side applies "
+    "{k:.4g} × the other's rate while both record the same), and record the rate the optimizer step used.",
     doc="Every layer's update is the other side's times one constant with equal recorded lr (the layers' "
     "sketches): the effective learning rate is not the recorded one (scheduler.step() before optimizer.step()).",
     requires=Evidence("one constant between every layer's update", lambda d: bool(d.evidence.get("relation"))),
