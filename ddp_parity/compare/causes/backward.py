@@ -312,7 +312,9 @@ def _norm_of_side(ctx: Context, side: str, f: dict):
     column = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_norm")
     if column is None or not any(relations.number(v) is not None for v in column):
         return None
-    return relations.norm_of(f[side], layers.get("names") or [], column)
+    # each gradient's largest |g| proves the infinity norm; sketch.py does not record it yet (None then)
+    maxabs = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_maxabs")
+    return relations.norm_of(f[side], layers.get("names") or [], column, maxabs)
 
 
 def reduction_order_finding(ctx: Context, f: dict, evidence: dict, what: str) -> Finding:
