@@ -6,6 +6,7 @@ its relation and the fix for its mechanism."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 from test_diagnosis import WORLD, make_meta, make_records, pair, run_diagnosis
@@ -13,6 +14,8 @@ from test_diagnosis import WORLD, make_meta, make_records, pair, run_diagnosis
 from benchmarks.bugs.cases import RELATION_CASES
 from benchmarks.bugs.run import run_case
 from ddp_parity.compare import relations
+from ddp_parity.compare.causes.base import Context
+from ddp_parity.compare.causes.undetermined import undetermined
 
 STEPS = list(range(1, 9))
 LOSSES = [2.5 - 0.125 * i for i in range(8)]  # dyadic: a factor of 2 is exact
@@ -181,3 +184,32 @@ def test_each_slip_of_the_issue_is_named_with_its_relation_and_fix(tmp_path, nam
     assert (d["kind"], d["step"]) == (kind, case.step), d["explanation"]
     assert relation_words in d["explanation"] and fix_words in d["advice"]
     assert outcome.right and not outcome.story
+
+
+# ---------------------------------------------------------------------------------------------
+# the story never lists a candidate the recorded evidence excludes
+
+
+def _context(module_found: bool):
+    """A grad_norm divergence at step 1 that both sides watched: the watch found every call and .grad
+    equal (module_found False) or a parameter's .grad different."""
+    first = {"quantity": "grad_norm", "step": 1, "rank": 0, "a": 0.0673, "b": 0.684}
+    cmp = SimpleNamespace(walk=SimpleNamespace(earliest=first, steps_equal_before=0), metas={})
+    ctx = Context(cmp, ("raw", "lightning"))
+    ctx.cache["have"] = {
+        label: {"batch", "optimizer", "param_digest", "watch", "watch_step", "watch_state"} for label in ctx.names
+    }
+    ctx.cache["module"] = {"reading_kind": "param_grad", "name": "fc1.weight"} if module_found else None
+    return ctx, first
+
+
+def test_an_all_equal_module_watch_excludes_the_reduction_and_a_module_computing_differently():
+    ctx, first = _context(module_found=False)
+    d = undetermined(ctx, first, ["gradients", "numerics", "module_state"], "facts.", {})
+    listed = [c["cause"] for c in d.candidates]
+    assert "gradients" not in listed and "numerics" not in listed and "module_state" not in listed
+    assert listed == ["norm", "reduction_order"]
+    # without that evidence (the watch found a difference) the candidates stand as given
+    ctx, first = _context(module_found=True)
+    d = undetermined(ctx, first, ["gradients", "numerics"], "facts.", {})
+    assert [c["cause"] for c in d.candidates] == ["gradients", "numerics"]

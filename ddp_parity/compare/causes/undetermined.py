@@ -65,8 +65,8 @@ CANDIDATE_CATEGORY = {"earlier_update": "optimizer"}
 def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:
     """No single cause: what is known, the candidates ranked, and what would tell them apart."""
     causes = [c for c in dict.fromkeys(causes) if c not in excluded(ctx)]
-    if len(causes) < 2 and f.get("quantity") == "grad_norm":
-        causes.append("norm")
+    if len(causes) < 2 and f.get("quantity") == "grad_norm":  # what equal gradients still leave open
+        causes += [c for c in ("norm", "reduction_order") if c not in causes]
     unchecked = ctx.unchecked()
     ranked = "; ".join(f"({i}) {CANDIDATES[c][0]}" for i, c in enumerate(causes, 1))
     separate = "; ".join(dict.fromkeys(CANDIDATES[c][1] for c in causes)) + "."
