@@ -281,3 +281,52 @@ def parse_validation(path, data: bytes) -> list[dict]:
             raise malformed(path, lineno, *problem)
         found.append(record)
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# a resumed attempt's files: what an earlier attempt left, kept up to a step
+
+
+def truncate_after_step(path: Path, keep_steps_upto: int, only_if_later: bool = False) -> None:
+    """Drop records after a step (those a resumed run is about to write again), and any line a
+    crash cut off. `only_if_later`: leave the file alone unless a record after the step is there."""
+    if not path.exists():
+        return
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    kept = [line for line in lines if (step := complete_step(line)) is not None and step <= keep_steps_upto]
+    if only_if_later and len(kept) == len(lines):
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    os.replace(tmp, path)
+
+
+def complete_step(line: str) -> int | None:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return None  # a line cut off by a crash
+
+
+def last_complete_record(path: Path, tail_bytes: int = 1 << 16) -> dict | None:
+    """The last whole record of a trace file (read from its end), None when there is none."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - tail_bytes))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "step" in record:
+            return record
+    if size > tail_bytes:  # a very long last line (huge index lists): read it all
+        for line in reversed(path.read_text(errors="replace").splitlines()):
+            if complete_step(line) is not None:
+                return json.loads(line)
+    return None

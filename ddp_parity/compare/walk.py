@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ddp_parity.trace import digest_indices
+from ddp_parity.fingerprints import digest_indices
 from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks
 
 # per-step quantities in causal order: what a step consumed (which samples, what they held), what

@@ -1,0 +1,200 @@
+"""Fingerprints and facts the recorder takes from a user's objects: digests of batches, parameters
+and buffers (bytes, dtype and shape), the names of tied parameters, and the facts of an optimizer
+and a sampler. Pure reads: nothing here writes a file or raises on an object it cannot read fully
+(a sampler without a length, a batch of any structure)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from ddp_parity.sharding import full_tensor
+from ddp_parity.trace_files import SCHEDULER_BOOKKEEPING
+
+
+def digest_indices(indices: list[int]) -> str:
+    return hashlib.sha256(json.dumps(indices).encode()).hexdigest()[:16]
+
+
+def batch_fingerprint(batch: Any) -> str | StagedDigest:
+    """`batch_digest`: hex sha256 over every tensor of a batch except its `index` field or key, in a
+    fixed order (sequences in order, dict keys sorted), each tensor as dtype, shape and raw bytes.
+
+    Containers do not enter the digest, so a list of micro-batches digests like one batch holding
+    their tensors one after the other. Tensors on an accelerator are copied to the host without
+    waiting (non_blocking) and hashed when the trace is next flushed, so digesting never syncs the
+    device per step; the digest is the same as for the same tensors on the CPU.
+    """
+    tensors = [t.detach() for t in _tensors_in(batch)]
+    if all(t.device.type == "cpu" for t in tensors):
+        return sha256_of(tensors)
+    return StagedDigest([t if t.device.type == "cpu" else t.to("cpu", non_blocking=True) for t in tensors])
+
+
+class StagedDigest:
+    """A batch digest whose host copies may still be in flight; `hexdigest()` after a device sync."""
+
+    def __init__(self, tensors: list[torch.Tensor]):
+        self.tensors = tensors
+        self.nbytes = sum(t.numel() * t.element_size() for t in tensors)
+
+    def hexdigest(self) -> str:
+        return sha256_of(self.tensors)
+
+
+def sha256_of(tensors: list[torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}".encode())
+        h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy())
+    return h.hexdigest()
+
+
+INDEX_KEYS = ("index", "indices")  # what a batch carries to name its samples: left out of batch_digest
+
+
+def _tensors_in(obj: Any) -> Iterator[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):
+        for key in sorted(obj, key=str):
+            if key not in INDEX_KEYS:
+                yield from _tensors_in(obj[key])
+    elif isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple such as our Sample
+        for key, value in zip(obj._fields, obj):
+            if key not in INDEX_KEYS:
+                yield from _tensors_in(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _tensors_in(value)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for field in dataclasses.fields(obj):
+            if field.name not in INDEX_KEYS:
+                yield from _tensors_in(getattr(obj, field.name))
+
+
+def batch_indices(batch: Any) -> torch.Tensor | None:
+    """The dataset indices a batch carries: a `.index` field (our `Sample`) or an `"index"` key."""
+    if isinstance(batch, dict):
+        found = batch.get("index", batch.get("indices"))
+    else:
+        found = getattr(batch, "index", None)
+    return found if isinstance(found, torch.Tensor) else None
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The module inside a DistributedDataParallel wrapper (checkpoints never carry `module.`)."""
+    return model.module if hasattr(model, "module") and isinstance(model.module, torch.nn.Module) else model
+
+
+def params_sha256(model: torch.nn.Module) -> str:
+    """sha256 of the parameters' and buffers' bytes in registration order; names are left out so that a plain
+    network and the LightningModule holding it (`net.` + its names) hash alike."""
+    return hash_full_state(model, keep=False)[0]
+
+
+def hash_full_state(model: torch.nn.Module, keep: bool) -> tuple[str, dict[str, torch.Tensor]]:
+    """The sha256 of the state dict's bytes (buffers too: BatchNorm's running stats), and with `keep`
+    its tensors on the CPU. Under FSDP2 each sharded entry is gathered whole, one at a time (a
+    collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most."""
+    h, kept, storages = hashlib.sha256(), {}, set()
+    for name, tensor in unwrap(model).state_dict().items():
+        whole = full_tensor(tensor.detach()).cpu().contiguous()
+        h.update(whole.view(-1).view(torch.uint8).numpy().tobytes())
+        if keep:
+            # a tied weight (nanoGPT's wte/lm_head) is one storage under two names: safetensors refuses
+            # shared storage, so each further name keeps its own copy and every name compares as itself
+            storage = whole.untyped_storage().data_ptr()
+            kept[name] = whole.clone() if storage in storages else whole
+            storages.add(storage)
+    return h.hexdigest(), kept
+
+
+def tied_names(model: torch.nn.Module) -> dict[str, str]:
+    """{alias: the name it shares its parameter with}: weight tying, read from the module tree."""
+    first: dict[int, str] = {}
+    tied = {}
+    for name, p in unwrap(model).named_parameters(remove_duplicate=False):
+        name = normalised_name(name)
+        if id(p) in first:
+            tied[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return tied
+
+
+def param_digest(model: torch.nn.Module) -> torch.Tensor:
+    """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
+    parameter tensors, kept on the device (no sync) until the trace is flushed."""
+    params = list(unwrap(model).parameters())
+    params = [full_tensor(params[0].detach()), full_tensor(params[-1].detach())]  # whole tensors under FSDP2
+    # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
+    return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
+
+
+def normalised_name(name: str) -> str:
+    """A parameter or buffer name without what wrappers add: torch.compile's `_orig_mod.` (DDP's
+    `module.` never appears: names are taken from the unwrapped model)."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
+
+
+def parameter_names(model: torch.nn.Module) -> dict[int, str]:
+    """{id(parameter): normalised name}, to name an optimizer's parameters."""
+    return {id(p): normalised_name(n) for n, p in unwrap(model).named_parameters()}
+
+
+def buffers_sha256(model: torch.nn.Module) -> dict[str, str]:
+    """{normalised buffer name: hex sha256 of dtype, shape and bytes}: BatchNorm's running stats and the like."""
+    return {normalised_name(n): sha256_of([b.detach().cpu()]) for n, b in unwrap(model).named_buffers()}
+
+
+def optimizer_facts(optimizer: torch.optim.Optimizer, model: torch.nn.Module | None = None) -> dict:
+    """The optimizer's class and its param groups: the parameters of each (normalised names when the
+    model is given, else their position and shape) and every hyperparameter, as the optimizer holds
+    them now (a scheduler's bookkeeping left out)."""
+    names = parameter_names(model) if model is not None else {}
+    groups = []
+    for g, group in enumerate(optimizer.param_groups):
+        params = [names.get(id(p), f"group{g}.param{i}{list(p.shape)}") for i, p in enumerate(group["params"])]
+        hyper = {k: _jsonable(v) for k, v in sorted(group.items()) if k != "params" and k not in SCHEDULER_BOOKKEEPING}
+        groups.append({"params": params, **hyper})
+    return {"class": type(unwrap_optimizer(optimizer)).__name__, "param_groups": groups, "named": model is not None}
+
+
+def unwrap_optimizer(optimizer):
+    """The torch optimizer inside a framework's wrapper (Fabric's `.optimizer`, Lightning's
+    `._optimizer`): the same update, so the same class to compare."""
+    for attribute in ("optimizer", "_optimizer"):
+        inner = getattr(optimizer, attribute, None)
+        if isinstance(inner, torch.optim.Optimizer) and inner is not optimizer:
+            return unwrap_optimizer(inner)
+    return optimizer
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def sampler_facts(sampler) -> dict:
+    """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard. A
+    sampler without a length (an IterableDataset's) records None: the recorder never raises on it."""
+    try:
+        num_samples = len(sampler)
+    except TypeError:
+        num_samples = None
+    facts = {"class": type(sampler).__name__, "num_samples": num_samples}
+    for key in ("seed", "shuffle", "drop_last", "num_replicas", "rank"):
+        if hasattr(sampler, key):
+            facts[key] = getattr(sampler, key)
+    return facts
