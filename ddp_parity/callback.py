@@ -31,12 +31,18 @@ class TraceCallback(L.Callback):
         config: dict | None = None,
         flush_every: int = 100,
         digest_batches: bool = True,
+        record_sanity_check: bool = False,
     ):
         self.run_dir = run_dir
         self.side = side
         self.config = config
         self.flush_every = flush_every
         self.digest_batches = digest_batches  # False: skip batch_digest (sha256 of every batch's bytes)
+        # True: the sanity check's validation is the run's validation before its first step (step 0,
+        # or the step a resumed fit starts from), as a loop that evaluates at iteration 0 records it;
+        # give the Trainer num_sanity_val_steps=-1 (or the batches the loop evaluates) to make it whole
+        self.record_sanity_check = record_sanity_check
+        self._before_training: tuple[int, int, dict] | None = None
         self.recorder: TraceRecorder | None = None
         self._micro_losses: list[torch.Tensor] = []
         self._micro_indices: list[Any] = []
@@ -78,6 +84,9 @@ class TraceCallback(L.Callback):
             resumed_from_step=trainer.global_step if trainer.ckpt_path else None,
         )
         self.recorder.watch(pl_module, start_step=trainer.global_step)  # module watch (docs/localisation.md)
+        if self._before_training is not None:  # the sanity check ran before the recorder existed
+            self.recorder.record_validation(*self._before_training)
+            self._before_training = None
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.recorder.finish(pl_module)
@@ -115,6 +124,8 @@ class TraceCallback(L.Callback):
         if self.recorder is not None:
             self.recorder.set_phase("train")
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        if loss is None:  # training_step returned None: Lightning skips the batch, and so does the trace
+            return
         self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches
         indices = batch_indices(batch)
         if indices is not None:
@@ -142,13 +153,20 @@ class TraceCallback(L.Callback):
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         # on_validation_end, not _epoch_end: callbacks run before the module's epoch-end hook
-        if trainer.sanity_checking or self.recorder is None:
+        if trainer.sanity_checking:
+            if self.record_sanity_check:
+                self._before_training = (
+                    trainer.current_epoch,
+                    trainer.global_step,
+                    validation_metrics(trainer, pl_module),
+                )
+            return
+        if self.recorder is None or self.recorder.finished:  # trainer.validate() outside fit: not in the trace
             return
         self.recorder.set_phase("after-validation")
-        metrics = getattr(pl_module, "last_validation", None)
-        if metrics is None:  # a model of the user's: whatever it logged under val*
-            metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val")}
-        self.recorder.record_validation(trainer.current_epoch, trainer.global_step, metrics)
+        self.recorder.record_validation(
+            trainer.current_epoch, trainer.global_step, validation_metrics(trainer, pl_module)
+        )
 
     # -- phases, for the heartbeat (a watcher tells a long validation or checkpoint from a hang) ----
 
@@ -168,3 +186,12 @@ class TraceCallback(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.recorder is not None:
             self.recorder.set_phase("epoch-end")
+
+
+def validation_metrics(trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
+    """The figures of a validation: the module's `last_validation` (ours), else whatever it logged
+    under a name starting with val."""
+    metrics = getattr(pl_module, "last_validation", None)
+    if metrics is None:
+        metrics = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val")}
+    return dict(metrics)

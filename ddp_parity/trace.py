@@ -67,6 +67,8 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
     TRACE_DIR,
     VALIDATION_FILE,
     TraceFormatError,
+    as_step,
+    checked_metric,
     is_number,
     iter_records,
     json_type,
@@ -175,6 +177,8 @@ class TraceRecorder:
         self._flushing = False
         self._optimizer: torch.optim.Optimizer | None = None
         self._validation_checked = False
+        self._ended: str | None = None  # "finish()" or "close()" once the trace is complete
+        self._last_step: int | None = None  # the latest step this process recorded
         self._restore_hooks: list = []
         self.meta: dict = {}
 
@@ -327,15 +331,16 @@ class TraceRecorder:
         param groups go to meta.json once. `model`: `param_digest` of the parameters as this step
         left them. Tensors are kept as they are (no device sync) until written.
         """
-        self._resolve_start(int(step) - 1)
+        step, epoch = self._checked_step(step, epoch)
+        self._resolve_start(step - 1)
         if self._watch is not None:
             self._watch.end_step(step)  # module watch: the step's calls are complete
         now = time.perf_counter()
         if lr is None and optimizer is not None:
             lr = optimizer.param_groups[0]["lr"]
         entry = {
-            "step": int(step),
-            "epoch": int(epoch),
+            "step": step,
+            "epoch": epoch,
             "attempt": self.attempt,
             "loss": _detach(loss),
             "lr": _detach(lr),
@@ -355,7 +360,7 @@ class TraceRecorder:
         if optimizer is not None and self._optimizer is None:
             self._record_optimizer(optimizer, model)
         self._pending.append(entry)
-        self._latest = (int(step), int(epoch))
+        self._latest = (step, epoch)
         self._latest_loss = entry["loss"]
         self._heartbeat.stepped()
         if (
@@ -364,6 +369,31 @@ class TraceRecorder:
             or self._staged_bytes() > STAGED_BYTES_LIMIT
         ):
             self.flush()
+
+    @property
+    def finished(self) -> bool:
+        """finish() has written the complete trace: nothing more can be recorded in it."""
+        return self._ended == "finish()"
+
+    def _check_open(self, call: str) -> None:
+        if self._ended is not None:
+            raise RuntimeError(
+                f"TraceRecorder: {call}() after {self._ended}: this trace is complete on disk; "
+                f"call {call}() before {self._ended}, or record a new run with a new TraceRecorder"
+            )
+
+    def _checked_step(self, step: Any, epoch: Any) -> tuple[int, int]:
+        """The step and epoch as integers; a step not after the one recorded before is a misuse
+        (steps count optimizer steps, each recorded once)."""
+        self._check_open("record")
+        step, epoch = as_step(step, "step"), as_step(epoch, "epoch")
+        if self._last_step is not None and step <= self._last_step:
+            raise ValueError(
+                f"TraceRecorder.record(): step {step} after step {self._last_step}: record each optimizer step "
+                "once, in order (steps count optimizer steps from 1, not batches or micro-batches)"
+            )
+        self._last_step = step
+        return step, epoch
 
     def _record_optimizer(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module | None) -> None:
         """meta.json `optimizer`: class, param groups, hyperparameters, as at the first step."""
@@ -438,16 +468,19 @@ class TraceRecorder:
     def record_validation(self, epoch: int, step: int, metrics: dict) -> None:
         """Rank 0 appends one validation result (already synced across ranks). Values are written
         as given (Python floats, or tensors in their own dtype): pass the figures you computed,
-        not a logger's rounded copy."""
+        not a logger's rounded copy. A validation before the first step is `step=0`."""
+        self._check_open("record_validation")
+        epoch, step = as_step(epoch, "epoch"), as_step(step, "step")
+        metrics = {name: checked_metric(name, value) for name, value in dict(metrics).items()}
         if self.rank != 0:
             return
         path = self.run_dir / VALIDATION_FILE
         if self._fd is None and self._started:  # nothing recorded yet in this attempt: it resumed at `step`
-            self._resolve_start(int(step), validation_upto=int(step) - 1)
+            self._resolve_start(step, validation_upto=step - 1)
         elif not self._validation_checked:  # this attempt's first validation supersedes any at or after its step
-            truncate_after_step(path, int(step) - 1, only_if_later=True)
+            truncate_after_step(path, step - 1, only_if_later=True)
         self._validation_checked = True
-        line = {"epoch": int(epoch), "step": int(step), **{k: _scalar(v) for k, v in metrics.items()}}
+        line = {"epoch": epoch, "step": step, **metrics}
         with open(path, "a") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -481,13 +514,17 @@ class TraceRecorder:
 
     def finish(self, model: torch.nn.Module, **extra_meta: Any) -> None:
         """Flush, check every replica holds the same parameters and buffers, and (rank 0) write the
-        final parameters and the completed meta.json. A collective when a process group exists."""
+        final parameters and the completed meta.json. A collective when a process group exists.
+        Once is enough: a second call does nothing."""
         from safetensors.torch import save_file
 
+        if self._ended == "finish()":
+            return  # a second finish() (a `finally:` after the normal path) changes nothing
         if self._fd is None and self._started:  # this attempt recorded no step: the earlier trace stands whole
             last = last_complete_record(self.trace_path)
             self._resume_after(int(last["step"]) if last else 0)
         self.close()
+        self._ended = "finish()"
         self.set_phase("finished")
         if self.progress_path.parent.is_dir():
             self._heartbeat.write()
@@ -536,6 +573,10 @@ class TraceRecorder:
             self._fd = None
         self._remove_exit_hooks()
         _LIVE_RECORDERS.discard(self)
+        if self._started:
+            self._ended = self._ended or "close()"
+        if self._watch is not None:  # its hooks on the user's model end with the trace
+            self._watch.detach()
 
     # -- the process ending ---------------------------------------------------------------------
 
@@ -545,11 +586,13 @@ class TraceRecorder:
         then do what was there before (a framework's handler, Python's KeyboardInterrupt, or the
         default: die by the signal, so a launcher sees the same exit). Only from the main thread."""
         previous_hook = sys.excepthook
+        recorder = weakref.ref(self)  # a hook left in sys.excepthook's chain must not keep the run alive
 
         def excepthook(exc_type, exc, tb):
-            if not issubclass(exc_type, KeyboardInterrupt):
-                self.record_error(exc)
-            self.close()
+            if (live := recorder()) is not None:
+                if not issubclass(exc_type, KeyboardInterrupt):
+                    live.record_error(exc)
+                live.close()
             previous_hook(exc_type, exc, tb)
 
         sys.excepthook = excepthook
@@ -567,9 +610,12 @@ class TraceRecorder:
             )
 
     def _signal_handler(self, previous):
+        recorder = weakref.ref(self)
+
         def on_signal(signum, frame):
             try:
-                self.flush()
+                if (live := recorder()) is not None:
+                    live.flush()
             except Exception:
                 pass
             if callable(previous):
@@ -617,13 +663,6 @@ def _on_device(entry: dict) -> bool:
 
 def _detach(value: Any) -> Any:
     return value.detach() if isinstance(value, torch.Tensor) else value
-
-
-def _scalar(value: Any) -> Any:
-    """A tensor as Python numbers in its own precision (`.item()` of a float64 stays float64)."""
-    if isinstance(value, torch.Tensor):
-        return value.item() if value.numel() == 1 else value.tolist()
-    return value
 
 
 def _to_json(entry: dict) -> dict:

@@ -9,10 +9,12 @@ harness import the comparison in the background while the sides train (harness/p
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 FORMAT_VERSION = 1
 TRACE_DIR = "trace"
@@ -129,6 +131,47 @@ def step_record_problem(rec) -> tuple[str | None, str] | None:
     if indices is not None and not (type(indices) is list and all(type(i) is int for i in indices)):
         return "indices", f"must be a list of integers, got {_shown(indices)}"
     return None
+
+
+def as_step(value: Any, name: str) -> int:
+    """A step or an epoch as recorded: an integer 0..2**63-1 (a one-element integer tensor too).
+    A float is refused rather than truncated: 1.5 would silently become step 1."""
+    value = python_scalar(value)
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"TraceRecorder: {name} must be an integer, got {value!r} ({type(value).__name__})")
+    if not 0 <= int(value) <= MAX_STEP:
+        raise ValueError(f"TraceRecorder: {name} must be >= 0, got {int(value)}")
+    return int(value)
+
+
+def checked_metric(name: Any, value: Any) -> float | int:
+    """A validation metric as JSON can hold it: a Python int or float (a numpy scalar or a
+    one-element tensor becomes one, in its own precision); anything else is a misuse."""
+    if not isinstance(name, str) or name in ("epoch", "step"):
+        raise ValueError(
+            f"TraceRecorder.record_validation(): {name!r} cannot name a metric (use a string, not epoch or step)"
+        )
+    value = python_scalar(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"TraceRecorder.record_validation(): metric {name!r} must be a number or a one-element tensor, "
+            f"got {value!r:.80} ({type(value).__name__})"
+        )
+    if isinstance(value, numbers.Integral) and abs(int(value)) <= MAX_EXACT_INT:
+        return int(value)
+    return float(value)
+
+
+def python_scalar(value: Any) -> Any:
+    """A one-element tensor or a numpy scalar as the Python number it holds (`.item()`, its own
+    precision); anything else as it is. Duck-typed: this module imports no torch."""
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except (ValueError, RuntimeError, TypeError):  # more than one element
+            return value
+    return value
 
 
 def parse_json_text(path, line: int | None, data: bytes):

@@ -145,6 +145,80 @@ def test_record_before_start_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# the lifecycle and what a step is: misuses refused where they are made, not when the trace is read
+
+
+def test_nothing_is_recorded_after_finish_and_a_second_finish_changes_nothing(tmp_path):
+    model = tiny_model()
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    record_steps(recorder, [1, 2])
+    recorder.finish(model)
+    meta_before = (tmp_path / META_FILE).read_text()
+    with pytest.raises(RuntimeError, match=r"record\(\) after finish\(\)"):
+        recorder.record(3, 0.5)
+    with pytest.raises(RuntimeError, match=r"record_validation\(\) after finish\(\)"):
+        recorder.record_validation(0, 3, {"val_loss": 0.5})
+    recorder.finish(model)  # a `finally:` after the normal path
+    assert [r["step"] for r in read_records(tmp_path, 0)] == [1, 2] and read_validation(tmp_path) == []
+    assert (tmp_path / META_FILE).read_text() == meta_before and recorder.finished
+
+
+@pytest.mark.parametrize(
+    "step, error, words",
+    [
+        (1.5, TypeError, "step must be an integer, got 1.5"),
+        (2.0, TypeError, "step must be an integer, got 2.0"),
+        (True, TypeError, "step must be an integer, got True"),
+        ("2", TypeError, "step must be an integer, got '2'"),
+        (-1, ValueError, "step must be >= 0, got -1"),
+        (1, ValueError, "step 1 after step 1: record each optimizer step once, in order"),
+    ],
+)
+def test_a_step_that_is_no_new_optimizer_step_is_refused_where_it_is_recorded(tmp_path, step, error, words):
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    recorder.record(1, 0.5)
+    with pytest.raises(error, match=words):
+        recorder.record(step, 0.5)
+    recorder.record(torch.tensor(2), 0.25)  # an integer tensor is a step
+    recorder.close()
+    assert [r["step"] for r in read_records(tmp_path, 0)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "metrics, words",
+    [
+        ({"val_acc": "0.5"}, "metric 'val_acc' must be a number or a one-element tensor"),
+        ({"val_acc": torch.ones(2)}, "metric 'val_acc' must be a number"),
+        ({"val_ok": True}, "metric 'val_ok' must be a number"),
+        ({"step": 3}, "'step' cannot name a metric"),
+    ],
+)
+def test_a_validation_value_that_is_no_number_is_refused_where_it_is_recorded(tmp_path, metrics, words):
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    with pytest.raises((TypeError, ValueError), match=words):
+        recorder.record_validation(0, 1, metrics)
+    recorder.close()
+    assert read_validation(tmp_path) == []
+
+
+def test_a_validation_before_the_first_step_is_step_zero(tmp_path):
+    """nanoGPT evaluates at iteration 0, on rank 0, before any optimizer step."""
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    recorder.record_validation(0, 0, {"val_loss": torch.tensor(2.5), "val_acc": 0.125})
+    record_steps(recorder, [1, 2], validate_at=[2])
+    recorder.finish(tiny_model())
+    assert read_validation(tmp_path) == [
+        {"epoch": 0, "step": 0, "val_loss": 2.5, "val_acc": 0.125},
+        {"epoch": 0, "step": 2, "val_loss": 0.2},
+    ]
+    assert [r["step"] for r in read_records(tmp_path, 0)] == [1, 2]
+
+
+# ---------------------------------------------------------------------------------------------
 # what reaches the disk
 
 

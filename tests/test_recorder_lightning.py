@@ -90,6 +90,43 @@ def test_callback_norm_before_clipping_lr_used_and_param_groups(tmp_path):
 
 
 @pytest.mark.slow
+class Validated(Clipped):
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y), batch_size=len(x))
+
+
+def test_a_validation_before_the_first_step_from_a_trainer_and_nothing_after_fit(tmp_path):
+    """TraceCallback(record_sanity_check=True) with num_sanity_val_steps=-1 records the whole
+    validation Lightning runs before training as step 0; trainer.validate() after fit is no part of
+    the trace and does not break the user's program."""
+    from ddp_parity.trace import read_validation
+
+    torch.manual_seed(0)
+    model = Validated()
+    x, y = loader().dataset.tensors
+    with torch.no_grad():
+        before = torch.nn.functional.mse_loss(model.layer(x), y).item()  # one batch of 32: the whole set
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=1,
+        num_sanity_val_steps=-1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[TraceCallback(str(tmp_path / "run"), record_sanity_check=True)],
+    )
+    val = DataLoader(TensorDataset(x, y), batch_size=32)
+    trainer.fit(model, loader(), val)
+    trainer.validate(model, val, verbose=False)
+    lines = read_validation(tmp_path / "run")
+    assert [(v["epoch"], v["step"]) for v in lines] == [(0, 0), (0, 4)]
+    assert lines[0]["val_loss"] == before  # the initial weights' figure, not the trained ones'
+    assert lines[1]["val_loss"] != before
+
+
 def test_error_file_names_the_failing_rank_under_lightnings_launcher(tmp_path):
     from conftest import PYTHON, REPO, run_cmd
 
