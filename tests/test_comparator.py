@@ -214,3 +214,17 @@ def test_an_empty_config_is_a_warning_and_never_said_to_match(tmp_path):
     assert report["verdict"] == "equivalent"
     assert [w["kind"] for w in report["warnings"]] == ["config_unrecorded", "config_unrecorded"]
     assert "configuration (unrecorded on a and b)" in report["diagnosis"]["explanation"]
+
+
+def test_what_a_recorder_could_not_take_is_said_by_the_comparison(tmp_path):
+    """Issue 36: a recorder that could not save final.safetensors notes it in meta.json `unrecorded`
+    and training goes on; the comparison names it instead of staying silent."""
+    a = make_run(tmp_path / "a", LOSSES, PARAMS)
+    b = make_run(tmp_path / "b", LOSSES, {k: v.clone() for k, v in PARAMS.items()})
+    meta = json.loads((b / "meta.json").read_text())
+    meta["unrecorded"] = [{"what": "final.safetensors", "why": "RuntimeError('disk full')"}]
+    (b / "meta.json").write_text(json.dumps(meta))
+    report = compare_traces(a, b)
+    (warning,) = [w for w in report["warnings"] if w["kind"] == "recorder_unrecorded"]
+    assert "could not record final.safetensors (RuntimeError('disk full'))" in warning["message"]
+    assert not [w for w in report["warnings"] if w["kind"] == "recorder_unrecorded" and w is not warning]  # b only

@@ -92,9 +92,16 @@ def _localise(cmp, first: dict) -> dict | None:
         return None
 
 
+def _unrecorded(meta) -> list[dict]:
+    """meta.json `unrecorded`: what a side's recorder noted it could not take ([{what, why}])."""
+    items = meta.get("unrecorded") if isinstance(meta, dict) else None
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
 def find_warnings(cmp, names) -> list[dict]:
     """Suspicious even when equivalent: a side that learned nothing, NaN/Inf values, a side whose
-    configuration was not recorded (nothing then says the two were set up alike)."""
+    configuration was not recorded (nothing then says the two were set up alike), what a side's recorder
+    could not record."""
     out = [
         {
             "kind": "config_unrecorded",
@@ -104,6 +111,15 @@ def find_warnings(cmp, names) -> list[dict]:
         }
         for side, name in zip(("a", "b"), names)
         if isinstance(cmp.metas.get(side), dict) and not cmp.metas[side].get("config")
+    ]
+    out += [
+        {
+            "kind": "recorder_unrecorded",
+            "message": f"{name}: the recorder could not record {item.get('what')} ({item.get('why')}); training went "
+            "on, and what needs it is not compared on this side",
+        }
+        for side, name in zip(("a", "b"), names)
+        for item in _unrecorded(cmp.metas.get(side))
     ]
     if cmp.walk is None:
         return out
