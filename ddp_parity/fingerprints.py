@@ -104,6 +104,8 @@ def hash_full_state(model: torch.nn.Module, keep: bool) -> tuple[str, dict[str, 
     collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most."""
     h, kept, storages = hashlib.sha256(), {}, set()
     for name, tensor in unwrap(model).state_dict().items():
+        if not isinstance(tensor, torch.Tensor):
+            continue  # a module's extra state (get_extra_state): no tensor, nothing to compare bitwise
         whole = full_tensor(tensor.detach()).cpu().contiguous()
         h.update(whole.view(-1).view(torch.uint8).numpy().tobytes())
         if keep:
@@ -132,6 +134,8 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
     """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
     parameter tensors, kept on the device (no sync) until the trace is flushed."""
     params = list(unwrap(model).parameters())
+    if not params:  # a module without parameters (a loss module handed in by mistake): nothing to digest
+        return torch.zeros(0, dtype=torch.float64)
     params = [full_tensor(params[0].detach()), full_tensor(params[-1].detach())]  # whole tensors under FSDP2
     # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
     return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])

@@ -500,7 +500,7 @@ class TraceRecorder:
             if any(isinstance(e.get("batch_digest"), StagedDigest) for e in self._pending):
                 torch.accelerator.synchronize()  # the host copies of the batches are complete
             records = [_to_json(entry) for entry in self._pending]
-            _write_all(self._fd, "".join(json.dumps(r) + "\n" for r in records).encode())
+            _write_all(self._fd, "".join(json.dumps(r, default=repr) + "\n" for r in records).encode())
             self._last_flushed_loss = records[-1]["loss"]
             self._pending.clear()
         finally:
@@ -672,7 +672,10 @@ def _to_json(entry: dict) -> dict:
             value = value.hexdigest()
         elif isinstance(value, torch.Tensor):
             value = value.item() if value.numel() == 1 and key != "indices" else value.tolist()
+        elif hasattr(value, "tolist"):  # a numpy scalar or array: Python numbers JSON can hold
+            value = value.tolist()
         if key == "indices":
+            value = [i.tolist() if hasattr(i, "tolist") else i for i in value]
             if len(value) > INDEX_LIST_LIMIT:
                 out["indices_digest"], out["count"] = digest_indices(value), len(value)
                 continue

@@ -4,6 +4,7 @@ batch= add, the per-rank facts of meta.json, and error files keyed by the global
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import signal
@@ -216,6 +217,67 @@ def test_a_validation_before_the_first_step_is_step_zero(tmp_path):
         {"epoch": 0, "step": 2, "val_loss": 0.2},
     ]
     assert [r["step"] for r in read_records(tmp_path, 0)] == [1, 2]
+
+
+class UsersModule(torch.nn.Module):
+    """What users' models hold that the tutorial's does not: a frozen embedding, a non-persistent
+    buffer, a bf16 parameter, a module's extra state (not a tensor) in its state dict."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.emb = torch.nn.Embedding(3, 2).requires_grad_(False)
+        self.register_buffer("cache", torch.ones(2), persistent=False)
+        self.scale = torch.nn.Parameter(torch.ones(2, dtype=torch.bfloat16))
+
+    def get_extra_state(self):
+        return {"version": 3}
+
+    def set_extra_state(self, state):
+        pass
+
+
+@dataclasses.dataclass
+class Batch:
+    x: torch.Tensor
+    extra: dict
+    name: str
+
+
+def test_the_recorder_takes_what_a_users_loop_hands_it(tmp_path):
+    """numpy scalars and arrays (json.dumps refused them at the flush, inside the user's loop), batches
+    of any structure with non-tensor leaves, a module's extra state at finish (it raised)."""
+    np = pytest.importorskip("numpy")
+    model = UsersModule()
+    recorder = TraceRecorder(tmp_path, side="mine")
+    recorder.start()
+    batch = Batch(torch.arange(4.0), {"mask": [torch.ones(2), None, "text"], 3: object()}, "b")
+    recorder.record(
+        1,
+        np.float32(1.5),
+        np.arange(4),
+        grad_norm=np.float64(0.25),
+        lr=np.float32(0.5),
+        batch=batch,
+        model=model,
+        tokens=np.int64(4096),
+    )
+    recorder.record(2, 2, [np.int64(7)], batch={"ids": torch.ones(2, dtype=torch.long), "text": ["a", "b"]})
+    recorder.record_validation(0, 2, {"val_loss": np.float32(0.75)})
+    recorder.finish(model)
+    first, second = read_records(tmp_path, 0)
+    assert (first["loss"], first["grad_norm"], first["lr"], first["indices"], first["tokens"]) == (
+        1.5,
+        0.25,
+        0.5,
+        [0, 1, 2, 3],
+        4096,
+    )
+    assert first["batch_digest"] == batch_fingerprint([torch.arange(4.0), torch.ones(2)])  # its tensors, in order
+    assert (second["loss"], second["indices"]) == (2, [7])
+    assert read_validation(tmp_path) == [{"epoch": 0, "step": 2, "val_loss": 0.75}]
+    meta = read_meta(tmp_path)
+    assert meta["finished"] and "unrecorded" not in meta and set(meta["ranks"][0]["buffers_sha256"]) == {"cache"}
 
 
 # ---------------------------------------------------------------------------------------------
