@@ -123,7 +123,7 @@ class TraceCallback(L.Callback):
     ) -> None:
         if self.recorder is not None:
             self.recorder.set_phase("train")
-        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
         if loss is None:  # training_step returned None: Lightning skips the batch, and so does the trace
             return
         self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches

@@ -127,6 +127,32 @@ def test_a_validation_before_the_first_step_from_a_trainer_and_nothing_after_fit
     assert lines[1]["val_loss"] != before
 
 
+class SkipsABatch(Clipped):
+    def training_step(self, batch, batch_idx):
+        return None if batch_idx == 1 else {"loss": super().training_step(batch, batch_idx)}
+
+
+def test_a_training_step_that_returns_none_does_not_break_the_fit(tmp_path):
+    """Lightning skips a batch whose training_step returns None; the callback read outputs["loss"]
+    of the empty outputs and raised KeyError inside the user's fit."""
+    from ddp_parity.trace import read_records
+
+    torch.manual_seed(0)
+    trainer = L.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[TraceCallback(str(tmp_path / "run"))],
+    )
+    trainer.fit(SkipsABatch(), loader())
+    steps = [r["step"] for r in read_records(tmp_path / "run", 0)]
+    assert len(steps) == 3 and steps == sorted(set(steps)) and steps[-1] == trainer.global_step
+
+
 def test_error_file_names_the_failing_rank_under_lightnings_launcher(tmp_path):
     from conftest import PYTHON, REPO, run_cmd
 
