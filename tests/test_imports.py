@@ -74,7 +74,8 @@ def test_a_cycle_is_found():
 
 
 def test_the_comparison_runs_one_way():
-    """findings <- walk <- comparator <- modules <- evidence <- causes <- story <- diagnosis <- pipeline:
+    """findings <- walk <- comparator <- noise <- modules <- evidence <- causes <- given_controls <- story <- diagnosis
+    <- pipeline:
     none imports one after it (a layer that is a package counts with every module in it)."""
     graph = import_graph()
     order = [
@@ -85,6 +86,7 @@ def test_the_comparison_runs_one_way():
         "modules",
         "evidence",
         "causes",
+        "given_controls",
         "story",
         "diagnosis",
         "pipeline",

@@ -351,6 +351,18 @@ def test_a_control_that_is_one_of_the_pair_is_refused(own_runs, tmp_path, capsys
     refused(with_controls(own_runs, smoothing, copy, control, out=tmp_path / "o"), capsys, "is RUN_B")
 
 
+def test_compare_traces_checks_its_controls_as_the_command_line_does(own_runs):
+    """The Python API (docs/plugin.md) took any control on faith: RUN_B as its own control made a bug
+    "within noise". It raises the command line's one line, as a ValueError."""
+    from ddp_parity.compare.given_controls import ControlError
+
+    smoothing, control = own_runs["smoothing"], own_runs["controls"][0]
+    with pytest.raises(ControlError, match="is RUN_B"):
+        compare_traces(own_runs["base"], smoothing, controls=[smoothing, control])
+    with pytest.raises(ValueError, match="repeats the control"):
+        compare_traces(own_runs["base"], smoothing, controls=[control, control])
+
+
 def test_a_control_given_twice_is_refused(own_runs, tmp_path, capsys):
     control = own_runs["controls"][0]
     args = with_controls(own_runs, own_runs["smoothing"], control, control, out=tmp_path / "o")

@@ -277,9 +277,3 @@ class Controls:
         result["controls"] = list(self.paths)
         result["control_setups"] = [dict(setup) for setup in self.setups]
         return result
-
-
-def judge_runs(run_a, run_b, controls: list, factor: float = FACTOR) -> dict:
-    """Run b against run a, with controls (runs of a's side again under another rounding) measured
-    from a."""
-    return Controls.measured(run_a, controls, factor).judge(run_a, run_b)

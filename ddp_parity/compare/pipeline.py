@@ -10,7 +10,8 @@ from pathlib import Path
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
 from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
 from ddp_parity.compare.findings import FIGURE_KEYS, Report
-from ddp_parity.compare.noise import FACTOR, judge_runs
+from ddp_parity.compare.given_controls import checked_controls
+from ddp_parity.compare.noise import FACTOR
 from ddp_parity.compare.report import strict_json, timing_summary
 from ddp_parity.compare.walk import EXACT_UNDER_NOISE
 
@@ -30,7 +31,9 @@ def compare_traces(
     """The complete report of two run directories (what report.json holds), nothing written.
     `controls`: runs of run_a's side again under a change of rounding alone, to judge the pair
     against the noise they measure (compare/noise.py). Raises TraceFormatError for a run that
-    cannot be read, ValueError for a bad tolerance."""
+    cannot be read, ValueError for a bad tolerance or a control that cannot measure run_a's noise
+    (one of the pair, a repeat, another setup or world, short of run_a's steps, far from it at the
+    first step: compare/given_controls.py)."""
     return strict_json(
         compare_to_report(
             run_a, run_b, Criterion(rtol, atol), key_map, ignore_config, labels, controls, noise_factor
@@ -43,7 +46,9 @@ def compare_to_report(
 ) -> Report:
     """compare_traces's Report (the renderers' input), the loss curves with it."""
     comparison = compare_runs(run_a, run_b, criterion, key_map=key_map)
-    noise = judge_runs(run_a, run_b, list(controls), noise_factor) if controls else None
+    noise = None
+    if controls:  # each checked before it is used, as on the command line: a ControlError (a ValueError)
+        noise = checked_controls(run_a, run_b, list(controls), noise_factor, ignore_config).judge(run_a, run_b)
     return build_report(comparison, ignore_config=ignore_config, labels=labels, noise=noise)
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_parity.compare.given_controls import ControlError, checked_controls
 from ddp_parity.compare.modules import replay_instruction
 from ddp_parity.harness import comparing
 from ddp_parity.harness.exits import UsageError
-from ddp_parity.harness.given_controls import check_controls
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
 from ddp_parity.harness.program import harness_command
 from ddp_parity.harness.replay import step_to_replay
@@ -31,10 +31,10 @@ def prepare(args):
         check_rank_files(control)
     if not controls:
         return key_map, None
-    varied = check_controls(run_a, run_b, controls, args.ignore_config)
-    measured = comparing.Controls.measured(run_a, controls, args.noise_factor, varied)
-    check_reproduction(measured)
-    return key_map, measured
+    try:
+        return key_map, checked_controls(run_a, run_b, controls, args.noise_factor, args.ignore_config)
+    except ControlError as err:
+        raise UsageError(str(err)) from None
 
 
 def check_out_holds_no_input(out: Path, inputs: list[Path]) -> None:
@@ -45,17 +45,6 @@ def check_out_holds_no_input(out: Path, inputs: list[Path]) -> None:
             raise UsageError(
                 f"--out {out}: {'is' if run.resolve() == out.resolve() else 'holds'} the input run {run}; "
                 "the report goes into a folder of its own: choose another --out"
-            )
-
-
-def check_reproduction(controls) -> None:
-    """A control far from RUN_A at the first step, before rounding compounds, is another program."""
-    for setup in controls.setups:
-        if setup["reproduces"] is False:
-            raise UsageError(
-                f"--noise-control {setup['path']}: does not reproduce RUN_A: {setup['first_step_distance']:.3g} "
-                f"apart at the first step, where the closest two of RUN_A and its controls are "
-                f"{setup['spread']:.3g} apart (x{controls.factor:g} allowed); record it from RUN_A's code and setup"
             )
 
 

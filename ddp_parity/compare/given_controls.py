@@ -1,8 +1,10 @@
-"""--noise-control RUN (with --traces): the controls a user names, checked before they are used.
+"""Noise controls a user names (`--noise-control RUN`, `compare_traces(controls=...)`), checked before
+they are used.
 
 A control made by the harness (harness/controls.py) is right by construction; one the user names may
-be one of the pair, a copy of another control, or a run of another setup, and its envelope would
-then swallow a bug. Each is refused in one line naming what is wrong (docs/bad-input.md)."""
+be one of the pair, a copy of another control, a run of another setup or of another version of the
+script, and its envelope would then swallow a bug. Each is refused in one line naming what is wrong
+(docs/bad-input.md): a ControlError, which the command line shows as a usage error (exit 2)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,13 @@ from pathlib import Path
 
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences
 from ddp_parity.compare.comparator import load_meta
-from ddp_parity.harness.exits import UsageError
+from ddp_parity.compare.noise import Controls
 from ddp_parity.trace_files import iter_records, trace_ranks
+
+
+class ControlError(ValueError):
+    """A named control that cannot measure the noise of the run it is said to repeat."""
+
 
 # the config keys the harness's own controls vary (controls.py); threads and the arithmetic are the
 # others (causes.configuration.changes_only_rounding)
@@ -81,36 +88,55 @@ def check_controls(run_a: Path, run_b: Path, controls: list[Path], ignore=()) ->
         name = f"--noise-control {control}"
         for run, meta_run, which in ((run_a, meta_a, "RUN_A"), (run_b, meta_b, "RUN_B")):
             if same_folder(control, run) or run_identity(meta) == run_identity(meta_run) is not None:
-                raise UsageError(
+                raise ControlError(
                     f"{name}: is {which} ({run}) itself; a control is RUN_A's code run again under another "
                     "rounding, never one of the pair"
                 )
         for other, identity in seen:
             if same_folder(control, other) or identity == run_identity(meta) is not None:
-                raise UsageError(f"{name}: repeats the control {other}; give each control run once")
+                raise ControlError(f"{name}: repeats the control {other}; give each control run once")
         seen.append((control, run_identity(meta)))
         varied, other = setup_differences(meta_a, meta, ignore)
         world = other.pop("world_size", None)
         if world is not None:
-            raise UsageError(
+            raise ControlError(
                 f"{name}: world size {world[1]}, RUN_A's is {world[0]}; a control runs at the world of the side "
                 "it repeats"
             )
         if other:
             key, (theirs, its) = next(iter(other.items()))
-            raise UsageError(
+            raise ControlError(
                 f"{name}: `{key.removeprefix('config.')}` is {its!r}, RUN_A's {theirs!r}; a control may change only "
                 "how sums round (threads, ATEN_CPU_CAPABILITY, model.init_ulps)"
                 + (f" ({len(other) - 1} more keys differ)" if len(other) > 1 else "")
             )
         missing = sorted(set(steps_a) - set(recorded_steps(control)))
         if missing:
-            raise UsageError(
+            raise ControlError(
                 f"{name}: recorded no step {_steps(missing)} of RUN_A's {_steps(steps_a)}; a control must cover "
                 "every step it judges"
             )
         varied_all.append(varied)
     return varied_all
+
+
+def check_reproduction(controls: Controls) -> None:
+    """A control far from RUN_A at the first step, before rounding compounds, is another program."""
+    for setup in controls.setups:
+        if setup["reproduces"] is False:
+            raise ControlError(
+                f"--noise-control {setup['path']}: does not reproduce RUN_A: {setup['first_step_distance']:.3g} "
+                f"apart at the first step, where the closest two of RUN_A and its controls are "
+                f"{setup['spread']:.3g} apart (x{controls.factor:g} allowed); record it from RUN_A's code and setup"
+            )
+
+
+def checked_controls(run_a, run_b, controls: list, factor: float, ignore=()) -> Controls:
+    """The controls, each checked (check_controls), measured from RUN_A and checked to reproduce it."""
+    controls = [Path(c) for c in controls]
+    measured = Controls.measured(run_a, controls, factor, check_controls(Path(run_a), Path(run_b), controls, ignore))
+    check_reproduction(measured)
+    return measured
 
 
 def _steps(steps: list[int]) -> str:
