@@ -27,7 +27,8 @@ from ddp_parity.sharding import full_tensor
 
 DIRECTIONS = 4
 ENTRIES = 512
-FIELDS = ("norm", "grad_norm", *(f"sketch{k}" for k in range(DIRECTIONS)))
+# grad_maxabs last: traces recorded before it have the sketches at the same columns
+FIELDS = ("norm", "grad_norm", *(f"sketch{k}" for k in range(DIRECTIONS)), "grad_maxabs")
 
 
 class LayerSketch:
@@ -56,21 +57,25 @@ class LayerSketch:
 
     def __call__(self, parameters: list[torch.Tensor]) -> torch.Tensor:
         """(parameters x FIELDS) float64 on the parameters' device: no sync until the trace is written.
-        A parameter without a gradient gets NaN as its gradient norm."""
-        samples, norms, grad_norms = [], [], []
+        A parameter without a gradient gets NaN as its gradient norm and max-abs (the largest |g|:
+        with each tensor's, the infinity norm of the gradients is proved, compare/relations.py)."""
+        samples, norms, grad_norms, grad_maxabs = [], [], [], []
         for p, index in zip(parameters, self._indexes, strict=True):
             whole = full_tensor(p.detach()).reshape(-1)
             samples.append(whole.index_select(0, index))
             norms.append(torch.linalg.vector_norm(whole))  # a scale for distances: its own precision will do
-            grad_norms.append(
-                torch.linalg.vector_norm(full_tensor(p.grad.detach()))
-                if p.grad is not None
-                else torch.full((), math.nan, dtype=whole.dtype, device=whole.device)
-            )
+            if p.grad is None:
+                grad_norms.append(torch.full((), math.nan, dtype=whole.dtype, device=whole.device))
+                grad_maxabs.append(grad_norms[-1])
+            else:
+                grad = full_tensor(p.grad.detach())
+                grad_norms.append(torch.linalg.vector_norm(grad))
+                grad_maxabs.append(grad.abs().amax() if grad.numel() else torch.zeros((), dtype=grad.dtype))
         sampled = torch.stack(samples).to(torch.float64).reshape(-1, 1, ENTRIES)
         projections = torch.bmm(sampled, self._signs).reshape(len(samples), DIRECTIONS) * self._scales[:, None]
         scales = torch.stack([torch.stack(norms), torch.stack(grad_norms)], dim=1).to(torch.float64)
-        return torch.cat([scales, projections], dim=1)
+        maxabs = torch.stack(grad_maxabs).to(torch.float64)[:, None]
+        return torch.cat([scales, projections, maxabs], dim=1)
 
 
 def _directions(numel: int, ordinal: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -86,6 +91,7 @@ def relative_distance(a: list[list[float]], b: list[list[float]]) -> list[float]
     first = FIELDS.index("sketch0")
     out = []
     for row_a, row_b in zip(a, b, strict=True):
-        diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(row_a[first:], row_b[first:])) / DIRECTIONS)
+        sketch_a, sketch_b = row_a[first : first + DIRECTIONS], row_b[first : first + DIRECTIONS]
+        diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(sketch_a, sketch_b)) / DIRECTIONS)
         out.append(diff / row_a[0] if row_a[0] else math.inf if diff else 0.0)
     return out

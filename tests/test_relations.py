@@ -170,7 +170,11 @@ ISSUE_SLIPS = {
         "one constant",
         "after optimizer.step()",
     ),
-    "gradient norm with norm_type=inf vs Trainer (cnn)": ("gradients.norm", "below the 2-norm", "norm_type=2.0"),
+    "gradient norm with norm_type=inf vs Trainer (cnn)": (
+        "gradients.norm",
+        "the infinity norm of the same gradients: it equals their largest |g|",
+        "norm_type=2.0",
+    ),
     "token embedding frozen on one side (transformer)": ("frozen", "embed.weight", "requires_grad_(False)"),
 }
 

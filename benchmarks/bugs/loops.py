@@ -210,8 +210,6 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type)
             for optimizer in optimizers:
                 optimizer.step()
-            for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
-                optimizer.zero_grad()
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             late_scheduler = scheduler is not None and not s.scheduler_first
             if late_scheduler and s.lr_read == "after_scheduler":
@@ -232,6 +230,9 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             )
             if late_scheduler and s.lr_read != "after_scheduler":
                 scheduler.step()
+            # after record(): the recorder reads each parameter's gradient (its norm and largest |g|)
+            for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
+                optimizer.zero_grad()
             micro = []
         if s.validate:
             model.eval()

@@ -283,9 +283,16 @@ def _norm_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
     measure = said[odd] if odd else None
     if measure and measure[0] == "L2" and measure[1]:
         what = f"the 2-norm over a subset of the parameters only ({', '.join(measure[1][:4])})"
-    elif odd == low[1] or (measure and measure[0] in ("inf", "below L2")):
-        which = "the largest |g|" if measure and measure[0] == "inf" else "the infinity norm or a subset"
-        what = f"below the 2-norm of the same gradients, so neither the 2-norm nor the 1-norm (never below it): {which}"
+    elif measure and measure[0] == "inf":  # each gradient's largest |g| recorded: proved, not inferred
+        what = (
+            f"the infinity norm of the same gradients: it equals their largest |g| ({fmt(f[odd])}) exactly, "
+            "where the 2-norm is the other side's"
+        )
+    elif odd == low[1] or (measure and measure[0] == "below L2"):
+        what = (
+            "below the 2-norm of the same gradients, so neither the 2-norm nor the 1-norm (never below it): "
+            "the infinity norm or a subset"
+        )
     else:
         what = "another norm of the same gradients (the 1-norm or a subset)"
     side = ctx.label(odd) if odd else "the side whose value is not the 2-norm"
@@ -312,7 +319,7 @@ def _norm_of_side(ctx: Context, side: str, f: dict):
     column = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_norm")
     if column is None or not any(relations.number(v) is not None for v in column):
         return None
-    # each gradient's largest |g| proves the infinity norm; sketch.py does not record it yet (None then)
+    # each gradient's largest |g| (sketch.py's grad_maxabs) proves the infinity norm; older traces lack it
     maxabs = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_maxabs")
     return relations.norm_of(f[side], layers.get("names") or [], column, maxabs)
 
