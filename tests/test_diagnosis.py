@@ -404,3 +404,32 @@ def test_two_ranks_of_one_side_consuming_the_same_samples_is_its_own_finding(tmp
     _, d = run_diagnosis(a, b)
     assert d["kind"] == "data_order.shared" and "IterableDataset" in d["advice"]
     assert "DistributedSampler" not in d["advice"]
+
+
+def test_samples_one_step_ahead_are_named_as_a_shift(tmp_path):
+    """Issue 37: a side that drew one batch before its first counted step (a batch taken to look at
+    shapes) consumes at every step what the other consumes a step later: named with its relation,
+    the side ahead and k, not as 'other samples'."""
+    records_a = make_records()
+    for rank, recs in records_a.items():
+        epoch0 = [r for r in recs if r["epoch"] == 0]
+        shifted = [r["indices"] for r in epoch0[1:]] + [[DATASET + rank]]  # the next batch, then one unseen
+        for record, indices in zip(epoch0, shifted):
+            record["indices"] = list(indices)
+    a, b = pair(tmp_path, records_a=records_a)
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"], d["rank"]) == ("data_order.ahead", 1, 0), d["explanation"]
+    relation = d["evidence"]["relation"]
+    assert (relation["kind"], relation["quantity"], relation["side"], relation["value"]) == (
+        "shift",
+        "samples",
+        "raw",
+        1,
+    )
+    assert "raw's samples at each step are lightning's 1 step(s) later" in d["explanation"]
+    assert d["advice"].startswith("On raw: draw no batch from the training data outside the steps")
+    # the same records without the shift: another order, not a shift
+    records_a = make_records(seed=7)
+    a, b = pair(tmp_path / "other", records_a=records_a)
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] != "data_order.ahead"

@@ -125,6 +125,16 @@ RELATION_CASES = (
     ),
     slip("gradient norm as the 1-norm (cnn)", RELATIONS, CNN, "gradients", 1, None, "norm_type=2.0", norm_type=1.0),
     slip(
+        "a batch taken from the training iterator before the first step (mlp)",
+        RELATIONS,
+        MLP,
+        "data_order",
+        1,
+        None,
+        "draw no batch from the training data outside the steps",
+        peek=1,
+    ),
+    slip(
         "token embedding frozen on one side (transformer)",
         UNUSED,
         TRANSFORMER,

@@ -50,6 +50,7 @@ class Setup:
     rank_in_worker_seed: bool = True  # pl_worker_init_function seeds from the rank too (#7937)
     augment: bool = False
     extra_draw: bool = False  # one draw from the global stream after seeding (a sanity check's sampler)
+    peek: int = 0  # batches drawn from the first epoch's iterator before the first step (to look at shapes)
     # the step
     optimizer: str = "adamw"
     lr: float = 0.01
@@ -198,7 +199,10 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
         if s.eval_mode != "after_validation":
             model.train()
         micro = []
-        for batch in loader:
+        batches = iter(loader)
+        for _ in range(s.peek if epoch == 0 else 0):
+            next(batches)  # the slip: a batch taken from the training iterator, never trained on
+        for batch in batches:
             micro.append(batch)
             if len(micro) < s.accumulate:
                 continue

@@ -167,7 +167,8 @@ def shift_relation(quantity: str, labels: tuple[str, str], steps: list, a: list,
     k, ahead = found
     side, other = (labels[0], labels[1]) if ahead == 0 else (labels[1], labels[0])
     sentence = (
-        f"{side}'s {quantity} at each step is {other}'s {k} step(s) later: {side} is {k} step(s) ahead "
+        f"{side}'s {quantity} at each step {'are' if quantity.endswith('s') else 'is'} {other}'s {k} step(s) later: "
+        f"{side} is {k} step(s) ahead "
         f"(steps {steps[0]}..{steps[-1]})."
     )
     return Relation("shift", quantity, side, other, k, steps[0], steps[-1], None, sentence)

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import json
 
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, Words, config_values, finding, fmt, recording
+from ddp_parity.compare import relations
+from ddp_parity.compare.causes.base import (
+    Cause,
+    Context,
+    Evidence,
+    Words,
+    aligned_records,
+    config_values,
+    finding,
+    fmt,
+    recording,
+)
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
 
@@ -336,6 +347,11 @@ def check_samples(ctx: Context) -> Finding | None:
         f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    ahead = _samples_ahead(ctx, rank, step, epoch)
+    if ahead is not None:
+        evidence["relation"] = ahead.to_json()
+        facts += f" {ahead.sentence}"
+        return finding(ctx, DATA_AHEAD, step, rank, evidence, facts, side=ahead.side, k=ahead.value)
     shared = _shared_across_ranks(ctx, step)
     if shared is not None:
         side, ranks = shared
@@ -354,6 +370,24 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _samples_ahead(ctx: Context, rank, step, epoch):
+    """relations.shift_relation over the samples rank `rank` consumed from `step` to the end of the
+    epoch: one side consuming at each step what the other consumes k steps later."""
+    keys_a, keys_b, steps = [], [], []
+    for ra, rb in aligned_records(ctx, rank):
+        if ra.get("step", 0) < step or ra.get("epoch") != epoch or rb.get("epoch") != epoch:
+            continue
+        key_a, key_b = comparable_samples(ra, rb)
+        if key_a is None:
+            return None
+        keys_a.append(json.dumps(key_a, sort_keys=True))
+        keys_b.append(json.dumps(key_b, sort_keys=True))
+        steps.append(ra["step"])
+    if len(steps) < 3:  # one pair matched after the shift is no relation yet
+        return None
+    return relations.shift_relation("samples", ctx.names, steps, keys_a, keys_b)
 
 
 def _sampling_mechanism(ctx: Context, side: str) -> str:
@@ -448,6 +482,16 @@ SHARD_HOW = {
     "that draws them by the rank (nanoGPT: torch.manual_seed(1337 + rank)); if through an IterableDataset, split "
     "its stream by rank",
 }
+DATA_AHEAD = Cause(
+    "data_order.ahead",
+    check_samples,
+    why="Every step of {side} trains on the batch the other side trains {k} step(s) later: its data was "
+    "drawn from before its first counted step, and stays {k} batch(es) ahead for the rest of the epoch.",
+    fix="On {side}: draw no batch from the training data outside the steps (a batch taken to look at "
+    "shapes, a warm-up or check step drawn from the training iterator or stream, an evaluation that reads "
+    "the training generator), or count that batch as a step on both sides.",
+    doc="A side's samples at each step are the other side's k steps later: it drew k batches before its first step.",
+)
 DATA_SHARED = Cause(
     "data_order.shared",
     check_samples,
