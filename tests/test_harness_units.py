@@ -176,8 +176,8 @@ def test_the_heartbeat_says_phase_work_cpu_loss_and_total(tmp_path):
 
 def test_progress_lines_say_phase_step_rate_eta_and_loss(capsys):
     state = SideState(total=100)
-    state.update({0: beat(0, step=10, loss=2.0), 1: beat(0, step=9)}, 5.0)
-    state.update({0: beat(1, step=30, loss=1.5, phase="validation"), 1: beat(1, step=30)}, 15.0)
+    state.take_beats({0: beat(0, step=10, loss=2.0), 1: beat(0, step=9)}, 5.0)
+    state.take_beats({0: beat(1, step=30, loss=1.5, phase="validation"), 1: beat(1, step=30)}, 15.0)
     line = state.line("raw")
     assert "[raw]" in line and "step 30/100" in line and "2.10 step/s" in line and "eta 33 s" in line
     assert "loss 1.5000" in line and "train/validation" in line
@@ -201,8 +201,8 @@ def test_the_terminal_display_tracks_each_side_and_marks_a_failure():
     try:
         live.start("raw")
         live.start("lightning")
-        live.update("raw", {0: beat(1, step=40, loss=1.25)}, 10.0)
-        live.update("lightning", {0: beat(1, step=20, phase="validation")}, 10.0)
+        live.show_beats("raw", {0: beat(1, step=40, loss=1.25)}, 10.0)
+        live.show_beats("lightning", {0: beat(1, step=20, phase="validation")}, 10.0)
 
         class Stalled:
             ok, stall = False, {"ranks": {0: 20}}

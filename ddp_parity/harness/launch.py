@@ -272,7 +272,7 @@ def watch(
             elif stall_seconds or stall_auto:
                 outcome.stall = liveness[side].observe(beats, now)
             if progress is not None:
-                progress.update(side, beats, now - started, outcome)
+                progress.show_beats(side, beats, now - started, outcome)
             if outcome.returncode is not None or outcome.timed_out or outcome.stall:
                 outcome.seconds = now - started
                 for proc in procs:

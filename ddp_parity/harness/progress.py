@@ -30,7 +30,7 @@ class SideState:
         self.elapsed = 0.0
         self.first: tuple[float, int] | None = None  # (elapsed, step) at the first step seen
 
-    def update(self, beats: dict[int, dict], elapsed: float) -> None:
+    def take_beats(self, beats: dict[int, dict], elapsed: float) -> None:
         self.elapsed = elapsed
         if not beats:
             return
@@ -83,9 +83,9 @@ class PlainProgress:
         self.states[side] = SideState(self.totals.get(side))
         self.printed[side] = time.monotonic()
 
-    def update(self, side: str, beats: dict, elapsed: float, outcome=None) -> None:
+    def show_beats(self, side: str, beats: dict, elapsed: float, outcome=None) -> None:
         state = self.states.setdefault(side, SideState(self.totals.get(side)))
-        state.update(beats, elapsed)
+        state.take_beats(beats, elapsed)
         now = time.monotonic()
         if now - self.printed.get(side, 0.0) >= PLAIN_EVERY_S:
             self.printed[side] = now
@@ -128,9 +128,9 @@ class LiveProgress(PlainProgress):
             side, total=self.totals.get(side), phase="starting", where="", speed="", loss=""
         )
 
-    def update(self, side: str, beats: dict, elapsed: float, outcome=None) -> None:
+    def show_beats(self, side: str, beats: dict, elapsed: float, outcome=None) -> None:
         state = self.states.setdefault(side, SideState(self.totals.get(side)))
-        state.update(beats, elapsed)
+        state.take_beats(beats, elapsed)
         if side not in self.tasks:
             return
         rate, eta = state.rate(), state.eta()

@@ -235,12 +235,7 @@ def check_config_file(path: str) -> None:
 
 def resolve_config(config: str, flags: list[str]) -> RunConfig:
     check_config_file(config)
-    cfg = parse_raw_config(["--config", config, *flags])
-    if cfg.fsdp.wrap is not None:  # named modules: checked against the network, which needs torch
-        from ddp_parity.sharding import check_fsdp_plan
-
-        check_fsdp_plan(cfg.model, cfg.fsdp)
-    return cfg
+    return parse_raw_config(["--config", config, *flags])
 
 
 def check_accelerator(cfg: RunConfig) -> None:
@@ -268,11 +263,6 @@ def check_precision(cfg: RunConfig, on_cpu: bool) -> None:
         )
 
 
-def check_world(cfg: RunConfig, world_size: int) -> None:
-    """The raw loop's own check, made here before launching (Lightning would train with empty ranks)."""
-    check_world_size(cfg.data, world_size)
-
-
 def total_steps(cfg: RunConfig, world_size: int) -> int:
     """Optimizer steps each rank makes: DistributedSampler pads to ceil(N / world), the DataLoader
     drops a short last batch with drop_last, and the optimizer also steps on an epoch's last batch."""
@@ -281,21 +271,32 @@ def total_steps(cfg: RunConfig, world_size: int) -> int:
     return cfg.trainer.max_epochs * math.ceil(batches / cfg.trainer.accumulate_grad_batches)
 
 
-def check_fault(spec: str, world_size: int, steps: int) -> None:
-    """--fault RANK:STEP[:KIND] must name a rank of the run and a step it makes (a fault that cannot
-    fire would test nothing)."""
+def check_against_network_and_world(configs: list[RunConfig], world_size: int, fault: str | None, steps: int) -> None:
+    """The checks that go down to the network, the data and the fault plan, made last and together:
+    each config's FSDP plan against the modules of its network (which needs torch), the raw loop's own
+    check that every rank gets a sample (Lightning would train with empty ranks), and --fault
+    RANK:STEP[:KIND], which must name a rank of the run and a step it makes (a fault that cannot fire
+    would test nothing)."""
+    for cfg in configs:
+        if cfg.fsdp.wrap is not None:  # named modules: checked against the network
+            from ddp_parity.sharding import check_fsdp_plan
+
+            check_fsdp_plan(cfg.model, cfg.fsdp)
+        check_world_size(cfg.data, world_size)
+    if not fault:
+        return
     from ddp_parity.faults import parse_fault
 
     try:
-        rank, step, _ = parse_fault(spec)
+        rank, step, _ = parse_fault(fault)
     except ValueError as err:
         raise UsageError(f"--fault: {err}") from None
     if rank >= world_size:
         raise UsageError(
-            f"--fault {spec}: rank {rank} is outside the run (world size {world_size}: ranks 0..{world_size - 1})"
+            f"--fault {fault}: rank {rank} is outside the run (world size {world_size}: ranks 0..{world_size - 1})"
         )
     if not 1 <= step <= steps:
-        raise UsageError(f"--fault {spec}: step {step} is outside the run (steps 1..{steps})")
+        raise UsageError(f"--fault {fault}: step {step} is outside the run (steps 1..{steps})")
 
 
 # a slow machine's floating-point rate, for the default run timeout only (a safety net: stalls are
@@ -356,19 +357,19 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     only = {side: to_flags(getattr(args, f"set_{side}") or [], f"--set-{side}") for side in SIDES}
     for side in sides:  # a side's own strategy, after its --set-SIDE flags (as build_launch orders them)
         only[side] = only[side_parts(side)[0]] + strategy_flags(side)
-    cfg = resolve_config(args.config, both)
+    configs = [resolve_config(args.config, both)]
+    configs += [resolve_config(args.config, both + only[side]) for side in sides if only[side]]
+    cfg = configs[0]
     nproc = args.nproc or (cfg.trainer.devices if cfg.trainer.devices != "auto" else 2)
     nnodes = args.nnodes or cfg.trainer.num_nodes
-    for side_cfg in [cfg] + [resolve_config(args.config, both + only[side]) for side in sides if only[side]]:
+    for side_cfg in configs:
         check_accelerator(side_cfg)
-        check_world(side_cfg, nproc * nnodes)
     steps = total_steps(cfg, nproc * nnodes)
-    if args.fault:
-        check_fault(args.fault, nproc * nnodes, steps)
     key_map = None
     if args.strip_prefix or args.key_map:  # the comparison's module imports torch: only for a map to build
         from ddp_parity.harness.comparing import build_key_map
 
         key_map = build_key_map(args.strip_prefix, args.key_map)
     timeout = args.timeout or default_timeout(cfg, steps, nproc * nnodes)
+    check_against_network_and_world(configs, nproc * nnodes, args.fault, steps)
     return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map)
