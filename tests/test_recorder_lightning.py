@@ -52,20 +52,18 @@ def loader() -> DataLoader:
     return DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
 
 
+def quiet_trainer(callback: TraceCallback, **trainer_args) -> L.Trainer:
+    """One epoch on the CPU with the callback, nothing else written or printed."""
+    options = dict(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False)
+    options.update(enable_progress_bar=False, enable_model_summary=False, **trainer_args)
+    return L.Trainer(callbacks=[callback], **options)
+
+
 def fit(run_dir: Path, **trainer_args) -> Clipped:
     torch.manual_seed(0)
     model = Clipped(fail_rank=trainer_args.pop("fail_rank", None))
-    trainer = L.Trainer(
-        accelerator="cpu",
-        max_epochs=1,
-        gradient_clip_val=0.01,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        default_root_dir=run_dir,
-        callbacks=[TraceCallback(str(run_dir), side="mine")],
-        **trainer_args,
+    trainer = quiet_trainer(
+        TraceCallback(str(run_dir), side="mine"), gradient_clip_val=0.01, default_root_dir=run_dir, **trainer_args
     )
     trainer.fit(model, loader())
     return model
@@ -107,17 +105,8 @@ def test_a_validation_before_the_first_step_from_a_trainer_and_nothing_after_fit
     x, y = loader().dataset.tensors
     with torch.no_grad():
         before = torch.nn.functional.mse_loss(model.layer(x), y).item()  # one batch of 32: the whole set
-    trainer = L.Trainer(
-        accelerator="cpu",
-        devices=1,
-        max_epochs=1,
-        num_sanity_val_steps=-1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[TraceCallback(str(tmp_path / "run"), record_sanity_check=True)],
-    )
+    callback = TraceCallback(str(tmp_path / "run"), record_sanity_check=True)
+    trainer = quiet_trainer(callback, devices=1, num_sanity_val_steps=-1)
     val = DataLoader(TensorDataset(x, y), batch_size=32)
     trainer.fit(model, loader(), val)
     trainer.validate(model, val, verbose=False)
@@ -146,16 +135,7 @@ def test_a_training_step_that_returns_none_does_not_break_the_fit(tmp_path):
     from ddp_parity.trace import read_records
 
     torch.manual_seed(0)
-    trainer = L.Trainer(
-        accelerator="cpu",
-        devices=1,
-        max_epochs=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[TraceCallback(str(tmp_path / "run"))],
-    )
+    trainer = quiet_trainer(TraceCallback(str(tmp_path / "run")), devices=1)
     trainer.fit(SkipsABatch(), loader())
     steps = [r["step"] for r in read_records(tmp_path / "run", 0)]
     assert len(steps) == 3 and steps == sorted(set(steps)) and steps[-1] == trainer.global_step
