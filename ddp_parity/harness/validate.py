@@ -327,6 +327,7 @@ class Plan:
     total_steps: int
     key_map: object = None
     extra: dict = field(default_factory=dict)
+    stall: tuple[float | None, bool] = (None, True)  # --stall-timeout read once: (seconds, adaptive)
 
     @property
     def world_size(self) -> int:
@@ -348,6 +349,7 @@ class Plan:
 
 def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     """Validate a launch's inputs, for every side, before anything is launched or written."""
+    stall = stall_setting(args.stall_timeout)
     sides = args.sides
     check_one_side_options(args, sides)
     check_watch_env()
@@ -372,4 +374,4 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
         key_map = build_key_map(args.strip_prefix, args.key_map)
     timeout = args.timeout or default_timeout(cfg, steps, nproc * nnodes)
     check_against_network_and_world(configs, nproc * nnodes, args.fault, steps)
-    return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map)
+    return Plan(cfg, sides, both, only, nproc, nnodes, timeout, steps, key_map, stall=stall)

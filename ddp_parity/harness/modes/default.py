@@ -25,12 +25,11 @@ from ddp_parity.harness.modes.mistake import mistake_overrides
 from ddp_parity.harness.outdir import OutDir, default_out
 from ddp_parity.harness.preload import importing_comparison
 from ddp_parity.harness.progress import make_progress
-from ddp_parity.harness.validate import Plan, plan_launch, stall_setting
+from ddp_parity.harness.validate import Plan, plan_launch
 
 
 def prepare(args) -> Plan:
     """Every check of a launch, before anything is launched or written."""
-    stall_setting(args.stall_timeout)
     return plan_launch(args, mistake_overrides(args.mistake, args.sides, args.fault))
 
 
@@ -103,7 +102,7 @@ def run_plan(args, plan: Plan, out: Path) -> tuple[int, Report]:
     report = comparing.compare_and_report(
         out, runs, args.rtol, args.atol, plan.key_map, extra, ignore_config=ignore, noise=noise
     )
-    localise_by_replay(args, plan, launches, report, out)
+    localise_by_replay(plan, launches, report, out)
     code = comparing.exit_code(report)
     if args.fault:
         print(fault.format_fault(report.sections["fault"]))
@@ -126,7 +125,7 @@ def ignored_config(args, sides: list[str]) -> tuple[str, ...]:
     return (*args.ignore_config, *(["trainer.strategy"] if len(named - {None}) > 1 else []))
 
 
-def localise_by_replay(args, plan: Plan, launches: list[Launch], report: Report, out: Path) -> None:
+def localise_by_replay(plan: Plan, launches: list[Launch], report: Report, out: Path) -> None:
     """A loss, gradient or parameter divergence after the watched steps: run the first pair again
     watching that step (DDP_PARITY_WATCH_STEP) and name the module where it is born."""
     from ddp_parity.harness import comparing  # imported while the sides trained (harness/preload.py)
@@ -138,7 +137,7 @@ def localise_by_replay(args, plan: Plan, launches: list[Launch], report: Report,
         return
     print(f"step {step} was not watched: replaying both sides watching it, to name the layer ...", flush=True)
     by_side = {launch.side: launch for launch in launches}
-    stall, _ = stall_setting(args.stall_timeout)
+    stall, _ = plan.stall
     replay = replay_and_localise(by_side[a], by_side[b], step, plan.timeout, stall)
     comparing.add_replay(out, report, replay)
 
@@ -160,7 +159,7 @@ def launch_at_once(args, launches: list[Launch], plan: Plan) -> bool:
 def run_sides(args, launches: list[Launch], plan: Plan) -> list[Outcome]:
     """All at once where the cores allow (faster; the step times it reports are noisier), else one
     side after the other, with live progress unless --quiet."""
-    stall, adaptive = stall_setting(args.stall_timeout)
+    stall, adaptive = plan.stall
     at_once = launch_at_once(args, launches, plan)
     if at_once and not args.parallel:
         print(
