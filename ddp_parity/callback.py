@@ -146,6 +146,7 @@ class TraceCallback(L.Callback):
             lr=self._lr,
             grad_norm=self._grad_norm,
             batch=self._micro_batches or None,  # the micro-batches digest as one batch of their tensors
+            micro_batches=len(self._micro_losses),  # where this step's accumulation boundary fell
             optimizer=self._optimizer,  # param groups to meta.json once (the lr is the one captured above)
             model=pl_module,  # param_digest of the parameters as this step left them
         )

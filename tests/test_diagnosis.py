@@ -433,3 +433,22 @@ def test_samples_one_step_ahead_are_named_as_a_shift(tmp_path):
     a, b = pair(tmp_path / "other", records_a=records_a)
     _, d = run_diagnosis(a, b)
     assert d["kind"] != "data_order.ahead"
+
+
+def test_another_accumulation_boundary_is_named_from_the_recorded_micro_batches(tmp_path):
+    """Issue 36 (the HF example's round 3): raw's `step % n == 0` steps after the first micro-batch alone,
+    the Trainer after two; the step-1 batches differ and the tool said 'other samples'. With micro_batches
+    recorded on both sides (TraceCallback records it) the boundary is named."""
+    records_a, records_b = make_records(), make_records()
+    for records, first in ((records_a, 1), (records_b, 2)):
+        for recs in records.values():
+            for record in recs:
+                record["micro_batches"] = first if record["step"] == 1 else 2
+    for recs in records_a.values():
+        recs[0]["indices"] = recs[0]["indices"][: BATCH // 2]  # one micro-batch of the two
+    a, b = pair(tmp_path, records_a=records_a, records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("data_order.accumulation", 1), d["explanation"]
+    assert d["evidence"]["micro_batches"] == {"raw": 1, "lightning": 2}
+    assert "raw stepped its optimizer after 1 micro-batch(es) and lightning after 2" in d["explanation"]
+    assert "(step + 1) % n == 0" in d["advice"] and "DistributedSampler" not in d["advice"]

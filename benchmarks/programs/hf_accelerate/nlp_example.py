@@ -143,6 +143,7 @@ def training_function(config, args):
                     epoch=epoch,
                     grad_norm=grad_norm,
                     batch=micro_batches,
+                    micro_batches=len(micro_batches),
                     optimizer=optimizer,
                     model=model.module,
                 )  # parity

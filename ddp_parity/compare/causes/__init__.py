@@ -41,6 +41,7 @@ CAUSES: tuple[Cause, ...] = (
     data.STEP_COUNT,
     data.STEP_COUNT_EMPTY,
     data.SET_EPOCH,
+    data.DATA_ACCUMULATION,
     data.DATA_AHEAD,
     data.DATA_SHARED,
     data.DATA_ORDER_UNRECORDED,

@@ -347,6 +347,14 @@ def check_samples(ctx: Context) -> Finding | None:
         f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    counts = _micro_batch_counts(ctx, rank, step)
+    if counts is not None and counts["a"] != counts["b"]:
+        evidence["micro_batches"] = ctx.both(counts["a"], counts["b"])
+        facts += (
+            f" At step {step} {ctx.names[0]} stepped its optimizer after {counts['a']} micro-batch(es) and "
+            f"{ctx.names[1]} after {counts['b']} (the recorded micro_batches): the accumulation boundaries differ."
+        )
+        return finding(ctx, DATA_ACCUMULATION, step, rank, evidence, facts)
     ahead = _samples_ahead(ctx, rank, step, epoch)
     if ahead is not None:
         evidence["relation"] = ahead.to_json()
@@ -370,6 +378,16 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _micro_batch_counts(ctx: Context, rank, step) -> dict | None:
+    """{side: the micro-batches the step accumulated} where both sides recorded `micro_batches` there."""
+    for ra, rb in aligned_records(ctx, rank):
+        if ra.get("step") == step:
+            counts = {"a": ra.get("micro_batches"), "b": rb.get("micro_batches")}
+            ok = all(type(v) is int for v in counts.values())
+            return counts if ok else None
+    return None
 
 
 def _samples_ahead(ctx: Context, rank, step, epoch):
@@ -482,6 +500,18 @@ SHARD_HOW = {
     "that draws them by the rank (nanoGPT: torch.manual_seed(1337 + rank)); if through an IterableDataset, split "
     "its stream by rank",
 }
+DATA_ACCUMULATION = Cause(
+    "data_order.accumulation",
+    check_samples,
+    why="An optimizer step accumulates the gradients of the micro-batches since the last one: a side that "
+    "steps after another number of micro-batches trains on other batches at that step and at every later one. "
+    "A boundary counted from 0 (`step % n == 0`, true at step 0) steps after the first micro-batch alone.",
+    fix="Step the optimizer after the same micro-batches on both sides: count micro-batches from 1 "
+    "(`(step + 1) % n == 0`) where the loop counts from 0, or give the other side the same boundaries "
+    "(in a LightningModule, an optimizer_step that runs the closure and steps only at the loop's boundaries).",
+    doc="A step accumulated another number of micro-batches on each side (recorded `micro_batches`): the "
+    "accumulation boundaries differ.",
+)
 DATA_AHEAD = Cause(
     "data_order.ahead",
     check_samples,
