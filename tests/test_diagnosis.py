@@ -452,3 +452,18 @@ def test_another_accumulation_boundary_is_named_from_the_recorded_micro_batches(
     assert d["evidence"]["micro_batches"] == {"raw": 1, "lightning": 2}
     assert "raw stepped its optimizer after 1 micro-batch(es) and lightning after 2" in d["explanation"]
     assert "(step + 1) % n == 0" in d["advice"] and "DistributedSampler" not in d["advice"]
+
+
+def test_tensors_in_one_final_state_only_are_named_not_blamed_on_sharding(tmp_path):
+    """Issue 36 (the IterableDataset example's round 2): the port registered its feature table as two
+    buffers; every step matched and the tool spoke of DistributedSampler padding and max_steps. The final
+    states' names are what differs, and that is what it says."""
+    a = write_run(tmp_path / "raw", make_meta("raw"), make_records())
+    extra = {**PARAMS, "inputs": torch.zeros(4), "targets": torch.ones(4)}
+    b = write_run(tmp_path / "lightning", make_meta("lightning"), make_records(), params=extra)
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "step_count.state_names", d["explanation"]
+    assert d["evidence"]["only_in"] == {"raw": [], "lightning": ["inputs", "targets"]}
+    assert "['inputs', 'targets'] on lightning only" in d["explanation"]
+    assert "DistributedSampler" not in d["advice"] + d["explanation"]
+    assert "register_buffer" in d["explanation"] + d["advice"] or "plain attribute" in d["advice"]

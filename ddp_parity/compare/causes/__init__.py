@@ -73,6 +73,7 @@ CAUSES: tuple[Cause, ...] = (
     end.RECORDED_FLOAT32_VALIDATION,
     end.NUMERICS_VALIDATION,
     end.VALIDATION_STEPS,
+    end.STATE_NAMES,
     end.PROBLEMS,
     end.EQUIVALENT,
 )

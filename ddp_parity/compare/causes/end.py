@@ -202,6 +202,15 @@ def check_problems(ctx: Context) -> Finding | None:
     if all(p.startswith("validation at step(s) ") for p in problems):
         facts = f"Every compared step matches, but the sides validated at other steps: {'; '.join(problems)}."
         return finding(ctx, VALIDATION_STEPS, None, None, {"problems": problems}, facts)
+    names = _names_on_one_side(ctx, problems)
+    if names is not None:
+        facts = (
+            "Every recorded step matches, and so does every tensor both final states hold, but the final states "
+            f"differ in their names: {names}. Nothing trained differently; one side registered tensors "
+            "(parameters or buffers) the other does not hold."
+        )
+        evidence = {"only_in": ctx.both(*(ctx.cmp.params_only_in[s] for s in ("a", "b")))}
+        return finding(ctx, STATE_NAMES, ctx.walk.last_equal_step if ctx.walk else None, None, evidence, facts)
     facts = (
         f"The recorded steps match, but the comparison reports structural problems: {'; '.join(problems[:3])}. "
         "Most often one run did not finish (no final parameters, a validation missing) or the sides validate "
@@ -210,6 +219,25 @@ def check_problems(ctx: Context) -> Finding | None:
     return finding(ctx, PROBLEMS, ctx.walk.last_equal_step if ctx.walk else None, None, {"problems": problems}, facts)
 
 
+def _names_on_one_side(ctx: Context, problems: list) -> str | None:
+    """'<names> on <side> only; ...' where the one structural problem is tensors held by one final state only."""
+    only = ctx.cmp.params_only_in
+    if len(problems) != 1 or not problems[0].startswith("parameters on one side only") or not any(only.values()):
+        return None
+    return "; ".join(f"{only[s][:5]} on {ctx.label(s)} only" for s in ("a", "b") if only.get(s))
+
+
+STATE_NAMES = Cause(
+    "step_count.state_names",
+    check_problems,
+    why="The final state is the module's state dict: a tensor registered as a buffer or a parameter on one side "
+    "(a lookup table kept with register_buffer, a layer built and never used) is saved there and not on the "
+    "other, though every step computes the same numbers.",
+    fix="Hold the same tensors as module state on both sides: keep data (a feature table, a vocabulary) as a plain "
+    "attribute or register it on both; build the same layers on both.",
+    doc="Every step and every shared tensor equal, but the final states hold other names: a buffer or "
+    "parameter registered on one side only.",
+)
 PROBLEMS = replace(
     STEP_COUNT,
     check=check_problems,
