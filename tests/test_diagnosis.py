@@ -467,3 +467,22 @@ def test_tensors_in_one_final_state_only_are_named_not_blamed_on_sharding(tmp_pa
     assert "['inputs', 'targets'] on lightning only" in d["explanation"]
     assert "DistributedSampler" not in d["advice"] + d["explanation"]
     assert "register_buffer" in d["explanation"] + d["advice"] or "plain attribute" in d["advice"]
+
+
+def test_parameters_apart_after_a_first_step_without_gradients_name_the_initial_weights(tmp_path):
+    """Issue 36 (the DDP tutorial's round 1): the port built the model before the dataset, so both the data
+    and the initial weights came out of the global RNG differently; every gradient was zero (a loss over one
+    class) and the parameters differed at step 1. The tool spoke of the samples alone."""
+    records_a, records_b = make_records(), make_records(seed=7)
+    for records, shift in ((records_a, 0.0), (records_b, 0.25)):
+        for recs in records.values():
+            for record in recs:
+                record["grad_norm"] = 0.0
+                record["param_digest"] = [-4.5 + shift, 0.625]
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
+    assert d["kind"].startswith("data_order") and d["step"] == 1, d["explanation"]
+    assert d["evidence"]["initial_weights_differ"] is True
+    assert "so the initial weights differ" in d["explanation"]
+    # with gradients, other samples alone move the parameters apart: nothing is said of the initial weights
+    _, d = run_diagnosis(*pair(tmp_path / "moved", records_b=make_records(seed=7)))
+    assert "initial_weights_differ" not in d["evidence"]

@@ -347,6 +347,13 @@ def check_samples(ctx: Context) -> Finding | None:
         f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    if _weights_differ_without_gradients(ctx, rank, step):
+        evidence["initial_weights_differ"] = True
+        facts += (
+            f" The parameters differ too after step {step}, the first, though every gradient of it is zero on both "
+            "sides at the same lr: no sample moved them, so the initial weights differ (or an update without "
+            "gradients, weight decay, does; the traces hold no initial digest of both sides to show it directly)."
+        )
     counts = _micro_batch_counts(ctx, rank, step)
     if counts is not None and counts["a"] != counts["b"]:
         evidence["micro_batches"] = ctx.both(counts["a"], counts["b"])
@@ -378,6 +385,18 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:
+    """At the first recorded step: parameter digests that differ across the sides while both sides recorded
+    a gradient norm of exactly 0, i.e. parameters the data could not have moved apart."""
+    first = next(iter(aligned_records(ctx, rank)), None)
+    if first is None or first[0].get("step") != step:
+        return False
+    ra, rb = first
+    zero = all(r.get("grad_norm") == 0 for r in (ra, rb)) and ra.get("lr") == rb.get("lr")
+    digests = ra.get("param_digest"), rb.get("param_digest")
+    return zero and None not in digests and digests[0] != digests[1]
 
 
 def _micro_batch_counts(ctx: Context, rank, step) -> dict | None:
