@@ -486,3 +486,32 @@ def test_parameters_apart_after_a_first_step_without_gradients_name_the_initial_
     # with gradients, other samples alone move the parameters apart: nothing is said of the initial weights
     _, d = run_diagnosis(*pair(tmp_path / "moved", records_b=make_records(seed=7)))
     assert "initial_weights_differ" not in d["evidence"]
+
+
+def test_gradients_accumulated_across_a_validation_and_zeroed_on_one_side_are_named(tmp_path):
+    """Issue 36 (the HF example's round 4): the loop's step 3 accumulates the last micro-batch of epoch 0 and
+    the first of epoch 1, with its evaluation in between; Lightning zeroes the gradients before validating.
+    Same samples, same loss, another gradient norm: the tool listed candidates, then (with a module watch
+    over the validation's calls) blamed the batch contents, whose digests were equal."""
+    records_a, records_b = make_records(), make_records()
+    for records in (records_a, records_b):
+        for recs in records.values():
+            for record in recs:
+                record["micro_batches"] = 2
+    for recs in records_b.values():
+        for record in recs[4:]:  # lightning from step 5 on, after the validation at step 4
+            record["grad_norm"] = record["grad_norm"] / 4
+    meta_b = make_meta("lightning")
+    meta_b.update(precision="32-true", resumed_from=None)  # what TraceCallback writes
+    a, b = pair(tmp_path, meta_b=meta_b, records_a=records_a, records_b=records_b)
+    for run in (a, b):
+        (run / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 4, "val_loss": 1.5}) + "\n")
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("gradients.across_validation", 5), d["explanation"]
+    assert "raw and lightning validated at step 4" in d["explanation"]
+    assert d["advice"].startswith("Treat the gradients across a validation alike: on lightning, keep them")
+    # no validation between the micro-batches: not this cause
+    for run in (a, b):
+        (run / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 8, "val_loss": 1.5}) + "\n")
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] != "gradients.across_validation"

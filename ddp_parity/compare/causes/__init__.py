@@ -48,6 +48,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_ORDER,
     data.DATA_PIPELINE,
     update.OPTIMIZER_STALE_PARAMS,
+    backward.GRADIENTS_ACROSS_VALIDATION,
     backward.REDUCTION_ORDER_SHARDING,
     backward.GRADIENTS_ACCUMULATION_SYNC,
     forward.LOSS_FACTOR,

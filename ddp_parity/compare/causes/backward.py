@@ -29,6 +29,7 @@ from ddp_parity.compare.causes.setup import param_order
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
 from ddp_parity.compare.findings import Finding
+from ddp_parity.trace_files import TraceFormatError, read_validation
 from ddp_parity.watch import read_module_trace
 
 ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
@@ -150,6 +151,69 @@ def check_accumulation_sync(ctx: Context) -> Finding | None:
     )
     evidence = {f["quantity"]: ctx.both(f["a"], f["b"]), "relative": relative, "accumulate_grad_batches": k}
     return finding(ctx, GRADIENTS_ACCUMULATION_SYNC, f["step"], f["rank"], evidence, facts)
+
+
+def check_zeroed_for_validation(ctx: Context) -> Finding | None:
+    """A step whose micro-batches span a validation (recorded at the step before it), equal samples and loss,
+    another gradient norm: one side zeroed the gradients it had accumulated before validating."""
+    f = ctx.earliest
+    if f is None or f["quantity"] != "grad_norm":
+        return None
+    counts = [rec.get("micro_batches") for rec in _records_at(ctx, f["rank"], f["step"])]
+    if len(counts) != 2 or counts[0] != counts[1] or type(counts[0]) is not int or counts[0] < 2:
+        return None
+    validated = [ctx.label(s) for s in ("a", "b") if any(v.get("step") == f["step"] - 1 for v in _validations(ctx, s))]
+    if not validated:
+        return None
+    trainers = [s for s in ("a", "b") if _is_trainer(ctx.meta(s))]
+    side = ctx.label(trainers[0]) if len(trainers) == 1 else "the side that zeroes its gradients before validating"
+    other = ctx.label("b" if trainers == ["a"] else "a") if len(trainers) == 1 else "the other side"
+    evidence = {
+        "grad_norm": ctx.both(f["a"], f["b"]),
+        "micro_batches": counts[0],
+        "validation_at_step": f["step"] - 1,
+        "validated_by": validated,
+    }
+    facts = (
+        f"At step {f['step']} rank {f['rank']} consumed the same {counts[0]} micro-batches and computed the same loss "
+        f"on both sides, but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on "
+        f"{ctx.names[1]}); the step's micro-batches span a validation ({' and '.join(validated)} validated at step "
+        f"{f['step'] - 1}, after the step before)."
+    )
+    return finding(ctx, GRADIENTS_ACROSS_VALIDATION, f["step"], f["rank"], evidence, facts, side=side, other=other)
+
+
+def _records_at(ctx: Context, rank, step) -> list[dict]:
+    for ra, rb in aligned_records(ctx, rank):
+        if ra.get("step") == step:
+            return [ra, rb]
+    return []
+
+
+def _validations(ctx: Context, side: str) -> list[dict]:
+    try:
+        return read_validation(ctx.run(side))
+    except (TraceFormatError, OSError):
+        return []
+
+
+def _is_trainer(meta: dict) -> bool:
+    """A run TraceCallback recorded (it writes the Trainer's precision and checkpoint beside the facts)."""
+    return "precision" in meta and "resumed_from" in meta
+
+
+GRADIENTS_ACROSS_VALIDATION = Cause(
+    "gradients.across_validation",
+    check_zeroed_for_validation,
+    why="The micro-batches before the validation left their gradients in .grad; the step after it adds the "
+    "next ones to them on one side only: Lightning zeroes every gradient before validating "
+    "(LightningModule.on_validation_model_zero_grad), a loop that evaluates between micro-batches keeps them.",
+    fix="Treat the gradients across a validation alike: on {side}, keep them (in a LightningModule, override "
+    "on_validation_model_zero_grad to do nothing), or on {other}, zero them before validating "
+    "(optimizer.zero_grad()); better, validate only right after an optimizer step.",
+    doc="A step's micro-batches span a validation and its gradient norm differs with equal samples and loss: "
+    "one side zeroed the accumulated gradients before validating (Lightning's on_validation_model_zero_grad).",
+)
 
 
 GRADIENTS_ACCUMULATION_SYNC = Cause(

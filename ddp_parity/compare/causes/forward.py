@@ -142,6 +142,14 @@ LOSS_FACTOR = Cause(
 # the module watch: one check, the kind of stage where the difference is born
 
 
+def _step_batches_equal(ctx: Context, f: dict) -> bool:
+    """Both sides recorded the step's batch digest, and it is the same."""
+    for ra, rb in aligned_records(ctx, f["rank"]):
+        if ra.get("step") == f["step"]:
+            return ra.get("batch_digest") is not None and ra.get("batch_digest") == rb.get("batch_digest")
+    return False
+
+
 def check_module(ctx: Context) -> Finding | None:
     """The module watch's finding at the first divergence decides the category whenever it names where
     the difference is born: the batch (first input differs, indices equal), a random layer, a module in
@@ -153,6 +161,8 @@ def check_module(ctx: Context) -> Finding | None:
     evidence = {"module": module}
     where = f"at step {f['step']} rank {f['rank']}, {module['phase']} of {display(module['name'])} ({module['type']})"
     if kind == "batch":
+        if _step_batches_equal(ctx, f):  # the differing input is no training batch's (a validation within the step)
+            return None
         facts = (
             f"The sample indices are equal, but {where} already receives another input: the first module's input "
             "differs, so the batch contents differ before the model."
