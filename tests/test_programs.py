@@ -17,8 +17,6 @@ TOOL_BUGS = {
     "nanogpt": "issue 36: rounds 1-2 (the recorder's crashes; sampler advice where none exists, the port's ranks "
     "sharing data unnamed) are fixed in the tool; the port's later rounds (a seed offset by rank, the order of "
     "its random draws) are not done yet",
-    "hf_accelerate": "issue 36: round 1 (param groups read after the scheduler's first step) is fixed in the tool; "
-    "round 3 (the 1-vs-2 micro-batches of step 1 unnamed) is not",
 }
 
 

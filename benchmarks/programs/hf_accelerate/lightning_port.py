@@ -26,15 +26,28 @@ EVAL_BATCH_SIZE = 32
 
 
 class LitClassifier(L.LightningModule):
-    def __init__(self, lr: float = 2e-5, num_warmup_steps: int = 100):
+    def __init__(self, lr: float = 2e-5, num_warmup_steps: int = 100, accumulate: int = 1):
         super().__init__()
         self.save_hyperparameters()
         self.model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased", return_dict=True)
         self.metric = AccuracyMetric()
+        self.automatic_optimization = False
         self.last_validation = None
 
     def training_step(self, batch, batch_idx):
-        return self.model(**batch).loss
+        # round 3 (docs/programs.md): nlp_example steps at `step % n == 0`, after the first micro-batch alone
+        # and then every n, across epochs; accumulate_grad_batches steps after n. The loop's boundaries, by hand
+        loss = self.model(**batch).loss / self.hparams.accumulate
+        self.manual_backward(loss)
+        if batch_idx % self.hparams.accumulate == 0:
+            optimizer = self.optimizers()
+            optimizer.step()
+            self.lr_schedulers().step()  # once per optimizer step, as the loop does
+            optimizer.zero_grad()
+        return loss
+
+    def on_validation_model_zero_grad(self):
+        pass  # round 5: the loop keeps the gradients it accumulated across its evaluation; Lightning zeroes them
 
     def validation_step(self, batch, batch_idx):
         predictions = self.model(**batch).logits.argmax(dim=-1)
@@ -48,6 +61,7 @@ class LitClassifier(L.LightningModule):
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr)
+        # the loop's schedule length: micro-batches per epoch times epochs (len(train_dataloader) * num_epochs)
         scheduler = get_linear_schedule_with_warmup(
             optimizer, self.hparams.num_warmup_steps, self.trainer.estimated_stepping_batches
         )
@@ -94,7 +108,6 @@ def main():
         accelerator="cpu",
         devices=2,
         max_epochs=args.num_epochs,
-        accumulate_grad_batches=accumulate,
         callbacks=[TraceCallback(args.run_dir, config=config)],  # parity
         logger=False,
         enable_checkpointing=False,
@@ -103,7 +116,7 @@ def main():
         num_sanity_val_steps=0,
         use_distributed_sampler=False,
     )
-    model = LitClassifier(lr=config["lr"])
+    model = LitClassifier(lr=config["lr"], accumulate=accumulate)
     model.train_dataloader = train  # built in fit, after the process group
     trainer.fit(model, val_dataloaders=val)
 

@@ -111,6 +111,7 @@ def training_function(config, args):
     model, optimizer, train_dataloader, eval_dataloader = accelerator.prepare(
         model, optimizer, train_dataloader, eval_dataloader
     )
+    recorder.watch(model.module)  # parity: the module watch (round 4: what the diagnosis asked for)
 
     # Instantiate learning rate scheduler after preparing the training dataloader as the prepare method
     # may change its length.
