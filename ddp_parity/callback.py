@@ -55,8 +55,15 @@ class TraceCallback(L.Callback):
     # -- lifecycle ------------------------------------------------------------------------
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        # before the strategy wraps the model in DDP (and broadcasts rank 0's weights)
-        self._init_params_sha256 = params_sha256(pl_module)
+        # before the strategy wraps the model in DDP (and broadcasts rank 0's weights); a module that builds
+        # its layers in configure_model has none yet here: its digest is taken at on_fit_start instead
+        has_state = next(iter(pl_module.state_dict()), None) is not None
+        self._init_params_sha256 = params_sha256(pl_module) if has_state else None
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # configure_model has run: rank 0's weights (DDP has broadcast them), the initial weights all the same
+        if getattr(self, "_init_params_sha256", None) is None:
+            self._init_params_sha256 = params_sha256(pl_module)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         run_dir = Path(self.run_dir or trainer.default_root_dir)

@@ -162,3 +162,32 @@ def test_error_file_names_the_failing_rank_under_lightnings_launcher(tmp_path):
 
 if __name__ == "__main__":
     fit(Path(sys.argv[1]), devices=2, strategy="ddp", fail_rank=1)
+
+
+class BuiltInConfigureModel(L.LightningModule):
+    """Its layer is built in configure_model, after the callbacks' setup (nanoGPT's port seeds there)."""
+
+    def configure_model(self):
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def test_initial_digest_of_a_model_built_in_configure_model(tmp_path):
+    """Issue 36 (nanoGPT's port): setup ran before configure_model and recorded the digest of no
+    parameters at all (sha256 of nothing) as the initial weights."""
+    from ddp_parity.fingerprints import params_sha256
+
+    torch.manual_seed(0)
+    module = BuiltInConfigureModel()
+    torch.manual_seed(0)
+    expected = params_sha256(torch.nn.Linear(4, 1))
+    torch.manual_seed(0)
+    quiet_trainer(TraceCallback(str(tmp_path / "run")), devices=1, max_steps=1).fit(module, loader())
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["ranks"][0]["init_params_sha256"] == expected
