@@ -515,3 +515,23 @@ def test_gradients_accumulated_across_a_validation_and_zeroed_on_one_side_are_na
         (run / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 8, "val_loss": 1.5}) + "\n")
     _, d = run_diagnosis(a, b)
     assert d["kind"] != "gradients.across_validation"
+
+
+def test_an_iterable_datasets_loader_against_batches_drawn_by_hand_names_the_base_seed_draw(tmp_path):
+    """Issue 36 (nanoGPT's port): the port's IterableDataset drew its windows from the global generator,
+    seeded and drawn in train.py's order, and still started one draw later: iterating a DataLoader draws
+    its workers' base seed from the global generator first. The tool said only 'drawn in the same order'."""
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    for facts in meta_a["ranks"]:
+        facts.pop("sampler", None)  # a loop that draws its batches by hand records no sampler
+    for facts in meta_b["ranks"]:
+        facts["sampler"] = {"class": "_InfiniteConstantSampler", "num_samples": None}
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_b=make_records(seed=7))
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "data_order.unrecorded", d["explanation"]
+    assert "lightning's loader reads an IterableDataset" in d["explanation"]
+    assert "DataLoader(..., generator=torch.Generator())" in d["explanation"]
+    meta_b["ranks"] = make_meta("lightning")["ranks"]  # a DistributedSampler's loader: not this mechanism
+    a, b = pair(tmp_path / "sampler", meta_a=meta_a, meta_b=meta_b, records_b=make_records(seed=7))
+    _, d = run_diagnosis(a, b)
+    assert "base seed" not in d["explanation"]

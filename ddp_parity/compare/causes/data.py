@@ -379,6 +379,15 @@ def check_samples(ctx: Context) -> Finding | None:
     if unrecorded:
         # every sentence rests on a record: a side without a sampler record cannot be said to agree
         evidence["sampler_unrecorded"] = unrecorded
+        streams = [ctx.label(s) for s in ("a", "b") if _sampling_mechanism(ctx, s) == "iterable"]
+        if streams:
+            facts += (
+                f" {' and '.join(streams)}'s loader reads an IterableDataset (the recorded sampler is "
+                "_InfiniteConstantSampler): each time such a DataLoader is iterated it first draws one number from "
+                "the global generator (its workers' base seed), so a dataset that draws its samples from the global "
+                "generator starts one draw later than a loop that draws them by hand: give that DataLoader a "
+                "generator of its own (DataLoader(..., generator=torch.Generator())) to leave the global one alone."
+            )
         return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=" and ".join(unrecorded))
     sampler = _sampler_differences(ctx)
     if sampler:
