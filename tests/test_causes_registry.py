@@ -24,7 +24,7 @@ KINDS = {
     *("param_groups.class", "init", "resume", "recording", "step_count", "step_count.empty", "set_epoch"),
     *("step_count.validation", "step_count.state_names"),
     *("data_order", "data_order.shared", "data_order.unrecorded", "data_pipeline", "optimizer.stale_params"),
-    *("data_order.ahead", "data_order.accumulation", "gradients.across_validation"),
+    *("data_order.ahead", "data_order.accumulation", "gradients.across_validation", "data_order.evaluation"),
     *("reduction_order.sharding",),
     *("gradients.accumulation_sync", "module_state", "rng", "numerics.module", "numerics", "loss"),
     *("reduction_order", "gradients.factor", "gradients", "optimizer.lr", "optimizer", "buffers.replicas"),

@@ -535,3 +535,22 @@ def test_an_iterable_datasets_loader_against_batches_drawn_by_hand_names_the_bas
     a, b = pair(tmp_path / "sampler", meta_a=meta_a, meta_b=meta_b, records_b=make_records(seed=7))
     _, d = run_diagnosis(a, b)
     assert "base seed" not in d["explanation"]
+
+
+def test_samples_apart_on_the_evaluating_rank_alone_name_the_evaluations_draws(tmp_path):
+    """Issue 36 (nanoGPT's round 4): raw's rank 0 evaluates at iteration 0 with batches drawn from the
+    training's generator; rank 1 matched at every step, rank 0 drew other windows from step 1 on. The tool
+    said 'other samples' and repeated the previous round's base-seed advice."""
+    records_a = make_records()
+    for record in records_a[0]:
+        record["indices"] = [i + DATASET for i in record["indices"]]  # rank 0's draws moved on raw
+    a, b = pair(tmp_path, records_a=records_a)
+    (a / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 0, "val_loss": 4.25}) + "\n")
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"], d["rank"]) == ("data_order.evaluation", 1, 0), d["explanation"]
+    assert d["evidence"]["validation_steps_one_side"] == {"side": "raw", "steps": [0]}
+    assert d["evidence"]["ranks_equal_throughout"] == [1]
+    assert "raw validated at step(s) 0, before step 1" in d["explanation"]
+    (a / "validation.jsonl").unlink()  # no evaluation on one side: other samples, nothing said of one
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] != "data_order.evaluation"

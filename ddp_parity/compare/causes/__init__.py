@@ -43,6 +43,7 @@ CAUSES: tuple[Cause, ...] = (
     data.SET_EPOCH,
     data.DATA_ACCUMULATION,
     data.DATA_AHEAD,
+    data.DATA_EVALUATION,
     data.DATA_SHARED,
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,

@@ -23,6 +23,7 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
+from ddp_parity.trace_files import TraceFormatError, read_validation
 
 # ---------------------------------------------------------------------------------------------
 # resume
@@ -367,6 +368,18 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["relation"] = ahead.to_json()
         facts += f" {ahead.sentence}"
         return finding(ctx, DATA_AHEAD, step, rank, evidence, facts, side=ahead.side, k=ahead.value)
+    evaluated = _evaluated_before_on_one_side(ctx, rank, step)
+    if evaluated is not None:
+        side, steps, equal_ranks = evaluated
+        evidence["validation_steps_one_side"] = {"side": ctx.label(side), "steps": steps}
+        evidence["ranks_equal_throughout"] = equal_ranks
+        facts += (
+            f" Only rank {rank}'s samples differ: rank(s) {', '.join(map(str, equal_ranks))} consumed the same samples "
+            f"at every step on both sides. {ctx.label(side)} validated at step(s) {', '.join(map(str, steps))}, "
+            f"before step {step}, and the other side did not."
+        )
+        values = {"side": ctx.label(side), "rank": rank}
+        return finding(ctx, DATA_EVALUATION, step, rank, evidence, facts, **values)
     shared = _shared_across_ranks(ctx, step)
     if shared is not None:
         side, ranks = shared
@@ -406,6 +419,37 @@ def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:
     zero = all(r.get("grad_norm") == 0 for r in (ra, rb)) and ra.get("lr") == rb.get("lr")
     digests = ra.get("param_digest"), rb.get("param_digest")
     return zero and None not in digests and digests[0] != digests[1]
+
+
+def _evaluated_before_on_one_side(ctx: Context, rank, step) -> tuple[str, list, list] | None:
+    """(side, steps, ranks): one side alone validated before `step`, and every rank but `rank` consumed
+    the same samples at every step on both sides (the evaluating rank's draws alone moved)."""
+    steps = {s: {v.get("step") for v in _validations(ctx.run(s))} for s in ("a", "b")}
+    before = {s: sorted(x for x in steps[s] - steps[_other(s)] if isinstance(x, int) and x < step) for s in steps}
+    sides = [s for s in ("a", "b") if before[s]]
+    world = ctx.meta("a").get("world_size")
+    if len(sides) != 1 or not isinstance(world, int) or world < 2:
+        return None
+    equal = [r for r in range(world) if r != rank and _samples_equal_throughout(ctx, r)]
+    if len(equal) != world - 1:
+        return None
+    return sides[0], before[sides[0]], equal
+
+
+def _other(side: str) -> str:
+    return "b" if side == "a" else "a"
+
+
+def _validations(run) -> list[dict]:
+    try:
+        return read_validation(run)
+    except (TraceFormatError, OSError):
+        return []
+
+
+def _samples_equal_throughout(ctx: Context, rank) -> bool:
+    pairs = [comparable_samples(ra, rb) for ra, rb in aligned_records(ctx, rank)]
+    return bool(pairs) and all(a is not None and identical(a, b) for a, b in pairs)
 
 
 def _micro_batch_counts(ctx: Context, rank, step) -> dict | None:
@@ -539,6 +583,18 @@ DATA_ACCUMULATION = Cause(
     "(in a LightningModule, an optimizer_step that runs the closure and steps only at the loop's boundaries).",
     doc="A step accumulated another number of micro-batches on each side (recorded `micro_batches`): the "
     "accumulation boundaries differ.",
+)
+DATA_EVALUATION = Cause(
+    "data_order.evaluation",
+    check_samples,
+    why="An evaluation that draws its batches from the generator the training draws from (nanoGPT's "
+    "estimate_loss calls get_batch, as training does) advances it on the rank that evaluates: that rank's later "
+    "training batches are other draws, while the ranks that did not evaluate draw the same as before.",
+    fix="Evaluate at the same steps on both sides, drawing from the same generator in the same order (on the "
+    "side that did not, an evaluation on rank {rank} where {side} evaluates that draws the same batches), or draw "
+    "the evaluation's batches from a generator of its own on both sides.",
+    doc="Samples differ on the ranks that validated on one side only (the others equal throughout): the "
+    "evaluation drew from the training's generator.",
 )
 DATA_AHEAD = Cause(
     "data_order.ahead",
