@@ -12,6 +12,7 @@ import json
 import numbers
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,56 @@ def json_type(value) -> str:
     return names.get(type(value), "a number")
 
 
+# meta.json keys and the JSON types they must have when present
+META_TYPES = {
+    "side": str,
+    "world_size": int,
+    "config": dict,
+    "ranks": list,
+    "versions": dict,
+    "optimizer": dict,
+    "attempts": list,
+    "replicas_identical": bool,
+    "resumed_from_step": (int, type(None)),
+}
+RANK_FACTS = ("torch_flags", "arithmetic", "env", "world", "sampler", "buffers_sha256")  # objects when present
+
+
+def load_meta(run_dir: str | os.PathLike) -> dict:
+    """meta.json of a run, its types checked: `malformed trace: FILE, `KEY`: ...` (one line)."""
+    meta = read_meta(run_dir)
+    check_meta_types(Path(run_dir) / META_FILE, meta)
+    return meta
+
+
+def check_meta_types(path, meta: dict) -> None:
+    for key, types in META_TYPES.items():
+        if key in meta and not _has_type(meta[key], types):
+            raise malformed(path, None, key, f"must be {_type_name(types)}, got {json_type(meta[key])}")
+    for r, facts in enumerate(meta.get("ranks") or []):
+        if not isinstance(facts, dict):
+            raise malformed(path, None, f"ranks[{r}]", f"must be an object, got {json_type(facts)}")
+        for key in RANK_FACTS:
+            if key in facts and not isinstance(facts[key], dict):
+                raise malformed(path, None, f"ranks[{r}].{key}", f"must be an object, got {json_type(facts[key])}")
+
+
+def _has_type(value, types) -> bool:
+    """JSON types; an integer must also fit in 64 bits (a count, a step, a world size)."""
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool):
+        return bool in types
+    if type(value) is int and int in types:
+        return -MAX_STEP <= value <= MAX_STEP
+    return isinstance(value, types)
+
+
+def _type_name(types) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    names = {str: "a string", int: "an integer", dict: "an object", list: "a list", bool: "a boolean"}
+    return " or ".join(names.get(t, "null") for t in types)
+
+
 def trace_ranks(run_dir: str | os.PathLike) -> list[int]:
     folder = Path(run_dir) / TRACE_DIR
     ranks = sorted(int(p.stem[4:]) for p in folder.glob("rank*.jsonl") if p.stem[4:].isdigit())
@@ -373,3 +424,48 @@ def last_complete_record(path: Path, tail_bytes: int = 1 << 16) -> dict | None:
             if complete_step(line) is not None:
                 return json.loads(line)
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# a run's files read in one place
+
+
+@dataclass
+class RunFiles:
+    """What a comparison reads of one run, read once: meta.json (types checked), the rank numbers,
+    validation.jsonl, and each rank's records as a stream opened only when first iterated (a huge
+    trace is never held). A file that could not be read leaves its error here instead (`*_error`),
+    for the reader of that part to raise, or, comparing a crashed run, to report."""
+
+    path: Path
+    name: str  # the run as it was given, for messages
+    meta: dict | None = None
+    meta_error: Exception | None = None
+    ranks: list[int] = field(default_factory=list)
+    ranks_error: Exception | None = None
+    validation: list[dict] = field(default_factory=list)
+    validation_error: Exception | None = None
+    streams: dict[int, Iterator[dict]] = field(default_factory=dict)
+
+
+def read_run(run_dir: str | os.PathLike, tolerant: bool = False) -> RunFiles:
+    """A run's files (RunFiles). A meta.json that cannot be read raises TraceFormatError (OSError)
+    unless `tolerant` (a crashed or stopped run); what is wrong in the other files is kept in the
+    value, raised where that file is used."""
+    run = RunFiles(Path(run_dir), str(run_dir))
+    try:
+        run.meta = load_meta(run_dir)
+    except (TraceFormatError, OSError) as err:
+        if not tolerant:
+            raise
+        run.meta_error = err
+    try:
+        run.ranks = trace_ranks(run_dir)
+    except (TraceFormatError, OSError) as err:
+        run.ranks_error = err
+    try:
+        run.validation = read_validation(run_dir)
+    except (TraceFormatError, OSError) as err:
+        run.validation_error = err
+    run.streams = {rank: iter_records(run_dir, rank) for rank in run.ranks}
+    return run

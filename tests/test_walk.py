@@ -10,8 +10,7 @@ import pytest
 import torch
 from test_comparator import LOSSES, PARAMS, make_run
 
-from ddp_parity import compare_traces
-from ddp_parity.compare import walk as walk_module
+from ddp_parity import compare_traces, trace_files
 from ddp_parity.compare.walk import Criterion, identical
 from ddp_parity.trace import TraceFormatError
 
@@ -70,13 +69,13 @@ def test_an_equivalent_pair_reads_each_trace_once(tmp_path, monkeypatch):
     a = make_run(tmp_path / "a", LOSSES, PARAMS)
     b = make_run(tmp_path / "b", LOSSES, {k: v.clone() for k, v in PARAMS.items()})
     opened = []
-    real = walk_module.iter_records
+    real = trace_files.iter_records  # every trace is opened where a run's files are read (read_run)
 
     def counting(run, rank, *args, **kwargs):
         opened.append((str(run), rank))
         return real(run, rank, *args, **kwargs)
 
-    monkeypatch.setattr(walk_module, "iter_records", counting)
+    monkeypatch.setattr(trace_files, "iter_records", counting)
     report = compare_traces(a, b)
     assert report["verdict"] == "equivalent" and report["diagnosis"]["category"] == "equivalent"
     assert sorted(opened) == sorted({(str(a), 0), (str(a), 1), (str(b), 0), (str(b), 1)})

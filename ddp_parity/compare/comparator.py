@@ -27,65 +27,17 @@ from ddp_parity.compare.walk import (
 )
 from ddp_parity.trace_files import (
     FINAL_PARAMS_FILE,
-    MAX_STEP,
     META_FILE,
+    RunFiles,
     TraceFormatError,
-    iter_records,
-    json_type,
-    malformed,
-    read_meta,
-    read_validation,
-    trace_ranks,
+    load_meta,
+    read_run,
 )
 
-__all__ = ["Criterion", "Comparison", "compare_runs", "compare_to_reference", "match_keys"]
+__all__ = ["Criterion", "Comparison", "compare_runs", "compare_to_reference", "load_meta", "match_keys"]
 
-# meta.json keys and the JSON types they must have when present
-META_TYPES = {
-    "side": str,
-    "world_size": int,
-    "config": dict,
-    "ranks": list,
-    "versions": dict,
-    "optimizer": dict,
-    "attempts": list,
-    "replicas_identical": bool,
-    "resumed_from_step": (int, type(None)),
-}
 # without these a run's setup cannot be checked: such a run is never called equivalent
 REQUIRED_META = ("side", "world_size")
-
-
-def load_meta(run) -> dict:
-    """meta.json of a run, its types checked: `malformed trace: FILE, `KEY`: ...` (one line)."""
-    path = Path(run) / META_FILE
-    meta = read_meta(run)
-    for key, types in META_TYPES.items():
-        if key in meta and not _has_type(meta[key], types):
-            raise malformed(path, None, key, f"must be {_type_name(types)}, got {json_type(meta[key])}")
-    for r, facts in enumerate(meta.get("ranks") or []):
-        if not isinstance(facts, dict):
-            raise malformed(path, None, f"ranks[{r}]", f"must be an object, got {json_type(facts)}")
-        for key in ("torch_flags", "arithmetic", "env", "world", "sampler", "buffers_sha256"):
-            if key in facts and not isinstance(facts[key], dict):
-                raise malformed(path, None, f"ranks[{r}].{key}", f"must be an object, got {json_type(facts[key])}")
-    return meta
-
-
-def _has_type(value, types) -> bool:
-    """JSON types; an integer must also fit in 64 bits (a count, a step, a world size)."""
-    types = types if isinstance(types, tuple) else (types,)
-    if isinstance(value, bool):
-        return bool in types
-    if type(value) is int and int in types:
-        return -MAX_STEP <= value <= MAX_STEP
-    return isinstance(value, types)
-
-
-def _type_name(types) -> str:
-    types = types if isinstance(types, tuple) else (types,)
-    names = {str: "a string", int: "an integer", dict: "an object", list: "a list", bool: "a boolean"}
-    return " or ".join(names.get(t, "null") for t in types)
 
 
 def missing_meta(meta: dict | None) -> list[str]:
@@ -184,39 +136,36 @@ def compare_runs(
     `exact_only`: the per-step float quantities, validation and final parameters left out (what
     rounding moves, judged against noise under --tolerance noise)."""
     result = Comparison(str(run_a), str(run_b), criterion or Criterion())
-    for side, run in (("a", run_a), ("b", run_b)):
-        try:
-            result.metas[side] = load_meta(run)
-        except (TraceFormatError, OSError) as err:
-            if not tolerant:
-                raise
-            result.metas[side], result.meta_errors[side] = None, str(err)
-    for side, run in (("a", run_a), ("b", run_b)):
-        lacking = missing_meta(result.metas[side]) if result.metas[side] is not None else []
+    runs = {side: read_run(run, tolerant=tolerant) for side, run in (("a", run_a), ("b", run_b))}
+    for side, run in runs.items():
+        result.metas[side] = run.meta
+        if run.meta_error is not None:
+            result.meta_errors[side] = str(run.meta_error)
+    for run in runs.values():
+        lacking = missing_meta(run.meta) if run.meta is not None else []
         if lacking:
-            result.problems.append(
-                f"{Path(run) / META_FILE} lacks {', '.join(lacking)}: the run's setup cannot be checked"
-            )
-    result.walk = walk_runs(run_a, run_b, result.criterion, tolerant=tolerant, exact_only=exact_only)
+            lacks = f"{run.path / META_FILE} lacks {', '.join(lacking)}"
+            result.problems.append(f"{lacks}: the run's setup cannot be checked")
+    result.walk = walk_runs(runs["a"], runs["b"], result.criterion, tolerant=tolerant, exact_only=exact_only)
     if not exact_only:
-        compare_validation(run_a, run_b, result, tolerant)
-        compare_params(run_a, run_b, result, key_map)
+        compare_validation(runs["a"], runs["b"], result, tolerant)
+        compare_params(runs["a"], runs["b"], result, key_map)
     return result
 
 
-def compare_validation(run_a, run_b, result: Comparison, tolerant: bool = False) -> None:
-    try:
-        val_a, val_b = read_validation(run_a), read_validation(run_b)
-    except TraceFormatError:
-        if not tolerant:
-            raise
-        return
+def compare_validation(run_a: RunFiles, run_b: RunFiles, result: Comparison, tolerant: bool = False) -> None:
+    for run in (run_a, run_b):
+        if run.validation_error is not None:
+            if not tolerant or not isinstance(run.validation_error, TraceFormatError):
+                raise run.validation_error
+            return
+    val_a, val_b = run_a.validation, run_b.validation
     # paired by the step they validated at, never by position: an evaluation at step 0 on one side only
     # must not be held against the other side's first one at step 20
     by_step_a, by_step_b = _validation_by_step(val_a), _validation_by_step(val_b)
     for run, steps in (
-        (run_a, [s for s in by_step_a if s not in by_step_b]),
-        (run_b, [s for s in by_step_b if s not in by_step_a]),
+        (run_a.name, [s for s in by_step_a if s not in by_step_b]),
+        (run_b.name, [s for s in by_step_b if s not in by_step_a]),
     ):
         if steps:
             result.problems.append(f"validation at step(s) {', '.join(map(str, steps))} recorded by {run} only")
@@ -224,7 +173,7 @@ def compare_validation(run_a, run_b, result: Comparison, tolerant: bool = False)
         recs_b = by_step_b.get(step, [])
         if recs_b and len(recs_a) != len(recs_b):
             result.problems.append(
-                f"{len(recs_a)} validation results at step {step} in {run_a} but {len(recs_b)} in {run_b}"
+                f"{len(recs_a)} validation results at step {step} in {run_a.name} but {len(recs_b)} in {run_b.name}"
             )
         for rec_a, rec_b in zip(recs_a, recs_b):
             _compare_validation_pair(rec_a, rec_b, result)
@@ -338,8 +287,8 @@ class SafetensorsReader:
         self.file.close()
 
 
-def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 1 << 20) -> None:
-    path_a, path_b = Path(run_a) / FINAL_PARAMS_FILE, Path(run_b) / FINAL_PARAMS_FILE
+def compare_params(run_a: RunFiles, run_b: RunFiles, result: Comparison, key_map=None, chunk: int = 1 << 20) -> None:
+    path_a, path_b = run_a.path / FINAL_PARAMS_FILE, run_b.path / FINAL_PARAMS_FILE
     missing = [path for path in (path_a, path_b) if not path.is_file()]
     for path in missing:
         result.problems.append(f"{path}: no final parameters (did the run finish?)")
@@ -351,7 +300,9 @@ def compare_params(run_a, run_b, result: Comparison, key_map=None, chunk: int = 
         only_a, only_b = pairs.pop("__only_a__"), pairs.pop("__only_b__")
         result.params_only_in = {"a": only_a, "b": only_b}
         if only_a or only_b:
-            result.problems.append(f"parameters on one side only: {only_a[:5]} in {run_a}; {only_b[:5]} in {run_b}")
+            result.problems.append(
+                f"parameters on one side only: {only_a[:5]} in {run_a.name}; {only_b[:5]} in {run_b.name}"
+            )
         for name, (key_a, key_b) in sorted(pairs.items()):
             (dtype_a, shape_a), (dtype_b, shape_b) = fa.dtype_and_shape(key_a), fb.dtype_and_shape(key_b)
             if shape_a != shape_b or dtype_a != dtype_b:
@@ -398,15 +349,16 @@ def run_labels(comparison: Comparison, labels=None) -> tuple[str, str]:
 # a DDP run against its one-process reference (raw/reference.py)
 
 
-def merged_records(run_dir) -> Iterator[dict]:
+def merged_records(run: RunFiles) -> Iterator[dict]:
     """A DDP run's ranks merged step by step into what one process training on the global batch
     records: indices concatenated in rank order, the loss as the mean of the ranks' losses (summed in
     float32 in rank order, as the reference sums them), rank 0's gradient norm and learning rate, and
     no batch digest."""
-    ranks = trace_ranks(run_dir)
-    for records in zip_longest(*(iter_records(run_dir, r) for r in ranks)):
+    if run.ranks_error is not None:
+        raise run.ranks_error
+    for records in zip_longest(*run.streams.values()):
         if any(r is None for r in records):
-            raise TraceFormatError(f"{run_dir}: ranks recorded different numbers of steps")
+            raise TraceFormatError(f"{run.name}: ranks recorded different numbers of steps")
         total = np.float32(0)
         for record in records:
             total = np.float32(total + np.float32(record["loss"]))
@@ -420,15 +372,25 @@ def merged_records(run_dir) -> Iterator[dict]:
         yield merged
 
 
+def one_process_records(run: RunFiles) -> Iterator[dict]:
+    """The one-process reference's records (rank 0's)."""
+    if run.ranks_error is not None:
+        raise run.ranks_error
+    if 0 not in run.streams:
+        raise TraceFormatError(f"{run.path}: no rank0.jsonl trace file")
+    yield from run.streams[0]
+
+
 def compare_to_reference(
     ddp_run, reference_run, criterion: Criterion, key_map: Callable[[str], str] | None = None
 ) -> Comparison:
     """Compare a DDP run with the one-process reference. Not bitwise (float sums in another
     order): the report gives the measured differences, the verdict the given tolerance."""
     result = Comparison(str(ddp_run), str(reference_run), criterion)
-    result.metas = {"a": load_meta(ddp_run), "b": load_meta(reference_run)}
-    streams = {"a": {"all": merged_records(ddp_run)}, "b": {"all": iter_records(reference_run, 0)}}
+    ddp, reference = read_run(ddp_run), read_run(reference_run)
+    result.metas = {"a": ddp.meta, "b": reference.meta}
+    streams = {"a": {"all": merged_records(ddp)}, "b": {"all": one_process_records(reference)}}
     result.walk = walk_streams(streams, criterion, names={"a": str(ddp_run), "b": str(reference_run)})
-    compare_validation(ddp_run, reference_run, result)
-    compare_params(ddp_run, reference_run, result, key_map)
+    compare_validation(ddp, reference, result)
+    compare_params(ddp, reference, result, key_map)
     return result

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ddp_parity.compare.comparator import merged_records
 from ddp_parity.sketch import relative_distance
-from ddp_parity.trace_files import iter_records, read_meta, trace_ranks
+from ddp_parity.trace_files import RunFiles, read_run
 
 # how far past the controls' envelope a distance must go to be called a difference
 FACTOR = 10.0
@@ -80,20 +80,28 @@ def relative(a, b) -> float:
     return abs(a - b) / scale if math.isfinite(scale) else math.inf
 
 
-def last_records(run, merged: bool = False) -> dict[int, dict[int, dict]]:
+def as_run(run) -> RunFiles:
+    """A run's files: read here where a path is given, as they are where they were read already."""
+    return run if isinstance(run, RunFiles) else read_run(run)
+
+
+def last_records(run: RunFiles, merged: bool = False) -> dict[int, dict[int, dict]]:
     """step -> rank -> record; a step recorded twice (a restart) counts as it was last recorded.
     `merged`: a DDP run's ranks as one process on the global batch records them (rank 0; --reference)."""
     if merged:
         return {record["step"]: {0: record} for record in merged_records(run)}
+    if run.ranks_error is not None:
+        raise run.ranks_error
     out: dict[int, dict[int, dict]] = {}
-    for rank in trace_ranks(run):
-        for record in iter_records(run, rank):
+    for rank, stream in run.streams.items():
+        for record in stream:
             out.setdefault(record["step"], {})[rank] = record
     return out
 
 
 def layer_names(run) -> list[str]:
-    return list((read_meta(run).get("layers") or {}).get("names") or [])
+    """The recorded layers' names of a run (its files, or its path)."""
+    return list((as_run(run).meta.get("layers") or {}).get("names") or [])
 
 
 def step_quantities(a: dict, b: dict, names: list[str]) -> dict[str, float]:
@@ -117,6 +125,7 @@ def measure(run_a, run_b, merge_a: bool = False) -> Distances:
     """Per step both runs recorded (on the ranks both recorded), each quantity's distance. The state
     is the parameters' largest layer distance, or where no sketch was recorded their digest's.
     `merge_a`: run a is a DDP run measured against a one-process reference (run b)."""
+    run_a, run_b = as_run(run_a), as_run(run_b)
     names = layer_names(run_a)
     records_a, records_b = last_records(run_a, merged=merge_a), last_records(run_b)
     steps = sorted(set(records_a) & set(records_b))
@@ -210,9 +219,11 @@ def _group(quantity: str) -> str:
     return quantity.split(" ")[0]
 
 
-def first_records(run) -> tuple[int | None, dict[int, dict]]:
+def first_records(run: RunFiles) -> tuple[int | None, dict[int, dict]]:
     """The first step a run recorded and each rank's record of it (None, {} for no step)."""
-    firsts = {rank: next(iter_records(run, rank), None) for rank in trace_ranks(run)}
+    if run.ranks_error is not None:
+        raise run.ranks_error
+    firsts = {rank: next(stream, None) for rank, stream in run.streams.items()}
     firsts = {rank: record for rank, record in firsts.items() if record is not None}
     step = min((record["step"] for record in firsts.values()), default=None)
     return step, {rank: record for rank, record in firsts.items() if record["step"] == step}
@@ -221,6 +232,7 @@ def first_records(run) -> tuple[int | None, dict[int, dict]]:
 def first_step_distance(run_a, run_b) -> float | None:
     """The largest distance of any quantity at the first step, over the ranks; None where the two
     runs did not start at the same step."""
+    run_a, run_b = as_run(run_a), as_run(run_b)
     (step_a, a), (step_b, b) = first_records(run_a), first_records(run_b)
     if step_a is None or step_a != step_b:
         return None

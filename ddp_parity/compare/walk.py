@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ddp_parity.fingerprints import digest_indices
-from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks
+from ddp_parity.trace_files import RunFiles, TraceFormatError, iter_records
 
 # per-step quantities in causal order: what a step consumed (which samples, what they held), what
 # it computed, what it applied
@@ -278,26 +278,24 @@ class WalkResult:
         }
 
 
-def trace_streams(run, tolerant: bool, unreadable: list) -> dict:
+def trace_streams(run: RunFiles, tolerant: bool, unreadable: list) -> dict:
     """rank -> record iterator of one run. Tolerant: a missing or cut-off trace ends there (a
     crashed run); otherwise it raises TraceFormatError."""
-    try:
-        ranks = trace_ranks(run)
-    except (TraceFormatError, OSError) as err:
+    if run.ranks_error is not None:
         if not tolerant:
-            raise
-        unreadable.append(str(err))
+            raise run.ranks_error
+        unreadable.append(str(run.ranks_error))
         return {}
 
-    def records(rank):
+    def records(stream):
         try:
-            yield from iter_records(run, rank)
+            yield from stream
         except (TraceFormatError, OSError) as err:
             if not tolerant:
                 raise
             unreadable.append(str(err))
 
-    return {r: records(r) for r in ranks}
+    return {rank: records(stream) for rank, stream in run.streams.items()}
 
 
 # the per-step quantities that rounding moves (`exact_only` walks leave them out; --tolerance noise judges
@@ -311,14 +309,16 @@ def without_floats(record: dict) -> dict:
     return {**{k: v for k, v in record.items() if k not in FLOATS}, "loss": 0.0}
 
 
-def walk_runs(run_a, run_b, criterion: Criterion, tolerant: bool = False, exact_only: bool = False) -> WalkResult:
+def walk_runs(
+    run_a: RunFiles, run_b: RunFiles, criterion: Criterion, tolerant: bool = False, exact_only: bool = False
+) -> WalkResult:
     """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
     first divergence is the first difference in what no rounding can move."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
     if exact_only:
         streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
-    result = walk_streams(streams, criterion, names={"a": str(run_a), "b": str(run_b)})
+    result = walk_streams(streams, criterion, names={"a": run_a.name, "b": run_b.name})
     result.unreadable = unreadable
     return result
 
