@@ -52,17 +52,18 @@ config = {k: globals()[k] for k in config_keys}
 
 
 class RandomWindows(IterableDataset):
-    """Endless random windows of block_size tokens, as get_batch draws them."""
+    """Endless batches of random windows of block_size tokens, drawn as get_batch draws them (round 2,
+    docs/programs.md: one torch.randint per batch from the global generator, as train.py draws)."""
 
-    def __init__(self, path: str, block_size: int):
-        self.path, self.block_size = path, block_size
+    def __init__(self, path: str, block_size: int, batch_size: int):
+        self.path, self.block_size, self.batch_size = path, block_size, batch_size
 
     def __iter__(self):
-        data = np.memmap(self.path, dtype=np.uint16, mode="r")
         while True:
-            i = torch.randint(len(data) - self.block_size, (1,)).item()
-            x = torch.from_numpy(data[i : i + self.block_size].astype(np.int64))
-            y = torch.from_numpy(data[i + 1 : i + 1 + self.block_size].astype(np.int64))
+            data = np.memmap(self.path, dtype=np.uint16, mode="r")
+            ix = torch.randint(len(data) - self.block_size, (self.batch_size,))
+            x = torch.stack([torch.from_numpy(data[i : i + self.block_size].astype(np.int64)) for i in ix])
+            y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + self.block_size].astype(np.int64)) for i in ix])
             yield x, y
 
 
@@ -80,7 +81,13 @@ class LitGPT(L.LightningModule):
     def __init__(self, model_args: dict):
         super().__init__()
         self.save_hyperparameters()
-        self.model = GPT(GPTConfig(**model_args))
+        self.model_args = model_args
+
+    def configure_model(self):
+        # rounds 1-2 (docs/programs.md): each rank seeds 1337 + rank, then builds the model, then draws its
+        # batches from the same generator, in train.py's order
+        torch.manual_seed(1337 + self.global_rank)
+        self.model = GPT(GPTConfig(**self.model_args))
 
     def training_step(self, batch, batch_idx):
         X, Y = batch
@@ -105,8 +112,10 @@ def main():
     model_args = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, bias=bias, dropout=dropout)
     model_args["vocab_size"] = 65 if os.path.exists(os.path.join(data_dir, "meta.pkl")) else 50304
     model = LitGPT(model_args)
-    train = DataLoader(RandomWindows(os.path.join(data_dir, "train.bin"), block_size), batch_size=batch_size)
-    val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size), batch_size=batch_size)
+    # round 3 (docs/programs.md): the loader's base seed drawn from a generator of its own, not the global one
+    windows = RandomWindows(os.path.join(data_dir, "train.bin"), block_size, batch_size)
+    train = DataLoader(windows, batch_size=None, generator=torch.Generator())
+    val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size, batch_size), batch_size=None)
     trainer = L.Trainer(
         strategy="ddp",
         accelerator=device if device == "cpu" else "gpu",
