@@ -136,7 +136,7 @@ def compare_runs(
     `exact_only`: the per-step float quantities, validation and final parameters left out (what
     rounding moves, judged against noise under --tolerance noise)."""
     result = Comparison(str(run_a), str(run_b), criterion or Criterion())
-    runs = {side: read_run(run, tolerant=tolerant) for side, run in (("a", run_a), ("b", run_b))}
+    runs = {"a": read_run(run_a, tolerant=tolerant), "b": read_run(run_b, tolerant=tolerant)}
     for side, run in runs.items():
         result.metas[side] = run.meta
         if run.meta_error is not None:
