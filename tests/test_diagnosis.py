@@ -554,3 +554,14 @@ def test_samples_apart_on_the_evaluating_rank_alone_name_the_evaluations_draws(t
     (a / "validation.jsonl").unlink()  # no evaluation on one side: other samples, nothing said of one
     _, d = run_diagnosis(a, b)
     assert d["kind"] != "data_order.evaluation"
+
+
+def test_one_more_step_at_the_end_with_every_shared_step_equal_is_named_as_another_stop(tmp_path):
+    """Issue 36 (nanoGPT's round 6): train.py runs max_iters + 1 iterations, the port max_steps=max_iters;
+    every step both ran matched and the tool explained the count by DistributedSampler padding."""
+    records_a = make_records()
+    records_b = {r: recs[:-1] for r, recs in make_records().items()}
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
+    assert d["kind"] == "step_count.stop", d["explanation"]
+    assert d["evidence"]["stops_later"] == {"side": "raw", "extra_steps": 1}
+    assert "DistributedSampler" not in d["advice"] and "max_steps" in d["advice"]

@@ -38,6 +38,7 @@ CAUSES: tuple[Cause, ...] = (
     setup.INIT,
     data.RESUME,
     data.RECORDED_STEP_OFFSET,
+    data.STEP_COUNT_STOP,
     data.STEP_COUNT,
     data.STEP_COUNT_EMPTY,
     data.SET_EPOCH,

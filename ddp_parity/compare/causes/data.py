@@ -294,6 +294,15 @@ def step_count_finding(ctx: Context, f: dict) -> dict:
     else:
         facts = f"The runs recorded different numbers of steps ({desc}); step {f['step']} is missing on some rank."
         uneven = [side for side, c in counts.items() if len(set(c.values())) > 1]
+        longer = _stops_later(ctx, counts)
+        if not uneven and longer is not None:
+            side, extra = longer
+            evidence["stops_later"] = {"side": ctx.label(side), "extra_steps": extra}
+            facts += (
+                f" Every step both sides ran matches ({walk.steps_equal_before} on every rank); {ctx.label(side)} ran "
+                f"{extra} more at the end on every rank: the sides stop at another step, nothing else."
+            )
+            return finding(ctx, STEP_COUNT_STOP, f.get("step"), f.get("rank"), evidence, facts, side=ctx.label(side))
         if uneven:
             facts += (
                 f" On {' and '.join(uneven)} the ranks themselves disagree, which in DDP means a rank ran more "
@@ -302,6 +311,26 @@ def step_count_finding(ctx: Context, f: dict) -> dict:
     return finding(ctx, STEP_COUNT, f.get("step"), f.get("rank"), evidence, facts)
 
 
+def _stops_later(ctx: Context, counts: dict) -> tuple[str, int] | None:
+    """(side, k): every rank of one side ran k more steps than the other's, and every step both ran matched."""
+    per_side = [list(c.values()) for c in counts.values()]
+    if any(len(set(v)) != 1 for v in per_side) or len(per_side[0]) != len(per_side[1]):
+        return None
+    n_a, n_b = per_side[0][0], per_side[1][0]
+    if n_a == n_b or ctx.walk.steps_equal_before != min(n_a, n_b):  # lock-step positions, every rank
+        return None
+    return ("a", n_a - n_b) if n_a > n_b else ("b", n_b - n_a)
+
+
+STEP_COUNT_STOP = Cause(
+    "step_count.stop",
+    check_structure,
+    why="The two runs train alike; one goes on longer: its stopping rule counts otherwise (max_steps against a "
+    "loop that runs max_iters + 1 iterations, from 0 to max_iters inclusive; max_epochs against max_steps).",
+    fix="Stop {side} at the other side's last step, or the other side at {side}'s: the same max_steps (a loop "
+    "`while True: ... iter_num += 1; if iter_num > max_iters: break` runs max_iters + 1 steps).",
+    doc="Every step both sides ran matches and one side ran more at the end on every rank: another stopping rule.",
+)
 STEP_COUNT = Cause(
     "step_count",
     check_structure,
