@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
 import platform
 import random
 import re
+import sys
 
 import numpy as np
 import torch
@@ -137,3 +139,18 @@ def set_rng_state(state: dict) -> None:
     np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
     if state["cuda"]:
         torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
+
+
+def versions() -> dict:
+    """Read from the installed distribution, not by importing Lightning: that import costs a process
+    without Lightning (a raw worker, a user's own loop) over a CPU-second. A process that has Lightning
+    loaded says the version it runs."""
+    lightning = sys.modules.get("lightning")
+    if lightning is None:
+        try:
+            lightning_version = importlib.metadata.version("lightning")
+        except importlib.metadata.PackageNotFoundError:
+            lightning_version = None
+    else:
+        lightning_version = lightning.__version__
+    return {"python": platform.python_version(), "torch": torch.__version__, "lightning": lightning_version}

@@ -16,7 +16,6 @@ and turned into numbers every `flush_every` steps.
 from __future__ import annotations
 
 import atexit
-import importlib.metadata
 import json
 import os
 import platform
@@ -32,7 +31,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ddp_parity.determinism import arithmetic_facts, torch_flags
+from ddp_parity.determinism import arithmetic_facts, torch_flags, versions
 from ddp_parity.distributed import launch_env, world_facts
 from ddp_parity.fingerprints import (  # noqa: F401  (public here too: users' loops import them from the recorder)
     StagedDigest,
@@ -98,21 +97,6 @@ INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a coun
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
-
-
-def versions() -> dict:
-    """Read from the installed distribution, not by importing Lightning: that import costs a process
-    without Lightning (a raw worker, a user's own loop) over a CPU-second. A process that has Lightning
-    loaded says the version it runs."""
-    lightning = sys.modules.get("lightning")
-    if lightning is None:
-        try:
-            lightning_version = importlib.metadata.version("lightning")
-        except importlib.metadata.PackageNotFoundError:
-            lightning_version = None
-    else:
-        lightning_version = lightning.__version__
-    return {"python": platform.python_version(), "torch": torch.__version__, "lightning": lightning_version}
 
 
 def _rank_and_world() -> tuple[int, int]:
