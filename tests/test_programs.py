@@ -13,11 +13,7 @@ from benchmarks.programs.corpus import PROGRAMS
 from benchmarks.programs.run import run_pair
 
 # program -> the tool bug that keeps its pair from EQUIVALENT today (docs/programs.md has the round)
-TOOL_BUGS = {
-    "nanogpt": "issue 36: rounds 1-2 (the recorder's crashes; sampler advice where none exists, the port's ranks "
-    "sharing data unnamed) are fixed in the tool; the port's later rounds (a seed offset by rank, the order of "
-    "its random draws) are not done yet",
-}
+TOOL_BUGS: dict[str, str] = {}
 
 
 def _case(name: str):

@@ -57,14 +57,23 @@ class RandomWindows(IterableDataset):
 
     def __init__(self, path: str, block_size: int, batch_size: int):
         self.path, self.block_size, self.batch_size = path, block_size, batch_size
+        self.after_first = None  # round 4: what runs between the first batch and the second (an evaluation)
 
     def __iter__(self):
+        first = True
         while True:
-            data = np.memmap(self.path, dtype=np.uint16, mode="r")
-            ix = torch.randint(len(data) - self.block_size, (self.batch_size,))
-            x = torch.stack([torch.from_numpy(data[i : i + self.block_size].astype(np.int64)) for i in ix])
-            y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + self.block_size].astype(np.int64)) for i in ix])
-            yield x, y
+            yield draw_windows(self.path, self.block_size, self.batch_size)
+            if first and self.after_first is not None:
+                self.after_first()
+            first = False
+
+
+def draw_windows(path: str, block_size: int, batch_size: int):
+    data = np.memmap(path, dtype=np.uint16, mode="r")
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    x = torch.stack([torch.from_numpy(data[i : i + block_size].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + block_size].astype(np.int64)) for i in ix])
+    return x, y
 
 
 def get_lr(it):
@@ -100,6 +109,26 @@ class LitGPT(L.LightningModule):
         _, loss = self.model(X, Y)
         self.log("val_loss", loss, sync_dist=True)
 
+    def on_train_start(self):
+        # round 4 (docs/programs.md): train.py's rank 0 evaluates at iteration 0, after drawing its first
+        # training batch and before its second, with batches drawn from the training's generator
+        if self.global_rank == 0:
+            self.windows.after_first = self.evaluate_at_iteration_0
+
+    @torch.no_grad()
+    def evaluate_at_iteration_0(self):
+        out = {}
+        self.model.eval()
+        for split in ("train", "val"):
+            losses = torch.zeros(eval_iters)
+            for k in range(eval_iters):
+                X, Y = draw_windows(os.path.join("data", dataset, f"{split}.bin"), block_size, batch_size)
+                _, loss = self.model(X, Y)
+                losses[k] = loss.item()
+            out[split] = losses.mean()
+        self.model.train()
+        self.trace.recorder.record_validation(0, 0, {"train_loss": out["train"], "val_loss": out["val"]})  # parity
+
     def configure_optimizers(self):
         optimizer = self.model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), "cpu")
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: get_lr(it) / learning_rate)
@@ -115,18 +144,19 @@ def main():
     # round 3 (docs/programs.md): the loader's base seed drawn from a generator of its own, not the global one
     windows = RandomWindows(os.path.join(data_dir, "train.bin"), block_size, batch_size)
     train = DataLoader(windows, batch_size=None, generator=torch.Generator())
+    model.windows, model.trace = windows, TraceCallback(os.path.join(out_dir, "trace"), config=config)  # parity
     val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size, batch_size), batch_size=None)
     trainer = L.Trainer(
         strategy="ddp",
         accelerator=device if device == "cpu" else "gpu",
         devices=devices,
-        max_steps=max_iters,
+        max_steps=max_iters + 1,  # round 6 (docs/programs.md): train.py runs iterations 0 to max_iters
         accumulate_grad_batches=gradient_accumulation_steps // devices,
         gradient_clip_val=grad_clip,
         val_check_interval=eval_interval * gradient_accumulation_steps // devices,
         limit_val_batches=eval_iters,
         num_sanity_val_steps=0,
-        callbacks=[TraceCallback(os.path.join(out_dir, "trace"), config=config)],  # parity
+        callbacks=[model.trace],  # parity
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
