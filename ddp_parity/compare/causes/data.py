@@ -319,7 +319,16 @@ def _stops_later(ctx: Context, counts: dict) -> tuple[str, int] | None:
     n_a, n_b = per_side[0][0], per_side[1][0]
     if n_a == n_b or ctx.walk.steps_equal_before != min(n_a, n_b):  # lock-step positions, every rank
         return None
-    return ("a", n_a - n_b) if n_a > n_b else ("b", n_b - n_a)
+    side, extra = ("a", n_a - n_b) if n_a > n_b else ("b", n_b - n_a)
+    if _ends_on_a_short_batch(ctx.run(side)):
+        return None  # a short last batch kept on one side, dropped on the other (drop_last): step_count's own
+    return side, extra
+
+
+def _ends_on_a_short_batch(run) -> bool:
+    """Whether rank 0's last step consumed fewer recorded indices than its first."""
+    sizes = [len(r["indices"]) for r in records_of(run, 0) if isinstance(r.get("indices"), list)]
+    return bool(sizes) and sizes[-1] < sizes[0]
 
 
 STEP_COUNT_STOP = Cause(
