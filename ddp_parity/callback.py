@@ -176,6 +176,21 @@ class TraceCallback(L.Callback):
             trainer.current_epoch, trainer.global_step, validation_metrics(trainer, pl_module)
         )
 
+    def record_validation(
+        self, trainer: L.Trainer, metrics: dict, *, step: int | None = None, epoch: int | None = None
+    ):
+        """A validation the module ran itself, outside Lightning's validation loop (an evaluation at
+        iteration 0 on rank 0, between two training draws): keyed by `step`, default the optimizer steps
+        done (trainer.global_step: 0 before the first), and `epoch`, default trainer.current_epoch. Rank 0
+        writes it, as for every validation; pass the figures unrounded."""
+        if self.recorder is None:
+            raise RuntimeError(
+                "TraceCallback.record_validation(): the recorder starts at on_train_start; call it after"
+            )
+        step = trainer.global_step if step is None else step
+        epoch = trainer.current_epoch if epoch is None else epoch
+        self.recorder.record_validation(epoch, step, metrics)
+
     # -- phases, for the heartbeat (a watcher tells a long validation or checkpoint from a hang) ----
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

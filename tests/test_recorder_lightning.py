@@ -116,6 +116,43 @@ def test_a_validation_before_the_first_step_from_a_trainer_and_nothing_after_fit
     assert lines[1]["val_loss"] != before
 
 
+class EvaluatesItself(L.LightningModule):
+    """Evaluates at its first training batch, before any optimizer step, outside the validation loop."""
+
+    def __init__(self, trace: TraceCallback):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+        self.trace = trace
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def on_train_batch_start(self, batch, batch_idx):
+        if self.global_step == 0 and batch_idx == 0:
+            x, y = batch
+            with torch.no_grad():
+                loss = torch.nn.functional.mse_loss(self.layer(x), y)
+            self.trace.record_validation(self.trainer, {"val_loss": loss})
+
+
+def test_a_validation_the_module_runs_itself_is_recorded_through_the_callback(tmp_path):
+    """Issue 36: the nanoGPT port reached into TraceCallback.recorder to record its evaluation at iteration 0."""
+    from ddp_parity.trace import read_validation
+
+    torch.manual_seed(0)
+    trace = TraceCallback(str(tmp_path / "run"))
+    module = EvaluatesItself(trace)
+    x, y = next(iter(loader()))
+    with torch.no_grad():
+        expected = torch.nn.functional.mse_loss(module.layer(x), y).item()
+    quiet_trainer(trace, devices=1).fit(module, loader())
+    assert read_validation(tmp_path / "run") == [{"epoch": 0, "step": 0, "val_loss": expected}]
+
+
 class SkipsABatch(L.LightningModule):
     def __init__(self):
         super().__init__()

@@ -127,7 +127,7 @@ class LitGPT(L.LightningModule):
                 losses[k] = loss.item()
             out[split] = losses.mean()
         self.model.train()
-        self.trace.recorder.record_validation(0, 0, {"train_loss": out["train"], "val_loss": out["val"]})  # parity
+        self.trace.record_validation(self.trainer, {"train_loss": out["train"], "val_loss": out["val"]})  # parity
 
     def configure_optimizers(self):
         optimizer = self.model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), "cpu")
