@@ -15,7 +15,7 @@ from ddp_parity.compare.causes.base import Cause, Evidence
 
 REPO = Path(__file__).resolve().parents[1]
 CAUSES_DIR = REPO / "ddp_parity" / "compare" / "causes"
-PHASES = ("setup", "data", "forward", "backward", "update", "end", "undetermined", "noise")
+PHASES = ("setup", "resume", "data", "forward", "backward", "update", "end", "undetermined", "noise")
 
 # the kinds report.json may carry: a public contract (renaming one breaks users' filters)
 KINDS = {

@@ -107,7 +107,19 @@ def test_the_causes_import_one_phase_after_another():
     """Within compare/causes: base and configuration below every phase, a phase importing only the
     phases before it in a training step, and the registry (__init__) above them all."""
     graph = import_graph()
-    order = ["configuration", "base", "setup", "data", "undetermined", "forward", "backward", "update", "end", "noise"]
+    order = [
+        "configuration",
+        "base",
+        "setup",
+        "resume",
+        "data",
+        "undetermined",
+        "forward",
+        "backward",
+        "update",
+        "end",
+        "noise",
+    ]
     names = [f"ddp_parity.compare.causes.{name}" for name in order]
     top = {"ddp_parity.compare.causes", "ddp_parity.compare.causes.__main__"}  # the registry, its docs printer
     assert set(names) | top == {m for m in graph if m.startswith("ddp_parity.compare.causes")}

@@ -18,7 +18,7 @@ bug corpus (benchmarks/bugs).
 
 from __future__ import annotations
 
-from ddp_parity.compare.causes import backward, data, end, forward, noise, setup, undetermined, update
+from ddp_parity.compare.causes import backward, data, end, forward, noise, resume, setup, undetermined, update
 from ddp_parity.compare.causes.base import Cause, Evidence
 
 CAUSES: tuple[Cause, ...] = (
@@ -36,7 +36,7 @@ CAUSES: tuple[Cause, ...] = (
     setup.PARAM_GROUPS,
     setup.PARAM_GROUPS_CLASS,
     setup.INIT,
-    data.RESUME,
+    resume.RESUME,
     data.RECORDED_STEP_OFFSET,
     data.STEP_COUNT_STOP,
     data.STEP_COUNT,
