@@ -240,6 +240,31 @@ def test_missing_set_epoch_repeats_the_first_epoch(tmp_path):
     )
 
 
+def as_batch_digests(records: dict[int, list[dict]]) -> dict[int, list[dict]]:
+    """The same steps recorded as a loop that has no indices records them: a digest of each batch."""
+    return {
+        r: [{**{k: v for k, v in rec.items() if k != "indices"}, "batch_digest": str(rec["indices"])} for rec in recs]
+        for r, recs in records.items()
+    }
+
+
+def test_missing_set_epoch_names_what_was_recorded(tmp_path):
+    """The replayed epoch is said in the terms both sides recorded: indices, or batch digests (never 'indices'
+    where only digests exist)."""
+    a, b = pair(tmp_path, records_a=make_records(set_epoch=False))
+    _, d = run_diagnosis(a, b)
+    assert "exactly the indices" in d["explanation"]
+    a, b = pair(
+        tmp_path / "digests",
+        records_a=as_batch_digests(make_records(set_epoch=False)),
+        records_b=as_batch_digests(make_records()),
+    )
+    _, d = run_diagnosis(a, b)
+    assert (d["category"], d["step"]) == ("set_epoch", STEPS_PER_EPOCH + 1)
+    assert "exactly the batches (by their recorded digests)" in d["explanation"]
+    assert "indices" not in d["explanation"]
+
+
 def test_sampler_seed_differs(tmp_path):
     a, b = pair(tmp_path, meta_a=make_meta("raw", seed=43), records_a=make_records(seed=43))
     _, d = run_diagnosis(a, b)

@@ -201,7 +201,7 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["repeating_side"] = ctx.label(stuck)
         facts = (
             f"In epoch {epoch} {ctx.label(stuck)} replays its first epoch: from step {step} rank {rank} consumes "
-            "exactly the indices, in exactly the order, of its first epoch, while "
+            f"exactly the {_what_was_recorded(ctx.run(stuck), rank)}, in exactly the order, of its first epoch, while "
             f"{ctx.label('b' if stuck == 'a' else 'a')} draws a new permutation."
         )
         return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
@@ -371,6 +371,12 @@ def _shared_across_ranks(ctx: Context, step) -> tuple[str, list[int]] | None:
         if ranks:
             return side, ranks
     return None
+
+
+def _what_was_recorded(run, rank) -> str:
+    """What a rank's samples were recorded as, for a sentence that claims no more than that."""
+    key = next((sample_key(rec) for rec in records_of(run, rank) if sample_key(rec) is not None), None)
+    return "batches (by their recorded digests)" if key is not None and key[0] == "batch_digest" else "indices"
 
 
 def _repeats_first_epoch(run, rank, epoch) -> bool:
