@@ -93,6 +93,9 @@ def test_the_recorded_total_is_named_the_2_norm_a_subset_or_below_it():
     assert relations.norm_of(7.5, NAMES, LAYER_NORMS) == ("above L2", None)
     # with each gradient's largest |g| recorded, the infinity norm is proved
     assert relations.norm_of(2.5, NAMES, LAYER_NORMS, layer_maxabs=[2.5, 0.0, 1.0]) == ("inf", None)
+    # with each gradient's sum of |g| recorded, the 1-norm is proved (and not claimed where the sum differs)
+    assert relations.norm_of(7.5, NAMES, LAYER_NORMS, layer_l1=[4.0, 0.0, 3.5]) == ("L1", None)
+    assert relations.norm_of(7.5, NAMES, LAYER_NORMS, layer_l1=[4.0, 0.0, 3.0]) == ("above L2", None)
     assert relations.norm_of(5.0, NAMES, [math.nan] * 3) is None  # unrecorded (no .grad when recorded)
 
 
@@ -176,6 +179,12 @@ ISSUE_SLIPS = {
         "norm_type=2.0",
     ),
     "token embedding frozen on one side (transformer)": ("frozen", "embed.weight", "requires_grad_(False)"),
+    # not one of the issue's five: the other norm_type a slip picks, proved by the recorded sums of |g|
+    "gradient norm as the 1-norm (cnn)": (
+        "gradients.norm",
+        "the 1-norm of the same gradients: it equals the sum of their |g|",
+        "norm_type=2.0",
+    ),
 }
 
 

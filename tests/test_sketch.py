@@ -60,7 +60,15 @@ def test_the_recorder_writes_norms_gradient_norms_and_sketches(tmp_path):
     assert len(rows) == 2 and all(len(row) == 4 and all(len(r) == len(FIELDS) for r in row) for row in rows)
     assert rows[1][0][0] == pytest.approx(net[0].weight.norm().item(), rel=1e-6)
     assert rows[1][0][1] == pytest.approx(net[0].weight.grad.norm().item(), rel=1e-6)
+    grad = net[0].weight.grad
+    assert rows[1][0][FIELDS.index("grad_maxabs")] == grad.abs().max().item()
+    # the 1-norm as clip_grad_norm_(norm_type=1) measures a tensor (vector_norm's own float32 sum, which can
+    # part from grad.abs().sum() in the fifth digit): the relation rests on equal kernels, not on exact sums
+    assert rows[1][0][FIELDS.index("grad_l1")] == pytest.approx(
+        torch.nn.utils.get_total_norm([grad], 1).item(), rel=1e-6
+    )
     assert math.isnan(rows[1][3][1]) and not math.isnan(rows[1][3][0])
+    assert math.isnan(rows[1][3][FIELDS.index("grad_l1")])  # no gradient: its 1-norm is unrecorded, not 0
     update = relative_distance(rows[0], rows[1])  # one step's update, per layer, from two records
     assert update[0] > 0 and update[3] == 0.0  # the frozen bias never moved
     assert json.loads(json.dumps(rows)) is not None

@@ -182,12 +182,19 @@ def l2(values) -> float:
     return math.sqrt(sum(v * v for v in values if number(v) is not None))
 
 
-def norm_of(recorded: float, names: list[str], layer_norms: list[float], layer_maxabs: list[float] | None = None):
+def norm_of(
+    recorded: float,
+    names: list[str],
+    layer_norms: list[float],
+    layer_maxabs: list[float] | None = None,
+    layer_l1: list[float] | None = None,
+):
     """Which norm of these per-parameter gradients the recorded total is: ("L2", None) over all of
     them, ("L2", [names]) over a subset (whole modules), ("inf", None) where the largest |g| was
-    recorded and equals it, ("below L2", None) where it is below the 2-norm of all of them (neither
-    the 2-norm nor the 1-norm, which is never below it: the infinity norm or a subset, the max-abs of
-    each gradient unrecorded), ("above L2", None) above it (the 1-norm or another), or None."""
+    recorded and equals it, ("L1", None) where each gradient's sum of |g| was recorded and their sum
+    equals it, ("below L2", None) where it is below the 2-norm of all of them (neither the 2-norm nor
+    the 1-norm, which is never below it: the infinity norm or a subset, the max-abs of each gradient
+    unrecorded), ("above L2", None) above it (the 1-norm or another, the 1-norms unrecorded), or None."""
     have = [(n, float(v)) for n, v in zip(names, layer_norms) if number(v) is not None]
     if not have or number(recorded) is None:
         return None
@@ -198,6 +205,10 @@ def norm_of(recorded: float, names: list[str], layer_norms: list[float], layer_m
         top = max((float(v) for v in layer_maxabs if number(v) is not None), default=None)
         if top is not None and _close(recorded, top, 1e-5):
             return "inf", None
+    if layer_l1 is not None:
+        sums = [float(v) for v in layer_l1 if number(v) is not None]
+        if sums and _close(recorded, math.fsum(sums), 1e-5):
+            return "L1", None
     for subset in _module_subsets([n for n, _ in have]):
         if _close(recorded, l2(v for n, v in have if n in subset), 1e-5):
             return "L2", sorted(subset)

@@ -352,6 +352,11 @@ def _norm_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
             f"the infinity norm of the same gradients: it equals their largest |g| ({fmt(f[odd])}) exactly, "
             "where the 2-norm is the other side's"
         )
+    elif measure and measure[0] == "L1":  # each gradient's sum of |g| recorded: proved, not inferred
+        what = (
+            f"the 1-norm of the same gradients: it equals the sum of their |g| ({fmt(f[odd])}), each gradient's "
+            "1-norm as recorded, to float32 rounding, where the 2-norm is the other side's"
+        )
     elif odd == low[1] or (measure and measure[0] == "below L2"):
         what = (
             "below the 2-norm of the same gradients, so neither the 2-norm nor the 1-norm (never below it): "
@@ -383,9 +388,12 @@ def _norm_of_side(ctx: Context, side: str, f: dict):
     column = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_norm")
     if column is None or not any(relations.number(v) is not None for v in column):
         return None
-    # each gradient's largest |g| (sketch.py's grad_maxabs) proves the infinity norm; older traces lack it
-    maxabs = relations.layer_column(pair[0 if side == "a" else 1], layers.get("fields") or [], "grad_maxabs")
-    return relations.norm_of(f[side], layers.get("names") or [], column, maxabs)
+    # each gradient's largest |g| and sum of |g| (sketch.py's grad_maxabs, grad_l1) prove the infinity norm
+    # and the 1-norm; older traces lack them
+    record, fields = pair[0 if side == "a" else 1], layers.get("fields") or []
+    maxabs = relations.layer_column(record, fields, "grad_maxabs")
+    l1 = relations.layer_column(record, fields, "grad_l1")
+    return relations.norm_of(f[side], layers.get("names") or [], column, maxabs, l1)
 
 
 def reduction_order_finding(ctx: Context, f: dict, evidence: dict, what: str) -> Finding:
