@@ -4,6 +4,7 @@ It runs the environment's own sitecustomize, if there is one, then installs the 
 stop the program from starting: whatever fails here is said on stderr and the program runs unrecorded.
 """
 
+import importlib.machinery
 import importlib.util
 import os
 import sys
