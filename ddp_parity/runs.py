@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -84,17 +85,23 @@ def _create_whole(path: Path, data: bytes) -> bool:
     try:
         with open(tmp, "wb") as f:
             f.write(data)
+        return _link_if_absent(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _link_if_absent(tmp: Path, path: Path) -> bool:
+    try:
         os.link(tmp, path)  # fails if a first error is already there: it is kept
         return True
     except FileExistsError:
         return False
     except OSError:  # a file system without hard links: a rename, unless a first error is there
-        if path.exists() or not tmp.exists():
-            raise
+        if path.exists():
+            return False
         os.replace(tmp, path)
         return True
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def append_whole(fd: int, data: bytes) -> None:

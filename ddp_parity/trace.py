@@ -15,6 +15,7 @@ and turned into numbers every `flush_every` steps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -655,7 +656,8 @@ class TraceRecorder:
             os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
         except Exception as exc:  # noqa: BLE001 - a guest in the user's loop: say what was not recorded
             self.note_unrecorded(FINAL_PARAMS_FILE, f"{exc!r:.300}")
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the folder itself may be what is missing
+                tmp.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Flush what was recorded (on an error path), without the collectives of finish()."""

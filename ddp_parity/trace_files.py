@@ -8,6 +8,7 @@ harness import the comparison in the background while the sides train (harness/p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
 import os
@@ -48,7 +49,8 @@ def write_json_atomic(path: Path, payload: dict) -> None:
         tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, path)
     except BaseException:  # a full disk, an interrupt: no temporary file left behind
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise
 
 
