@@ -8,6 +8,7 @@ harness import the comparison in the background while the sides train (harness/p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
 import os
@@ -44,8 +45,13 @@ def write_json_atomic(path: Path, payload: dict) -> None:
     """Write to a temporary file, then rename: a crash never leaves half a file behind."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, an interrupt: no temporary file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_progress(run_dir: str | os.PathLike) -> dict[int, dict]:
