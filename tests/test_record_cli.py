@@ -241,3 +241,58 @@ def test_cmd_a_command_that_fails_is_a_failed_run_with_its_log(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["failure"]["summary"] == "theirs: exit code 5"
     assert "boom" in (out / "theirs.log").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end, with the hooks: a loop that knows nothing of any recorder, launched as it is
+
+RAW_LOOP = REPO / "tests" / "hooks_programs" / "raw_loop.py"
+
+
+def torchrun_loop(save: Path, *extra: str) -> list[str]:
+    return [PY, "-m", "torch.distributed.run", "--nproc_per_node=2", str(RAW_LOOP), "--save", str(save), *extra]
+
+
+@pytest.fixture(scope="module")
+def cmd_twice(tmp_path_factory):
+    """--cmd with the same torchrun loop twice (each its own port, both recorded): (exit code, output, OUT)."""
+    work = tmp_path_factory.mktemp("cmd")
+    commands = [" ".join(torchrun_loop(work / f"w{i}.pt")) for i in (1, 2)]
+    code, stdout, stderr = harness_in_process(
+        "--out", work / "out", "--quiet", "--cmd", commands[0], "--cmd", commands[1]
+    )
+    return code, stdout + stderr, work / "out"
+
+
+@pytest.fixture(scope="module")
+def recorded_slip(tmp_path_factory):
+    """`ddp-parity record` of the loop with its scheduler stepped before the optimizer: (exit code, RUN)."""
+    work = tmp_path_factory.mktemp("slip")
+    code, _, stderr = record("--out", work / "run", "--", *torchrun_loop(work / "w.pt", "--slip", "scheduler_first"))
+    assert "holds the trace of ranks 0..1" in stderr, stderr
+    return code, work / "run"
+
+
+@pytest.mark.slow
+def test_cmd_the_same_loop_twice_is_equivalent(cmd_twice):
+    code, output, out = cmd_twice
+    assert code == 0, output
+    report = json.loads((out / "report.json").read_text())
+    assert report["verdict"] == "equivalent" and report["labels"] == {"a": "a", "b": "b"}
+    assert report["per_step"]["loss"]["compared"] == 16  # 8 steps x 2 ranks, all recorded
+    assert (out / "report.html").exists() and (out / "loss_curves.png").exists()
+    for side in ("a", "b"):
+        assert sorted(p.name for p in (out / side / "trace").glob("rank?.jsonl")) == ["rank0.jsonl", "rank1.jsonl"]
+
+
+@pytest.mark.slow
+def test_record_of_a_slipped_loop_differs_from_the_cmd_run_by_its_scheduler(cmd_twice, recorded_slip, tmp_path):
+    """The exit status of `record` is the loop's (0), and its trace compares with --cmd's: DIFFERENT (exit 1),
+    the scheduler named."""
+    code, run = recorded_slip
+    assert code == 0
+    code, stdout, stderr = harness_in_process("--traces", cmd_twice[2] / "a", run, "--out", tmp_path / "cmp")
+    assert code == 1, stdout + stderr
+    report = json.loads((tmp_path / "cmp" / "report.json").read_text())
+    assert report["verdict"] == "different" and report["first_divergence"]["quantity"] == "lr"
+    assert "scheduler.step() after optimizer.step()" in report["diagnosis"]["advice"]
