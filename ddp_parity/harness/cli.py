@@ -14,8 +14,9 @@
 Installed from a package, without a checkout, it has no twins to launch: `--traces`, `--cmd`, `record`
 and `slurm` work.
 
-Exit codes: 0 equivalent (or equivalent within noise), 1 not equivalent, 2 bad usage or config,
-3 a run failed or timed out, 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
+Exit codes: 0 equivalent (or equivalent within noise), 1 not equivalent, 2 bad usage, config or a
+damaged input run, 3 a run failed or timed out, 4 the tool itself failed (an output it could not write,
+or a bug: the traceback's file is named), 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ import os
 import sys
 
 from ddp_parity.config import ConfigError
-from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
+from ddp_parity.harness.exits import (
+    EXIT_TOOL_FAILED,
+    EXIT_USAGE,
+    Interrupted,
+    UsageError,
+    internal_failure_line,
+    restore_signals,
+    stop_on_signals,
+    system_failure_line,
+)
 from ddp_parity.harness.launch import REPO, SIDES
 from ddp_parity.harness.program import program_name
 from ddp_parity.harness.validate import (
@@ -306,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return err.exit_code if isinstance(err, Interrupted) else 130
+    except OSError as err:  # the inputs' own errors are TraceFormatError: this is an output or the machine
+        print(f"{program_name()}: {system_failure_line(err)}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    except Exception as err:  # a failure of the tool itself: never exit 1, which says the runs differ
+        print(f"{program_name()}: {internal_failure_line(err)}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
     finally:
         restore_signals(previous)
 
