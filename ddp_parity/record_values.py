@@ -58,11 +58,11 @@ def checked_number(name: str, value: Any, required: bool) -> Any:
     )
 
 
-def number_or_none(value: Any) -> tuple[Any, str | None]:
+def number_or_none(value: Any, name: str = "lr") -> tuple[Any, str | None]:
     """(a value the recorder read from the user's objects — an optimizer's lr — as record() keeps it,
     why it is left out (None when it is not)): never raises."""
     try:
-        return checked_number("lr", value, required=False), None
+        return checked_number(name, value, required=False), None
     except TypeError as exc:
         return None, str(exc).removeprefix("TraceRecorder.record(): ")
 

@@ -16,6 +16,7 @@ from conftest import REPO, child_env
 from test_recorder_lightning import loader, quiet_trainer
 
 from ddp_parity import TraceCallback
+from ddp_parity.hooks import recording_env
 from ddp_parity.trace import (
     TraceRecorder,
     batch_fingerprint,
@@ -415,3 +416,43 @@ def test_a_meta_key_the_recorder_writes_cannot_be_overwritten(tmp_path, key):
     recorder.finish(torch.nn.Linear(1, 1), my_fact=5)
     meta = read_meta(tmp_path / "run")
     assert meta["my_fact"] == 5 and meta["finished"] is True and meta["attempts"][0]["attempt"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the hooks (recording with no line changed) under the same rule
+
+
+ODD_LOOP = REPO / "tests" / "hooks_programs" / "odd_loop.py"
+
+
+def run_odd_loop(run_dir, *args) -> subprocess.CompletedProcess:
+    env = child_env() if run_dir is None else recording_env(run_dir, "odd", child_env())
+    return subprocess.run(
+        [sys.executable, str(ODD_LOOP), *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+
+
+def test_the_hooks_record_an_odd_loop_and_change_nothing_of_it(tmp_path):
+    """A complex parameter, batches holding names and objects, a tensor lr, a step without backward:
+    the program prints the same losses and final weights bit for bit, every step is recorded, and what
+    could not be taken is said (the hooks recorded no step at all when they could not start)."""
+    plain = run_odd_loop(None)
+    recorded = run_odd_loop(tmp_path / "run")
+    assert recorded.returncode == plain.returncode == 0, recorded.stderr[-2000:]
+    assert recorded.stdout == plain.stdout and "layer.weight" in plain.stdout
+    meta, records = read_whole(tmp_path / "run")
+    assert [r["step"] for r in records] == [1, 2, 3] and meta["finished"]
+    assert [r.get("micro_batches") for r in records] == [1, None, 1]
+    assert all(r["lr"] == torch.tensor(0.1).item() for r in records)  # the tensor lr, as its float32 holds it
+    assert records[0]["batch_undigested"] == ["batch[0]['source']: object"] and "batch_digest" not in records[0]
+    notes = unrecorded(meta)
+    assert "phase" in notes["layers"] and "no backward ran" in notes["loss"] and "source" in notes["batch_digest"]
+
+
+def test_the_hooks_on_a_full_disk_let_the_program_run_as_without_them(tmp_path):
+    plain = run_odd_loop(None, "--disk-limit", "3000")
+    recorded = run_odd_loop(tmp_path / "run", "--disk-limit", "3000")
+    assert recorded.returncode == plain.returncode == 0, recorded.stderr[-2000:]
+    assert recorded.stdout == plain.stdout and "could not write" in recorded.stderr
+    assert "Traceback" not in recorded.stderr
+    assert not [p for p in (tmp_path / "run").rglob("*") if ".tmp" in p.name]

@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ddp_parity import trace
+from ddp_parity.exit_hooks import live_recorders
 from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
 from ddp_parity.hooks.state import Recording, guarded
-from ddp_parity.trace import META_FILE, TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
+from ddp_parity.trace import TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
 
 PRIVATE_FACT = "_"  # facts the hooks keep for themselves (names by id, the optimizers built): not written
 
@@ -53,7 +53,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     """The first step of `stepped`: stand down for an explicit recorder, else start ours (a
     collective when a process group exists: every rank steps its first step alike)."""
     context.stop_watching_top_calls()
-    explicit = [r for r in list(trace._LIVE_RECORDERS) if r is not live.recorder]
+    explicit = [r for r in live_recorders() if r is not live.recorder]
     if explicit:
         live.standing_down = True
         print(
@@ -84,8 +84,8 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     finally:
         live.local.ours = False
     live.recorder = recorder
-    for entry in live.unrecorded.values():
-        recorder.meta.setdefault("unrecorded", []).append(entry)
+    for entry in live.unrecorded.values():  # what the hooks could not take before the first step
+        recorder.note_unrecorded(entry["what"], entry["why"])
 
 
 def _rank_facts(live: Recording) -> dict:
@@ -135,12 +135,9 @@ def finish() -> None:
             finally:
                 live.local.ours = False
         else:
-            recorder.meta.setdefault("unrecorded", []).append(
-                {"what": "final.safetensors", "why": "no model, or the process group was gone at the end"}
-            )
+            recorder.note_unrecorded("final.safetensors", "no model, or the process group was gone at the end")
             recorder.close()
-            if recorder.rank == 0:
-                write_json_atomic(recorder.run_dir / META_FILE, recorder.meta)
+            recorder._write_meta()
     write_facts(live)
 
 

@@ -18,8 +18,9 @@ import math
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from ddp_parity.fingerprints import batch_fingerprint, optimizer_facts, param_digest
+from ddp_parity.fingerprints import optimizer_facts, param_digest
 from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.record_values import number_or_none
 from ddp_parity.sharding import total_grad_norm
 
 STARTERS: list = []  # lifecycle's start(live, optimizer): called at the first step of a recording
@@ -111,8 +112,10 @@ def _before_update(live, optimizer, args, kwargs):
 def _take_update(live, optimizer) -> None:
     groups = [_hyperparameters(group) for group in optimizer.param_groups]
     grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    lr = optimizer.param_groups[0].get("lr") if groups else None
     live.update = {
-        "lr": groups[0].get("lr") if groups else None,
+        # a tensor lr (capturable optimizers) as it is now: a scheduler changes it in place later
+        "lr": lr.detach().clone() if isinstance(lr, torch.Tensor) else lr,
         "groups": groups,
         "grad_norm": total_grad_norm(grads) if grads else None,
     }
@@ -151,7 +154,11 @@ def _record_step(live, optimizer) -> None:
     if recorder is None:
         return
     update = live.update or {}
-    extra = {"micro_batches": len(live.roots), "scheduler_steps_before": live.scheduler_steps}
+    extra = {"scheduler_steps_before": live.scheduler_steps}
+    if live.roots:
+        extra["micro_batches"] = len(live.roots)
+    else:  # gradients set another way (or none): the step has no loss to record
+        recorder.note_unrecorded("loss", f"from step {live.steps}: no backward ran before the optimizer step")
     extra.update(_step_digests(live))
     extra.update(_clip_facts(live, update))
     if update.get("groups") is not None:
@@ -166,10 +173,20 @@ def _record_step(live, optimizer) -> None:
         _step_loss(live.roots),
         [i for index in live.indices for i in index] if live.indices else None,
         epoch=live.epoch,
-        lr=update.get("lr"),
-        grad_norm=grad_norm,
+        lr=_number_or_noted(recorder, "lr", update.get("lr"), live.steps),
+        grad_norm=_number_or_noted(recorder, "grad_norm", grad_norm, live.steps),
+        batch=live.batches or None,  # digested as one batch of the micro-batches' leaves, as TraceCallback does
         **extra,
     )
+
+
+def _number_or_noted(recorder, what: str, value, step: int):
+    """A value the program's objects hold (a param group's lr, a norm clip_grad_norm_ returned) as
+    record() takes it; one it cannot (a tensor of several values, a string) is noted and left out."""
+    kept, why = number_or_none(value, what)
+    if why is not None:
+        recorder.note_unrecorded(what, f"from step {step}: {why}")
+    return kept
 
 
 @guarded("the optimizer's param groups at the first step")
@@ -190,10 +207,6 @@ def _step_loss(roots: list):
 
 def _step_digests(live) -> dict:
     out = {}
-    if live.batches:
-        digest = _guarded_value("batch_digest", batch_fingerprint, live.batches)
-        if digest is not None:
-            out["batch_digest"] = digest
     if live.model is not None:
         digest = _guarded_value("param_digest", param_digest, live.model)
         if digest is not None:

@@ -60,7 +60,7 @@ class Recording:
         if entry is None:
             entry = self.unrecorded[what] = {"what": what, "why": f"{exc!r:.300}", "count": 0}
             if self.recorder is not None:
-                self.recorder.meta.setdefault("unrecorded", []).append(entry)
+                self.recorder.note_unrecorded(what, entry["why"])
         entry["count"] += 1
 
     def note(self, kind: str, fact: dict) -> None:
