@@ -18,6 +18,7 @@ from typing import Any
 import lightning as L
 import torch
 
+from ddp_parity.record_values import check_json
 from ddp_parity.runs import write_error_file
 from ddp_parity.sharding import total_grad_norm
 from ddp_parity.trace import TraceRecorder, batch_indices, checked_metric, params_sha256, sampler_facts
@@ -68,7 +69,13 @@ class TraceCallback(L.Callback):
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         run_dir = Path(self.run_dir or trainer.default_root_dir)
-        config = self.config if self.config is not None else dict(pl_module.hparams)
+        config, config_problem = self.config, None
+        if config is None:  # the module's hyperparameters: what meta.json cannot hold is said, never raised
+            config = dict(pl_module.hparams)
+            try:
+                check_json("(config=...)", config)
+            except TypeError as exc:
+                config, config_problem = {}, str(exc)
         self.recorder = TraceRecorder(
             run_dir,
             side=self.side,
@@ -81,6 +88,8 @@ class TraceCallback(L.Callback):
                 "resumed_from": trainer.ckpt_path,
             },
         )
+        if config_problem is not None:
+            self.recorder.note_unrecorded("config", config_problem)
         self._last_step = trainer.global_step
         # a resumed fit keeps the steps recorded up to its checkpoint and records the rest again
         sampler = getattr(trainer.train_dataloader, "sampler", None)

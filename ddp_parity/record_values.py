@@ -11,14 +11,16 @@ string) is never refused: it is left out of the record and said in meta.json `un
 from __future__ import annotations
 
 import json
+import math
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from ddp_parity.fingerprints import StagedDigest, batch_contents, digest_indices
-from ddp_parity.trace_files import MAX_EXACT_INT, as_step
+from ddp_parity.trace_files import MAX_EXACT_INT, as_step, may_hold_surrogates
 
 INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a count
 
@@ -126,6 +128,19 @@ def checked_extras(extra: dict) -> dict:
     return {key: value.detach() if isinstance(value, torch.Tensor) else value for key, value in extra.items()}
 
 
+def check_json(call: str, facts: Any) -> None:
+    """config= / extra_meta=: a mapping meta.json can hold (objects are written as their str)."""
+    try:
+        json.dumps(facts, default=str, sort_keys=True)
+        if not isinstance(facts, dict):
+            raise TypeError(f"a {type(facts).__name__}, not a mapping")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(
+            f"TraceRecorder{call}: cannot be written to meta.json ({exc}); give a mapping of names to plain "
+            "values (numbers, strings, lists, mappings with string keys)"
+        ) from None
+
+
 def check_meta_keys(call: str, extra_meta: dict) -> None:
     """extra_meta= / finish(**extra_meta): none may overwrite a key the recorder writes itself."""
     taken = sorted(key for key in extra_meta if key in META_KEYS)
@@ -203,9 +218,11 @@ def on_device(entry: dict) -> bool:
     )
 
 
-def to_json(entry: dict) -> dict:
+def to_json(entry: dict, note: Note) -> dict:
     """A pending record as JSON values: tensors as numbers (one device sync per flush), indices as
-    integers (a long list as its digest and count), numbers the reader takes as exact."""
+    integers (a long list as its digest and count), numbers the reader takes as exact: an integer
+    loss, lr or gradient norm past 2**53 is written as the nearest float, past float's range as NaN,
+    and noted (`note(what, why)`), never raised."""
     out = {}
     for key, value in entry.items():
         if isinstance(value, StagedDigest):
@@ -220,16 +237,26 @@ def to_json(entry: dict) -> dict:
                 out["indices_digest"], out["count"] = digest_indices(value), len(value)
                 continue
         elif key in ("loss", "lr", "grad_norm") and type(value) is int and abs(value) > MAX_EXACT_INT:
-            value = float(value)  # an integer loss beyond 2**53: the nearest float, as the format's numbers are
+            value = _as_float(key, value, entry.get("step"), note)
         out[key] = value
     return out
+
+
+def _as_float(key: str, value: int, step: Any, note: Note) -> float:
+    """An integer the format cannot hold exactly (its numbers are floats, exact up to 2**53)."""
+    try:
+        rounded, why = float(value), "an integer beyond 2**53, written as the nearest float"
+    except OverflowError:
+        rounded, why = math.nan, "an integer beyond float's range, written as NaN"
+    note(key, f"from step {step}: {why}")
+    return rounded
 
 
 def json_line(record: dict, note: Note) -> str:
     """One record as a line; a value of the user's that JSON cannot hold at all (a circular
     structure) is left out and noted, never raised (other objects are written as their repr)."""
     try:
-        return json.dumps(record, default=repr) + "\n"
+        text = json.dumps(record, default=repr)
     except (ValueError, TypeError, RecursionError) as exc:
         for key in list(record):
             try:
@@ -237,4 +264,78 @@ def json_line(record: dict, note: Note) -> str:
             except (ValueError, TypeError, RecursionError):
                 note(f"record key {key!r}", f"{exc!r:.200}")
                 del record[key]
-        return json.dumps(record, default=repr) + "\n"
+        text = json.dumps(record, default=repr)
+    return plain_text(text, note, "strings of the trace", f"from step {record.get('step')}: ") + "\n"
+
+
+def plain_text(text: str, note: Note, what: str, where: str = "") -> str:
+    """JSON `text` as the reader takes it: a string holding a lone surrogate (a name decoded from bytes
+    that were not UTF-8, as os.fsdecode does) is no text a reader may accept; it is written with each
+    such surrogate as the six characters of its escape, and noted. Rare: looked for before paying."""
+    if not may_hold_surrogates(text):
+        return text
+    value, changed = _without_surrogates(json.loads(text))
+    if changed:
+        note(what, f"{where}strings holding lone surrogates (not UTF-8 text), written with them escaped as \\udXXX")
+    return json.dumps(value)
+
+
+def _without_surrogates(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8"), True
+        return value, False
+    if isinstance(value, dict):
+        pairs = [(_without_surrogates(k), _without_surrogates(v)) for k, v in value.items()]
+        return {k: v for (k, _), (v, _) in pairs}, any(ck or cv for (_, ck), (_, cv) in pairs)
+    if isinstance(value, list):
+        items = [_without_surrogates(v) for v in value]
+        return [v for v, _ in items], any(c for _, c in items)
+    return value, False
+
+
+def records_as_json(pending: list[dict], note: Note) -> list[dict]:
+    """The pending records as JSON values; one whose values cannot be read (a tensor that fails to give
+    its number) is noted and left out, never kept to fail every later flush."""
+    out = []
+    for entry in pending:
+        try:
+            out.append(to_json(entry, note))
+        except Exception as exc:  # noqa: BLE001 - a guest in the user's loop: say what was not recorded
+            note("step records", f"from step {entry.get('step')}: {exc!r:.300}")
+    return out
+
+
+def meta_as_json(meta: dict, note: Note) -> dict:
+    """meta.json's facts as the reader takes them: a path or a name of the user's that is not UTF-8
+    text is written escaped (`plain_text`), and noted."""
+    text = json.dumps(meta, default=str)
+    return json.loads(plain_text(text, note, "strings of meta.json")) if may_hold_surrogates(text) else meta
+
+
+def text_of(value: str) -> str:
+    """A string as the reader takes it: lone surrogates written as their escapes."""
+    return _without_surrogates(value)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# start()'s arguments
+
+
+def resume_step(keep_steps_upto: int | None, resumed_from_step: int | None) -> int | None:
+    """start()'s resume step from its two names: the older one warns, and the two must agree."""
+    if keep_steps_upto is None:
+        return resumed_from_step
+    warnings.warn(
+        "TraceRecorder.start(keep_steps_upto=...) is deprecated; pass resumed_from_step=... (same meaning)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if resumed_from_step is not None and keep_steps_upto != resumed_from_step:
+        raise ValueError(
+            f"start(): keep_steps_upto={keep_steps_upto} and resumed_from_step={resumed_from_step} disagree; "
+            "pass resumed_from_step only"
+        )
+    return keep_steps_upto

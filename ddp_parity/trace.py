@@ -21,7 +21,6 @@ import os
 import platform
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +55,22 @@ from ddp_parity.lifeline import watch_parent_if_asked
 from ddp_parity.record_values import (  # noqa: F401  (INDEX_LIST_LIMIT: public here too)
     INDEX_LIST_LIMIT,
     beyond_exact,
+    check_json,
     check_meta_keys,
     checked_extras,
     checked_number,
     host_number,
     json_line,
+    meta_as_json,
     on_device,
     optimizer_lr,
+    plain_text,
+    records_as_json,
+    resume_step,
     take_batch,
     take_indices,
     taken,
+    text_of,
     to_json,
 )
 from ddp_parity.runs import append_whole, write_error_file
@@ -156,6 +161,8 @@ class TraceRecorder:
         self.config = config or {}
         self.extra_meta = dict(extra_meta or {})
         check_meta_keys("(extra_meta=...)", self.extra_meta)
+        check_json("(config=...)", self.config)
+        check_json("(extra_meta=...)", self.extra_meta)
         self.flush_every = flush_every
         self.handle_signals = handle_signals
         # host values cost no device sync: write each step as it is recorded, so that even a hard
@@ -207,7 +214,7 @@ class TraceRecorder:
                 f"TraceRecorder.start(): called twice (the trace is {'complete' if self._ended else 'open'}); "
                 "call start() once per recorder, or record a new run with a new TraceRecorder"
             )
-        resume = _resume_step(keep_steps_upto, resumed_from_step)
+        resume = resume_step(keep_steps_upto, resumed_from_step)
         if resume is not None and int(resume) < 0:
             raise ValueError(f"start(): resumed_from_step must be >= 0 (steps count from 1), got {resume}")
         self.rank, self.world_size = _rank_and_world()
@@ -392,8 +399,9 @@ class TraceRecorder:
     def note_unrecorded(self, what: str, why: str) -> None:
         """Say in meta.json `unrecorded` what this rank could not record and why (the first time for
         each `what`); training goes on, and the comparison says it is unrecorded instead of judging it."""
+        what, why = text_of(what), text_of(why[:500])  # a name of the user's may not be UTF-8 text
         if all(item["what"] != what for item in self._unrecorded):
-            self._unrecorded.append({"what": what, "why": why[:500], "rank": self.rank})
+            self._unrecorded.append({"what": what, "why": why, "rank": self.rank})
 
     def _taken(self, what: str, take, *args):
         return taken(self.note_unrecorded, what, take, *args)
@@ -476,8 +484,8 @@ class TraceRecorder:
     def _heartbeat_loss(self) -> float | None:
         """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""
         loss = self._latest_loss if self._latest_loss is not None else self._last_flushed_loss
-        if not isinstance(loss, (int, float)):
-            return None
+        if not isinstance(loss, (int, float)) or isinstance(loss, int) and abs(loss) > MAX_EXACT_INT:
+            return None  # an integer a float would round (or cannot hold): the trace says what became of it
         return float(loss) if loss == loss and abs(loss) != float("inf") else None
 
     def set_phase(self, phase: str) -> None:
@@ -518,7 +526,13 @@ class TraceRecorder:
         self._validation_checked = True
         if "validation" in self._lost:
             return
-        line = json.dumps({"epoch": epoch, "step": step, **metrics}) + "\n"
+        line = plain_text(
+            json.dumps({"epoch": epoch, "step": step, **metrics}),
+            self.note_unrecorded,
+            "metric names",
+            f"from step {step}: ",
+        )
+        line += "\n"
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -550,14 +564,16 @@ class TraceRecorder:
         try:
             if any(isinstance(e.get("batch_digest"), StagedDigest) for e in self._pending):
                 torch.accelerator.synchronize()  # the host copies of the batches are complete
-            records = [to_json(entry) for entry in self._pending]
+            records = records_as_json(self._pending, self.note_unrecorded)
+            self._pending.clear()
+            if not records:
+                return
             try:
                 append_whole(self._fd, "".join(json_line(r, self.note_unrecorded) for r in records).encode())
             except OSError as exc:  # a full disk: the trace ends at the last whole step written, training goes on
                 lost = f"{TRACE_DIR}/rank{self.rank}.jsonl from step {records[0]['step']}"
                 self._cannot_write(lost, exc, stop="trace")
             self._last_flushed_loss = records[-1]["loss"]
-            self._pending.clear()
         finally:
             self._flushing = False
 
@@ -585,9 +601,14 @@ class TraceRecorder:
         if self._unrecorded:
             self.meta["unrecorded"] = list(self._unrecorded)
         try:
-            write_json_atomic(self.run_dir / META_FILE, self.meta)
+            meta = meta_as_json(self.meta, self.note_unrecorded)
+            if self._unrecorded:
+                meta["unrecorded"] = list(self._unrecorded)
+            write_json_atomic(self.run_dir / META_FILE, meta)
         except OSError as exc:
             self._cannot_write(META_FILE, exc)
+        except (TypeError, ValueError, RecursionError) as exc:  # a fact of the user's objects JSON cannot hold
+            self.note_unrecorded(META_FILE, f"{exc!r:.300}")
 
     def record_error(self, exc: BaseException) -> Path | None:
         """errors/rank{r}.json for this rank (the first error is kept), with the last recorded step
@@ -603,6 +624,7 @@ class TraceRecorder:
         from safetensors.torch import save_file
 
         check_meta_keys(".finish()", extra_meta)
+        check_json(".finish()", extra_meta)
         if self._ended == "finish()":
             return  # a second finish() (a `finally:` after the normal path) changes nothing
         if self._resume_from is None and self._started:  # this attempt recorded no step: the earlier trace stands whole
@@ -674,20 +696,3 @@ class TraceRecorder:
 
 
 STAGED_BYTES_LIMIT = 256 * 2**20  # host copies of accelerator batches held before a flush writes them
-
-
-def _resume_step(keep_steps_upto: int | None, resumed_from_step: int | None) -> int | None:
-    """start()'s resume step from its two names: the older one warns, and the two must agree."""
-    if keep_steps_upto is None:
-        return resumed_from_step
-    warnings.warn(
-        "TraceRecorder.start(keep_steps_upto=...) is deprecated; pass resumed_from_step=... (same meaning)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    if resumed_from_step is not None and keep_steps_upto != resumed_from_step:
-        raise ValueError(
-            f"start(): keep_steps_upto={keep_steps_upto} and resumed_from_step={resumed_from_step} disagree; "
-            "pass resumed_from_step only"
-        )
-    return keep_steps_upto

@@ -456,3 +456,42 @@ def test_the_hooks_on_a_full_disk_let_the_program_run_as_without_them(tmp_path):
     assert recorded.stdout == plain.stdout and "could not write" in recorded.stderr
     assert "Traceback" not in recorded.stderr
     assert not [p for p in (tmp_path / "run").rglob("*") if ".tmp" in p.name]
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers and names the format cannot hold as given
+
+
+def test_an_integer_loss_past_floats_range_is_noted_and_poisons_no_later_step(tmp_path):
+    """An int loss of 10**400 failed at the flush, and stayed pending to fail every later call."""
+    recorder = started(tmp_path)
+    recorder.record(1, 10**400)
+    recorder.record(2, 2**60 + 1)
+    recorder.record(3, 0.5)
+    recorder.finish(torch.nn.Linear(1, 1))
+    meta, records = read_whole(tmp_path)
+    assert [r["step"] for r in records] == [1, 2, 3] and records[1]["loss"] == float(2**60 + 1)
+    assert records[0]["loss"] != records[0]["loss"] and records[2]["loss"] == 0.5
+    assert "beyond float's range, written as NaN" in unrecorded(meta)["loss"]
+
+
+def test_names_that_are_not_utf8_text_are_written_escaped_and_the_run_reads_back(tmp_path):
+    """A file name os.fsdecode made of bytes that are not UTF-8 holds a lone surrogate: written as it
+    was, a reader refused the whole run."""
+    name = b"\xff.png".decode("utf-8", "surrogateescape")
+    recorder = TraceRecorder(tmp_path, side="mine", config={"data": name})
+    recorder.start()
+    recorder.record(1, 1.0, batch={"x": torch.ones(2), name: object()}, source=name)
+    recorder.record_validation(0, 1, {name: 0.5})
+    recorder.finish(torch.nn.Linear(1, 1))
+    meta, records = read_whole(tmp_path)
+    assert meta["config"] == {"data": "\\udcff.png"} and records[0]["source"] == "\\udcff.png"
+    assert read_validation(tmp_path) == [{"epoch": 0, "step": 1, "\\udcff.png": 0.5}]
+    assert {"strings of meta.json", "strings of the trace", "metric names"} <= set(unrecorded(meta))
+
+
+def test_a_config_meta_json_cannot_hold_is_refused_at_construction(tmp_path):
+    for config in ({1: "a", "b": 2}, [1, 2]):
+        with pytest.raises(TypeError, match=r"TraceRecorder\(config=...\): cannot be written to meta.json"):
+            TraceRecorder(tmp_path, side="mine", config=config)
+    assert not list(tmp_path.iterdir())
