@@ -43,8 +43,14 @@ class Heartbeat:
         self._thread.start()
 
     def _beat(self) -> None:
+        """The thread's loop. It runs Python only, never torch: a daemon thread inside a torch call when
+        the interpreter finalizes is ended there, through C++ frames that cannot be unwound, and the
+        process aborts ("terminate called without an active exception", SIGABRT; docs/plugin.md)."""
         while not self._stop.wait(HEARTBEAT_S):
-            self.write()
+            try:
+                self.write()
+            except Exception:  # noqa: BLE001 - a beat that cannot be written is skipped, never a traceback
+                pass
 
     def write(self) -> None:
         """One beat, written atomically (a watcher never reads half a file)."""

@@ -479,7 +479,8 @@ class TraceRecorder:
     def _progress_facts(self) -> dict:
         """What the heartbeat says of the run (ddp_parity/heartbeat.py writes it with the phase and work)."""
         step, epoch = self._latest or (None, None)
-        return {"step": step, "epoch": epoch, "loss": self._heartbeat_loss(), "total_steps": self.total_steps}
+        total = self.total_steps if type(self.total_steps) is int else None  # a tensor would be read on the thread
+        return {"step": step, "epoch": epoch, "loss": self._heartbeat_loss(), "total_steps": total}
 
     def _heartbeat_loss(self) -> float | None:
         """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""

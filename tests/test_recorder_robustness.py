@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 
 import lightning as L
 import pytest
@@ -495,3 +496,38 @@ def test_a_config_meta_json_cannot_hold_is_refused_at_construction(tmp_path):
         with pytest.raises(TypeError, match=r"TraceRecorder\(config=...\): cannot be written to meta.json"):
             TraceRecorder(tmp_path, side="mine", config=config)
     assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------------------------------------
+# the end of the process
+
+
+def test_the_heartbeat_thread_calls_nothing_of_torch(tmp_path):
+    """A daemon thread inside a torch call when the interpreter finalizes aborts the process
+    ("terminate called without an active exception"): the heartbeat read a CPU loss with .item() on
+    its own thread at every beat. What the thread runs is profiled here for any call into torch."""
+    recorder = started(tmp_path)
+    recorder.record(1, torch.tensor(0.5), torch.arange(4), grad_norm=torch.tensor(1.0))
+    recorder.total_steps = torch.tensor(10)  # a loop's own figure, as it holds it
+    torch_calls = []
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            owner = getattr(arg, "__self__", None)
+            module = getattr(arg, "__module__", None) or type(owner).__module__
+            if module.startswith("torch"):
+                torch_calls.append(arg)
+
+    def beat():
+        sys.setprofile(profile)
+        try:
+            recorder._heartbeat.write()
+        finally:
+            sys.setprofile(None)
+
+    thread = threading.Thread(target=beat)
+    thread.start()
+    thread.join()
+    recorder.finish(torch.nn.Linear(1, 1))
+    assert torch_calls == []
+    assert json.loads((tmp_path / "trace" / "rank0.progress").read_text())["total_steps"] is None
