@@ -56,6 +56,9 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(path)) from None  # named by the file it was to be
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
