@@ -8,6 +8,7 @@ harness import the comparison in the background while the sides train (harness/p
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import numbers
@@ -56,11 +57,13 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
+    except OSError as err:  # a full disk, a read-only folder: no temporary file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise OSError(err.errno, err.strerror, str(path)) from None  # named by the file it was to be
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException:  # an interrupt: no temporary file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise
 
 

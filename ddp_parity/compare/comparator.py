@@ -40,6 +40,11 @@ __all__ = ["Criterion", "Comparison", "compare_runs", "compare_to_reference", "l
 
 # without these a run's setup cannot be checked: such a run is never called equivalent
 REQUIRED_META = ("side", "world_size")
+# what the training consumed and what it produced, per step: the verdict rests on these (with the final
+# parameters); the rest of a step's record is what the loop measured (MEASURED), which a loop may measure
+# otherwise (another norm, the mean over ranks, a rate read after scheduler.step()) while training alike
+TRAINED = ("samples", "batch", "param_digest")
+MEASURED = ("loss", "grad_norm", "lr")
 NO_STEP = "neither run recorded an optimizer step (every trace/rank*.jsonl is empty): there is nothing to compare"
 
 
@@ -99,7 +104,8 @@ class Comparison:
         return None
 
     @property
-    def equivalent(self) -> bool:
+    def exactly_equal(self) -> bool:
+        """Every record, validation figure and final tensor bitwise equal (or within the tolerance)."""
         return (
             not self.all_problems
             and all(s.all_equal for s in self.quantities.values())
@@ -107,6 +113,60 @@ class Comparison:
             and self.params.all_equal
             and self.params.compared > 0
         )
+
+    @property
+    def params_digested(self) -> bool:
+        """Both sides recorded the parameter digest at every step compared (record(..., model=model))."""
+        digests, samples = self.quantities.get("param_digest"), self.quantities.get("samples")
+        return bool(digests and samples and digests.compared > 0 and digests.compared == samples.compared)
+
+    @property
+    def consumed_and_ended_alike(self) -> bool:
+        """No structural problem, the same samples (and batch contents) at every step, the final tensors equal."""
+        return (
+            not self.all_problems
+            and all(self.quantities[q].all_equal for q in TRAINED[:2] if q in self.quantities)
+            and self.params.all_equal
+            and self.params.compared > 0
+        )
+
+    @property
+    def buffers_alike(self) -> bool:
+        """Every rank's buffers (meta.json `ranks[r].buffers_sha256`) and `replicas_identical` the same on
+        both sides: the state beyond the parameters, which the final tensors hold for rank 0 only."""
+        metas = [self.metas.get(s) or {} for s in ("a", "b")]
+        if metas[0].get("replicas_identical") != metas[1].get("replicas_identical"):
+            return False
+        # by digest, not by name: a LightningModule holds the network under an attribute (`net.bn...`)
+        buffers = [
+            [sorted((r.get("buffers_sha256") or {}).values()) for r in m.get("ranks") or [] if isinstance(r, dict)]
+            for m in metas
+        ]
+        return buffers[0] == buffers[1]
+
+    @property
+    def training_equal(self) -> bool:
+        """The training proved the same: the samples consumed and the parameters (the digest after every
+        step and the final tensors) equal, and the buffers. What the loop measured may still differ
+        (`measured_differ`)."""
+        return (
+            self.consumed_and_ended_alike
+            and self.params_digested
+            and self.quantities["param_digest"].all_equal
+            and self.buffers_alike
+        )
+
+    @property
+    def measured_differ(self) -> list[str]:
+        """The measured quantities (loss, gradient norm, lr, validation figures) that differ somewhere."""
+        found = [q for q in MEASURED if q in self.quantities and not self.quantities[q].all_equal]
+        return found + ([] if self.validation.all_equal else ["validation"])
+
+    @property
+    def equivalent(self) -> bool:
+        """The verdict: everything equal, or the training proved the same (`training_equal`) with only
+        measured quantities differing (the diagnosis says how: a `recording` finding)."""
+        return self.exactly_equal or self.training_equal
 
     def to_dict(self) -> dict:
         """The per-quantity figures (the report's core; pipeline.build_report adds diagnosis, warnings, labels)."""

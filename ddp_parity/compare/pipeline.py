@@ -72,6 +72,14 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
     report.warnings += nothing_compared_warnings(comparison)
     if noise is not None:
         judge_against_noise(report, comparison, noise, names, ignore_config)
+    if report.verdict == "equivalent" and comparison.measured_differ:
+        report.warnings.append(
+            {
+                "kind": "measured_differs",
+                "message": f"{report.diagnosis.headline} The training is the same; what differs is measured "
+                f"({', '.join(comparison.measured_differ)}): see the diagnosis's notes. Fix: {report.diagnosis.advice}",
+            }
+        )
     setup = report.diagnosis.setup_differs
     if setup is not None:
         report.warnings.append(
