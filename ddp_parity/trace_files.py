@@ -57,7 +57,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:  # a full disk, an interrupt: no temporary file left behind
+    except OSError as err:  # a full disk, a read-only folder: no temporary file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(path)) from None  # named by the file it was to be
+    except BaseException:  # an interrupt: no temporary file left behind
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise

@@ -303,7 +303,11 @@ def ddp_and_fsdp_pair(tmp_path: Path, world: int, nudge: float):
     """Hand-made raw runs alike but for sharding, the world size, and a nudge of one parameter digest."""
     metas = [make_meta("raw"), make_meta("raw")]
     for meta, sharded in zip(metas, (False, True)):
-        meta.update({"world_size": world, "sharded": sharded})
+        # one `ranks` entry per process of the world said (only ranks 0 and 1 write a trace here)
+        ranks = [{**meta["ranks"][r % len(meta["ranks"])], "rank": r} for r in range(world)]
+        for entry in ranks:
+            entry["sampler"] = {**entry["sampler"], "num_replicas": world, "rank": entry["rank"]}
+        meta.update({"world_size": world, "sharded": sharded, "ranks": ranks})
     records_b = make_records()
     records_b[0][0]["param_digest"][0] += nudge
     return pair(tmp_path, meta_a=metas[0], meta_b=metas[1], records_b=records_b)

@@ -100,6 +100,10 @@ def test_traces_never_write_beside_the_runs_or_over_results(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     write(out / "report.json", '{"keep": true}')
+    from test_comparator import LOSSES, PARAMS, make_run
+
+    for side in "ab":  # two runs: the inputs are checked before --out, and --out is what is tested here
+        make_run(tmp_path / side, LOSSES, PARAMS)
     code, _, stderr = harness_in_process("--traces", tmp_path / "a", tmp_path / "b", "--out", out)
     assert_one_line_error(code, stderr, "--out", "--overwrite")
     assert (out / "report.json").read_text() == '{"keep": true}'

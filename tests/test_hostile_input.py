@@ -495,7 +495,7 @@ def test_a_world_size_larger_than_the_rank_files_is_refused(tmp_path):
     assert_one_line_error(code, stderr, "no rank2.jsonl", "world_size 3")
 
 
-@pytest.mark.parametrize("out", ["a", "."])
+@pytest.mark.parametrize("out", ["a", ".", "a/report"])  # a/report: inside RUN_A, among its files
 def test_out_that_is_or_holds_an_input_run_is_refused_and_the_runs_kept(tmp_path, out):
     """Before: `--out RUN_A --overwrite` gave a misleading error (the runs were kept intact)."""
     a, b = run_pair(tmp_path)

@@ -386,7 +386,8 @@ def edited_copy(run: Path, folder: Path, **meta_changes) -> Path:
 
 def test_a_control_at_another_world_or_short_of_steps_is_refused(own_runs, tmp_path, capsys):
     control = own_runs["controls"][0]
-    world = edited_copy(control, tmp_path / "world", world_size=2)
+    ranks = json.loads((control / "meta.json").read_text())["ranks"]
+    world = edited_copy(control, tmp_path / "world", world_size=2, ranks=ranks * 2)
     shutil.copy(world / "trace" / "rank0.jsonl", world / "trace" / "rank1.jsonl")
     args = with_controls(own_runs, own_runs["smoothing"], world, own_runs["controls"][1], out=tmp_path / "o")
     refused(args, capsys, "world size 2, RUN_A's is 1")
@@ -406,6 +407,30 @@ def test_a_control_that_does_not_reproduce_its_side_at_the_first_step_is_refused
     refused(args, capsys, "does not reproduce RUN_A", "apart at the first step")
     mixed = with_controls(own_runs, own_runs["threads"], own_runs["controls"][0], other[0], out=tmp_path / "o")
     refused(mixed, capsys, f"--noise-control {other[0]}: does not reproduce RUN_A")
+
+
+def test_a_single_control_of_the_other_sides_code_is_refused(own_runs, tmp_path, capsys):
+    """Issue 47 I: one control recorded from RUN_B's code (here label smoothing, the pair's own
+    difference) has no second to be held to; its envelope held the pair's difference, and the bug
+    was judged within noise with no word. Nearer RUN_B than RUN_A at the first step, it is refused."""
+    of_b = train(tmp_path / "of-b", init_ulps_seed=1, label_smoothing=0.01)
+    args = with_controls(own_runs, own_runs["smoothing"], of_b, out=tmp_path / "o")
+    refused(args, capsys, "repeats RUN_B's code", "from RUN_A at the first step")
+    assert not (tmp_path / "o").exists()
+    good = with_controls(own_runs, own_runs["smoothing"], own_runs["controls"][0], out=tmp_path / "ok")
+    assert cli.main(good) == 1  # one control of RUN_A's code is still taken: the bug is caught
+
+
+def test_a_control_cut_short_on_another_rank_than_the_first_is_refused(tmp_path):
+    """Issue 47: only rank 0's steps were held to RUN_A's; a control short on rank 1 was accepted."""
+    from test_comparator import LOSSES, PARAMS, make_run
+
+    from ddp_parity.compare.given_controls import ControlError, check_controls
+
+    a, b = make_run(tmp_path / "a", LOSSES, PARAMS), make_run(tmp_path / "b", LOSSES, PARAMS)
+    short = make_run(tmp_path / "c", {0: LOSSES[0], 1: LOSSES[1][:2]}, PARAMS)
+    with pytest.raises(ControlError, match="recorded no step 3 on rank 1 of RUN_A's 1..3"):
+        check_controls(a, b, [short])
 
 
 def test_report_json_names_each_control_and_what_it_varied(own_runs, tmp_path):

@@ -11,7 +11,9 @@ import torch
 
 from benchmarks.bugs.cases import CASES
 from benchmarks.bugs.run import confusion, run_cases, scores
+from benchmarks.programs.__main__ import check_keep
 from ddp_parity.compare.report import render_table
+from ddp_parity.harness.exits import UsageError
 
 
 def main(argv=None) -> int:
@@ -23,6 +25,13 @@ def main(argv=None) -> int:
     cases = [c for c in CASES if args.only is None or args.only in c.name]
     if not cases:  # an empty table would read as a corpus that passed
         p.error(f"--only {args.only}: no case's name contains it; the cases: {', '.join(c.name for c in CASES)}")
+    if args.keep is not None:  # the case folders are made fresh: a run left there would be written over
+        args.keep = Path(os.path.abspath(os.path.expanduser(args.keep)))
+        folders = [f"{kind}{i:02d}" for kind in ("case", "ddp") for i in range(len(cases))]
+        try:
+            check_keep(args.keep, folders)
+        except UsageError as err:
+            p.error(str(err))
     outcomes = run_cases(cases, args.keep)
     rows = []
     for o in outcomes:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences
 from ddp_parity.compare.comparator import load_meta
-from ddp_parity.compare.noise import Controls
+from ddp_parity.compare.noise import FIRST_STEP_FLOOR, Controls, first_step_distance
 from ddp_parity.trace_files import iter_records, trace_ranks
 
 
@@ -48,9 +48,18 @@ def same_folder(a: Path, b: Path) -> bool:
         return False
 
 
-def recorded_steps(run: Path) -> list[int]:
-    """The steps rank 0 (the lowest rank) recorded, in order."""
-    return [record["step"] for record in iter_records(run, trace_ranks(run)[0])]
+def recorded_steps(run: Path) -> dict[int, list[int]]:
+    """The steps each rank recorded, in order ({rank: steps})."""
+    return {rank: [record["step"] for record in iter_records(run, rank)] for rank in trace_ranks(run)}
+
+
+def steps_not_covered(run_steps: dict[int, list[int]], control_steps: dict[int, list[int]]) -> tuple[int, list]:
+    """(a rank, the steps of the run it records that the control's same rank does not), or (lowest rank, [])."""
+    for rank, steps in sorted(run_steps.items()):
+        missing = sorted(set(steps) - set(control_steps.get(rank, [])))
+        if missing:
+            return rank, missing
+    return min(run_steps, default=0), []
 
 
 def optimizer_setup(meta: dict) -> tuple:
@@ -110,14 +119,30 @@ def check_controls(run_a: Path, run_b: Path, controls: list[Path], ignore=()) ->
                 "how sums round (threads, ATEN_CPU_CAPABILITY, model.init_ulps)"
                 + (f" ({len(other) - 1} more keys differ)" if len(other) > 1 else "")
             )
-        missing = sorted(set(steps_a) - set(recorded_steps(control)))
+        rank, missing = steps_not_covered(steps_a, recorded_steps(control))
         if missing:
+            on_rank = f" on rank {rank}" if len(steps_a) > 1 else ""
             raise ControlError(
-                f"{name}: recorded no step {_steps(missing)} of RUN_A's {_steps(steps_a)}; a control must cover "
-                "every step it judges"
+                f"{name}: recorded no step {_steps(missing)}{on_rank} of RUN_A's {_steps(steps_a[rank])}; a control "
+                "must cover every step it judges, on every rank"
             )
         varied_all.append(varied)
     return varied_all
+
+
+def check_single_control(run_a: Path, run_b: Path, control: Path, factor: float) -> None:
+    """One control has no second to measure the spread of rounding against (`reproduces` null). Held
+    to the floor instead: past `factor` times FIRST_STEP_FLOOR from RUN_A at the first step and
+    nearer RUN_B than RUN_A there, it is RUN_B's code run again, and its envelope would hold the pair's
+    own difference (a 2% loss bug judged within noise): refused."""
+    to_a, to_b = first_step_distance(run_a, control), first_step_distance(run_b, control)
+    if to_a is None or to_b is None or to_a <= factor * FIRST_STEP_FLOOR or to_b >= to_a:
+        return
+    raise ControlError(
+        f"--noise-control {control}: is {to_b:.3g} from RUN_B but {to_a:.3g} from RUN_A at the first step: it "
+        f"repeats RUN_B's code, not RUN_A's, and its envelope would hold the pair's own difference; record the "
+        f"control from RUN_A's code (and name two or more: one alone has no spread to be checked against)"
+    )
 
 
 def check_reproduction(controls: Controls) -> None:
@@ -134,7 +159,10 @@ def check_reproduction(controls: Controls) -> None:
 def checked_controls(run_a, run_b, controls: list, factor: float, ignore=()) -> Controls:
     """The controls, each checked (check_controls), measured from RUN_A and checked to reproduce it."""
     controls = [Path(c) for c in controls]
-    measured = Controls.measured(run_a, controls, factor, check_controls(Path(run_a), Path(run_b), controls, ignore))
+    varied = check_controls(Path(run_a), Path(run_b), controls, ignore)
+    if len(controls) == 1:
+        check_single_control(Path(run_a), Path(run_b), controls[0], factor)
+    measured = Controls.measured(run_a, controls, factor, varied)
     check_reproduction(measured)
     return measured
 

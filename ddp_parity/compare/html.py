@@ -37,7 +37,7 @@ from ddp_parity.compare.report import (  # noqa: F401  (HTML_FILE: public here t
     table_rows,
 )
 from ddp_parity.compare.walk import Criterion
-from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks
+from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks, write_bytes_atomic
 
 # the per-step fields shown side by side, in causal order (what a step consumed, computed, applied)
 STEP_FIELDS = ("indices", "indices_digest", "batch_digest", "loss", "grad_norm", "lr", "param_digest")
@@ -81,9 +81,8 @@ def write_html(out_dir: str | os.PathLike, report: Report) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / HTML_FILE
-    tmp = path.with_name(f".{HTML_FILE}.tmp{os.getpid()}")
-    tmp.write_text(render_html(report, out_dir), encoding="utf-8")
-    os.replace(tmp, path)
+    # a path that is not UTF-8 (a folder named in another encoding) is shown escaped, never a failure
+    write_bytes_atomic(path, render_html(report, out_dir).encode("utf-8", errors="backslashreplace"))
     return path
 
 

@@ -14,6 +14,7 @@ from ddp_parity.compare.given_controls import checked_controls
 from ddp_parity.compare.noise import FACTOR
 from ddp_parity.compare.report import strict_json, timing_summary
 from ddp_parity.compare.walk import EXACT_UNDER_NOISE
+from ddp_parity.trace_files import VALIDATION_FILE
 
 
 def compare_traces(
@@ -94,26 +95,40 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
 
 # a kind of item the verdict reads, and what having none of it means (a verdict never rests on zero items
 # of a kind unsaid: with no step at all the comparator says so as a problem, and it is never equivalent).
-# Validation is optional to record: none compared is said in the summary's table, not warned of.
+# Validation is optional to record: where neither run recorded any, the summary's table says so; where
+# either did and not one figure pairs (other steps, other metric names), it is warned of.
 NOTHING_COMPARED = {
     "steps": "no optimizer step was compared (neither run recorded one on any rank): the verdict rests on no "
     "training step; record each optimizer step (TraceRecorder.record) or check that the runs trained",
     "final_params": "no final tensor was compared (no parameter name pairs the two final.safetensors, or one "
     "is missing): the final parameters are unchecked; --strip-prefix / --key-map pair renamed ones",
+    "validation": "no validation figure was compared (validation.jsonl holds records, but no metric pairs by "
+    "step and name with the other run's): the validation is unchecked",
 }
 
 
 def nothing_compared_warnings(comparison: Comparison) -> list[dict]:
-    """A warning for each kind of item of which not one was compared: steps, final tensors."""
+    """A warning for each kind of item of which not one was compared: steps, final tensors, and
+    validation figures where a run recorded some."""
     counts = {
         "steps": sum(stats.compared for stats in comparison.quantities.values()),
         "final_params": comparison.params.compared,
     }
+    if any(recorded_validation(run) for run in (comparison.run_a, comparison.run_b)):
+        counts["validation"] = comparison.validation.compared
     return [
         {"kind": "nothing_compared", "items": kind, "message": NOTHING_COMPARED[kind]}
         for kind, count in counts.items()
         if count == 0
     ]
+
+
+def recorded_validation(run) -> bool:
+    """The run's validation.jsonl holds a record (its size; it was read whole by the comparison)."""
+    try:
+        return (Path(run) / VALIDATION_FILE).stat().st_size > 0
+    except OSError:
+        return False
 
 
 def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> str:

@@ -3,12 +3,13 @@ rendered from a `findings.Report`."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import os
 from pathlib import Path
 
 from ddp_parity.compare.findings import Report
+from ddp_parity.trace_files import write_bytes_atomic
 
 REPORT_FILE = "report.json"
 PLOT_FILE = "loss_curves.png"
@@ -189,9 +190,7 @@ def write_report(out: Path, report: Report) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_FILE
     text = json.dumps(strict_json(report.to_json()), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_bytes_atomic(path, text.encode())  # ASCII: json.dumps escapes every other character
     return path
 
 
@@ -228,8 +227,6 @@ def plot_noise_png(noise: dict) -> bytes:
     """report.json's `noise` drawn: per quantity group, the pair's distance, the controls' envelope
     and the bound (factor x the larger of the envelope and the propagated distance) on a log scale,
     the step where the pair leaves it marked. Exact zeros sit on a floor line below the smallest value."""
-    import io
-
     plt = load_pyplot()
     curves = noise["curves"]
     fig, axes = plt.subplots(len(curves), 1, figsize=(8, 2.2 * len(curves) + 0.6), sharex=True, squeeze=False)
@@ -298,6 +295,8 @@ def plot_loss_curves(out: Path, curves: dict, labels=("raw", "lightning")) -> Pa
     bottom.set_xlabel("optimizer step")
     fig.tight_layout()
     path = out / PLOT_FILE
-    fig.savefig(path, dpi=100)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
+    write_bytes_atomic(path, buffer.getvalue())
     return path

@@ -303,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return record.main(argv[1:], prog=f"{program_name()} record")
     args = parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a path given in another encoding is printed as its own bytes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
     previous = stop_on_signals()
     try:
         return dispatch(args)

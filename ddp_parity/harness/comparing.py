@@ -124,10 +124,12 @@ def compare_and_report(
         report.sections["differing_pairs"] = differing  # the top-level figures are the first pair's
         if differing:
             report.verdict = "different"
+    # every file written before the verdict is printed: a verdict is never followed by a failure to
+    # write (a full disk fails the command with no verdict said, exit 4)
     write_report(out, report)
-    print_comparison(report, reports)  # the verdict first: the plot and the page take most of this step
     plot_loss_curves(out, report.curves, labels=report.labels)
     write_html(out, report)  # after the plot, which it inlines
+    print_comparison(report, reports)
     print(f"report: {out / REPORT_FILE}  {out / HTML_FILE}  plot: {out / PLOT_FILE}")
     return report
 
@@ -154,8 +156,11 @@ def add_replay(out: Path, report: Report, replay: dict) -> None:
     report.sections["replay"] = replay
     if replay.get("module"):
         report.diagnosis.module = replay["module"]
-    write_report(out, report)
-    write_html(out, report)
+    try:
+        write_report(out, report)
+        write_html(out, report)
+    except OSError as err:  # the verdict is out: a failure to add to the files is said, never an exit
+        print(f"warning: the replay's finding is not in the report files ({err.filename}: {err.strerror})")
     if replay.get("failed"):
         print(f"replay of step {replay['step']} failed: {'; '.join(replay['failed'])}")
     else:

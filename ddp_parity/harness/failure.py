@@ -11,6 +11,10 @@ PEER_FAILURE = re.compile(
     re.IGNORECASE,
 )
 ERROR_LINE = re.compile(r"error:|\w+Error\b|exitcode\s*:", re.IGNORECASE)
+# torchrun's summary of a failed job: the rank it observed failing first, and its exit code (negative:
+# killed by that signal). Its "Failures:" list before it also holds the ranks torchrun itself stopped.
+ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.DOTALL)
+SIGNAL_NAME = re.compile(r"Signal\s+\d+\s+\((SIG\w+)\)")
 
 
 def failure_report(outcome: Outcome) -> dict:
@@ -25,10 +29,11 @@ def failure_report(outcome: Outcome) -> dict:
             "error_lines": [],
         }
     errors = outcome.errors
-    root = next(
-        (e for e in errors if not PEER_FAILURE.search(e.get("message", "") + e.get("type", ""))),
-        errors[0] if errors else None,
-    )
+    root = next((e for e in errors if not is_peer_failure(e)), None)
+    killed = killed_rank(outcome.log_tail)
+    if root is None and killed is not None:  # the ranks that wrote a file only lost the one killed
+        return killed_report(outcome, *killed)
+    root = root or (errors[0] if errors else None)
     if root is not None:
         lines = [f"{root['type']}: {root['message']}"] + root.get("traceback", "").strip().splitlines()[-6:]
         return {"side": outcome.side, "rank": root["rank"], "summary": outcome.describe(), "error_lines": lines}
@@ -48,3 +53,29 @@ def failure_report(outcome: Outcome) -> dict:
         "summary": outcome.describe(),
         "error_lines": list(dict.fromkeys(said))[-6:] or outcome.log_tail.splitlines()[-12:],
     }
+
+
+def is_peer_failure(error: dict) -> bool:
+    """A rank's error that only says a peer went away (its connection reset, a broken pipe)."""
+    return bool(PEER_FAILURE.search(str(error.get("message", "")) + str(error.get("type", ""))))
+
+
+def killed_rank(log_tail: str) -> tuple[int, int, str] | None:
+    """(rank, signal number, signal name) of the root cause torchrun names, when it was killed by a
+    signal (a negative exit code): a rank killed outright writes no error file of its own."""
+    match = ROOT_CAUSE.search(log_tail)
+    if match is None or int(match.group(2)) >= 0:
+        return None
+    rank, signum = int(match.group(1)), -int(match.group(2))
+    named = SIGNAL_NAME.search(log_tail, match.end())
+    return rank, signum, named.group(1) if named else f"signal {signum}"
+
+
+def killed_report(outcome: Outcome, rank: int, signum: int, name: str) -> dict:
+    """The failure of a side whose rank was killed by a signal: that rank is the root cause; the
+    other ranks' broken connections follow from it."""
+    peers = sorted({e.get("rank") for e in outcome.errors if e.get("rank") is not None} - {rank})
+    lines = [f"rank {rank} was killed by signal {signum} ({name}) (torchrun's root cause); it wrote no error"]
+    if peers:
+        lines.append(f"rank(s) {', '.join(map(str, peers))} then lost their connection to it (a consequence)")
+    return {"side": outcome.side, "rank": rank, "summary": outcome.describe(), "error_lines": lines, "signal": signum}

@@ -223,6 +223,9 @@ class OutDir:
 
     def _settle(self, exc_type) -> None:
         if self.aside is None:
+            if exc_type is not None and not self.committed:  # no half report: its files all, or none
+                for name in RESULT_FILES:
+                    (self.path / name).unlink(missing_ok=True)
             return
         if self.committed:  # renamed first: a kill during the deletion leaves nothing to put back
             discarded = self.aside.with_name(DISCARD_PREFIX + self.aside.name.removeprefix(ASIDE_PREFIX))

@@ -22,16 +22,17 @@ def prepare(args):
     """Checks before anything is written; fixes the output folder in args.out. Returns the key map
     and the measured controls (None without --noise-control)."""
     run_a, run_b = (Path(p) for p in args.traces)
-    for run in (run_a, run_b, *map(Path, args.noise_control)):
-        check_run_folder(run)  # a file, a symlink loop: named before any path is resolved
-    args.out = args.out or str(default_out("traces"))
-    check_out_holds_no_input(Path(args.out), [run_a, run_b, *map(Path, args.noise_control)])
-    check_out(Path(args.out), args.overwrite)
-    check_trace_pair(run_a, run_b)
-    key_map = comparing.build_key_map(args.strip_prefix, args.key_map)
     controls = [Path(c) for c in args.noise_control]
+    for run in (run_a, run_b, *controls):
+        check_run_folder(run)  # a file, a symlink loop: named before any path is resolved
+    # the inputs first, whole (a folder that is no run is named so, not as a place --out may not go)
+    check_trace_pair(run_a, run_b)
     for control in controls:
         check_rank_files(control)
+    args.out = args.out or str(default_out("traces"))
+    check_out_holds_no_input(Path(args.out), [run_a, run_b, *controls])
+    check_out(Path(args.out), args.overwrite)
+    key_map = comparing.build_key_map(args.strip_prefix, args.key_map)
     if not controls:
         return key_map, None
     try:
