@@ -9,7 +9,16 @@ import json
 
 import numpy as np
 import pytest
-from test_diagnosis import EPOCHS, STEPS_PER_EPOCH, WORLD, make_meta, make_records, pair, run_diagnosis
+from test_diagnosis import (
+    EPOCHS,
+    STEPS_PER_EPOCH,
+    WORLD,
+    make_meta,
+    make_records,
+    pair,
+    run_diagnosis,
+    trained_apart,
+)
 
 from ddp_parity.compare.diagnosis import format_diagnosis
 from ddp_parity.compare.findings import Finding, Report
@@ -53,6 +62,7 @@ def test_a_loss_that_differs_at_step_one_with_dropout_ranks_the_random_stream_fi
     or the loss function: the diagnosis ranks them, dropout first, and says what would separate them."""
     records_b = make_records()
     records_b[0][0]["loss"] += 0.125
+    trained_apart(records_b)
     meta = {"model": {"dropout": 0.1}}
     a, b = pair(
         tmp_path,
@@ -92,6 +102,7 @@ def test_a_grad_norm_a_few_ulps_apart_from_step_one_is_the_reduction_order(tmp_p
     for r in range(WORLD):
         for rec in records_b[r]:
             rec["grad_norm"] = nudge(rec["grad_norm"], 1)
+    trained_apart(records_b)  # clipping at another norm moves the parameters
     records_a = make_records()
     for r in range(WORLD):
         for rec in records_a[r]:

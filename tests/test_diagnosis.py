@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 from pathlib import Path
 
@@ -140,6 +141,17 @@ def make_records(seed: int = 42, set_epoch: bool = True, epochs: int = EPOCHS) -
     return out
 
 
+def trained_apart(records: dict[int, list[dict]], from_step: int = 1) -> dict[int, list[dict]]:
+    """The parameters after each step from `from_step` on one ulp apart, on every rank: what a training
+    difference (not only a measured one) leaves in the digest. A hand-made loss, gradient-norm or lr
+    difference with the digest left equal is a difference in what was measured alone (issue 46)."""
+    for recs in records.values():
+        for rec in recs:
+            if rec["step"] >= from_step:
+                rec["param_digest"] = [math.nextafter(rec["param_digest"][0], math.inf), *rec["param_digest"][1:]]
+    return records
+
+
 def write_run(path: Path, meta: dict, records: dict[int, list[dict]], params=PARAMS) -> Path:
     (path / "trace").mkdir(parents=True)
     (path / "meta.json").write_text(json.dumps(meta))
@@ -223,6 +235,7 @@ def test_ranks_of_one_side_built_different_weights(tmp_path):
     records_b = make_records()
     records_b[0][1]["grad_norm"] *= 2
     records_b[1][1]["grad_norm"] *= 2
+    trained_apart(records_b, 2)
     a, b = pair(tmp_path / "later", meta_b=make_meta("lightning", init=[INIT, "ee" * 32]), records_b=records_b)
     _, d = run_diagnosis(a, b)
     assert (d["category"], d["step"], d["rank"]) == ("gradients", 2, 0)
@@ -297,7 +310,7 @@ def test_loss_differs_with_the_same_samples(tmp_path):
             torch.tensor(records_b[1][1]["loss"], dtype=torch.float64), torch.tensor(9.0, dtype=torch.float64)
         )
     )
-    a, b = pair(tmp_path, records_b=records_b)
+    a, b = pair(tmp_path, records_b=trained_apart(records_b, 2))
     _, d = run_diagnosis(a, b)
     # threads and flags are recorded equal and nothing else was recorded: no single cause, no threads fix
     assert (d["category"], d["step"], d["rank"]) == ("undetermined", 2, 1)
@@ -312,7 +325,7 @@ def test_grad_norm_differs_with_the_same_loss(tmp_path):
     records_b = make_records()
     for r in range(WORLD):
         records_b[r][1]["grad_norm"] /= 2  # the loss was not divided by accumulate_grad_batches on one side
-    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    _, d = run_diagnosis(*pair(tmp_path, records_b=trained_apart(records_b, 2)))
     assert (d["category"], d["step"], d["rank"]) == ("gradients", 2, 0)
     assert "factor of about 2" in d["explanation"]
     assert "accumulate_grad_batches" in d["advice"]
@@ -323,7 +336,7 @@ def test_learning_rate_differs(tmp_path):
     for r in range(WORLD):
         for rec in records_b[r][2:]:
             rec["lr"] = 0.0005  # stepped per step instead of per epoch
-    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    _, d = run_diagnosis(*pair(tmp_path, records_b=trained_apart(records_b, 3)))
     assert (d["category"], d["step"], d["rank"]) == ("optimizer", 3, 0)
     assert d["evidence"]["lr"] == {"raw": 0.001, "lightning": 0.0005}
 
@@ -367,7 +380,7 @@ def test_stall_names_the_waiting_rank(tmp_path):
 def test_the_walk_stops_at_the_first_divergence(tmp_path):
     records_b = make_records()
     records_b[0][0]["loss"] += 1.0  # step 1
-    a, b = pair(tmp_path, records_b=records_b)
+    a, b = pair(tmp_path, records_b=trained_apart(records_b))
     report = compare_runs(a, b).to_dict()
     with open(b / "trace" / "rank0.jsonl", "a") as f:
         f.write('{"step": 99, "loss": 1.0, "ind')  # a cut-off line far after it: never read
@@ -526,6 +539,7 @@ def test_gradients_accumulated_across_a_validation_and_zeroed_on_one_side_are_na
     for recs in records_b.values():
         for record in recs[4:]:  # lightning from step 5 on, after the validation at step 4
             record["grad_norm"] = record["grad_norm"] / 4
+    trained_apart(records_b, 5)
     meta_b = make_meta("lightning")
     meta_b.update(precision="32-true", resumed_from=None)  # what TraceCallback writes
     a, b = pair(tmp_path, meta_b=meta_b, records_a=records_a, records_b=records_b)

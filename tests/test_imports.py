@@ -118,6 +118,7 @@ def test_the_causes_import_one_phase_after_another():
         "backward",
         "update",
         "end",
+        "measured",
         "noise",
     ]
     names = [f"ddp_parity.compare.causes.{name}" for name in order]

@@ -9,7 +9,7 @@ import math
 from types import SimpleNamespace
 
 import pytest
-from test_diagnosis import WORLD, make_meta, make_records, pair, run_diagnosis
+from test_diagnosis import WORLD, make_meta, make_records, pair, run_diagnosis, trained_apart
 
 from benchmarks.bugs.cases import RELATION_CASES
 from benchmarks.bugs.run import run_case
@@ -131,6 +131,8 @@ def test_a_loss_exactly_twice_the_other_names_the_factor_and_the_accumulation(tm
     for r in range(WORLD):
         for rec in records_a[r]:
             rec["loss"] *= 2
+            rec["grad_norm"] *= 2  # a loss scaled in the training scales its gradients
+    trained_apart(records_a)
     config = {"trainer": {"accumulate_grad_batches": 2}}
     a, b = pair(
         tmp_path,
@@ -173,15 +175,16 @@ ISSUE_SLIPS = {
         "one constant",
         "after optimizer.step()",
     ),
+    # the gradients and the parameters equal, only the norm measured otherwise: EQUIVALENT, a recording note
     "gradient norm with norm_type=inf vs Trainer (cnn)": (
-        "gradients.norm",
+        "recording.measured",
         "the infinity norm of the same gradients: it equals their largest |g|",
         "norm_type=2.0",
     ),
     "token embedding frozen on one side (transformer)": ("frozen", "embed.weight", "requires_grad_(False)"),
     # not one of the issue's five: the other norm_type a slip picks, proved by the recorded sums of |g|
     "gradient norm as the 1-norm (cnn)": (
-        "gradients.norm",
+        "recording.measured",
         "the 1-norm of the same gradients: it equals the sum of their |g|",
         "norm_type=2.0",
     ),

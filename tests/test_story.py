@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import os
 
-from test_diagnosis import make_records, pair, run_diagnosis
+from test_diagnosis import make_records, pair, run_diagnosis, trained_apart
 
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.story import STORY_CHECK_ENV, story_problems
@@ -17,7 +17,7 @@ from ddp_parity.compare.story import STORY_CHECK_ENV, story_problems
 def _loss_pair(tmp_path):
     records = make_records()
     records[1][1]["loss"] += 1e-3
-    return pair(tmp_path, records_b=records)
+    return pair(tmp_path, records_b=trained_apart(records, 2))
 
 
 def test_the_suite_checks_every_diagnosis_it_builds():

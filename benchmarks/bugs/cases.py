@@ -105,7 +105,7 @@ RELATION_CASES = (
             RELATIONS,
             {},
             {"norm_type": math.inf},
-            "gradients",
+            "recording",  # the gradients and parameters equal: only the measured norm differs
             1,
             None,
             "norm_type=2.0",
@@ -117,13 +117,13 @@ RELATION_CASES = (
         RELATIONS,
         CNN.changed(norm_type=math.inf, validate=False),
         CNN.changed(validate=False),
-        "gradients",
+        "recording",
         1,
         None,
         "norm_type=2.0",
         b_trainer=True,
     ),
-    slip("gradient norm as the 1-norm (cnn)", RELATIONS, CNN, "gradients", 1, None, "norm_type=2.0", norm_type=1.0),
+    slip("gradient norm as the 1-norm (cnn)", RELATIONS, CNN, "recording", 1, None, "norm_type=2.0", norm_type=1.0),
     slip(
         "a batch taken from the training iterator before the first step (mlp)",
         RELATIONS,
@@ -512,7 +512,7 @@ BUGS = (
         "validation as a mean of batch means (mlp)",
         SYNC_DIST,
         MLP,
-        "numerics",
+        "recording",  # the training equal: the validation figure is measured otherwise (issue 46 class c)
         STEPS_PER_EPOCH,
         None,
         "sums and counts",

@@ -19,6 +19,7 @@ from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
 from ddp_parity.compare.causes.base import FEW_ULPS, Context, unchecked_sentence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, strip_config
 from ddp_parity.compare.causes.end import check_equivalent
+from ddp_parity.compare.causes.measured import check_measured
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
 from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
@@ -63,7 +64,8 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         # every number agrees bit for bit: a setup difference did not change this run, so it is a
         # warning beside an equivalent verdict, never a cause (it may still change a larger run)
         setup = found
-        found = check_equivalent(ctx, setup_differs=setup)
+        found = check_measured(ctx) or check_equivalent(ctx, setup_differs=setup)
+        found.setup_differs = setup
     found.module = ctx.cache.get("module")
     if found.category not in UPSTREAM_CATEGORIES and not found.unchecked:
         found.unchecked = ctx.unchecked()

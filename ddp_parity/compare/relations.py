@@ -29,8 +29,10 @@ class Relation:
     value: float | int | str  # the factor, the shift in steps, the norm's name, the parameter names
     first: int | None = None  # the steps it holds at
     last: int | None = None
-    count: str | None = None  # which recorded count the factor equals ("accumulate_grad_batches=2")
+    count: str | None = None  # which recorded count the factor equals ("accumulate_grad_batches=2"): the first
     sentence: str = ""
+    counts: tuple = ()  # every recorded count the factor equals, most telling first (`count` is the first)
+    ranks: tuple = ()  # the ranks it holds on, where it was read on several ranks and holds on some only
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -113,13 +115,29 @@ def integer_of(factor: float) -> tuple[int, bool] | None:
 
 
 def count_named(factor: float, counts: dict[str, int]) -> str | None:
-    """Which recorded count the factor (or its inverse) equals: "accumulate_grad_batches=2"."""
+    """Which recorded count the factor (or its inverse) equals: "accumulate_grad_batches=2" (the first
+    of `counts_named`)."""
+    named = counts_named(factor, counts)
+    return named[0] if named else None
+
+
+def counts_named(factor: float, counts: dict[str, int]) -> list[str]:
+    """Every recorded count the factor (or its inverse) equals, in the order of `counts`: with an
+    accumulation of 2 at a world size of 2 both fit, and the numbers cannot tell which one slipped."""
     found = integer_of(factor)
     if found is None:
-        return None
-    k = found[0]
-    names = [name for name, value in counts.items() if value == k]
-    return f"{names[0]}={k}" if names else None
+        return []
+    return [f"{name}={value}" for name, value in counts.items() if value == found[0]]
+
+
+def counts_in_words(named: list[str]) -> str:
+    """ "2 is the accumulate_grad_batches and the world_size" for counts_named's list."""
+    if not named:
+        return ""
+    k = named[0].split("=")[1]
+    names = [n.split("=")[0] for n in named]
+    joined = names[0] if len(names) == 1 else ", the ".join(names[:-1]) + " and the " + names[-1]
+    return f"{k} is the {joined}"
 
 
 def factor_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict):
@@ -131,13 +149,15 @@ def factor_relation(quantity: str, labels: tuple[str, str], steps: list, a: list
     side, other = labels
     if factor < 1:
         factor, side, other = 1 / factor, other, side
-    count = count_named(factor, counts)
+    named = counts_named(factor, counts)
     span = f"at every step ({first}..{last})" if every else f"from step {first} to {last}"
     sentence = f"{side}'s {quantity} is {factor:.3f} × {other}'s {span}"
-    if count:
-        name, k = count.split("=")
-        sentence += f"; {k} is the {name}"
-    return Relation("factor", quantity, side, other, factor, first, last, count, sentence + ".")
+    if named:
+        sentence += f"; {counts_in_words(named)}"
+        if len(named) > 1:
+            sentence += " (each fits: the numbers cannot tell which count slipped)"
+    count = named[0] if named else None
+    return Relation("factor", quantity, side, other, factor, first, last, count, sentence + ".", tuple(named))
 
 
 # ---------------------------------------------------------------------------------------------

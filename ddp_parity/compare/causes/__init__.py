@@ -7,6 +7,7 @@ its phase of a training step:
     backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
     update.py    an optimizer over stale tensors, the learning rate, the update
     end.py       buffers, final parameters, validation, structural problems, equivalent
+    measured.py  what was measured otherwise while the training is the same (recording), or unproved
     undetermined.py  no single cause: the candidates ranked
     noise.py     under --tolerance noise: within the noise, or the step that leaves it
 
@@ -18,7 +19,18 @@ bug corpus (benchmarks/bugs).
 
 from __future__ import annotations
 
-from ddp_parity.compare.causes import backward, data, end, forward, noise, resume, setup, undetermined, update
+from ddp_parity.compare.causes import (
+    backward,
+    data,
+    end,
+    forward,
+    measured,
+    noise,
+    resume,
+    setup,
+    undetermined,
+    update,
+)
 from ddp_parity.compare.causes.base import Cause, Evidence
 
 CAUSES: tuple[Cause, ...] = (
@@ -49,6 +61,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
     data.DATA_PIPELINE,
+    measured.RECORDED_MEASURE,
     update.OPTIMIZER_STALE_PARAMS,
     backward.GRADIENTS_ACROSS_VALIDATION,
     backward.REDUCTION_ORDER_SHARDING,

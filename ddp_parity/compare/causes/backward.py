@@ -24,7 +24,7 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
-from ddp_parity.compare.causes.forward import factor_mechanism, factor_of
+from ddp_parity.compare.causes.forward import factor_mechanisms, factor_of
 from ddp_parity.compare.causes.setup import param_order
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
@@ -305,8 +305,11 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     relation = factor_of(ctx, "grad_norm", f["rank"])
     if relation is not None and relation.first == f["step"]:
         evidence.update(ratio=ratio, relation=relation.to_json())
-        mechanism = FACTOR_WORDS.get(factor_mechanism(relation), FACTOR_WORDS[""])
-        said = f"{relation.sentence[:-1]}: {mechanism.format(side=relation.side, small=relation.other)}."
+        words = [FACTOR_WORDS[m] for m in factor_mechanisms(relation) if m in FACTOR_WORDS] or [FACTOR_WORDS[""]]
+        said = f"{relation.sentence[:-1]}: " + "; or ".join(
+            w.format(side=relation.side, small=relation.other) for w in words
+        )
+        said += "."
         return finding(ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", factor=relation.value)
     if ratio is not None:
         near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))

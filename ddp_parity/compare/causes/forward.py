@@ -6,6 +6,8 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ddp_parity.compare import relations
 from ddp_parity.compare.causes.base import (
     Cause,
@@ -75,12 +77,38 @@ def relation_counts(ctx: Context) -> dict[str, int]:
 
 
 def factor_of(ctx: Context, quantity: str, rank) -> relations.Relation | None:
-    """The relation "one side's `quantity` is k × the other's", read over every aligned step of `rank`."""
+    """The relation "one side's `quantity` is k × the other's", read over every aligned step of `rank`;
+    where the run has other ranks and the factor does not hold on all of them, the ranks it holds on are
+    named (a factor on rank 0 only is never said of every step of the run)."""
     key = ("factor", quantity, rank)
     if key not in ctx.cache:
-        steps, a, b = relations.series(list(aligned_records(ctx, rank)), quantity)
-        ctx.cache[key] = relations.factor_relation(quantity, ctx.names, steps, a, b, relation_counts(ctx))
+        relation = _factor_on(ctx, quantity, rank)
+        if relation is not None:
+            relation = _on_ranks(ctx, quantity, rank, relation)
+        ctx.cache[key] = relation
     return ctx.cache[key]
+
+
+def _factor_on(ctx: Context, quantity: str, rank) -> relations.Relation | None:
+    steps, a, b = relations.series(list(aligned_records(ctx, rank)), quantity)
+    return relations.factor_relation(quantity, ctx.names, steps, a, b, relation_counts(ctx))
+
+
+def _on_ranks(ctx: Context, quantity: str, rank, relation: relations.Relation) -> relations.Relation:
+    ranks = list((ctx.walk.ranks if ctx.walk else {}).get("a") or [])
+    if len(ranks) < 2:
+        return relation
+    holding = [
+        r
+        for r in ranks
+        if r == rank or ((other := _factor_on(ctx, quantity, r)) is not None and other.value == relation.value)
+    ]
+    if len(holding) == len(ranks):
+        return relation
+    others = [r for r in ranks if r not in holding]
+    sentence = relation.sentence[:-1].replace("at every step", "at every step of rank " + ", ".join(map(str, holding)))
+    sentence += f" (on rank {', '.join(map(str, holding))} only; rank {', '.join(map(str, others))} not so)."
+    return replace(relation, sentence=sentence, ranks=tuple(holding))
 
 
 # the mechanism a loss factor equal to each count has, and its fix
@@ -104,27 +132,56 @@ FACTOR_MECHANISMS = {
 
 
 def factor_mechanism(relation: relations.Relation) -> str:
-    name = (relation.count or "").split("=")[0]
-    if name in ACCUMULATION_KEYS or name == "micro-batches per step":
-        return "accumulation"
-    return name if name in FACTOR_MECHANISMS else ""
+    """The mechanism of the first count the factor equals ('' where none has one)."""
+    found = factor_mechanisms(relation)
+    return found[0] if found else ""
+
+
+def factor_mechanisms(relation: relations.Relation) -> list[str]:
+    """The mechanism of every count the factor equals, each once, most telling first."""
+    out = []
+    for named in relation.counts or ((relation.count,) if relation.count else ()):
+        name = named.split("=")[0]
+        mechanism = "accumulation" if name in ACCUMULATION_KEYS or name == "micro-batches per step" else name
+        if mechanism in FACTOR_MECHANISMS and mechanism not in out:
+            out.append(mechanism)
+    return out
+
+
+def _grad_norms_equal_at(ctx: Context, rank, step) -> bool:
+    """Both sides recorded the gradient norm at `step` and it is bitwise equal: a loss scaled by a count
+    would have scaled it too."""
+    for ra, rb in aligned_records(ctx, rank):
+        if ra.get("step") == step:
+            return ra.get("grad_norm") is not None and ra.get("grad_norm") == rb.get("grad_norm")
+    return False
 
 
 def check_loss_factor(ctx: Context) -> Finding | None:
     """The loss on one side is exactly k × the other's from the first step it differs, k a recorded
-    count: the count was multiplied in (or divided out) on one side, whatever the modules computed."""
+    count: the count was multiplied in (or divided out) on one side, whatever the modules computed.
+    Every count k equals is named with its mechanism; with the gradient norms equal the factor is in
+    what was recorded only, not in the training (no finding here)."""
     f = ctx.earliest
     if f is None or f["quantity"] != "loss":
         return None
     relation = factor_of(ctx, "loss", f["rank"])
     if relation is None or relation.first != f["step"] or not factor_mechanism(relation):
         return None
-    words = FACTOR_MECHANISMS[factor_mechanism(relation)]
+    if _grad_norms_equal_at(ctx, f["rank"], f["step"]):
+        return None
     k = relations.integer_of(relation.value)[0]
     values = {"side": relation.side, "small": relation.other, "k": k}
-    facts = f"{relation.sentence[:-1]}: {words.why.format(**values)}."
+    mechanisms = [FACTOR_MECHANISMS[m] for m in factor_mechanisms(relation)]
+    whys = [w.why.format(**values) for w in mechanisms]
+    fixes = [w.fix.format(**values) for w in mechanisms]
+    if len(mechanisms) == 1:
+        facts, fix = f"{relation.sentence[:-1]}: {whys[0]}.", fixes[0]
+    else:
+        facts = f"{relation.sentence[:-1]}: " + "; or ".join(whys) + "."
+        fix = "Whichever count slipped (the numbers fit each): " + " Or: ".join(fixes)
     evidence = {"loss": ctx.both(f["a"], f["b"]), "relation": relation.to_json()}
-    return finding(ctx, LOSS_FACTOR, f["step"], f["rank"], evidence, facts, fix=words.fix.format(**values))
+    return finding(ctx, LOSS_FACTOR, f["step"], f["rank"], evidence, facts, fix=fix)
 
 
 LOSS_FACTOR = Cause(

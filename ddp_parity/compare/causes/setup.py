@@ -436,16 +436,29 @@ CONFIG_SEED = Cause(
 # the optimizer's param groups
 
 
+# the param-group keys a scheduler changes as training goes (LambdaLR, StepLR, OneCycleLR's lr and its
+# momentum or betas, CyclicLR's): read after a scheduler step (or set by hand) they differ between two
+# records of an equal training, so they are compared as per-step series (the recorded lr), never as
+# construction facts, unless a record made at the optimizer's construction holds them
+SCHEDULED_KEYS = ("lr", "initial_lr", "momentum", "betas", "max_lr", "min_lr", "max_momentum", "base_momentum")
+# meta.json's record of the optimizer as constructed, before any scheduler touched it (made by hooks
+# where they see the construction): where both sides hold it, every key is compared
+CONSTRUCTED_KEY = "optimizer_at_construction"
+
+
 def check_param_groups(ctx: Context) -> Finding | None:
-    opt_a, opt_b = ctx.meta("a").get("optimizer"), ctx.meta("b").get("optimizer")
+    constructed = [ctx.meta(s).get(CONSTRUCTED_KEY) for s in ("a", "b")]
+    at_construction = all(isinstance(o, dict) for o in constructed)
+    opt_a, opt_b = constructed if at_construction else (ctx.meta("a").get("optimizer"), ctx.meta("b").get("optimizer"))
     if not (isinstance(opt_a, dict) and isinstance(opt_b, dict)):
         return None
     na, nb = ctx.names
     if opt_a.get("class") and opt_b.get("class") and opt_a["class"] != opt_b["class"]:
-        facts = f"The optimizers differ before any step: {opt_a['class']} on {na}, {opt_b['class']} on {nb}."
+        facts = f"The optimizers differ: {opt_a['class']} on {na}, {opt_b['class']} on {nb}."
         evidence = {"optimizer_class": ctx.both(opt_a["class"], opt_b["class"])}
         return finding(ctx, PARAM_GROUPS_CLASS, None, None, evidence, facts, a=na, b=nb, b_class=opt_b["class"])
-    settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
+    skip = () if at_construction else SCHEDULED_KEYS
+    settings_a, settings_b = _settings_by_param(opt_a, skip), _settings_by_param(opt_b, skip)
     pairs = match_keys(list(settings_a), list(settings_b), None)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
     differing: dict[str, list] = {}
@@ -457,19 +470,35 @@ def check_param_groups(ctx: Context) -> Finding | None:
     if not differing:
         return None
     lines = [f"{setting} for {_name_list(names)}" for setting, names in differing.items()]
-    facts = f"The optimizer's param groups differ before any step ({na} vs {nb}): {'; '.join(lines)}."
+    when = (
+        "as constructed"
+        if at_construction
+        else "on the keys no scheduler changes (the lr, momentum and betas are compared step by step)"
+    )
+    facts = f"The optimizer's param groups differ {when} ({na} vs {nb}): {'; '.join(lines)}."
     setting, names = next(iter(differing.items()))
     key = setting.split(":", 1)[0]
-    evidence = {"differences": {setting: names for setting, names in differing.items()}}
-    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, names=_name_list(names), key=key)
+    evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
+    why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key)
+    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, names=_name_list(names), key=key, why=why)
 
 
-def _settings_by_param(optimizer: dict) -> dict[str, dict]:
+# why a param-group key that differs changes the update, by key
+GROUP_WHY = {
+    "weight_decay": "The optimizer applies each group's weight decay to its parameters, so these parameters are "
+    "updated differently from the first step on: a typical split is weight decay on every parameter on one side "
+    "and biases and norms excluded on the other.",
+    "": "The optimizer applies each group's {key} to its parameters, so these parameters are updated differently "
+    "from the first step on.",
+}
+
+
+def _settings_by_param(optimizer: dict, skip=()) -> dict[str, dict]:
     out = {}
     for group in optimizer.get("param_groups") or []:
         if not isinstance(group, dict):
             continue
-        hyper = {k: v for k, v in group.items() if k != "params" and k not in SCHEDULER_BOOKKEEPING}
+        hyper = {k: v for k, v in group.items() if k != "params" and k not in SCHEDULER_BOOKKEEPING and k not in skip}
         for name in group.get("params") or []:
             out[str(name)] = hyper
     return out
@@ -488,13 +517,12 @@ def _name_list(names: list[str], limit: int = 6) -> str:
 PARAM_GROUPS = Cause(
     "param_groups",
     check_param_groups,
-    why="The optimizer applies each group's hyperparameters to its parameters, so these parameters are "
-    "updated differently from the first step on: a typical split is weight decay on every parameter "
-    "on one side and biases and norms excluded on the other.",
+    why="{why}",
     fix="Build the same param groups on both sides: give {names} the same {key} on both sides (one param group "
     "for them, or the same split).",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
-    "side only), compared before any step.",
+    "side only): compared as constructed where `meta.optimizer_at_construction` holds them, otherwise on the "
+    "keys no scheduler changes (lr, momentum and betas are per-step series).",
 )
 PARAM_GROUPS_CLASS = Cause(
     "param_groups.class",

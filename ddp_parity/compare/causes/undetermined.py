@@ -52,6 +52,11 @@ CANDIDATES = {
         "the gradient norm measured otherwise from the same gradients (norm_type, a subset of the parameters)",
         "pass model= to record() before zero_grad on both sides: each parameter's gradient norm is then recorded",
     ),
+    "measured": (
+        "only what was measured differs (the loss, gradient norm, lr or validation measured otherwise), the "
+        "training being the same",
+        "record model=model on both sides: equal parameters after every step prove the training the same",
+    ),
     "earlier_update": (
         "an earlier optimizer step that already differed (the parameters after each step were not recorded)",
         "record model=model on both sides: the parameters after every step are then compared",
@@ -59,7 +64,7 @@ CANDIDATES = {
 }
 
 # a candidate that is a cause within a category
-CANDIDATE_CATEGORY = {"earlier_update": "optimizer"}
+CANDIDATE_CATEGORY = {"earlier_update": "optimizer", "measured": "recording"}
 
 
 def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:

@@ -7,6 +7,7 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 from __future__ import annotations
 
 import json
+import math
 
 from ddp_parity.compare import relations
 from ddp_parity.compare.causes.backward import reduction_order_finding
@@ -144,28 +145,108 @@ OPTIMIZER_LR_AHEAD = Cause(
 
 
 def check_lr(ctx: Context) -> Finding | None:
+    """The learning rate differs with equal samples, loss and gradient norm. What the two series' shape
+    proves is named (a constant factor, another decay per step, a rate that changes only at epoch
+    boundaries on one side, one ulp of arithmetic); a mechanism is claimed only with its evidence."""
     f = ctx.earliest
     if f is None or f["quantity"] != "lr":
         return None
     evidence = {"lr": ctx.both(f["a"], f["b"])}
+    pairs = list(aligned_records(ctx, f["rank"]))
+    steps, la, lb = relations.series(pairs, "lr")
+    shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
+    evidence["lr_relation"] = shape
     facts = (
         f"At step {f['step']} the samples, loss and gradient norm match, but the learning rate differs "
-        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
+        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
     )
-    return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts)
+    why, fix = LR_WORDS.get(shape, LR_WORDS[""])
+    return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix)
+
+
+def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
+    """(shape, sentence) of two lr series: "per_epoch" where one side's rate changes only at epoch
+    boundaries and the other's within an epoch, "ulp" (one ulp apart wherever they differ), "factor" (a
+    constant ratio at every step), "decay" (each side decays by its own constant per step, one the other's
+    k-th power: stepped k times per optimizer step), or ''."""
+    pairs = [(s, x, y, e) for s, x, y, e in zip(steps, la, lb, epochs) if relations.number(x) and relations.number(y)]
+    if len(pairs) < 2:
+        return "", ""
+    differ = [(x, y) for _, x, y, _ in pairs if x != y]
+    if differ and all(abs(x - y) <= 2 * math.ulp(max(abs(x), abs(y))) for x, y in differ):
+        return "ulp", "one ulp apart wherever they differ: the same rate computed by another expression"
+    series = {"a": [(e, x) for _, x, _, e in pairs], "b": [(e, y) for _, _, y, e in pairs]}
+    within = {side: _changes_within_epochs(values) for side, values in series.items()}
+    for side, other in (("a", "b"), ("b", "a")):
+        moves = len({v for _, v in series[side]}) > 1  # it does change: at an epoch boundary
+        if within[other] and not within[side] and moves:
+            return (
+                "per_epoch",
+                f"{ctx.label(side)}'s rate changes only at epoch boundaries, the other's within an epoch",
+            )
+    ratios = [x / y for _, x, y, _ in pairs]
+    if all(abs(r / ratios[0] - 1) <= relations.EXACT for r in ratios):
+        return "factor", f"{ctx.names[0]}'s rate is {ratios[0]:.6g} × {ctx.names[1]}'s at every step"
+    ga, gb = (_constant_decay([p[i] for p in pairs]) for i in (1, 2))
+    if ga and gb and ga != gb:
+        k = math.log(ga) / math.log(gb) if gb != 1 else None
+        power = f" ({ctx.names[0]}'s decay is {ctx.names[1]}'s to the power {k:.3g})" if k else ""
+        return "decay", f"each side's rate decays by its own constant per step: {ga:.6g} vs {gb:.6g}{power}"
+    return "", ""
+
+
+def _changes_within_epochs(values: list[tuple]) -> bool:
+    return any(e1 == e2 and v1 != v2 for (e1, v1), (e2, v2) in zip(values, values[1:]))
+
+
+def _constant_decay(values: list[float]) -> float | None:
+    ratios = [y / x for x, y in zip(values, values[1:]) if x]
+    if len(ratios) < 2 or not all(abs(r / ratios[0] - 1) <= 1e-9 for r in ratios) or ratios[0] == 1:
+        return None
+    return ratios[0]
+
+
+# why, fix for each shape of two lr series (check_lr): a mechanism only where the shape shows it
+LR_WORDS = {
+    "per_epoch": (
+        "The learning-rate schedule is stepped per epoch on one side and per optimizer step on the other "
+        "(Lightning's `interval`).",
+        "Step the scheduler with the same interval on both sides: once per epoch for interval 'epoch', once per "
+        "optimizer step (after optimizer.step()) for interval 'step'.",
+    ),
+    "factor": (
+        "A rate k × the other's at every step is another base rate: the lr given to the optimizer or the "
+        "scheduler (an lr scaled by the world size or the batch size on one side).",
+        "Give the optimizer (and the scheduler's max_lr/base_lr) the same rate on both sides.",
+    ),
+    "decay": (
+        "The two schedules decay by different constants per optimizer step: another gamma, or the scheduler "
+        "stepped another number of times per optimizer step (per micro-batch under accumulation).",
+        "Build the same scheduler with the same gamma on both sides and step it once per optimizer step, after "
+        "optimizer.step().",
+    ),
+    "ulp": (
+        "The same rate computed by other float expressions differs in the last bit (LambdaLR's base_lr × factor "
+        "against a rate multiplied step by step): the update then differs by that bit.",
+        "Use the same scheduler class (and lambda) on both sides, so the rate is computed by the same expression.",
+    ),
+    "": (
+        "The learning-rate schedule differs: another schedule, another length in steps, or another interval.",
+        "Build and step the same schedule on both sides: after optimizer.step(), with the same interval and "
+        "parameters (a schedule sized in steps, like OneCycleLR, needs the same total_steps: optimizer steps, "
+        "len(train_loader) x epochs / accumulation, not len(dataset): Lightning #2643).",
+    ),
+}
 
 
 OPTIMIZER_LR = Cause(
     "optimizer.lr",
     check_lr,
-    why="The learning-rate schedule is stepped differently: per optimizer step on one side and per "
-    "epoch on the other (Lightning's `interval`), or per micro-batch under accumulation.",
-    fix="Step the scheduler exactly where Lightning does: after optimizer.step(), once per epoch for "
-    "interval 'epoch' or once per optimizer step for interval 'step', with the same parameters "
-    "(a schedule sized in steps, like OneCycleLR, needs the same total_steps: optimizer steps, "
-    "len(train_loader) x epochs / accumulation, not len(dataset): Lightning #2643).",
-    doc="The learning rate differs with equal gradients: the schedule's interval (Lightning's `interval`), "
-    "its length in steps (#2643).",
+    why="{why}",
+    fix="{fix}",
+    doc="The learning rate differs with equal gradients, its shape named: a factor, another decay per step, one "
+    "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp; else the "
+    "schedule's length in steps (#2643).",
 )
 
 

@@ -1,0 +1,313 @@
+"""What the loop measured, told apart from what it trained.
+
+The verdict rests on the training: the samples each step consumed and the parameters it produced (the
+digest after every step, the final tensors). Where those are equal and only a measured quantity differs
+(the recorded loss, gradient norm, learning rate, a validation figure), the runs trained alike and the
+difference is in how a side measured: a `recording` finding beside an EQUIVALENT verdict, with one note
+per differing quantity naming its relation to the other side's (a shift by k steps, × k with every
+recorded count k equals, the mean over ranks, another norm, float32 rounding, a few ulps of another
+summation order). Where a side recorded no parameter digest, the records cannot prove the training the
+same: the finding says so and asks for the digest, and decides nothing from the measurements.
+
+Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ddp_parity.compare import relations
+from ddp_parity.compare.causes.backward import GRADIENTS_NORM_TYPE, _norm_finding, check_clipped_norm
+from ddp_parity.compare.causes.base import (
+    FEW_ULPS,
+    RECORDING_WHY,
+    Cause,
+    Context,
+    Evidence,
+    aligned_records,
+    finding,
+    float32_ulps,
+    fmt,
+)
+from ddp_parity.compare.causes.end import NUMERICS_VALIDATION, check_float32_validation
+from ddp_parity.compare.causes.forward import factor_of
+from ddp_parity.compare.causes.undetermined import UNRECORDED, undetermined, watch_found_all_equal
+from ddp_parity.compare.causes.update import RECORDED_LR, check_lr_shift
+from ddp_parity.compare.evidence import MISSING_EVIDENCE
+from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.walk import records_of
+
+WHAT = {"loss": "recorded loss", "grad_norm": "gradient norm", "lr": "learning rate", "validation": "validation"}
+
+# how to record alike, per relation: the fix of a `recording` finding (the training needs none)
+RECORD_ALIKE = {
+    "shift": RECORDED_LR.fix,
+    "factor": "Record the {what} the same way on both sides ({side}'s is a multiple of the other's; the recorded "
+    "counts it equals: {counts}): record the value the step used (for the loss, the one it backpropagated); "
+    "nothing in the training needs to change.",
+    "mean_over_ranks": "Record each rank's own {what} on both sides (or the mean over the ranks on both: "
+    "self.log(..., sync_dist=True) on one side means an all_reduce AVG on the other).",
+    "norm": "To record alike, measure the gradient norm on {side} as the other side does: the 2-norm over all the "
+    "optimizer's parameters (torch.nn.utils.get_total_norm(grads, norm_type=2.0), or what clip_grad_norm_ returns); "
+    "change nothing in how the step clips.",
+    "order": "To record alike, measure the {what} over the same tensors in the same order as the other side (Lightning "
+    "measures over the optimizer's parameters in param-group order); change nothing in how the step clips or "
+    "updates: the parameters are already equal.",
+    "float32": "Record the {what} as computed (a Python float), not rounded to float32 (what `self.log` keeps).",
+    "ulp": "Read the {what} on both sides from where the step takes it (optimizer.param_groups[0]['lr'] before "
+    "scheduler.step()): the two sides compute it by other expressions, one ulp apart, and the step applied the same.",
+    "validation": "Compute the validation figure the same way on both sides. " + NUMERICS_VALIDATION.fix,
+    "": "Record the {what} the same way on both sides: the training is the same, only what was written differs.",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# the relation of one measured quantity's two series
+
+
+def _pairs(ctx: Context, rank) -> list[tuple[dict, dict]]:
+    return list(aligned_records(ctx, rank))
+
+
+def relation_of(ctx: Context, quantity: str, rank) -> relations.Relation | None:
+    """How one side's recorded `quantity` relates to the other's on `rank`, the most telling relation
+    first: a shift, a factor, the mean over ranks, float32 rounding, a few ulps (or one, for the lr)."""
+    pairs = _pairs(ctx, rank)
+    steps, a, b = relations.series(pairs, quantity)
+    found = relations.shift_relation(quantity, ctx.names, steps, a, b) if quantity == "lr" else None
+    if found is None and quantity != "lr":
+        found = factor_of(ctx, quantity, rank)
+    if found is None and quantity == "loss":
+        found = _mean_over_ranks(ctx, rank)
+    return found or _rounding(ctx, quantity, steps, a, b)
+
+
+def _rounding(ctx: Context, quantity: str, steps, a, b) -> relations.Relation | None:
+    differ = [(s, x, y) for s, x, y in zip(steps, a, b) if x != y and x is not None and y is not None]
+    if not differ:
+        return None
+    first = differ[0][0]
+    for side, mine, theirs in ((ctx.names[0], 1, 2), (ctx.names[1], 2, 1)):
+        if all(_is_float32_of(d[mine], d[theirs]) for d in differ):
+            other = ctx.names[1] if side == ctx.names[0] else ctx.names[0]
+            sentence = f"{side}'s {WHAT[quantity]} is {other}'s rounded to float32 at every step it differs."
+            return relations.Relation("float32", quantity, side, other, "float32", first, differ[-1][0], None, sentence)
+    if quantity == "lr" and all(abs(x - y) <= 2 * math.ulp(max(abs(x), abs(y))) for _, x, y in differ):
+        sentence = (
+            f"The learning rates differ by one ulp from step {first} on ({fmt(differ[0][1])} vs {fmt(differ[0][2])}): "
+            "the same rate computed by another expression (LambdaLR's base_lr × factor against a rate stepped "
+            "by multiplication)."
+        )
+        return relations.Relation("ulp", quantity, ctx.names[0], ctx.names[1], 1, first, differ[-1][0], None, sentence)
+    ulps = [float32_ulps(x, y) for _, x, y in differ]
+    if quantity != "lr" and all(u is not None and u <= FEW_ULPS for u in ulps):
+        sentence = (
+            f"The {WHAT[quantity]}s differ by at most {max(ulps)} float32 ulp(s) wherever they differ (from step "
+            f"{first}): the same numbers summed over another list or in another order."
+        )
+        return relations.Relation("order", quantity, ctx.names[0], ctx.names[1], max(ulps), first, differ[-1][0])
+    return None
+
+
+def _is_float32_of(x, y) -> bool:
+    return isinstance(x, float) and isinstance(y, float) and float(np.float32(y)) == x and x != y
+
+
+def _mean_over_ranks(ctx: Context, rank) -> relations.Relation | None:
+    """One side records at each step the mean of the other side's per-rank losses (an all_reduce AVG,
+    `self.log(sync_dist=True)`), on every rank, to float32 rounding."""
+    ranks = list((ctx.walk.ranks if ctx.walk else {}).get("a") or [])
+    if len(ranks) < 2:
+        return None
+    per = {s: [[r.get("loss") for r, _ in zip(records_of(ctx.run(s), k), range(1000))] for k in ranks] for s in "ab"}
+    for side, other in (("a", "b"), ("b", "a")):
+        means = [float(np.mean(np.float32(col))) for col in zip(*per[other])]
+        mine = list(zip(*per[side]))
+        if mine and all(
+            all(relations.number(x) is not None and abs(x - m) <= 1e-6 * max(abs(m), 1e-30) for x in row)
+            for row, m in zip(mine, means)
+        ):
+            sentence = (
+                f"{ctx.label(side)} records at every step the mean over the {len(ranks)} ranks of {ctx.label(other)}'s "
+                "per-rank losses (on every rank)."
+            )
+            return relations.Relation(
+                "mean_over_ranks", "loss", ctx.label(side), ctx.label(other), len(ranks), None, None, None, sentence
+            )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the notes, one per measured quantity that differs
+
+
+def measured_notes(ctx: Context) -> list[dict]:
+    """{quantity, step, rank, a, b, relation, sentence} for each measured quantity that differs."""
+    notes = []
+    for quantity in ctx.cmp.measured_differ:
+        if quantity == "validation":
+            v = ctx.cmp.validation.first or {}
+            relation = _validation_relation(ctx, v)
+            first = {"step": v.get("step"), "rank": None, "a": v.get("a"), "b": v.get("b")}
+            sentence = (
+                relation.sentence
+                if relation
+                else (
+                    f"validation {v.get('metric')} at step {v.get('step')} differs ({v.get('a')!r} vs {v.get('b')!r}): "
+                    "computed or reduced otherwise from the same parameters."
+                )
+            )
+        else:
+            first = ctx.cmp.quantities[quantity].first or {}
+            relation = relation_of(ctx, quantity, first.get("rank"))
+            sentence = (
+                relation.sentence
+                if relation
+                else (
+                    f"the {WHAT[quantity]} first differs at step {first.get('step')} rank {first.get('rank')} "
+                    f"({fmt(first.get('a'))} vs {fmt(first.get('b'))}), in no exact relation the records show (not a "
+                    "shift, a factor of a recorded count, the mean over ranks, float32 rounding or a few ulps)."
+                )
+            )
+        notes.append(
+            {
+                "quantity": quantity,
+                **{k: first.get(k) for k in ("step", "rank", "a", "b")},
+                "relation": relation.to_json() if relation else None,
+                "sentence": sentence,
+            }
+        )
+    return notes
+
+
+def _validation_relation(ctx: Context, v: dict) -> relations.Relation | None:
+    a, b = v.get("a"), v.get("b")
+    for side, mine, theirs in (("a", a, b), ("b", b, a)):
+        if _is_float32_of(mine, theirs):
+            other = "b" if side == "a" else "a"
+            sentence = (
+                f"validation {v.get('metric')} at step {v.get('step')} on {ctx.label(side)} is {ctx.label(other)}'s "
+                "rounded to float32 (what `self.log` keeps)."
+            )
+            step = v.get("step")
+            return relations.Relation(
+                "float32", "validation", ctx.label(side), ctx.label(other), "float32", step, step, None, sentence
+            )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the check
+
+
+def check_measured(ctx: Context) -> Finding | None:
+    """Only measured quantities differ: with the training proved the same, a `recording` finding
+    (the verdict EQUIVALENT); with the parameters after each step unrecorded, the finding says that the
+    records cannot tell a training difference from a measuring one."""
+    cmp = ctx.cmp
+    if cmp.walk is None or cmp.meta_errors or not cmp.measured_differ or not cmp.consumed_and_ended_alike:
+        return None
+    if cmp.training_equal:
+        return measured_finding(ctx)
+    if not cmp.params_digested:
+        return _unproved(ctx)
+    return None
+
+
+def measured_finding(ctx: Context) -> Finding:
+    """The `recording` finding of a pair whose training is proved the same."""
+    notes = measured_notes(ctx)
+    specific = _specific_recording(ctx)
+    steps = ctx.cmp.quantities["param_digest"].compared
+    proof = _proof(steps, notes)
+    first = notes[0]
+    evidence = {"measured": notes, "relation": first["relation"]}
+    if specific is not None:
+        specific.explanation = f"{proof} {specific.explanation}"
+        specific.evidence.update(evidence)
+        return specific
+    relation = first["relation"] or {}
+    kind = relation.get("kind") or ("validation" if first["quantity"] == "validation" else "")
+    if first["quantity"] == "grad_norm" and watch_found_all_equal(ctx) and kind in ("", "factor"):
+        normed = _norm_finding(ctx, ctx.earliest, {}, "")  # its facts: which norm each side's value is
+        said = normed.explanation.replace(GRADIENTS_NORM_TYPE.why, "").strip()
+        odd = next((s for s, name in normed.evidence["norm"].items() if name != "L2"), None)
+        relation = relations.Relation(
+            "norm", "grad_norm", odd, "", str(normed.evidence["norm"]), first["step"], None, None, said
+        )
+        notes[0] = {**first, "relation": relation.to_json(), "sentence": said}
+        evidence.update(measured=notes, relation=relation.to_json(), norm=normed.evidence["norm"])
+        proof = _proof(steps, notes)
+        kind, relation = "norm", relation.to_json()
+    values = {
+        "what": WHAT[first["quantity"]],
+        "counts": ", ".join(relation.get("counts") or ()) or "none",
+        "side": relation.get("side") or "the side whose value is not the 2-norm",
+    }
+    fix = RECORD_ALIKE.get(kind, RECORD_ALIKE[""]).format(**values)
+    return finding(ctx, RECORDED_MEASURE, first["step"], first["rank"], evidence, proof, fix=fix)
+
+
+def _proof(steps: int, notes: list[dict]) -> str:
+    return (
+        f"The training is the same: the samples at every step, the parameters after each of the {steps} compared "
+        "step(s) (param_digest) and the final parameters are equal on both sides. Only what was measured differs: "
+        + " ".join(_capital(n["sentence"]) for n in notes)
+    )
+
+
+def _specific_recording(ctx: Context) -> Finding | None:
+    """A recording cause that names the very mechanism (a norm recorded after clipping, a rate read
+    after scheduler.step(), validation kept as float32), where one holds."""
+    for check in (check_clipped_norm, check_lr_shift, check_float32_validation):
+        found = check(ctx)
+        if found is not None and found.category == "recording":
+            return found
+    return None
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _unproved(ctx: Context) -> Finding:
+    """Measured quantities differ, the samples and the final parameters are equal, and a side did not
+    record the parameters after each step: the training cannot be proved the same, nor different."""
+    notes = measured_notes(ctx)
+    first = notes[0]
+    lacking = [ctx.label(s) for s in ("a", "b") if not _records_digest(ctx, s)] or list(ctx.names)
+    facts = (
+        "The samples at every step and the final parameters are equal; "
+        + " ".join(n["sentence"] for n in notes)
+        + f" {' and '.join(lacking)} recorded no parameter digest after each step (record(..., model=model)), so "
+        "the records cannot say whether the training differs or only what was measured."
+    )
+    f = {"quantity": first["quantity"], "step": first["step"], "rank": first["rank"]}
+    evidence = {"measured": notes, "param_digest_unrecorded": lacking}
+    found = undetermined(ctx, f, ["measured", "earlier_update"], facts, evidence)
+    if not any(u["evidence"] == "param_digest" for u in found.unchecked):
+        what, change = MISSING_EVIDENCE["param_digest"]
+        found.unchecked.insert(0, {"evidence": "param_digest", "sides": lacking, "not_checked": what, "record": change})
+    changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in found.unchecked)
+    found.kind, found.advice = UNRECORDED.kind, UNRECORDED.fix.format(changes=changes)
+    return found
+
+
+def _records_digest(ctx: Context, side: str) -> bool:
+    first = next(iter(records_of(ctx.run(side), (ctx.walk.ranks.get(side) or [0])[0])), None)
+    return bool(first and "param_digest" in first)
+
+
+RECORDED_MEASURE = Cause(
+    "recording.measured",
+    check_measured,
+    why=RECORDING_WHY,
+    fix="{fix}",
+    doc="The samples and the parameters (the digest after every step, the final tensors) equal, a measured "
+    "quantity not (the loss, gradient norm, lr, validation): EQUIVALENT, each difference a note naming its "
+    "relation (a shift, × k with every count k equals, the mean over ranks, another norm, float32, a few ulps). "
+    "Without a parameter digest: said, undecided.",
+    requires=Evidence("the parameters recorded equal after every step", lambda d: bool(d.evidence.get("measured"))),
+)

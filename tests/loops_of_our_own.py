@@ -1,0 +1,139 @@
+"""A small training loop of the tests' own, recorded through the public plugin API (TraceRecorder), with
+knobs that change what the loop trains or only what it records: the diagnosis tests of issue 46 build
+their pairs with it. One process, one CPU thread, a few steps: a pair trains in well under a second."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ddp_parity import TraceRecorder
+
+
+@dataclass(frozen=True)
+class Loop:
+    steps: int = 6
+    batch: int = 4
+    lr: float = 0.05
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    eps: float = 1e-8
+    optimizer: str = "sgd"  # or "adamw"
+    clip: float | None = None
+    schedule: str | None = None  # "exp": ExponentialLR(0.995); "lambda": LambdaLR(0.995 ** step)
+    lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step
+    accumulate: int = 1
+    # what the loop records, and how
+    record_model: bool = True
+    record_optimizer: bool = True
+    loss_times: float = 1.0  # the recorded loss × this (what is trained is unchanged)
+    norm_type: float = 2.0  # the norm the gradient norm is measured with (clipping always uses 2)
+    norm_order: str = "model"  # "reversed": the same 2-norm summed over the parameters in reverse order
+    frozen: tuple = ()
+    init_seed: int = 0
+    indices: str = "shuffled"  # "identity": 0, 1, 2, ...; "stride": every other sample
+    config: dict = field(default_factory=dict)
+    extra_meta: dict = field(default_factory=dict)
+
+    def changed(self, **knobs) -> Loop:
+        return replace(self, **knobs)
+
+
+def build(s: Loop) -> nn.Module:
+    torch.manual_seed(s.init_seed)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    for name, p in model.named_parameters():
+        p.requires_grad_(name not in s.frozen)
+    return model
+
+
+def order(s: Loop, n: int) -> list[int]:
+    if s.indices == "identity":
+        return list(range(n))
+    if s.indices == "stride":
+        return list(range(0, n, 2)) + list(range(1, n, 2))
+    return torch.randperm(n, generator=torch.Generator().manual_seed(3)).tolist()
+
+
+def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if s.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay, eps=s.eps)
+    return torch.optim.SGD(params, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+
+
+def scheduler_of(optimizer, s: Loop):
+    if s.schedule == "exp":
+        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.995)
+    if s.schedule == "lambda":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.995**step)
+    return None
+
+
+def measured_norm(model: nn.Module, s: Loop) -> torch.Tensor:
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if s.norm_order == "reversed":
+        grads = grads[::-1]
+    if s.norm_type == 2.0:  # every square added one at a time in float32, in this order: the order rounds
+        total = np.float32(0)
+        for g in grads:
+            for v in g.reshape(-1).tolist():
+                total = np.float32(total + np.float32(v) * np.float32(v))
+        return torch.tensor(float(np.sqrt(total)), dtype=torch.float32)
+    return torch.nn.utils.get_total_norm(grads, s.norm_type)
+
+
+def train(run_dir: Path, side: str, s: Loop) -> Path:
+    torch.set_num_threads(1)
+    model = build(s)
+    optimizer = optimizer_of(model, s)
+    scheduler = scheduler_of(optimizer, s)
+    x = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(0, 3, (64,), generator=torch.Generator().manual_seed(2))
+    recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
+    recorder.start()
+    sequence = order(s, len(x))
+    per_step = s.batch * s.accumulate
+    for step in range(1, s.steps + 1):
+        if s.lr_read == "by_hand":
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr * 0.995 ** (step - 1)
+        indices = torch.tensor(sequence[(step - 1) * per_step : step * per_step])
+        loss_sum = 0.0
+        for micro in indices.split(s.batch):
+            loss = nn.functional.cross_entropy(model(x[micro]), y[micro]) / s.accumulate
+            loss.backward()
+            loss_sum = loss_sum + loss.detach()
+        norm = measured_norm(model, s)
+        if s.clip is not None:
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], s.clip)
+        optimizer.step()
+        lr = optimizer.param_groups[0]["lr"]
+        if scheduler is not None:
+            scheduler.step()
+            if s.lr_read == "after_scheduler":
+                lr = optimizer.param_groups[0]["lr"]
+        recorder.record(
+            step,
+            loss_sum * s.loss_times,
+            indices,
+            grad_norm=norm,
+            lr=lr,
+            optimizer=optimizer if s.record_optimizer else None,
+            model=model if s.record_model else None,
+        )
+        optimizer.zero_grad()
+    recorder.finish(model)
+    return Path(run_dir)
+
+
+def pair(tmp_path: Path, a: Loop, b: Loop) -> tuple[Path, Path]:
+    return train(tmp_path / "a", "reference", a), train(tmp_path / "b", "changed", b)
+
+
+INF = math.inf
