@@ -128,7 +128,9 @@ def strip_parity(source: str) -> str:
     binds its names to what they stand for without the tool (destroy_process_group: torch's, any
     other: None), a marked `NAME = TraceRecorder(...)` becomes `NAME = None` (a recorder the program
     still passes around, never used), a marked `parser.add_argument(...)` stays (every variant takes
-    the same command line), and a marked line of a def's header stays. A block left empty gets `pass`."""
+    the same command line), a marked `destroy_process_group()` (torch's now) and `del` stay (gloo
+    aborts a process that exits with its group and DDP alive), and a marked line of a def's header
+    stays. A block left empty gets `pass`."""
     marked = {
         tok.start[0]
         for tok in tokenize.generate_tokens(io.StringIO(source).readline)
@@ -169,7 +171,9 @@ def _is_compound(stmt: ast.stmt) -> bool:
 
 
 def _without_tool(stmt: ast.stmt, indent: str) -> str:
-    if isinstance(stmt, ast.Expr) and getattr(getattr(stmt.value, "func", None), "attr", None) == "add_argument":
+    called = getattr(stmt.value, "func", None) if isinstance(stmt, ast.Expr) else None
+    kept_call = getattr(called, "attr", getattr(called, "id", None)) in ("add_argument", "destroy_process_group")
+    if kept_call or isinstance(stmt, ast.Delete):
         return ast.unparse(stmt).join((indent, "\n"))
     if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "ddp_parity":
         out = []

@@ -1,15 +1,16 @@
 """The benchmark's probe (benchmarks/recording_cost.py), imported by every Python process of a measured
 command, plain, recorded and instrumented alike: it writes, at exit, the time each optimizer step ended
 and the process's CPU time then (torch's global step post-hook: the same few microseconds in every
-variant), and with
-DDP_PARITY_COUNT_SYNCS set, how often the recording's code read a tensor's value on the host.
+variant), and with DDP_PARITY_COUNT_SYNCS set, how often the recording's code read a tensor's value on
+the host, by call site.
 
-A read counted is a call made from a frame of the ddp_parity package (torch's own frames in between are
-looked through) of what waits for a device's tensor: item, tolist, numpy, cpu, to/copy_ towards the
-host, __bool__/__float__/__int__/__index__, nonzero, and torch.cuda/torch.accelerator.synchronize. On
-a CPU none of them waits; on an accelerator each would, unless it reads a value that was on the host
-already. Reads inside TraceRecorder.flush are counted apart: flush runs at every step on a CPU (host
-values cost nothing to write) and every `flush_every` steps on an accelerator.
+A read counted is a call made from a frame of the ddp_parity package (torch's own frames in between
+are looked through) of what waits for a device's tensor: item, tolist, numpy, cpu, to("cpu"),
+__bool__/__float__/__int__/__index__, nonzero, and torch.cuda/torch.accelerator.synchronize. On a CPU
+none of them waits; on an accelerator each would, unless the code reads there only what is on the host
+(the recorder's `device.type == "cpu"` branches: docs/benchmarks.md names the sites). Reads inside
+TraceRecorder.flush are counted apart: flush runs at every step on a CPU (host values cost nothing to
+write) and every `flush_every` steps on an accelerator.
 """
 
 import atexit
@@ -70,8 +71,9 @@ def _counted(name, original):
 
 def _towards_host(name, original):
     def copy(self, *args, **kwargs):
+        # a copy to the host names it ("cpu"); a torch.device is the tensor's own, passed on (get_total_norm)
         target = args[0] if args else kwargs.get("device")
-        if str(target).startswith("cpu") and (caller := _caller()) is not None:
+        if isinstance(target, str) and target.startswith("cpu") and (caller := _caller()) is not None:
             _count(name, caller)
         return original(self, *args, **kwargs)
 
