@@ -80,6 +80,8 @@ def recorded_indices(indices: Any) -> tuple[Any, str | None]:
         return indices.detach().reshape(-1), None
     if isinstance(indices, numbers.Integral) and not isinstance(indices, bool):
         return [int(indices)], None
+    if type(indices) is list and all(type(value) is int for value in indices):
+        return list(indices), None  # a sampler's indices: already what the trace keeps (checked fast, per step)
     if type(indices).__module__ == "numpy" and hasattr(indices, "tolist"):
         indices = indices.tolist()
     if isinstance(indices, (str, bytes, dict)) or not hasattr(indices, "__iter__"):

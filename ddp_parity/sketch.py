@@ -24,7 +24,7 @@ import zlib
 import torch
 
 from ddp_parity.fingerprints import normalised_name, unwrap
-from ddp_parity.sharding import full_tensor
+from ddp_parity.sharding import full_tensor, loaded_class
 
 DIRECTIONS = 4
 ENTRIES = 512
@@ -70,8 +70,10 @@ class LayerSketch:
         and the sum of |g|: with each tensor's, the infinity norm or the 1-norm of the gradients is proved,
         compare/relations.py)."""
         samples, norms, grad_norms, grad_maxabs, grad_l1 = [], [], [], [], []
+        # DTensors only where torch.distributed.tensor is loaded (looked up once per call, not per tensor)
+        whole_of = full_tensor if loaded_class("torch.distributed.tensor", "DTensor") is not None else _as_is
         for p, index in zip(parameters, self._indexes, strict=True):
-            whole = full_tensor(p.detach()).reshape(-1)
+            whole = whole_of(p.detach()).reshape(-1)
             samples.append(whole.index_select(0, index))
             norms.append(torch.linalg.vector_norm(whole))  # a scale for distances: its own precision will do
             if p.grad is None:
@@ -79,7 +81,7 @@ class LayerSketch:
                 grad_maxabs.append(grad_norms[-1])
                 grad_l1.append(grad_norms[-1])
             else:
-                grad = full_tensor(p.grad.detach())
+                grad = whole_of(p.grad.detach())
                 grad_norms.append(torch.linalg.vector_norm(grad))
                 grad_maxabs.append(_largest_abs(grad))
                 # as clip_grad_norm_(norm_type=1) measures each tensor (its kernel's float32 sum), so theirs match
@@ -145,6 +147,10 @@ class ModelSketch:
                 self._note(f"layers of {', '.join(added[:8])}", f"added after the first step (seen at step {step})")
         self._ids, self._rows = [id(p) for p in params], rows
         return True
+
+
+def _as_is(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
 
 
 def _largest_abs(grad: torch.Tensor) -> torch.Tensor:

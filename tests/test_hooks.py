@@ -1,0 +1,165 @@
+"""Recording with no line changed (ddp_parity/hooks, docs/recording.md): programs that never mention
+the tool, launched with `recording_env()` as `ddp-parity record` launches them, are recorded in the
+trace format the comparison reads; recording changes nothing they print or train; a raw DDP loop
+and its Lightning port, both unchanged, compare EQUIVALENT; slips are named as on explicit traces."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+
+from ddp_parity import compare_traces
+from ddp_parity.hooks import recording_env
+from ddp_parity.trace import META_FILE, read_records
+
+PROGRAMS = REPO / "tests" / "hooks_programs"
+
+
+def raw(tmp: Path, name: str, *args: str, record: bool = True):
+    run_dir, weights = tmp / name, tmp / f"{name}.pt"
+    env = recording_env(run_dir, name, child_env()) if record else None
+    cmd = [*_torchrun_prefix(2), PROGRAMS / "raw_loop.py", "--save", weights, *args]
+    return check_ok(run_cmd(cmd, env=env)), run_dir, weights
+
+
+def bitwise_equal(a: Path, b: Path) -> bool:
+    sa, sb = torch.load(a, weights_only=True), torch.load(b, weights_only=True)
+    return sa.keys() == sb.keys() and all(
+        sa[k].dtype == sb[k].dtype and sa[k].shape == sb[k].shape and torch.equal(sa[k].view(-1), sb[k].view(-1))
+        for k in sa
+    )
+
+
+@pytest.fixture(scope="module")
+def raw_runs(tmp_path_factory):
+    """The raw loop recorded twice and once not recorded."""
+    tmp = tmp_path_factory.mktemp("hooks-raw")
+    return {name: raw(tmp, name, record=name != "plain") for name in ("first", "again", "plain")}
+
+
+@pytest.fixture(scope="module")
+def lightning_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hooks-lightning")
+    run_dir = tmp / "lightning"
+    env = recording_env(run_dir, "lightning", child_env())
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_torchrun_prefix(1)[-2].split("=")[1])
+    return check_ok(run_cmd([PYTHON, PROGRAMS / "lightning_loop.py"], env=env)), run_dir
+
+
+@pytest.mark.slow
+def test_a_hook_recorded_run_is_a_trace_the_comparison_reads(raw_runs):
+    _, run_dir, _ = raw_runs["first"]
+    meta = json.loads((run_dir / META_FILE).read_text())
+    assert meta["recorded_by"] == "hooks" and meta["world_size"] == 2 and meta["finished"], meta
+    records = read_records(run_dir, 1)
+    assert [r["step"] for r in records] == list(range(1, 9))  # 128 samples a rank, 32 a batch, 2 epochs
+    first = records[0]
+    assert first["micro_batches"] == 1 and len(first["indices"]) == 32 and first["epoch"] == 0
+    assert first["clip_max_norm"] == 0.5 and first["clip_norm_type"] == 2.0 and first["clip_order"] == "param_groups"
+    assert [r["lr"] for r in records[:4]] == [0.002, 0.002, 0.002, 0.001]  # StepLR(3, 0.5) after each step
+    assert [r["scheduler_steps_before"] for r in records[:3]] == [0, 1, 1]
+    assert records[4]["epoch"] == 1
+    facts = json.loads((run_dir / "trace" / "rank1.hooks.json").read_text())
+    samplers = [s for s in facts["samplers"]["items"] if s["class"] == "DistributedSampler"]
+    assert {(s["shuffle"], s["rank"], s["num_replicas"]) for s in samplers} == {(True, 1, 2), (False, 1, 2)}
+    assert [e["epoch"] for e in facts["set_epoch"]["items"]] == [0, 1]
+    assert facts["optimizer_built"][0]["param_groups"][0]["params"][0] == "features.0.weight"
+    assert [s["seed"] for s in facts["seeds"]["items"]] == [42, 42]
+
+
+@pytest.mark.slow
+def test_the_same_loop_recorded_again_is_equivalent(raw_runs):
+    report = compare_traces(raw_runs["first"][1], raw_runs["again"][1])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+
+
+@pytest.mark.slow
+def test_recording_changes_nothing_the_loop_prints_or_trains(raw_runs):
+    recorded, _, weights = raw_runs["first"]
+    plain, plain_dir, plain_weights = raw_runs["plain"]
+    assert recorded.stdout == plain.stdout and "step 8 loss" in plain.stdout
+    assert bitwise_equal(weights, plain_weights)
+    assert not plain_dir.exists()
+
+
+@pytest.mark.slow
+def test_a_lightning_port_recorded_by_hooks_is_equivalent_to_the_raw_loop(raw_runs, lightning_run):
+    report = compare_traces(raw_runs["first"][1], lightning_run[1])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    assert report["per_step"]["grad_norm"]["compared"] == 16 and report["per_step"]["batch"]["equal"] == 16
+    records = read_records(lightning_run[1], 0)
+    assert records[0]["clip_order"] == "param_groups" and "grad_norm_seen" in records[0]  # clipped in the closure
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "slip, kind, step, fix",
+    [
+        ("scheduler_first", "optimizer.lr_ahead", 3, "call scheduler.step() after optimizer.step()"),
+        ("clip", "optimizer", 1, "clip the same way"),
+    ],
+)
+def test_a_slip_recorded_by_hooks_is_named_as_on_explicit_traces(raw_runs, tmp_path, slip, kind, step, fix):
+    _, slipped, _ = raw(tmp_path, slip, "--slip", slip)
+    d = compare_traces(raw_runs["first"][1], slipped)["diagnosis"]
+    assert (d["kind"], d["step"]) == (kind, step), d
+    assert fix in d["advice"]
+    if slip == "clip":  # the argument itself is in both traces: 0.5 against 1.0
+        assert read_records(slipped, 0)[0]["clip_max_norm"] == 1.0
+
+
+def test_a_hook_that_fails_does_not_stop_training(tmp_path):
+    """A parameter of no elements: the per-layer sketch cannot take it; the steps are recorded without
+    `layers`, meta.json says what was not taken, and the program prints and saves what it does unrecorded."""
+    program = [PYTHON, PROGRAMS / "odd_model.py"]
+    recorded = check_ok(run_cmd([*program, tmp_path / "a.pt"], env=recording_env(tmp_path / "odd", "odd", child_env())))
+    plain = check_ok(run_cmd([*program, tmp_path / "b.pt"]))
+    assert recorded.stdout == plain.stdout and bitwise_equal(tmp_path / "a.pt", tmp_path / "b.pt")
+    meta = json.loads((tmp_path / "odd" / META_FILE).read_text())
+    assert [u["what"] for u in meta["unrecorded"]] == ["layers"] and meta["finished"]
+    records = read_records(tmp_path / "odd", 0)
+    assert [r["step"] for r in records] == [1, 2, 3] and all("layers" not in r for r in records)
+    assert all("param_digest" in r for r in records)  # the model was found without DDP
+
+
+EXPLICIT = """
+import sys, torch
+from ddp_parity import TraceRecorder
+model = torch.nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+recorder = TraceRecorder(sys.argv[1], side="explicit")
+recorder.start()
+for step in range(1, 3):
+    loss = model(torch.ones(1, 2)).sum()
+    loss.backward()
+    optimizer.step()
+    recorder.record(step, loss, model=model)
+recorder.finish(model)
+"""
+
+
+def test_a_program_that_records_itself_is_not_recorded_twice(tmp_path):
+    env = recording_env(tmp_path / "hooks", "hooks", child_env())
+    result = check_ok(run_cmd([PYTHON, "-c", EXPLICIT, tmp_path / "explicit"], env=env))
+    assert "the hooks stand down" in result.stderr
+    assert [r["step"] for r in read_records(tmp_path / "explicit", 0)] == [1, 2]
+    assert not (tmp_path / "hooks").exists()
+
+
+def test_a_process_that_never_steps_an_optimizer_writes_nothing(tmp_path):
+    """torchrun's agent and Lightning's launcher import the bootstrap too: without an optimizer step,
+    nothing is recorded; and the hooks wait for the program's own `import torch`."""
+    env = recording_env(tmp_path / "run", "agent", child_env())
+    code = "import sys; print('torch' in sys.modules); import torch; torch.nn.Linear(2, 2)(torch.ones(2))"
+    result = check_ok(run_cmd([PYTHON, "-c", code], env=env))
+    assert result.stdout.strip() == "False"
+    assert not (tmp_path / "run").exists()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
