@@ -20,6 +20,11 @@ from collections.abc import Callable
 _LIVE_RECORDERS: weakref.WeakSet = weakref.WeakSet()
 
 
+def live_recorders() -> list:
+    """The recorders of this process that are started and not yet finished."""
+    return list(_LIVE_RECORDERS)
+
+
 def install_exit_hooks(recorder, handle_signals: bool) -> list[Callable[[], None]]:
     """Hook `recorder` (its record_error, close and flush) into the process's end; returns what
     undoes it (for remove_exit_hooks). Signal handlers only from the main thread."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ddp_parity import trace
+from ddp_parity.exit_hooks import live_recorders
 from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
 from ddp_parity.hooks.state import Recording, guarded
 from ddp_parity.trace import META_FILE, TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
@@ -53,7 +53,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     """The first step of `stepped`: stand down for an explicit recorder, else start ours (a
     collective when a process group exists: every rank steps its first step alike)."""
     context.stop_watching_top_calls()
-    explicit = [r for r in list(trace._LIVE_RECORDERS) if r is not live.recorder]
+    explicit = [r for r in live_recorders() if r is not live.recorder]
     if explicit:
         live.standing_down = True
         print(
@@ -89,10 +89,12 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
 
 
 def _rank_facts(live: Recording) -> dict:
+    """A fact the hooks did not see is left out (as an explicit recorder leaves out a sampler it was not
+    given): the format's rank facts are objects when present, never null."""
     sampler = data.train_sampler(live)
     facts = {"sampler": sampler_facts(sampler) if sampler is not None else None}
     facts["init_params_sha256"] = live.facts.get("init_params_sha256")
-    return facts
+    return {key: value for key, value in facts.items() if value is not None}
 
 
 def _device_of(stepped: torch.optim.Optimizer) -> str | None:
