@@ -144,6 +144,7 @@ def main():
     # round 3 (docs/programs.md): the loader's base seed drawn from a generator of its own, not the global one
     windows = RandomWindows(os.path.join(data_dir, "train.bin"), block_size, batch_size)
     train = DataLoader(windows, batch_size=None, generator=torch.Generator())
+    # parity, as written: model.windows = windows
     model.windows, model.trace = windows, TraceCallback(os.path.join(out_dir, "trace"), config=config)  # parity
     val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size, batch_size), batch_size=None)
     trainer = L.Trainer(

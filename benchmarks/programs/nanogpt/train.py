@@ -21,6 +21,7 @@ from model import GPT, GPTConfig
 from torch.distributed import init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+# parity, as written: from torch.distributed import destroy_process_group
 from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 # -----------------------------------------------------------------------------
@@ -241,8 +242,9 @@ while True:
         scaler.unscale_(optimizer)
         # round 5 (docs/programs.md): the fix the tool named, on raw: clipped over the optimizer's parameters, in
         # its param-group order, as Lightning clips and TraceCallback measures (model.parameters() summed otherwise)
-        params = [p for group in optimizer.param_groups for p in group["params"]]  # parity
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)  # parity: keep the norm
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        # parity, as written: torch.nn.utils.clip_grad_norm_(params, grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)  # parity
     # step the optimizer and scaler if training in fp16
     scaler.step(optimizer)
     scaler.update()
