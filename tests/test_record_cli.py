@@ -194,6 +194,7 @@ CMD_CASES = {
     "with-fault": (["--cmd", CMD_A, "--cmd", CMD_B, "--fault", "1:2"], ["--cmd with --fault"]),
     "noise": (["--cmd", CMD_A, "--cmd", CMD_B, "--tolerance", "noise"], ["--tolerance noise", "record"]),
     "not-found": (["--cmd", "no-such-program-xyz train.py", "--cmd", CMD_B], ["'no-such-program-xyz'", "PATH"]),
+    "not-a-file": (["--cmd", "./missing.sh --flag", "--cmd", CMD_B], ["--cmd './missing.sh --flag'", "no such file"]),
     "unsplittable": (["--cmd", "python 'train.py", "--cmd", CMD_B], ["--cmd", "cannot be split"]),
     "empty": (["--cmd", "", "--cmd", CMD_B], ["--cmd", "no command"]),
     "names-same": (["--cmd", CMD_A, "--cmd", CMD_B, "--names", "x,x"], ["--names x,x", "two different"]),

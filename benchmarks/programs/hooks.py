@@ -136,7 +136,8 @@ def hooked_commands(program: Program, source: Path, work: Path, prefix: str) -> 
 
 
 def record_side(command: list[str], run: Path, work: Path, log: Path, **extra: str) -> int:
-    record = [sys.executable, str(CHECKOUT / "compare" / "run.py"), "record", "--out", str(run), "--side", run.name]
+    side = log.stem  # raw or lightning, as the instrumented sides name themselves
+    record = [sys.executable, str(CHECKOUT / "compare" / "run.py"), "record", "--out", str(run), "--side", side]
     return run_side(record + ["--", *command], side_env(**extra), work, log)
 
 
