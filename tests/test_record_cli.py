@@ -332,3 +332,27 @@ def test_one_process_recorded_by_record_is_a_trace_the_comparison_reads(tmp_path
     assert [r["step"] for r in records] == [1, 2, 3]
     assert all("param_digest" in r for r in records)
     assert all("batch_digest" in r for r in records) == loader.startswith("torch.utils.data")
+
+
+PASSES_LOOP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(torch.randn(12, 4), batch_size=4, shuffle=True)
+for epoch in range(2):
+    peek = next(iter(loader))  # an iterator no step trains from (the DDP tutorial's batch-size print)
+    for batch in loader:
+        optimizer.zero_grad()
+        model(batch).square().mean().backward()
+        optimizer.step()
+"""
+
+
+def test_a_loop_without_set_epoch_records_the_loaders_pass_as_the_epoch(tmp_path):
+    """The hooks know an epoch from set_epoch; a loop that never calls it (the slip that replays the first
+    epoch's order) gets the pass over its training loader instead, a peeked batch starting none. (Before:
+    epoch 0 at every step, and the replay was named another sampler instead of the missing set_epoch.)"""
+    code, _, stderr = record("--out", tmp_path / "run", "--", PY, "-c", PASSES_LOOP)
+    assert code == 0, stderr
+    assert [r["epoch"] for r in read_records(tmp_path / "run", 0)] == [0, 0, 0, 1, 1, 1]

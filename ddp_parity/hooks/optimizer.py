@@ -165,7 +165,7 @@ def _record_step(live, optimizer) -> None:
         live.steps,
         _step_loss(live.roots),
         [i for index in live.indices for i in index] if live.indices else None,
-        epoch=live.epoch,
+        epoch=live.epoch if live.epoch_given else live.loader_pass,  # set_epoch's value, else the loader's pass
         lr=update.get("lr"),
         grad_norm=grad_norm,
         batch=live.batches or None,  # the recorder digests it (batch_digest), or says what it could not
