@@ -137,6 +137,9 @@ class LitGPT(L.LightningModule):
 
 def main():
     L.seed_everything(1337)
+    # the torch flags train.py sets (recorded by the hooks at the first step: TF32 differed, round 1 of the hooks)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
     data_dir = os.path.join("data", dataset)
     model_args = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, bias=bias, dropout=dropout)
     model_args["vocab_size"] = 65 if os.path.exists(os.path.join(data_dir, "meta.pkl")) else 50304
