@@ -19,6 +19,7 @@ import pytest
 from conftest import REPO, assert_one_line_error, harness_in_process
 
 from ddp_parity.hooks import RECORD_ENV, SIDE_ENV
+from ddp_parity.trace import read_records
 
 PY = sys.executable
 
@@ -193,6 +194,7 @@ CMD_CASES = {
     "with-fault": (["--cmd", CMD_A, "--cmd", CMD_B, "--fault", "1:2"], ["--cmd with --fault"]),
     "noise": (["--cmd", CMD_A, "--cmd", CMD_B, "--tolerance", "noise"], ["--tolerance noise", "record"]),
     "not-found": (["--cmd", "no-such-program-xyz train.py", "--cmd", CMD_B], ["'no-such-program-xyz'", "PATH"]),
+    "not-a-file": (["--cmd", "./missing.sh --flag", "--cmd", CMD_B], ["--cmd './missing.sh --flag'", "no such file"]),
     "unsplittable": (["--cmd", "python 'train.py", "--cmd", CMD_B], ["--cmd", "cannot be split"]),
     "empty": (["--cmd", "", "--cmd", CMD_B], ["--cmd", "no command"]),
     "names-same": (["--cmd", CMD_A, "--cmd", CMD_B, "--names", "x,x"], ["--names x,x", "two different"]),
@@ -296,3 +298,61 @@ def test_record_of_a_slipped_loop_differs_from_the_cmd_run_by_its_scheduler(cmd_
     report = json.loads((tmp_path / "cmp" / "report.json").read_text())
     assert report["verdict"] == "different" and report["first_divergence"]["quantity"] == "lr"
     assert "scheduler.step() after optimizer.step()" in report["diagnosis"]["advice"]
+
+
+ONE_PROCESS_LOOP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(12, 4)
+batches = {loader}
+for batch in batches:
+    optimizer.zero_grad()
+    model(batch).square().mean().backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("loader", ["torch.utils.data.DataLoader(data, batch_size=4)", "data.split(4)"])
+def test_one_process_recorded_by_record_is_a_trace_the_comparison_reads(tmp_path, loader):
+    """A plain `python` loop, with a DataLoader and with batches of its own (no sampler to record): every
+    step is in the trace with its parameters' digest (and the batch's, from a loader), meta.json passes
+    the comparison's reading, and nothing is noted unrecorded. (Before: the hooks never started, looking
+    for the explicit recorders where trace.py no longer keeps them; then every step was refused for a
+    batch_digest= the recorder writes itself; then a run without a loader wrote `sampler: null`.)"""
+    from ddp_parity.trace_files import load_meta
+
+    out = tmp_path / "run"
+    code, _, stderr = record("--out", out, "--", PY, "-c", ONE_PROCESS_LOOP.format(loader=loader))
+    assert code == 0 and "holds the trace of rank 0" in stderr, stderr
+    meta = load_meta(out)
+    assert not meta.get("unrecorded"), meta["unrecorded"]
+    records = read_records(out, 0)
+    assert [r["step"] for r in records] == [1, 2, 3]
+    assert all("param_digest" in r for r in records)
+    assert all("batch_digest" in r for r in records) == loader.startswith("torch.utils.data")
+
+
+PASSES_LOOP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(torch.randn(12, 4), batch_size=4, shuffle=True)
+for epoch in range(2):
+    peek = next(iter(loader))  # an iterator no step trains from (the DDP tutorial's batch-size print)
+    for batch in loader:
+        optimizer.zero_grad()
+        model(batch).square().mean().backward()
+        optimizer.step()
+"""
+
+
+def test_a_loop_without_set_epoch_records_the_loaders_pass_as_the_epoch(tmp_path):
+    """The hooks know an epoch from set_epoch; a loop that never calls it (the slip that replays the first
+    epoch's order) gets the pass over its training loader instead, a peeked batch starting none. (Before:
+    epoch 0 at every step, and the replay was named another sampler instead of the missing set_epoch.)"""
+    code, _, stderr = record("--out", tmp_path / "run", "--", PY, "-c", PASSES_LOOP)
+    assert code == 0, stderr
+    assert [r["epoch"] for r in read_records(tmp_path / "run", 0)] == [0, 0, 0, 1, 1, 1]

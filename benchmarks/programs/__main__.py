@@ -1,5 +1,9 @@
-"""python -m benchmarks.programs [--only NAME] [--keep DIR]: run each program's raw loop and Lightning port,
-compare them, print the verdict per program. Exit 0 when every pair is EQUIVALENT."""
+"""python -m benchmarks.programs [--only NAME] [--keep DIR] [--hooks record|cmd]: run each program's raw loop and
+Lightning port, compare them, print the verdict per program. Exit 0 when every pair is EQUIVALENT.
+
+--hooks: the programs with their `# parity` lines taken out (benchmarks/programs/hooks.py), recorded with no line
+changed: each side under `ddp-parity record` then compared by --traces (record), or both launched by
+`compare/run.py --cmd RAW --cmd PORT` (cmd)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.programs.corpus import PROGRAMS
+from benchmarks.programs.hooks import run_pair_cmd, run_pair_recorded
 from benchmarks.programs.run import run_pair
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.outdir import check_out
@@ -39,7 +44,15 @@ def main(argv=None) -> int:
         help="run the program of this name (names: %(choices)s)".replace("%(choices)s", ", ".join(PROGRAMS)),
     )
     p.add_argument("--keep", type=Path, default=None, help="keep the runs under DIR (default: a temporary folder)")
+    p.add_argument(
+        "--hooks",
+        choices=["record", "cmd"],
+        default=None,
+        help="run the programs without their `# parity` lines, recorded by the hooks: each side under "
+        "`ddp-parity record` (record) or both through `compare/run.py --cmd` (cmd)",
+    )
     args = p.parse_args(argv)
+    run = {None: run_pair, "record": run_pair_recorded, "cmd": run_pair_cmd}[args.hooks]
     if args.only is not None and args.only not in PROGRAMS:
         print(f"--only: no program named {args.only!r}; the programs are {', '.join(PROGRAMS)}", file=sys.stderr)
         return 2
@@ -55,7 +68,7 @@ def main(argv=None) -> int:
         root = args.keep or Path(tmp)
         results = []
         for name in names:
-            result = run_pair(PROGRAMS[name], root / name)
+            result = run(PROGRAMS[name], root / name)
             results.append(result)
             print(f"{name}: {result.verdict} ({result.seconds:.0f}s)", flush=True)
             if result.failed:

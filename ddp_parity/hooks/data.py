@@ -2,6 +2,10 @@
 itself (digested at the step it trained), every sampler as built (the one Lightning injects too) and
 every set_epoch.
 
+A step's epoch is the last set_epoch value; in a loop that never calls set_epoch, the pass over the
+training DataLoader its batch came from (a new iterator over the same dataset, trained from, is the
+next pass), so that an epoch that replays the first one's order is still seen as another epoch.
+
 A batch belongs to the backward that follows it: each backward takes the oldest batch not yet
 taken from the iterator that yielded last. A loader that fetches ahead (Lightning's prefetch of one
 batch) is then still paired right, and an evaluation loader's batches are never taken by a step.
@@ -83,10 +87,24 @@ def consume_batch(live) -> None:
         return
     index, batch = yielded.popleft()
     live.batches.append(batch)
+    note_pass(live, iterator)
     if index is None or live.indices is None:
         live.indices = None
     else:
         live.indices.append(index)
+
+
+def note_pass(live, iterator) -> None:
+    """A step trained on a batch of `iterator`: a new iterator over the same dataset is the loader's next
+    pass (an epoch, for a loop that never calls set_epoch). An iterator no step trains from (a batch
+    peeked at with next(iter(loader)), an evaluation's) starts no pass."""
+    key = id(iterator._dataset)
+    seen = live.passes.get(key)
+    if seen is None:
+        live.passes[key] = [weakref.ref(iterator), 0]
+    elif seen[0]() is not iterator:
+        live.passes[key] = [weakref.ref(iterator), seen[1] + 1]
+    live.loader_pass = live.passes[key][1]
 
 
 def train_sampler(live):
@@ -139,5 +157,5 @@ def _note_epoch(sampler, epoch) -> None:
     live = recording()
     if live is None:
         return
-    live.epoch = int(epoch)
+    live.epoch, live.epoch_given = int(epoch), True
     live.note("set_epoch", {"sampler": type(sampler).__name__, "epoch": int(epoch)})

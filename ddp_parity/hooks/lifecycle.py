@@ -89,10 +89,12 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
 
 
 def _rank_facts(live: Recording) -> dict:
+    """A fact the hooks did not see is left out (as an explicit recorder leaves out a sampler it was not
+    given): the format's rank facts are objects when present, never null."""
     sampler = data.train_sampler(live)
     facts = {"sampler": sampler_facts(sampler) if sampler is not None else None}
     facts["init_params_sha256"] = live.facts.get("init_params_sha256")
-    return facts
+    return {key: value for key, value in facts.items() if value is not None}
 
 
 def _device_of(stepped: torch.optim.Optimizer) -> str | None:

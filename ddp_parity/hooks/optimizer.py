@@ -172,7 +172,7 @@ def _record_step(live, optimizer) -> None:
         live.steps,
         _step_loss(live.roots),
         [i for index in live.indices for i in index] if live.indices else None,
-        epoch=live.epoch,
+        epoch=live.epoch if live.epoch_given else live.loader_pass,  # set_epoch's value, else the loader's pass
         lr=_number_or_noted(recorder, "lr", update.get("lr"), live.steps),
         grad_norm=_number_or_noted(recorder, "grad_norm", grad_norm, live.steps),
         batch=live.batches or None,  # digested as one batch of the micro-batches' leaves, as TraceCallback does

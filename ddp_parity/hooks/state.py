@@ -34,6 +34,9 @@ class Recording:
         self.root_modules: list[weakref.ref] = []
         self.last_iterator: weakref.ref | None = None  # the DataLoader iterator that yielded last
         self.epoch = 0  # the latest set_epoch value
+        self.epoch_given = False  # set_epoch was called: its value is the epoch, else the loader's pass
+        self.passes: dict[int, list] = {}  # per training dataset: [its iterator trained from last (weak), pass]
+        self.loader_pass = 0  # the pass over the training DataLoader the latest batch came from, from 0
         self.facts: dict[str, Any] = {}  # per-rank facts for trace/rank{r}.hooks.json
         self.unrecorded: dict[str, dict] = {}
         self.new_step()

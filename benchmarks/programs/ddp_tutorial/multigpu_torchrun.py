@@ -12,6 +12,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
+# parity, as written: from torch.distributed import destroy_process_group
 from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 
@@ -112,7 +113,8 @@ def main(save_every: int, total_epochs: int, batch_size: int, snapshot_path: str
     recorder.start()  # parity
     dataset, model, optimizer = load_train_objs()
     train_data = prepare_dataloader(dataset, batch_size)
-    trainer = Trainer(model, train_data, optimizer, save_every, snapshot_path, recorder)
+    # parity, as written: trainer = Trainer(model, train_data, optimizer, save_every, snapshot_path)
+    trainer = Trainer(model, train_data, optimizer, save_every, snapshot_path, recorder)  # parity
     trainer.train(total_epochs)
     recorder.finish(model)  # parity
     del trainer  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
@@ -129,4 +131,5 @@ if __name__ == "__main__":
     parser.add_argument("--run_dir", default="trace", help="where the trace goes")  # parity
     args = parser.parse_args()
 
-    main(args.save_every, args.total_epochs, args.batch_size, run_dir=args.run_dir)
+    # parity, as written: main(args.save_every, args.total_epochs, args.batch_size)
+    main(args.save_every, args.total_epochs, args.batch_size, run_dir=args.run_dir)  # parity

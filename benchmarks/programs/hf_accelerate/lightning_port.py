@@ -56,7 +56,7 @@ class LitClassifier(L.LightningModule):
         )
 
     def on_validation_epoch_end(self):
-        self.last_validation = self.metric.compute()  # parity: unrounded, what TraceCallback records
+        self.last_validation = self.metric.compute()  # unrounded: what TraceCallback records
         self.log("val_accuracy", self.last_validation["accuracy"])
 
     def configure_optimizers(self):

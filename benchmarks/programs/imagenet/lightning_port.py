@@ -35,7 +35,7 @@ class LitClassifier(L.LightningModule):
     def on_validation_epoch_end(self):
         # round 2 (docs/programs.md): sums and counts reduced across ranks, each sample counted once
         torch.distributed.all_reduce(self.sums)
-        self.last_validation = {"acc1": self.sums[0] / self.sums[1]}  # parity: what TraceCallback records
+        self.last_validation = {"acc1": self.sums[0] / self.sums[1]}  # what TraceCallback records
         self.log("val_acc1", self.last_validation["acc1"])
 
     def configure_optimizers(self):

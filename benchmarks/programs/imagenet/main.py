@@ -107,7 +107,8 @@ def main_worker(args):
         adjust_learning_rate(optimizer, epoch, args)
 
         # train for one epoch
-        train(train_loader, model, criterion, optimizer, epoch, args, recorder)
+        # parity, as written: train(train_loader, model, criterion, optimizer, epoch, args)
+        train(train_loader, model, criterion, optimizer, epoch, args, recorder)  # parity
 
         # evaluate on validation set
         acc1 = validate(val_loader, model, criterion, args)
@@ -133,7 +134,8 @@ def main_worker(args):
     destroy_process_group()  # parity
 
 
-def train(train_loader, model, criterion, optimizer, epoch, args, recorder):  # parity: the recorder passed in
+# parity, as written: def train(train_loader, model, criterion, optimizer, epoch, args):
+def train(train_loader, model, criterion, optimizer, epoch, args, recorder):  # parity
     batch_time = AverageMeter("Time", ":6.3f")
     data_time = AverageMeter("Data", ":6.3f")
     losses = AverageMeter("Loss", ":.4e")

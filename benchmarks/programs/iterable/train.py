@@ -49,7 +49,7 @@ def demo_basic(args):
             )  # parity
     recorder.finish(model)  # parity
     del ddp_model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
-    destroy_process_group()  # parity
+    destroy_process_group()  # parity, as written: dist.destroy_process_group()
     print(f"Finished running basic DDP example on rank {rank}.")
 
 

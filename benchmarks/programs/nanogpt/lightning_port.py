@@ -137,6 +137,9 @@ class LitGPT(L.LightningModule):
 
 def main():
     L.seed_everything(1337)
+    # the torch flags train.py sets (recorded by the hooks at the first step: TF32 differed, round 1 of the hooks)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
     data_dir = os.path.join("data", dataset)
     model_args = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, bias=bias, dropout=dropout)
     model_args["vocab_size"] = 65 if os.path.exists(os.path.join(data_dir, "meta.pkl")) else 50304
@@ -144,6 +147,7 @@ def main():
     # round 3 (docs/programs.md): the loader's base seed drawn from a generator of its own, not the global one
     windows = RandomWindows(os.path.join(data_dir, "train.bin"), block_size, batch_size)
     train = DataLoader(windows, batch_size=None, generator=torch.Generator())
+    # parity, as written: model.windows = windows
     model.windows, model.trace = windows, TraceCallback(os.path.join(out_dir, "trace"), config=config)  # parity
     val = DataLoader(RandomWindows(os.path.join(data_dir, "val.bin"), block_size, batch_size), batch_size=None)
     trainer = L.Trainer(

@@ -21,6 +21,7 @@ from model import GPT, GPTConfig
 from torch.distributed import init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+# parity, as written: from torch.distributed import destroy_process_group
 from ddp_parity import TraceRecorder, destroy_process_group  # parity
 
 # -----------------------------------------------------------------------------
@@ -89,14 +90,14 @@ else:
     ddp_world_size = 1
 tokens_per_iter = gradient_accumulation_steps * ddp_world_size * batch_size * block_size
 print(f"tokens per iteration will be: {tokens_per_iter:,}")
-recorder = TraceRecorder(os.path.join(out_dir, "trace"), side="raw", config=config)  # parity
-recorder.start()  # parity
-
 if master_process:
     os.makedirs(out_dir, exist_ok=True)
 torch.manual_seed(1337 + seed_offset)
 torch.backends.cuda.matmul.allow_tf32 = True  # allow tf32 on matmul
 torch.backends.cudnn.allow_tf32 = True  # allow tf32 on cudnn
+# started once the program's torch flags are set (they are recorded at start; the hooks read them at step 1)
+recorder = TraceRecorder(os.path.join(out_dir, "trace"), side="raw", config=config)  # parity
+recorder.start()  # parity
 device_type = "cuda" if "cuda" in device else "cpu"  # for later use in torch.autocast
 # note: float16 data type will automatically use a GradScaler
 ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
@@ -241,8 +242,9 @@ while True:
         scaler.unscale_(optimizer)
         # round 5 (docs/programs.md): the fix the tool named, on raw: clipped over the optimizer's parameters, in
         # its param-group order, as Lightning clips and TraceCallback measures (model.parameters() summed otherwise)
-        params = [p for group in optimizer.param_groups for p in group["params"]]  # parity
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)  # parity: keep the norm
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        # parity, as written: torch.nn.utils.clip_grad_norm_(params, grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)  # parity
     # step the optimizer and scaler if training in fp16
     scaler.step(optimizer)
     scaler.update()
