@@ -25,19 +25,26 @@ class Loop:
     eps: float = 1e-8
     optimizer: str = "sgd"  # or "adamw"
     clip: float | None = None
-    schedule: str | None = None  # "exp": ExponentialLR(0.995); "lambda": LambdaLR(0.995 ** step)
+    schedule: str | None = None  # "exp": ExponentialLR(gamma); "lambda": LambdaLR(gamma ** step)
+    gamma: float = 0.995
+    loss_scale: float = 1.0  # the loss backpropagated × this (the training changes)
+    autocast: bool = False  # the forward under bf16 autocast
+    order_seed: int = 3  # the seed of the shuffled order (a sampler's seed)
     lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step
     accumulate: int = 1
+    divide_loss: bool = True  # each micro-batch's loss divided by the accumulation before backward
+    reinit: tuple = ()  # parameters filled with 0.01 after the build (their own init on this side)
+    watch: bool = False  # recorder.watch(model) over every step
     # what the loop records, and how
     record_model: bool = True
-    record_optimizer: bool = True
+    record_optimizer: str = "first"  # "last": optimizer= passed at the last step only (its groups read there)
     loss_times: float = 1.0  # the recorded loss × this (what is trained is unchanged)
     norm_type: float = 2.0  # the norm the gradient norm is measured with (clipping always uses 2)
     norm_order: str = "model"  # "reversed": the same 2-norm summed over the parameters in reverse order
     frozen: tuple = ()
     init_seed: int = 0
     indices: str = "shuffled"  # "identity": 0, 1, 2, ...; "stride": every other sample
-    config: dict = field(default_factory=dict)
+    config: dict = field(default_factory=lambda: {"data": {"batch_size": 4}})
     extra_meta: dict = field(default_factory=dict)
 
     def changed(self, **knobs) -> Loop:
@@ -49,6 +56,8 @@ def build(s: Loop) -> nn.Module:
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     for name, p in model.named_parameters():
         p.requires_grad_(name not in s.frozen)
+        if name in s.reinit:
+            nn.init.constant_(p, 0.01)
     return model
 
 
@@ -57,7 +66,7 @@ def order(s: Loop, n: int) -> list[int]:
         return list(range(n))
     if s.indices == "stride":
         return list(range(0, n, 2)) + list(range(1, n, 2))
-    return torch.randperm(n, generator=torch.Generator().manual_seed(3)).tolist()
+    return torch.randperm(n, generator=torch.Generator().manual_seed(s.order_seed)).tolist()
 
 
 def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
@@ -69,9 +78,9 @@ def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
 
 def scheduler_of(optimizer, s: Loop):
     if s.schedule == "exp":
-        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.995)
+        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=s.gamma)
     if s.schedule == "lambda":
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.995**step)
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: s.gamma**step)
     return None
 
 
@@ -97,17 +106,21 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     y = torch.randint(0, 3, (64,), generator=torch.Generator().manual_seed(2))
     recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
     recorder.start()
+    if s.watch:
+        recorder.watch(model, steps="all")
     sequence = order(s, len(x))
     per_step = s.batch * s.accumulate
     for step in range(1, s.steps + 1):
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
-                group["lr"] = s.lr * 0.995 ** (step - 1)
+                group["lr"] = s.lr * s.gamma ** (step - 1)
         indices = torch.tensor(sequence[(step - 1) * per_step : step * per_step])
         loss_sum = 0.0
         for micro in indices.split(s.batch):
-            loss = nn.functional.cross_entropy(model(x[micro]), y[micro]) / s.accumulate
-            loss.backward()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.autocast):
+                out = model(x[micro])
+            loss = nn.functional.cross_entropy(out.float(), y[micro]) / (s.accumulate if s.divide_loss else 1)
+            (loss * s.loss_scale).backward()
             loss_sum = loss_sum + loss.detach()
         norm = measured_norm(model, s)
         if s.clip is not None:
@@ -124,7 +137,7 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             indices,
             grad_norm=norm,
             lr=lr,
-            optimizer=optimizer if s.record_optimizer else None,
+            optimizer=optimizer if s.record_optimizer == "first" or step == s.steps else None,
             model=model if s.record_model else None,
         )
         optimizer.zero_grad()

@@ -149,6 +149,18 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     return None
 
 
+def params_differing_before(run_a, run_b, step: int, rank) -> tuple[list[str], int] | None:
+    """(the parameters whose digest differs before `step`'s first forward, how many were compared) from
+    the module watches' `params_before`, or None where a side did not watch that step on that rank."""
+    recs = [read_module_trace(run, rank).get(step) for run in (run_a, run_b)]
+    if any(r is None or not r.get("params_before") for r in recs):
+        return None
+    before_a, before_b = recs[0]["params_before"], recs[1]["params_before"]
+    pairs = match_keys(list(before_a), list(before_b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return [norm for norm, (ka, kb) in pairs.items() if before_a[ka] != before_b[kb]], len(pairs)
+
+
 def _first_differing(digests_a: dict, digests_b: dict) -> str | None:
     pairs = match_keys(list(digests_a), list(digests_b), None)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")

@@ -229,6 +229,19 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["relation"] = ahead.to_json()
         facts += f" {ahead.sentence}"
         return finding(ctx, DATA_AHEAD, step, rank, evidence, facts, side=ahead.side, k=ahead.value)
+    unshuffled = _unshuffled_side(ctx, rank, epoch)
+    if unshuffled is not None:
+        side, shape = unshuffled
+        evidence["order"] = {ctx.label(side): shape, ctx.label(_other(side)): "a permutation"}
+        facts += (
+            f" In epoch {epoch} {ctx.label(side)}'s rank {rank} takes the samples in {shape}, "
+            f"{ctx.label(_other(side))}'s in a permutation."
+        )
+        sampler = _sampler_differences(ctx)
+        if sampler:
+            evidence["sampler_differences"] = sampler
+            facts += " The recorded samplers: " + "; ".join(sampler) + "."
+        return finding(ctx, DATA_NOT_SHUFFLED, step, rank, evidence, facts, side=ctx.label(side))
     evaluated = _evaluated_before_on_one_side(ctx, rank, step)
     if evaluated is not None:
         side, steps, equal_ranks = evaluated
@@ -268,6 +281,44 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+
+
+def _unshuffled_side(ctx: Context, rank, epoch) -> tuple[str, str] | None:
+    """(side, shape) where one side's indices over the epoch on `rank` follow the identity order or a
+    constant stride (a DistributedSampler without shuffle takes rank, rank + world, ...) and the other's
+    do not: the shape of the evidence says "not shuffled", never "other samples"."""
+    shapes = {s: _order_shape(_epoch_indices(ctx.run(s), rank, epoch)) for s in ("a", "b")}
+    for side in ("a", "b"):
+        if shapes[side] and not shapes[_other(side)]:
+            return side, shapes[side]
+    return None
+
+
+def _epoch_indices(run, rank, epoch) -> list:
+    out = []
+    for record in records_of(run, rank):
+        if record.get("epoch") == epoch:
+            indices = record.get("indices")
+            if not isinstance(indices, list):
+                return []
+            out += indices
+        elif out:
+            break
+    return out
+
+
+def _order_shape(indices: list) -> str | None:
+    """ "the identity order (0, 1, 2, ...)" or "a stride of k (r, r + k, ...)" for an increasing
+    sequence of constant step; None for anything else (a permutation, too few, not integers)."""
+    if len(indices) < 3 or not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+        return None
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if len(steps) != 1 or (k := steps.pop()) < 1:
+        return None
+    start = indices[0]
+    if k == 1:
+        return f"the identity order ({start}, {start + 1}, {start + 2}, ...): not shuffled"
+    return f"a stride of {k} ({start}, {start + k}, {start + 2 * k}, ...): not shuffled, sharded by rank"
 
 
 def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:
@@ -428,6 +479,16 @@ DATA_ORDER = Cause(
     "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json "
     "ranks[*].sampler.",
     doc="A rank consumed other sample indices; the recorded samplers compared say where.",
+)
+DATA_NOT_SHUFFLED = Cause(
+    "data_order.not_shuffled",
+    check_samples,
+    why="A DataLoader with shuffle=False (or a DistributedSampler with shuffle=False) takes the samples in "
+    "index order; the other side draws a permutation each epoch, so the batches differ from the first step.",
+    fix="On {side}, shuffle as the other side does: DataLoader(..., shuffle=True) with the same generator seed, or "
+    "DistributedSampler(..., shuffle=True, seed=...) with set_epoch(epoch) each epoch.",
+    doc="A side's indices over the epoch follow the identity order or a stride of the world size, the other's a "
+    "permutation: not shuffled on that side.",
 )
 SHARD_HOW = {
     "sampler": "shard the data with DistributedSampler(dataset, num_replicas=world_size, rank=rank) (its "

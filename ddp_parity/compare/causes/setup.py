@@ -13,6 +13,7 @@ from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fm
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
 from ddp_parity.compare.comparator import match_keys, missing_meta
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.modules import params_differing_before
 from ddp_parity.trace_files import SCHEDULER_BOOKKEEPING
 
 
@@ -563,7 +564,28 @@ def check_init(ctx: Context) -> Finding | None:
         )
     if found["rank0_differs"]:
         parts.append("Rank 0's weights differ across the sides, so each side trains from its own start.")
+        one = one_parameter_apart(ctx, 1, 0)
+        if one is not None:
+            evidence["params_differing"] = one
+            return finding(ctx, INIT_PARAMETER, None, 0, evidence, " ".join(parts) + " " + _one_sentence(one), **one)
     return finding(ctx, INIT, None, found["rank"], evidence, " ".join(parts))
+
+
+def one_parameter_apart(ctx: Context, step: int, rank) -> dict | None:
+    """{param, equal}: where the module watch of `step` finds exactly one parameter different before the
+    step's first forward and the others equal (at least one), the shape of the evidence says no seed is the
+    cause (another RNG state changes every parameter): that parameter was initialised or loaded otherwise."""
+    found = params_differing_before(ctx.run("a"), ctx.run("b"), step, rank)
+    if found is None or len(found[0]) != 1 or found[1] < 2:
+        return None
+    return {"param": found[0][0], "equal": found[1] - 1}
+
+
+def _one_sentence(one: dict) -> str:
+    return (
+        f"The module watch finds only {one['param']} different before step 1; the other {one['equal']} parameter(s) "
+        "are equal."
+    )
 
 
 def init_finding(ctx: Context) -> dict | None:
@@ -595,6 +617,17 @@ def _init_digests(meta: dict) -> dict:
     return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
 
 
+INIT_PARAMETER = Cause(
+    "init.parameter",
+    check_init,
+    why="One parameter apart with every other equal is no other RNG state (a seed changes every parameter): "
+    "{param} is initialised, loaded or overwritten otherwise on one side (its own init call, a checkpoint or "
+    "pretrained tensor, a tied weight).",
+    fix="Initialise {param} the same way on both sides: the same init call (or none), in the same order, or load "
+    "it from the same source.",
+    doc="One parameter different at step 1 (the watch's `params_before`), every other equal: that parameter "
+    "initialised or loaded otherwise, never a seed.",
+)
 INIT = Cause(
     "init",
     check_init,
