@@ -20,7 +20,7 @@ import torch
 
 from ddp_parity.runs import write_error_file
 from ddp_parity.sharding import total_grad_norm
-from ddp_parity.trace import TraceRecorder, batch_indices, params_sha256, sampler_facts
+from ddp_parity.trace import TraceRecorder, batch_indices, checked_metric, params_sha256, sampler_facts
 
 
 class TraceCallback(L.Callback):
@@ -45,6 +45,7 @@ class TraceCallback(L.Callback):
         self._before_training: tuple[int, int, dict] | None = None
         self.recorder: TraceRecorder | None = None
         self._micro_losses: list[torch.Tensor] = []
+        self._backwarded: list[torch.Tensor] = []  # manual optimization: the losses manual_backward was given
         self._micro_indices: list[Any] = []
         self._micro_batches: list[Any] = []
         self._lr: float | None = None
@@ -92,7 +93,8 @@ class TraceCallback(L.Callback):
         )
         self.recorder.watch(pl_module, start_step=trainer.global_step)  # module watch (docs/localisation.md)
         if self._before_training is not None:  # the sanity check ran before the recorder existed
-            self.recorder.record_validation(*self._before_training)
+            epoch, step, metrics = self._before_training
+            self.recorder.record_validation(epoch, step, self._recordable(metrics))
             self._before_training = None
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -125,15 +127,29 @@ class TraceCallback(L.Callback):
             self.recorder._record_optimizer(optimizer, pl_module)
         self._optimizer = optimizer
 
+    def on_before_backward(self, trainer: L.Trainer, pl_module: L.LightningModule, loss: torch.Tensor) -> None:
+        if not pl_module.automatic_optimization:  # manual_backward(loss): what the step's loss is made of
+            self._backwarded.append(loss.detach())
+
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
         if self.recorder is not None:
             self.recorder.set_phase("train")
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if not pl_module.automatic_optimization and self._backwarded:
+            # manual optimization: the losses given to manual_backward in this batch, summed in order
+            loss, self._backwarded = _summed(self._backwarded), []
         if loss is None:  # training_step returned None: Lightning skips the batch, and so does the trace
+            if trainer.global_step != self._last_step and self.recorder is not None:
+                self._last_step = trainer.global_step  # the optimizer stepped (manual), with no loss to record
+                self.recorder.note_unrecorded(
+                    "steps without a loss",
+                    f"from step {trainer.global_step}: the optimizer stepped, and training_step returned no loss "
+                    "and called no manual_backward; return the loss from training_step to record the step",
+                )
             return
-        self._micro_losses.append(loss.detach())  # already divided by accumulate_grad_batches
+        self._micro_losses.append(loss.detach() if isinstance(loss, torch.Tensor) else loss)  # divided by accumulation
         indices = batch_indices(batch)
         if indices is not None:
             self._micro_indices.append(indices)
@@ -142,12 +158,9 @@ class TraceCallback(L.Callback):
         if trainer.global_step == self._last_step:
             return  # a micro-batch of an accumulation: the optimizer has not stepped yet
         self._last_step = trainer.global_step
-        step_loss = self._micro_losses[0]
-        for micro in self._micro_losses[1:]:
-            step_loss = step_loss + micro  # summed in order, as the raw loop does
         self.recorder.record(
             trainer.global_step,
-            step_loss,
+            _summed(self._micro_losses),  # summed in order, as the raw loop does
             torch.cat(self._micro_indices) if self._micro_indices else None,
             epoch=trainer.current_epoch,
             lr=self._lr,
@@ -172,9 +185,21 @@ class TraceCallback(L.Callback):
         if self.recorder is None or self.recorder.finished:  # trainer.validate() outside fit: not in the trace
             return
         self.recorder.set_phase("after-validation")
-        self.recorder.record_validation(
-            trainer.current_epoch, trainer.global_step, validation_metrics(trainer, pl_module)
-        )
+        metrics = self._recordable(validation_metrics(trainer, pl_module))
+        self.recorder.record_validation(trainer.current_epoch, trainer.global_step, metrics)
+
+    def _recordable(self, metrics: dict) -> dict:
+        """The figures record_validation takes; one it cannot (a string the module keeps beside its
+        numbers) is the module's data, not a misuse of the callback: noted as unrecorded, fit() goes on."""
+        kept = {}
+        for name, value in metrics.items():
+            try:
+                checked_metric(name, value)
+            except (TypeError, ValueError) as exc:
+                self.recorder.note_unrecorded(f"validation metric {name!r}", str(exc))
+            else:
+                kept[name] = value
+        return kept
 
     def record_validation(
         self, trainer: L.Trainer, metrics: dict, *, step: int | None = None, epoch: int | None = None
@@ -209,6 +234,13 @@ class TraceCallback(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.recorder is not None:
             self.recorder.set_phase("epoch-end")
+
+
+def _summed(losses: list) -> Any:
+    total = losses[0]
+    for loss in losses[1:]:
+        total = total + loss
+    return total
 
 
 def validation_metrics(trainer: L.Trainer, pl_module: L.LightningModule) -> dict:

@@ -21,35 +21,57 @@ def digest_indices(indices: list[int]) -> str:
     return hashlib.sha256(json.dumps(indices).encode()).hexdigest()[:16]
 
 
-def batch_fingerprint(batch: Any) -> str | StagedDigest:
-    """`batch_digest`: hex sha256 over every tensor of a batch except its `index` field or key, in a
-    fixed order (sequences in order, dict keys sorted), each tensor as dtype, shape and raw bytes.
+def batch_fingerprint(batch: Any) -> str | StagedDigest | None:
+    """`batch_digest` of a batch (see `batch_contents`), None when a part of it cannot be digested."""
+    digest, undigested = batch_contents(batch)
+    return None if undigested else digest
+
+
+def batch_contents(batch: Any) -> tuple[str | StagedDigest, list[str]]:
+    """(`batch_digest`, the parts left out of it): hex sha256 over every leaf of a batch except its
+    `index` field or key, in a fixed order (sequences in order, dict keys sorted). A tensor enters as
+    dtype, shape and raw bytes; a string, bytes, a number, a bool or None by its type and value (a
+    file name, a token count). Anything else (a generator: reading it would consume the user's data;
+    an object; a set, whose order changes between processes) cannot be digested deterministically:
+    its path (`batch[2]`, `batch['meta']`) and type are returned, and a digest that does not cover the
+    whole batch must not be called the batch's (trace.py leaves it out of the record).
 
     Containers do not enter the digest, so a list of micro-batches digests like one batch holding
-    their tensors one after the other. Tensors on an accelerator are copied to the host without
+    their leaves one after the other. Tensors on an accelerator are copied to the host without
     waiting (non_blocking) and hashed when the trace is next flushed, so digesting never syncs the
     device per step; the digest is the same as for the same tensors on the CPU.
     """
-    tensors = [t.detach() for t in _tensors_in(batch)]
-    if all(t.device.type == "cpu" for t in tensors):
-        return sha256_of(tensors)
-    return StagedDigest([t if t.device.type == "cpu" else t.to("cpu", non_blocking=True) for t in tensors])
+    parts, undigested = [], []
+    for path, leaf in _leaves_in(batch, "batch"):
+        part = _digest_part(leaf)
+        if part is None:
+            undigested.append(f"{path}: {type(leaf).__name__}")
+        else:
+            parts.append(part)
+    if all(not isinstance(p, torch.Tensor) or p.device.type == "cpu" for p in parts):
+        return sha256_of(parts), undigested
+    on_host = [p.to("cpu", non_blocking=True) if isinstance(p, torch.Tensor) else p for p in parts]
+    return StagedDigest(on_host), undigested
 
 
 class StagedDigest:
     """A batch digest whose host copies may still be in flight; `hexdigest()` after a device sync."""
 
-    def __init__(self, tensors: list[torch.Tensor]):
-        self.tensors = tensors
-        self.nbytes = sum(t.numel() * t.element_size() for t in tensors)
+    def __init__(self, parts: list[torch.Tensor | bytes]):
+        self.tensors = parts
+        self.nbytes = sum(t.numel() * t.element_size() for t in parts if isinstance(t, torch.Tensor))
 
     def hexdigest(self) -> str:
         return sha256_of(self.tensors)
 
 
-def sha256_of(tensors: list[torch.Tensor]) -> str:
+def sha256_of(parts: list[torch.Tensor | bytes]) -> str:
+    """Tensors as dtype, shape and bytes; bytes (a value's typed encoding, `_digest_part`) as they are."""
     h = hashlib.sha256()
-    for t in tensors:
+    for t in parts:
+        if isinstance(t, bytes):
+            h.update(t)
+            continue
         h.update(f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}".encode())
         h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy())
     return h.hexdigest()
@@ -58,24 +80,49 @@ def sha256_of(tensors: list[torch.Tensor]) -> str:
 INDEX_KEYS = ("index", "indices")  # what a batch carries to name its samples: left out of batch_digest
 
 
-def _tensors_in(obj: Any) -> Iterator[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, dict):
+def _digest_part(leaf: Any) -> torch.Tensor | bytes | None:
+    """What enters the digest for one leaf of a batch, None for what cannot be digested by value."""
+    if isinstance(leaf, torch.Tensor):
+        plain = leaf.layout == torch.strided and leaf.device.type != "meta" and not leaf.is_nested
+        return leaf.detach() if plain else None
+    if leaf is None or isinstance(leaf, (bool, int, float, complex)):
+        text = float.hex(leaf) if type(leaf) is float else repr(leaf)
+        return _typed(type(leaf).__name__, text.encode())
+    if isinstance(leaf, str):
+        return _typed("str", leaf.encode("utf-8", "surrogatepass"))
+    if isinstance(leaf, (bytes, bytearray)):
+        return _typed("bytes", bytes(leaf))
+    if type(leaf).__module__ == "numpy":  # a numpy array or scalar: as the tensor it converts to
+        try:
+            return torch.as_tensor(leaf).reshape(getattr(leaf, "shape", ()))
+        except (TypeError, ValueError, RuntimeError):  # an object array
+            return None
+    return None
+
+
+def _typed(kind: str, payload: bytes) -> bytes:
+    """A value's bytes behind its type and length: 1 and "1", or "ab","c" and "a","bc", never collide."""
+    return f"<{kind}:{len(payload)}>".encode() + payload
+
+
+def _leaves_in(obj: Any, path: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(obj, dict):
         for key in sorted(obj, key=str):
             if key not in INDEX_KEYS:
-                yield from _tensors_in(obj[key])
+                yield from _leaves_in(obj[key], f"{path}[{key!r}]")
     elif isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple such as our Sample
         for key, value in zip(obj._fields, obj):
             if key not in INDEX_KEYS:
-                yield from _tensors_in(value)
+                yield from _leaves_in(value, f"{path}.{key}")
     elif isinstance(obj, (list, tuple)):
-        for value in obj:
-            yield from _tensors_in(value)
+        for i, value in enumerate(obj):
+            yield from _leaves_in(value, f"{path}[{i}]")
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         for field in dataclasses.fields(obj):
             if field.name not in INDEX_KEYS:
-                yield from _tensors_in(getattr(obj, field.name))
+                yield from _leaves_in(getattr(obj, field.name), f"{path}.{field.name}")
+    else:
+        yield path, obj
 
 
 def batch_indices(batch: Any) -> torch.Tensor | None:
@@ -137,8 +184,16 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
     if not params:  # a module without parameters (a loss module handed in by mistake): nothing to digest
         return torch.zeros(0, dtype=torch.float64)
     params = [full_tensor(params[0].detach()), full_tensor(params[-1].detach())]  # whole tensors under FSDP2
-    # sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum() here
-    return torch.stack([params[0].detach().sum(dtype=torch.float64), params[-1].detach().sum(dtype=torch.float64)])
+    return torch.stack([_sum64(params[0]), _sum64(params[-1])])
+
+
+def _sum64(tensor: torch.Tensor) -> torch.Tensor:
+    """The float64 sum of a tensor of any dtype: a complex one as the sum of its real and imaginary
+    parts (a cast to float64 would drop the imaginary ones); an empty one sums to 0.
+    sum(dtype=float64) casts inside the reduction (no float64 copy); bitwise equal to .double().sum()."""
+    if tensor.is_complex():
+        tensor = torch.view_as_real(tensor)
+    return tensor.sum(dtype=torch.float64)
 
 
 def normalised_name(name: str) -> str:
@@ -168,6 +223,22 @@ def optimizer_facts(optimizer: torch.optim.Optimizer, model: torch.nn.Module | N
         hyper = {k: _jsonable(v) for k, v in sorted(group.items()) if k != "params" and k not in SCHEDULER_BOOKKEEPING}
         groups.append({"params": params, **hyper})
     return {"class": type(unwrap_optimizer(optimizer)).__name__, "param_groups": groups, "named": model is not None}
+
+
+def param_group_ids(optimizer: torch.optim.Optimizer) -> list[list[int]]:
+    """The identities of each param group's parameters, to name them later (`name_param_groups`)."""
+    return [[id(p) for p in group["params"]] for group in optimizer.param_groups]
+
+
+def name_param_groups(facts: dict, ids: list[list[int]], model: torch.nn.Module) -> dict:
+    """`optimizer_facts` taken without the model, its parameters named now that the model is known,
+    every hyperparameter as it was taken (re-read later, a scheduler's lr would be another step's)."""
+    names = parameter_names(model)
+    groups = [
+        {**group, "params": [names.get(i, shown) for i, shown in zip(group_ids, group["params"])]}
+        for group, group_ids in zip(facts["param_groups"], ids)
+    ]
+    return {**facts, "param_groups": groups, "named": True}
 
 
 def unwrap_optimizer(optimizer):

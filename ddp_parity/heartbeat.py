@@ -56,8 +56,11 @@ class Heartbeat:
         try:
             tmp.write_text(json.dumps(beat))
             os.replace(tmp, self._path)
-        except OSError:
-            pass  # the run directory went away (a test cleaning up): nothing to watch
+        except OSError:  # the run directory went away (a test cleaning up), or a full disk: nothing to watch
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
 
     def set_phase(self, phase: str) -> None:
         if phase != self.phase:

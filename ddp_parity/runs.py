@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ def write_error_file(
     """Record why this rank died, for the harness (it reads files, not logs). Never raises.
 
     The file is `errors/rank{GLOBAL_RANK}.json` under every launcher (see `global_rank`; pass `rank`
-    when you know it better). The first error of a rank is kept: created with O_EXCL, so the
+    when you know it better). The first error of a rank is kept: linked into place only if absent, so the
     follow-on error of a collective that a peer's death broke (or the same exception seen again by
     an outer handler) never overwrites it. `step` is the last step this rank recorded and `phase`
     what it was doing. Returns the file written, or None when one was already there.
@@ -71,12 +72,51 @@ def write_error_file(
             "phase": phase,
         }
         path = folder / f"rank{rank}.json"
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return None  # this rank's first error is already on record
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(payload, indent=2) + "\n")
-        return path
+        return path if _create_whole(path, (json.dumps(payload, indent=2) + "\n").encode()) else None
     except Exception:
         return None
+
+
+def _create_whole(path: Path, data: bytes) -> bool:
+    """Create `path` holding `data`, atomically and only if it does not exist (False if it does):
+    written beside it first, then linked into place, so a full disk leaves no empty or partial file
+    and no temporary one."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        return _link_if_absent(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _link_if_absent(tmp: Path, path: Path) -> bool:
+    try:
+        os.link(tmp, path)  # fails if a first error is already there: it is kept
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links: a rename, unless a first error is there
+        if path.exists():
+            return False
+        os.replace(tmp, path)
+        return True
+
+
+def append_whole(fd: int, data: bytes) -> None:
+    """Append whole lines to a file opened with O_APPEND, in one write call (appends are not
+    interleaved, a kill never cuts a line in half except mid-call; a short write is continued). On a
+    failed write (a full disk) the file is cut back to where it was: no half line is left for a reader
+    to stop at."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        try:
+            os.ftruncate(fd, end)
+        except OSError:
+            pass  # not a regular file (a device): nothing to cut back
+        raise

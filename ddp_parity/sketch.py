@@ -23,6 +23,7 @@ import zlib
 
 import torch
 
+from ddp_parity.fingerprints import normalised_name, unwrap
 from ddp_parity.sharding import full_tensor
 
 DIRECTIONS = 4
@@ -31,13 +32,21 @@ ENTRIES = 512
 FIELDS = ("norm", "grad_norm", *(f"sketch{k}" for k in range(DIRECTIONS)), "grad_maxabs", "grad_l1")
 
 
+def sketchable(parameter: torch.Tensor) -> bool:
+    """A real floating-point tensor with entries: the others (complex, integer, boolean, empty) have no
+    norm and projection of this kind; the recorder notes them in meta.json `unrecorded` and goes on."""
+    return parameter.dtype.is_floating_point and parameter.numel() > 0
+
+
 class LayerSketch:
     """The fixed directions of one model's parameters, and the per-step values they give: a gather and
     two norms per tensor, then one batched product for every projection. Given DTensors it gathers
     each whole, one at a time (the recorder does not call it for an FSDP2 model yet: see trace.py)."""
 
     def __init__(self, named_parameters: list[tuple[str, torch.Tensor]]):
+        """`named_parameters`: sketchable ones (see `sketchable`), at least one."""
         self.names = [name for name, _ in named_parameters]
+        self.shapes = [p.shape for _, p in named_parameters]
         device = named_parameters[0][1].device
         seen: dict[int, int] = {}
         self._indexes, signs, scales = [], [], []
@@ -80,6 +89,62 @@ class LayerSketch:
         scales = torch.stack([torch.stack(norms), torch.stack(grad_norms)], dim=1).to(torch.float64)
         tails = torch.stack([torch.stack(grad_maxabs), torch.stack(grad_l1)], dim=1).to(torch.float64)
         return torch.cat([scales, projections, tails], dim=1)
+
+
+class ModelSketch:
+    """A model's LayerSketch followed through the run: the rows are its sketchable parameters at the
+    first step (the others noted as unrecorded); a parameter added later is left out of the rows, one
+    removed or reshaped ends the sketch (the rows would no longer be the same tensors). `note(what,
+    why)` says what is unrecorded (TraceRecorder.note_unrecorded)."""
+
+    def __init__(self, sketch: LayerSketch, note):
+        self.sketch, self._note = sketch, note
+        self._ids: list[int] = []  # the model's parameters (identities) when the rows were placed
+        self._rows: list[int] = []  # for each row, the parameter's position among them
+        self._ended = False
+
+    @classmethod
+    def of(cls, model: torch.nn.Module, note) -> ModelSketch | None:
+        named = [(normalised_name(n), p) for n, p in unwrap(model).named_parameters()]
+        left_out = [name for name, p in named if not sketchable(p)]
+        if left_out:
+            shown = ", ".join(left_out[:8]) + (f" and {len(left_out) - 8} more" if len(left_out) > 8 else "")
+            note("layers", f"{shown}: not real floating point, or empty; no norm or sketch")
+        kept = [(name, p) for name, p in named if sketchable(p)]
+        return cls(LayerSketch(kept), note) if kept else None
+
+    def facts(self) -> dict:
+        return self.sketch.facts()
+
+    def values(self, model: torch.nn.Module, step: int | None) -> torch.Tensor | None:
+        """This step's rows (LayerSketch.__call__), None once the sketch has ended."""
+        if self._ended:
+            return None
+        params = list(unwrap(model).parameters())
+        if [id(p) for p in params] != self._ids and not self._place_rows(model, params, step):
+            return None
+        return self.sketch([params[row] for row in self._rows])
+
+    def _place_rows(self, model: torch.nn.Module, params: list[torch.Tensor], step: int | None) -> bool:
+        """Find the rows' parameters among the model's now (by name); False when one is gone or reshaped."""
+        position = {normalised_name(n): i for i, (n, _) in enumerate(unwrap(model).named_parameters())}
+        rows = [position.get(name) for name in self.sketch.names]
+        gone = [
+            name
+            for name, row, shape in zip(self.sketch.names, rows, self.sketch.shapes)
+            if row is None or params[row].shape != shape
+        ]
+        if gone:
+            self._note(f"layers after step {step}", f"{', '.join(gone[:8])} removed or reshaped: no more rows")
+            self._ended = True
+            return False
+        if self._ids:  # not the first placing: a parameter the rows do not have was added
+            names = set(self.sketch.names)
+            added = [name for name, i in position.items() if name not in names and sketchable(params[i])]
+            if added:
+                self._note(f"layers of {', '.join(added[:8])}", f"added after the first step (seen at step {step})")
+        self._ids, self._rows = [id(p) for p in params], rows
+        return True
 
 
 def _largest_abs(grad: torch.Tensor) -> torch.Tensor:

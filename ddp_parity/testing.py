@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,6 +42,7 @@ from ddp_parity.compare.report import (
     write_report,
 )
 from ddp_parity.distributed import WORKER_ENV_KEYS
+from ddp_parity.harness.commands import processes_started
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_launch, run_launches
 from ddp_parity.harness.outdir import DirClaim
@@ -58,8 +58,6 @@ NOT_EVIDENCE = ("sides", "verdict", "report_first_divergence", "steps_equal_befo
 
 # variables that would make a launched command think it is a worker of the job running the tests
 SCRUBBED_ENV = (*WORKER_ENV_KEYS, "MASTER_PORT", "DDP_PARITY_RUN_DIR", "PL_GLOBAL_SEED")
-# flags that say how many processes a command starts on this machine (torchrun, Lightning, argparse)
-PROCESS_FLAGS = re.compile(r"--(?:nproc[_-]per[_-]node|devices|trainer\.devices)(?:=(\d+))?$")
 
 
 class ParityUsageError(ValueError):
@@ -258,18 +256,6 @@ def start_both(launches: list[Launch], timeout: float, stall, parallel) -> list[
             for node in range(len(launch.commands)):
                 launch.log_for(node).unlink(missing_ok=True)
         raise ParityUsageError(f"cannot start {err.filename or 'a command'}: {err.strerror or err}") from None
-
-
-def processes_started(command: Sequence[str]) -> int:
-    """How many processes a command runs, read from --nproc_per_node / --devices (1 if neither)."""
-    for i, arg in enumerate(command):
-        match = PROCESS_FLAGS.match(arg)
-        if not match:
-            continue
-        value = match.group(1) or (command[i + 1] if i + 1 < len(command) else "")
-        if value.isdigit():
-            return int(value)
-    return 1
 
 
 def run_both(launches: list[Launch], timeout: float, stall: float | None, parallel: bool | None) -> list[Outcome]:

@@ -15,16 +15,13 @@ and turned into numbers every `flush_every` steps.
 
 from __future__ import annotations
 
-import atexit
+import contextlib
 import json
 import os
 import platform
-import signal
 import sys
-import threading
 import time
 import warnings
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +30,20 @@ import torch.distributed as dist
 
 from ddp_parity.determinism import arithmetic_facts, torch_flags, versions
 from ddp_parity.distributed import launch_env, world_facts
+from ddp_parity.exit_hooks import install_exit_hooks, remove_exit_hooks
 from ddp_parity.fingerprints import (  # noqa: F401  (public here too: users' loops import them from the recorder)
     StagedDigest,
+    batch_contents,
     batch_fingerprint,
     batch_indices,
     buffers_sha256,
     digest_indices,
     hash_full_state,
+    name_param_groups,
     normalised_name,
     optimizer_facts,
     param_digest,
+    param_group_ids,
     parameter_names,
     params_sha256,
     sampler_facts,
@@ -52,9 +53,24 @@ from ddp_parity.fingerprints import (  # noqa: F401  (public here too: users' lo
 )
 from ddp_parity.heartbeat import Heartbeat
 from ddp_parity.lifeline import watch_parent_if_asked
-from ddp_parity.runs import write_error_file
+from ddp_parity.record_values import (  # noqa: F401  (INDEX_LIST_LIMIT: public here too)
+    INDEX_LIST_LIMIT,
+    beyond_exact,
+    check_meta_keys,
+    checked_extras,
+    checked_number,
+    host_number,
+    json_line,
+    on_device,
+    optimizer_lr,
+    take_batch,
+    take_indices,
+    taken,
+    to_json,
+)
+from ddp_parity.runs import append_whole, write_error_file
 from ddp_parity.sharding import is_sharded, sharding_facts
-from ddp_parity.sketch import LayerSketch
+from ddp_parity.sketch import ModelSketch
 from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and the readers: public here too)
     FINAL_PARAMS_FILE,
     FORMAT_VERSION,
@@ -78,6 +94,7 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
     parse_meta,
     parse_records,
     parse_validation,
+    python_scalar,
     read_meta,
     read_progress,
     read_records,
@@ -91,8 +108,6 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
 from ddp_parity.watch import ModuleWatch
 
 watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
-
-INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a count
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,6 +155,7 @@ class TraceRecorder:
         self.side = side
         self.config = config or {}
         self.extra_meta = dict(extra_meta or {})
+        check_meta_keys("(extra_meta=...)", self.extra_meta)
         self.flush_every = flush_every
         self.handle_signals = handle_signals
         # host values cost no device sync: write each step as it is recorded, so that even a hard
@@ -151,7 +167,7 @@ class TraceRecorder:
         self._last_time: float | None = None
         self._last_flushed_loss = float("nan")
         self._latest: tuple[int, int] | None = None
-        self._latest_loss: Any = None
+        self._latest_loss: float | None = None  # a CPU loss as a number (the heartbeat thread touches no tensor)
         self.total_steps: int | None = None  # optimizer steps the run will make, when the loop knows
         self._heartbeat = Heartbeat(self._progress_facts)
         self._fd: int | None = None  # this rank's trace, opened once the attempt's resume point is known
@@ -165,6 +181,9 @@ class TraceRecorder:
         self._last_step: int | None = None  # the latest step this process recorded
         self._restore_hooks: list = []
         self.meta: dict = {}
+        self._unrecorded: list[dict] = []  # meta.json `unrecorded`: what this rank could not take, and why
+        self._lost: set[str] = set()  # the files a write failure stopped ("trace", "validation")
+        self._optimizer_ids: list[list[int]] = []
 
     @property
     def trace_path(self) -> Path:
@@ -183,6 +202,11 @@ class TraceRecorder:
         replaces everything). `keep_steps_upto` is the older name of `resumed_from_step`: it still
         works (users' loops call start() with it) and warns.
         """
+        if self._started:
+            raise RuntimeError(
+                f"TraceRecorder.start(): called twice (the trace is {'complete' if self._ended else 'open'}); "
+                "call start() once per recorder, or record a new run with a new TraceRecorder"
+            )
         resume = _resume_step(keep_steps_upto, resumed_from_step)
         if resume is not None and int(resume) < 0:
             raise ValueError(f"start(): resumed_from_step must be >= 0 (steps count from 1), got {resume}")
@@ -205,7 +229,10 @@ class TraceRecorder:
             dist.all_gather_object(gathered, mine)
         all_facts = [f for f, _ in gathered]
         self.attempt = max(previous for _, previous in gathered) + 1
-        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only or full disk: training goes on unrecorded, and says so
+            self._cannot_write(f"{TRACE_DIR}/", exc, stop="trace")
         self._heartbeat.start(self.progress_path)
         self._declared_resume = resume is not None
         start_step = int(resume) if resume is not None else (0 if self.attempt == 0 else None)
@@ -225,12 +252,10 @@ class TraceRecorder:
         }
         if start_step is not None:
             self._resume_after(start_step, write_meta=False)
-        if self.rank == 0:
-            write_json_atomic(self.run_dir / META_FILE, self.meta)
+        self._write_meta()
         self._started = True
         self._last_time = time.perf_counter()
-        self._install_exit_hooks()
-        _LIVE_RECORDERS.add(self)
+        self._restore_hooks = install_exit_hooks(self, self.handle_signals)
 
     # -- attempts -----------------------------------------------------------------------------
 
@@ -271,23 +296,27 @@ class TraceRecorder:
         """Keep the records up to `step` (this attempt continues after it), open the trace, and
         (rank 0) mark where this attempt started."""
         self._resume_from = int(step)
-        truncate_after_step(self.trace_path, self._resume_from)
-        if self.rank == 0:
-            truncate_after_step(
-                self.run_dir / VALIDATION_FILE, self._resume_from if validation_upto is None else validation_upto
-            )
-        self._fd = os.open(self.trace_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if "trace" not in self._lost:
+                truncate_after_step(self.trace_path, self._resume_from)
+                self._fd = os.open(self.trace_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self._cannot_write(f"{TRACE_DIR}/rank{self.rank}.jsonl", exc, stop="trace")
+        try:
+            if self.rank == 0:
+                upto = self._resume_from if validation_upto is None else validation_upto
+                truncate_after_step(self.run_dir / VALIDATION_FILE, upto)
+        except OSError as exc:
+            self._cannot_write(VALIDATION_FILE, exc, stop="validation")
         if self.meta:
             self.meta["attempts"][-1]["start_step"] = self._resume_from
             if self.attempt > 0 or self._declared_resume:
                 self.meta["resumed_from_step"] = self._resume_from
-            if write_meta and self.rank == 0:
-                write_json_atomic(self.run_dir / META_FILE, self.meta)
+            if write_meta:
+                self._write_meta()
 
     def _resolve_start(self, first_step: int, validation_upto: int | None = None) -> None:
-        if not self._started:
-            raise RuntimeError("TraceRecorder: call start() (on every rank) before record()")
-        if self._fd is None:
+        if self._resume_from is None:
             self._resume_after(first_step, validation_upto=validation_upto)
 
     # -- recording ----------------------------------------------------------------------------
@@ -315,44 +344,59 @@ class TraceRecorder:
         param groups go to meta.json once. `model`: `param_digest` of the parameters as this step
         left them. Tensors are kept as they are (no device sync) until written.
         """
+        # every check of the call first: a misuse raises before anything changes, the mended call goes through
+        loss = checked_number("loss", loss, required=True)
+        lr, grad_norm = checked_number("lr", lr, required=False), checked_number("grad_norm", grad_norm, required=False)
+        extra = checked_extras(extra)
         step, epoch = self._checked_step(step, epoch)
         self._resolve_start(step - 1)
         if self._watch is not None:
             self._watch.end_step(step)  # module watch: the step's calls are complete
         now = time.perf_counter()
         if lr is None and optimizer is not None:
-            lr = optimizer.param_groups[0]["lr"]
+            lr = optimizer_lr(optimizer, self.note_unrecorded)
         entry = {
             "step": step,
             "epoch": epoch,
             "attempt": self.attempt,
-            "loss": _detach(loss),
-            "lr": _detach(lr),
-            "grad_norm": _detach(grad_norm),
+            "loss": loss,
+            "lr": lr,
+            "grad_norm": grad_norm,
             "time_s": now - self._last_time if self._last_time else None,
         }
         self._last_time = now
         if indices is not None:
-            entry["indices"] = indices.detach() if isinstance(indices, torch.Tensor) else list(indices)
+            take_indices(entry, indices, self.note_unrecorded)
         if batch is not None:
-            entry["batch_digest"] = batch_fingerprint(batch)
+            take_batch(entry, batch, self.note_unrecorded)
         if model is not None and "param_digest" not in extra:
-            extra["param_digest"] = param_digest(model)
-        if model is not None and "layers" not in extra and (layers := self._layer_values(model)) is not None:
-            extra["layers"] = layers
-        entry.update({k: _detach(v) for k, v in extra.items()})
+            extra["param_digest"] = self._taken("param_digest", param_digest, model)
+        if model is not None and "layers" not in extra:
+            extra["layers"] = self._taken("layers", self._layer_values, model)
+        entry.update({k: v for k, v in extra.items() if v is not None or k not in ("param_digest", "layers")})
         if optimizer is not None and self._optimizer is None:
             self._record_optimizer(optimizer, model)
         self._pending.append(entry)
         self._latest = (step, epoch)
-        self._latest_loss = entry["loss"]
+        self._latest_loss = host_number(loss)
         self._heartbeat.stepped()
         if (
-            (self.write_every_step and not _on_device(entry))
+            (self.write_every_step and not on_device(entry))
             or len(self._pending) >= self.flush_every
             or self._staged_bytes() > STAGED_BYTES_LIMIT
         ):
             self.flush()
+
+    # -- what the recorder takes from the user's objects: never raises, says what it could not take --
+
+    def note_unrecorded(self, what: str, why: str) -> None:
+        """Say in meta.json `unrecorded` what this rank could not record and why (the first time for
+        each `what`); training goes on, and the comparison says it is unrecorded instead of judging it."""
+        if all(item["what"] != what for item in self._unrecorded):
+            self._unrecorded.append({"what": what, "why": why[:500], "rank": self.rank})
+
+    def _taken(self, what: str, take, *args):
+        return taken(self.note_unrecorded, what, take, *args)
 
     @property
     def finished(self) -> bool:
@@ -370,6 +414,8 @@ class TraceRecorder:
         """The step and epoch as integers; a step not after the one recorded before is a misuse
         (steps count optimizer steps, each recorded once)."""
         self._check_open("record")
+        if not self._started:
+            raise RuntimeError("TraceRecorder: call start() (on every rank) before record()")
         step, epoch = as_step(step, "step"), as_step(epoch, "epoch")
         if self._last_step is not None and step <= self._last_step:
             raise ValueError(
@@ -380,13 +426,16 @@ class TraceRecorder:
         return step, epoch
 
     def _record_optimizer(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module | None) -> None:
-        """meta.json `optimizer`: class, param groups, hyperparameters, as at the first step."""
+        """meta.json `optimizer`: class, param groups, hyperparameters, as at the first step (taken once:
+        re-read at finish(), a scheduler's lr would be the last step's). Without the model the parameters
+        are named at finish(), from the identities kept now."""
         self._optimizer = optimizer
-        self.meta["optimizer"] = optimizer_facts(optimizer, model)
-        if self.rank == 0:
-            write_json_atomic(self.run_dir / META_FILE, self.meta)
+        facts = self._taken("optimizer", optimizer_facts, optimizer, model)
+        if facts is not None:
+            self.meta["optimizer"], self._optimizer_ids = facts, param_group_ids(optimizer)
+            self._write_meta()
 
-    _sketch = None  # the LayerSketch of the model record() is given, made at its first step (False: none)
+    _sketch = None  # the ModelSketch of the model record() is given, made at its first step (False: none)
 
     def _layer_values(self, model: torch.nn.Module) -> torch.Tensor | None:
         """Per parameter: norm, gradient norm and sketch (ddp_parity/sketch.py); the names and fields
@@ -394,13 +443,11 @@ class TraceRecorder:
         and per gradient would double the recorder's collectives (a shard-local sketch with one
         all-reduce is the way there)."""
         if self._sketch is None:
-            named = [(normalised_name(n), p) for n, p in unwrap(model).named_parameters()]
-            self._sketch = False if is_sharded(model) else LayerSketch(named)
+            self._sketch = False if is_sharded(model) else ModelSketch.of(model, self.note_unrecorded) or False
             if self._sketch:
                 self.meta["layers"] = self._sketch.facts()
-                if self.rank == 0:
-                    write_json_atomic(self.run_dir / META_FILE, self.meta)
-        return self._sketch(list(unwrap(model).parameters())) if self._sketch else None
+                self._write_meta()
+        return self._sketch.values(model, self._last_step) if self._sketch else None
 
     def _staged_bytes(self) -> int:
         return sum(e["batch_digest"].nbytes for e in self._pending if isinstance(e.get("batch_digest"), StagedDigest))
@@ -428,11 +475,9 @@ class TraceRecorder:
 
     def _heartbeat_loss(self) -> float | None:
         """The latest loss without a device sync: a CPU value as it is, otherwise the last flushed one."""
-        loss = self._latest_loss
-        if isinstance(loss, torch.Tensor) and loss.device.type == "cpu" and loss.numel() == 1:
-            loss = loss.item()
+        loss = self._latest_loss if self._latest_loss is not None else self._last_flushed_loss
         if not isinstance(loss, (int, float)):
-            loss = self._last_flushed_loss
+            return None
         return float(loss) if loss == loss and abs(loss) != float("inf") else None
 
     def set_phase(self, phase: str) -> None:
@@ -455,18 +500,33 @@ class TraceRecorder:
         not a logger's rounded copy. A validation before the first step is `step=0`."""
         self._check_open("record_validation")
         epoch, step = as_step(epoch, "epoch"), as_step(step, "step")
-        metrics = {name: checked_metric(name, value) for name, value in dict(metrics).items()}
+        metrics = dict(metrics)
+        beyond = [name for name, value in metrics.items() if beyond_exact(python_scalar(value))]
+        metrics = {name: checked_metric(name, value) for name, value in metrics.items() if name not in beyond}
+        for name in beyond:  # a float would round it, and the format's numbers are exact only up to 2**53
+            self.note_unrecorded(f"validation metric {name!r}", f"an integer beyond 2**53 (first at step {step})")
         if self.rank != 0:
             return
         path = self.run_dir / VALIDATION_FILE
-        if self._fd is None and self._started:  # nothing recorded yet in this attempt: it resumed at `step`
+        if self._resume_from is None and self._started:  # nothing recorded yet in this attempt: it resumed at `step`
             self._resolve_start(step, validation_upto=step - 1)
-        elif not self._validation_checked:  # this attempt's first validation supersedes any at or after its step
-            truncate_after_step(path, step - 1, only_if_later=True)
+        elif not self._validation_checked and "validation" not in self._lost:
+            try:  # this attempt's first validation supersedes any at or after its step
+                truncate_after_step(path, step - 1, only_if_later=True)
+            except OSError as exc:
+                self._cannot_write(VALIDATION_FILE, exc, stop="validation")
         self._validation_checked = True
-        line = {"epoch": epoch, "step": step, **metrics}
-        with open(path, "a") as f:
-            f.write(json.dumps(line) + "\n")
+        if "validation" in self._lost:
+            return
+        line = json.dumps({"epoch": epoch, "step": step, **metrics}) + "\n"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                append_whole(fd, line.encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self._cannot_write(f"{VALIDATION_FILE} from step {step}", exc, stop="validation")
 
     def last_loss(self) -> float:
         """The latest recorded loss (a device sync: call it per epoch, not per step)."""
@@ -476,19 +536,58 @@ class TraceRecorder:
     def flush(self) -> None:
         """Write what is pending (on an accelerator: one device sync)."""
         if self._watch is not None:
-            self._watch.flush(self.run_dir, self.rank)
+            try:
+                self._watch.flush(self.run_dir, self.rank)
+            except OSError as exc:  # the module watch ends; the trace goes on
+                self._cannot_write(f"{TRACE_DIR}/rank{self.rank}.modules.jsonl", exc)
+                self._watch.detach()
+                self._watch = None
+        if "trace" in self._lost:
+            self._pending.clear()  # nothing more reaches this rank's trace: hold nothing
         if not self._pending or self._fd is None or self._flushing:
             return
         self._flushing = True  # a signal arriving now must not write the same lines twice
         try:
             if any(isinstance(e.get("batch_digest"), StagedDigest) for e in self._pending):
                 torch.accelerator.synchronize()  # the host copies of the batches are complete
-            records = [_to_json(entry) for entry in self._pending]
-            _write_all(self._fd, "".join(json.dumps(r, default=repr) + "\n" for r in records).encode())
+            records = [to_json(entry) for entry in self._pending]
+            try:
+                append_whole(self._fd, "".join(json_line(r, self.note_unrecorded) for r in records).encode())
+            except OSError as exc:  # a full disk: the trace ends at the last whole step written, training goes on
+                lost = f"{TRACE_DIR}/rank{self.rank}.jsonl from step {records[0]['step']}"
+                self._cannot_write(lost, exc, stop="trace")
             self._last_flushed_loss = records[-1]["loss"]
             self._pending.clear()
         finally:
             self._flushing = False
+
+    def _cannot_write(self, what: str, exc: BaseException, stop: str | None = None) -> None:
+        """A write the environment refused (a full disk, a read-only folder): recording goes on without
+        it, said once on stderr and in meta.json `unrecorded` (while meta.json can be written). `stop`:
+        the file that is written no more ("trace": a trace with a hole would be misread)."""
+        self.note_unrecorded(what, f"{exc!r:.300}")
+        if stop is not None:
+            self._lost.add(stop)
+        if not self._warned_write:
+            self._warned_write = True
+            print(
+                f"ddp-parity: rank {self.rank} could not write {what} in {self.run_dir} ({exc}); training goes on, "
+                "and meta.json `unrecorded` says what is missing",
+                file=sys.stderr,
+            )
+
+    _warned_write = False
+
+    def _write_meta(self) -> None:
+        """meta.json (rank 0, atomically) with the `unrecorded` notes so far; a refused write is said, never raised."""
+        if self.rank != 0:
+            return
+        if self._unrecorded:
+            self.meta["unrecorded"] = list(self._unrecorded)
+        try:
+            write_json_atomic(self.run_dir / META_FILE, self.meta)
+        except OSError as exc:
+            self._cannot_write(META_FILE, exc)
 
     def record_error(self, exc: BaseException) -> Path | None:
         """errors/rank{r}.json for this rank (the first error is kept), with the last recorded step
@@ -499,12 +598,14 @@ class TraceRecorder:
     def finish(self, model: torch.nn.Module, **extra_meta: Any) -> None:
         """Flush, check every replica holds the same parameters and buffers, and (rank 0) write the
         final parameters and the completed meta.json. A collective when a process group exists.
-        Once is enough: a second call does nothing."""
+        Once is enough: a second call does nothing. `extra_meta`: facts of your own for meta.json (a
+        key the recorder writes itself is refused)."""
         from safetensors.torch import save_file
 
+        check_meta_keys(".finish()", extra_meta)
         if self._ended == "finish()":
             return  # a second finish() (a `finally:` after the normal path) changes nothing
-        if self._fd is None and self._started:  # this attempt recorded no step: the earlier trace stands whole
+        if self._resume_from is None and self._started:  # this attempt recorded no step: the earlier trace stands whole
             last = last_complete_record(self.trace_path)
             self._resume_after(int(last["step"]) if last else 0)
         self.close()
@@ -513,26 +614,24 @@ class TraceRecorder:
         if self.progress_path.parent.is_dir():
             self._heartbeat.write()
         # every rank (under FSDP2 gathering the shards is a collective); rank 0 keeps what it writes
-        digest, state = hash_full_state(model, keep=self.rank == 0)
-        buffers = buffers_sha256(model)
-        gathered = [(digest, buffers)]
+        digest, state = self._taken(FINAL_PARAMS_FILE, hash_full_state, model, self.rank == 0) or (None, {})
+        buffers = self._taken("buffers_sha256", buffers_sha256, model)
+        gathered = [(digest, buffers, self._unrecorded)]
         if self.world_size > 1:
             gathered = [None] * self.world_size
-            dist.all_gather_object(gathered, (digest, buffers))
+            dist.all_gather_object(gathered, (digest, buffers, self._unrecorded))
         if self.rank != 0:
             return
-        tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
-        try:
-            save_file(state, str(tmp))
-            os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
-        except Exception as exc:  # a guest in the user's loop: say what was not recorded, never raise
-            self.meta.setdefault("unrecorded", []).append({"what": FINAL_PARAMS_FILE, "why": f"{exc!r:.300}"})
+        for _, _, notes in gathered[1:]:  # every rank's notes, in meta.json by rank 0
+            self._unrecorded += [n for n in notes if n not in self._unrecorded]
+        if state:
+            self._save_final_params(save_file, state)
         if tied := tied_names(model):
             self.meta["tied"] = tied
-        for facts, (rank_params, rank_buffers) in zip(self.meta["ranks"], gathered):
+        for facts, (rank_params, rank_buffers, _) in zip(self.meta["ranks"], gathered):
             facts["params_sha256"], facts["buffers_sha256"] = rank_params, rank_buffers
-        if self._optimizer is not None and not self.meta["optimizer"].get("named"):
-            self.meta["optimizer"] = optimizer_facts(self._optimizer, model)  # now with parameter names
+        if self._optimizer_ids and not self.meta["optimizer"].get("named"):
+            self.meta["optimizer"] = name_param_groups(self.meta["optimizer"], self._optimizer_ids, model)
         self.meta.update(
             {
                 "finished": True,
@@ -540,13 +639,25 @@ class TraceRecorder:
                 "params_sha256": digest,
                 "buffers_sha256": buffers,
                 # parameters and every buffer (non-persistent ones too) equal on every rank
-                "replicas_identical": all(g == gathered[0] for g in gathered),
+                "replicas_identical": all(g[:2] == gathered[0][:2] for g in gathered),
                 "sharded": is_sharded(unwrap(model)),  # FSDP2: parameters were DTensors (digests of full tensors)
                 "sharding": sharding_facts(unwrap(model)),  # each fully_shard module and its policy, or None
                 **extra_meta,
             }
         )
-        write_json_atomic(self.run_dir / META_FILE, self.meta)
+        self._write_meta()
+
+    def _save_final_params(self, save_file, state: dict) -> None:
+        """final.safetensors, atomically; what cannot be saved (a full disk, a dtype safetensors lacks)
+        is noted, never raised, and leaves no temporary file."""
+        tmp = self.run_dir / f".{FINAL_PARAMS_FILE}.tmp"
+        try:
+            save_file(state, str(tmp))
+            os.replace(tmp, self.run_dir / FINAL_PARAMS_FILE)
+        except Exception as exc:  # noqa: BLE001 - a guest in the user's loop: say what was not recorded
+            self.note_unrecorded(FINAL_PARAMS_FILE, f"{exc!r:.300}")
+            with contextlib.suppress(OSError):  # the folder itself may be what is missing
+                tmp.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Flush what was recorded (on an error path), without the collectives of finish()."""
@@ -555,116 +666,14 @@ class TraceRecorder:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        self._remove_exit_hooks()
-        _LIVE_RECORDERS.discard(self)
+        self._restore_hooks = remove_exit_hooks(self, self._restore_hooks)
         if self._started:
             self._ended = self._ended or "close()"
         if self._watch is not None:  # its hooks on the user's model end with the trace
             self._watch.detach()
 
-    # -- the process ending ---------------------------------------------------------------------
-
-    def _install_exit_hooks(self) -> None:
-        """Write what is pending however the process ends: atexit covers a normal exit and an
-        uncaught exception (which also gets its error file here); SIGTERM/SIGINT handlers flush and
-        then do what was there before (a framework's handler, Python's KeyboardInterrupt, or the
-        default: die by the signal, so a launcher sees the same exit). Only from the main thread."""
-        previous_hook = sys.excepthook
-        recorder = weakref.ref(self)  # a hook left in sys.excepthook's chain must not keep the run alive
-
-        def excepthook(exc_type, exc, tb):
-            if (live := recorder()) is not None:
-                if not issubclass(exc_type, KeyboardInterrupt):
-                    live.record_error(exc)
-                live.close()
-            previous_hook(exc_type, exc, tb)
-
-        sys.excepthook = excepthook
-        self._restore_hooks.append(
-            lambda: setattr(sys, "excepthook", previous_hook) if sys.excepthook is excepthook else None
-        )
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            return
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous = signal.getsignal(signum)
-            handler = self._signal_handler(previous)
-            signal.signal(signum, handler)
-            self._restore_hooks.append(
-                lambda s=signum, h=handler, p=previous: signal.signal(s, p) if signal.getsignal(s) is h else None
-            )
-
-    def _signal_handler(self, previous):
-        recorder = weakref.ref(self)
-
-        def on_signal(signum, frame):
-            try:
-                if (live := recorder()) is not None:
-                    live.flush()
-            except Exception:
-                pass
-            if callable(previous):
-                previous(signum, frame)
-            elif previous != signal.SIG_IGN:  # the default action: die by this signal, as without us
-                signal.signal(signum, signal.SIG_DFL)
-                os.kill(os.getpid(), signum)
-
-        return on_signal
-
-    def _remove_exit_hooks(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # signal handlers can only be changed from the main thread; they stay harmless
-        for restore in reversed(self._restore_hooks):
-            restore()
-        self._restore_hooks = []
-
 
 STAGED_BYTES_LIMIT = 256 * 2**20  # host copies of accelerator batches held before a flush writes them
-_LIVE_RECORDERS: weakref.WeakSet = weakref.WeakSet()
-
-
-@atexit.register
-def _close_recorders_at_exit() -> None:
-    for recorder in list(_LIVE_RECORDERS):
-        try:
-            recorder.close()
-        except Exception:
-            pass
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """One write call per flush (appends are not interleaved, a kill never cuts a line in half
-    except mid-call); loop only for the rare short write."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _on_device(entry: dict) -> bool:
-    return any(
-        isinstance(v, StagedDigest) or (isinstance(v, torch.Tensor) and v.device.type != "cpu") for v in entry.values()
-    )
-
-
-def _detach(value: Any) -> Any:
-    return value.detach() if isinstance(value, torch.Tensor) else value
-
-
-def _to_json(entry: dict) -> dict:
-    out = {}
-    for key, value in entry.items():
-        if isinstance(value, StagedDigest):
-            value = value.hexdigest()
-        elif isinstance(value, torch.Tensor):
-            value = value.item() if value.numel() == 1 and key != "indices" else value.tolist()
-        elif hasattr(value, "tolist"):  # a numpy scalar or array: Python numbers JSON can hold
-            value = value.tolist()
-        if key == "indices":
-            value = [i.tolist() if hasattr(i, "tolist") else i for i in value]
-            if len(value) > INDEX_LIST_LIMIT:
-                out["indices_digest"], out["count"] = digest_indices(value), len(value)
-                continue
-        out[key] = value
-    return out
 
 
 def _resume_step(keep_steps_upto: int | None, resumed_from_step: int | None) -> int | None:

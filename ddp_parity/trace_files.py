@@ -8,9 +8,12 @@ harness import the comparison in the background while the sides train (harness/p
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import numbers
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -42,10 +45,22 @@ def malformed(path, line: int | None, key: str | None, problem: str) -> TraceFor
 
 def write_json_atomic(path: Path, payload: dict) -> None:
     """Write to a temporary file, then rename: a crash never leaves half a file behind."""
+    write_bytes_atomic(path, (json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n").encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole or is left as it was: written beside it, then renamed over it. A
+    write that fails (a full disk, a file-size limit) removes its temporary file before raising."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, an interrupt: no temporary file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_progress(run_dir: str | os.PathLike) -> dict[int, dict]:
@@ -206,10 +221,72 @@ def _is_text(value) -> bool:
 
 
 def read_meta(run_dir: str | os.PathLike) -> dict:
+    check_run_folder(run_dir)
     path = Path(run_dir) / META_FILE
-    if not path.is_file():
+    if not path.exists():
         raise TraceFormatError(f"{path}: no meta.json (is {run_dir} a run directory?)")
-    return parse_meta(path, path.read_bytes())
+    return parse_meta(path, read_input_bytes(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# a run's files as the filesystem gives them: what is not a readable regular file is named, never
+# opened (a FIFO would block the reader forever) and never let out as an OSError's traceback
+
+KINDS = {
+    stat.S_IFREG: "a file",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+}
+
+
+def file_kind(mode: int) -> str:
+    return KINDS.get(stat.S_IFMT(mode), "a special file")
+
+
+def check_run_folder(run_dir: str | os.PathLike) -> None:
+    """A run directory: a folder (a link to one is one); a file, a symlink loop or nothing there is named."""
+    try:
+        mode = os.stat(run_dir).st_mode
+    except OSError as err:
+        raise TraceFormatError(f"{run_dir}: not a run directory ({unreadable_reason(err)})") from None
+    if not stat.S_ISDIR(mode):
+        raise TraceFormatError(f"{run_dir}: not a run directory (it is {file_kind(mode)}, not a folder)")
+
+
+def unreadable_reason(err: OSError) -> str:
+    if err.errno == errno.ELOOP:
+        return "a symlink loop"
+    return err.strerror or str(err)
+
+
+def check_regular_file(path: Path) -> None:
+    """`path` is a regular file (or a link to one): checked before opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        raise TraceFormatError(f"malformed trace: {path}: cannot read it ({unreadable_reason(err)})") from None
+    if not stat.S_ISREG(mode):
+        raise TraceFormatError(f"malformed trace: {path}: {file_kind(mode)}, not a file")
+
+
+def read_input_bytes(path: Path) -> bytes:
+    """A run's file whole, or TraceFormatError naming it and why it cannot be read."""
+    check_regular_file(path)
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise TraceFormatError(f"malformed trace: {path}: cannot read it ({unreadable_reason(err)})") from None
+
+
+def open_input(path: Path):
+    """A run's file opened for reading in binary, or TraceFormatError naming it and why not."""
+    check_regular_file(path)
+    try:
+        return open(path, "rb")
+    except OSError as err:
+        raise TraceFormatError(f"malformed trace: {path}: cannot read it ({unreadable_reason(err)})") from None
 
 
 def parse_meta(path, data: bytes) -> dict:
@@ -266,6 +343,21 @@ def check_meta_types(path, meta: dict) -> None:
         for key in RANK_FACTS:
             if key in facts and not isinstance(facts[key], dict):
                 raise malformed(path, None, f"ranks[{r}].{key}", f"must be an object, got {json_type(facts[key])}")
+    check_world_and_ranks(path, meta)
+
+
+def check_world_and_ranks(path, meta: dict) -> None:
+    """A world of at least one process, and one `ranks` entry per process when the list is there
+    (an empty list: a hand-written meta.json that does not say). A world of 0 or -1 would let the
+    rank files found stand for the run unchecked; a short list leaves a rank's setup unchecked."""
+    world = meta.get("world_size")
+    if world is not None and world < 1:
+        raise malformed(path, None, "world_size", f"must be 1 or more (processes in the run), got {world}")
+    ranks = meta.get("ranks")
+    if world is not None and ranks and len(ranks) != world:
+        raise malformed(
+            path, None, "ranks", f"holds {len(ranks)} rank entries, but world_size is {world}: one entry per rank"
+        )
 
 
 def _has_type(value, types) -> bool:
@@ -285,10 +377,27 @@ def _type_name(types) -> str:
 
 
 def trace_ranks(run_dir: str | os.PathLike) -> list[int]:
+    """The ranks of a run's trace files `trace/rank{r}.jsonl`; each rank named once (`rank01.jsonl`
+    beside `rank1.jsonl` is a copy, not another rank) and each a regular file."""
     folder = Path(run_dir) / TRACE_DIR
-    ranks = sorted(int(p.stem[4:]) for p in folder.glob("rank*.jsonl") if p.stem[4:].isdigit())
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        names = []
+    except OSError as err:
+        raise TraceFormatError(f"malformed trace: {folder}: cannot read it ({unreadable_reason(err)})") from None
+    numbered = [name[4:-6] for name in names if name.startswith("rank") and name.endswith(".jsonl")]
+    ranks = sorted(int(digits) for digits in numbered if digits.isdigit())
+    odd = [f"rank{d}.jsonl" for d in numbered if d.isdigit() and d != str(int(d))]
+    if odd:
+        raise TraceFormatError(
+            f"malformed trace: {folder / odd[0]}: names rank {int(odd[0][4:-6])} with a leading zero (a copy?); "
+            f"each rank's trace is rank{{r}}.jsonl, once"
+        )
     if not ranks:
         raise TraceFormatError(f"{folder}: no rank*.jsonl trace files")
+    for rank in ranks:
+        check_regular_file(folder / f"rank{rank}.jsonl")
     return ranks
 
 
@@ -301,14 +410,17 @@ def iter_records(run_dir: str | os.PathLike, rank: int, block: int = 256) -> Ite
     line, a line cut off by a crash, a byte that is not UTF-8) is parsed again line by line, which
     names the line at fault."""
     path = Path(run_dir) / TRACE_DIR / f"rank{rank}.jsonl"
-    with open(path, "rb") as f:
-        yield from parse_records(path, f, block)
+    with open_input(path) as f:
+        try:
+            yield from parse_records(path, f, block)
+        except OSError as err:  # an I/O error part way (a failing disk, a file on a lost mount)
+            raise TraceFormatError(f"malformed trace: {path}: cannot read it ({unreadable_reason(err)})") from None
 
 
 def parse_records(path, lines_in: Iterable[bytes], block: int = 256) -> Iterator[dict]:
     """The step records of a trace's lines (bytes, as a binary file yields them); `path` names it."""
     lines_in = iter(lines_in)
-    lineno = 0
+    lineno, last = 0, -1
     while True:
         lines = list(islice(lines_in, block))
         if not lines:
@@ -324,8 +436,17 @@ def parse_records(path, lines_in: Iterable[bytes], block: int = 256) -> Iterator
             if record is _BLANK:
                 continue
             problem = step_record_problem(record)
+            if problem is None and record["step"] <= last:
+                problem = (
+                    "step",
+                    (
+                        f"step {record['step']} after step {last}: a rank records each optimizer step once, in order "
+                        "(a line repeated or moved by hand or by a copy?)"
+                    ),
+                )
             if problem is not None:
                 raise malformed(path, lineno + i, *problem)
+            last = record["step"]
             yield record
         lineno += len(lines)
 
@@ -358,9 +479,9 @@ def validation_record_problem(rec) -> tuple[str | None, str] | None:
 
 def read_validation(run_dir: str | os.PathLike) -> list[dict]:
     path = Path(run_dir) / VALIDATION_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
-    return parse_validation(path, path.read_bytes())
+    return parse_validation(path, read_input_bytes(path))
 
 
 def parse_validation(path, data: bytes) -> list[dict]:

@@ -246,7 +246,8 @@ class Batch:
 
 def test_the_recorder_takes_what_a_users_loop_hands_it(tmp_path):
     """numpy scalars and arrays (json.dumps refused them at the flush, inside the user's loop), batches
-    of any structure with non-tensor leaves, a module's extra state at finish (it raised)."""
+    of any structure with non-tensor leaves (strings digested by value, an object named as undigested),
+    a module's extra state at finish (it raised)."""
     np = pytest.importorskip("numpy")
     model = UsersModule()
     recorder = TraceRecorder(tmp_path, side="mine")
@@ -273,11 +274,14 @@ def test_the_recorder_takes_what_a_users_loop_hands_it(tmp_path):
         [0, 1, 2, 3],
         4096,
     )
-    assert first["batch_digest"] == batch_fingerprint([torch.arange(4.0), torch.ones(2)])  # its tensors, in order
+    # an object cannot be digested by value: no digest of a part of the batch, the part named instead
+    assert "batch_digest" not in first and first["batch_undigested"] == ["batch.extra[3]: object"]
+    assert second["batch_digest"] == batch_fingerprint({"ids": torch.ones(2, dtype=torch.long), "text": ["a", "b"]})
     assert (second["loss"], second["indices"]) == (2, [7])
     assert read_validation(tmp_path) == [{"epoch": 0, "step": 2, "val_loss": 0.75}]
     meta = read_meta(tmp_path)
-    assert meta["finished"] and "unrecorded" not in meta and set(meta["ranks"][0]["buffers_sha256"]) == {"cache"}
+    assert meta["finished"] and set(meta["ranks"][0]["buffers_sha256"]) == {"cache"}
+    assert [u["what"] for u in meta["unrecorded"]] == ["batch_digest"]
 
 
 # ---------------------------------------------------------------------------------------------

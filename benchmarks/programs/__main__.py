@@ -4,12 +4,31 @@ compare them, print the verdict per program. Exit 0 when every pair is EQUIVALEN
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
 
 from benchmarks.programs.corpus import PROGRAMS
 from benchmarks.programs.run import run_pair
+from ddp_parity.harness.exits import UsageError
+from ddp_parity.harness.outdir import check_out
+
+
+def check_keep(keep: Path, names: list[str]) -> None:
+    """--keep DIR: outside the checkout's sources (or under runs/), a folder (or one that can be made), writable,
+    without a folder of a program to run (a snapshot left there would be resumed). DIR is made here."""
+    check_out(keep, overwrite=True, option="--keep")  # overwrite: DIR may hold other programs' runs; checked below
+    taken = [str(keep / n) for n in names if (keep / n).exists()]
+    if taken:
+        raise UsageError(f"--keep {keep}: {', '.join(taken)} already exist(s); give a new DIR (nothing is overwritten)")
+    try:
+        keep.mkdir(parents=True, exist_ok=True)
+        probe = keep / f".probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise UsageError(f"--keep {keep}: cannot write there ({err.strerror or err})") from None
 
 
 def main(argv=None) -> int:
@@ -25,10 +44,13 @@ def main(argv=None) -> int:
         print(f"--only: no program named {args.only!r}; the programs are {', '.join(PROGRAMS)}", file=sys.stderr)
         return 2
     names = [args.only] if args.only else list(PROGRAMS)
-    taken = [str(args.keep / n) for n in names if args.keep is not None and (args.keep / n).exists()]
-    if taken:
-        print(f"--keep: {', '.join(taken)} already exist(s); give a new DIR (nothing is overwritten)", file=sys.stderr)
-        return 2
+    if args.keep is not None:
+        args.keep = Path(os.path.abspath(os.path.expanduser(args.keep)))  # the programs run in folders of their own
+        try:
+            check_keep(args.keep, names)
+        except UsageError as err:
+            print(f"{p.prog}: error: {err}", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory(prefix="ddp-parity-programs-") as tmp:
         root = args.keep or Path(tmp)
         results = []

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddp_parity import compare_traces
-from ddp_parity.harness.launch import REPO, free_port, torchrun_args
+from ddp_parity.harness.launch import free_port, torchrun_args
 
 HERE = Path(__file__).resolve().parent
+CHECKOUT = HERE.parents[1]  # the checkout these programs are in, wherever this is run from
 NPROC = 2
 THREADS = "1"  # per rank: both sides the same, set before either imports torch
 TIMEOUT_S = 300
@@ -83,8 +84,9 @@ def compare(program: Program, work: Path) -> tuple[int, str, dict]:
     out = work / "compare"
     ignore = [a for key in program.ignore_config for a in ("--ignore-config", key)]
     traces = [str(work / side / program.trace) for side in ("raw", "lightning")]
-    command = [sys.executable, "compare/run.py", "--traces", *traces, "--out", str(out), "--overwrite", *ignore]
-    proc = subprocess.run(command, cwd=REPO, env=side_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    harness = [sys.executable, str(CHECKOUT / "compare" / "run.py")]
+    command = [*harness, "--traces", *traces, "--out", str(out), "--overwrite", *ignore]
+    proc = subprocess.run(command, cwd=CHECKOUT, env=side_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
     (work / "compare.log").write_text(proc.stdout + proc.stderr)
     verdict = next((line for line in proc.stdout.splitlines() if line.startswith("verdict:")), proc.stderr.strip())
     report = out / "report.json"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from ddp_parity.trace_files import (
     RunFiles,
     TraceFormatError,
     load_meta,
+    open_input,
     read_run,
 )
 
@@ -43,6 +45,7 @@ REQUIRED_META = ("side", "world_size")
 # otherwise (another norm, the mean over ranks, a rate read after scheduler.step()) while training alike
 TRAINED = ("samples", "batch", "param_digest")
 MEASURED = ("loss", "grad_norm", "lr")
+NO_STEP = "neither run recorded an optimizer step (every trace/rank*.jsonl is empty): there is nothing to compare"
 
 
 def missing_meta(meta: dict | None) -> list[str]:
@@ -207,6 +210,8 @@ def compare_runs(
             lacks = f"{run.path / META_FILE} lacks {', '.join(lacking)}"
             result.problems.append(f"{lacks}: the run's setup cannot be checked")
     result.walk = walk_runs(runs["a"], runs["b"], result.criterion, tolerant=tolerant, exact_only=exact_only)
+    if not any(result.walk.counts[side].get(rank) for side in ("a", "b") for rank in result.walk.counts[side]):
+        result.problems.append(NO_STEP)  # two empty traces agree on nothing: never equivalent
     if not exact_only:
         compare_validation(runs["a"], runs["b"], result, tolerant)
         compare_params(runs["a"], runs["b"], result, key_map)
@@ -301,7 +306,17 @@ SAFETENSORS_DTYPES = {
     "I8": torch.int8,
     "U8": torch.uint8,
     "BOOL": torch.bool,
-}
+    **{
+        name: getattr(torch, attr)
+        for name, attr in (
+            ("U64", "uint64"), ("U32", "uint32"), ("U16", "uint16"),
+            ("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"),
+        )
+        if hasattr(torch, attr)
+    },
+}  # fmt: skip
+# a complex tensor is compared as its real and imaginary parts, interleaved as they are stored
+COMPLEX_PARTS = {"C64": torch.float32, "C128": torch.float64}
 
 
 class SafetensorsReader:
@@ -309,19 +324,18 @@ class SafetensorsReader:
     comparison holds a few chunks whatever the tensor or file size. (safe_open maps the file and
     every page read stays resident while it is mapped: peak RSS reached both files' size; and
     get_tensor copies each tensor whole.) The format: an 8-byte little-endian header length, a
-    JSON header (dtype, shape, data_offsets per tensor), then the data."""
+    JSON header (dtype, shape, data_offsets per tensor), then the data. Every entry of the header is
+    checked against the file before anything is read: random bytes or a file cut short are named
+    (TraceFormatError), never a MemoryError or a read past the end."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.file = open(path, "rb")
+        self.file = open_input(path)
         try:
-            (length,) = struct.unpack("<Q", self.file.read(8))
-            self.header = json.loads(self.file.read(length))
-        except (struct.error, ValueError) as err:
+            self.header, self.data_start = read_safetensors_header(path, self.file)
+        except BaseException:
             self.file.close()
-            raise TraceFormatError(f"{path}: not a safetensors file ({err})") from None
-        self.header.pop("__metadata__", None)
-        self.data_start = 8 + length
+            raise
 
     def keys(self) -> list[str]:
         return list(self.header)
@@ -331,25 +345,73 @@ class SafetensorsReader:
         return SAFETENSORS_DTYPES.get(info["dtype"], info["dtype"]), tuple(info["shape"])
 
     def chunks(self, key: str, chunk: int) -> Iterator[torch.Tensor]:
-        dtype, shape = self.dtype_and_shape(key)
-        begin, end = self.header[key]["data_offsets"]
-        buffer = torch.empty(min(chunk, max(math.prod(shape), 1)), dtype=dtype)
-        itemsize = buffer.element_size()
+        info = self.header[key]
+        dtype = SAFETENSORS_DTYPES.get(info["dtype"]) or COMPLEX_PARTS[info["dtype"]]
+        begin, end = info["data_offsets"]
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        buffer = torch.empty(min(chunk, max((end - begin) // itemsize, 1)), dtype=dtype)
         self.file.seek(self.data_start + begin)
         for offset in range(0, end - begin, chunk * itemsize):
             n = min(chunk * itemsize, end - begin - offset) // itemsize
             view = buffer[:n]
-            if self.file.readinto(view.view(torch.uint8).numpy()) != n * itemsize:
-                raise TraceFormatError(f"{self.path}: tensor {key} is cut off")
+            try:
+                got = self.file.readinto(view.view(torch.uint8).numpy())
+            except OSError as err:
+                raise TraceFormatError(f"malformed trace: {self.path}: cannot read it ({err.strerror})") from None
+            if got != n * itemsize:
+                raise TraceFormatError(f"malformed trace: {self.path}: tensor {key} is cut off")
             yield view
 
     def close(self) -> None:
         self.file.close()
 
 
+def read_safetensors_header(path: Path, file) -> tuple[dict, int]:
+    """(the header's tensors, where the data starts), each tensor's dtype, shape and offsets checked
+    against the file's size."""
+    size = os.fstat(file.fileno()).st_size
+    try:
+        (length,) = struct.unpack("<Q", file.read(8))
+        if 8 + length > size:
+            raise ValueError(f"a header of {length} bytes in a file of {size}")
+        header = json.loads(file.read(length))
+    except (struct.error, ValueError, RecursionError) as err:
+        raise TraceFormatError(f"malformed trace: {path}: not a safetensors file ({str(err)[:80]})") from None
+    except OSError as err:
+        raise TraceFormatError(f"malformed trace: {path}: cannot read it ({err.strerror})") from None
+    if type(header) is not dict:
+        raise TraceFormatError(f"malformed trace: {path}: not a safetensors file (its header is not an object)")
+    header.pop("__metadata__", None)
+    for key, info in header.items():
+        problem = tensor_entry_problem(info, size - 8 - length)
+        if problem:
+            raise TraceFormatError(f"malformed trace: {path}: tensor {key!r}: {problem}")
+    return header, 8 + length
+
+
+def tensor_entry_problem(info, data_size: int) -> str | None:
+    """What is wrong with one header entry, or None: a dtype this reader compares, a shape of
+    non-negative integers, offsets inside the data that hold exactly that many elements."""
+    if type(info) is not dict:
+        return "not a {dtype, shape, data_offsets} entry"
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if dtype not in SAFETENSORS_DTYPES and dtype not in COMPLEX_PARTS:
+        known = ", ".join([*SAFETENSORS_DTYPES, *COMPLEX_PARTS])
+        return f"dtype {str(dtype)[:20]!r} is not one this reader compares ({known})"
+    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+        return f"shape must be a list of sizes, got {str(shape)[:40]}"
+    if not (type(offsets) is list and len(offsets) == 2 and all(type(n) is int for n in offsets)):
+        return f"data_offsets must be [begin, end], got {str(offsets)[:40]}"
+    begin, end = offsets
+    itemsize = (SAFETENSORS_DTYPES.get(dtype) or COMPLEX_PARTS[dtype]).itemsize * (2 if dtype in COMPLEX_PARTS else 1)
+    if not 0 <= begin <= end <= data_size or end - begin != math.prod(shape) * itemsize:
+        return f"data_offsets {offsets} do not hold {math.prod(shape)} {dtype} elements in {data_size} bytes of data"
+    return None
+
+
 def compare_params(run_a: RunFiles, run_b: RunFiles, result: Comparison, key_map=None, chunk: int = 1 << 20) -> None:
     path_a, path_b = run_a.path / FINAL_PARAMS_FILE, run_b.path / FINAL_PARAMS_FILE
-    missing = [path for path in (path_a, path_b) if not path.is_file()]
+    missing = [path for path in (path_a, path_b) if not os.path.lexists(path)]
     for path in missing:
         result.problems.append(f"{path}: no final parameters (did the run finish?)")
     if missing:

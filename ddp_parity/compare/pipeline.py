@@ -69,6 +69,7 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
         figures={key: figures[key] for key in FIGURE_KEYS},
         curves=comparison.curves,
     )
+    report.warnings += nothing_compared_warnings(comparison)
     if noise is not None:
         judge_against_noise(report, comparison, noise, names, ignore_config)
     if report.verdict == "equivalent" and comparison.measured_differ:
@@ -89,6 +90,30 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
             }
         )
     return report
+
+
+# a kind of item the verdict reads, and what having none of it means (a verdict never rests on zero items
+# of a kind unsaid: with no step at all the comparator says so as a problem, and it is never equivalent).
+# Validation is optional to record: none compared is said in the summary's table, not warned of.
+NOTHING_COMPARED = {
+    "steps": "no optimizer step was compared (neither run recorded one on any rank): the verdict rests on no "
+    "training step; record each optimizer step (TraceRecorder.record) or check that the runs trained",
+    "final_params": "no final tensor was compared (no parameter name pairs the two final.safetensors, or one "
+    "is missing): the final parameters are unchecked; --strip-prefix / --key-map pair renamed ones",
+}
+
+
+def nothing_compared_warnings(comparison: Comparison) -> list[dict]:
+    """A warning for each kind of item of which not one was compared: steps, final tensors."""
+    counts = {
+        "steps": sum(stats.compared for stats in comparison.quantities.values()),
+        "final_params": comparison.params.compared,
+    }
+    return [
+        {"kind": "nothing_compared", "items": kind, "message": NOTHING_COMPARED[kind]}
+        for kind, count in counts.items()
+        if count == 0
+    ]
 
 
 def verdict_under_noise(verdict: str, comparison: Comparison, noise: dict) -> str:

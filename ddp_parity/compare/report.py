@@ -68,7 +68,7 @@ def table_rows(report: Report, order=()) -> list[list[str]]:
                 fmt(s["equal"]),
                 "-" if label.startswith(("samples", "batch")) else fmt(s["max_abs"]),
                 "-" if label.startswith(("samples", "batch")) else fmt(s["max_rel"]),
-                describe_divergence(s["first_divergence"]),
+                describe_divergence(s["first_divergence"]) if s["compared"] else "nothing compared (none recorded)",
             ]
         )
     return out

@@ -6,13 +6,17 @@
     python compare/run.py --traces RUN_DIR_A RUN_DIR_B      # compare two existing runs, launch nothing
     python compare/run.py --rtol 1e-6 --atol 0              # tolerances instead of bitwise
     python compare/run.py --tolerance noise                 # against noise measured by control runs
+    python compare/run.py --cmd "torchrun ... train.py" --cmd "python port.py"  # your two programs, unchanged
 
 `ddp-parity` takes the same flags, and also subcommands: `ddp-parity run ...`, `ddp-parity traces A B ...`,
-`ddp-parity matrix FILE ...`, `ddp-parity slurm --nodes N --devices D ...` (sbatch scripts for both sides).
-Installed from a package, without a checkout, it has no twins to launch: `--traces` and `slurm` work.
+`ddp-parity matrix FILE ...`, `ddp-parity slurm --nodes N --devices D ...` (sbatch scripts for both sides),
+`ddp-parity record --out RUN -- COMMAND ...` (record any training command with no line changed).
+Installed from a package, without a checkout, it has no twins to launch: `--traces`, `--cmd`, `record`
+and `slurm` work.
 
-Exit codes: 0 equivalent (or equivalent within noise), 1 not equivalent, 2 bad usage or config,
-3 a run failed or timed out, 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
+Exit codes: 0 equivalent (or equivalent within noise), 1 not equivalent, 2 bad usage, config or a
+damaged input run, 3 a run failed or timed out, 4 the tool itself failed (an output it could not write,
+or a bug: the traceback's file is named), 128+n stopped by signal n (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 """
 
 from __future__ import annotations
@@ -22,7 +26,16 @@ import os
 import sys
 
 from ddp_parity.config import ConfigError
-from ddp_parity.harness.exits import EXIT_USAGE, Interrupted, UsageError, restore_signals, stop_on_signals
+from ddp_parity.harness.exits import (
+    EXIT_TOOL_FAILED,
+    EXIT_USAGE,
+    Interrupted,
+    UsageError,
+    internal_failure_line,
+    restore_signals,
+    stop_on_signals,
+    system_failure_line,
+)
 from ddp_parity.harness.launch import REPO, SIDES
 from ddp_parity.harness.program import program_name
 from ddp_parity.harness.validate import (
@@ -171,6 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--traces", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two existing run directories")
     p.add_argument(
+        "--cmd",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help='give twice: launch your own two training commands as they are ("torchrun --nproc_per_node=2 '
+        'train.py", "python train_lightning.py"), record both with no line changed into OUT/a and OUT/b, '
+        "and compare them as --traces does",
+    )
+    p.add_argument(
+        "--names",
+        default=None,
+        metavar="A,B",
+        help="with --cmd: the two runs' names, their folders under --out and labels (default: a,b)",
+    )
+    p.add_argument(
         "--ignore-config",
         action="append",
         default=[],
@@ -199,7 +227,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.timeout is not None and not args.timeout > 0:
         p.error(f"--timeout must be positive, got {args.timeout}")
     resolve_user_paths(args)
+    args.given = given_options(argv) if args.cmd else set()  # --cmd refuses the flags it cannot honour
     return args
+
+
+def given_options(argv: list[str]) -> set[str]:
+    """The flags (argparse dests) the command line gives, whatever their values: parsed again with
+    every default suppressed, so that what is left was given."""
+    p = build_parser()
+    for action in p._actions:  # argparse keeps no public list of them
+        action.default = argparse.SUPPRESS
+    return set(vars(p.parse_args(argv)))
 
 
 def absolute(path: str) -> str:
@@ -231,6 +269,10 @@ def absolute_assignment(item: str) -> str:
 
 def dispatch(args) -> int:
     # each mode imported when chosen: --traces needs the comparison (torch) at once, a launch not yet
+    if args.cmd:  # the user's own two commands: no twins needed
+        from ddp_parity.harness.modes import cmd
+
+        return cmd.run_commands(args)
     if not args.traces or args.mistake == "list":  # every mode but --traces runs the checkout's files
         check_twins_in_checkout()
     if args.mistake == "list":
@@ -256,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
         from ddp_parity.harness import slurm
 
         return slurm.main(argv[1:], prog=f"{program_name()} slurm")
+    if argv[:1] == ["record"]:  # `ddp-parity record --out RUN -- COMMAND`: one command, recorded unchanged
+        from ddp_parity.harness.modes import record
+
+        return record.main(argv[1:], prog=f"{program_name()} record")
     args = parse_args(argv)
     previous = stop_on_signals()
     try:
@@ -270,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return err.exit_code if isinstance(err, Interrupted) else 130
+    except OSError as err:  # the inputs' own errors are TraceFormatError: this is an output or the machine
+        print(f"{program_name()}: {system_failure_line(err)}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    except Exception as err:  # a failure of the tool itself: never exit 1, which says the runs differ
+        print(f"{program_name()}: {internal_failure_line(err)}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
     finally:
         restore_signals(previous)
 

@@ -1,10 +1,17 @@
-"""Exit codes, the usage error, and signals that end the harness the way Ctrl-C does."""
+"""Exit codes, the usage error, the tool's own failure, and signals that end the harness the way
+Ctrl-C does."""
 
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
+import time
+import traceback
 
-EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
+# 0 and 1 are verdicts; 2 refuses the input before anything is written; 3 a launched run failed;
+# 4 the tool itself failed (a bug, or an output it could not write): never a verdict
+EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED, EXIT_TOOL_FAILED = 0, 1, 2, 3, 4
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -38,3 +45,32 @@ def stop_on_signals() -> dict:
 def restore_signals(previous: dict) -> None:
     for signum, handler in previous.items():
         signal.signal(signum, handler)
+
+
+def system_failure_line(err: OSError) -> str:
+    """What the machine refused the tool (an output on a full disk, a file-size limit, a folder gone
+    read-only): the inputs' own errors are named as damaged input before this."""
+    where = f"{err.filename}: " if err.filename else ""
+    return f"failed (exit {EXIT_TOOL_FAILED}): {where}{err.strerror or err}; no verdict (the runs were not judged)"
+
+
+def write_traceback(err: BaseException) -> str:
+    """The traceback of a failure of the tool itself, written to a file of its own in the temporary
+    folder (the output folder may be what failed). Returns its path, or why it could not be written."""
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"ddp-parity-failure-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".txt")
+        with os.fdopen(fd, "w", errors="backslashreplace") as f:
+            f.write(text)
+        return path
+    except OSError as write_err:
+        return f"(not written: {write_err.strerror})"
+
+
+def internal_failure_line(err: BaseException) -> str:
+    """One line for an unexpected exception inside the tool: its code, what it was, where the traceback is."""
+    what = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}".rstrip(": ")
+    return (
+        f"internal failure (exit {EXIT_TOOL_FAILED}): {what}; no verdict; the traceback is in "
+        f"{write_traceback(err)} (a bug of ddp-parity: please report it with that file)"
+    )

@@ -26,6 +26,7 @@ from ddp_parity.harness.launch import REPO
 
 ASIDE_PREFIX = ".overwritten-"  # older results moved aside while a new run writes
 DISCARD_PREFIX = ".discarded-"  # older results being deleted after the new run committed
+OWN_PREFIXES = (ASIDE_PREFIX, DISCARD_PREFIX, ".probe-")  # what OutDir itself puts in a folder
 CLAIM_FILE = ".ddp-parity.lock"
 MATRIX_FILE = "matrix.json"
 RESULT_FILES = (REPORT_FILE, HTML_FILE, PLOT_FILE, MATRIX_FILE)
@@ -49,13 +50,13 @@ def check_not_in_checkout(out: Path, option: str = "--out") -> None:
         )
 
 
-def check_out(out: Path, overwrite: bool, option: str = "--out") -> None:
+def check_out(out: Path, overwrite: bool, option: str = "--out", everything: bool = False) -> None:
     """Before launching: a directory (or one that can be made) outside the sources, writable,
-    holding no results."""
+    holding no results (`everything`: holding nothing, the folder being one run directory)."""
     check_not_in_checkout(out, option)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{option} {out}: exists and is not a directory; name a directory")
-    if out.is_dir() and results_in(out) and not overwrite and not interrupted_in(out):  # else: see OutDir
+    if out.is_dir() and results_in(out, everything) and not overwrite and not interrupted_in(out):  # see OutDir
         raise UsageError(f"{option} {out} already holds results; choose another directory or pass --overwrite")
     ancestor = out
     while not ancestor.exists():
@@ -73,7 +74,11 @@ def is_result(entry: Path) -> bool:
     return entry.name in RESULT_FILES or entry.name.endswith(RESULT_SUFFIXES)
 
 
-def results_in(out: Path) -> list[Path]:
+def results_in(out: Path, everything: bool = False) -> list[Path]:
+    """A run's results in `out`; `everything`: whatever it holds but the claim and what --overwrite moved
+    aside (a run directory, every file of which a run wrote, as `ddp-parity record --out` fills)."""
+    if everything:
+        return [p for p in out.iterdir() if p.name != CLAIM_FILE and not p.name.startswith(OWN_PREFIXES)]
     return [p for p in out.iterdir() if is_result(p)]
 
 
@@ -131,7 +136,7 @@ class DirClaim:
         self.fd = None
 
 
-def recover_interrupted(out: Path) -> None:
+def recover_interrupted(out: Path, everything: bool = False) -> None:
     """Finish what a run killed outright left undone (the caller holds the claim, so that run is
     gone): results it had moved aside go back in place of its incomplete ones; older results it was
     deleting after its report are deleted."""
@@ -139,7 +144,7 @@ def recover_interrupted(out: Path) -> None:
         if entry.name.startswith(DISCARD_PREFIX):
             shutil.rmtree(entry, ignore_errors=True)
     for aside in sorted(p for p in interrupted_in(out) if p.name.startswith(ASIDE_PREFIX)):
-        restore_aside(out, aside)
+        restore_aside(out, aside, everything)
         print(
             f"note: {out} held {aside.name}, results an interrupted --overwrite run had moved aside; "
             "they are back in place of that run's incomplete files",
@@ -151,8 +156,8 @@ def remove_entry(entry: Path) -> None:
     shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
-def restore_aside(out: Path, aside: Path) -> None:
-    for entry in results_in(out):
+def restore_aside(out: Path, aside: Path, everything: bool = False) -> None:
+    for entry in results_in(out, everything):
         remove_entry(entry)
     for entry in aside.iterdir():
         os.replace(entry, out / entry.name)
@@ -163,15 +168,16 @@ class OutDir:
     """`with OutDir(path, overwrite) as out:` makes the folder (checking it can be written), claims
     it, and keeps older results until the new run is complete (`out.commit()`)."""
 
-    def __init__(self, path: Path, overwrite: bool, option: str = "--out"):
+    def __init__(self, path: Path, overwrite: bool, option: str = "--out", everything: bool = False):
         self.path, self.overwrite, self.option = Path(path), overwrite, option
+        self.everything = everything  # the folder is one run directory: every entry counts as a result
         self.aside: Path | None = None
         self.committed = False
         self.created = False
         self.claim = DirClaim(self.path, option)
 
     def __enter__(self) -> Path:
-        check_out(self.path, self.overwrite, self.option)
+        check_out(self.path, self.overwrite, self.option, self.everything)
         self.created = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -191,8 +197,8 @@ class OutDir:
     def _take_over(self) -> None:
         """Under the claim: what an interrupted run left is put right, then the results are checked
         again (another run may have written them since the first check) and moved aside."""
-        recover_interrupted(self.path)
-        old = results_in(self.path)
+        recover_interrupted(self.path, self.everything)
+        old = results_in(self.path, self.everything)
         if old and not self.overwrite:
             raise UsageError(
                 f"{self.option} {self.path} already holds results; choose another directory or pass --overwrite"
@@ -223,4 +229,4 @@ class OutDir:
             os.replace(self.aside, discarded)
             shutil.rmtree(discarded, ignore_errors=True)
             return
-        restore_aside(self.path, self.aside)  # the new run never finished: back to the old results
+        restore_aside(self.path, self.aside, self.everything)  # the new run never finished: back to the old results

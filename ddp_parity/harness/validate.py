@@ -14,7 +14,15 @@ from ddp_parity.harness import launch
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import SIDES, STRATEGIES, is_side, side_parts, strategy_flags
 from ddp_parity.harness.program import CONSOLE_SCRIPT
-from ddp_parity.trace_files import HEARTBEAT_S, TRACE_DIR, WATCH_STEP_ENV, parse_watch_steps, read_meta, trace_ranks
+from ddp_parity.trace_files import (
+    HEARTBEAT_S,
+    TRACE_DIR,
+    WATCH_STEP_ENV,
+    iter_records,
+    load_meta,
+    parse_watch_steps,
+    trace_ranks,
+)
 
 NOISE_FACTOR = 10.0  # compare/noise.py's FACTOR (that module imports torch: not read here)
 HARNESS_ONLY_KEYS = ("run_dir", "run-dir", "config")  # the harness sets these per side
@@ -78,11 +86,21 @@ def check_trace_pair(run_a: Path, run_b: Path) -> None:
         )
     for run in (run_a, run_b):
         check_rank_files(run)
+    if not any(records_a_step(run) for run in (run_a, run_b)):
+        raise UsageError(
+            f"--traces {run_a} {run_b}: neither run recorded an optimizer step (every trace/rank*.jsonl is empty); "
+            "there is nothing to compare: record each optimizer step (TraceRecorder.record) or check the runs trained"
+        )
+
+
+def records_a_step(run: Path) -> bool:
+    """Some rank of the run recorded a step (the first record of each rank's file is read, no more)."""
+    return any(next(iter_records(run, rank), None) is not None for rank in trace_ranks(run))
 
 
 def check_rank_files(run: Path) -> None:
-    world = read_meta(run).get("world_size")
-    if type(world) is not int or world < 1:
+    world = load_meta(run).get("world_size")  # types checked: a world of 0 or -1 is a damaged meta.json
+    if world is None:
         return  # an older or hand-written meta.json: the ranks found are all that is known
     ranks = trace_ranks(run)
     missing = [r for r in range(world) if r not in ranks]
@@ -367,6 +385,12 @@ def plan_launch(args, mistake_overrides: list[str] | None = None) -> Plan:
     for side_cfg in configs:
         check_accelerator(side_cfg)
     steps = total_steps(cfg, nproc * nnodes)
+    if steps < 1:  # both sides would train nothing, and two empty traces compare as nothing
+        raise UsageError(
+            f"this config makes no optimizer step ({cfg.data.num_samples} samples over {nproc * nnodes} ranks, "
+            f"batch_size {cfg.data.batch_size}, drop_last {cfg.data.drop_last}, max_epochs {cfg.trainer.max_epochs}): "
+            "there would be nothing to compare; give each rank at least one full batch"
+        )
     key_map = None
     if args.strip_prefix or args.key_map:  # the comparison's module imports torch: only for a map to build
         from ddp_parity.harness.comparing import build_key_map

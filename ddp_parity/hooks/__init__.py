@@ -9,7 +9,10 @@ and hand the facts to one `TraceRecorder`, the one writer of the trace format.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,6 +32,50 @@ def recording_env(run_dir: Path, side: str, base_env: Mapping[str, str]) -> dict
 
 
 def install() -> None:
-    """Install the hooks in this process when `RECORD_ENV` asks for it; never raises into the program."""
-    if not os.environ.get(RECORD_ENV):
+    """Install the hooks in this process when `RECORD_ENV` asks for it; never raises into the program.
+
+    Torch is not imported here: a program may set OMP_NUM_THREADS (read when torch loads its
+    threading library) before it imports torch, and its threads would differ if we imported it first.
+    The hooks go in right after the program's own `import torch` completes, before any of its lines
+    can have built an optimizer or a loader, and before it can bind a name we wrap."""
+    run_dir = os.environ.get(RECORD_ENV)
+    if not run_dir:
         return
+    side = os.environ.get(SIDE_ENV) or Path(run_dir).name
+    if "torch" in sys.modules:
+        _install_hooks(run_dir, side)
+    else:
+        sys.meta_path.insert(0, _AfterTorchImport(run_dir, side))
+
+
+def _install_hooks(run_dir: str, side: str) -> None:
+    try:
+        from ddp_parity.hooks import lifecycle  # imports torch: only once the program has
+
+        lifecycle.install_hooks(run_dir, side)
+    except Exception as exc:
+        print(f"ddp-parity record: hooks not installed, the program runs unrecorded: {exc!r}", file=sys.stderr)
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when `torch` is first imported, it lets the import run as it would and
+    installs the hooks right after torch's module has executed."""
+
+    def __init__(self, run_dir: str, side: str):
+        self.run_dir, self.side = run_dir, side
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)  # once: the real finders answer, we only follow
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_install(module):
+            exec_module(module)
+            _install_hooks(self.run_dir, self.side)
+
+        spec.loader.exec_module = exec_then_install
+        return spec

@@ -15,12 +15,15 @@ from ddp_parity.harness.outdir import OutDir, check_out, default_out
 from ddp_parity.harness.program import harness_command
 from ddp_parity.harness.replay import step_to_replay
 from ddp_parity.harness.validate import check_rank_files, check_trace_pair
+from ddp_parity.trace_files import check_run_folder
 
 
 def prepare(args):
     """Checks before anything is written; fixes the output folder in args.out. Returns the key map
     and the measured controls (None without --noise-control)."""
     run_a, run_b = (Path(p) for p in args.traces)
+    for run in (run_a, run_b, *map(Path, args.noise_control)):
+        check_run_folder(run)  # a file, a symlink loop: named before any path is resolved
     args.out = args.out or str(default_out("traces"))
     check_out_holds_no_input(Path(args.out), [run_a, run_b, *map(Path, args.noise_control)])
     check_out(Path(args.out), args.overwrite)
@@ -41,10 +44,14 @@ def check_out_holds_no_input(out: Path, inputs: list[Path]) -> None:
     """--out one of the runs compared, or a folder above one: its results are the inputs (and
     --overwrite would move them aside while they are read)."""
     for run in inputs:
-        if run.resolve() == out.resolve() or out.resolve() in run.resolve().parents:
+        run_at, out_at = run.resolve(), out.resolve()
+        relation = "is" if run_at == out_at else "holds" if out_at in run_at.parents else None
+        if run_at in out_at.parents:
+            relation = "is inside"  # the report's files would land among the run's own
+        if relation:
             raise UsageError(
-                f"--out {out}: {'is' if run.resolve() == out.resolve() else 'holds'} the input run {run}; "
-                "the report goes into a folder of its own: choose another --out"
+                f"--out {out}: {relation} the input run {run}; the report goes into a folder of its own: "
+                "choose another --out"
             )
 
 

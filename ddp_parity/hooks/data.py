@@ -1,0 +1,143 @@
+"""Data, where torch decides it: the sampler indices of every batch a DataLoader yields, the batch
+itself (digested at the step it trained), every sampler as built (the one Lightning injects too) and
+every set_epoch.
+
+A batch belongs to the backward that follows it: each backward takes the oldest batch not yet
+taken from the iterator that yielded last. A loader that fetches ahead (Lightning's prefetch of one
+batch) is then still paired right, and an evaluation loader's batches are never taken by a step.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import torch
+from torch.utils.data import dataloader as torch_dataloader
+from torch.utils.data import distributed as torch_distributed
+from torch.utils.data import sampler as torch_sampler
+
+from ddp_parity.fingerprints import sampler_facts
+from ddp_parity.hooks.state import bounded_fifo, guarded, recording
+
+PENDING = "_ddp_parity_pending"  # on a DataLoader iterator: the index lists dispatched, not yet yielded
+YIELDED = "_ddp_parity_yielded"  # on a DataLoader iterator: (indices, batch) yielded, not yet consumed
+
+
+def install() -> None:
+    base = torch_dataloader._BaseDataLoaderIter
+    original_next_index, original_next = base._next_index, base.__next__
+
+    @functools.wraps(original_next_index)
+    def _next_index(self):
+        index = original_next_index(self)
+        _dispatched(self, index)
+        return index
+
+    @functools.wraps(original_next)
+    def __next__(self):
+        batch = original_next(self)
+        _yielded(self, batch)
+        return batch
+
+    base._next_index, base.__next__ = _next_index, __next__
+    for cls in (torch_distributed.DistributedSampler, torch_sampler.RandomSampler, torch_sampler.SequentialSampler):
+        cls.__init__ = _built(cls.__init__)
+    torch_distributed.DistributedSampler.set_epoch = _set_epoch(torch_distributed.DistributedSampler.set_epoch)
+
+
+@guarded("DataLoader indices")
+def _dispatched(iterator, index) -> None:
+    if recording() is None:
+        return
+    pending = iterator.__dict__.get(PENDING)
+    if pending is None:
+        pending = iterator.__dict__[PENDING] = bounded_fifo()
+    pending.append(index)
+
+
+@guarded("DataLoader batches")
+def _yielded(iterator, batch) -> None:
+    live = recording()
+    if live is None:
+        return
+    pending = iterator.__dict__.get(PENDING)
+    index = pending.popleft() if pending else None
+    if iterator._dataset_kind != torch_dataloader._DatasetKind.Map:
+        index = None  # an IterableDataset's sampler yields placeholders, not indices
+    elif index is not None and not isinstance(index, (list, tuple)):
+        index = [index]  # batch_size=None: one sample per yield
+    yielded = iterator.__dict__.get(YIELDED)
+    if yielded is None:
+        yielded = iterator.__dict__[YIELDED] = bounded_fifo()
+    yielded.append((index, batch))
+    live.last_iterator = weakref.ref(iterator)
+
+
+def consume_batch(live) -> None:
+    """A backward ran: it trained on the oldest batch not yet taken from the iterator that yielded last."""
+    iterator = live.last_iterator() if live.last_iterator is not None else None
+    yielded = iterator.__dict__.get(YIELDED) if iterator is not None else None
+    if not yielded:
+        live.indices = None  # a backward without a batch from a DataLoader (a program's own draw)
+        return
+    index, batch = yielded.popleft()
+    live.batches.append(batch)
+    if index is None or live.indices is None:
+        live.indices = None
+    else:
+        live.indices.append(index)
+
+
+def train_sampler(live):
+    """The sampler of the loader the steps train on: the iterator that yielded last."""
+    iterator = live.last_iterator() if live.last_iterator is not None else None
+    if iterator is None:
+        return None
+    index_sampler = iterator._index_sampler
+    return getattr(index_sampler, "sampler", index_sampler)
+
+
+def _built(original):
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        _note_sampler(self)
+
+    return __init__
+
+
+@guarded("samplers as built")
+def _note_sampler(sampler) -> None:
+    live = recording()
+    if live is None:
+        return
+    facts = sampler_facts(sampler)
+    for key in ("replacement", "generator"):
+        if hasattr(sampler, key):
+            value = getattr(sampler, key)
+            facts[key] = value if value is None or isinstance(value, bool) else _generator_seed(value)
+    live.note("samplers", facts)
+
+
+def _generator_seed(generator):
+    return generator.initial_seed() if isinstance(generator, torch.Generator) else repr(generator)
+
+
+def _set_epoch(original):
+    @functools.wraps(original)
+    def set_epoch(self, epoch, *args, **kwargs):
+        result = original(self, epoch, *args, **kwargs)
+        _note_epoch(self, epoch)
+        return result
+
+    return set_epoch
+
+
+@guarded("set_epoch")
+def _note_epoch(sampler, epoch) -> None:
+    live = recording()
+    if live is None:
+        return
+    live.epoch = int(epoch)
+    live.note("set_epoch", {"sampler": type(sampler).__name__, "epoch": int(epoch)})

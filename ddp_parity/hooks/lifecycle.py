@@ -1,0 +1,156 @@
+"""Start and end of a recording with no line changed.
+
+The recorder starts at the first optimizer step, on every rank alike (a process that never steps an
+optimizer, torchrun's agent or a launcher, writes nothing): rank and world come from
+torch.distributed as the program set it up, and the device is already the program's. It finishes at
+`destroy_process_group` (before the group goes) or at exit: the final parameters of the module that
+owns the optimizer's parameters, named as an explicit recorder names them.
+
+A program that records itself (a started TraceRecorder or TraceCallback in the process) is not
+recorded twice: the hooks stand down at its first step and write nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from ddp_parity import trace
+from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
+from ddp_parity.hooks.state import Recording, guarded
+from ddp_parity.trace import META_FILE, TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
+
+PRIVATE_FACT = "_"  # facts the hooks keep for themselves (names by id, the optimizers built): not written
+
+
+def install_hooks(run_dir: str | os.PathLike, side: str) -> Recording:
+    """Make this process's recording and install every hook; each group alone, so one that cannot be
+    installed leaves the others working (and says so)."""
+    live = state.current = Recording(Path(run_dir), side)
+    for name, install in (
+        ("optimizer hooks", lambda: optimizer.install(start)),
+        ("backward and clipping hooks", gradients.install),
+        ("scheduler hooks", schedule.install),
+        ("data hooks", data.install),
+        ("context hooks", context.install),
+        ("destroy_process_group hook", _wrap_destroy),
+    ):
+        try:
+            install()
+        except Exception as exc:
+            live.could_not(name, exc)
+    atexit.register(finish_at_exit)  # after trace.py's own: runs before it closes the recorders
+    return live
+
+
+def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
+    """The first step of `stepped`: stand down for an explicit recorder, else start ours (a
+    collective when a process group exists: every rank steps its first step alike)."""
+    context.stop_watching_top_calls()
+    explicit = [r for r in list(trace._LIVE_RECORDERS) if r is not live.recorder]
+    if explicit:
+        live.standing_down = True
+        print(
+            f"ddp-parity record: the program records itself ({explicit[0].run_dir}); the hooks stand down",
+            file=sys.stderr,
+        )
+        return
+    candidates = [ref() for ref in live.wrapped_modules + live.root_modules]
+    live.model = modules.model_of(stepped, [m for m in candidates if m is not None])
+    names = modules.names_of(live.model)
+    live.facts["_names"] = names
+    if live.model is None:
+        live.could_not("the model", LookupError("no module seen owns the optimizer's parameters"))
+    recorder = TraceRecorder(
+        live.run_dir,
+        side=live.side,
+        config={},
+        extra_meta={
+            "recorded_by": "hooks",
+            "command": list(sys.argv),
+            "device": _device_of(stepped),
+            "optimizer_built": optimizer.built_facts(live, names),
+        },
+    )
+    live.local.ours = True  # our own collectives and backward-free reads are not the program's
+    try:
+        recorder.start(facts=_rank_facts(live))
+    finally:
+        live.local.ours = False
+    live.recorder = recorder
+    for entry in live.unrecorded.values():
+        recorder.meta.setdefault("unrecorded", []).append(entry)
+
+
+def _rank_facts(live: Recording) -> dict:
+    sampler = data.train_sampler(live)
+    facts = {"sampler": sampler_facts(sampler) if sampler is not None else None}
+    facts["init_params_sha256"] = live.facts.get("init_params_sha256")
+    return facts
+
+
+def _device_of(stepped: torch.optim.Optimizer) -> str | None:
+    for group in stepped.param_groups:
+        for p in group["params"]:
+            return str(p.device)
+    return None
+
+
+def _wrap_destroy() -> None:
+    original = dist.destroy_process_group
+
+    @functools.wraps(original)
+    def destroy_process_group(*args, **kwargs):
+        if not args and kwargs.get("group") is None:  # the default group: the run's end
+            finish()
+        return original(*args, **kwargs)
+
+    dist.destroy_process_group = destroy_process_group
+
+
+def finish_at_exit() -> None:
+    finish()
+
+
+@guarded("the end of the recording")
+def finish() -> None:
+    """Write this rank's hook facts and finish the trace (final parameters, replica check), once.
+    A trace an uncaught exception already closed keeps what it has: no collective at a failing exit."""
+    live = state.current
+    if live is None or live.recorder is None or live.standing_down:
+        return
+    recorder = live.recorder
+    if recorder._ended is None:
+        grouped = recorder.world_size == 1 or (dist.is_available() and dist.is_initialized())
+        if live.model is not None and grouped:
+            live.local.ours = True
+            try:
+                recorder.finish(live.model)
+            finally:
+                live.local.ours = False
+        else:
+            recorder.meta.setdefault("unrecorded", []).append(
+                {"what": "final.safetensors", "why": "no model, or the process group was gone at the end"}
+            )
+            recorder.close()
+            if recorder.rank == 0:
+                write_json_atomic(recorder.run_dir / META_FILE, recorder.meta)
+    write_facts(live)
+
+
+def write_facts(live: Recording) -> None:
+    """trace/rank{r}.hooks.json: what this rank's hooks saw besides the step records."""
+    recorder = live.recorder
+    facts = {k: v for k, v in live.facts.items() if not k.startswith(PRIVATE_FACT)}
+    facts["optimizer_built"] = recorder.meta.get("optimizer_built")
+    facts["steps"] = live.steps
+    facts["unrecorded"] = list(live.unrecorded.values())
+    path = live.run_dir / TRACE_DIR / f"rank{recorder.rank}.hooks.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, facts)

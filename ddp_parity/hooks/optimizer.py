@@ -1,0 +1,251 @@
+"""The optimizer, where torch runs it: as constructed (class, param groups, hyperparameters), and
+each step through torch's global step hooks. The step is the count of `optimizer.step()` calls,
+from 1 (a step GradScaler skips is not taken, so not counted).
+
+Two moments per step. What the optimizer sees — each param group's lr and hyperparameters and the
+gradients' total norm — is taken right before the update: in the step pre-hook, or, when the step
+is given a closure (Lightning's `optimizer.step(closure)`: forward, backward and clipping run inside
+the step), right after the closure returns. What the step left — the parameter digest and each
+layer's sketch — is taken in the post-hook, before a scheduler or zero_grad() runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+
+import torch
+from torch.optim import optimizer as torch_optimizer
+
+from ddp_parity.fingerprints import batch_fingerprint, optimizer_facts, param_digest
+from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.sharding import total_grad_norm
+
+STARTERS: list = []  # lifecycle's start(live, optimizer): called at the first step of a recording
+
+
+def install(start) -> None:
+    STARTERS.append(start)
+    original_init = torch_optimizer.Optimizer.__init__
+
+    @functools.wraps(original_init)
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        _note_built(self)
+
+    torch_optimizer.Optimizer.__init__ = __init__
+    torch_optimizer.register_optimizer_step_pre_hook(_pre_step)
+    torch_optimizer.register_optimizer_step_post_hook(_post_step)
+
+
+@guarded("the optimizer as constructed")
+def _note_built(optimizer) -> None:
+    live = recording()
+    if live is None:
+        return
+    facts = optimizer_facts(optimizer)  # parameters by position and shape; named at the start
+    ids = [[id(p) for p in group["params"]] for group in optimizer.param_groups]
+    live.facts.setdefault("_built", []).append((optimizer, ids, facts))
+
+
+def built_facts(live, names: dict[int, str]) -> list[dict]:
+    """Every optimizer as constructed, its parameters named where the model names them."""
+    out = []
+    for optimizer, ids, facts in live.facts.get("_built", []):
+        groups = [
+            {**group, "params": [names.get(i, shown) for i, shown in zip(group_ids, group["params"])]}
+            for group_ids, group in zip(ids, facts["param_groups"])
+        ]
+        out.append({**facts, "param_groups": groups, "named": bool(names), "stepped": optimizer is live.optimizer})
+    return out
+
+
+def _pre_step(optimizer, args, kwargs):
+    live = recording()
+    if live is None:
+        return None
+    if live.optimizer is None:
+        _first_step(live, optimizer)
+        if live.standing_down:
+            return None
+    if optimizer is not live.optimizer:
+        _note_other_step(live, optimizer)
+        return None
+    return _before_update(live, optimizer, args, kwargs)
+
+
+@guarded("the start of the recording")
+def _first_step(live, optimizer) -> None:
+    live.optimizer = optimizer
+    for start in STARTERS:
+        start(live, optimizer)
+
+
+@guarded("another optimizer's steps")
+def _note_other_step(live, optimizer) -> None:
+    others = live.facts.setdefault("other_optimizer_steps", {})
+    name = type(optimizer).__name__
+    others[name] = others.get(name, 0) + 1
+
+
+@guarded("what the optimizer saw")
+def _before_update(live, optimizer, args, kwargs):
+    """Take the moment now, or after the closure when the step has one."""
+    closure = kwargs.get("closure", args[0] if args else None)
+    if not callable(closure):
+        _take_update(live, optimizer)
+        return None
+
+    def closure_then_moment(*c_args, **c_kwargs):
+        result = closure(*c_args, **c_kwargs)
+        _take_update(live, optimizer)
+        return result
+
+    if "closure" in kwargs:
+        return args, {**kwargs, "closure": closure_then_moment}
+    return (closure_then_moment, *args[1:]), kwargs
+
+
+@guarded("what the optimizer saw")
+def _take_update(live, optimizer) -> None:
+    groups = [_hyperparameters(group) for group in optimizer.param_groups]
+    grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    live.update = {
+        "lr": groups[0].get("lr") if groups else None,
+        "groups": groups,
+        "grad_norm": total_grad_norm(grads) if grads else None,
+    }
+
+
+def _hyperparameters(group: dict) -> dict:
+    """A param group's settings as Python values; a tensor on the device is named, not waited for."""
+    out = {}
+    for key, value in group.items():
+        if key == "params" or key == "initial_lr":
+            continue
+        if isinstance(value, torch.Tensor):
+            value = value.item() if value.device.type == "cpu" and value.numel() == 1 else "tensor"
+        elif isinstance(value, (list, tuple)):
+            value = [v.item() if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v for v in value]
+        elif not (value is None or isinstance(value, (bool, int, float, str))):
+            value = repr(value)
+        out[key] = value
+    return out
+
+
+def _post_step(optimizer, args, kwargs) -> None:
+    live = recording()
+    if live is None or optimizer is not live.optimizer:
+        return
+    live.steps += 1
+    try:
+        _record_step(live, optimizer)
+    finally:
+        live.new_step()
+
+
+@guarded("the step record")
+def _record_step(live, optimizer) -> None:
+    recorder = live.recorder
+    if recorder is None:
+        return
+    update = live.update or {}
+    extra = {"micro_batches": len(live.roots), "scheduler_steps_before": live.scheduler_steps}
+    extra.update(_step_digests(live))
+    extra.update(_clip_facts(live, update))
+    if update.get("groups") is not None:
+        extra["param_groups"] = update["groups"]
+    if any(flag is not None for flag in live.grad_sync):
+        extra["grad_sync"] = live.grad_sync
+    if live.steps == 1 or getattr(recorder, "_optimizer", None) is None:
+        _record_optimizer(recorder, optimizer, live.model)
+    grad_norm = live.clip["total_norm"] if live.clip is not None else update.get("grad_norm")
+    recorder.record(
+        live.steps,
+        _step_loss(live.roots),
+        [i for index in live.indices for i in index] if live.indices else None,
+        epoch=live.epoch,
+        lr=update.get("lr"),
+        grad_norm=grad_norm,
+        **extra,
+    )
+
+
+@guarded("the optimizer's param groups at the first step")
+def _record_optimizer(recorder, optimizer, model) -> None:
+    recorder._record_optimizer(optimizer, model)
+
+
+def _step_loss(roots: list):
+    """The backward roots summed in order (as the explicit recorders sum micro-batch losses): the
+    step's loss. NaN when no backward ran, or a root was not one number."""
+    if not roots or any(r.numel() != 1 for r in roots):
+        return math.nan
+    loss = roots[0].reshape(())
+    for root in roots[1:]:
+        loss = loss + root.reshape(())
+    return loss
+
+
+def _step_digests(live) -> dict:
+    out = {}
+    if live.batches:
+        digest = _guarded_value("batch_digest", batch_fingerprint, live.batches)
+        if digest is not None:
+            out["batch_digest"] = digest
+    if live.model is not None:
+        digest = _guarded_value("param_digest", param_digest, live.model)
+        if digest is not None:
+            out["param_digest"] = digest
+        if not live.facts.get("_no_layers"):
+            layers = _guarded_value("layers", live.recorder._layer_values, live.model)
+            if layers is None:
+                live.facts["_no_layers"] = True  # a model the sketch cannot take: not tried again each step
+            else:
+                out["layers"] = layers
+    return out
+
+
+def _guarded_value(what: str, fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:
+        live = recording()
+        if live is not None:
+            live.could_not(what, exc)
+        return None
+
+
+def _clip_facts(live, update: dict) -> dict:
+    out = {}
+    if live.clip is not None:
+        clip = live.clip
+        out.update(
+            clip_norm_type=clip["norm_type"],
+            clip_max_norm=clip["max_norm"],
+            clip_params=clip["params"],
+            clip_order=_order_digest(live, clip["order"]),
+            clip_calls=live.clip_calls,
+        )
+        if update.get("grad_norm") is not None:
+            out["grad_norm_seen"] = update["grad_norm"]  # as the optimizer saw them: after clipping
+    if live.clip_value is not None:
+        out["clip_value"] = live.clip_value["clip_value"]
+    return out
+
+
+def _order_digest(live, ids: list[int]) -> str:
+    """The order of the clipped parameters, the same words whatever the model's names: "param_groups"
+    (the optimizer's, as Lightning clips), "parameters" (the model's registration order), else
+    "positions:" + 16 hex of their positions among the optimizer's (the positions go to the facts once)."""
+    in_groups = [id(p) for group in live.optimizer.param_groups for p in group["params"]]
+    if ids == in_groups:
+        return "param_groups"
+    if live.model is not None and ids == [id(p) for p in live.model.parameters()]:
+        return "parameters"
+    where = {i: n for n, i in enumerate(in_groups)}
+    positions = [where.get(i, -1) for i in ids]
+    digest = "positions:" + hashlib.sha256(repr(positions).encode()).hexdigest()[:16]
+    live.facts.setdefault("clip_orders", {}).setdefault(digest, positions)
+    return digest
