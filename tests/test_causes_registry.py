@@ -31,7 +31,8 @@ KINDS = {
     *("buffers.sync", "numerics.validation", "equivalent", "undetermined", "undetermined.unrecorded"),
     *("loss.factor", "frozen", "gradients.norm", "optimizer.lr_ahead", "optimizer.effective_lr"),  # issue 37
     *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
-    *("recording.measured", "init.parameter", "data_order.not_shuffled"),  # issue 46
+    *("recording.measured", "init.parameter", "data_order.not_shuffled"),
+    *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied"),  # issue 46
 }
 
 

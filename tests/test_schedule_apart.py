@@ -55,9 +55,11 @@ def test_a_construction_slip_is_named_by_its_key_not_as_a_weight_decay_split(tmp
 def test_a_construction_record_is_compared_on_every_key(tmp_path):
     """Where meta.json holds the optimizer as constructed (hooks see the construction), the lr is a
     construction fact too: an lr slip there is a param-group difference."""
-    groups = lambda lr: {"class": "SGD", "param_groups": [{"params": ["0.weight"], "lr": lr}]}  # noqa: E731
-    a = Loop(extra_meta={"optimizer_at_construction": groups(0.05)})
-    b = Loop(lr=0.04, extra_meta={"optimizer_at_construction": groups(0.04)})
+    groups = lambda lr: [  # noqa: E731  as the hooks of `ddp-parity record` write it
+        {"class": "SGD", "param_groups": [{"params": ["0.weight"], "lr": lr}], "named": True, "stepped": True}
+    ]
+    a = Loop(extra_meta={"optimizer_built": groups(0.05)})
+    b = Loop(lr=0.04, extra_meta={"optimizer_built": groups(0.04)})
     d = compare_traces(*pair(tmp_path, a, b))["diagnosis"]
     assert d["category"] == "param_groups" and "as constructed" in d["explanation"], d["explanation"]
     assert "lr: 0.05 vs 0.04" in d["explanation"]
