@@ -46,6 +46,16 @@ class Loop:
     indices: str = "shuffled"  # "identity": 0, 1, 2, ...; "stride": every other sample
     config: dict = field(default_factory=lambda: {"data": {"batch_size": 4}})
     extra_meta: dict = field(default_factory=dict)
+    # issue 46 b, f, g and 47's misleading fixes
+    sampler: dict | None = None  # recorded as the rank's sampler facts (start(facts={"sampler": ...}))
+    first_epoch: int = 0  # the epoch the loop starts at: each epoch's order is randperm(order_seed + epoch)
+    skip_at: int | None = None  # at this step a batch is drawn and skipped (no backward, no step, no record)
+    eval_at: int | None = None  # at this step, before training, an evaluation forward in eval mode (grad on)
+    record_clip: bool = False  # record(clip_max_norm=, clip_norm_type=) as the hooks do
+    deep: bool = False  # two more 8×8 layers (2 and 4)
+    tie: bool = False  # with deep: layer 4's weight is layer 2's
+    step_offset: int = 0  # the recorded step = step × step_factor + step_offset
+    step_factor: int = 1
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -53,7 +63,13 @@ class Loop:
 
 def build(s: Loop) -> nn.Module:
     torch.manual_seed(s.init_seed)
-    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    if s.deep:
+        layers = [nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)]
+        model = nn.Sequential(*layers)
+        if s.tie:
+            model[4].weight = model[2].weight
+    else:
+        model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     for name, p in model.named_parameters():
         p.requires_grad_(name not in s.frozen)
         if name in s.reinit:
@@ -61,12 +77,24 @@ def build(s: Loop) -> nn.Module:
     return model
 
 
-def order(s: Loop, n: int) -> list[int]:
+def order(s: Loop, n: int, epoch: int = 0) -> list[int]:
     if s.indices == "identity":
         return list(range(n))
     if s.indices == "stride":
         return list(range(0, n, 2)) + list(range(1, n, 2))
-    return torch.randperm(n, generator=torch.Generator().manual_seed(s.order_seed)).tolist()
+    return torch.randperm(n, generator=torch.Generator().manual_seed(s.order_seed + epoch)).tolist()
+
+
+def batches(s: Loop, n: int):
+    """(epoch, indices) of each batch, epoch after epoch from s.first_epoch, as a DistributedSampler with
+    set_epoch(epoch) draws them."""
+    per_step = s.batch * s.accumulate
+    epoch = s.first_epoch
+    while True:
+        sequence = order(s, n, epoch)
+        for start in range(0, n - per_step + 1, per_step):
+            yield epoch, torch.tensor(sequence[start : start + per_step])
+        epoch += 1
 
 
 def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
@@ -105,16 +133,21 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     x = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 3, (64,), generator=torch.Generator().manual_seed(2))
     recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
-    recorder.start()
+    recorder.start(facts={"sampler": s.sampler} if s.sampler else None)
     if s.watch:
         recorder.watch(model, steps="all")
-    sequence = order(s, len(x))
-    per_step = s.batch * s.accumulate
+    drawn = batches(s, len(x))
     for step in range(1, s.steps + 1):
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * s.gamma ** (step - 1)
-        indices = torch.tensor(sequence[(step - 1) * per_step : step * per_step])
+        if step == s.skip_at:
+            next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
+        epoch, indices = next(drawn)
+        if step == s.eval_at:
+            model.eval()
+            model(x[indices.flip(0)])  # an evaluation inside the step: eval mode, gradients on, no backward
+            model.train()
         loss_sum = 0.0
         for micro in indices.split(s.batch):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.autocast):
@@ -131,14 +164,17 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             scheduler.step()
             if s.lr_read == "after_scheduler":
                 lr = optimizer.param_groups[0]["lr"]
+        clip = {"clip_max_norm": s.clip, "clip_norm_type": 2.0} if s.record_clip and s.clip is not None else {}
         recorder.record(
-            step,
+            step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,
             indices,
+            epoch=epoch,
             grad_norm=norm,
             lr=lr,
             optimizer=optimizer if s.record_optimizer == "first" or step == s.steps else None,
             model=model if s.record_model else None,
+            **clip,
         )
         optimizer.zero_grad()
     recorder.finish(model)
