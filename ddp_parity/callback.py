@@ -86,6 +86,10 @@ class TraceCallback(L.Callback):
                 "device": str(trainer.strategy.root_device),
                 "precision": str(trainer.precision),
                 "resumed_from": trainer.ckpt_path,
+                "trainer": {  # how the Trainer clips: compared with the other side's clipping per step
+                    "gradient_clip_val": trainer.gradient_clip_val,
+                    "gradient_clip_algorithm": _algorithm(trainer),
+                },
             },
         )
         if config_problem is not None:
@@ -178,6 +182,7 @@ class TraceCallback(L.Callback):
             micro_batches=len(self._micro_losses),  # where this step's accumulation boundary fell
             optimizer=self._optimizer,  # param groups to meta.json once (the lr is the one captured above)
             model=pl_module,  # param_digest of the parameters as this step left them
+            **_clip_facts(trainer),  # the Trainer's clipping, in the fields the hooks record clip_grad_norm_ in
         )
         self._micro_losses, self._micro_indices, self._micro_batches = [], [], []
 
@@ -259,3 +264,19 @@ def validation_metrics(trainer: L.Trainer, pl_module: L.LightningModule) -> dict
     if metrics is None:
         metrics = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val")}
     return dict(metrics)
+
+
+def _algorithm(trainer: L.Trainer) -> str | None:
+    algorithm = trainer.gradient_clip_algorithm
+    return None if algorithm is None else str(getattr(algorithm, "value", algorithm))
+
+
+def _clip_facts(trainer: L.Trainer) -> dict:
+    """clip_max_norm and clip_norm_type (Lightning clips by the 2-norm), or clip_value, as the Trainer clips
+    at each step (gradient_clip_val / gradient_clip_algorithm); {} where it does not clip."""
+    value = trainer.gradient_clip_val
+    if not value:
+        return {}
+    if _algorithm(trainer) == "value":
+        return {"clip_value": float(value)}
+    return {"clip_max_norm": float(value), "clip_norm_type": 2.0}

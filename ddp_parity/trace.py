@@ -86,6 +86,7 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
     SCHEDULER_BOOKKEEPING,
     TRACE_DIR,
     VALIDATION_FILE,
+    WATCH_STEP_ENV,
     TraceFormatError,
     as_step,
     checked_metric,
@@ -224,6 +225,7 @@ class TraceRecorder:
             "host": platform.node(),
             "threads": torch.get_num_threads(),
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "watch_step_env": os.environ.get(WATCH_STEP_ENV),  # the module watch's steps as asked, if set
             "torch_flags": torch_flags(),
             "arithmetic": arithmetic_facts(),
             "env": launch_env(),

@@ -594,3 +594,15 @@ def read_run(run_dir: str | os.PathLike, tolerant: bool = False) -> RunFiles:
         run.validation_error = err
     run.streams = {rank: iter_records(run_dir, rank) for rank in run.ranks}
     return run
+
+
+def read_hook_facts(run_dir, rank: int) -> dict:
+    """trace/rank{r}.hooks.json: what `ddp-parity record`'s hooks saw on that rank besides the step
+    records (set_epoch calls, schedulers, the optimizer as built); {} where the run was recorded
+    explicitly, or the file is unreadable."""
+    path = Path(run_dir) / TRACE_DIR / f"rank{rank}.hooks.json"
+    try:
+        facts = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return facts if isinstance(facts, dict) else {}

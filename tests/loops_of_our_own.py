@@ -25,20 +25,37 @@ class Loop:
     eps: float = 1e-8
     optimizer: str = "sgd"  # or "adamw"
     clip: float | None = None
-    schedule: str | None = None  # "exp": ExponentialLR(0.995); "lambda": LambdaLR(0.995 ** step)
+    schedule: str | None = None  # "exp": ExponentialLR(gamma); "lambda": LambdaLR(gamma ** step)
+    gamma: float = 0.995
+    loss_scale: float = 1.0  # the loss backpropagated × this (the training changes)
+    autocast: bool = False  # the forward under bf16 autocast
+    order_seed: int = 3  # the seed of the shuffled order (a sampler's seed)
     lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step
     accumulate: int = 1
+    divide_loss: bool = True  # each micro-batch's loss divided by the accumulation before backward
+    reinit: tuple = ()  # parameters filled with 0.01 after the build (their own init on this side)
+    watch: bool = False  # recorder.watch(model) over every step
     # what the loop records, and how
     record_model: bool = True
-    record_optimizer: bool = True
+    record_optimizer: str = "first"  # "last": optimizer= passed at the last step only (its groups read there)
     loss_times: float = 1.0  # the recorded loss × this (what is trained is unchanged)
     norm_type: float = 2.0  # the norm the gradient norm is measured with (clipping always uses 2)
     norm_order: str = "model"  # "reversed": the same 2-norm summed over the parameters in reverse order
     frozen: tuple = ()
     init_seed: int = 0
     indices: str = "shuffled"  # "identity": 0, 1, 2, ...; "stride": every other sample
-    config: dict = field(default_factory=dict)
+    config: dict = field(default_factory=lambda: {"data": {"batch_size": 4}})
     extra_meta: dict = field(default_factory=dict)
+    # issue 46 b, f, g and 47's misleading fixes
+    sampler: dict | None = None  # recorded as the rank's sampler facts (start(facts={"sampler": ...}))
+    first_epoch: int = 0  # the epoch the loop starts at: each epoch's order is randperm(order_seed + epoch)
+    skip_at: int | None = None  # at this step a batch is drawn and skipped (no backward, no step, no record)
+    eval_at: int | None = None  # at this step, before training, an evaluation forward in eval mode (grad on)
+    record_clip: bool = False  # record(clip_max_norm=, clip_norm_type=) as the hooks do
+    deep: bool = False  # two more 8×8 layers (2 and 4)
+    tie: bool = False  # with deep: layer 4's weight is layer 2's
+    step_offset: int = 0  # the recorded step = step × step_factor + step_offset
+    step_factor: int = 1
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -46,18 +63,38 @@ class Loop:
 
 def build(s: Loop) -> nn.Module:
     torch.manual_seed(s.init_seed)
-    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    if s.deep:
+        layers = [nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)]
+        model = nn.Sequential(*layers)
+        if s.tie:
+            model[4].weight = model[2].weight
+    else:
+        model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     for name, p in model.named_parameters():
         p.requires_grad_(name not in s.frozen)
+        if name in s.reinit:
+            nn.init.constant_(p, 0.01)
     return model
 
 
-def order(s: Loop, n: int) -> list[int]:
+def order(s: Loop, n: int, epoch: int = 0) -> list[int]:
     if s.indices == "identity":
         return list(range(n))
     if s.indices == "stride":
         return list(range(0, n, 2)) + list(range(1, n, 2))
-    return torch.randperm(n, generator=torch.Generator().manual_seed(3)).tolist()
+    return torch.randperm(n, generator=torch.Generator().manual_seed(s.order_seed + epoch)).tolist()
+
+
+def batches(s: Loop, n: int):
+    """(epoch, indices) of each batch, epoch after epoch from s.first_epoch, as a DistributedSampler with
+    set_epoch(epoch) draws them."""
+    per_step = s.batch * s.accumulate
+    epoch = s.first_epoch
+    while True:
+        sequence = order(s, n, epoch)
+        for start in range(0, n - per_step + 1, per_step):
+            yield epoch, torch.tensor(sequence[start : start + per_step])
+        epoch += 1
 
 
 def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
@@ -69,9 +106,9 @@ def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
 
 def scheduler_of(optimizer, s: Loop):
     if s.schedule == "exp":
-        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.995)
+        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=s.gamma)
     if s.schedule == "lambda":
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.995**step)
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: s.gamma**step)
     return None
 
 
@@ -96,18 +133,27 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     x = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 3, (64,), generator=torch.Generator().manual_seed(2))
     recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
-    recorder.start()
-    sequence = order(s, len(x))
-    per_step = s.batch * s.accumulate
+    recorder.start(facts={"sampler": s.sampler} if s.sampler else None)
+    if s.watch:
+        recorder.watch(model, steps="all")
+    drawn = batches(s, len(x))
     for step in range(1, s.steps + 1):
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
-                group["lr"] = s.lr * 0.995 ** (step - 1)
-        indices = torch.tensor(sequence[(step - 1) * per_step : step * per_step])
+                group["lr"] = s.lr * s.gamma ** (step - 1)
+        if step == s.skip_at:
+            next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
+        epoch, indices = next(drawn)
+        if step == s.eval_at:
+            model.eval()
+            model(x[indices.flip(0)])  # an evaluation inside the step: eval mode, gradients on, no backward
+            model.train()
         loss_sum = 0.0
         for micro in indices.split(s.batch):
-            loss = nn.functional.cross_entropy(model(x[micro]), y[micro]) / s.accumulate
-            loss.backward()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.autocast):
+                out = model(x[micro])
+            loss = nn.functional.cross_entropy(out.float(), y[micro]) / (s.accumulate if s.divide_loss else 1)
+            (loss * s.loss_scale).backward()
             loss_sum = loss_sum + loss.detach()
         norm = measured_norm(model, s)
         if s.clip is not None:
@@ -118,14 +164,17 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             scheduler.step()
             if s.lr_read == "after_scheduler":
                 lr = optimizer.param_groups[0]["lr"]
+        clip = {"clip_max_norm": s.clip, "clip_norm_type": 2.0} if s.record_clip and s.clip is not None else {}
         recorder.record(
-            step,
+            step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,
             indices,
+            epoch=epoch,
             grad_norm=norm,
             lr=lr,
-            optimizer=optimizer if s.record_optimizer else None,
+            optimizer=optimizer if s.record_optimizer == "first" or step == s.steps else None,
             model=model if s.record_model else None,
+            **clip,
         )
         optimizer.zero_grad()
     recorder.finish(model)

@@ -15,7 +15,7 @@ from ddp_parity.compare.causes.base import Cause, Evidence
 
 REPO = Path(__file__).resolve().parents[1]
 CAUSES_DIR = REPO / "ddp_parity" / "compare" / "causes"
-PHASES = ("setup", "resume", "data", "forward", "backward", "update", "end", "undetermined", "noise")
+PHASES = ("setup", "resume", "data", "forward", "backward", "update", "end", "undetermined", "noise", "measured")
 
 # the kinds report.json may carry: a public contract (renaming one breaks users' filters)
 KINDS = {
@@ -31,6 +31,8 @@ KINDS = {
     *("buffers.sync", "numerics.validation", "equivalent", "undetermined", "undetermined.unrecorded"),
     *("loss.factor", "frozen", "gradients.norm", "optimizer.lr_ahead", "optimizer.effective_lr"),  # issue 37
     *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
+    *("recording.measured", "init.parameter", "data_order.not_shuffled"),
+    *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied"),  # issue 46
 }
 
 

@@ -507,7 +507,7 @@ BUGS = (
         "Seed identically",
         init_seed=12,
     ),
-    slip("shuffle on one side only (cnn)", DATA_ORDER, CNN, "data_order", 1, None, "DistributedSampler", shuffle=False),
+    slip("shuffle on one side only (cnn)", DATA_ORDER, CNN, "data_order", 1, None, "shuffle=True", shuffle=False),
     slip(
         "validation as a mean of batch means (mlp)",
         SYNC_DIST,

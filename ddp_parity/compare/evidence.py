@@ -11,7 +11,7 @@ Pure Python: reads meta.json, the first trace record and the module watch's JSON
 
 from __future__ import annotations
 
-from ddp_parity.compare.modules import has_state, watched_steps
+from ddp_parity.compare.modules import has_state, watch_asked, watched_steps
 from ddp_parity.trace_files import iter_records, read_meta, trace_ranks
 
 EVIDENCE_KINDS = ("batch", "optimizer", "param_digest", "watch", "watch_step", "watch_state")
@@ -55,6 +55,16 @@ MISSING_EVIDENCE = {
 }
 
 
+# not evidence: the mark of a run whose ranks were given DDP_PARITY_WATCH_STEP covering the step, so that
+# the change asked of it is never that variable again
+WATCH_ASKED_KIND = "watch_asked"
+ALREADY_ASKED = (
+    "DDP_PARITY_WATCH_STEP covering step {step} was already set there, yet no call of that step was recorded: "
+    "call recorder.watch(model) after recorder.start(), on the model that runs the forward (TraceCallback "
+    "watches by itself)"
+)
+
+
 def recorded(run, step: int | None) -> set[str]:
     """The evidence kinds `run` holds; the watch kinds are about `step` (None: any watched step)."""
     found = set()
@@ -71,6 +81,8 @@ def recorded(run, step: int | None) -> set[str]:
         watched, with_state = watched_steps(run), has_state(run)
     except ValueError:  # a module watch cut off by a crash: no module evidence
         watched, with_state = set(), None
+    if watch_asked(run, step) is not None:
+        found.add(WATCH_ASKED_KIND)
     if watched:
         found.add("watch")
         if step is None or step in watched:

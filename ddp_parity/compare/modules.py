@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ddp_parity.compare.comparator import match_keys, strip_known_prefixes
-from ddp_parity.trace_files import iter_records, read_meta
+from ddp_parity.trace_files import ALL, iter_records, parse_watch_steps, read_meta
 from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_trace
 
 RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
@@ -98,18 +98,32 @@ def display(name: str) -> str:
 # the walk over one step of one rank
 
 
+EVALUATION = "evaluation"  # the key's phase of a forward that evaluates: paired only with the other's evaluations
+
+
 def _keyed_calls(record: dict, prefix: str) -> list[tuple[tuple, dict]]:
-    """(phase, normalised name, occurrence) for every call, in execution order."""
+    """(phase, normalised name, occurrence) for every call, in execution order; a forward that evaluates
+    (under no_grad, or in eval mode where the same module also ran in training mode in this step) keyed
+    under EVALUATION, so that training forwards pair with training forwards and evaluations with evaluations."""
     seen: Counter = Counter()
     out = []
+    trained = {c["name"] for c in record.get("calls", []) if c["phase"] == "forward" and _state(c).get("training")}
     for call in record.get("calls", []):
         name = normalise(call["name"], prefix)
         if name is None:
             continue
-        key = (call["phase"], name)
-        out.append(((call["phase"], name, seen[key]), {**call, "name": name}))
+        state = _state(call)
+        evaluates = call["phase"] == "forward" and (
+            state.get("grad_enabled") is False or (state.get("training") is False and call["name"] in trained)
+        )
+        key = (EVALUATION if evaluates else call["phase"], name)
+        out.append(((*key, seen[key]), {**call, "name": name}))
         seen[key] += 1
     return out
+
+
+def _state(call: dict) -> dict:
+    return call.get("state") if isinstance(call.get("state"), dict) else {}
 
 
 def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
@@ -147,6 +161,18 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
         if rec_a["params_after"][ka] != rec_b["params_after"][kb]:
             return _param_finding(norm, calls_a, "optimizer", "output", len(calls_a) + 1)
     return None
+
+
+def params_differing_before(run_a, run_b, step: int, rank) -> tuple[list[str], int] | None:
+    """(the parameters whose digest differs before `step`'s first forward, how many were compared) from
+    the module watches' `params_before`, or None where a side did not watch that step on that rank."""
+    recs = [read_module_trace(run, rank).get(step) for run in (run_a, run_b)]
+    if any(r is None or not r.get("params_before") for r in recs):
+        return None
+    before_a, before_b = recs[0]["params_before"], recs[1]["params_before"]
+    pairs = match_keys(list(before_a), list(before_b), None)
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return [norm for norm, (ka, kb) in pairs.items() if before_a[ka] != before_b[kb]], len(pairs)
 
 
 def _first_differing(digests_a: dict, digests_b: dict) -> str | None:
@@ -384,10 +410,47 @@ def format_module_finding(d: dict | None) -> str:
     return f"{line} — {d['reading']}" if d.get("reading") else line
 
 
+def watch_asked(run_dir, step: int | None) -> str | None:
+    """DDP_PARITY_WATCH_STEP as the run's ranks were given it (meta.json ranks[*].watch_step_env), where it
+    covers `step` (None: any value set); None where it was not set or does not cover the step."""
+    try:
+        ranks = read_meta(run_dir).get("ranks") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    for facts in ranks:
+        value = facts.get("watch_step_env") if isinstance(facts, dict) else None
+        if not isinstance(value, str):
+            continue
+        try:
+            steps = parse_watch_steps(value)
+        except ValueError:
+            continue
+        if steps == ALL or step is None or step in steps:
+            return value
+    return None
+
+
+# what to say where a run was already recorded with DDP_PARITY_WATCH_STEP covering the step yet holds no
+# watch of it: re-running with the same value records the same
+WATCH_ASKED = (
+    "{runs} already ran with {env}={value}, which covers step {step}, yet no module call of step {step} was "
+    "recorded: the watch records only where the loop calls recorder.watch(model) after recorder.start() "
+    "(TraceCallback watches by itself), on the model that runs the forward, with the steps numbered as record() "
+    "numbers them; re-running with the same variable records the same"
+)
+
+
 def replay_instruction(step: int, run_a=None, run_b=None, *, harness: str) -> str:
     """For --traces users: how to record the module watch at `step`, with their own commands
-    (`harness`: the command that compares, as the user started it)."""
+    (`harness`: the command that compares, as the user started it). Where the runs were already given
+    DDP_PARITY_WATCH_STEP covering the step, that is said instead of asking for it again."""
     runs = [str(r) for r in (run_a, run_b) if r is not None]
+    asked = [(str(r), watch_asked(r, step)) for r in (run_a, run_b) if r is not None]
+    asked = [(r, v) for r, v in asked if v is not None]
+    if asked:
+        value = asked[0][1]
+        names = " and ".join(r for r, _ in asked)
+        return WATCH_ASKED.format(runs=names, env=WATCH_STEP_ENV, value=value, step=step) + "."
     where = f" (the runs {' and '.join(runs)} did not watch it)" if runs else ""
     return (
         f"the first difference is at step {step}, after the watched steps{where}. Re-run both of your commands "
@@ -431,6 +494,7 @@ __all__ = [
     "localise",
     "format_module_finding",
     "replay_instruction",
+    "watch_asked",
     "needs_replay",
     "watched_steps",
     "reading",

@@ -14,6 +14,10 @@ Three rules, each checked against what the runs recorded, not against the diagno
    differing thread counts for threads, ...); an `undetermined` finding ranks at least two candidates.
 3. Missing evidence is said. Whatever the first divergence needs that a side did not record
    (ddp_parity.compare.evidence) is listed in `unchecked`.
+4. No advice against the records (`said_against_records`): never "build the same sampler" where both
+   sides recorded the same one, never "record a sampler on each side" where one was recorded, never
+   "set DDP_PARITY_WATCH_STEP=N" where a side was already given it, never evidence called unrecorded
+   that both sides recorded, and epochs that differ at the first divergence named, both of them.
 
 The test suite sets DDP_PARITY_CHECK_STORY (a file to log to): every diagnosis built while it is set,
 in any process, is checked, and a broken story is logged there and raised (see tests/conftest.py).
@@ -23,10 +27,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.causes import COMPUTATION_READINGS, REQUIRES, UPSTREAM_CATEGORIES
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.modules import watch_asked
+from ddp_parity.trace_files import read_meta
 
 STORY_CHECK_ENV = "DDP_PARITY_CHECK_STORY"
 
@@ -78,7 +85,48 @@ def story_problems(d: Finding, run_a, run_b, first: dict | None) -> list[str]:
             problems.append(
                 f"missing evidence left unsaid: {missing_kind} (not recorded by side {lacking[missing_kind]})"
             )
+    return problems + said_against_records(d, run_a, run_b, first)
+
+
+# advice that asks to make the samplers equal, or to record one on each side
+SAME_SAMPLER = "Build the same DistributedSampler"
+RECORD_SAMPLERS = "record one on each side"
+
+
+def said_against_records(d: Finding, run_a, run_b, first: dict | None) -> list[str]:
+    """What diagnosis `d` asks or says that the runs' own records contradict (rule 4)."""
+    problems = []
+    said = " ".join(
+        [d.explanation or "", d.advice or "", *(f"{u.get('not_checked')} {u.get('record')}" for u in d.unchecked)]
+    )
+    samplers = [_samplers(run) for run in (run_a, run_b)]
+    if SAME_SAMPLER in (d.advice or "") and samplers[0] and samplers[0] == samplers[1]:
+        problems.append("asks to build the same sampler, but both sides recorded the same one")
+    if RECORD_SAMPLERS in (d.advice or "") and any(samplers):
+        problems.append("asks to record a sampler on each side, but a side recorded one")
+    for step in re.findall(r"DDP_PARITY_WATCH_STEP=(\d+) in", said):
+        asked = [str(run) for run in (run_a, run_b) if watch_asked(run, int(step)) is not None]
+        if asked:
+            problems.append(f"asks for DDP_PARITY_WATCH_STEP={step}, but {' and '.join(asked)} already ran with it")
+    step = first.get("step") if first else None
+    have = [recorded_evidence.recorded(run, step) for run in (run_a, run_b)]
+    for u in d.unchecked:
+        if u.get("evidence") in recorded_evidence.EVIDENCE_KINDS and all(u["evidence"] in h for h in have):
+            problems.append(f"calls {u['evidence']} unrecorded, but both sides recorded it")
+    if first and first.get("quantity") == "samples" and "epoch_b" in first and first.get("epoch") != first["epoch_b"]:
+        if not all(f"epoch {e}" in (d.explanation or "") for e in (first.get("epoch"), first["epoch_b"])):
+            problems.append(f"the epochs of the first divergence ({first.get('epoch')} vs {first['epoch_b']}) unnamed")
     return problems
+
+
+def _samplers(run) -> list | None:
+    """Every rank's recorded sampler facts, or None where a rank recorded none (or meta.json is unreadable)."""
+    try:
+        ranks = read_meta(run).get("ranks") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    found = [facts.get("sampler") if isinstance(facts, dict) else None for facts in ranks]
+    return found if found and all(found) else None
 
 
 def check_story(d: Finding, run_a, run_b, first: dict | None) -> None:

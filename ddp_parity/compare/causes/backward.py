@@ -369,6 +369,7 @@ def _norm_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
         what = "another norm of the same gradients (the 1-norm or a subset)"
     side = ctx.label(odd) if odd else "the side whose value is not the 2-norm"
     evidence["norm"] = {ctx.label(s): said[s][0] if said[s] else "unrecorded" for s in ("a", "b")}
+    evidence["measured_otherwise"] = ctx.label(odd) if odd else None
     evidence["ratio"] = ratio_of(high[0], low[0])
     layers = (
         ""

@@ -156,6 +156,9 @@ def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
     out = []
     for kind, sides in recorded_evidence.missing(have, needed).items():
         what, change = (text.format(step=first.get("step")) for text in recorded_evidence.MISSING_EVIDENCE[kind])
+        asked = [s for s in sides if recorded_evidence.WATCH_ASKED_KIND in have.get(s, ())]
+        if kind in ("watch", "watch_step") and asked:  # never ask for the variable a side already had
+            change = recorded_evidence.ALREADY_ASKED.format(step=first.get("step"))
         out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
     return out
 

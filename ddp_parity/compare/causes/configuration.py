@@ -75,6 +75,16 @@ def config_differences(meta_a: dict, meta_b: dict, ignore=()) -> tuple[dict, tup
     return _collapse_ranks(diffs, len(meta_a.get("ranks") or [])), seed
 
 
+def config_one_side(meta_a: dict, meta_b: dict, ignore=()) -> dict[str, list[str]]:
+    """{"a": keys, "b": keys}: the resolved-config keys one side records and the other does not (not
+    compared, so never said to match); empty lists where both record the same keys."""
+    flat_a, flat_b = flatten(meta_a.get("config") or {}), flatten(meta_b.get("config") or {})
+    return {
+        "a": sorted(k for k in set(flat_a) - set(flat_b) if not _ignored(k, ignore)),
+        "b": sorted(k for k in set(flat_b) - set(flat_a) if not _ignored(k, ignore)),
+    }
+
+
 def changes_only_rounding(key: str) -> bool:
     """A setup fact that decides how sums round and nothing else: a thread count, the arithmetic."""
     return ".arithmetic." in key or key.endswith(("threads", "OMP_NUM_THREADS", "MKL_NUM_THREADS"))

@@ -20,6 +20,16 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
+from ddp_parity.compare.causes.samples import (
+    consumed_later,
+    other,
+    sampler_differences,
+    samplers_identical,
+    samplers_recorded,
+    set_epoch_calls,
+    skipped_batch,
+    unshuffled_side,
+)
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
 from ddp_parity.trace_files import TraceFormatError, read_validation
@@ -36,10 +46,12 @@ def check_step_offset(ctx: Context) -> Finding | None:
     if offset is None:
         return None
     side = "a" if offset > 0 else "b"  # the side whose numbers run ahead
+    # the origins as the records show them: 0 vs 1 only where the offset is 1
+    origins = "(0 vs 1)" if abs(offset) == 1 else f"{abs(offset)} apart (a step counter carried over, or counted on)"
     facts = (
         f"Every record matches once the steps are aligned, but {ctx.label(side)} numbers them "
         f"{abs(offset)} higher (step {first['step_numbers']['a']} vs {first['step_numbers']['b']} for the "
-        "same optimizer step): the sides count steps from different origins (0 vs 1), not a training "
+        f"same optimizer step): the sides count steps from different origins {origins}, not a training "
         "difference."
     )
     evidence = {"step_offset": offset, "step_numbers": ctx.both(*first["step_numbers"].values())}
@@ -103,6 +115,7 @@ def step_count_finding(ctx: Context, f: dict) -> dict:
             facts,
             side=" and ".join(empty),
         )
+    situation = f["quantity"] if f["quantity"] in STEP_COUNT_WORDS else "count"
     if f["quantity"] == "ranks":
         facts = (
             f"{ctx.label(f['side'])} has no trace for rank {f['rank']}: the runs did not use the same ranks ({desc})."
@@ -131,7 +144,8 @@ def step_count_finding(ctx: Context, f: dict) -> dict:
                 f" On {' and '.join(uneven)} the ranks themselves disagree, which in DDP means a rank ran more "
                 "batches than its peers: its extra step's gradient all-reduce has no partner."
             )
-    return finding(ctx, STEP_COUNT, f.get("step"), f.get("rank"), evidence, facts)
+    why, fix = STEP_COUNT_WORDS[situation]
+    return finding(ctx, STEP_COUNT, f.get("step"), f.get("rank"), evidence, facts, why=why, fix=fix)
 
 
 def _stops_later(ctx: Context, counts: dict) -> tuple[str, int] | None:
@@ -163,15 +177,35 @@ STEP_COUNT_STOP = Cause(
     "`while True: ... iter_num += 1; if iter_num > max_iters: break` runs max_iters + 1 steps).",
     doc="Every step both sides ran matches and one side ran more at the end on every rank: another stopping rule.",
 )
+# step_count's words by what the records show: a rank without a trace and another numbering are no
+# matter of sharding, so only a count that differs gets the sampler's words
+STEP_COUNT_WORDS = {
+    "count": (
+        "DistributedSampler pads the dataset so every rank gets ceil(N / world_size) samples (or drops "
+        "the tail with drop_last=True) and the DataLoader's drop_last decides whether a short last "
+        "batch is a step; max_steps/max_epochs and accumulation leftovers at an epoch's end change the "
+        "count too (Lightning #19987, #21808).",
+        "Shard with DistributedSampler on both sides (same drop_last for sampler and DataLoader, same "
+        "batch size) and stop on the same max_epochs / max_steps.",
+    ),
+    "ranks": (
+        "Every rank of a DDP run records its own trace: a rank without one ran under another world size, "
+        "failed before its first record, or wrote elsewhere.",
+        "Run both sides with the same world size and a recorder on every rank (its log says why a rank "
+        "recorded nothing), then compare again.",
+    ),
+    "numbering": (
+        "The recorder's step is the count of optimizer steps: numbers that part after equal steps count "
+        "something else on one side (micro-batches, or a step the other side skipped).",
+        "Number the records by optimizer steps on both sides: record() once per optimizer.step(), numbered from "
+        "1 (Lightning's trainer.global_step after the step), never per micro-batch.",
+    ),
+}
 STEP_COUNT = Cause(
     "step_count",
     check_structure,
-    why="DistributedSampler pads the dataset so every rank gets ceil(N / world_size) samples (or drops "
-    "the tail with drop_last=True) and the DataLoader's drop_last decides whether a short last "
-    "batch is a step; max_steps/max_epochs and accumulation leftovers at an epoch's end change the "
-    "count too (Lightning #19987, #21808).",
-    fix="Shard with DistributedSampler on both sides (same drop_last for sampler and DataLoader, same "
-    "batch size) and stop on the same max_epochs / max_steps.",
+    why="{why}",
+    fix="{fix}",
     doc="Steps per rank per side differ, or their numbers part: sharding, drop_last, max_steps, "
     "accumulation leftovers (Lightning #19987, #21808).",
 )
@@ -195,6 +229,18 @@ def check_samples(ctx: Context) -> Finding | None:
         return None
     step, rank, epoch = f["step"], f["rank"], f.get("epoch")
     evidence = {"epoch": epoch, "indices": ctx.both(f["a"], f["b"])}
+    if "epoch_b" in f and isinstance(epoch, int) and isinstance(f["epoch_b"], int):
+        return _epochs_apart(ctx, f, evidence)
+    skipped = skipped_batch(ctx, rank, step)
+    if skipped is not None:
+        side, k = skipped
+        evidence["skipped_at"] = {"side": ctx.label(side), "step": step, "batches": k}
+        facts = (
+            f"The samples are equal up to step {step}; from step {step} on, rank {rank} of {ctx.label(side)} consumes "
+            f"at each step what the other side consumed {k} step(s) later: {ctx.label(side)} drew {k} batch(es) at "
+            f"step {step} without an optimizer step for them."
+        )
+        return finding(ctx, DATA_SKIPPED, step, rank, evidence, facts, side=ctx.label(side), k=k, step=step)
     repeats = {s: _repeats_first_epoch(ctx.run(s), rank, epoch) for s in ("a", "b")}
     if repeats["a"] != repeats["b"]:
         stuck = "a" if repeats["a"] else "b"
@@ -229,6 +275,19 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["relation"] = ahead.to_json()
         facts += f" {ahead.sentence}"
         return finding(ctx, DATA_AHEAD, step, rank, evidence, facts, side=ahead.side, k=ahead.value)
+    unshuffled = unshuffled_side(ctx, rank, epoch)
+    if unshuffled is not None:
+        side, shape = unshuffled
+        evidence["order"] = {ctx.label(side): shape, ctx.label(other(side)): "a permutation"}
+        facts += (
+            f" In epoch {epoch} {ctx.label(side)}'s rank {rank} takes the samples in {shape}, "
+            f"{ctx.label(other(side))}'s in a permutation."
+        )
+        sampler = sampler_differences(ctx)
+        if sampler:
+            evidence["sampler_differences"] = sampler
+            facts += " The recorded samplers: " + "; ".join(sampler) + "."
+        return finding(ctx, DATA_NOT_SHUFFLED, step, rank, evidence, facts, side=ctx.label(side))
     evaluated = _evaluated_before_on_one_side(ctx, rank, step)
     if evaluated is not None:
         side, steps, equal_ranks = evaluated
@@ -249,7 +308,7 @@ def check_samples(ctx: Context) -> Finding | None:
         facts += f" On {ctx.label(side)}, ranks {names} consumed the very same samples at step {step}."
         how = SHARD_HOW[_sampling_mechanism(ctx, side)]
         return finding(ctx, DATA_SHARED, step, rank, evidence, facts, side=ctx.label(side), ranks=names, how=how)
-    unrecorded = [ctx.label(s) for s in ("a", "b") if not _samplers_recorded(ctx, s)]
+    unrecorded = [ctx.label(s) for s in ("a", "b") if not samplers_recorded(ctx, s)]
     if unrecorded:
         # every sentence rests on a record: a side without a sampler record cannot be said to agree
         evidence["sampler_unrecorded"] = unrecorded
@@ -262,12 +321,43 @@ def check_samples(ctx: Context) -> Finding | None:
                 "generator starts one draw later than a loop that draws them by hand: give that DataLoader a "
                 "generator of its own (DataLoader(..., generator=torch.Generator())) to leave the global one alone."
             )
-        return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=" and ".join(unrecorded))
-    sampler = _sampler_differences(ctx)
+        recorded = [ctx.label(s) for s in ("a", "b") if samplers_recorded(ctx, s)]
+        sampler = sampler_differences(ctx)
+        if recorded and sampler:  # the other side's sampler shown, side by side
+            evidence["sampler_differences"] = sampler
+            facts += " The recorded samplers: " + "; ".join(sampler) + "."
+        how = UNRECORDED_HOW["one" if recorded else "none"].format(side=" and ".join(recorded))
+        return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=" and ".join(unrecorded), how=how)
+    sampler = sampler_differences(ctx)
     if sampler:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
-    return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text)
+    # advice never asks to make equal what both sides recorded equal
+    fix = DATA_ORDER_FIX["same" if samplers_identical(ctx) else "differ"]
+    return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text, fix=fix)
+
+
+def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
+    """The records of the first differing step carry other epochs: each side's sampler was set to its own
+    epoch (set_epoch), side by side, with the set_epoch calls the hooks saw and the step the other side
+    consumed the same samples at, where one did."""
+    step, rank = f["step"], f["rank"]
+    epochs = {"a": f["epoch"], "b": f["epoch_b"]}
+    side = "a" if epochs["a"] > epochs["b"] else "b"
+    evidence["epochs"] = ctx.both(epochs["a"], epochs["b"])
+    facts = (
+        f"At step {step} rank {rank} {ctx.names[0]} records epoch {epochs['a']} and {ctx.names[1]} epoch "
+        f"{epochs['b']}: the sides draw from other epochs of their samplers' order."
+    )
+    calls = {ctx.label(s): set_epoch_calls(ctx.run(s), rank) for s in ("a", "b")}
+    if any(calls.values()):
+        evidence["set_epoch"] = calls
+        facts += " The set_epoch calls recorded: " + "; ".join(f"{k}: {v or 'none'}" for k, v in calls.items()) + "."
+    later = consumed_later(ctx, rank, step, side)
+    if later is not None:
+        evidence["same_samples_at"] = {ctx.label(side): step, ctx.label(other(side)): later}
+        facts += f" {ctx.label(side)}'s samples at step {step} are {ctx.label(other(side))}'s at step {later}."
+    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts, side=ctx.label(side), epoch=epochs[side])
 
 
 def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:
@@ -286,7 +376,7 @@ def _evaluated_before_on_one_side(ctx: Context, rank, step) -> tuple[str, list, 
     """(side, steps, ranks): one side alone validated before `step`, and every rank but `rank` consumed
     the same samples at every step on both sides (the evaluating rank's draws alone moved)."""
     steps = {s: {v.get("step") for v in _validations(ctx.run(s))} for s in ("a", "b")}
-    before = {s: sorted(x for x in steps[s] - steps[_other(s)] if isinstance(x, int) and x < step) for s in steps}
+    before = {s: sorted(x for x in steps[s] - steps[other(s)] if isinstance(x, int) and x < step) for s in steps}
     sides = [s for s in ("a", "b") if before[s]]
     world = ctx.meta("a").get("world_size")
     if len(sides) != 1 or not isinstance(world, int) or world < 2:
@@ -295,10 +385,6 @@ def _evaluated_before_on_one_side(ctx: Context, rank, step) -> tuple[str, list, 
     if len(equal) != world - 1:
         return None
     return sides[0], before[sides[0]], equal
-
-
-def _other(side: str) -> str:
-    return "b" if side == "a" else "a"
 
 
 def _validations(run) -> list[dict]:
@@ -344,15 +430,10 @@ def _samples_ahead(ctx: Context, rank, step, epoch):
 def _sampling_mechanism(ctx: Context, side: str) -> str:
     """How a side's ranks got their data, as far as its meta.json says: a DistributedSampler, an
     IterableDataset's stream (its loader's sampler is torch's _InfiniteConstantSampler), or unrecorded."""
-    if not _samplers_recorded(ctx, side):
+    if not samplers_recorded(ctx, side):
         return "no_sampler"
     classes = {(r.get("sampler") or {}).get("class") for r in ctx.meta(side).get("ranks") or []}
     return "iterable" if classes == {"_InfiniteConstantSampler"} else "sampler"
-
-
-def _samplers_recorded(ctx: Context, side: str) -> bool:
-    ranks = ctx.meta(side).get("ranks") or []
-    return bool(ranks) and all(isinstance(r, dict) and r.get("sampler") for r in ranks)
 
 
 def _shared_across_ranks(ctx: Context, step) -> tuple[str, list[int]] | None:
@@ -399,16 +480,6 @@ def _repeats_first_epoch(run, rank, epoch) -> bool:
     return this == first or (len(this) < len(first) and this == first[: len(this)])
 
 
-def _sampler_differences(ctx: Context) -> list[str]:
-    out = []
-    for r, (fa, fb) in enumerate(zip(ctx.meta("a").get("ranks") or [], ctx.meta("b").get("ranks") or [])):
-        sa, sb = fa.get("sampler") or {}, fb.get("sampler") or {}
-        for key in sorted(set(sa) & set(sb)):
-            if key != "seed" and sa[key] != sb[key]:
-                out.append(f"ranks[{r}].sampler.{key}: {fmt(sa[key])} vs {fmt(sb[key])}")
-    return out
-
-
 SET_EPOCH = Cause(
     "set_epoch",
     check_samples,
@@ -424,11 +495,51 @@ DATA_ORDER = Cause(
     check_samples,
     why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
     "The recorded samplers say where: {sampler}",
-    fix="Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "
-    "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json "
-    "ranks[*].sampler.",
+    fix="{fix}",
     doc="A rank consumed other sample indices; the recorded samplers compared say where.",
 )
+DATA_ORDER_FIX = {
+    "differ": "Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "
+    "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json ranks[*].sampler.",
+    "same": "The samplers both sides recorded are the same: what differs is how their indices reach the steps. "
+    "Check the DataLoader each side iterates (the sampler passed to it, its batch_size and batch_sampler, a "
+    "shuffle= or generator= beside the sampler), the set_epoch value, and any batch drawn outside the loader.",
+}
+DATA_EPOCH = Cause(
+    "data_order.epoch",
+    check_samples,
+    why="A DistributedSampler's order is a function of seed + epoch, the epoch being what set_epoch was last given: "
+    "the side at epoch {epoch} draws another epoch's permutation at each step.",
+    fix="Give the samplers the same epoch at each step: call sampler.set_epoch(epoch) on both sides with the epoch "
+    "counted alike (from 0, before iterating the DataLoader); {side} starts at another.",
+    doc="The records of the first differing step carry other epochs (set_epoch given another value): named side "
+    "by side, with the set_epoch calls recorded and the step the other side drew the same samples.",
+)
+DATA_SKIPPED = Cause(
+    "data_order.skipped",
+    check_samples,
+    why="A batch drawn without an optimizer step for it (a training_step returning None, which Lightning skips; a "
+    "`continue` after drawing a batch with a non-finite loss) moves every later step of that side {k} batch(es) on.",
+    fix="On {side}, step on the batch drawn at step {step} as the other side does, or skip the same batch on the "
+    "other side too (draw it and `continue` without optimizer.step()).",
+    doc="Samples equal at earlier steps of the epoch, then a side's samples are the other's k steps later: a batch "
+    "drawn at that step without an optimizer step.",
+)
+DATA_NOT_SHUFFLED = Cause(
+    "data_order.not_shuffled",
+    check_samples,
+    why="A DataLoader with shuffle=False (or a DistributedSampler with shuffle=False) takes the samples in "
+    "index order; the other side draws a permutation each epoch, so the batches differ from the first step.",
+    fix="On {side}, shuffle as the other side does: DataLoader(..., shuffle=True) with the same generator seed, or "
+    "DistributedSampler(..., shuffle=True, seed=...) with set_epoch(epoch) each epoch.",
+    doc="A side's indices over the epoch follow the identity order or a stride of the world size, the other's a "
+    "permutation: not shuffled on that side.",
+)
+UNRECORDED_HOW = {
+    "none": "To compare the samplers, record one on each side: recorder.start(facts={{'sampler': "
+    "sampler_facts(sampler)}}) (from ddp_parity.trace import sampler_facts).",
+    "one": "{side}'s recorded sampler is the one to match: draw the other side's samples as it does.",
+}
 SHARD_HOW = {
     "sampler": "shard the data with DistributedSampler(dataset, num_replicas=world_size, rank=rank) (its "
     "num_replicas and rank as recorded in meta.json ranks[*].sampler)",
@@ -488,9 +599,7 @@ DATA_ORDER_UNRECORDED = Cause(
     "{sides} recorded no sampler, so the traces cannot say whether the sampling or what feeds it differs.",
     fix="Make both sides draw the same samples at each step: the same sampler (a DistributedSampler's shuffle, "
     "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order "
-    "(the global RNG too: build the data and the model in the same order). "
-    "To compare the samplers, record one on each side: recorder.start(facts={{'sampler': sampler_facts(sampler)}}) "
-    "(from ddp_parity.trace import sampler_facts).",
+    "(the global RNG too: build the data and the model in the same order). {how}",
     doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it.",
 )
 

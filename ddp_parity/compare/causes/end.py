@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from ddp_parity.compare.causes.base import Cause, Context, finding, fmt, recording
+from ddp_parity.compare.causes.configuration import config_one_side
 from ddp_parity.compare.causes.data import STEP_COUNT, step_count_finding
 from ddp_parity.compare.causes.update import OPTIMIZER
 from ddp_parity.compare.comparator import match_keys
@@ -265,16 +266,29 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
     if setup_differs is None:
         unrecorded = [ctx.label(s) for s in ("a", "b") if not ctx.meta(s).get("config")]
         configuration = f"configuration (unrecorded on {' and '.join(unrecorded)})" if unrecorded else "configuration"
+        evidence = {"steps_compared": n}
+        one_side = config_one_side(ctx.meta("a"), ctx.meta("b"), ctx.ignore_config)
+        if not unrecorded and (one_side["a"] or one_side["b"]):  # never said to match: named, side by side
+            evidence["config_one_side"] = {ctx.label(s): keys for s, keys in one_side.items()}
+            configuration = (
+                "configuration (the keys both sides record; on one side only, not compared: "
+                + "; ".join(f"{ctx.label(s)}: {_keys(keys)}" for s, keys in one_side.items() if keys)
+                + ")"
+            )
         facts = (
             f"No divergence: {configuration}, initial weights and all {n} steps (samples, loss, gradient norm, "
             "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
         )
-        return finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts)
+        return finding(ctx, EQUIVALENT, None, None, evidence, facts)
     facts = (
         f"No divergence in the numbers: all {n} steps, validation and the final parameters match bit for bit, "
         f"but the setup differs ({setup_differs.category}; see the warning)."
     )
     return replace(finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts), setup_differs=setup_differs)
+
+
+def _keys(keys: list[str], limit: int = 6) -> str:
+    return ", ".join(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
 EQUIVALENT = Cause(

@@ -21,7 +21,7 @@ from ddp_parity.compare.causes.base import (
     nonzero,
 )
 from ddp_parity.compare.causes.data import DATA_PIPELINE
-from ddp_parity.compare.causes.setup import INIT
+from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import display
@@ -232,6 +232,11 @@ def check_module(ctx: Context) -> Finding | None:
             f"The module watch finds parameter {module['name']} different before the first forward of step "
             f"{f['step']} (rank {f['rank']}): the sides start this step from other weights."
         )
+        one = one_parameter_apart(ctx, f["step"], f["rank"]) if f["step"] == 1 else None
+        if one is not None:
+            evidence["params_differing"] = one
+            facts += f" The other {one['equal']} parameter(s) are equal."
+            return finding(ctx, INIT_PARAMETER, f["step"], f["rank"], evidence, facts, **one)
         if f["step"] == 1:
             return finding(ctx, INIT, f["step"], f["rank"], evidence, facts)
         return undetermined(ctx, f, ["earlier_update", "param_groups", "optimizer"], facts, evidence)

@@ -233,7 +233,8 @@ def measured_finding(ctx: Context) -> Finding:
     if first["quantity"] == "grad_norm" and watch_found_all_equal(ctx) and kind in ("", "factor"):
         normed = _norm_finding(ctx, ctx.earliest, {}, "")  # its facts: which norm each side's value is
         said = normed.explanation.replace(GRADIENTS_NORM_TYPE.why, "").strip()
-        odd = next((s for s, name in normed.evidence["norm"].items() if name != "L2"), None)
+        # the side _norm_finding proved measured otherwise (another norm, or the 2-norm of a subset)
+        odd = normed.evidence.get("measured_otherwise")
         relation = relations.Relation(
             "norm", "grad_norm", odd, "", str(normed.evidence["norm"]), first["step"], None, None, said
         )

@@ -66,7 +66,13 @@ def _what_the_resume_shows(ctx: Context, first: dict, side: str, evidence: dict)
             "count",
         )
     if q == "samples":
-        return _resumed_samples(ctx, first, side, evidence)
+        said, how = _resumed_samples(ctx, first, side, evidence)
+        if "epoch_b" in first and first.get("epoch") != first["epoch_b"]:  # the records' epochs, side by side
+            evidence["epochs"] = ctx.both(first.get("epoch"), first["epoch_b"])
+            said += (
+                f" The records at step {first.get('step')} say epoch {first.get('epoch')} vs epoch {first['epoch_b']}."
+            )
+        return said, how
     if q == "lr":
         return f"the learning rate differs ({first['a']!r} vs {first['b']!r}).", "scheduler"
     if q == "param_digest":

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
-from ddp_parity.compare.comparator import match_keys, missing_meta
+from ddp_parity.compare.comparator import match_keys, missing_meta, strip_known_prefixes
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.modules import params_differing_before
 from ddp_parity.trace_files import SCHEDULER_BOOKKEEPING
 
 
@@ -445,13 +446,22 @@ SCHEDULED_KEYS = ("lr", "initial_lr", "momentum", "betas", "max_lr", "min_lr", "
 # record holds a momentum or betas series, so these are compared as the first step read them (the
 # recorder takes the param groups once, at its first record): skipped, a momentum slip went unseen
 STEP_SERIES_KEYS = tuple(k for k in SCHEDULED_KEYS if k not in ("momentum", "betas"))
-# meta.json's record of the optimizer as constructed, before any scheduler touched it (made by hooks
-# where they see the construction): where both sides hold it, every key is compared
-CONSTRUCTED_KEY = "optimizer_at_construction"
+# meta.json's record of every optimizer as constructed, before any scheduler touched it (written by the
+# hooks of `ddp-parity record`, which see the construction): where both sides hold the stepped one, every
+# key is compared
+CONSTRUCTED_KEY = "optimizer_built"
+
+
+def constructed_optimizer(meta: dict) -> dict | None:
+    """The optimizer the run stepped, as constructed (meta.optimizer_built's entry marked `stepped`, its
+    parameters named), or None where the run was not recorded by hooks or named no parameter."""
+    built = meta.get(CONSTRUCTED_KEY)
+    stepped = [o for o in built if isinstance(o, dict) and o.get("stepped")] if isinstance(built, list) else []
+    return stepped[0] if len(stepped) == 1 and stepped[0].get("named") else None
 
 
 def check_param_groups(ctx: Context) -> Finding | None:
-    constructed = [ctx.meta(s).get(CONSTRUCTED_KEY) for s in ("a", "b")]
+    constructed = [constructed_optimizer(ctx.meta(s)) for s in ("a", "b")]
     at_construction = all(isinstance(o, dict) for o in constructed)
     opt_a, opt_b = constructed if at_construction else (ctx.meta("a").get("optimizer"), ctx.meta("b").get("optimizer"))
     if not (isinstance(opt_a, dict) and isinstance(opt_b, dict)):
@@ -525,8 +535,8 @@ PARAM_GROUPS = Cause(
     fix="Build the same param groups on both sides: give {names} the same {key} on both sides (one param group "
     "for them, or the same split).",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
-    "side only): compared as constructed where `meta.optimizer_at_construction` holds them, otherwise on the "
-    "keys no scheduler changes (lr, momentum and betas are per-step series).",
+    "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise as the "
+    "first step read them, the lr apart (a per-step series).",
 )
 PARAM_GROUPS_CLASS = Cause(
     "param_groups.class",
@@ -539,6 +549,35 @@ PARAM_GROUPS_CLASS = Cause(
 
 # ---------------------------------------------------------------------------------------------
 # the initial weights
+
+
+def check_tied(ctx: Context) -> Finding | None:
+    """meta.tied (written at finish(model)) differs: weights tied on one side only, or tied otherwise."""
+    metas = [ctx.meta(s) for s in ("a", "b")]
+    if not all(m.get("finished") for m in metas):
+        return None  # a run that never finished with its model records no ties: unrecorded, not untied
+    ties = [_ties(m.get("tied")) for m in metas]
+    if ties[0] == ties[1]:
+        return None
+    said = [", ".join(f"{k} = {v}" for k, v in sorted(t.items())) or "none" for t in ties]
+    side = ctx.label("a" if len(ties[0]) > len(ties[1]) else "b")
+    evidence = {"tied": ctx.both(*said)}
+    facts = (
+        f"The parameters tied to another (meta.tied) differ: {said[0]} on {ctx.names[0]}, {said[1]} on {ctx.names[1]}."
+    )
+    return finding(ctx, TIED, None, None, evidence, facts, side=side)
+
+
+def _ties(tied) -> dict:
+    """{alias: the name it shares its tensor with}, without a wrapper's prefix (`module.`, or one leading
+    attribute every name has, a LightningModule's `net.`)."""
+    if not isinstance(tied, dict):
+        return {}
+    pairs = {strip_known_prefixes(str(k)): strip_known_prefixes(str(v)) for k, v in tied.items()}
+    names = [n for pair in pairs.items() for n in pair]
+    if len({n.split(".", 1)[0] for n in names}) == 1 and all("." in n for n in names):
+        pairs = {k.split(".", 1)[1]: v.split(".", 1)[1] for k, v in pairs.items()}
+    return pairs
 
 
 def check_init(ctx: Context) -> Finding | None:
@@ -567,7 +606,28 @@ def check_init(ctx: Context) -> Finding | None:
         )
     if found["rank0_differs"]:
         parts.append("Rank 0's weights differ across the sides, so each side trains from its own start.")
+        one = one_parameter_apart(ctx, 1, 0)
+        if one is not None:
+            evidence["params_differing"] = one
+            return finding(ctx, INIT_PARAMETER, None, 0, evidence, " ".join(parts) + " " + _one_sentence(one), **one)
     return finding(ctx, INIT, None, found["rank"], evidence, " ".join(parts))
+
+
+def one_parameter_apart(ctx: Context, step: int, rank) -> dict | None:
+    """{param, equal}: where the module watch of `step` finds exactly one parameter different before the
+    step's first forward and the others equal (at least one), the shape of the evidence says no seed is the
+    cause (another RNG state changes every parameter): that parameter was initialised or loaded otherwise."""
+    found = params_differing_before(ctx.run("a"), ctx.run("b"), step, rank)
+    if found is None or len(found[0]) != 1 or found[1] < 2:
+        return None
+    return {"param": found[0][0], "equal": found[1] - 1}
+
+
+def _one_sentence(one: dict) -> str:
+    return (
+        f"The module watch finds only {one['param']} different before step 1; the other {one['equal']} parameter(s) "
+        "are equal."
+    )
 
 
 def init_finding(ctx: Context) -> dict | None:
@@ -599,6 +659,26 @@ def _init_digests(meta: dict) -> dict:
     return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
 
 
+TIED = Cause(
+    "tied",
+    check_tied,
+    why="A tied weight is one tensor under two names: its gradient is the sum of both uses and one update moves "
+    "both; untied, each name has its own tensor, gradient and update, and the two start apart.",
+    fix="Tie the same parameters on both sides ({side} ties what the other does not): assign the one tensor to "
+    "both attributes (lm_head.weight = wte.weight) after building the model, or tie on neither.",
+    doc="meta.tied differs: weights tied on one side only (or tied to another parameter).",
+)
+INIT_PARAMETER = Cause(
+    "init.parameter",
+    check_init,
+    why="One parameter apart with every other equal is no other RNG state (a seed changes every parameter): "
+    "{param} is initialised, loaded or overwritten otherwise on one side (its own init call, a checkpoint or "
+    "pretrained tensor, a tied weight).",
+    fix="Initialise {param} the same way on both sides: the same init call (or none), in the same order, or load "
+    "it from the same source.",
+    doc="One parameter different at step 1 (the watch's `params_before`), every other equal: that parameter "
+    "initialised or loaded otherwise, never a seed.",
+)
 INIT = Cause(
     "init",
     check_init,

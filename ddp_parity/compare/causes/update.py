@@ -260,22 +260,65 @@ def check_param_digest(ctx: Context) -> Finding | None:
         return None
     ulps = max((float32_ulps_or_far(x, y) for x, y in zip(f["a"], f["b"])), default=None)
     evidence = {"param_digest": ctx.both(f["a"], f["b"]), "ulps": ulps}
-    if ulps is not None and ulps <= FEW_ULPS and ctx.walk.steps_equal_before == 0 and same_param_sets(ctx):
-        clipping = [v for v in config_values(ctx, ("gradient_clip_val",)).values() if nonzero(v)]
-        if clipping and ctx.both_have("optimizer"):
-            return reduction_order_finding(ctx, f, evidence, "parameter digest after the step (clipping on)")
     facts = (
         f"At step {f['step']} rank {f['rank']} consumed the same samples with the same loss, gradient norm and "
         f"learning rate, yet the parameters after the step differ (param_digest {fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    clip = clip_differences(ctx, f["rank"], f["step"])
+    if clip:
+        evidence["clip"] = clip
+        facts = f"{facts} The clipping recorded at step {f['step']} differs: {'; '.join(clip)}."
+        return finding(ctx, OPTIMIZER_CLIP, f["step"], f["rank"], evidence, facts, clip="; ".join(clip))
+    if ulps is not None and ulps <= FEW_ULPS and ctx.walk.steps_equal_before == 0 and same_param_sets(ctx):
+        clipping = [v for v in config_values(ctx, ("gradient_clip_val",)).values() if nonzero(v)]
+        if clipping and ctx.both_have("optimizer"):
+            return reduction_order_finding(ctx, f, evidence, "parameter digest after the step (clipping on)")
     effective = _effective_lr(ctx, f)
     if effective is not None:
         evidence["relation"] = effective.to_json()
         facts = f"{facts} {effective.sentence}"
+        order = _scheduler_order(ctx, f)
+        if order:  # the order the hooks recorded, not an inference
+            evidence["scheduler_steps_before"] = order
+            facts += " scheduler.step() calls recorded before optimizer.step() at that step: "
+            facts += "; ".join(f"{k} {v}" for k, v in order.items()) + "."
         return finding(ctx, OPTIMIZER_EFFECTIVE_LR, f["step"], f["rank"], evidence, facts, k=effective.value)
     if ctx.both_have("optimizer"):  # the param groups were compared equal: the update itself differs
         return finding(ctx, OPTIMIZER, f["step"], f["rank"], evidence, facts)
     return undetermined(ctx, f, ["param_groups", "reduction_order", "optimizer"], facts, evidence)
+
+
+# how a step clipped, as the hooks record each clip_grad_norm_/clip_grad_value_ call and TraceCallback the
+# Trainer's gradient_clip_val (an explicit loop may pass them to record())
+CLIP_KEYS = ("clip_max_norm", "clip_norm_type", "clip_value")
+
+
+def clip_differences(ctx: Context, rank, step) -> list[str]:
+    """The clip facts of `step` that differ, side by side: where one side recorded none, it clipped not at
+    all only where its recorder sees every clip (hooks, or TraceCallback's Trainer settings); else unrecorded."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is None or not any(k in r for r in pair for k in CLIP_KEYS):
+        return []
+    out = []
+    for key in CLIP_KEYS:
+        values = [r.get(key, _no_clip(ctx, s)) for r, s in zip(pair, ("a", "b"))]
+        if values[0] != values[1] and "unrecorded" not in values:  # a difference only where both sides say
+            out.append(f"{key}: {fmt(values[0])} vs {fmt(values[1])}")
+    return out
+
+
+def _no_clip(ctx: Context, side: str) -> str:
+    meta = ctx.meta(side)
+    sees_every_clip = meta.get("recorded_by") == "hooks" or isinstance(meta.get("trainer"), dict)
+    return "none (no clipping)" if sees_every_clip else "unrecorded"
+
+
+def _scheduler_order(ctx: Context, f: dict) -> dict:
+    """{side: scheduler.step() calls before optimizer.step() at the step} as the hooks recorded them."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, f["rank"]) if ra.get("step") == f["step"]), None)
+    if pair is None or not any("scheduler_steps_before" in r for r in pair):
+        return {}
+    return {ctx.label(s): r.get("scheduler_steps_before", "unrecorded") for r, s in zip(pair, ("a", "b"))}
 
 
 def _effective_lr(ctx: Context, f: dict) -> relations.Relation | None:
@@ -315,6 +358,17 @@ OPTIMIZER_EFFECTIVE_LR = Cause(
     doc="Every layer's update is the other side's times one constant with equal recorded lr (the layers' "
     "sketches): the effective learning rate is not the recorded one (scheduler.step() before optimizer.step()).",
     requires=Evidence("one constant between every layer's update", lambda d: bool(d.evidence.get("relation"))),
+)
+OPTIMIZER_CLIP = Cause(
+    "optimizer.clip",
+    check_param_digest,
+    why="The gradients are equal, then clipped otherwise ({clip}): the step scales them by another factor, so the "
+    "update differs wherever the norm is above the smaller bound.",
+    fix="Clip the same way on both sides: the same max_norm and norm_type (Lightning's gradient_clip_val and "
+    "gradient_clip_algorithm='norm' clip by the 2-norm), over the same parameters, after unscaling.",
+    doc="The parameters part with equal samples, loss and gradient norm, and the clipping recorded at the step "
+    "(clip_max_norm, clip_norm_type, clip_value: hooks, TraceCallback) differs.",
+    requires=Evidence("the clip facts of the step, side by side", lambda d: bool(d.evidence.get("clip"))),
 )
 OPTIMIZER = Cause(
     "optimizer",
