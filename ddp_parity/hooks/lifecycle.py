@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ddp_parity import trace
+from ddp_parity import exit_hooks
 from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
 from ddp_parity.hooks.state import Recording, guarded
 from ddp_parity.trace import META_FILE, TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
@@ -53,7 +53,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     """The first step of `stepped`: stand down for an explicit recorder, else start ours (a
     collective when a process group exists: every rank steps its first step alike)."""
     context.stop_watching_top_calls()
-    explicit = [r for r in list(trace._LIVE_RECORDERS) if r is not live.recorder]
+    explicit = [r for r in list(exit_hooks._LIVE_RECORDERS) if r is not live.recorder]
     if explicit:
         live.standing_down = True
         print(
