@@ -18,7 +18,7 @@ import math
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from ddp_parity.fingerprints import batch_fingerprint, optimizer_facts, param_digest
+from ddp_parity.fingerprints import optimizer_facts, param_digest
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.sharding import total_grad_norm
 
@@ -168,6 +168,7 @@ def _record_step(live, optimizer) -> None:
         epoch=live.epoch,
         lr=update.get("lr"),
         grad_norm=grad_norm,
+        batch=live.batches or None,  # digested by the recorder as batch_digest (a key it writes itself)
         **extra,
     )
 
@@ -190,10 +191,6 @@ def _step_loss(roots: list):
 
 def _step_digests(live) -> dict:
     out = {}
-    if live.batches:
-        digest = _guarded_value("batch_digest", batch_fingerprint, live.batches)
-        if digest is not None:
-            out["batch_digest"] = digest
     if live.model is not None:
         digest = _guarded_value("param_digest", param_digest, live.model)
         if digest is not None:
