@@ -11,12 +11,13 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 import torch.optim as optim
-from train_dist import Net, synthetic_mnist
+from train_dist import DataPartitioner, Net, synthetic_mnist
 
 
 class LitNet(L.LightningModule):
-    def __init__(self):
+    def __init__(self, size):
         super().__init__()
+        self.size = size
         self.model = Net()
 
     def training_step(self, batch, batch_idx):
@@ -28,6 +29,13 @@ class LitNet(L.LightningModule):
     def configure_optimizers(self):
         return optim.SGD(self.parameters(), lr=0.01, momentum=0.5)
 
+    def train_dataloader(self):
+        # round 2: each rank its own partition of the data (train_dist's DataPartitioner, after the process group
+        # exists), shuffled by its DataLoader as partition_dataset does; Lightning's DistributedSampler off
+        size, rank = self.trainer.world_size, self.trainer.global_rank
+        partition = DataPartitioner(synthetic_mnist(self.size), [1.0 / size for _ in range(size)]).use(rank)
+        return torch.utils.data.DataLoader(partition, batch_size=int(128 / float(size)), shuffle=True)
+
 
 def main():
     parser = argparse.ArgumentParser()
@@ -35,8 +43,7 @@ def main():
     parser.add_argument("--size", default=60000, type=int)
     args = parser.parse_args()
     L.seed_everything(1234)
-    model = LitNet()
-    loader = torch.utils.data.DataLoader(synthetic_mnist(args.size), batch_size=64, shuffle=True)
+    model = LitNet(args.size)
     trainer = L.Trainer(
         strategy="ddp",
         accelerator="cpu",
@@ -46,8 +53,9 @@ def main():
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
+        use_distributed_sampler=False,  # round 2
     )
-    trainer.fit(model, loader)
+    trainer.fit(model)
 
 
 if __name__ == "__main__":
