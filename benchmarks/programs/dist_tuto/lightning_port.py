@@ -18,6 +18,10 @@ class LitNet(L.LightningModule):
     def __init__(self, size):
         super().__init__()
         self.size = size
+
+    def configure_model(self):
+        # round 3: the Net built after Lightning re-seeds the ranks (its DDP setup calls seed_everything again), so
+        # that it draws from torch.manual_seed(1234) as train_dist's run() does, just before the loader's shuffle
         self.model = Net()
 
     def training_step(self, batch, batch_idx):
