@@ -50,6 +50,7 @@ class LitBarlowTwins(L.LightningModule):
 def main():
     args = parser.parse_args()
     L.seed_everything(0)
+    torch.backends.cudnn.benchmark = True  # round 2: as main_worker sets it
     world_size = 2
     dataset = torchvision.datasets.ImageFolder(args.data / "train", Transform())
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size // world_size, num_workers=args.workers)
