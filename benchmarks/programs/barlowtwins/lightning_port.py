@@ -7,13 +7,15 @@ records anything: `ddp-parity record` does.
 """
 
 import lightning as L
+import main
 import torch
-from main import LARS, BarlowTwins, Transform, adjust_learning_rate, parser
+from main import BarlowTwins, Transform, adjust_learning_rate, parser
 from standins import torchvision
 
 
-class ClosureLARS(LARS):
-    """main.py's LARS steps without a closure; Lightning's optimizer_step passes one (training_step + backward)."""
+class LARS(main.LARS):
+    """main.py's LARS steps without a closure; Lightning's optimizer_step passes one (training_step + backward).
+    Round 3: the same class name as main.py's (it was ClosureLARS)."""
 
     def step(self, closure=None):
         if closure is not None:
@@ -42,7 +44,7 @@ class LitBarlowTwins(L.LightningModule):
         param_weights = [p for p in self.parameters() if p.ndim != 1]
         param_biases = [p for p in self.parameters() if p.ndim == 1]
         parameters = [{"params": param_weights}, {"params": param_biases}]
-        return ClosureLARS(
+        return LARS(
             parameters, lr=0, weight_decay=self.args.weight_decay, weight_decay_filter=True, lars_adaptation_filter=True
         )
 
