@@ -28,7 +28,11 @@ class LitBarlowTwins(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
-        self.model = BarlowTwins(args)
+
+    def configure_model(self):
+        # round 4: built after Lightning re-seeds the ranks in its DDP setup, so that the augmentations draw from
+        # the global generator after the model's initialisation, as in main_worker (seed, model, then the loader)
+        self.model = BarlowTwins(self.args)
 
     def training_step(self, batch, batch_idx):
         (y1, y2), _ = batch
