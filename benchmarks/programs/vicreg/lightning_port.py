@@ -54,6 +54,7 @@ def main():
     parser = argparse.ArgumentParser("VICReg training script, in Lightning", parents=[get_arguments()])
     args = parser.parse_args()
     L.seed_everything(0)
+    torch.backends.cudnn.benchmark = True  # round 2: as main() sets it
     world_size = 2
     args.world_size = world_size
     dataset = datasets.ImageFolder(args.data_dir / "train", aug.TrainTransform())
