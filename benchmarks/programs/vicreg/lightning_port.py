@@ -10,13 +10,15 @@ import argparse
 
 import augmentations as aug
 import lightning as L
+import main_vicreg
 import torch
-from main_vicreg import LARS, VICReg, adjust_learning_rate, exclude_bias_and_norm, get_arguments
+from main_vicreg import VICReg, adjust_learning_rate, exclude_bias_and_norm, get_arguments
 from standins import datasets
 
 
-class LARSWithClosure(LARS):
-    """main_vicreg's LARS steps without a closure; Lightning passes one (training_step and backward)."""
+class LARS(main_vicreg.LARS):
+    """main_vicreg's LARS steps without a closure; Lightning passes one (training_step and backward). Round 3: the
+    same class name as main_vicreg's (it was LARSWithClosure)."""
 
     def step(self, closure=None):
         if closure is not None:
@@ -41,7 +43,7 @@ class LitVICReg(L.LightningModule):
         adjust_learning_rate(self.args, self.optimizers().optimizer, self.trainer.train_dataloader, self.global_step)
 
     def configure_optimizers(self):
-        return LARSWithClosure(
+        return LARS(
             self.parameters(),
             lr=0,
             weight_decay=self.args.wd,
