@@ -24,6 +24,7 @@ import torch.distributed as dist
 from ddp_parity.exit_hooks import live_recorders
 from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
 from ddp_parity.hooks.state import Recording, guarded
+from ddp_parity.record_values import meta_as_json
 from ddp_parity.trace import TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
 
 PRIVATE_FACT = "_"  # facts the hooks keep for themselves (names by id, the optimizers built): not written
@@ -152,4 +153,4 @@ def write_facts(live: Recording) -> None:
     facts["unrecorded"] = list(live.unrecorded.values())
     path = live.run_dir / TRACE_DIR / f"rank{recorder.rank}.hooks.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, facts)
+    write_json_atomic(path, meta_as_json(facts, live.recorder.note_unrecorded))  # names that are not UTF-8 escaped
