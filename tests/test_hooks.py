@@ -101,7 +101,7 @@ def test_a_lightning_port_recorded_by_hooks_is_equivalent_to_the_raw_loop(raw_ru
     "slip, kind, step, fix",
     [
         ("scheduler_first", "optimizer.lr_ahead", 3, "call scheduler.step() after optimizer.step()"),
-        ("clip", "optimizer", 1, "clip the same way"),
+        ("clip", "optimizer.clip", 1, "Clip the same way"),
     ],
 )
 def test_a_slip_recorded_by_hooks_is_named_as_on_explicit_traces(raw_runs, tmp_path, slip, kind, step, fix):
@@ -114,16 +114,18 @@ def test_a_slip_recorded_by_hooks_is_named_as_on_explicit_traces(raw_runs, tmp_p
 
 
 def test_a_hook_that_fails_does_not_stop_training(tmp_path):
-    """A parameter of no elements: the per-layer sketch cannot take it; the steps are recorded without
-    `layers`, meta.json says what was not taken, and the program prints and saves what it does unrecorded."""
+    """A parameter of no elements: the per-layer sketch cannot take it; the steps are recorded with the
+    sketch of every other layer, meta.json says which was not taken and why, and the program prints and
+    saves what it does unrecorded."""
     program = [PYTHON, PROGRAMS / "odd_model.py"]
     recorded = check_ok(run_cmd([*program, tmp_path / "a.pt"], env=recording_env(tmp_path / "odd", "odd", child_env())))
     plain = check_ok(run_cmd([*program, tmp_path / "b.pt"]))
     assert recorded.stdout == plain.stdout and bitwise_equal(tmp_path / "a.pt", tmp_path / "b.pt")
     meta = json.loads((tmp_path / "odd" / META_FILE).read_text())
-    assert [u["what"] for u in meta["unrecorded"]] == ["layers"] and meta["finished"]
+    assert [(u["what"], u["why"].split(":")[0]) for u in meta["unrecorded"]] == [("layers", "empty")]
+    assert meta["finished"]
     records = read_records(tmp_path / "odd", 0)
-    assert [r["step"] for r in records] == [1, 2, 3] and all("layers" not in r for r in records)
+    assert [r["step"] for r in records] == [1, 2, 3] and all(len(r["layers"]) == 2 for r in records)  # weight, bias
     assert all("param_digest" in r for r in records)  # the model was found without DDP
 
 
