@@ -32,6 +32,12 @@ HF_TINY = ["--num_epochs=2", "--batch_size=32", "--train_size=128", "--validatio
 
 STREAM_TINY = ["--epochs=2", "--size=64", "--batch_size=4", "--run_dir={out}/trace"]
 
+DIST_TUTO_TINY = ["--epochs=2", "--size=512"]
+
+SSL_TINY = ["--epochs=2", "--batch-size=16", "--projector=64-64-64"]
+
+VICREG_TINY = ["--data-dir=data", "--epochs=2", "--batch-size=16", "--num-workers=0", "--mlp=64-64-64", "--device=cpu"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -85,6 +91,41 @@ PROGRAMS = {
             "size; validation of the whole set on every rank, averaged by AverageMeter",
             source="pytorch/examples imagenet/main.py, the adjust_learning_rate version (BSD-3-Clause); "
             "ImageFolder and resnet18 stood in for by synthetic images and a tiny CNN",
+        ),
+        # recorded with no line changed (ddp-parity record's hooks), first-pass scored before any tool change
+        Program(
+            name="dist_tuto",
+            folder="dist_tuto",
+            raw=["train_dist.py", *DIST_TUTO_TINY],
+            port=["lightning_port.py", *DIST_TUTO_TINY],
+            style="no DDP wrapper: gradients averaged by hand (all_reduce, then / world size); a DataPartitioner "
+            "split by rank, shuffled by each rank's own loader; ranks started by torch.multiprocessing",
+            source="pytorch/tutorials intermediate_source/dist_tuto.rst, Distributed Training (BSD-3-Clause); "
+            "MNIST stood in for by synthetic images",
+            recording="hooks",
+            raw_launch="python",
+        ),
+        Program(
+            name="barlowtwins",
+            folder="barlowtwins",
+            raw=["main.py", "data", "--workers=0", *SSL_TINY, "--checkpoint-dir={out}/checkpoint"],
+            port=["lightning_port.py", "data", "--workers=0", *SSL_TINY],
+            style="ranks by torch.multiprocessing.spawn; LARS (a step without closure) over two param groups; "
+            "the lr set by hand every step; GradScaler; an all_reduce inside forward; two augmented views",
+            source="facebookresearch/barlowtwins main.py (MIT); torchvision and ImageNet stood in for (standins.py)",
+            recording="hooks",
+            raw_launch="python",
+        ),
+        Program(
+            name="vicreg",
+            folder="vicreg",
+            raw=["main_vicreg.py", *VICREG_TINY, "--exp-dir={out}/exp"],
+            port=["lightning_port.py", *VICREG_TINY, "--exp-dir={out}/exp"],
+            style="env:// init under torchrun; LARS with filter functions in its param group; the lr set by hand "
+            "every step; an all_gather with its own backward in the loss; augmentations drawn from numpy",
+            source="facebookresearch/vicreg main_vicreg.py, distributed.py, augmentations.py (MIT, 4e12602); "
+            "torchvision, ImageNet and the ResNet stood in for (standins.py, resnet.py)",
+            recording="hooks",
         ),
     ]
 }

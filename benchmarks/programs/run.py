@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ddp_parity import compare_traces
 from ddp_parity.harness.launch import free_port, torchrun_args
+from ddp_parity.hooks import recording_env
 
 HERE = Path(__file__).resolve().parent
 CHECKOUT = HERE.parents[1]  # the checkout these programs are in, wherever this is run from
@@ -35,6 +36,12 @@ class Program:
     prepare: Callable[[Path], object] | None = None  # writes the data files the program reads, under its cwd
     ignore_config: tuple[str, ...] = ()  # config keys that name the side's own output place
     trace: str = "trace"  # the run directory under {out}
+    # "explicit": the program records itself (its `# parity` lines, TraceCallback); "hooks": no line records, each
+    # side runs with the recording switched on as `ddp-parity record` does (its run directory: {out}/trace)
+    recording: str = "explicit"
+    # how the raw loop starts its ranks: "torchrun" (2 ranks), or "python" (the script spawns its own processes,
+    # reading MASTER_PORT)
+    raw_launch: str = "torchrun"
 
     def command(self, args: list[str], out: Path) -> list[str]:
         return [str(HERE / self.folder / args[0])] + [a.replace("{out}", str(out)) for a in args[1:]]
@@ -69,15 +76,27 @@ def run_side(command: list[str], env: dict, cwd: Path, log: Path) -> int:
             return 124
 
 
+def recorded(program: Program, env: dict, work: Path, side: str) -> dict:
+    """The side's environment, with the recording switched on where the program does not record itself."""
+    if program.recording != "hooks":
+        return env
+    return recording_env(work / side / program.trace, side, env)
+
+
 def run_raw(program: Program, work: Path) -> int:
-    command = torchrun_args(NPROC, free_port()) + program.command(program.raw, work / "raw")
-    return run_side(command, side_env(), work, work / "raw.log")
+    if program.raw_launch == "torchrun":
+        command = torchrun_args(NPROC, free_port()) + program.command(program.raw, work / "raw")
+        env = side_env()
+    else:
+        command = [sys.executable] + program.command(program.raw, work / "raw")
+        env = side_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    return run_side(command, recorded(program, env, work, "raw"), work, work / "raw.log")
 
 
 def run_port(program: Program, work: Path) -> int:
     command = [sys.executable] + program.command(program.port, work / "lightning")
     env = side_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    return run_side(command, env, work, work / "lightning.log")
+    return run_side(command, recorded(program, env, work, "lightning"), work, work / "lightning.log")
 
 
 def compare(program: Program, work: Path) -> tuple[int, str, dict]:
