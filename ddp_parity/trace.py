@@ -111,6 +111,7 @@ from ddp_parity.trace_files import (  # noqa: F401  (the layout, the error and t
     validation_record_problem,
     write_json_atomic,
 )
+from ddp_parity.update_dump import install as install_update_dump
 from ddp_parity.watch import ModuleWatch
 
 watch_parent_if_asked()  # a process the harness launched dies with it (a no-op anywhere else)
@@ -265,6 +266,7 @@ class TraceRecorder:
         self._started = True
         self._last_time = time.perf_counter()
         self._restore_hooks = install_exit_hooks(self, self.handle_signals)
+        self._update_dump = install_update_dump(self.run_dir, self.rank, self.note_unrecorded)  # its env, if set
 
     # -- attempts -----------------------------------------------------------------------------
 
@@ -696,6 +698,8 @@ class TraceRecorder:
             self._ended = self._ended or "close()"
         if self._watch is not None:  # its hooks on the user's model end with the trace
             self._watch.detach()
+        if getattr(self, "_update_dump", None) is not None:  # and the step hooks of DDP_PARITY_DUMP_UPDATE
+            self._update_dump.remove()
 
 
 STAGED_BYTES_LIMIT = 256 * 2**20  # host copies of accelerator batches held before a flush writes them

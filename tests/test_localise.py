@@ -10,6 +10,7 @@ import pytest
 
 from ddp_parity.compare.modules import format_module_finding, localise, needs_replay, replay_instruction
 from ddp_parity.harness.replay import step_to_replay
+from ddp_parity.update_dump import DUMP_ENV
 from ddp_parity.watch import WATCH_STEP_ENV
 
 
@@ -173,6 +174,7 @@ def test_replay_launch_is_the_same_command_watching_one_step(tmp_path):
         replay = replay_launch(launch, 7)
         assert replay.run_dir == Path(f"{launch.run_dir}-watch7")
         assert replay.env[WATCH_STEP_ENV] == "7" and replay.env["MASTER_PORT"] != launch.env["MASTER_PORT"]
+        assert replay.env[DUMP_ENV] == "7"  # the update of the step dumped for its replay (issue 46 item 5)
         assert str(launch.run_dir) not in replay.command and str(replay.run_dir) in replay.command
         unchanged = [a for a in launch.command if a != str(launch.run_dir) and not a.startswith("--master_port")]
         assert [

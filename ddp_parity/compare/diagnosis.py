@@ -25,6 +25,7 @@ from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import format_module_finding, localise
 from ddp_parity.compare.story import check_story
+from ddp_parity.compare.update_replay import replay_sentence, replay_update
 from ddp_parity.compare.walk import Criterion
 
 # the names this module has always offered (tests, the harness): defined in compare/causes
@@ -67,6 +68,7 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found = check_measured(ctx) or check_equivalent(ctx, setup_differs=setup)
         found.setup_differs = setup
     found.module = ctx.cache.get("module")
+    _add_replay(found, cmp, ctx)
     if found.category not in UPSTREAM_CATEGORIES and not found.unchecked:
         found.unchecked = ctx.unchecked()
     if found.unchecked:
@@ -84,6 +86,25 @@ def diagnose_failure(run_a, run_b, criterion=None, stall: dict | None = None, la
     `criterion`: the report's (Criterion.describe()'s form)."""
     cmp = compare_runs(run_a, run_b, Criterion.from_description(criterion), tolerant=True)
     return diagnose_comparison(cmp, run_labels(cmp, labels), stall=stall)
+
+
+# the findings about an update that a replay of the optimizer step can prove or refute
+REPLAYED_CATEGORIES = ("optimizer", "param_groups")
+
+
+def _add_replay(found: Finding, cmp, ctx: Context) -> None:
+    """Where both sides dumped the update of the step the parameters part at (DDP_PARITY_DUMP_UPDATE),
+    the replay's result goes beside the finding: which ingredient reconciles the two, or that none alone does."""
+    first = ctx.earliest
+    if found.category not in REPLAYED_CATEGORIES or first is None or first.get("step") is None:
+        return
+    try:
+        replay = replay_update(cmp.run_a, cmp.run_b, first.get("rank") or 0, first["step"])
+    except Exception:  # noqa: BLE001 - a replay is extra proof; its failure must not hide the diagnosis
+        return
+    if replay is not None:
+        found.evidence["replay"] = replay
+        found.explanation += " " + replay_sentence(replay, ctx.names)
 
 
 def _localise(cmp, first: dict) -> dict | None:

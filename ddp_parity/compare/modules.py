@@ -458,7 +458,8 @@ def replay_instruction(step: int, run_a=None, run_b=None, *, harness: str) -> st
         f"    {WATCH_STEP_ENV}={step} torchrun --nproc_per_node=N your_loop.py --run_dir RUN_A_W\n"
         f"    {WATCH_STEP_ENV}={step} python your_lightning_script.py --run_dir RUN_B_W\n"
         f"then: {harness} --traces RUN_A_W RUN_B_W  (needs recorder.watch(model) in the loop; "
-        f"TraceCallback watches by itself)"
+        f"TraceCallback watches by itself; add DDP_PARITY_DUMP_UPDATE={step} to have the step's optimizer update "
+        "replayed too)"
     )
 
 

@@ -8,13 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from ddp_parity.compare.comparator import Criterion, compare_runs, compare_to_reference
-from ddp_parity.compare.diagnosis import diagnose_failure, format_diagnosis
+from ddp_parity.compare.diagnosis import REPLAYED_CATEGORIES, diagnose_failure, format_diagnosis
 from ddp_parity.compare.findings import Report
 from ddp_parity.compare.html import HTML_FILE, write_html
 from ddp_parity.compare.modules import format_module_finding
 from ddp_parity.compare.noise import Controls
 from ddp_parity.compare.pipeline import build_report, verdict_under_noise
 from ddp_parity.compare.report import PLOT_FILE, REPORT_FILE, format_summary, plot_loss_curves, write_report
+from ddp_parity.compare.update_replay import replay_sentence
 from ddp_parity.harness.exits import EXIT_DIFFERENT, EXIT_EQUIVALENT, UsageError
 from ddp_parity.harness.failure import failure_report
 from ddp_parity.harness.launch import Outcome
@@ -156,6 +157,9 @@ def add_replay(out: Path, report: Report, replay: dict) -> None:
     report.sections["replay"] = replay
     if replay.get("module"):
         report.diagnosis.module = replay["module"]
+    if replay.get("update") and report.diagnosis.category in REPLAYED_CATEGORIES:  # the update's proof
+        report.diagnosis.evidence["replay"] = replay["update"]
+        report.diagnosis.explanation += " " + replay_sentence(replay["update"], tuple(report.labels))
     try:
         write_report(out, report)
         write_html(out, report)

@@ -22,7 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ddp_parity.compare.modules import localise, needs_replay
+from ddp_parity.compare.update_replay import replay_update
 from ddp_parity.harness.launch import Launch, free_port, run_launches
+from ddp_parity.update_dump import DUMP_ENV
 from ddp_parity.watch import WATCH_STEP_ENV
 
 # the per-step quantities a module can explain; a divergence in the samples is the data order's
@@ -46,7 +48,8 @@ def replay_launch(launch: Launch, step: int) -> Launch:
     run_dir = Path(f"{launch.run_dir}-watch{step}")
     port = str(free_port())
     commands = [_retarget(cmd, launch.run_dir, run_dir, port) for cmd in launch.commands]
-    env = {**launch.env, WATCH_STEP_ENV: str(step), "MASTER_PORT": port}
+    # the update of that step dumped too: the replay of the optimizer step proves or refutes an update finding
+    env = {**launch.env, WATCH_STEP_ENV: str(step), DUMP_ENV: str(step), "MASTER_PORT": port}
     name = f"{launch.side}-watch{step}"
     return replace(launch, side=name, commands=commands, env=env, run_dir=run_dir,
                    log_path=launch.log_path.with_name(f"{name}.log"))  # fmt: skip
@@ -66,20 +69,24 @@ def _retarget(cmd: list[str], old_dir: Path, new_dir: Path, port: str) -> list[s
 
 
 def replay_and_localise(
-    launch_a: Launch, launch_b: Launch, step: int, timeout: float, stall_seconds: float | None = None
+    launch_a: Launch, launch_b: Launch, step: int, timeout: float, stall_seconds: float | None = None, rank: int = 0
 ) -> dict:
-    """Run both sides again watching `step` (both at once) and localise the divergence there.
+    """Run both sides again watching `step` (both at once) and localise the divergence there; the update of
+    that step is dumped and replayed too (rank `rank`'s).
 
-    Returns {"step", "runs": {"a", "b"}, "module": localise(...) or None, "failed": [what failed]}."""
+    Returns {"step", "runs": {"a", "b"}, "module": localise(...) or None, "update": replay_update(...) or
+    None, "failed": [what failed]}."""
     launches = [replay_launch(launch_a, step), replay_launch(launch_b, step)]
     outcomes = run_launches(launches, timeout, stall_seconds)
     failed = [o.describe() for o in outcomes if not o.ok]
-    module = None
+    module = update = None
     if not failed:
         module = localise(launches[0].run_dir, launches[1].run_dir, step=step)
+        update = replay_update(launches[0].run_dir, launches[1].run_dir, rank, step)
     return {
         "step": step,
         "runs": {"a": str(launches[0].run_dir), "b": str(launches[1].run_dir)},
         "module": module,
+        "update": update,
         "failed": failed,
     }

@@ -395,6 +395,10 @@ def _norm_of_side(ctx: Context, side: str, f: dict):
     # each gradient's largest |g| and sum of |g| (sketch.py's grad_maxabs, grad_l1) prove the infinity norm
     # and the 1-norm; older traces lack them
     record, fields = pair[0 if side == "a" else 1], layers.get("fields") or []
+    norm_type = record.get("clip_norm_type")
+    if ctx.meta(side).get("recorded_by") == "hooks" and norm_type in ("inf", 1, 1.0):
+        # the hooks' grad_norm is what clip_grad_norm_ returned, under the norm_type it was given: recorded
+        return ("inf", None) if norm_type == "inf" else ("L1", None)
     maxabs = relations.layer_column(record, fields, "grad_maxabs")
     l1 = relations.layer_column(record, fields, "grad_l1")
     return relations.norm_of(f[side], layers.get("names") or [], column, maxabs, l1)

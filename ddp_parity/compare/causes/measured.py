@@ -22,7 +22,6 @@ from ddp_parity.compare import relations
 from ddp_parity.compare.causes.backward import GRADIENTS_NORM_TYPE, _norm_finding, check_clipped_norm
 from ddp_parity.compare.causes.base import (
     FEW_ULPS,
-    RECORDING_WHY,
     Cause,
     Context,
     Evidence,
@@ -304,7 +303,7 @@ def _records_digest(ctx: Context, side: str) -> bool:
 RECORDED_MEASURE = Cause(
     "recording.measured",
     check_measured,
-    why=RECORDING_WHY,
+    why="Nothing in the training needs fixing; only what was written down differs.",  # the proof said the rest
     fix="{fix}",
     doc="The samples and the parameters (the digest after every step, the final tensors) equal, a measured "
     "quantity not (the loss, gradient norm, lr, validation): EQUIVALENT, each difference a note naming its "

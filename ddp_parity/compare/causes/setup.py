@@ -442,10 +442,6 @@ CONFIG_SEED = Cause(
 # records of an equal training, so they are compared as per-step series (the recorded lr), never as
 # construction facts, unless a record made at the optimizer's construction holds them
 SCHEDULED_KEYS = ("lr", "initial_lr", "momentum", "betas", "max_lr", "min_lr", "max_momentum", "base_momentum")
-# of those, the keys a recorded series stands for: every record holds the step's lr, but no explicit
-# record holds a momentum or betas series, so these are compared as the first step read them (the
-# recorder takes the param groups once, at its first record): skipped, a momentum slip went unseen
-STEP_SERIES_KEYS = tuple(k for k in SCHEDULED_KEYS if k not in ("momentum", "betas"))
 # meta.json's record of every optimizer as constructed, before any scheduler touched it (written by the
 # hooks of `ddp-parity record`, which see the construction): where both sides hold the stepped one, every
 # key is compared
@@ -471,8 +467,7 @@ def check_param_groups(ctx: Context) -> Finding | None:
         facts = f"The optimizers differ: {opt_a['class']} on {na}, {opt_b['class']} on {nb}."
         evidence = {"optimizer_class": ctx.both(opt_a["class"], opt_b["class"])}
         return finding(ctx, PARAM_GROUPS_CLASS, None, None, evidence, facts, a=na, b=nb, b_class=opt_b["class"])
-    skip = () if at_construction else STEP_SERIES_KEYS
-    settings_a, settings_b = _settings_by_param(opt_a, skip), _settings_by_param(opt_b, skip)
+    settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
     pairs = match_keys(list(settings_a), list(settings_b), None)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
     differing: dict[str, list] = {}
@@ -481,13 +476,20 @@ def check_param_groups(ctx: Context) -> Finding | None:
         for key in sorted(set(sa) | set(sb)):
             if not same_value(sa.get(key), sb.get(key)):
                 differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
+    if not at_construction:  # a scheduled key apart on every parameter may be a schedule read elsewhere
+        apart = {s.split(":", 1)[0]: set() for s in differing}
+        for setting, names in differing.items():
+            apart[setting.split(":", 1)[0]].update(names)
+        scheduled = {k for k, names in apart.items() if k in SCHEDULED_KEYS and len(names) == len(pairs)}
+        differing = {s: n for s, n in differing.items() if s.split(":", 1)[0] not in scheduled}
     if not differing:
         return None
     lines = [f"{setting} for {_name_list(names)}" for setting, names in differing.items()]
     when = (
         "as constructed"
         if at_construction
-        else "as the first step read them (the lr, which a scheduler changes, is compared step by step)"
+        else "where no schedule explains them (an lr, momentum or betas apart on every parameter is compared step by "
+        "step, as a schedule read at another point)"
     )
     facts = f"The optimizer's param groups differ {when} ({na} vs {nb}): {'; '.join(lines)}."
     setting, names = next(iter(differing.items()))
@@ -507,12 +509,12 @@ GROUP_WHY = {
 }
 
 
-def _settings_by_param(optimizer: dict, skip=()) -> dict[str, dict]:
+def _settings_by_param(optimizer: dict) -> dict[str, dict]:
     out = {}
     for group in optimizer.get("param_groups") or []:
         if not isinstance(group, dict):
             continue
-        hyper = {k: v for k, v in group.items() if k != "params" and k not in SCHEDULER_BOOKKEEPING and k not in skip}
+        hyper = {k: v for k, v in group.items() if k != "params" and k not in SCHEDULER_BOOKKEEPING}
         for name in group.get("params") or []:
             out[str(name)] = hyper
     return out
@@ -535,8 +537,8 @@ PARAM_GROUPS = Cause(
     fix="Build the same param groups on both sides: give {names} the same {key} on both sides (one param group "
     "for them, or the same split).",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
-    "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise as the "
-    "first step read them, the lr apart (a per-step series).",
+    "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise where no "
+    "schedule explains them (lr, momentum or betas apart on every parameter are per-step series).",
 )
 PARAM_GROUPS_CLASS = Cause(
     "param_groups.class",

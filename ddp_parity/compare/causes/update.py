@@ -308,9 +308,14 @@ def clip_differences(ctx: Context, rank, step) -> list[str]:
 
 
 def _no_clip(ctx: Context, side: str) -> str:
+    """What a record without clip facts says: no clip call (the hooks see every one), the Trainer's
+    gradient_clip_val unset (TraceCallback's meta.trainer), else nothing (unrecorded)."""
     meta = ctx.meta(side)
-    sees_every_clip = meta.get("recorded_by") == "hooks" or isinstance(meta.get("trainer"), dict)
-    return "none (no clipping)" if sees_every_clip else "unrecorded"
+    if meta.get("recorded_by") == "hooks":
+        return "none (no clip_grad_norm_ call)"
+    if isinstance(meta.get("trainer"), dict):
+        return "none (the Trainer's gradient_clip_val unset)"
+    return "unrecorded"
 
 
 def _scheduler_order(ctx: Context, f: dict) -> dict:

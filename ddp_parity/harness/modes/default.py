@@ -138,7 +138,8 @@ def localise_by_replay(plan: Plan, launches: list[Launch], report: Report, out: 
     print(f"step {step} was not watched: replaying both sides watching it, to name the layer ...", flush=True)
     by_side = {launch.side: launch for launch in launches}
     stall, _ = plan.stall
-    replay = replay_and_localise(by_side[a], by_side[b], step, plan.timeout, stall)
+    rank = (report.first_divergence or {}).get("rank") or 0
+    replay = replay_and_localise(by_side[a], by_side[b], step, plan.timeout, stall, rank=rank)
     comparing.add_replay(out, report, replay)
 
 
