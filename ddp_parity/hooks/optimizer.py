@@ -168,7 +168,7 @@ def _record_step(live, optimizer) -> None:
         epoch=live.epoch if live.epoch_given else live.loader_pass,  # set_epoch's value, else the loader's pass
         lr=update.get("lr"),
         grad_norm=grad_norm,
-        batch=live.batches or None,  # the recorder digests it (batch_digest), or says what it could not
+        batch=live.batches or live.forward_inputs or None,  # digested as batch_digest by the recorder
         **extra,
     )
 
