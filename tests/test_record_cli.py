@@ -317,7 +317,7 @@ for batch in batches:
 @pytest.mark.parametrize("loader", ["torch.utils.data.DataLoader(data, batch_size=4)", "data.split(4)"])
 def test_one_process_recorded_by_record_is_a_trace_the_comparison_reads(tmp_path, loader):
     """A plain `python` loop, with a DataLoader and with batches of its own (no sampler to record): every
-    step is in the trace with its parameters' digest (and the batch's, from a loader), meta.json passes
+    step is in the trace with its parameters' and its batch's digest, meta.json passes
     the comparison's reading, and nothing is noted unrecorded. (Before: the hooks never started, looking
     for the explicit recorders where trace.py no longer keeps them; then every step was refused for a
     batch_digest= the recorder writes itself; then a run without a loader wrote `sampler: null`.)"""
@@ -331,7 +331,7 @@ def test_one_process_recorded_by_record_is_a_trace_the_comparison_reads(tmp_path
     records = read_records(out, 0)
     assert [r["step"] for r in records] == [1, 2, 3]
     assert all("param_digest" in r for r in records)
-    assert all("batch_digest" in r for r in records) == loader.startswith("torch.utils.data")
+    assert all("batch_digest" in r for r in records)  # a loader's batch, or the model's training inputs
 
 
 PASSES_LOOP = """
@@ -356,3 +356,23 @@ def test_a_loop_without_set_epoch_records_the_loaders_pass_as_the_epoch(tmp_path
     code, _, stderr = record("--out", tmp_path / "run", "--", PY, "-c", PASSES_LOOP)
     assert code == 0, stderr
     assert [r["epoch"] for r in read_records(tmp_path / "run", 0)] == [0, 0, 0, 1, 1, 1]
+
+
+def test_a_loop_that_draws_its_own_batches_records_them_as_a_loader_would(tmp_path):
+    """nanoGPT draws its windows with torch.randint, no DataLoader: the model's training forwards' inputs
+    are the step's batch (an evaluation under no_grad is not), digested as a DataLoader's batches of the
+    same tensors are. (Before: no batch_digest, and the data of such a loop was unrecorded.)"""
+    own = ONE_PROCESS_LOOP.format(loader="data.split(4)").replace(
+        "for batch in batches:",
+        "for batch in batches:\n    with torch.no_grad():\n        model.eval()(data)\n    model.train()",
+    )
+    runs = {}
+    for name, program in (
+        ("own", own),
+        ("loader", ONE_PROCESS_LOOP.format(loader="torch.utils.data.DataLoader(data, batch_size=4)")),
+    ):
+        code, _, stderr = record("--out", tmp_path / name, "--", PY, "-c", program)
+        assert code == 0, stderr
+        runs[name] = [r.get("batch_digest") for r in read_records(tmp_path / name, 0)]
+    assert len(runs["own"]) == 3 and None not in runs["own"]
+    assert runs["own"] == runs["loader"]

@@ -149,6 +149,8 @@ def _watch_top_calls() -> None:
         if live is not None and depth["n"] == 0 and live.optimizer is None:
             if not any(seen() is module for seen in live.root_modules):
                 live.root_modules.append(weakref.ref(module))
+            if module.training and torch.is_grad_enabled():
+                live.forward_inputs.append(args)  # step 1's batch, where no DataLoader gives it
         depth["n"] += 1
 
     def post(module, args, output):
@@ -162,6 +164,19 @@ def _watch_top_calls() -> None:
 
 
 _TOP_CALL_HOOKS: list = []
+
+
+@guarded("the model's training inputs")
+def watch_training_inputs(live) -> None:
+    """From the first step on: the inputs of each training forward of the model the steps train (in
+    train mode, with gradients), the step's batch for a loop that draws its own (nanoGPT's get_batch).
+    They are the batch's digest only where no DataLoader batch was consumed."""
+
+    def pre(module, args, kwargs):
+        if module.training and torch.is_grad_enabled() and not getattr(live.local, "ours", False):
+            live.forward_inputs.append((args, kwargs) if kwargs else args)
+
+    live.model.register_forward_pre_hook(pre, with_kwargs=True)
 
 
 def stop_watching_top_calls() -> None:

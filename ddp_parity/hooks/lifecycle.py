@@ -68,6 +68,8 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     live.facts["_names"] = names
     if live.model is None:
         live.could_not("the model", LookupError("no module seen owns the optimizer's parameters"))
+    else:
+        context.watch_training_inputs(live)
     recorder = TraceRecorder(
         live.run_dir,
         side=live.side,

@@ -175,7 +175,7 @@ def _record_step(live, optimizer) -> None:
         epoch=live.epoch if live.epoch_given else live.loader_pass,  # set_epoch's value, else the loader's pass
         lr=_number_or_noted(recorder, "lr", update.get("lr"), live.steps),
         grad_norm=_number_or_noted(recorder, "grad_norm", grad_norm, live.steps),
-        batch=live.batches or None,  # digested as one batch of the micro-batches' leaves, as TraceCallback does
+        batch=live.batches or live.forward_inputs or None,  # digested as one batch of the leaves, as TraceCallback does
         **extra,
     )
 
