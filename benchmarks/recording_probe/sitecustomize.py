@@ -43,7 +43,7 @@ def _install_probe() -> None:
 def _caller() -> str | None:
     """Where the call comes from when it is the recording's code (the first frame outside torch is
     ddp_parity's): "module.function", else None."""
-    frame = sys._getframe(3)
+    frame = sys._getframe(2)  # 0: here, 1: the wrapper of the read, 2: the code that reads
     while frame is not None:
         name = frame.f_code.co_filename
         if _TORCH not in name:
