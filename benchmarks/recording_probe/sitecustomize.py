@@ -8,9 +8,10 @@ A read counted is a call made from a frame of the ddp_parity package (torch's ow
 are looked through) of what waits for a device's tensor: item, tolist, numpy, cpu, to("cpu"),
 __bool__/__float__/__int__/__index__, nonzero, and torch.cuda/torch.accelerator.synchronize. On a CPU
 none of them waits; on an accelerator each would, unless the code reads there only what is on the host
-(the recorder's `device.type == "cpu"` branches: docs/benchmarks.md names the sites). Reads inside
-TraceRecorder.flush are counted apart: flush runs at every step on a CPU (host values cost nothing to
-write) and every `flush_every` steps on an accelerator.
+(the recorder's `device.type == "cpu"` branches: docs/benchmarks.md names the sites). Counted apart:
+reads inside TraceRecorder.flush (it runs at every step on a CPU, where host values cost nothing to
+write, and every `flush_every` steps on an accelerator), and reads before the first step ended or under TraceRecorder's
+start, finish or close (once per run).
 """
 
 import atexit
@@ -26,7 +27,8 @@ _TORCH = os.sep + "torch" + os.sep
 _READS = ("item", "tolist", "numpy", "cpu", "__bool__", "__float__", "__int__", "__index__", "nonzero")
 
 _steps: list[float] = []
-_reads = {"in_flush": {}, "elsewhere": {}}
+_reads = {"in_flush": {}, "start_or_end": {}, "elsewhere": {}}
+_ONCE = ("start", "finish", "close")  # TraceRecorder's: once per run, not per step
 _state = {"flushing": 0}
 
 
@@ -40,23 +42,27 @@ def _install_probe() -> None:
     atexit.register(_write)
 
 
-def _caller() -> str | None:
+def _caller() -> tuple[str, bool] | None:
     """Where the call comes from when it is the recording's code (the first frame outside torch is
-    ddp_parity's): "module.function", else None."""
-    frame = sys._getframe(3)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if _TORCH not in name:
-            if _PACKAGE not in name:
-                return None
-            return f"{os.path.basename(name).removesuffix('.py')}.{frame.f_code.co_name}"
+    ddp_parity's): ("module.function", whether TraceRecorder's start/finish/close is on the stack)."""
+    frame = sys._getframe(2)  # 0: here, 1: the wrapper of the read, 2: the code that reads
+    while frame is not None and _TORCH in frame.f_code.co_filename:
         frame = frame.f_back
-    return None
+    if frame is None or _PACKAGE not in frame.f_code.co_filename:
+        return None
+    site = f"{os.path.basename(frame.f_code.co_filename).removesuffix('.py')}.{frame.f_code.co_name}"
+    once = False
+    while frame is not None and not once:
+        once = frame.f_code.co_filename.endswith(os.sep + "trace.py") and frame.f_code.co_name in _ONCE
+        frame = frame.f_back
+    return site, once
 
 
-def _count(name: str, caller: str) -> None:
-    where = _reads["in_flush" if _state["flushing"] else "elsewhere"]
-    key = f"{name} in {caller}"
+def _count(name: str, caller: tuple[str, bool]) -> None:
+    site, once = caller
+    once = once or not _steps  # before the first step ended: the model as given to DDP, the recorder's start
+    where = _reads["in_flush" if _state["flushing"] else "start_or_end" if once else "elsewhere"]
+    key = f"{name} in {site}"
     where[key] = where.get(key, 0) + 1
 
 
