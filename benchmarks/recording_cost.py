@@ -23,8 +23,6 @@ slows it): benchmarks/recording_probe/sitecustomize.py says what a counted read 
 from __future__ import annotations
 
 import argparse
-import ast
-import io
 import json
 import os
 import re
@@ -33,10 +31,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.programs.hooks import strip_parity
 from ddp_parity.harness.launch import free_port, torchrun_args
 
 HERE = Path(__file__).resolve().parent
@@ -122,97 +120,14 @@ WORKLOADS = {
 # the plain program: the corpus's `# parity` lines taken out
 
 
-def strip_parity(source: str) -> str:
-    """The program as it was before it was instrumented: every statement with a line marked `# parity`
-    removed (a statement over several lines with it), except that a marked `from ddp_parity import`
-    binds its names to what they stand for without the tool (destroy_process_group: torch's, any
-    other: None), a marked `NAME = TraceRecorder(...)` becomes `NAME = None` (a recorder the program
-    still passes around, never used), a marked `parser.add_argument(...)` stays (every variant takes
-    the same command line), a marked `destroy_process_group()` (torch's now) and `del` stay (gloo
-    aborts a process that exits with its group and DDP alive), and a marked line of a def's header
-    stays. A block left empty gets `pass`."""
-    marked = {
-        tok.start[0]
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-        if tok.type == tokenize.COMMENT and tok.string.startswith("# parity")
-    }
-    if not marked:
-        return source
-    lines = source.splitlines(keepends=True)
-    replace: dict[int, str | None] = {}  # first line (1-based) -> new text; the statement's other lines go
-    for node in ast.walk(ast.parse(source)):
-        for body_name in ("body", "orelse", "finalbody", "handlers"):
-            body = getattr(node, body_name, None)
-            if not isinstance(body, list):
-                continue
-            kept = 0
-            for stmt in body:
-                if not isinstance(stmt, ast.stmt):
-                    kept += 1
-                    continue
-                header_end = stmt.body[0].lineno - 1 if _is_compound(stmt) else stmt.end_lineno
-                if not marked & set(range(stmt.lineno, header_end + 1)) or _is_compound(stmt):
-                    kept += 1
-                    continue
-                indent = re.match(r"\s*", lines[stmt.lineno - 1]).group(0)
-                replace[stmt.lineno] = _without_tool(stmt, indent)
-                for line in range(stmt.lineno + 1, stmt.end_lineno + 1):
-                    replace[line] = ""
-                kept += replace[stmt.lineno] != ""
-            if body and not kept:
-                first = body[0]
-                indent = re.match(r"\s*", lines[first.lineno - 1]).group(0)
-                replace[first.lineno] = f"{indent}pass\n"
-    return "".join(replace.get(n, line) for n, line in enumerate(lines, start=1))
-
-
-def _is_compound(stmt: ast.stmt) -> bool:
-    return hasattr(stmt, "body") and isinstance(stmt.body, list) and bool(stmt.body)
-
-
-def _without_tool(stmt: ast.stmt, indent: str) -> str:
-    called = getattr(stmt.value, "func", None) if isinstance(stmt, ast.Expr) else None
-    kept_call = getattr(called, "attr", getattr(called, "id", None)) in ("add_argument", "destroy_process_group")
-    if kept_call or isinstance(stmt, ast.Delete):
-        return ast.unparse(stmt).join((indent, "\n"))
-    if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "ddp_parity":
-        out = []
-        for alias in stmt.names:
-            name = alias.asname or alias.name
-            if alias.name == "destroy_process_group":
-                out.append(f"{indent}from torch.distributed import destroy_process_group as {name}\n")
-            else:
-                out.append(f"{indent}{name} = None\n")
-        return "".join(out)
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-        called = stmt.value.func
-        if getattr(called, "id", getattr(called, "attr", None)) == "TraceRecorder":
-            return f"{indent}{ast.unparse(stmt.targets[0])} = None\n"
-    return ""
-
-
-# the lines where the instrumentation replaced the program's own (not only added to it), as the program had them
-RESTORED = {
-    "nanogpt": [
-        (
-            "        scaler.unscale_(optimizer)\n",
-            "        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n",
-        ),
-    ],
-}
-
-
 def plain_folder(workload: Workload, work: Path) -> Path:
-    """A copy of the program's folder with its script stripped (`strip_parity`)."""
+    """A copy of the program's folder with its script stripped: the corpus's own `strip_parity` (the lines
+    marked `# parity` out, a line the instrumentation changed back as its authors wrote it)."""
     folder = work / "plain" / workload.folder
     if not folder.exists():
         shutil.copytree(PROGRAMS / workload.folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
         script = folder / workload.script
-        text = strip_parity(script.read_text())
-        for after, line in RESTORED.get(workload.folder, []):
-            if "# parity" in (PROGRAMS / workload.folder / workload.script).read_text():
-                text = text.replace(after, after + line, 1)
-        script.write_text(text)
+        script.write_text(strip_parity(script.read_text()))
     return folder
 
 

@@ -1,5 +1,6 @@
 """benchmarks/recording_cost.py: the plain programs it builds from the corpus (their `# parity` lines
-taken out) and, run end to end on the smallest program, that it prints its figures (not timed)."""
+taken out by the corpus's own strip, tested in test_programs_hooks.py) and, run end to end on the smallest
+program, that it prints its figures (not timed)."""
 
 from __future__ import annotations
 
@@ -9,48 +10,7 @@ import re
 import pytest
 
 from benchmarks import recording_cost
-from benchmarks.recording_cost import PROGRAMS, WORKLOADS, plain_folder, strip_parity
-
-INSTRUMENTED = """\
-import argparse
-from ddp_parity import TraceRecorder, destroy_process_group  # parity
-
-
-def train(loader, model, recorder):  # parity: the recorder passed in
-    for batch in loader:
-        loss = model(batch)
-        recorder.record(
-            1, loss, model=model
-        )  # parity
-    if loss:
-        recorder.tick()  # parity
-
-
-def main():
-    recorder = TraceRecorder("trace", side="raw")  # parity
-    recorder.start()  # parity
-    train([1, 2], lambda b: b * 2, recorder)
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--run_dir", default="trace")  # parity
-    del recorder  # parity
-    destroy_process_group()  # parity
-"""
-
-
-def test_strip_parity_takes_out_the_instrumentation_and_leaves_a_program():
-    plain = strip_parity(INSTRUMENTED)
-    assert "recorder.record" not in plain and "recorder.start" not in plain and "recorder.tick" not in plain
-    assert "from torch.distributed import destroy_process_group as destroy_process_group" in plain
-    assert "TraceRecorder = None" in plain and "    recorder = None\n" in plain
-    assert "def train(loader, model, recorder):" in plain  # a def's header stays, its caller passes None
-    assert "parser.add_argument('--run_dir', default='trace')" in plain  # the same command line in every variant
-    assert "    if loss:\n        pass\n" in plain  # a block left empty
-    assert "    del recorder\n    destroy_process_group()\n" in plain  # torch's, the DDP wrapper dropped first
-    ast.parse(plain)
-
-
-def test_strip_parity_leaves_an_unmarked_program_as_it_is():
-    assert strip_parity("import torch\nx = 1  # a comment\n") == "import torch\nx = 1  # a comment\n"
+from benchmarks.recording_cost import PROGRAMS, WORKLOADS, plain_folder
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
