@@ -247,6 +247,8 @@ import torch, torch.distributed as dist
 from ddp_parity.runs import write_error_file
 dist.init_process_group("gloo")
 rank = dist.get_rank()
+if rank == 0:  # stays until it sees its peer gone, however soon torchrun stops it: its error file is sure
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 try:
     dist.barrier()
     if rank == 1:
@@ -278,3 +280,37 @@ def test_after_a_kill_9_of_rank_1_the_summary_names_rank_1s_sigkill(tmp_path):
     failure = failure_report(outcome)
     assert failure["rank"] == 1 and "SIGKILL" in failure["error_lines"][0], failure
     assert "rank(s) 0" in failure["error_lines"][1] and "consequence" in failure["error_lines"][1]
+
+
+TORCHRUN_PEER_FIRST = """Failures:
+[1]:
+  time      : 2026-12-04_15:00:00
+  host      : vm
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 12)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 12
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-04_15:00:00
+  host      : vm
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 11)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+"""
+
+
+def test_a_killed_rank_seen_in_the_same_poll_as_its_peer_is_still_the_one_blamed():
+    """torchrun's summary (its format, as it prints it) when the killed rank and the peer that lost it
+    exit within one poll: the peer may be its "first observed failure". SIGKILL, which torchrun never
+    sends first, still names the killed rank; a SIGTERM (torchrun stopping a survivor) does not."""
+    from ddp_parity.harness.failure import failure_report
+    from ddp_parity.harness.launch import Outcome
+
+    peer = {"rank": 0, "type": "RuntimeError", "message": "Connection reset by peer", "time": 1.0}
+    failure = failure_report(Outcome("raw", 1, 1.0, errors=[peer], log_tail=TORCHRUN_PEER_FIRST))
+    assert failure["rank"] == 1 and "SIGKILL" in failure["error_lines"][0], failure
+    stopped = TORCHRUN_PEER_FIRST.replace("-9 (pid", "-15 (pid").replace("9 (SIGKILL)", "15 (SIGTERM)")
+    assert failure_report(Outcome("raw", 1, 1.0, errors=[peer], log_tail=stopped))["rank"] == 0

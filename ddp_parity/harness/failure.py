@@ -13,7 +13,7 @@ PEER_FAILURE = re.compile(
 ERROR_LINE = re.compile(r"error:|\w+Error\b|exitcode\s*:", re.IGNORECASE)
 # torchrun's summary of a failed job: the rank it observed failing first, and its exit code (negative:
 # killed by that signal). Its "Failures:" list before it also holds the ranks torchrun itself stopped.
-ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.DOTALL)
+FAILURE_ENTRY = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
 SIGNAL_NAME = re.compile(r"Signal\s+\d+\s+\((SIG\w+)\)")
 
 
@@ -61,14 +61,20 @@ def is_peer_failure(error: dict) -> bool:
 
 
 def killed_rank(log_tail: str) -> tuple[int, int, str] | None:
-    """(rank, signal number, signal name) of the root cause torchrun names, when it was killed by a
-    signal (a negative exit code): a rank killed outright writes no error file of its own."""
-    match = ROOT_CAUSE.search(log_tail)
-    if match is None or int(match.group(2)) >= 0:
-        return None
-    rank, signum = int(match.group(1)), -int(match.group(2))
-    named = SIGNAL_NAME.search(log_tail, match.end())
-    return rank, signum, named.group(1) if named else f"signal {signum}"
+    """(rank, signal number, signal name) of a rank killed by a signal (a negative exit code) as
+    torchrun lists it: its root cause when that was killed; otherwise a rank of its other failures
+    killed by SIGKILL, which torchrun never sends first (it stops the survivors with SIGTERM): where
+    the killed rank and the peer that lost it are seen in one poll, the peer may be called first. A
+    rank killed outright writes no error file of its own."""
+    root_at = log_tail.rfind("Root Cause")
+    entries = [(m.start() > root_at >= 0, m) for m in FAILURE_ENTRY.finditer(log_tail)]
+    for is_root, match in sorted(entries, key=lambda e: not e[0]):
+        code = int(match.group(2))
+        if code < 0 and (is_root or code == -9):
+            rank, signum = int(match.group(1)), -code
+            named = SIGNAL_NAME.search(log_tail, match.end(), match.end() + 400)
+            return rank, signum, named.group(1) if named else f"signal {signum}"
+    return None
 
 
 def killed_report(outcome: Outcome, rank: int, signum: int, name: str) -> dict:
