@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import harness_in_process
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ddp_parity.trace import TraceRecorder
@@ -139,6 +139,7 @@ def apply(run: Path, edit: tuple) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(edits=st.lists(EDITS, min_size=1, max_size=3), side=st.sampled_from("ab"))
+@example(edits=[("delete", "final.safetensors")], side="a")  # a finding whose words needed a value it lacked
 def test_an_edited_run_ends_in_a_documented_exit_code_one_line_and_no_traceback(recorded, edits, side):
     with tempfile.TemporaryDirectory(prefix="edited-") as tmp:
         runs = {name: shutil.copytree(run, Path(tmp) / name, symlinks=True) for name, run in zip("ab", recorded)}

@@ -242,6 +242,10 @@ STATE_NAMES = Cause(
 PROBLEMS = replace(
     STEP_COUNT,
     check=check_problems,
+    why="What the comparison pairs (final tensors by name, validation figures by step) exists on one side only: a "
+    "run that stopped before its end writes no final parameters, and a validation missing has no counterpart.",
+    fix="Let both runs finish (the final parameters are written at the end), validate at the same points on both "
+    "sides, and compare again; the problems listed say which file or record is missing.",
     doc="The steps match, but the comparison reports structural problems (no final parameters, a "
     "validation missing): one run did not finish, or the sides validate at other points.",
 )
