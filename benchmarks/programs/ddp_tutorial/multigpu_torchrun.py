@@ -117,7 +117,7 @@ def main(save_every: int, total_epochs: int, batch_size: int, snapshot_path: str
     trainer = Trainer(model, train_data, optimizer, save_every, snapshot_path, recorder)  # parity
     trainer.train(total_epochs)
     recorder.finish(model)  # parity
-    del trainer  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    del trainer  # teardown, not recording: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()
 
 

@@ -168,7 +168,7 @@ def training_function(config, args):
         accelerator.print(f"epoch {epoch}:", eval_metric)
         recorder.record_validation(epoch, optimizer_steps, eval_metric)  # parity
     recorder.finish(model)  # parity
-    del model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    del model  # teardown, not recording: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()  # parity
 
 

@@ -130,7 +130,7 @@ def main_worker(args):
                 is_best,
             )
     recorder.finish(model)  # parity
-    del model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    del model  # teardown, not recording: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()  # parity
 
 

@@ -48,7 +48,7 @@ def demo_basic(args):
                 step, loss, idx, epoch=epoch, grad_norm=grad_norm, optimizer=optimizer, model=model
             )  # parity
     recorder.finish(model)  # parity
-    del ddp_model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    del ddp_model  # teardown, not recording: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()  # parity, as written: dist.destroy_process_group()
     print(f"Finished running basic DDP example on rank {rank}.")
 

@@ -272,5 +272,5 @@ while True:
 
 recorder.finish(raw_model)  # parity
 if ddp:
-    del model  # parity: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
+    del model  # teardown, not recording: the DDP wrapper dropped before destroy_process_group (docs/plugin.md)
     destroy_process_group()
