@@ -33,6 +33,7 @@ KINDS = {
     *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
     *("recording.measured", "init.parameter", "data_order.not_shuffled"),
     *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied"),  # issue 46
+    *("optimizer.lr_shift",),  # issue 46: an lr set by hand, shifted (no scheduler step recorded)
 }
 
 

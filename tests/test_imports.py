@@ -110,6 +110,7 @@ def test_the_causes_import_one_phase_after_another():
     order = [
         "configuration",
         "base",
+        "implicated",
         "samples",
         "setup",
         "resume",

@@ -85,6 +85,7 @@ CAUSES: tuple[Cause, ...] = (
     backward.GRADIENTS,
     update.RECORDED_LR,
     update.OPTIMIZER_LR_AHEAD,
+    update.OPTIMIZER_LR_SHIFT,
     update.OPTIMIZER_LR,
     update.OPTIMIZER_EFFECTIVE_LR,
     update.OPTIMIZER_CLIP,
