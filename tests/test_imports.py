@@ -114,6 +114,7 @@ def test_the_causes_import_one_phase_after_another():
         "samples",
         "setup",
         "resume",
+        "seeds",
         "data",
         "undetermined",
         "forward",
