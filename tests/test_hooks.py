@@ -102,7 +102,6 @@ def test_a_lightning_port_recorded_by_hooks_is_equivalent_to_the_raw_loop(raw_ru
     [
         ("scheduler_first", "optimizer.lr_ahead", 3, "call scheduler.step() after optimizer.step()"),
         ("clip", "optimizer.clip", 1, "Clip the same way"),
-        ("no_reseed", "rng.reseed", 1, "Seed the global generator at the same points on both sides"),
     ],
 )
 def test_a_slip_recorded_by_hooks_is_named_as_on_explicit_traces(raw_runs, tmp_path, slip, kind, step, fix):

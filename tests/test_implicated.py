@@ -4,14 +4,22 @@ of failure"), each on a pair trained by the tests' own loop (tests/loops_of_our_
 4. a function in a param group is compared by its name, never by the memory address its repr holds;
 3. a setup fact that cannot explain the first divergence (an optimizer fact where the runs part before any
    update) is said beside the cause, never as the headline;
-5. an lr set by hand, shifted by a step, where neither side recorded a scheduler step: no scheduler advice.
+5. an lr set by hand, shifted by a step, where neither side recorded a scheduler step: no scheduler advice;
+2. a re-seed after the model's build on one side, named from the seeds the hooks recorded (a small program of
+   the tests' own, tests/hooks_programs/seed_loop.py, recorded with no line changed).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, child_env
 from loops_of_our_own import Loop, pair
 
 from ddp_parity import compare_traces
+from ddp_parity.hooks import recording_env
 
 
 def test_a_function_in_the_param_groups_is_compared_by_its_name_not_its_address(tmp_path):
@@ -58,3 +66,27 @@ def test_a_scheduler_a_step_ahead_keeps_its_scheduler_advice(tmp_path):
     base = Loop(schedule="exp", gamma=0.5, record_scheduler_count=True)
     d = compare_traces(*pair(tmp_path, base, base.changed(lr_read="by_hand", schedule=None, hand_ahead=1)))["diagnosis"]
     assert d["kind"] == "optimizer.lr_ahead" and "scheduler.step()" in d["advice"], (d["kind"], d["explanation"])
+
+
+SEED_LOOP = REPO / "tests" / "hooks_programs" / "seed_loop.py"
+
+
+def recorded_seed_loop(run_dir: Path, *args: str) -> Path:
+    env = recording_env(run_dir, run_dir.name, child_env())
+    proc = subprocess.run(
+        [sys.executable, str(SEED_LOOP), *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+    assert proc.returncode == 0 and "step 4 loss" in proc.stdout, proc.stderr
+    return run_dir
+
+
+def test_a_reseed_after_the_build_is_named_from_the_seeds_the_hooks_recorded(tmp_path):
+    """2. One side seeds again after building its model (as Lightning's DDP setup does), so its shuffle draws
+    from the seed, the other's after the initial weights: the samples part at step 1, before any update, and
+    the hooks recorded [0] against [0, 0] before step 1. Named as such, never worker seeding or a sampler."""
+    once, twice = recorded_seed_loop(tmp_path / "once"), recorded_seed_loop(tmp_path / "twice", "--reseed")
+    d = compare_traces(once, twice)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.reseed", 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["seeds_before_step_1"] == {"once": [0], "twice": [0, 0]}, d["evidence"]
+    assert "worker" not in d["advice"] and "build the model after the last seed" in d["advice"], d["advice"]
+    assert compare_traces(twice, recorded_seed_loop(tmp_path / "again", "--reseed"))["verdict"] == "equivalent"

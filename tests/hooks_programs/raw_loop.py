@@ -2,7 +2,7 @@
 per-step StepLR and clipping over the optimizer's parameters, written to train bitwise as
 lightning_loop.py does. It prints its losses and saves its final weights (--save).
 
-    torchrun --nproc_per_node=2 tests/hooks_programs/raw_loop.py --save W.pt [--slip scheduler_first|clip|no_reseed]
+    torchrun --nproc_per_node=2 tests/hooks_programs/raw_loop.py --save W.pt [--slip scheduler_first|clip]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SMALL = dict(run_dir="", epochs=2, num_samples=256, val_samples=64)
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--save", required=True)
-    p.add_argument("--slip", choices=["scheduler_first", "clip", "no_reseed"])
+    p.add_argument("--slip", choices=["scheduler_first", "clip"])
     args = p.parse_args()
     cfg = Config(**SMALL)
     pin_threads(cfg.threads)
@@ -36,8 +36,7 @@ def main() -> int:
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     model = build_model(cfg)
-    if args.slip != "no_reseed":
-        seed_everything(cfg.seed)  # as Lightning's DDPStrategy.setup_distributed() resets the seed
+    seed_everything(cfg.seed)  # as Lightning's DDPStrategy.setup_distributed() resets the seed
     ddp_model = DDP(model)
     optimizer = build_optimizer(model.parameters(), cfg)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=STEP_SIZE, gamma=GAMMA)
