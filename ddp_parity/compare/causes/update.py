@@ -110,7 +110,8 @@ def check_lr_shift(ctx: Context) -> Finding | None:
                 f"shifted rates. Neither side recorded a scheduler.step(): the lr is set otherwise (by hand), and "
                 f"{relation.side}'s rate at each step is the one the other uses {relation.value} step(s) later."
             )
-            return finding(ctx, OPTIMIZER_LR_SHIFT, f["step"], f["rank"], evidence, facts, side=relation.side)
+            values = {"side": relation.side, "k": relation.value}
+            return finding(ctx, OPTIMIZER_LR_SHIFT, f["step"], f["rank"], evidence, facts, **values)
         return finding(ctx, OPTIMIZER_LR_AHEAD, f["step"], f["rank"], evidence, facts, side=relation.side)
     checked = (
         "the parameters stay equal at every step, so the optimizer applied the same rates"
@@ -153,8 +154,9 @@ OPTIMIZER_LR_SHIFT = Cause(
     check_lr_shift,
     why="The rate each optimizer step applies is the other side's rate of another step: where the lr is "
     "computed for the step (set before or after the step, or from another step count), the two sides disagree.",
-    fix="On {side}, set the lr for a step from the same step count, at the same point (before its optimizer.step()) "
-    "as the other side: both sides' rates at every step must be the same numbers.",
+    fix="Set each step's lr at the same point on both sides ({side} runs {k} step(s) ahead): an lr set after "
+    "optimizer.step() on one side is the next step's rate there, or computed from another step count; set it "
+    "before each optimizer.step(), from the same step count, on both.",
     doc="One side's lr is the other's shifted by k steps, the parameters part, and neither side recorded a "
     "`scheduler.step()` (hooks record every call): the lr set by hand, at another step.",
     requires=Evidence("the lr shifted and the parameters parting", lambda d: "params_part_at" in d.evidence),
