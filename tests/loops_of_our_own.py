@@ -60,6 +60,7 @@ class Loop:
     hand_ahead: int = 0  # with lr_read="by_hand": the lr set for the step this many steps later
     record_scheduler_count: bool = False  # record scheduler_steps_before (the scheduler.step() calls since
     # the previous optimizer step) as the hooks do
+    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark while recording (it acts on no CPU kernel)
     group_fn: bool = False  # a function as a param-group value (LARS's weight_decay_filter), recorded by repr
 
     def changed(self, **knobs) -> Loop:
@@ -145,8 +146,13 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     scheduler = scheduler_of(optimizer, s)
     x = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 3, (64,), generator=torch.Generator().manual_seed(2))
-    recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
-    recorder.start(facts={"sampler": s.sampler} if s.sampler else None)
+    benchmark = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = s.cudnn_benchmark
+    try:
+        recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
+        recorder.start(facts={"sampler": s.sampler} if s.sampler else None)
+    finally:
+        torch.backends.cudnn.benchmark = benchmark
     if s.watch:
         recorder.watch(model, steps="all")
     drawn = batches(s, len(x))

@@ -53,6 +53,27 @@ def test_an_optimizer_fact_still_headlines_when_the_runs_part_after_the_update(t
     assert d["category"] == "param_groups" and "momentum" in d["explanation"], d["explanation"]
 
 
+ON_CPU = {"device": "cpu"}  # as TraceCallback and the hooks record it
+
+
+def test_a_cudnn_flag_on_a_cpu_run_is_never_the_headline(tmp_path):
+    """cudnn.benchmark on one side, every rank on a CPU: the samples that part at step 1 are the headline,
+    the flag said beside them as acting on nothing; on an equal pair it is no warning."""
+    base = Loop(extra_meta=ON_CPU)
+    d = compare_traces(*pair(tmp_path / "d", base, base.changed(cudnn_benchmark=True, order_seed=4)))["diagnosis"]
+    assert d["category"] == "data_order", (d["category"], d["explanation"])
+    assert [n["kind"] for n in d["evidence"]["not_the_cause"]] == ["config.torch_flags"], d["evidence"]
+    report = compare_traces(*pair(tmp_path / "e", base, base.changed(cudnn_benchmark=True)))
+    assert report["verdict"] == "equivalent" and report["warnings"] == [], report["warnings"]
+    assert "cudnn_benchmark" in report["diagnosis"]["explanation"]
+
+
+def test_a_cudnn_flag_where_the_device_is_unrecorded_stays_a_configuration_difference(tmp_path):
+    base = Loop()
+    d = compare_traces(*pair(tmp_path, base, base.changed(cudnn_benchmark=True, order_seed=4)))["diagnosis"]
+    assert d["kind"] == "config.torch_flags", (d["kind"], d["explanation"])
+
+
 def test_an_lr_set_by_hand_a_step_ahead_gets_no_scheduler_advice(tmp_path):
     base = Loop(lr_read="by_hand", gamma=0.9, record_scheduler_count=True)
     d = compare_traces(*pair(tmp_path, base, base.changed(hand_ahead=1)))["diagnosis"]

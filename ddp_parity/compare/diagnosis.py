@@ -60,14 +60,14 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
     idle: list[tuple[Finding, str]] = []  # setup findings that cannot explain the first divergence, and why
     for check in CHECKS:  # the last, equivalent, always finds
         found = check(ctx)
-        if found is not None and found.category in SETUP_CATEGORIES and not cmp.equivalent:
+        if found is not None and found.category in SETUP_CATEGORIES:
             why = cannot_explain(ctx, found)
             if why:
                 idle.append((found, why))
                 continue
         if found is not None:
             break
-    if idle and found.category != "equivalent":  # said beside the cause, never a difference hidden
+    if idle:  # said beside the cause (or the equivalent verdict), never a difference hidden
         found.evidence["not_the_cause"] = [{"kind": f.kind, "why": why} for f, why in idle]
         found.explanation += " Also recorded, not the cause: " + "; ".join(why for _, why in idle) + "."
     if found.category in SETUP_CATEGORIES and stall is None and cmp.equivalent:

@@ -40,7 +40,7 @@ def holds_address(value) -> bool:
 # depend on the optimizer
 BEFORE_UPDATE = ("samples", "batch", "loss", "grad_norm")
 # the configuration keys that act only on a CUDA device
-CUDA_ONLY_FLAGS = ("cudnn_benchmark", "cudnn_deterministic", "cudnn_enabled", "cudnn_allow_tf32", "allow_tf32")
+CUDA_ONLY_FLAGS = ("cudnn_benchmark", "cudnn_deterministic", "allow_tf32_cudnn", "allow_tf32_matmul")
 
 
 def before_any_update(ctx: Context) -> dict | None:
