@@ -35,6 +35,8 @@ def check_reseed(ctx: Context) -> Finding | None:
     seeds = [seeds_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
     if None in seeds or seeds[0] == seeds[1] or sampler_differences(ctx):
         return None  # unrecorded, the same seeds, or another sampler (its own cause)
+    if set(map(str, seeds[0])) != set(map(str, seeds[1])) or len(seeds[0]) == len(seeds[1]):
+        return None  # other seed values (a per-rank seed, another seed) are not a re-seed: their own causes
     more = "a" if len(seeds[0]) > len(seeds[1]) else "b"
     na, nb = ctx.names
     evidence = {"seeds_before_step_1": ctx.both(*seeds), "first_divergence": first.get("quantity")}
@@ -57,7 +59,7 @@ RNG_RESEED = Cause(
     fix="Seed the global generator at the same points on both sides: build the model after the last seed on "
     "both (Lightning: in configure_model, which runs after the re-seed; raw: torch.manual_seed(seed) again "
     "right after building the model, as Lightning does), so that the same draws follow the same seed.",
-    doc="The hooks' seeds before step 1 differ (a re-seed on one side, Lightning's seed_everything in its DDP "
+    doc="The hooks' seeds before step 1 are the same values, seeded more often on one side (a re-seed, Lightning's seed_everything in its DDP "
     "setup) and the runs part at step 1 before any update, in the samples or the batch.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
