@@ -59,7 +59,7 @@ RNG_RESEED = Cause(
     fix="Seed the global generator at the same points on both sides: build the model after the last seed on "
     "both (Lightning: in configure_model, which runs after the re-seed; raw: torch.manual_seed(seed) again "
     "right after building the model, as Lightning does), so that the same draws follow the same seed.",
-    doc="The hooks' seeds before step 1 are the same values, seeded more often on one side (a re-seed, Lightning's seed_everything in its DDP "
-    "setup) and the runs part at step 1 before any update, in the samples or the batch.",
+    doc="The hooks' seeds before step 1 are the same values, set more often on one side (a re-seed: Lightning's "
+    "seed_everything in its DDP setup), and the runs part at step 1 before any update, in the samples or the batch.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
