@@ -56,6 +56,12 @@ class Loop:
     tie: bool = False  # with deep: layer 4's weight is layer 2's
     step_offset: int = 0  # the recorded step = step × step_factor + step_offset
     step_factor: int = 1
+    # issue 46's classes found on public programs
+    hand_ahead: int = 0  # with lr_read="by_hand": the lr set for the step this many steps later
+    record_scheduler_count: bool = False  # record scheduler_steps_before (the scheduler.step() calls since
+    # the previous optimizer step) as the hooks do
+    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark while recording (it acts on no CPU kernel)
+    group_fn: bool = False  # a function as a param-group value (LARS's weight_decay_filter), recorded by repr
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -101,7 +107,15 @@ def optimizer_of(model: nn.Module, s: Loop) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     if s.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay, eps=s.eps)
-    return torch.optim.SGD(params, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+    optimizer = torch.optim.SGD(params, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+    if s.group_fn:  # the same function, a new object on each side (as in two processes): its repr's address differs
+
+        def exclude_bias(p) -> bool:
+            return p.ndim == 1
+
+        for group in optimizer.param_groups:
+            group["weight_decay_filter"] = exclude_bias
+    return optimizer
 
 
 def scheduler_of(optimizer, s: Loop):
@@ -132,15 +146,20 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     scheduler = scheduler_of(optimizer, s)
     x = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 3, (64,), generator=torch.Generator().manual_seed(2))
-    recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
-    recorder.start(facts={"sampler": s.sampler} if s.sampler else None)
+    benchmark = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = s.cudnn_benchmark
+    try:
+        recorder = TraceRecorder(run_dir, side=side, config=s.config, extra_meta=s.extra_meta or None)
+        recorder.start(facts={"sampler": s.sampler} if s.sampler else None)
+    finally:
+        torch.backends.cudnn.benchmark = benchmark
     if s.watch:
         recorder.watch(model, steps="all")
     drawn = batches(s, len(x))
     for step in range(1, s.steps + 1):
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
-                group["lr"] = s.lr * s.gamma ** (step - 1)
+                group["lr"] = s.lr * s.gamma ** (step - 1 + s.hand_ahead)
         if step == s.skip_at:
             next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
         epoch, indices = next(drawn)
@@ -165,6 +184,8 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             if s.lr_read == "after_scheduler":
                 lr = optimizer.param_groups[0]["lr"]
         clip = {"clip_max_norm": s.clip, "clip_norm_type": 2.0} if s.record_clip and s.clip is not None else {}
+        if s.record_scheduler_count:
+            clip["scheduler_steps_before"] = 1 if scheduler is not None and step > 1 else 0
         recorder.record(
             step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,

@@ -15,7 +15,19 @@ from ddp_parity.compare.causes.base import Cause, Evidence
 
 REPO = Path(__file__).resolve().parents[1]
 CAUSES_DIR = REPO / "ddp_parity" / "compare" / "causes"
-PHASES = ("setup", "resume", "data", "forward", "backward", "update", "end", "undetermined", "noise", "measured")
+PHASES = (
+    "setup",
+    "resume",
+    "seeds",
+    "data",
+    "forward",
+    "backward",
+    "update",
+    "end",
+    "undetermined",
+    "noise",
+    "measured",
+)
 
 # the kinds report.json may carry: a public contract (renaming one breaks users' filters)
 KINDS = {
@@ -33,6 +45,7 @@ KINDS = {
     *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
     *("recording.measured", "init.parameter", "data_order.not_shuffled"),
     *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied"),  # issue 46
+    *("optimizer.lr_shift", "rng.reseed"),  # issue 46: an lr set by hand, shifted (no scheduler step recorded)
 }
 
 

@@ -110,9 +110,11 @@ def test_the_causes_import_one_phase_after_another():
     order = [
         "configuration",
         "base",
+        "implicated",
         "samples",
         "setup",
         "resume",
+        "seeds",
         "data",
         "undetermined",
         "forward",

@@ -477,6 +477,17 @@ BUGS = (
         world=2,
     ),
     Case(
+        "per-rank partitions against a DistributedSampler under DDP (mlp)",
+        "PyTorch distributed tutorial (dist_tuto): a DataPartitioner per rank, each rank's loader shuffled alike",
+        MLP.changed(validate=False),
+        MLP.changed(validate=False, sampler="partition"),
+        "data_order",
+        1,
+        None,
+        "draw the same samples at each step",
+        world=2,
+    ),
+    Case(
         "loss averaged over the global batch under DDP (mlp)",
         "tutorial classic (DDP tutorial): dividing the loss by the world size although DDP averages gradients",
         MLP,

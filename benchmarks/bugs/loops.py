@@ -44,6 +44,9 @@ class Setup:
     shuffle: bool = True
     drop_last: bool = False
     sampler: str = "random"  # "distributed": DistributedSampler(num_replicas=1, rank=0)
+    # "partition" (under DDP): each rank reads its own partition of the data (a seeded shuffle split by rank, as
+    # the PyTorch distributed tutorial's DataPartitioner), shuffled from the same seed on every rank: the indices
+    # a rank records are positions in its partition, the same on every rank, the samples not
     set_epoch: bool = True
     workers: int = 0
     seeded_workers: bool = False
@@ -121,7 +124,9 @@ def build_loader(s: Setup, n: int | None = None) -> DataLoader:
     data = Samples(s.family, n or s.samples, augment=s.augment)
     rank, world = rank_and_world()
     sampler = None
-    if s.sampler == "distributed" or world > 1:
+    if s.sampler == "partition":
+        data = Partition(data, rank, world)
+    elif s.sampler == "distributed" or world > 1:
         sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=SEED)
     return DataLoader(
         data,
@@ -135,6 +140,21 @@ def build_loader(s: Setup, n: int | None = None) -> DataLoader:
         if s.seeded_workers
         else None,
     )
+
+
+class Partition(torch.utils.data.Dataset):
+    """Rank `rank`'s share of `data`: a seeded permutation split by rank; item i is the partition's i-th
+    sample, its "index" i (a position in the partition, as a loader over it records)."""
+
+    def __init__(self, data, rank: int, world: int):
+        order = torch.randperm(len(data), generator=torch.Generator().manual_seed(SEED)).tolist()
+        self.data, self.ids = data, order[rank::world]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {**self.data[self.ids[i]], "index": i}
 
 
 def rank_and_world() -> tuple[int, int]:

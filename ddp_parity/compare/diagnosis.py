@@ -19,6 +19,7 @@ from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
 from ddp_parity.compare.causes.base import FEW_ULPS, Context, unchecked_sentence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, strip_config
 from ddp_parity.compare.causes.end import check_equivalent
+from ddp_parity.compare.causes.implicated import cannot_explain
 from ddp_parity.compare.causes.measured import check_measured
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
 from ddp_parity.compare.comparator import compare_runs, run_labels
@@ -57,10 +58,19 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
     first = ctx.earliest
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
         ctx.cache["module"] = _localise(cmp, first)
+    idle: list[tuple[Finding, str]] = []  # setup findings that cannot explain the first divergence, and why
     for check in CHECKS:  # the last, equivalent, always finds
         found = check(ctx)
+        if found is not None and found.category in SETUP_CATEGORIES:
+            why = cannot_explain(ctx, found)
+            if why:
+                idle.append((found, why))
+                continue
         if found is not None:
             break
+    if idle:  # said beside the cause (or the equivalent verdict), never a difference hidden
+        found.evidence["not_the_cause"] = [{"kind": f.kind, "why": why} for f, why in idle]
+        found.explanation += " Also recorded, not the cause: " + "; ".join(why for _, why in idle) + "."
     if found.category in SETUP_CATEGORIES and stall is None and cmp.equivalent:
         # every number agrees bit for bit: a setup difference did not change this run, so it is a
         # warning beside an equivalent verdict, never a cause (it may still change a larger run)

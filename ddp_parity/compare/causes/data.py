@@ -20,6 +20,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
+from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.samples import (
     consumed_later,
     other,
@@ -301,6 +302,15 @@ def check_samples(ctx: Context) -> Finding | None:
         values = {"side": ctx.label(side), "rank": rank}
         return finding(ctx, DATA_EVALUATION, step, rank, evidence, facts, **values)
     shared = _shared_across_ranks(ctx, step)
+    if shared is not None and shared_refuted(ctx, *shared, step):
+        side, ranks = shared  # the same indices, other batches: positions in each rank's own dataset
+        evidence["same_positions_other_batches"] = {"side": ctx.label(side), "ranks": ranks}
+        facts += (
+            f" On {ctx.label(side)}, ranks {' and '.join(map(str, ranks))} recorded the same indices at step {step} "
+            "but other batch digests: the indices are positions in each rank's own dataset (a partition), not the "
+            "same samples."
+        )
+        shared = None
     if shared is not None:
         side, ranks = shared
         evidence["shared_by_ranks"] = {"side": ctx.label(side), "ranks": ranks}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
+from ddp_parity.compare.causes.implicated import stable
 from ddp_parity.compare.comparator import match_keys, missing_meta, strip_known_prefixes
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import params_differing_before
@@ -474,7 +475,7 @@ def check_param_groups(ctx: Context) -> Finding | None:
     for name, (ka, kb) in sorted(pairs.items()):
         sa, sb = settings_a[ka], settings_b[kb]
         for key in sorted(set(sa) | set(sb)):
-            if not same_value(sa.get(key), sb.get(key)):
+            if not same_value(stable(sa.get(key)), stable(sb.get(key))):  # a function by its name, not address
                 differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
     if not at_construction:  # a scheduled key apart on every parameter may be a schedule read elsewhere
         apart = {s.split(":", 1)[0]: set() for s in differing}

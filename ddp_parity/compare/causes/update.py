@@ -103,6 +103,15 @@ def check_lr_shift(ctx: Context) -> Finding | None:
             f"shifted rates, so {relation.side}'s schedule runs {relation.value} iteration(s) ahead."
         )
         evidence["params_part_at"] = parted
+        if no_scheduler_steps(ctx, f["rank"]):  # the lr set by hand: its shape is what the records prove
+            evidence["scheduler_steps"] = "none recorded on either side"
+            facts = (
+                f"{relation.sentence[:-1]}, and the parameters part at step {parted}: the optimizer applied the "
+                f"shifted rates. Neither side recorded a scheduler.step(): the lr is set otherwise (by hand), and "
+                f"{relation.side}'s rate at each step is the one the other uses {relation.value} step(s) later."
+            )
+            values = {"side": relation.side, "k": relation.value}
+            return finding(ctx, OPTIMIZER_LR_SHIFT, f["step"], f["rank"], evidence, facts, **values)
         return finding(ctx, OPTIMIZER_LR_AHEAD, f["step"], f["rank"], evidence, facts, side=relation.side)
     checked = (
         "the parameters stay equal at every step, so the optimizer applied the same rates"
@@ -138,6 +147,28 @@ OPTIMIZER_LR_AHEAD = Cause(
     "iterations ahead (scheduler.step() before optimizer.step()).",
     requires=Evidence("the lr shifted and the parameters parting", lambda d: "params_part_at" in d.evidence),
 )
+
+
+OPTIMIZER_LR_SHIFT = Cause(
+    "optimizer.lr_shift",
+    check_lr_shift,
+    why="The rate each optimizer step applies is the other side's rate of another step: where the lr is "
+    "computed for the step (set before or after the step, or from another step count), the two sides disagree.",
+    fix="Set each step's lr at the same point on both sides ({side} runs {k} step(s) ahead): an lr set after "
+    "optimizer.step() on one side is the next step's rate there, or computed from another step count; set it "
+    "before each optimizer.step(), from the same step count, on both.",
+    doc="One side's lr is the other's shifted by k steps, the parameters part, and neither side recorded a "
+    "`scheduler.step()` (hooks record every call): the lr set by hand, at another step.",
+    requires=Evidence("the lr shifted and the parameters parting", lambda d: "params_part_at" in d.evidence),
+)
+
+
+def no_scheduler_steps(ctx: Context, rank) -> bool:
+    """Both sides recorded, at every aligned step, how many scheduler.step() calls came before it, and
+    every count is 0 (hooks record it; an explicit loop that records nothing leaves it open)."""
+    pairs = list(aligned_records(ctx, rank))
+    counts = [r.get("scheduler_steps_before") for pair in pairs for r in pair]
+    return bool(counts) and all(c == 0 for c in counts)
 
 
 # ---------------------------------------------------------------------------------------------

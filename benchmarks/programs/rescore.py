@@ -1,0 +1,161 @@
+"""python -m benchmarks.programs.rescore [WORDS]: the three hook-recorded programs' first-pass rounds (each port as
+the commit of that round left it) and slips (each an edit of the raw program) recorded again and compared by the
+tool as it is now; one JSON line each (the diagnosis kind, step, words, warnings). docs/programs.md, "After-fix
+score", was made with it. WORDS: run only the variants whose "program what" contains them."""
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.programs.corpus import PROGRAMS
+from benchmarks.programs.run import HERE, run_pair
+from ddp_parity import compare_traces
+
+REPO = HERE.parents[1]
+
+
+def port_at(commit, prog):
+    return subprocess.run(
+        ["git", "show", f"{commit}:benchmarks/programs/{prog}/lightning_port.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+VARIANTS = [
+    ("dist_tuto", "round 1", {"lightning_port.py": ("PORT", "37d4792")}),
+    ("dist_tuto", "round 2", {"lightning_port.py": ("PORT", "197be5f")}),
+    ("barlowtwins", "round 1", {"lightning_port.py": ("PORT", "143b473")}),
+    ("barlowtwins", "round 2", {"lightning_port.py": ("PORT", "55ebc02")}),
+    ("barlowtwins", "round 3", {"lightning_port.py": ("PORT", "07cd160")}),
+    ("vicreg", "round 1", {"lightning_port.py": ("PORT", "69f480d")}),
+    ("vicreg", "round 2", {"lightning_port.py": ("PORT", "f792682")}),
+    ("vicreg", "round 3", {"lightning_port.py": ("PORT", "56b5371")}),
+    ("vicreg", "round 4 (equal pair)", {}),
+    ("dist_tuto", "slip: gradients summed", {"train_dist.py": ("        param.grad.data /= size\n", "")}),
+    (
+        "dist_tuto",
+        "slip: lr x world size",
+        {"train_dist.py": ("lr=0.01, momentum=0.5", "lr=0.01 * size, momentum=0.5")},
+    ),
+    (
+        "dist_tuto",
+        "slip: shuffle=False",
+        {"train_dist.py": ("batch_size=bsz, shuffle=True)", "batch_size=bsz, shuffle=False)")},
+    ),
+    (
+        "barlowtwins",
+        "slip: lr set after the step",
+        {
+            "main.py": (
+                "            adjust_learning_rate(args, optimizer, loader, step)\n",
+                "",
+                "            scaler.update()\n",
+                "            scaler.update()\n            adjust_learning_rate(args, optimizer, loader, step)\n",
+            )
+        },
+    ),
+    ("barlowtwins", "slip: no set_epoch", {"main.py": ("        sampler.set_epoch(epoch)\n", "")}),
+    (
+        "barlowtwins",
+        "slip: weight_decay_filter=False",
+        {
+            "main.py": (
+                "weight_decay_filter=True, lars_adaptation_filter=True",
+                "weight_decay_filter=False, lars_adaptation_filter=True",
+            )
+        },
+    ),
+    (
+        "vicreg",
+        "slip: lr x world size",
+        {
+            "main_vicreg.py": (
+                "    base_lr = args.base_lr * args.batch_size / 256\n",
+                "    base_lr = args.base_lr * args.batch_size / 256 * args.world_size\n",
+            )
+        },
+    ),
+    (
+        "vicreg",
+        "slip: clip_grad_norm_ added",
+        {
+            "main_vicreg.py": (
+                "            scaler.scale(loss).backward()\n            scaler.step(optimizer)\n",
+                (
+                    "            scaler.scale(loss).backward()\n            scaler.unscale_(optimizer)\n"
+                    "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                    "            scaler.step(optimizer)\n"
+                ),
+            )
+        },
+    ),
+    (
+        "vicreg",
+        "slip: FullGatherLayer.backward without all_reduce",
+        {"main_vicreg.py": ("        dist.all_reduce(all_gradients)\n", "")},
+    ),
+]
+
+
+def main(only=None):
+    root = Path(tempfile.mkdtemp(prefix="rescore-"))
+    out = []
+    for i, (prog, what, edits) in enumerate(VARIANTS):
+        if only and only not in f"{prog} {what}":
+            continue
+        program = PROGRAMS[prog]
+        folder = root / f"src{i:02d}"
+        shutil.copytree(HERE / program.folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        if prog == "vicreg" and what.startswith("slip"):  # the port imports main_vicreg: it keeps the unslipped one
+            shutil.copy(folder / "main_vicreg.py", folder / "main_vicreg_orig.py")
+            port = (folder / "lightning_port.py").read_text()
+            port = port.replace("import main_vicreg\n", "import main_vicreg_orig as main_vicreg\n")
+            port = port.replace("from main_vicreg import", "from main_vicreg_orig import")
+            (folder / "lightning_port.py").write_text(port)
+        for file, edit in edits.items():
+            path = folder / file
+            if edit[0] == "PORT":
+                path.write_text(port_at(edit[1], prog))
+                continue
+            text = path.read_text()
+            for old, new in zip(edit[::2], edit[1::2]):
+                assert text.count(old) == 1, (prog, what, old)
+                text = text.replace(old, new)
+            path.write_text(text)
+        variant = dataclasses.replace(program, folder=str(folder))
+        result = run_pair(variant, root / f"work{i:02d}", in_process=True)
+        report = {}
+        if not result.failed:
+            work = root / f"work{i:02d}"
+            report = compare_traces(
+                *[work / s / program.trace for s in ("raw", "lightning")], ignore_config=program.ignore_config
+            )
+        d = report.get("diagnosis") or {}
+        warnings = report.get("warnings", [])
+        row = {
+            "work": str(root / f"work{i:02d}"),
+            "program": prog,
+            "what": what,
+            "verdict": result.verdict,
+            "failed": result.failed,
+            "kind": d.get("kind"),
+            "step": d.get("step"),
+            "explanation": d.get("explanation"),
+            "advice": d.get("advice"),
+            "warnings": [w.get("message") for w in warnings],
+            "setup_differs": (d.get("setup_differs") or {}).get("explanation"),
+        }
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -1,0 +1,41 @@
+"""A loop that seeds the global generator, builds its model, and with --reseed seeds again after the build (as
+Lightning's DDP setup re-seeds every rank); its DataLoader shuffles from the global generator. It knows nothing
+of any recorder.
+
+    python tests/hooks_programs/seed_loop.py [--reseed]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--reseed", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    if args.reseed:
+        torch.manual_seed(0)  # after the build: the shuffle below draws from the seed, not after the weights
+    g = torch.Generator().manual_seed(1)
+    data = TensorDataset(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g))
+    loader = DataLoader(data, batch_size=4, shuffle=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step, (x, y) in enumerate(loader, start=1):
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(f"step {step} loss {loss.item():.8f}", flush=True)
+        if step == 4:
+            break
+
+
+if __name__ == "__main__":
+    main()

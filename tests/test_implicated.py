@@ -1,0 +1,113 @@
+"""Issue 46's classes of failure seen on public programs nobody here had ported (docs/programs.md, "The classes
+of failure"), each on a pair trained by the tests' own loop (tests/loops_of_our_own.py):
+
+4. a function in a param group is compared by its name, never by the memory address its repr holds;
+3. a setup fact that cannot explain the first divergence (an optimizer fact where the runs part before any
+   update) is said beside the cause, never as the headline;
+5. an lr set by hand, shifted by a step, where neither side recorded a scheduler step: no scheduler advice;
+2. a re-seed after the model's build on one side, named from the seeds the hooks recorded (a small program of
+   the tests' own, tests/hooks_programs/seed_loop.py, recorded with no line changed).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, child_env
+from loops_of_our_own import Loop, pair
+
+from ddp_parity import compare_traces
+from ddp_parity.hooks import recording_env
+
+
+def test_a_function_in_the_param_groups_is_compared_by_its_name_not_its_address(tmp_path):
+    base = Loop(group_fn=True)
+    report = compare_traces(*pair(tmp_path, base, base))
+    assert report["verdict"] == "equivalent", report["diagnosis"]["explanation"]
+    assert not any("0x" in w["message"] or "param groups" in w["message"] for w in report["warnings"]), report[
+        "warnings"
+    ]
+
+
+def test_a_slip_is_not_hidden_by_a_function_s_address_in_the_param_groups(tmp_path):
+    base = Loop(group_fn=True)
+    d = compare_traces(*pair(tmp_path, base, base.changed(loss_scale=2.0)))["diagnosis"]
+    assert d["category"] != "param_groups" and "0x" not in d["explanation"], d["explanation"]
+
+
+def test_an_optimizer_fact_does_not_headline_a_divergence_before_any_update(tmp_path):
+    """The optimizers differ (momentum), and the batches differ from step 1 (another sampler seed): step 1's
+    samples are drawn before any update, so the headline is the samples, the optimizer said beside it."""
+    base = Loop()
+    d = compare_traces(*pair(tmp_path, base, base.changed(momentum=0.9, order_seed=4)))["diagnosis"]
+    assert d["category"] == "data_order" and d["step"] == 1, (d["category"], d["explanation"])
+    assert [n["kind"] for n in d["evidence"]["not_the_cause"]] == ["param_groups"], d["evidence"]
+    assert "momentum" in d["explanation"] and "before any optimizer update" in d["explanation"]
+
+
+def test_an_optimizer_fact_still_headlines_when_the_runs_part_after_the_update(tmp_path):
+    base = Loop()
+    d = compare_traces(*pair(tmp_path, base, base.changed(momentum=0.9)))["diagnosis"]
+    assert d["category"] == "param_groups" and "momentum" in d["explanation"], d["explanation"]
+
+
+ON_CPU = {"device": "cpu"}  # as TraceCallback and the hooks record it
+
+
+def test_a_cudnn_flag_on_a_cpu_run_is_never_the_headline(tmp_path):
+    """cudnn.benchmark on one side, every rank on a CPU: the samples that part at step 1 are the headline,
+    the flag said beside them as acting on nothing; on an equal pair it is no warning."""
+    base = Loop(extra_meta=ON_CPU)
+    d = compare_traces(*pair(tmp_path / "d", base, base.changed(cudnn_benchmark=True, order_seed=4)))["diagnosis"]
+    assert d["category"] == "data_order", (d["category"], d["explanation"])
+    assert [n["kind"] for n in d["evidence"]["not_the_cause"]] == ["config.torch_flags"], d["evidence"]
+    report = compare_traces(*pair(tmp_path / "e", base, base.changed(cudnn_benchmark=True)))
+    assert report["verdict"] == "equivalent" and report["warnings"] == [], report["warnings"]
+    assert "cudnn_benchmark" in report["diagnosis"]["explanation"]
+
+
+def test_a_cudnn_flag_where_the_device_is_unrecorded_stays_a_configuration_difference(tmp_path):
+    base = Loop()
+    d = compare_traces(*pair(tmp_path, base, base.changed(cudnn_benchmark=True, order_seed=4)))["diagnosis"]
+    assert d["kind"] == "config.torch_flags", (d["kind"], d["explanation"])
+
+
+def test_an_lr_set_by_hand_a_step_ahead_gets_no_scheduler_advice(tmp_path):
+    base = Loop(lr_read="by_hand", gamma=0.9, record_scheduler_count=True)
+    d = compare_traces(*pair(tmp_path, base, base.changed(hand_ahead=1)))["diagnosis"]
+    assert d["kind"] == "optimizer.lr_shift", (d["kind"], d["explanation"])
+    assert "scheduler.step()" not in d["advice"] and "1 step(s)" in d["explanation"], d["advice"]
+
+
+def test_a_scheduler_a_step_ahead_keeps_its_scheduler_advice(tmp_path):
+    """The same shift against a scheduler whose steps are recorded (halving: its rates equal the hand-set ones
+    bitwise): the scheduler mechanism stands."""
+    base = Loop(schedule="exp", gamma=0.5, record_scheduler_count=True)
+    d = compare_traces(*pair(tmp_path, base, base.changed(lr_read="by_hand", schedule=None, hand_ahead=1)))["diagnosis"]
+    assert d["kind"] == "optimizer.lr_ahead" and "scheduler.step()" in d["advice"], (d["kind"], d["explanation"])
+
+
+SEED_LOOP = REPO / "tests" / "hooks_programs" / "seed_loop.py"
+
+
+def recorded_seed_loop(run_dir: Path, *args: str) -> Path:
+    env = recording_env(run_dir, run_dir.name, child_env())
+    proc = subprocess.run(
+        [sys.executable, str(SEED_LOOP), *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+    assert proc.returncode == 0 and "step 4 loss" in proc.stdout, proc.stderr
+    return run_dir
+
+
+def test_a_reseed_after_the_build_is_named_from_the_seeds_the_hooks_recorded(tmp_path):
+    """2. One side seeds again after building its model (as Lightning's DDP setup does), so its shuffle draws
+    from the seed, the other's after the initial weights: the samples part at step 1, before any update, and
+    the hooks recorded [0] against [0, 0] before step 1. Named as such, never worker seeding or a sampler."""
+    once, twice = recorded_seed_loop(tmp_path / "once"), recorded_seed_loop(tmp_path / "twice", "--reseed")
+    d = compare_traces(once, twice)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.reseed", 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["seeds_before_step_1"] == {"once": [0], "twice": [0, 0]}, d["evidence"]
+    assert "worker" not in d["advice"] and "build the model after the last seed" in d["advice"], d["advice"]
+    assert compare_traces(twice, recorded_seed_loop(tmp_path / "again", "--reseed"))["verdict"] == "equivalent"
