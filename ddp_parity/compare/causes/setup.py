@@ -443,6 +443,7 @@ CONFIG_SEED = Cause(
 # records of an equal training, so they are compared as per-step series (the recorded lr), never as
 # construction facts, unless a record made at the optimizer's construction holds them
 SCHEDULED_KEYS = ("lr", "initial_lr", "momentum", "betas", "max_lr", "min_lr", "max_momentum", "base_momentum")
+CYCLED_KEYS = ("momentum", "betas")  # moved by OneCycleLR and CyclicLR, always with the lr
 # meta.json's record of every optimizer as constructed, before any scheduler touched it (written by the
 # hooks of `ddp-parity record`, which see the construction): where both sides hold the stepped one, every
 # key is compared
@@ -482,6 +483,8 @@ def check_param_groups(ctx: Context) -> Finding | None:
         for setting, names in differing.items():
             apart[setting.split(":", 1)[0]].update(names)
         scheduled = {k for k, names in apart.items() if k in SCHEDULED_KEYS and len(names) == len(pairs)}
+        if "lr" not in scheduled:  # no record holds a momentum or betas series: without the lr apart too (the
+            scheduled -= set(CYCLED_KEYS)  # schedules that move them move the lr), they are the groups' own
         differing = {s: n for s, n in differing.items() if s.split(":", 1)[0] not in scheduled}
     if not differing:
         return None
@@ -489,8 +492,8 @@ def check_param_groups(ctx: Context) -> Finding | None:
     when = (
         "as constructed"
         if at_construction
-        else "where no schedule explains them (an lr, momentum or betas apart on every parameter is compared step by "
-        "step, as a schedule read at another point)"
+        else "where no schedule explains them (an lr apart on every parameter, with the momentum or betas beside "
+        "it, is compared step by step, as a schedule read at another point)"
     )
     facts = f"The optimizer's param groups differ {when} ({na} vs {nb}): {'; '.join(lines)}."
     setting, names = next(iter(differing.items()))
@@ -539,7 +542,8 @@ PARAM_GROUPS = Cause(
     "for them, or the same split).",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
     "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise where no "
-    "schedule explains them (lr, momentum or betas apart on every parameter are per-step series).",
+    "schedule explains them (an lr apart on every parameter, with the momentum or betas beside it, is a per-step "
+    "series; a momentum apart alone is the groups' own).",
 )
 PARAM_GROUPS_CLASS = Cause(
     "param_groups.class",
