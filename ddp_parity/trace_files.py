@@ -326,6 +326,7 @@ META_TYPES = {
     "attempts": list,
     "replicas_identical": bool,
     "resumed_from_step": (int, type(None)),
+    "tied": dict,
 }
 RANK_FACTS = ("torch_flags", "arithmetic", "env", "world", "sampler", "buffers_sha256")  # objects when present
 
@@ -347,6 +348,9 @@ def check_meta_types(path, meta: dict) -> None:
         for key in RANK_FACTS:
             if key in facts and not isinstance(facts[key], dict):
                 raise malformed(path, None, f"ranks[{r}].{key}", f"must be an object, got {json_type(facts[key])}")
+    for alias, name in (meta.get("tied") or {}).items():  # weight tying: each further name -> the one it shares
+        if not isinstance(name, str):
+            raise malformed(path, None, f"tied.{alias}", f"must be a parameter's name, got {json_type(name)}")
     check_world_and_ranks(path, meta)
 
 

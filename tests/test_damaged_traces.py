@@ -82,6 +82,10 @@ def damage(kind: str, a: Path, tmp_path: Path) -> Path:
         edit_meta(a, world_size=-1)
     if kind == "a short ranks list":
         edit_meta(a, ranks=[{"rank": 0}])
+    if kind == "meta.tied a list":
+        edit_meta(a, tied=["fc.weight"])
+    if kind == "meta.tied to a number":
+        edit_meta(a, tied={"head.weight": 3})
     return a
 
 
@@ -95,6 +99,8 @@ DAMAGE = {  # what the one line names
     "world_size 0": "world_size",
     "world_size -1": "world_size",
     "a short ranks list": "ranks",
+    "meta.tied a list": "tied",
+    "meta.tied to a number": "tied.head.weight",
 }
 
 
@@ -102,7 +108,7 @@ DAMAGE = {  # what the one line names
 def test_damaged_input_is_one_line_and_exit_2_never_a_verdict(kind, tmp_path):
     """Before (B, J): tracebacks with exit 1; a repeated step line read as "count optimizer steps
     differently", rank01 beside rank1 as "step 1 missing", world_size 0 or -1 EQUIVALENT, a short
-    ranks list accepted."""
+    ranks list accepted, a meta.tied that is no object of names read as no ties."""
     a, b = run_pair(tmp_path)
     run_a = damage(kind, a, tmp_path)
     code, out, err = traces(run_a, b, tmp_path)
