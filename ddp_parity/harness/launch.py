@@ -451,3 +451,23 @@ def tail(path: Path, lines: int) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def run_all(launches, at_once: bool, keep_going: bool, timeout, stall, adaptive, progress) -> list[Outcome]:
+    """Every launch at once, or one after the other stopping at the first failure unless `keep_going`;
+    the progress display closed however it ends, and each side's end printed."""
+    try:
+        if at_once:
+            outcomes = run_launches(launches, timeout, stall, progress, adaptive)
+        else:
+            outcomes = []
+            for launch in launches:
+                outcomes.append(run_launch(launch, timeout, stall, progress, adaptive))
+                if not outcomes[-1].ok and not keep_going:
+                    break
+    finally:
+        if progress is not None:
+            progress.close()
+    for outcome in outcomes:
+        print(f"[{outcome.side}] {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s", flush=True)
+    return outcomes

@@ -28,7 +28,7 @@ from ddp_parity.harness.commands import (
     split_command,
 )
 from ddp_parity.harness.exits import EXIT_FAILED, UsageError
-from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_launch, run_launches
+from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_all
 from ddp_parity.harness.outdir import OutDir, check_out, default_out
 from ddp_parity.harness.preload import importing_comparison
 from ddp_parity.harness.progress import make_progress
@@ -179,18 +179,4 @@ def run_both(args, launches: list[Launch], plan: CommandPlan) -> list[Outcome]:
     needed = sum(launch.processes for launch in launches) * int(launches[0].env.get("OMP_NUM_THREADS", "1"))
     at_once = args.parallel or (not args.sequential and needed <= available_cores())
     progress = make_progress(args.quiet, {launch.side: None for launch in launches})
-    try:
-        if at_once:
-            outcomes = run_launches(launches, plan.timeout, stall, progress, adaptive)
-        else:
-            outcomes = []
-            for launch in launches:
-                outcomes.append(run_launch(launch, plan.timeout, stall, progress, adaptive))
-                if not outcomes[-1].ok and not args.keep_going:
-                    break
-    finally:
-        if progress is not None:
-            progress.close()
-    for outcome in outcomes:
-        print(f"[{outcome.side}] {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s", flush=True)
-    return outcomes
+    return run_all(launches, at_once, args.keep_going, plan.timeout, stall, adaptive, progress)

@@ -17,8 +17,7 @@ from ddp_parity.harness.launch import (
     Outcome,
     available_cores,
     build_launch,
-    run_launch,
-    run_launches,
+    run_all,
     side_parts,
 )
 from ddp_parity.harness.modes.mistake import mistake_overrides
@@ -169,18 +168,4 @@ def run_sides(args, launches: list[Launch], plan: Plan) -> list[Outcome]:
             flush=True,
         )
     progress = make_progress(args.quiet, {launch.side: plan.total_steps for launch in launches})
-    try:
-        if at_once:
-            outcomes = run_launches(launches, plan.timeout, stall, progress, adaptive)
-        else:
-            outcomes = []
-            for launch in launches:
-                outcomes.append(run_launch(launch, plan.timeout, stall, progress, adaptive))
-                if not outcomes[-1].ok and not args.keep_going:
-                    break
-    finally:
-        if progress is not None:
-            progress.close()
-    for outcome in outcomes:
-        print(f"[{outcome.side}] {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.1f} s", flush=True)
-    return outcomes
+    return run_all(launches, at_once, args.keep_going, plan.timeout, stall, adaptive, progress)
