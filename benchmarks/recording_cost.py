@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.programs.hooks import strip_parity
+from benchmarks.programs.hooks import plain_args, strip_parity
 from ddp_parity.harness.launch import free_port, torchrun_args
 
 HERE = Path(__file__).resolve().parent
@@ -136,7 +136,8 @@ def plain_folder(workload: Workload, work: Path) -> Path:
 
 
 def command(workload: Workload, variant: str, folder: Path, out: Path, run_dir: Path) -> list[str]:
-    script = [str(folder / workload.script)] + [a.replace("{out}", str(out)) for a in workload.args]
+    args = list(workload.args) if variant == "instrumented" else plain_args(list(workload.args), out)
+    script = [str(folder / workload.script)] + [a.replace("{out}", str(out)) for a in args]
     if workload.nproc == 1:
         program = [sys.executable, *script]
     else:
@@ -167,6 +168,10 @@ class Run:
     reads: dict | None  # the probe's counted reads (count_syncs), rank 0
 
 
+# gloo's abort at exit of a process that ends with its process group and a DDP wrapper alive (docs/plugin.md)
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def run_variant(workload: Workload, variant: str, work: Path, tag: str, count_syncs: bool = False) -> Run:
     folder = plain_folder(workload, work) if variant != "instrumented" else PROGRAMS / workload.folder
     base = work / f"{workload.name}.{variant}.{tag}"
@@ -184,8 +189,13 @@ def run_variant(workload: Workload, variant: str, work: Path, tag: str, count_sy
         timeout=TIMEOUT_S,
     )  # fmt: skip
     (base / "log").write_text(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
+    if proc.returncode != 0 and TEARDOWN_ABORT not in proc.stderr:
         raise RuntimeError(f"{workload.name} ({variant}) exited {proc.returncode}; log: {base / 'log'}")
+    if proc.returncode != 0:  # the programs as written abort at exit now and then, plain or recorded alike
+        print(
+            f"note: {workload.name} ({variant}): a rank aborted at exit, after its steps (gloo's teardown with the "
+            f"DDP wrapper alive, docs/plugin.md); its steps are timed as they ran; log: {base / 'log'}"
+        )
     return read_run(workload, proc.stdout, probe_out)
 
 

@@ -54,10 +54,11 @@ def test_three_sides_give_pairs_and_one_verdict(small_pair, tmp_path):
         "fabric",
     ]
 
-    # one loss edited in the third run: two pairs differ, the verdict follows, the table shown is theirs
+    # one parameter digest edited in the third run (what it trained, not what it measured: an edited loss
+    # alone is a recording note): two pairs differ, the verdict follows, the table shown is theirs
     trace = third / "trace" / "rank1.jsonl"
     records = [json.loads(line) for line in trace.read_text().splitlines()]
-    records[1]["loss"] += 1e-3
+    records[1]["param_digest"][0] += 1e-3
     trace.write_text("".join(json.dumps(r) + "\n" for r in records))
     report, printed = compare_three(tmp_path, {"raw": out / "raw", "lightning": out / "lightning", "fabric": third})
     verdicts = {(p["a"], p["b"]): p["verdict"] for p in report["pairs"]}
@@ -69,4 +70,4 @@ def test_three_sides_give_pairs_and_one_verdict(small_pair, tmp_path):
     assert report["verdict"] == "different"
     assert "pair raw vs fabric: DIFFERENT" in printed and "--- raw vs fabric ---" in printed
     first = next(p for p in report["pairs"] if p["verdict"] == "different")["first_divergence"]
-    assert (first["quantity"], first["step"], first["rank"]) == ("loss", 2, 1)
+    assert (first["quantity"], first["step"], first["rank"]) == ("param_digest", 2, 1)
