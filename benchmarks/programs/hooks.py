@@ -130,12 +130,17 @@ def plain_args(args: list[str], out: Path) -> list[str]:
 
 
 def hooked_commands(program: Program, source: Path, work: Path, prefix: str) -> dict[str, list[str]]:
-    """The two commands as a user types them: raw under torchrun, the port under Lightning's launcher."""
-    raw = torchrun_args(NPROC, free_port()) + [str(source / program.raw[0])]
-    port = [sys.executable, str(source / program.port[0])]
+    """The two commands as a user types them: raw under torchrun (or, for a program that starts its own
+    ranks, under python with a port of its own), the port under Lightning's launcher."""
+    if program.raw_launch == "torchrun":
+        raw = torchrun_args(NPROC, free_port()) + [str(source / program.raw[0])]
+    else:  # under torchrun each of its ranks would start a world of its own on the same port
+        port = f"MASTER_PORT={free_port()}"
+        raw = ["env", "MASTER_ADDR=127.0.0.1", port, sys.executable, str(source / program.raw[0])]
+    lightning = [sys.executable, str(source / program.port[0])]
     return {
         "raw": raw + plain_args(program.raw[1:], work / f"{prefix}raw"),
-        "lightning": port + plain_args(program.port[1:], work / f"{prefix}lightning"),
+        "lightning": lightning + plain_args(program.port[1:], work / f"{prefix}lightning"),
     }
 
 
