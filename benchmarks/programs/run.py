@@ -99,10 +99,11 @@ def run_port(program: Program, work: Path) -> int:
     return run_side(command, recorded(program, env, work, "lightning"), work, work / "lightning.log")
 
 
-def compare(program: Program, work: Path) -> tuple[int, str, dict]:
+def compare(program: Program, work: Path, runs: list[Path] | None = None) -> tuple[int, str, dict]:
+    """compare/run.py --traces over the pair's two runs (work/raw/TRACE and work/lightning/TRACE, or `runs`)."""
     out = work / "compare"
     ignore = [a for key in program.ignore_config for a in ("--ignore-config", key)]
-    traces = [str(work / side / program.trace) for side in ("raw", "lightning")]
+    traces = [str(run) for run in runs or [work / side / program.trace for side in ("raw", "lightning")]]
     harness = [sys.executable, str(CHECKOUT / "compare" / "run.py")]
     command = [*harness, "--traces", *traces, "--out", str(out), "--overwrite", *ignore]
     proc = subprocess.run(command, cwd=CHECKOUT, env=side_env(), capture_output=True, text=True, timeout=TIMEOUT_S)

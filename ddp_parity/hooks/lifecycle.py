@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import gc
 import os
 import sys
 from pathlib import Path
@@ -114,6 +115,9 @@ def _wrap_destroy() -> None:
     def destroy_process_group(*args, **kwargs):
         if not args and kwargs.get("group") is None:  # the default group: the run's end
             finish()
+            # as ddp_parity.destroy_process_group: a DDP wrapper the program dropped but a reference cycle
+            # still holds keeps gloo's threads alive to interpreter exit, where they abort the process
+            gc.collect()
         return original(*args, **kwargs)
 
     dist.destroy_process_group = destroy_process_group
