@@ -196,7 +196,8 @@ def run_pair_cmd(program: Program, work: Path) -> PairResult:
     commands = hooked_commands(program, source, work, prefix="cmd-")
     out = work / "cmd"
     harness = [sys.executable, str(CHECKOUT / "compare" / "run.py"), "--out", str(out), "--names", "raw,lightning"]
-    harness += ["--quiet", "--sequential", *[a for key in program.ignore_config for a in ("--ignore-config", key)]]
+    harness += ["--quiet", "--sequential", "--keep-going"]  # both sides run, a teardown abort of one or not
+    harness += [a for key in program.ignore_config for a in ("--ignore-config", key)]
     for command in commands.values():
         harness += ["--cmd", shlex.join(command)]
     proc = subprocess.run(harness, cwd=work, env=side_env(), capture_output=True, text=True, timeout=2 * TIMEOUT_S)
