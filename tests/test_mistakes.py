@@ -104,14 +104,15 @@ def test_each_mistake_is_named(name, tmp_path):
         assert "stalled" in report["failure"]["summary"] and "timed out" not in report["failure"]["summary"]
 
 
-def numbers_part(a: Path, b: Path) -> bool:
-    """Whether two runs' recorded numbers differ in any bit: per-step figures on every rank, validation,
-    final parameters (read here, independently of the comparison under test)."""
+def numbers_part(a: Path, b: Path, keys=("param_digest",)) -> bool:
+    """Whether two runs' recorded numbers differ in any bit: the per-step `keys` on every rank (what the
+    training produced; with "loss" and "grad_norm", what it measured too), the final parameters, and with
+    the loss the validation (read here, independently of the comparison under test)."""
     for rank in (0, 1):
         for ra, rb in zip(read_records(a, rank), read_records(b, rank), strict=True):
-            if any(ra.get(k) != rb.get(k) for k in ("loss", "grad_norm", "param_digest")):
+            if any(ra.get(k) != rb.get(k) for k in keys):
                 return True
-    if [v["val_loss"] for v in read_validation(a)] != [v["val_loss"] for v in read_validation(b)]:
+    if "loss" in keys and [v["val_loss"] for v in read_validation(a)] != [v["val_loss"] for v in read_validation(b)]:
         return True
     pa, pb = final_params(a), strip_prefix(final_params(b), "net.")
     return not all(torch.equal(pa[k], pb[k]) for k in pa)
@@ -144,6 +145,10 @@ def test_a_thread_count_other_than_the_configs_is_named_and_is_noise(tmp_path):
         assert any(d.endswith("].threads: 2 vs 1") for d in exact["diagnosis"]["evidence"]["differences"])
         assert report["verdict"] == "equivalent_within_noise", report["noise"]["departure"]
         assert report["diagnosis"]["category"] == "noise" and "EQUIVALENT WITHIN NOISE" in result.stdout
+    elif numbers_part(out / "raw", out / "lightning", keys=("loss", "grad_norm", "param_digest")):
+        # the training alike, a measured figure apart (a loss reduced over two threads): a recording note
+        assert exact["verdict"] == "equivalent" and exact["diagnosis"]["kind"] == "recording.measured", exact
+        assert report["verdict"] in ("equivalent", "equivalent_within_noise"), report["diagnosis"]
     else:
         assert exact["verdict"] == report["verdict"] == "equivalent"
     assert any("].threads: 2 vs 1" in w["message"] for w in report["warnings"]), report["warnings"]
