@@ -499,6 +499,16 @@ BUGS = (
         world=2,
     ),
     Case(
+        "a clip on one side only, the loss parting first (mlp)",
+        "a clip_grad_norm_ added to one loop only; its parameters recorded by no digest, the loss shows it first",
+        MLP.changed(validate=False, watch=False, record_params=False, record_clip=True),
+        MLP.changed(validate=False, watch=False, record_params=False, record_clip=True, clip=0.05),
+        "optimizer",
+        2,
+        None,
+        "Clip the same way on both sides",
+    ),
+    Case(
         "gradients all-reduced by hand without the division by the world size (mlp)",
         "PyTorch distributed tutorial (dist_tuto): average_gradients without its / size, the gradients summed",
         MLP.changed(validate=False, hand_average="mean"),

@@ -86,6 +86,8 @@ class Setup:
     record_batch: bool = True
     record_optimizer: bool = True
     record_sampler: bool = False  # the loader's sampler facts given to start() (plugin.md's sampler_facts)
+    record_clip: bool = False  # clip_max_norm/clip_norm_type given to record() (None: no clip at the step)
+    record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
     watch: bool = True
 
     def changed(self, **knobs) -> Setup:
@@ -257,7 +259,12 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 lr=lr,  # passed also when optimizer= is: what a user's loop reads
                 batch=micro if s.record_batch else None,
                 optimizer=optimizers[0] if s.record_optimizer else None,
-                model=model,
+                model=model if s.record_params else None,
+                **(
+                    {"clip_max_norm": s.clip, "clip_norm_type": s.norm_type if s.clip else None}
+                    if s.record_clip
+                    else {}
+                ),
             )
             if late_scheduler and s.lr_read != "after_scheduler":
                 scheduler.step()
