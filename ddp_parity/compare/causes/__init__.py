@@ -53,6 +53,7 @@ CAUSES: tuple[Cause, ...] = (
     setup.INIT_PARAMETER,
     resume.RESUME,
     seeds.RNG_RESEED,
+    seeds.RNG_LOADER_DRAWS,
     data.RECORDED_STEP_OFFSET,
     data.STEP_COUNT_STOP,
     data.STEP_COUNT,
