@@ -480,6 +480,13 @@ class TraceRecorder:
         self._watch = ModuleWatch(model, steps, start_step=start_step)
         return self._watch
 
+    def adopt_watch(self, watch: ModuleWatch) -> None:
+        """Take over a module watch made before this recorder started (the hooks of `ddp-parity record` watch
+        the DDP-wrapped model from its wrapping, before the first step starts the recorder)."""
+        if self._watch is not None:
+            self._watch.detach()
+        self._watch = watch
+
     def _progress_facts(self) -> dict:
         """What the heartbeat says of the run (ddp_parity/heartbeat.py writes it with the phase and work)."""
         step, epoch = self._latest or (None, None)

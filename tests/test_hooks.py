@@ -70,6 +70,9 @@ def test_a_hook_recorded_run_is_a_trace_the_comparison_reads(raw_runs):
     assert [e["epoch"] for e in facts["set_epoch"]["items"]] == [0, 1]
     assert facts["optimizer_built"][0]["param_groups"][0]["params"][0] == "features.0.weight"
     assert [s["seed"] for s in facts["seeds"]["items"]] == [42, 42]
+    # the model DDP wraps is watched as recorder.watch(model) watches it: steps 1 and 2, every module call
+    watched = [json.loads(line) for line in (run_dir / "trace" / "rank1.modules.jsonl").read_text().splitlines()]
+    assert [w["step"] for w in watched] == [1, 2] and watched[0]["calls"][0]["name"] == "features.0", watched[0]
 
 
 @pytest.mark.slow
@@ -102,6 +105,8 @@ def test_a_lightning_port_recorded_by_hooks_is_equivalent_to_the_raw_loop(raw_ru
     [
         ("scheduler_first", "optimizer.lr_ahead", 3, "call scheduler.step() after optimizer.step()"),
         ("clip", "optimizer.clip", 1, "Clip the same way"),
+        # the module watch the hooks attach names the module and its mode, with no line of the loop changed
+        ("eval", "module_state", 1, "model.train()"),
     ],
 )
 def test_a_slip_recorded_by_hooks_is_named_as_on_explicit_traces(raw_runs, tmp_path, slip, kind, step, fix):

@@ -55,6 +55,15 @@ MISSING_EVIDENCE = {
 }
 
 
+# what a side recorded by the hooks of `ddp-parity record` changes to record it: never a line of the program
+HOOKS_MISSING = {
+    "watch": "the hooks watch the model a DDP wrapper holds (steps 1 and 2, or DDP_PARITY_WATCH_STEP={step} in the "
+    "command's environment); a program that averages without DDP's wrapper is watched only by an explicit "
+    "recorder.watch(model)",
+    "watch_step": "DDP_PARITY_WATCH_STEP={step} in the environment of both ddp-parity record commands",
+}
+HOOKS_KIND = "recorded_by_hooks"  # not evidence: the mark of a side the hooks recorded
+
 # not evidence: the mark of a run whose ranks were given DDP_PARITY_WATCH_STEP covering the step, so that
 # the change asked of it is never that variable again
 WATCH_ASKED_KIND = "watch_asked"
@@ -74,6 +83,8 @@ def recorded(run, step: int | None) -> set[str]:
         meta = {}
     if isinstance(meta.get("optimizer"), dict):
         found.add("optimizer")
+    if meta.get("recorded_by") == "hooks":
+        found.add(HOOKS_KIND)
     first = _first_record(run)
     if first is not None:
         found |= {kind for kind, key in (("batch", "batch_digest"), ("param_digest", "param_digest")) if key in first}

@@ -14,6 +14,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ddp_parity.fingerprints import params_sha256
 from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.watch import ModuleWatch
 
 DDP_ARGUMENTS = (
     "device_ids",
@@ -87,6 +88,7 @@ def _wrap_ddp() -> None:
         _note_ddp_module(module)
         original(self, module, *args, **kwargs)
         _note_ddp(self)
+        _watch_wrapped(self)
 
     DistributedDataParallel.__init__ = __init__
 
@@ -108,6 +110,17 @@ def _note_ddp(ddp) -> None:
     facts = {key: _plain(getattr(ddp, key, None)) for key in DDP_ARGUMENTS}
     facts["bucket_cap_bytes"] = getattr(ddp, "bucket_bytes_cap", None)
     live.note("ddp", facts)
+
+
+@guarded("the module watch")
+def _watch_wrapped(ddp) -> None:
+    """Watch the first model a DDP wrapper holds from now on, as recorder.watch(model) does (the steps of
+    watch.DEFAULT_STEPS, or DDP_PARITY_WATCH_STEP): its calls of step 1 come before the recorder starts, at the
+    first optimizer step, which then takes the watch over."""
+    live = recording()
+    if live is None or live.watch is not None:
+        return
+    live.watch = ModuleWatch(ddp.module)
 
 
 def _plain(value):

@@ -58,6 +58,8 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     explicit = [r for r in live_recorders() if r is not live.recorder]
     if explicit:
         live.standing_down = True
+        if live.watch is not None:  # the program's own recorder watches what it watches
+            live.watch.detach()
         print(
             f"ddp-parity record: the program records itself ({explicit[0].run_dir}); the hooks stand down",
             file=sys.stderr,
@@ -88,6 +90,8 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     finally:
         live.local.ours = False
     live.recorder = recorder
+    if live.watch is not None:
+        recorder.adopt_watch(live.watch)
     for entry in live.unrecorded.values():  # what the hooks could not take before the first step
         recorder.note_unrecorded(entry["what"], entry["why"])
 

@@ -32,6 +32,7 @@ class Recording:
         # candidates for the model: modules given to DDP, and modules called at the top before step 1
         self.wrapped_modules: list[weakref.ref] = []
         self.root_modules: list[weakref.ref] = []
+        self.watch = None  # the module watch of the first DDP-wrapped model, handed to the recorder at its start
         self.last_iterator: weakref.ref | None = None  # the DataLoader iterator that yielded last
         self.epoch = 0  # the latest set_epoch value
         self.epoch_given = False  # set_epoch was called: its value is the epoch, else the loader's pass

@@ -2,7 +2,7 @@
 per-step StepLR and clipping over the optimizer's parameters, written to train bitwise as
 lightning_loop.py does. It prints its losses and saves its final weights (--save).
 
-    torchrun --nproc_per_node=2 tests/hooks_programs/raw_loop.py --save W.pt [--slip scheduler_first|clip]
+    torchrun --nproc_per_node=2 tests/hooks_programs/raw_loop.py --save W.pt [--slip scheduler_first|clip|eval]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SMALL = dict(run_dir="", epochs=2, num_samples=256, val_samples=64)
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--save", required=True)
-    p.add_argument("--slip", choices=["scheduler_first", "clip"])
+    p.add_argument("--slip", choices=["scheduler_first", "clip", "eval"])
     args = p.parse_args()
     cfg = Config(**SMALL)
     pin_threads(cfg.threads)
@@ -53,7 +53,7 @@ def main() -> int:
     step = 0
     for epoch in range(cfg.epochs):
         sampler.set_epoch(epoch)
-        model.train()
+        model.train(args.slip != "eval")  # the slip: trained in eval mode (BatchNorm's running stats, no dropout)
         for batch in loader:
             loss = loss_fn(ddp_model(batch.x), batch.y)
             optimizer.zero_grad(set_to_none=True)

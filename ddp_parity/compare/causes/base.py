@@ -157,8 +157,11 @@ def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
     for kind, sides in recorded_evidence.missing(have, needed).items():
         what, change = (text.format(step=first.get("step")) for text in recorded_evidence.MISSING_EVIDENCE[kind])
         asked = [s for s in sides if recorded_evidence.WATCH_ASKED_KIND in have.get(s, ())]
+        hooked = all(recorded_evidence.HOOKS_KIND in have.get(s, ()) for s in sides)
         if kind in ("watch", "watch_step") and asked:  # never ask for the variable a side already had
             change = recorded_evidence.ALREADY_ASKED.format(step=first.get("step"))
+        elif hooked and kind in recorded_evidence.HOOKS_MISSING:  # recorded with no line changed: no line to add
+            change = recorded_evidence.HOOKS_MISSING[kind].format(step=first.get("step"))
         out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
     return out
 
