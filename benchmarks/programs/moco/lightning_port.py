@@ -23,10 +23,15 @@ class LitMoCo(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+        self.criterion = nn.CrossEntropyLoss()
+
+    def configure_model(self):
+        # round 1: built after Lightning re-seeds the ranks in its DDP setup, so that the augmentations draw from the
+        # global generator after the model's initialisation, as in main_worker (seed, model, then the loader)
+        args = self.args
         self.model = moco.builder.MoCo(
             models.__dict__[args.arch], args.moco_dim, args.moco_k, args.moco_m, args.moco_t, args.mlp
         )
-        self.criterion = nn.CrossEntropyLoss()
 
     def training_step(self, batch, batch_idx):
         images, _ = batch
