@@ -38,7 +38,7 @@ SSL_TINY = ["--epochs=2", "--batch-size=16", "--projector=64-64-64"]
 
 VICREG_TINY = ["--data-dir=data", "--epochs=2", "--batch-size=16", "--num-workers=0", "--mlp=64-64-64", "--device=cpu"]
 
-MOCO_TINY = ["data", "--seed=0", "--workers=0", "-b", "16", "--epochs=2", "--mlp", "--aug-plus", "--cos"]
+MOCO_TINY = ["data", "--seed=0", "--workers=0", "-b", "16", "--epochs=4", "--mlp", "--aug-plus", "--cos"]
 MOCO_TINY += ["--moco-k=64", "--moco-dim=32", "--moco-t=0.2", "--print-freq=1"]
 MOCO_DIST = ["--multiprocessing-distributed", "--world-size=1", "--rank=0", "--dist-url=env://", "--dist-backend=gloo"]
 

@@ -4,7 +4,7 @@ weight decay, the per-epoch schedule as a Lightning lr scheduler (cosine with --
 checkpoint each epoch; Lightning's DDP strategy, sampler and launcher. No line records anything: `ddp-parity
 record` does.
 
-    python lightning_port.py data --seed 0 --workers 0 -b 16 --epochs 2 --mlp --aug-plus --cos --moco-k 64
+    python lightning_port.py data --seed 0 --workers 0 -b 16 --epochs 4 --mlp --aug-plus --cos --moco-k 64
 """
 
 import os

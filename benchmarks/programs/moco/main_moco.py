@@ -18,7 +18,7 @@
 # records anything: `ddp-parity record` does.
 #
 #     python main_moco.py data --multiprocessing-distributed --world-size 1 --rank 0 --dist-url env:// \
-#         --dist-backend gloo --seed 0 --workers 0 -b 16 --epochs 2 --mlp --aug-plus --cos --moco-k 64
+#         --dist-backend gloo --seed 0 --workers 0 -b 16 --epochs 4 --mlp --aug-plus --cos --moco-k 64
 
 
 import argparse

@@ -32,7 +32,7 @@ def resnet50(num_classes=1000):
 
 
 class ImageFolder(torch.utils.data.Dataset):
-    def __init__(self, root, transform=None, size=64):
+    def __init__(self, root, transform=None, size=32):
         g = torch.Generator().manual_seed(0)
         pixels = torch.randint(0, 256, (size, 32, 32, 3), generator=g, dtype=torch.uint8).numpy()
         self.samples = [(Image.fromarray(pixels[i]), i % 10) for i in range(size)]
