@@ -7,6 +7,7 @@ record` does.
     python lightning_port.py data --seed 0 --workers 0 -b 16 --epochs 4 --mlp --aug-plus --cos --moco-k 64
 """
 
+import math
 import os
 
 import lightning as L
@@ -45,7 +46,11 @@ class LitMoCo(L.LightningModule):
         args = self.args
         optimizer = torch.optim.SGD(self.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
         if args.cos:
-            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+            # round 3: main_moco's closed form (adjust_learning_rate: lr * 0.5 * (1 + cos(pi * epoch / epochs))), where
+            # CosineAnnealingLR's recursive form parts from it by one ulp at epoch 2 of 4
+            scheduler = torch.optim.lr_scheduler.LambdaLR(
+                optimizer, lambda epoch: 0.5 * (1.0 + math.cos(math.pi * epoch / args.epochs))
+            )
         else:
             scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=args.schedule, gamma=0.1)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
