@@ -38,6 +38,10 @@ SSL_TINY = ["--epochs=2", "--batch-size=16", "--projector=64-64-64"]
 
 VICREG_TINY = ["--data-dir=data", "--epochs=2", "--batch-size=16", "--num-workers=0", "--mlp=64-64-64", "--device=cpu"]
 
+MOCO_TINY = ["data", "--seed=0", "--workers=0", "-b", "16", "--epochs=4", "--mlp", "--aug-plus", "--cos"]
+MOCO_TINY += ["--moco-k=64", "--moco-dim=32", "--moco-t=0.2", "--print-freq=1"]
+MOCO_DIST = ["--multiprocessing-distributed", "--world-size=1", "--rank=0", "--dist-url=env://", "--dist-backend=gloo"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -126,6 +130,19 @@ PROGRAMS = {
             source="facebookresearch/vicreg main_vicreg.py, distributed.py, augmentations.py (MIT, 4e12602); "
             "torchvision, ImageNet and the ResNet stood in for (standins.py, resnet.py)",
             recording="hooks",
+        ),
+        Program(
+            name="moco",
+            folder="moco",
+            raw=["main_moco.py", *MOCO_TINY, *MOCO_DIST],
+            port=["lightning_port.py", *MOCO_TINY],
+            style="ranks by torch.multiprocessing.spawn; a key encoder updated by momentum under no_grad; the queue "
+            "of keys as buffers; shuffle-BN (all_gather, a permutation broadcast from rank 0); the lr set by hand "
+            "every epoch (cosine); two augmented views drawn from torch's and Python's RNGs",
+            source="facebookresearch/moco main_moco.py, moco/builder.py, moco/loader.py (MIT, 7397dfe); torchvision "
+            "and ImageNet stood in for (standins.py)",
+            recording="hooks",
+            raw_launch="python",
         ),
     ]
 }

@@ -101,6 +101,34 @@ VARIANTS = [
         "slip: FullGatherLayer.backward without all_reduce",
         {"main_vicreg.py": ("        dist.all_reduce(all_gradients)\n", "")},
     ),
+    ("moco", "round 1", {"lightning_port.py": ("PORT", "649162c")}),
+    ("moco", "round 3", {"lightning_port.py": ("PORT", "ecd4860")}),
+    ("moco", "round 4 (equal pair)", {}),
+    (
+        "moco",
+        "slip: no set_epoch",
+        {"main_moco.py": ("        if args.distributed:\n            train_sampler.set_epoch(epoch)\n", "")},
+    ),
+    (
+        "moco",
+        "slip: shuffle-BN permutation not broadcast",
+        {"moco/builder.py": ("        torch.distributed.broadcast(idx_shuffle, src=0)\n", "")},
+    ),
+    (
+        "moco",
+        "slip: the global batch not divided by the processes",
+        {"main_moco.py": ("            args.batch_size = int(args.batch_size / ngpus_per_node)\n", "")},
+    ),
+    (
+        "moco",
+        "slip: a seed per rank",
+        {
+            "main_moco.py": (
+                "        torch.manual_seed(args.seed)  # changed\n",
+                "        torch.manual_seed(args.seed + gpu)\n",
+            )
+        },
+    ),
 ]
 
 
@@ -118,6 +146,14 @@ def main(only=None):
             port = (folder / "lightning_port.py").read_text()
             port = port.replace("import main_vicreg\n", "import main_vicreg_orig as main_vicreg\n")
             port = port.replace("from main_vicreg import", "from main_vicreg_orig import")
+            (folder / "lightning_port.py").write_text(port)
+        if prog == "moco" and what.startswith("slip"):  # the port imports moco/ and main_moco: it keeps unslipped ones
+            shutil.copytree(folder / "moco", folder / "moco_orig")
+            shutil.copy(folder / "main_moco.py", folder / "main_moco_orig.py")
+            port = (folder / "lightning_port.py").read_text()
+            port = port.replace("import moco.builder\nimport moco.loader\n", "import moco_orig as moco\n")
+            port = port.replace("from main_moco import", "from main_moco_orig import")
+            (folder / "moco_orig" / "__init__.py").write_text("from . import builder, loader  # noqa: F401\n")
             (folder / "lightning_port.py").write_text(port)
         for file, edit in edits.items():
             path = folder / file
