@@ -129,3 +129,13 @@ def test_a_loader_iterated_before_training_on_one_side_is_named_from_the_iterato
         "peek": ["TensorDataset", "TensorDataset"],
     }, d["evidence"]
     assert "generator=torch.Generator()" in d["advice"] and "num_sanity_val_steps=0" in d["advice"], d["advice"]
+
+
+def test_another_seed_value_is_named_from_the_seeds_the_hooks_recorded(tmp_path):
+    """The same loop seeded with another value on one side: the seeds side by side, never a re-seed or a
+    sampler."""
+    zero, one = recorded_seed_loop(tmp_path / "zero"), recorded_seed_loop(tmp_path / "one", "--seed", "1")
+    d = compare_traces(zero, one)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.seed", 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["seeds_before_step_1"] == {"zero": {"0": [0]}, "one": {"0": [1]}}, d["evidence"]
+    assert "zero: rank 0 [0]; one: rank 0 [1]" in d["explanation"], d["explanation"]

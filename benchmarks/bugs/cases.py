@@ -509,6 +509,17 @@ BUGS = (
         "Clip the same way on both sides",
     ),
     Case(
+        "a global batch not divided by the world size (mlp)",
+        "ImageNet/MoCo main: batch_size = int(batch_size / ngpus_per_node) on one side only",
+        MLP.changed(validate=False, record_config=False),
+        MLP.changed(validate=False, batch=16, record_config=False),
+        "data_order",
+        1,
+        None,
+        "divide the global batch by the world size",
+        world=2,
+    ),
+    Case(
         "gradients all-reduced by hand without the division by the world size (mlp)",
         "PyTorch distributed tutorial (dist_tuto): average_gradients without its / size, the gradients summed",
         MLP.changed(validate=False, hand_average="mean"),

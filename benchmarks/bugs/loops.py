@@ -88,12 +88,15 @@ class Setup:
     record_sampler: bool = False  # the loader's sampler facts given to start() (plugin.md's sampler_facts)
     record_clip: bool = False  # clip_max_norm/clip_norm_type given to record() (None: no clip at the step)
     record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
+    record_config: bool = True  # config= given to the recorder (as a program recorded by the hooks has none)
     watch: bool = True
 
     def changed(self, **knobs) -> Setup:
         return dataclasses.replace(self, **knobs)
 
     def config(self) -> dict:
+        if not self.record_config:
+            return {}
         return {"family": self.family, "data": {"batch_size": self.batch, "num_workers": self.workers}}
 
 

@@ -5,7 +5,7 @@ of any recorder.
 With --peek-val it iterates a validation loader once before training (as Lightning's sanity check does): the
 iterator draws its base seed from the global generator, so the shuffle after it draws other numbers.
 
-    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val]
+    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val] [--seed N]
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--reseed", action="store_true")
     p.add_argument("--peek-val", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     torch.set_num_threads(1)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     if args.reseed:
-        torch.manual_seed(0)  # after the build: the shuffle below draws from the seed, not after the weights
+        torch.manual_seed(args.seed)  # after the build: the shuffle below draws from the seed, not after the weights
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g))
     loader = DataLoader(data, batch_size=4, shuffle=True)

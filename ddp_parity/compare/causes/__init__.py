@@ -52,6 +52,8 @@ CAUSES: tuple[Cause, ...] = (
     setup.INIT,
     setup.INIT_PARAMETER,
     resume.RESUME,
+    data.DATA_BATCH_SIZE,
+    seeds.RNG_SEED,
     seeds.RNG_RESEED,
     seeds.RNG_LOADER_DRAWS,
     data.RECORDED_STEP_OFFSET,

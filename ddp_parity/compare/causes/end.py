@@ -279,9 +279,14 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
                 + "; ".join(f"{ctx.label(s)}: {_keys(keys)}" for s, keys in one_side.items() if keys)
                 + ")"
             )
+        hooked = [ctx.label(s) for s in ("a", "b") if ctx.meta(s).get("recorded_by") == "hooks"]
+        if unrecorded and sorted(hooked) == sorted(unrecorded):  # the hooks compare the setup they saw instead
+            configuration = "the setup the hooks saw (optimizer as built, samplers, seeds, clipping)"
+        validated = getattr(ctx.cmp.validation, "compared", 0)
+        also = "validation and the final parameters" if validated else "the final parameters (no validation recorded)"
         facts = (
             f"No divergence: {configuration}, initial weights and all {n} steps (samples, loss, gradient norm, "
-            "learning rate, parameter digest) match on every rank, and so do validation and the final parameters."
+            f"learning rate, parameter digest) match on every rank, and so do {also}."
         )
         return finding(ctx, EQUIVALENT, None, None, evidence, facts)
     facts = (

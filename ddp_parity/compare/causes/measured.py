@@ -96,8 +96,8 @@ def _rounding(ctx: Context, quantity: str, steps, a, b) -> relations.Relation | 
     if quantity == "lr" and all(abs(x - y) <= 2 * math.ulp(max(abs(x), abs(y))) for _, x, y in differ):
         sentence = (
             f"The learning rates differ by one ulp from step {first} on ({fmt(differ[0][1])} vs {fmt(differ[0][2])}): "
-            "the same rate computed by another expression (LambdaLR's base_lr × factor against a rate stepped "
-            "by multiplication)."
+            "the same rate computed by two expressions (a closed form such as base_lr × factor against a rate "
+            "updated step by step, or two formulas of one schedule)."
         )
         return relations.Relation("ulp", quantity, ctx.names[0], ctx.names[1], 1, first, differ[-1][0], None, sentence)
     ulps = [float32_ulps(x, y) for _, x, y in differ]
@@ -247,7 +247,25 @@ def measured_finding(ctx: Context) -> Finding:
         "side": relation.get("side") or "the side whose value is not the 2-norm",
     }
     fix = RECORD_ALIKE.get(kind, RECORD_ALIKE[""]).format(**values)
-    return finding(ctx, RECORDED_MEASURE, first["step"], first["rank"], evidence, proof, fix=fix)
+    why = MEASURED_WHY
+    if kind == "ulp" and all(ctx.meta(s).get("recorded_by") == "hooks" for s in ("a", "b")):
+        # the hooks read the rate each optimizer step used: the steps used other rates, not the records
+        why, fix = USED_LR_WHY, USED_LR_FIX
+    return finding(ctx, RECORDED_MEASURE, first["step"], first["rank"], evidence, proof, fix=fix, why=why)
+
+
+MEASURED_WHY = "Nothing in the training needs fixing; only what was written down differs."
+USED_LR_WHY = (
+    "The hooks read each rate from the optimizer as its step ran: the steps used rates one ulp apart, and every "
+    "parameter still came out bitwise equal in these runs (the bit was lost in the update's rounding); a longer run "
+    "or another configuration can show it."
+)
+USED_LR_FIX = (
+    "Compute the rate by the same expression on both sides: the same formula (a closed form such as base_lr × "
+    "0.5 × (1 + cos(π × epoch / epochs)) on both, as a LambdaLR of it on the Lightning side) or the same scheduler "
+    "class stepped alike; a scheduler that updates the rate step by step (CosineAnnealingLR's recursion) parts "
+    "from a closed form in the last bit."
+)
 
 
 def _proof(steps: int, notes: list[dict]) -> str:
@@ -303,7 +321,7 @@ def _records_digest(ctx: Context, side: str) -> bool:
 RECORDED_MEASURE = Cause(
     "recording.measured",
     check_measured,
-    why="Nothing in the training needs fixing; only what was written down differs.",  # the proof said the rest
+    why="{why}",  # MEASURED_WHY, or what the steps used where the hooks read it (the proof said the rest)
     fix="{fix}",
     doc="The samples and the parameters (the digest after every step, the final tensors) equal, a measured "
     "quantity not (the loss, gradient norm, lr, validation): EQUIVALENT, each difference a note naming its "

@@ -127,3 +127,49 @@ RNG_LOADER_DRAWS = Cause(
         lambda d: "loader_draws_before_step_1" in d.evidence,
     ),
 )
+
+
+def check_seed_values(ctx: Context) -> Finding | None:
+    """The runs part at the first step before any update (samples, batch, loss) on a rank whose seeds before step 1
+    have other values on each side: each rank's seeds shown side by side, and where one side seeds its ranks
+    apart (seed + rank) and the other alike, said so."""
+    first = before_any_update(ctx)
+    if first is None or first.get("quantity") not in ("samples", "batch", "loss"):
+        return None
+    ranks = sorted(set((ctx.walk.ranks if ctx.walk else {}).get("a") or [0]) & set(ctx.walk.ranks.get("b") or [0]))
+    seeds = {s: {r: seeds_before_first_step(ctx.run(s), r) for r in ranks} for s in ("a", "b")}
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    mine = [seeds[s].get(rank) for s in ("a", "b")]
+    if None in mine or set(map(str, mine[0])) == set(map(str, mine[1])):
+        return None  # unrecorded, or the same values (a re-seed is its own cause)
+    apart = {s: len({str(sorted(map(str, v or []))) for v in seeds[s].values()}) > 1 for s in ("a", "b")}
+    per_rank = {s: "; ".join(f"rank {r} {seeds[s][r]}" for r in ranks) for s in ("a", "b")}
+    facts = (
+        f"The runs part at step 1 on rank {rank} in the {first.get('quantity')}, before any update, and the global "
+        f"generator was seeded with other values before step 1 (as the hooks recorded): {ctx.names[0]}: "
+        f"{per_rank['a']}; {ctx.names[1]}: {per_rank['b']}."
+    )
+    if apart["a"] != apart["b"]:
+        by_rank = "a" if apart["a"] else "b"
+        facts += (
+            f" {ctx.label(by_rank)} seeds each rank with its own value, {ctx.label('b' if by_rank == 'a' else 'a')} "
+            "every rank alike."
+        )
+    evidence = {"seeds_before_step_1": {ctx.label(s): {str(r): seeds[s][r] for r in ranks} for s in ("a", "b")}}
+    return finding(ctx, RNG_SEED, 1, rank, evidence, facts)
+
+
+RNG_SEED = Cause(
+    "rng.seed",
+    check_seed_values,
+    why="What draws from the global generator (a sampler's shuffle, random augmentations, dropout, the initial "
+    "weights) draws other numbers after another seed. A program that seeds each rank with seed + rank (so that "
+    "the ranks augment differently) and a port that seeds every rank alike (seed_everything(seed)) draw "
+    "alike on rank 0 only.",
+    fix="Seed each rank with the same value on both sides: seed + rank on both (in Lightning, "
+    "seed_everything(seed + self.global_rank) where the rank is known, e.g. in setup(), or "
+    "torch.manual_seed(seed + rank) in the dataset's first use), or one seed for every rank on both.",
+    doc="The hooks' seeds before step 1 have other values on the rank where the runs part at step 1, before any "
+    "update: each rank's seeds side by side (a seed per rank on one side only).",
+    requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
+)

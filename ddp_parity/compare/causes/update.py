@@ -257,9 +257,10 @@ LR_WORDS = {
         "optimizer.step().",
     ),
     "ulp": (
-        "The same rate computed by other float expressions differs in the last bit (LambdaLR's base_lr × factor "
-        "against a rate multiplied step by step): the update then differs by that bit.",
-        "Use the same scheduler class (and lambda) on both sides, so the rate is computed by the same expression.",
+        "The same rate computed by other float expressions differs in the last bit (a closed form such as base_lr "
+        "× factor against a rate updated step by step): the update then differs by that bit.",
+        "Compute the rate by the same expression on both sides: the same formula, or the same scheduler class "
+        "(and lambda) stepped alike.",
     ),
     "": (
         "The learning-rate schedule differs: another schedule, another length in steps, or another interval.",
