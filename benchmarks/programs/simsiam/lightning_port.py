@@ -36,9 +36,14 @@ class LitSimSiam(L.LightningModule):
     def __init__(self, arch, dim, pred_dim, lr, batch_size, momentum, weight_decay, epochs, fix_pred_lr):
         super().__init__()
         self.save_hyperparameters()
-        self.model = simsiam.builder.SimSiam(models.__dict__[arch], dim, pred_dim)
         self.criterion = nn.CosineSimilarity(dim=1)
         self.init_lr = lr * batch_size / 256  # the lr of the global batch
+
+    def configure_model(self):
+        # round 1: built after Lightning re-seeds the ranks in its DDP setup, so that the augmentations draw from
+        # the global generator after the model's initialisation, as in main_worker (seed, model, then the loader)
+        hp = self.hparams
+        self.model = simsiam.builder.SimSiam(models.__dict__[hp.arch], hp.dim, hp.pred_dim)
 
     def training_step(self, batch, batch_idx):
         images, _ = batch
