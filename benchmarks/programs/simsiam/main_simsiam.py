@@ -14,8 +14,8 @@
 # on a GPU); SyncBatchNorm stood in for by standins.SyncBatchNorm, the same global-batch statistics by an
 # all_reduce (torch's refuses CPU tensors); torchvision (not installed) and ImageNet (a download) stood in for by
 # standins.py; the seed also set in each spawned worker (main() seeds the parent only: mp.spawn's children start
-# unseeded, so Python's `random` of GaussianBlur would not repeat). No line records anything: `ddp-parity
-# record` does.
+# unseeded, so neither torch's generator nor Python's `random` of GaussianBlur would repeat). No line records
+# anything: `ddp-parity record` does.
 #
 #     MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 python main_simsiam.py data -a resnet50 --dist-url env:// \
 #         --dist-backend gloo --multiprocessing-distributed --world-size 1 --rank 0 --seed 0 --fix-pred-lr \
