@@ -46,6 +46,7 @@ KINDS = {
     *("recording.measured", "init.parameter", "data_order.not_shuffled"),
     *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied"),  # issue 46
     *("optimizer.lr_shift", "rng.reseed"),  # issue 46: an lr set by hand, shifted (no scheduler step recorded)
+    *("rng.loader_draws",),  # issue 46: a DataLoader iterated before training on one side
 }
 
 

@@ -111,3 +111,21 @@ def test_a_reseed_after_the_build_is_named_from_the_seeds_the_hooks_recorded(tmp
     assert d["evidence"]["seeds_before_step_1"] == {"once": [0], "twice": [0, 0]}, d["evidence"]
     assert "worker" not in d["advice"] and "build the model after the last seed" in d["advice"], d["advice"]
     assert compare_traces(twice, recorded_seed_loop(tmp_path / "again", "--reseed"))["verdict"] == "equivalent"
+
+
+def test_a_loader_iterated_before_training_on_one_side_is_named_from_the_iterators_the_hooks_recorded(tmp_path):
+    """The same seeds, but one side iterates a validation loader before its first step (Lightning's sanity check):
+    that iterator's base seed is one more draw from the global generator, so the shuffle after it differs and the
+    samples part at step 1. Named as such, with the loaders on each side; never a re-seed or a sampler."""
+    plain, peek = recorded_seed_loop(tmp_path / "plain"), recorded_seed_loop(tmp_path / "peek", "--peek-val")
+    report = compare_traces(plain, peek)
+    d = report["diagnosis"]
+    # a program recorded with no line changed is never told to add recording lines for its configuration
+    said = " ".join(w["message"] for w in report["warnings"])
+    assert "config=" not in said and "save_hyperparameters" not in said, said
+    assert (d["kind"], d["step"]) == ("rng.loader_draws", 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["loader_draws_before_step_1"] == {
+        "plain": ["TensorDataset"],
+        "peek": ["TensorDataset", "TensorDataset"],
+    }, d["evidence"]
+    assert "generator=torch.Generator()" in d["advice"] and "num_sanity_val_steps=0" in d["advice"], d["advice"]

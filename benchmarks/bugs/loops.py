@@ -23,6 +23,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 from benchmarks.bugs.families import CLASSES, FAMILIES, Samples
 from ddp_parity import TraceRecorder
+from ddp_parity.trace import sampler_facts
 from ddp_parity.watch import WATCH_STEP_ENV
 
 SEED = 11
@@ -67,6 +68,9 @@ class Setup:
     class_weights: bool = False
     reduction: str = "mean"
     global_batch_mean: bool = False  # the loss divided by the world size as well (averaged over the global batch)
+    # under DDP without its wrapper: each gradient all-reduced by hand, "mean" (the sum / world size, as the PyTorch
+    # distributed tutorial's average_gradients) or "sum" (the division left out)
+    hand_average: str | None = None
     schedule: str | None = None  # "onecycle_loader", "onecycle_dataset" (total steps from len(dataset)), "step"
     scheduler_first: bool = False  # scheduler.step() before optimizer.step(): each step gets the next rate
     # the lr the loop records: "applied" (what optimizer.step() used), "before_step" (read at the top of the
@@ -81,6 +85,9 @@ class Setup:
     # what the loop records (a user's record call may leave any of these out)
     record_batch: bool = True
     record_optimizer: bool = True
+    record_sampler: bool = False  # the loader's sampler facts given to start() (plugin.md's sampler_facts)
+    record_clip: bool = False  # clip_max_norm/clip_norm_type given to record() (None: no clip at the step)
+    record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
     watch: bool = True
 
     def changed(self, **knobs) -> Setup:
@@ -206,9 +213,9 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     scheduler = build_scheduler(optimizers[0], s, loader)
     loss_fn = criterion(s)
     world = rank_and_world()[1]
-    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 and not s.hand_average else model
     recorder = TraceRecorder(run_dir, side=side, config=s.config())
-    recorder.start()
+    recorder.start(facts={"sampler": sampler_facts(loader.sampler)} if s.record_sampler else None)
     if s.watch:
         recorder.watch(model, steps="all")
     model.train()
@@ -231,6 +238,8 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             if scheduler is not None and s.scheduler_first:
                 scheduler.step()
             step_loss = run_step(net, micro, loss_fn, s)
+            if s.hand_average:
+                average_gradients(model, world, divide=s.hand_average == "mean")
             norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type)
             for optimizer in optimizers:
                 optimizer.step()
@@ -250,7 +259,12 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 lr=lr,  # passed also when optimizer= is: what a user's loop reads
                 batch=micro if s.record_batch else None,
                 optimizer=optimizers[0] if s.record_optimizer else None,
-                model=model,
+                model=model if s.record_params else None,
+                **(
+                    {"clip_max_norm": s.clip, "clip_norm_type": s.norm_type if s.clip else None}
+                    if s.record_clip
+                    else {}
+                ),
             )
             if late_scheduler and s.lr_read != "after_scheduler":
                 scheduler.step()
@@ -309,6 +323,15 @@ def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
         recorded = (backward if s.record_loss == "backward" else scaled).detach()
         step_loss = recorded if step_loss is None else step_loss + recorded
     return step_loss
+
+
+def average_gradients(model: nn.Module, world: int, *, divide: bool) -> None:
+    """Each gradient summed over the ranks by hand (no DDP wrapper), then divided by the world size."""
+    for p in model.parameters():
+        if p.grad is not None:
+            torch.distributed.all_reduce(p.grad, op=torch.distributed.ReduceOp.SUM)
+            if divide:
+                p.grad /= world
 
 
 def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2.0) -> torch.Tensor:

@@ -131,17 +131,28 @@ def _unrecorded(meta) -> list[dict]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
+def _no_config_words(name: str, meta: dict) -> str:
+    """Why a side has no configuration, and what to do: a program recorded with no line changed is never told
+    to add lines (the hooks compare the setup they see instead)."""
+    if meta.get("recorded_by") == "hooks":
+        return (
+            f"{name}: recorded by the hooks of ddp-parity record, which read no configuration of the program's own "
+            "(meta.json config is empty): the setup is compared from what the hooks saw (the optimizer as built, "
+            "the samplers, the seeds, the clipping); a setting none of these shows is not compared"
+        )
+    return (
+        f"{name}: recorded no configuration (meta.json config is empty): the comparison cannot check that both "
+        "sides were set up alike; pass config= to TraceRecorder / TraceCallback, or call self.save_hyperparameters() "
+        "in the LightningModule"
+    )
+
+
 def find_warnings(cmp, names) -> list[dict]:
     """Suspicious even when equivalent: a side that learned nothing, NaN/Inf values, a side whose
     configuration was not recorded (nothing then says the two were set up alike), what a side's recorder
     could not record."""
     out = [
-        {
-            "kind": "config_unrecorded",
-            "message": f"{name}: recorded no configuration (meta.json config is empty): the comparison cannot "
-            "check that both sides were set up alike; pass config= to TraceRecorder / TraceCallback, or call "
-            "self.save_hyperparameters() in the LightningModule",
-        }
+        {"kind": "config_unrecorded", "message": _no_config_words(name, cmp.metas[side])}
         for side, name in zip(("a", "b"), names)
         if isinstance(cmp.metas.get(side), dict) and not cmp.metas[side].get("config")
     ]

@@ -305,7 +305,8 @@ def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> 
 
 
 READINGS = {
-    "optimizer": "every gradient is equal but the parameters after the step differ: clipping or the optimizer "
+    "optimizer": "every gradient is equal at the end of backward but the parameters after the step differ: what "
+    "changes .grad after backward (clipping, an all_reduce or a division by hand) or the optimizer "
     "(gradient_clip_val, optimizer hyperparameters, learning rate)",
     "params": "the parameter differs before the step's first forward: the initial weights (at the first step) "
     "or an update before this step",

@@ -48,7 +48,9 @@ MODULE_CATEGORIES = {
     "state": ("module_state",),
     "loss_grad": ("loss", "gradients", "undetermined"),
     "param_grad": ("gradients",),
-    "optimizer": ("optimizer", "reduction_order", "undetermined"),
+    # every .grad equal at the end of backward, the parameters apart after the step: the optimizer, or the
+    # gradients changed between the two (an all_reduce by hand, a division of .grad)
+    "optimizer": ("optimizer", "reduction_order", "gradients", "undetermined"),
     "params": ("init", "undetermined"),
     **{kind: ("numerics", "undetermined") for kind in COMPUTATION_READINGS},
 }

@@ -45,6 +45,7 @@ def install() -> None:
         return batch
 
     base._next_index, base.__next__ = _next_index, __next__
+    base.__init__ = _iterated(base.__init__)
     for cls in (torch_distributed.DistributedSampler, torch_sampler.RandomSampler, torch_sampler.SequentialSampler):
         cls.__init__ = _built(cls.__init__)
     torch_distributed.DistributedSampler.set_epoch = _set_epoch(torch_distributed.DistributedSampler.set_epoch)
@@ -114,6 +115,28 @@ def train_sampler(live):
         return None
     index_sampler = iterator._index_sampler
     return getattr(index_sampler, "sampler", index_sampler)
+
+
+def _iterated(original):
+    @functools.wraps(original)
+    def __init__(self, loader, *args, **kwargs):
+        original(self, loader, *args, **kwargs)
+        _note_iterator(loader)
+
+    return __init__
+
+
+@guarded("DataLoader iterators")
+def _note_iterator(loader) -> None:
+    """A DataLoader was iterated: its iterator drew one number for its workers' base seed, from the global
+    generator where the loader has no generator= of its own (and a RandomSampler without one draws another)."""
+    live = recording()
+    if live is None:
+        return
+    live.note(
+        "loader_iterators",
+        {"dataset": type(loader.dataset).__name__, "global_draw": loader.generator is None},
+    )
 
 
 def _built(original):

@@ -71,8 +71,9 @@ class Recording:
         """Append a fact to the list `kind` (at most FACT_LIMIT kept; the count goes on)."""
         facts = self.facts.setdefault(kind, {"count": 0, "items": []})
         facts["count"] += 1
+        self.noted = getattr(self, "noted", 0) + 1  # one order across every kind: a seed before or after a draw
         if len(facts["items"]) < FACT_LIMIT:
-            facts["items"].append({"before_step": self.steps + 1, **fact})
+            facts["items"].append({"before_step": self.steps + 1, "order": self.noted, **fact})
 
 
 current: Recording | None = None  # this process's recording, when the environment asked for one

@@ -2,7 +2,10 @@
 Lightning's DDP setup re-seeds every rank); its DataLoader shuffles from the global generator. It knows nothing
 of any recorder.
 
-    python tests/hooks_programs/seed_loop.py [--reseed]
+With --peek-val it iterates a validation loader once before training (as Lightning's sanity check does): the
+iterator draws its base seed from the global generator, so the shuffle after it draws other numbers.
+
+    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--reseed", action="store_true")
+    p.add_argument("--peek-val", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -26,6 +30,9 @@ def main() -> None:
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g))
     loader = DataLoader(data, batch_size=4, shuffle=True)
+    if args.peek_val:
+        with torch.no_grad():
+            model(next(iter(DataLoader(data, batch_size=8)))[0])
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for step, (x, y) in enumerate(loader, start=1):
         loss = nn.functional.cross_entropy(model(x), y)

@@ -310,12 +310,23 @@ def check_grad_norm(ctx: Context) -> Finding | None:
             w.format(side=relation.side, small=relation.other) for w in words
         )
         said += "."
-        return finding(ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", factor=relation.value)
+        module = ctx.cache.get("module")
+        if module and module.get("reading_kind") == "optimizer" and module.get("step") == f["step"]:
+            said += (
+                " The module watch finds every parameter's .grad equal at the end of backward: the factor came in "
+                "after it, before the step (an all_reduce of the gradients by hand, a division or scaling of .grad)."
+            )
+        fix = _factor_fix(factor_mechanisms(relation), side=relation.side, small=relation.other)
+        return finding(
+            ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", factor=relation.value, fix=fix
+        )
     if ratio is not None:
         near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
         if abs(ratio / near - 1) < 0.02:
             evidence["ratio"] = ratio
-            return finding(ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, factor=near)
+            return finding(
+                ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, factor=near, fix=FACTOR_FIX[""]
+            )
     module = ctx.cache.get("module")
     if module and module.get("reading_kind") == "param_grad":
         evidence["module"] = module
@@ -335,6 +346,29 @@ FACTOR_WORDS = {
     "batch_size": "{side} sums the loss over the batch (reduction='sum') where {small} averages it",
     "": "no recorded count equals the factor",
 }
+
+# and its fix: a loop may average over ranks by hand (an all_reduce of each gradient, no DDP wrapper), so
+# the world-size fix names both ways of averaging, never "no division" alone
+FACTOR_FIX = {
+    "accumulation": "On {side}, divide each micro-batch's loss by the number of accumulated micro-batches before "
+    "backward: Divide the loss by accumulate_grad_batches, as Lightning does.",
+    "world_size": "Average the gradients over the ranks exactly once on both sides: under DDP add no division "
+    "by the world size (DDP averages); where the gradients are all-reduced by hand, divide the sum by the world "
+    "size (all_reduce(ReduceOp.SUM), then /= world_size). {side}'s are the larger: it averages too little, or "
+    "{small} too much.",
+    "batch_size": "Compute the loss with the same reduction on both sides (reduction='mean', the criterion's "
+    "default), over the same samples.",
+    "": "Divide the loss by the number of accumulated micro-batches before backward (and only then), and average "
+    "the gradients over the ranks exactly once (DDP averages by itself; an all_reduce by hand needs / world_size).",
+}
+
+
+def _factor_fix(mechanisms: list[str], *, side: str, small: str) -> str:
+    """The fix of every mechanism the factor fits, each once; the generic one where none does."""
+    fixes = [FACTOR_FIX[m].format(side=side, small=small) for m in mechanisms if m in FACTOR_FIX]
+    if len(fixes) > 1:
+        return "Whichever count slipped (the numbers fit each): " + " Or: ".join(fixes)
+    return fixes[0] if fixes else FACTOR_FIX[""]
 
 
 def _norm_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
@@ -453,8 +487,7 @@ GRADIENTS_FACTOR = Cause(
     why="A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the "
     "number of accumulated micro-batches, or of gradients averaged over the world size once too "
     "often or not at all.",
-    fix="Divide the loss by accumulate_grad_batches before backward (and only then), and let DDP do the "
-    "averaging over ranks (no extra division by world size).",
+    fix="{fix}",
     doc="The gradient norms differ by a factor 2, 3, 4, 8 (or its inverse) with equal loss: accumulation "
     "scaling, averaging over ranks.",
     requires=Evidence("a factor between the gradient norms", lambda d: "ratio" in d.evidence),

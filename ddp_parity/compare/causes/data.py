@@ -343,8 +343,26 @@ def check_samples(ctx: Context) -> Finding | None:
         evidence["sampler_differences"] = sampler
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     # advice never asks to make equal what both sides recorded equal
-    fix = DATA_ORDER_FIX["same" if samplers_identical(ctx) else "differ"]
+    classes = _sampler_classes(ctx)
+    if samplers_identical(ctx):
+        fix = DATA_ORDER_FIX["same"]
+    elif classes:  # other kinds of sampler: a DistributedSampler is no fix for a loop that samples otherwise
+        fix = DATA_ORDER_FIX["kinds"].format(a=ctx.names[0], b=ctx.names[1], class_a=classes[0], class_b=classes[1])
+    else:
+        fix = DATA_ORDER_FIX["differ"]
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text, fix=fix)
+
+
+def _sampler_classes(ctx: Context) -> tuple[str, str] | None:
+    """Each side's sampler class where both recorded one on every rank and the classes differ."""
+    if not all(samplers_recorded(ctx, s) for s in ("a", "b")):
+        return None
+    ranks = [ctx.meta(s).get("ranks") or [] for s in ("a", "b")]
+    for fa, fb in zip(*ranks):
+        ca, cb = fa["sampler"].get("class"), fb["sampler"].get("class")
+        if ca and cb and ca != cb:
+            return ca, cb
+    return None
 
 
 def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
@@ -511,6 +529,11 @@ DATA_ORDER = Cause(
 DATA_ORDER_FIX = {
     "differ": "Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "
     "seed=seed, drop_last=...) with the same batch size on both sides; compare meta.json ranks[*].sampler.",
+    "kinds": "Sample each rank's data the same way on both sides ({a} draws with a {class_a}, {b} with a "
+    "{class_b}): the same sampler class with the same arguments over the same dataset. A loop that gives each rank "
+    "its own partition of the data and shuffles it (a RandomSampler over a Subset) is matched by the same "
+    "partition and sampler on the other side, not by a DistributedSampler (in Lightning, build the loader yourself "
+    "and pass Trainer(use_distributed_sampler=False)); compare meta.json ranks[*].sampler.",
     "same": "The samplers both sides recorded are the same: what differs is how their indices reach the steps. "
     "Check the DataLoader each side iterates (the sampler passed to it, its batch_size and batch_sampler, a "
     "shuffle= or generator= beside the sampler), the set_epoch value, and any batch drawn outside the loader.",

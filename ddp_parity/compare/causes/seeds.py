@@ -5,6 +5,11 @@ batch), before any update: every Lightning port seeds again, so the seeds alone 
 DDP setup re-seeds every rank after the LightningModule was built in `__init__`: what was drawn before the
 second seed (the initial weights) and what is drawn after it (a shuffle, augmentations, dropout) come from
 other points of the stream than in a loop that seeds once.
+
+The same seeds, but other draws between the last of them and step 1: each DataLoader iterator without a
+generator of its own takes one number from the global generator for its workers' base seed (the hooks note each
+one), so a side that iterates one more loader before training (Lightning's sanity check of the validation
+loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dropout.
 """
 
 from __future__ import annotations
@@ -62,4 +67,63 @@ RNG_RESEED = Cause(
     doc="The hooks' seeds before step 1 are the same values, set more often on one side (a re-seed: Lightning's "
     "seed_everything in its DDP setup), and the runs part at step 1 before any update, in the samples or the batch.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
+)
+
+
+def loader_draws_before_first_step(run, rank) -> list | None:
+    """The datasets of the DataLoader iterators that drew from the global generator after the last seed before
+    step 1, in order; None where the hooks recorded no iterator at all (an explicit recording, older traces)."""
+    facts = read_hook_facts(run, rank)
+    if not facts or not isinstance(facts.get("loader_iterators"), dict):
+        return None
+    seeds = (facts.get("seeds") or {}).get("items") or []
+    last_seed = max((i.get("order", 0) for i in seeds if isinstance(i, dict) and i.get("before_step") == 1), default=0)
+    items = facts["loader_iterators"].get("items") or []
+    return [
+        i.get("dataset")
+        for i in items
+        if isinstance(i, dict) and i.get("before_step") == 1 and i.get("global_draw") and i.get("order", 0) > last_seed
+    ]
+
+
+def check_loader_draws(ctx: Context) -> Finding | None:
+    first = before_any_update(ctx)
+    if first is None or first.get("quantity") not in ("samples", "batch", "loss"):
+        return None
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    seeds = [seeds_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
+    draws = [loader_draws_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
+    if None in draws or seeds[0] != seeds[1] or len(draws[0]) == len(draws[1]) or sampler_differences(ctx):
+        return None  # unrecorded, other seeds (their own cause), as many draws, or another sampler
+    more = "a" if len(draws[0]) > len(draws[1]) else "b"
+    na, nb = ctx.names
+    evidence = {"loader_draws_before_step_1": ctx.both(*draws), "first_divergence": first.get("quantity")}
+    facts = (
+        f"The runs part at step 1 in the {first.get('quantity')}, before any update, with the same seeds, and after "
+        f"the last seed rank {rank} iterated {len(draws[0])} DataLoader(s) drawing from the global generator on {na} "
+        f"({', '.join(draws[0]) or 'none'}) and {len(draws[1])} on {nb} ({', '.join(draws[1]) or 'none'}) before "
+        "step 1 (as the hooks recorded)."
+    )
+    return finding(
+        ctx, RNG_LOADER_DRAWS, 1, rank, evidence, facts, side=ctx.label(more), k=abs(len(draws[0]) - len(draws[1]))
+    )
+
+
+RNG_LOADER_DRAWS = Cause(
+    "rng.loader_draws",
+    check_loader_draws,
+    why="Each DataLoader iterator without a generator= of its own takes one number from the global generator (its "
+    "workers' base seed), even with num_workers=0: {side} took {k} more before its first step (Lightning's sanity "
+    "check iterates the validation loader before training), so what draws from the global generator after it (a "
+    "RandomSampler's shuffle, random augmentations, dropout) draws other numbers.",
+    fix="Draw as often on both sides before training: give each DataLoader a generator of its own "
+    "(DataLoader(..., generator=torch.Generator()), which leaves the global one alone), or iterate the same loaders "
+    "before the first step on both sides (on Lightning, Trainer(num_sanity_val_steps=0) skips the sanity check).",
+    doc="The hooks' seeds before step 1 are the same, but one side iterated more DataLoaders drawing from the global "
+    "generator after the last seed (a sanity check's validation loader), and the runs part at step 1 before any "
+    "update.",
+    requires=Evidence(
+        "the DataLoader iterators recorded before step 1 on both sides",
+        lambda d: "loader_draws_before_step_1" in d.evidence,
+    ),
 )

@@ -338,6 +338,49 @@ def clip_differences(ctx: Context, rank, step) -> list[str]:
     return out
 
 
+# what the runs part in first that an earlier step's update shapes (not the data: a batch apart is its own cause)
+AFTER_UPDATE = ("loss", "grad_norm", "param_digest", "params", "lr")
+
+
+def check_clip_acted(ctx: Context) -> Finding | None:
+    """The runs part at step k, and the clipping recorded at an earlier step s differs where it bound: on the side
+    that clips, the gradient norm at s was above its max_norm with a nonzero lr, so s's update was scaled on one
+    side only. Every difference from step s + 1 on follows from it (a parameter digest is a sum, and a small
+    change of the update can round away in it: the loss shows it first)."""
+    f = ctx.earliest
+    if f is None or f.get("quantity") not in AFTER_UPDATE or not isinstance(f.get("step"), int):
+        return None
+    for ra, rb in aligned_records(ctx, f["rank"]):
+        step = ra.get("step")
+        if not isinstance(step, int) or step >= f["step"]:
+            break
+        clip = clip_differences(ctx, f["rank"], step)
+        bound = [_clip_bound(r) for r in (ra, rb)]
+        if not clip or not any(bound):
+            continue
+        side = "a" if bound[0] else "b"
+        norm, max_norm = bound[0] or bound[1]
+        evidence = {"clip": clip, "clip_step": step, f["quantity"]: ctx.both(f["a"], f["b"])}
+        facts = (
+            f"The runs part at step {f['step']} rank {f['rank']} in the {f['quantity']} ({fmt(f['a'])} vs "
+            f"{fmt(f['b'])}), but the clipping recorded differs from step {step} on: {'; '.join(clip)}. At step "
+            f"{step} {ctx.label(side)} clipped a gradient norm of {fmt(norm)} to {fmt(max_norm)} at a nonzero rate, "
+            f"so its update was scaled by {max_norm / norm:.3g} there and not on the other side; what differs "
+            "later follows from it."
+        )
+        return finding(ctx, OPTIMIZER_CLIP_EARLIER, f["step"], f["rank"], evidence, facts, clip="; ".join(clip))
+    return None
+
+
+def _clip_bound(record: dict) -> tuple[float, float] | None:
+    """(norm, max_norm) where this step's clip_grad_norm_ scaled the gradients: the norm above max_norm at a
+    nonzero recorded rate (a rate of 0 moves nothing, clipped or not)."""
+    norm, max_norm, lr = (relations.number(record.get(k)) for k in ("grad_norm", "clip_max_norm", "lr"))
+    if norm is None or max_norm is None or norm <= max_norm or lr == 0.0:
+        return None
+    return norm, max_norm
+
+
 def _no_clip(ctx: Context, side: str) -> str:
     """What a record without clip facts says: no clip call (the hooks see every one), the Trainer's
     gradient_clip_val unset (TraceCallback's meta.trainer), else nothing (unrecorded)."""
@@ -405,6 +448,15 @@ OPTIMIZER_CLIP = Cause(
     doc="The parameters part with equal samples, loss and gradient norm, and the clipping recorded at the step "
     "(clip_max_norm, clip_norm_type, clip_value: hooks, TraceCallback) differs.",
     requires=Evidence("the clip facts of the step, side by side", lambda d: bool(d.evidence.get("clip"))),
+)
+OPTIMIZER_CLIP_EARLIER = Cause(
+    "optimizer.clip",
+    check_clip_acted,
+    why=OPTIMIZER_CLIP.why,
+    fix=OPTIMIZER_CLIP.fix,
+    doc="The runs part after a step whose recorded clipping differs (clip_max_norm, clip_norm_type) where it bound "
+    "(the norm above max_norm at a nonzero lr): that step's update was scaled on one side only.",
+    requires=OPTIMIZER_CLIP.requires,
 )
 OPTIMIZER = Cause(
     "optimizer",
