@@ -38,4 +38,5 @@ def test_the_corpus_has_the_styles_the_issue_asks_for():
         assert words in styles, words
     assert len(PROGRAMS) >= 8
     # issue 46 item 8: three programs nobody here had ported, recorded with no line changed
-    assert {"dist_tuto", "barlowtwins", "vicreg", "moco"} <= {n for n, p in PROGRAMS.items() if p.recording == "hooks"}
+    hooked = {n for n, p in PROGRAMS.items() if p.recording == "hooks"}
+    assert {"dist_tuto", "barlowtwins", "vicreg", "moco", "simsiam"} <= hooked

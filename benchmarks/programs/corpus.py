@@ -41,6 +41,12 @@ VICREG_TINY = ["--data-dir=data", "--epochs=2", "--batch-size=16", "--num-worker
 MOCO_TINY = ["data", "--seed=0", "--workers=0", "-b", "16", "--epochs=4", "--mlp", "--aug-plus", "--cos"]
 MOCO_TINY += ["--moco-k=64", "--moco-dim=32", "--moco-t=0.2", "--print-freq=1"]
 MOCO_DIST = ["--multiprocessing-distributed", "--world-size=1", "--rank=0", "--dist-url=env://", "--dist-backend=gloo"]
+SIMSIAM_TINY = ["data", "-a", "resnet50", "--seed=0", "--fix-pred-lr", "--epochs=2", "-b", "16", "-j", "0"]
+SIMSIAM_TINY += ["--dim=64", "--pred-dim=16"]
+# main_simsiam.py's own launch: one process a device by torch.multiprocessing.spawn, the address from MASTER_ADDR
+# and MASTER_PORT (env://)
+SIMSIAM_SPAWN = ["--dist-url=env://", "--dist-backend=gloo", "--multiprocessing-distributed", "--world-size=1"]
+SIMSIAM_SPAWN += ["--rank=0"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -141,6 +147,20 @@ PROGRAMS = {
             "every epoch (cosine); two augmented views drawn from torch's and Python's RNGs",
             source="facebookresearch/moco main_moco.py, moco/builder.py, moco/loader.py (MIT, 7397dfe); torchvision "
             "and ImageNet stood in for (standins.py)",
+            recording="hooks",
+            raw_launch="python",
+        ),
+        Program(
+            name="simsiam",
+            folder="simsiam",
+            raw=["main_simsiam.py", *SIMSIAM_TINY, *SIMSIAM_SPAWN],
+            port=["lightning_port.py", *SIMSIAM_TINY],
+            style="ranks by torch.multiprocessing.spawn (env:// init); SyncBatchNorm (a CPU stand-in: statistics "
+            "all-reduced inside forward); SGD over two param groups, the predictor's lr fixed; the lr set by hand "
+            "every epoch (cosine); DistributedSampler + set_epoch; a stop-gradient on two views; a checkpoint "
+            "each epoch on rank 0",
+            source="facebookresearch/simsiam main_simsiam.py, simsiam/builder.py, simsiam/loader.py (CC-BY-NC 4.0, "
+            "a7bc177); torchvision, ImageNet and SyncBatchNorm on a CPU stood in for (standins.py)",
             recording="hooks",
             raw_launch="python",
         ),

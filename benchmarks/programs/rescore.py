@@ -129,6 +129,38 @@ VARIANTS = [
             )
         },
     ),
+    ("simsiam", "round 1", {"lightning_port.py": ("PORT", "eb7db16")}),
+    ("simsiam", "round 2 (equal pair)", {}),
+    (
+        "simsiam",
+        "slip: lr inferred after the batch is divided",
+        {
+            "main_simsiam.py": (
+                "    init_lr = args.lr * args.batch_size / 256\n",
+                "",
+                "            args.batch_size = int(args.batch_size / ngpus_per_node)\n",
+                (
+                    "            args.batch_size = int(args.batch_size / ngpus_per_node)\n"
+                    "            init_lr = args.lr * args.batch_size / 256\n"
+                ),
+            )
+        },
+    ),
+    (
+        "simsiam",
+        "slip: no set_epoch",
+        {"main_simsiam.py": ("            train_sampler.set_epoch(epoch)\n", "            pass\n")},
+    ),
+    (
+        "simsiam",
+        "slip: no SyncBatchNorm",
+        {
+            "main_simsiam.py": (
+                "        model = SyncBatchNorm.convert_sync_batchnorm(model)  # changed: the stand-in (CPU tensors)\n",
+                "",
+            )
+        },
+    ),
 ]
 
 
