@@ -139,3 +139,13 @@ def test_another_seed_value_is_named_from_the_seeds_the_hooks_recorded(tmp_path)
     assert (d["kind"], d["step"]) == ("rng.seed", 1), (d["kind"], d["explanation"])
     assert d["evidence"]["seeds_before_step_1"] == {"zero": {"0": [0]}, "one": {"0": [1]}}, d["evidence"]
     assert "zero: rank 0 [0]; one: rank 0 [1]" in d["explanation"], d["explanation"]
+
+
+def test_an_lr_apart_by_a_whole_factor_in_every_group_names_the_factor(tmp_path):
+    """issue 46 d: param groups as constructed (the hooks see the optimizer built) whose lr is k × the other's in
+    every group are said with their k (and the world size only where k is it: here a world of 1, none named)."""
+    base, double = recorded_seed_loop(tmp_path / "base"), recorded_seed_loop(tmp_path / "double", "--lr", "0.2")
+    d = compare_traces(base, double)["diagnosis"]
+    assert d["kind"] == "param_groups", d["explanation"]
+    assert "double's lr is 2 × base's in every group" in d["explanation"], d["explanation"]
+    assert "world size" not in d["explanation"], d["explanation"]

@@ -5,7 +5,7 @@ of any recorder.
 With --peek-val it iterates a validation loader once before training (as Lightning's sanity check does): the
 iterator draws its base seed from the global generator, so the shuffle after it draws other numbers.
 
-    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val] [--seed N]
+    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val] [--seed N] [--lr LR]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def main() -> None:
     p.add_argument("--reseed", action="store_true")
     p.add_argument("--peek-val", action="store_true")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=0.1)
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -34,7 +35,7 @@ def main() -> None:
     if args.peek_val:
         with torch.no_grad():
             model(next(iter(DataLoader(data, batch_size=8)))[0])
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     for step, (x, y) in enumerate(loader, start=1):
         loss = nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad()

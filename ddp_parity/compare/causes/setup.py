@@ -496,11 +496,40 @@ def check_param_groups(ctx: Context) -> Finding | None:
         "it, is compared step by step, as a schedule read at another point)"
     )
     facts = f"The optimizer's param groups differ {when} ({na} vs {nb}): {'; '.join(lines)}."
+    facts += _lr_factor_words(ctx, settings_a, settings_b, pairs)
     setting, names = next(iter(differing.items()))
     key = setting.split(":", 1)[0]
     evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
     why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key)
     return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, names=_name_list(names), key=key, why=why)
+
+
+def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: dict) -> str:
+    """Where every group's lr on one side is the other's times one whole number k (or 1/k), k named, with the
+    world size where k is it: an lr scaled by the world size, or worked out from another batch (global vs per
+    rank)."""
+    ratios = set()
+    for ka, kb in pairs.values():
+        a, b = settings_a[ka].get("lr"), settings_b[kb].get("lr")
+        if not (isinstance(a, (int, float)) and isinstance(b, (int, float))) or a == b or not a or not b:
+            continue
+        ratios.add(round(max(a, b) / min(a, b), 9) * (1 if a > b else -1))
+    if len(ratios) != 1:
+        return ""
+    ratio = ratios.pop()
+    k = abs(ratio)
+    if abs(k - round(k)) > 1e-9:
+        return ""
+    big, small = (ctx.names[0], ctx.names[1]) if ratio > 0 else (ctx.names[1], ctx.names[0])
+    world = ctx.meta("a").get("world_size")
+    said = f" {big}'s lr is {round(k)} × {small}'s in every group"
+    if isinstance(world, int) and round(k) == world:
+        said += (
+            f"; {round(k)} is the world size: an lr scaled by the world size on one side, or worked out from the "
+            "global batch on one side and from each rank's share on the other (lr × batch_size / 256 before or "
+            "after the batch is divided by the processes)"
+        )
+    return said + "."
 
 
 # why a param-group key that differs changes the update, by key
