@@ -62,6 +62,7 @@ class Loop:
     # the previous optimizer step) as the hooks do
     cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark while recording (it acts on no CPU kernel)
     group_fn: bool = False  # a function as a param-group value (LARS's weight_decay_filter), recorded by repr
+    average_at_end: bool = False  # the weights halved after the last step (an averaged model copied in at the end)
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -198,6 +199,10 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             **clip,
         )
         optimizer.zero_grad()
+    if s.average_at_end:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(0.5)
     recorder.finish(model)
     return Path(run_dir)
 

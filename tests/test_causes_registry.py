@@ -46,7 +46,12 @@ KINDS = {
     *("recording.measured", "init.parameter", "data_order.not_shuffled"),
     *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied"),  # issue 46
     *("optimizer.lr_shift", "rng.reseed"),  # issue 46: an lr set by hand, shifted (no scheduler step recorded)
-    *("rng.loader_draws", "data_order.batch_size", "rng.seed"),  # issue 46: from the first pass on new programs
+    *(
+        "rng.loader_draws",
+        "data_order.batch_size",
+        "rng.seed",
+        "final_params.moved",
+    ),  # issue 46: from the first pass on new programs
 }
 
 

@@ -149,3 +149,38 @@ def test_an_lr_apart_by_a_whole_factor_in_every_group_names_the_factor(tmp_path)
     assert d["kind"] == "param_groups", d["explanation"]
     assert "double's lr is 2 × base's in every group" in d["explanation"], d["explanation"]
     assert "world size" not in d["explanation"], d["explanation"]
+
+
+def test_an_evaluation_iterated_once_more_between_steps_is_named_at_the_step_it_shifts(tmp_path):
+    """The same seeds; one side evaluates twice after step 2, the other once: the second evaluation loader's base
+    seed is one more draw from the global generator, so the noise of step 3's batch differs (same indices, other
+    batch contents). Named at step 3 from the iterators the hooks recorded, never as worker seeding."""
+    once, twice = (
+        recorded_seed_loop(tmp_path / "once", "--evals", "1"),
+        recorded_seed_loop(tmp_path / "twice", "--evals", "2"),
+    )
+    d = compare_traces(once, twice)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.loader_draws", 3), (d["kind"], d["explanation"])
+    assert "TensorDataset ×2 before step 3" in d["explanation"], d["explanation"]
+    assert "worker_init_fn" not in d["advice"] and "generator=torch.Generator()" in d["advice"], d["advice"]
+
+
+def test_a_measured_only_difference_before_the_training_parts_is_said_beside_not_as_the_cause(tmp_path):
+    """issue 46 c: one side measures the gradient norm as the 1-norm (what it trains is unchanged: the parameters
+    after every step are equal), and from step 4 it skips a batch. The diagnosis reads the training's first
+    divergence (the skipped batch at step 4); the measured difference of step 1 is said beside it, not as the
+    cause, and no step before 4 is called the first update."""
+    base = Loop(steps=6)
+    d = compare_traces(*pair(tmp_path, base, base.changed(norm_type=1.0, skip_at=4)))["diagnosis"]
+    assert (d["kind"], d["step"]) == ("data_order.skipped", 4), (d["kind"], d["explanation"])
+    assert d["evidence"]["measured_before"]["quantity"] == "grad_norm", d["evidence"]
+    assert d["evidence"]["measured_before"]["step"] == 1 and "only what was measured differs" in d["explanation"]
+
+
+def test_final_weights_changed_after_the_last_step_on_one_side_are_named(tmp_path):
+    """Every step equal, and one side writes its weights after the last step (an averaged model copied in, as
+    Lightning's EMAWeightAveraging does at the end): its final parameters are not its own last step's digest.
+    Named on that side, never as SyncBatchNorm or an update the digest does not cover."""
+    d = compare_traces(*pair(tmp_path, Loop(), Loop(average_at_end=True)))["diagnosis"]
+    assert d["kind"] == "final_params.moved" and d["evidence"]["side"] == "changed", (d["kind"], d["explanation"])
+    assert "SyncBatchNorm" not in d["advice"], d["advice"]

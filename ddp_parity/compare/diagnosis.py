@@ -78,6 +78,7 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found = check_measured(ctx) or check_equivalent(ctx, setup_differs=setup)
         found.setup_differs = setup
     found.module = ctx.cache.get("module")
+    _say_measured_before(found, ctx)
     _add_replay(found, cmp, ctx)
     if found.category not in UPSTREAM_CATEGORIES and not found.unchecked:
         found.unchecked = ctx.unchecked()
@@ -89,6 +90,19 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found.evidence["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
     check_story(found, cmp.run_a, cmp.run_b, ctx.earliest)
     return found
+
+
+def _say_measured_before(found: Finding, ctx: Context) -> None:
+    """Where the checks read the training's first divergence past a measured-only one, say that one too."""
+    before = ctx.measured_before
+    if before is None:
+        return
+    found.evidence["measured_before"] = {k: before.get(k) for k in ("quantity", "step", "rank", "a", "b")}
+    found.explanation += (
+        f" Earlier, only what was measured differs: the {before['quantity']} at step {before['step']} rank "
+        f"{before['rank']} ({before['a']!r} vs {before['b']!r}), with the parameters after that step equal on both "
+        "sides: it did not change the training there, and the training parts where this finding says."
+    )
 
 
 def diagnose_failure(run_a, run_b, criterion=None, stall: dict | None = None, labels=None) -> Finding:

@@ -251,6 +251,11 @@ class WalkResult:
     counts: dict = field(default_factory=lambda: {"a": {}, "b": {}})  # side -> rank -> records
     quantities: dict = field(default_factory=lambda: {name: Stats() for name in STEP_QUANTITIES})
     first: dict | None = None  # the first divergence of a per-step value, in causal order
+    # the first divergence of the training: `first`, unless that one is measured only (a loss, gradient norm or
+    # lr apart at a step whose parameter digest after it is equal on both sides); then a later step's, or None
+    first_trained: dict | None = None
+    trained_equal_before: int = 0  # as steps_equal_before, counted up to first_trained
+    trained_last_equal_step: int | None = None
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
     steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
     last_equal_step: int | None = None
@@ -394,13 +399,20 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
         _check_ranks_in_step(recs, position, result)
         if result.structure is not None and result.structure["step"] is None:  # ranks missing: where it starts
             result.structure["step"] = next(rec["step"] for side in recs.values() for rec in side.values() if rec)
+        order = {name: i for i, name in enumerate(STEP_QUANTITIES)}
+        present = next((rec for side in recs.values() for rec in side.values() if rec is not None), None)
         if found_here and result.first is None:
-            order = {name: i for i, name in enumerate(STEP_QUANTITIES)}
             result.first = min(found_here, key=lambda d: (order[d["quantity"]], str(d["rank"])))
         if result.first is None and result.structure is None:
             result.steps_equal_before += 1
-            present = next((rec for side in recs.values() for rec in side.values() if rec is not None), None)
             result.last_equal_step = present["step"] if present else None
+        if result.first_trained is None and result.structure is None:
+            training = [d for d in found_here if not _measured_only(d, recs)]
+            if training:
+                result.first_trained = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"])))
+            else:
+                result.trained_equal_before += 1
+                result.trained_last_equal_step = present["step"] if present else None
         position += 1
     for name, n in equal_counts.items():
         quantities[name].compared += n
@@ -414,6 +426,20 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
     result.curves = {side: per.means() for side, per in sums.items()}
     result.times = {"a": step_time_summary(times["a"]), "b": step_time_summary(times["b"])}
     return result
+
+
+MEASURED_QUANTITIES = ("loss", "grad_norm", "lr")
+
+
+def _measured_only(divergence: dict, recs: dict) -> bool:
+    """A loss, gradient norm or lr apart at a step whose parameter digest after it both sides recorded, equal:
+    what was measured differs there, the training of that step did not."""
+    if divergence["quantity"] not in MEASURED_QUANTITIES:
+        return False
+    ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
+    if not ra or not rb or ra.get("param_digest") is None or rb.get("param_digest") is None:
+        return False
+    return ra["param_digest"] == rb["param_digest"]
 
 
 def _check_ranks_in_step(recs: dict, position: int, result: WalkResult) -> None:

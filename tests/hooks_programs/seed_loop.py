@@ -2,10 +2,11 @@
 Lightning's DDP setup re-seeds every rank); its DataLoader shuffles from the global generator. It knows nothing
 of any recorder.
 
+With --evals K its samples carry noise from the global generator and it evaluates K times after step 2.
 With --peek-val it iterates a validation loader once before training (as Lightning's sanity check does): the
 iterator draws its base seed from the global generator, so the shuffle after it draws other numbers.
 
-    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val] [--seed N] [--lr LR]
+    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val] [--seed N] [--lr LR] [--evals K]
 """
 
 from __future__ import annotations
@@ -17,12 +18,27 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 
+class Noisy(torch.utils.data.Dataset):
+    """Each sample with noise drawn from the global generator (a random augmentation)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        x, y = self.data[i]
+        return x + 0.01 * torch.randn_like(x), y
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--reseed", action="store_true")
     p.add_argument("--peek-val", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--evals", type=int, default=0, help="after step 2, iterate an evaluation loader this many times")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -31,7 +47,7 @@ def main() -> None:
         torch.manual_seed(args.seed)  # after the build: the shuffle below draws from the seed, not after the weights
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g))
-    loader = DataLoader(data, batch_size=4, shuffle=True)
+    loader = DataLoader(Noisy(data) if args.evals else data, batch_size=4, shuffle=True)
     if args.peek_val:
         with torch.no_grad():
             model(next(iter(DataLoader(data, batch_size=8)))[0])
@@ -42,6 +58,9 @@ def main() -> None:
         loss.backward()
         optimizer.step()
         print(f"step {step} loss {loss.item():.8f}", flush=True)
+        for _ in range(args.evals if step == 2 else 0):  # each iterator draws its base seed from the global generator
+            with torch.no_grad():
+                model(next(iter(DataLoader(data, batch_size=8)))[0])
         if step == 4:
             break
 

@@ -96,6 +96,7 @@ CAUSES: tuple[Cause, ...] = (
     update.OPTIMIZER_EFFECTIVE_LR,
     update.OPTIMIZER_CLIP,
     update.OPTIMIZER,
+    end.FINAL_MOVED,
     end.BUFFERS_REPLICAS,
     end.BUFFERS_SYNC,
     end.FINAL_PARAMS,

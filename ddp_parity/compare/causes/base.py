@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -100,7 +100,26 @@ class Context:
 
     @property
     def walk(self):
-        return self.cmp.walk
+        """The comparison's walk, seen from the training: where its first divergence is measured only (a loss,
+        gradient norm or lr apart with the parameters after that step equal) and the training parts later (or
+        at the end), the checks read that later divergence, the measured one said beside (`measured_before`)."""
+        walk = self.cmp.walk
+        if walk is None or walk.first is None or walk.first is walk.first_trained or self.cmp.training_equal:
+            return walk
+        if "training_walk" not in self.cache:
+            self.cache["training_walk"] = replace(
+                walk,
+                first=walk.first_trained,
+                steps_equal_before=walk.trained_equal_before,
+                last_equal_step=walk.trained_last_equal_step,
+            )
+        return self.cache["training_walk"]
+
+    @property
+    def measured_before(self) -> dict | None:
+        """The measured-only first divergence the training view passed over, if it did."""
+        walk = self.cmp.walk
+        return walk.first if walk is not None and self.walk is not walk else None
 
     def meta(self, side: str) -> dict:
         return self.cmp.metas.get(side) or {}

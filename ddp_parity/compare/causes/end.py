@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from ddp_parity.compare.causes.data import STEP_COUNT, step_count_finding
 from ddp_parity.compare.causes.update import OPTIMIZER
 from ddp_parity.compare.comparator import match_keys
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.walk import records_of
+from ddp_parity.trace_files import FINAL_PARAMS_FILE
 
 BUFFER_HINTS = ("running_mean", "running_var", "num_batches_tracked")
 
@@ -101,6 +104,69 @@ BUFFERS_SYNC = Cause(
 
 # ---------------------------------------------------------------------------------------------
 # the final parameters
+
+
+def check_final_moved(ctx: Context) -> Finding | None:
+    """Every recorded step matches, the final tensors do not, and on one side the final parameters are not what
+    its own last step left (their digest, the float64 sums of the first and last parameter, is not the last
+    step's `param_digest`): the weights were changed after the last optimizer step on that side."""
+    if ctx.earliest is not None or ctx.cmp.params.all_equal:
+        return None
+    moved = {s: _moved_after_last_step(ctx, s) for s in ("a", "b")}
+    if None in moved.values() or moved["a"] == moved["b"]:
+        return None
+    side = "a" if moved["a"] else "b"
+    facts = (
+        f"Every recorded step matches (the parameter digest after each one too), but {ctx.label(side)}'s final "
+        f"parameters are not what its last step left: their digest is {fmt(moved[side])} against the last step's "
+        f"{fmt(_last_digest(ctx, side))}, while {ctx.label('b' if side == 'a' else 'a')}'s final parameters are its "
+        "last step's."
+    )
+    evidence = {"final_digest": moved[side], "last_step_digest": _last_digest(ctx, side), "side": ctx.label(side)}
+    return finding(ctx, FINAL_MOVED, ctx.walk.last_equal_step, None, evidence, facts, side=ctx.label(side))
+
+
+def _last_digest(ctx: Context, side: str):
+    rank = min((ctx.walk.ranks.get(side) or [0]), key=str)
+    last = None
+    for record in records_of(ctx.run(side), rank):
+        last = record
+    return (last or {}).get("param_digest")
+
+
+def _moved_after_last_step(ctx: Context, side: str):
+    """The final parameters' digest where it differs from the side's last recorded one, False where it is the
+    same, None where it cannot be computed (no layer names, no digest, tensors not by those names)."""
+    names = (ctx.meta(side).get("layers") or {}).get("names") or []
+    last = _last_digest(ctx, side)
+    if not names or not isinstance(last, list) or len(last) != 2:
+        return None
+    try:
+        import torch
+        from safetensors.torch import load_file
+
+        run = ctx.run(side)
+        final = load_file(str(Path(getattr(run, "path", run)) / FINAL_PARAMS_FILE))
+        ends = [final.get(names[0]), final.get(names[-1])]
+        if any(t is None for t in ends):
+            return None
+        digest = [float(t.sum(dtype=torch.float64)) for t in ends]
+    except Exception:  # noqa: BLE001 - a fact for a finding; an unreadable file is the comparator's to report
+        return None
+    return digest if digest != last else False
+
+
+FINAL_MOVED = Cause(
+    "final_params.moved",
+    check_final_moved,
+    why="What a side saves as its final state is not its last step's parameters: something wrote the weights after "
+    "the last optimizer step (an averaged model copied in at the end, as Lightning's WeightAveraging/"
+    "EMAWeightAveraging callbacks do; a checkpoint loaded; a last update outside the optimizer).",
+    fix="On {side}, keep the trained weights as the model's final state, as the other side does: keep an averaged "
+    "(EMA/SWA) model apart from the model instead of copying it in at the end (or copy it in on both sides).",
+    doc="Every step matches, the final tensors differ, and one side's final parameters are not its own last step's "
+    "digest: the weights changed after training on that side (an EMA copied in at the end).",
+)
 
 
 def check_final_params(ctx: Context) -> Finding | None:

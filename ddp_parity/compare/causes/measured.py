@@ -106,7 +106,9 @@ def _rounding(ctx: Context, quantity: str, steps, a, b) -> relations.Relation | 
             f"The {WHAT[quantity]}s differ by at most {max(ulps)} float32 ulp(s) wherever they differ (from step "
             f"{first}): the same numbers summed over another list or in another order."
         )
-        return relations.Relation("order", quantity, ctx.names[0], ctx.names[1], max(ulps), first, differ[-1][0])
+        return relations.Relation(
+            "order", quantity, ctx.names[0], ctx.names[1], max(ulps), first, differ[-1][0], None, sentence
+        )
     return None
 
 

@@ -73,58 +73,106 @@ RNG_RESEED = Cause(
 def loader_draws_before_first_step(run, rank) -> list | None:
     """The datasets of the DataLoader iterators that drew from the global generator after the last seed before
     step 1, in order; None where the hooks recorded no iterator at all (an explicit recording, older traces)."""
+    draws = loader_draws_up_to(run, rank, 1)
+    return None if draws is None else [dataset for _, dataset in draws]
+
+
+def loader_draws_up_to(run, rank, step: int) -> list | None:
+    """(before_step, dataset) of each DataLoader iterator that drew from the global generator after the last seed
+    before `step`, up to `step`, in order; None where the hooks recorded no iterator at all."""
     facts = read_hook_facts(run, rank)
     if not facts or not isinstance(facts.get("loader_iterators"), dict):
         return None
     seeds = (facts.get("seeds") or {}).get("items") or []
-    last_seed = max((i.get("order", 0) for i in seeds if isinstance(i, dict) and i.get("before_step") == 1), default=0)
+    last_seed = max(
+        (i.get("order", 0) for i in seeds if isinstance(i, dict) and (i.get("before_step") or 0) <= step), default=0
+    )
     items = facts["loader_iterators"].get("items") or []
     return [
-        i.get("dataset")
+        (i.get("before_step"), i.get("dataset"))
         for i in items
-        if isinstance(i, dict) and i.get("before_step") == 1 and i.get("global_draw") and i.get("order", 0) > last_seed
+        if isinstance(i, dict)
+        and (i.get("before_step") or 0) <= step
+        and i.get("global_draw")
+        and i.get("order", 0) > last_seed
     ]
 
 
+def _seeds_up_to(run, rank, step: int) -> list | None:
+    facts = read_hook_facts(run, rank)
+    if not facts:
+        return None
+    items = (facts.get("seeds") or {}).get("items") or []
+    return [i.get("seed") for i in items if isinstance(i, dict) and (i.get("before_step") or 0) <= step]
+
+
 def check_loader_draws(ctx: Context) -> Finding | None:
-    first = before_any_update(ctx)
-    if first is None or first.get("quantity") not in ("samples", "batch", "loss"):
+    """Before step 1 (the runs part there, before any update), or at a later step the training parts at after
+    equal steps: the same seeds, but another number of DataLoader iterators drew from the global generator since
+    the last seed (an evaluation's loader iterated once more on one side)."""
+    first = ctx.earliest
+    if (
+        first is None
+        or first.get("quantity") not in ("samples", "batch", "loss")
+        or not isinstance(first.get("step"), int)
+    ):
+        return None
+    step = first["step"]
+    if step == 1 and before_any_update(ctx) is None:
+        return None
+    if step > 1 and (ctx.walk is None or ctx.walk.steps_equal_before < 1):
         return None
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    seeds = [seeds_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
-    draws = [loader_draws_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
+    seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
+    draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     if None in draws or seeds[0] != seeds[1] or len(draws[0]) == len(draws[1]) or sampler_differences(ctx):
         return None  # unrecorded, other seeds (their own cause), as many draws, or another sampler
     more = "a" if len(draws[0]) > len(draws[1]) else "b"
     na, nb = ctx.names
-    evidence = {"loader_draws_before_step_1": ctx.both(*draws), "first_divergence": first.get("quantity")}
+    shown = [_draws_words(d) for d in draws]
+    evidence = {"first_divergence": first.get("quantity")}
+    if step == 1:
+        evidence["loader_draws_before_step_1"] = ctx.both(*[[d for _, d in side] for side in draws])
+        when = "at step 1, before any update,"
+    else:
+        evidence["loader_draws_up_to_step"] = {"step": step, **ctx.both(*[[list(x) for x in side] for side in draws])}
+        when = f"at step {step}, every step before it equal,"
     facts = (
-        f"The runs part at step 1 in the {first.get('quantity')}, before any update, with the same seeds, and after "
-        f"the last seed rank {rank} iterated {len(draws[0])} DataLoader(s) drawing from the global generator on {na} "
-        f"({', '.join(draws[0]) or 'none'}) and {len(draws[1])} on {nb} ({', '.join(draws[1]) or 'none'}) before "
-        "step 1 (as the hooks recorded)."
+        f"The runs part {when} in the {first.get('quantity')} with the same seeds, and since the last seed rank "
+        f"{rank} iterated {len(draws[0])} DataLoader(s) drawing from the global generator on {na} ({shown[0]}) and "
+        f"{len(draws[1])} on {nb} ({shown[1]}) up to step {step} (as the hooks recorded)."
     )
     return finding(
-        ctx, RNG_LOADER_DRAWS, 1, rank, evidence, facts, side=ctx.label(more), k=abs(len(draws[0]) - len(draws[1]))
+        ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, side=ctx.label(more), k=abs(len(draws[0]) - len(draws[1]))
     )
+
+
+def _draws_words(draws: list) -> str:
+    """`TensorDataset before step 1, ValSet ×2 before step 5`: each dataset and step with its count."""
+    counted: dict = {}
+    for before, dataset in draws:
+        counted[(dataset, before)] = counted.get((dataset, before), 0) + 1
+    words = [f"{d}{f' ×{n}' if n > 1 else ''} before step {s}" for (d, s), n in counted.items()]
+    return ", ".join(words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "") if words else "none"
 
 
 RNG_LOADER_DRAWS = Cause(
     "rng.loader_draws",
     check_loader_draws,
     why="Each DataLoader iterator without a generator= of its own takes one number from the global generator (its "
-    "workers' base seed), even with num_workers=0: {side} took {k} more before its first step (Lightning's sanity "
-    "check iterates the validation loader before training), so what draws from the global generator after it (a "
-    "RandomSampler's shuffle, random augmentations, dropout) draws other numbers.",
-    fix="Draw as often on both sides before training: give each DataLoader a generator of its own "
-    "(DataLoader(..., generator=torch.Generator()), which leaves the global one alone), or iterate the same loaders "
-    "before the first step on both sides (on Lightning, Trainer(num_sanity_val_steps=0) skips the sanity check).",
-    doc="The hooks' seeds before step 1 are the same, but one side iterated more DataLoaders drawing from the global "
-    "generator after the last seed (a sanity check's validation loader), and the runs part at step 1 before any "
-    "update.",
+    "workers' base seed), even with num_workers=0: {side} took {k} more (Lightning's sanity check iterates the "
+    "validation loader before training; a loop that evaluates two models iterates its loader twice), so what draws "
+    "from the global generator after it (a RandomSampler's shuffle, random augmentations, dropout) draws other "
+    "numbers.",
+    fix="Draw as often on both sides: give each DataLoader a generator of its own (DataLoader(..., "
+    "generator=torch.Generator()), which leaves the global one alone), or iterate the same loaders as often at the "
+    "same points on both sides (on Lightning, Trainer(num_sanity_val_steps=0) skips the sanity check).",
+    doc="The hooks' seeds are the same, but one side iterated more DataLoaders drawing from the global generator "
+    "after the last seed (a sanity check's validation loader, an evaluation run twice), and the runs part at that "
+    "step (step 1 before any update, or a later step after equal ones) in the samples, the batch or the loss.",
     requires=Evidence(
-        "the DataLoader iterators recorded before step 1 on both sides",
-        lambda d: "loader_draws_before_step_1" in d.evidence,
+        "the DataLoader iterators recorded on both sides",
+        lambda d: "loader_draws_before_step_1" in d.evidence or "loader_draws_up_to_step" in d.evidence,
     ),
 )
 
