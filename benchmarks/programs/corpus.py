@@ -38,6 +38,30 @@ SSL_TINY = ["--epochs=2", "--batch-size=16", "--projector=64-64-64"]
 
 VICREG_TINY = ["--data-dir=data", "--epochs=2", "--batch-size=16", "--num-workers=0", "--mlp=64-64-64", "--device=cpu"]
 
+VISION_TINY = [
+    "--data-path=data",
+    "--device=cpu",
+    "--epochs=3",
+    "-b",
+    "8",
+    "--workers=0",
+    "--lr=0.1",
+    "--lr-scheduler=cosineannealinglr",
+    "--lr-warmup-epochs=1",
+    "--lr-warmup-method=linear",
+    "--lr-warmup-decay=0.1",
+    "--label-smoothing=0.1",
+    "--norm-weight-decay=0.0",
+    "--clip-grad-norm=1.0",
+    "--model-ema",
+    "--model-ema-steps=2",
+    "--train-crop-size=32",
+    "--val-resize-size=36",
+    "--val-crop-size=32",
+    "--print-freq=100",
+    "--output-dir={out}/ckpt",
+]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -125,6 +149,19 @@ PROGRAMS = {
             "every step; an all_gather with its own backward in the loss; augmentations drawn from numpy",
             source="facebookresearch/vicreg main_vicreg.py, distributed.py, augmentations.py (MIT, 4e12602); "
             "torchvision, ImageNet and the ResNet stood in for (standins.py, resnet.py)",
+            recording="hooks",
+        ),
+        Program(
+            name="vision_classification",
+            folder="vision_classification",
+            raw=["train.py", *VISION_TINY],
+            port=["lightning_port.py", *VISION_TINY],
+            style="env:// init under torchrun (utils.init_distributed_mode); SGD over norm/other weight-decay groups "
+            "(utils.set_weight_decay); label smoothing; a linear warmup + cosine SequentialLR stepped per epoch; "
+            "clip_grad_norm_ over model.parameters(); an EMA model (AveragedModel) reset during warmup; evaluation "
+            "reduced by reduce_across_processes; checkpoints on the master",
+            source="pytorch/vision references/classification train.py, utils.py, presets.py, sampler.py "
+            "(BSD-3-Clause); torchvision, ImageNet and the models stood in for (standins.py)",
             recording="hooks",
         ),
     ]

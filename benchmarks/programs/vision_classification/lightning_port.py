@@ -1,0 +1,114 @@
+"""pytorch/vision's references/classification/train.py ported to Lightning, written as a Lightning user would: the same
+arguments (train.py's parser), data, presets and model; SGD over utils.set_weight_decay's groups with the warmup +
+main SequentialLR stepped per epoch (a scheduler dict), label smoothing, `gradient_clip_val` for --clip-grad-norm,
+Lightning's EMAWeightAveraging callback for --model-ema, validation logged with sync_dist, Lightning's DDP strategy,
+sampler, checkpointing and launcher. No line records anything: `ddp-parity record` does.
+
+    python lightning_port.py --data-path data --device cpu --epochs 3 -b 8 --workers 0 ... (as train.py)
+"""
+
+import os
+
+import lightning as L
+import presets
+import torch
+import utils
+from lightning.pytorch.callbacks import EMAWeightAveraging
+from standins import InterpolationMode, torchvision
+from torch import nn
+from train import get_args_parser
+
+
+class LitClassifier(L.LightningModule):
+    def __init__(self, args, num_classes):
+        super().__init__()
+        self.args = args
+        self.model = torchvision.models.get_model(args.model, weights=args.weights, num_classes=num_classes)
+        self.criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+
+    def forward(self, x):
+        return self.model(x)
+
+    def training_step(self, batch, batch_idx):
+        image, target = batch
+        output = self.model(image)
+        loss = self.criterion(output, target)
+        acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))
+        self.log_dict({"loss": loss, "acc1": acc1, "acc5": acc5}, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        image, target = batch
+        output = self.model(image)
+        loss = self.criterion(output, target)
+        acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))
+        self.log_dict({"val_loss": loss, "val_acc1": acc1, "val_acc5": acc5}, sync_dist=True)
+
+    def configure_optimizers(self):
+        args = self.args
+        parameters = utils.set_weight_decay(self.model, args.weight_decay, norm_weight_decay=args.norm_weight_decay)
+        optimizer = torch.optim.SGD(
+            parameters,
+            lr=args.lr,
+            momentum=args.momentum,
+            weight_decay=args.weight_decay,
+            nesterov="nesterov" in args.opt.lower(),
+        )
+        warmup = torch.optim.lr_scheduler.LinearLR(
+            optimizer, start_factor=args.lr_warmup_decay, total_iters=args.lr_warmup_epochs
+        )
+        main = torch.optim.lr_scheduler.CosineAnnealingLR(
+            optimizer, T_max=args.epochs - args.lr_warmup_epochs, eta_min=args.lr_min
+        )
+        scheduler = torch.optim.lr_scheduler.SequentialLR(
+            optimizer, schedulers=[warmup, main], milestones=[args.lr_warmup_epochs]
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
+
+
+def main():
+    args = get_args_parser().parse_args()
+    L.seed_everything(args.seed)
+    world_size = 2
+    interpolation = InterpolationMode(args.interpolation)
+    dataset = torchvision.datasets.ImageFolder(
+        os.path.join(args.data_path, "train"),
+        presets.ClassificationPresetTrain(
+            crop_size=args.train_crop_size, interpolation=interpolation, backend=args.backend
+        ),
+    )
+    dataset_test = torchvision.datasets.ImageFolder(
+        os.path.join(args.data_path, "val"),
+        presets.ClassificationPresetEval(
+            crop_size=args.val_crop_size,
+            resize_size=args.val_resize_size,
+            interpolation=interpolation,
+            backend=args.backend,
+        ),
+    )
+    train_loader = torch.utils.data.DataLoader(
+        dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers
+    )
+    val_loader = torch.utils.data.DataLoader(dataset_test, batch_size=args.batch_size, num_workers=args.workers)
+
+    callbacks = []
+    if args.model_ema:
+        # the same decay adjustment as train.py
+        adjust = world_size * args.batch_size * args.model_ema_steps / args.epochs
+        alpha = min(1.0, (1.0 - args.model_ema_decay) * adjust)
+        callbacks.append(EMAWeightAveraging(decay=1.0 - alpha, update_every_n_steps=args.model_ema_steps))
+
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=world_size,
+        max_epochs=args.epochs,
+        gradient_clip_val=args.clip_grad_norm,
+        callbacks=callbacks,
+        default_root_dir=args.output_dir,
+    )
+    trainer.fit(LitClassifier(args, len(dataset.classes)), train_loader, val_loader)
+
+
+if __name__ == "__main__":
+    main()
