@@ -23,8 +23,15 @@ class LitClassifier(L.LightningModule):
     def __init__(self, args, num_classes):
         super().__init__()
         self.args = args
-        self.model = torchvision.models.get_model(args.model, weights=args.weights, num_classes=num_classes)
+        self.num_classes = num_classes
         self.criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+
+    def configure_model(self):
+        # round 1: built after Lightning re-seeds the ranks in its DDP setup, so that the augmentations draw after
+        # the model's initialisation, as in main() (seed, model, then the loader's transforms)
+        self.model = torchvision.models.get_model(
+            self.args.model, weights=self.args.weights, num_classes=self.num_classes
+        )
 
     def forward(self, x):
         return self.model(x)
