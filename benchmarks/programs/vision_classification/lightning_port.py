@@ -28,7 +28,11 @@ class LitClassifier(L.LightningModule):
 
     def configure_model(self):
         # round 1: built after Lightning re-seeds the ranks in its DDP setup, so that the augmentations draw after
-        # the model's initialisation, as in main() (seed, model, then the loader's transforms)
+        # the model's initialisation, as in main() (seed, model, then the loader's transforms). Round 2 (not from the
+        # tool's words): built once; EMAWeightAveraging's setup calls configure_model too, and a second build drew
+        # the trained model's weights after the first's
+        if hasattr(self, "model"):
+            return
         self.model = torchvision.models.get_model(
             self.args.model, weights=self.args.weights, num_classes=self.num_classes
         )
