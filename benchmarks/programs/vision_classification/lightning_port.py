@@ -1,8 +1,9 @@
 """pytorch/vision's references/classification/train.py ported to Lightning, written as a Lightning user would: the same
 arguments (train.py's parser), data, presets and model; SGD over utils.set_weight_decay's groups with the warmup +
 main SequentialLR stepped per epoch (a scheduler dict), label smoothing, `gradient_clip_val` for --clip-grad-norm,
-Lightning's EMAWeightAveraging callback for --model-ema, validation logged with sync_dist, Lightning's DDP strategy,
-sampler, checkpointing and launcher. No line records anything: `ddp-parity record` does.
+Lightning's EMAWeightAveraging callback for --model-ema (round 4: train.py's EMA by hand), validation logged with
+sync_dist, Lightning's DDP strategy, sampler, checkpointing and launcher. No line records anything: `ddp-parity
+record` does.
 
     python lightning_port.py --data-path data --device cpu --epochs 3 -b 8 --workers 0 ... (as train.py)
 """
@@ -13,7 +14,6 @@ import lightning as L
 import presets
 import torch
 import utils
-from lightning.pytorch.callbacks import EMAWeightAveraging
 from standins import InterpolationMode, torchvision
 from torch import nn
 from train import get_args_parser
@@ -29,13 +29,33 @@ class LitClassifier(L.LightningModule):
     def configure_model(self):
         # round 1: built after Lightning re-seeds the ranks in its DDP setup, so that the augmentations draw after
         # the model's initialisation, as in main() (seed, model, then the loader's transforms). Round 2 (not from the
-        # tool's words): built once; EMAWeightAveraging's setup calls configure_model too, and a second build drew
-        # the trained model's weights after the first's
+        # tool's words): built once; EMAWeightAveraging's setup (before round 4) called configure_model too, and a
+        # second build drew the trained model's weights after the first's
         if hasattr(self, "model"):
             return
         self.model = torchvision.models.get_model(
             self.args.model, weights=self.args.weights, num_classes=self.num_classes
         )
+
+    def on_fit_start(self):
+        # round 4 (not from the tool's words): the EMA as train.py keeps it (utils.ExponentialMovingAverage, reset
+        # during warmup), not EMAWeightAveraging, which copied the average into the trained model at the end. Kept out
+        # of the module's children: DDP would wait for gradients of its parameters
+        self.model_ema = None
+        if self.args.model_ema:
+            args = self.args
+            adjust = self.trainer.world_size * args.batch_size * args.model_ema_steps / args.epochs
+            alpha = min(1.0, (1.0 - args.model_ema_decay) * adjust)
+            object.__setattr__(
+                self, "model_ema", utils.ExponentialMovingAverage(self.model, device=self.device, decay=1.0 - alpha)
+            )
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if self.model_ema is not None and batch_idx % self.args.model_ema_steps == 0:
+            self.model_ema.update_parameters(self.model)
+            if self.current_epoch < self.args.lr_warmup_epochs:
+                # Reset ema buffer to keep copying weights during warmup period
+                self.model_ema.n_averaged.fill_(0)
 
     def forward(self, x):
         return self.model(x)
@@ -50,7 +70,7 @@ class LitClassifier(L.LightningModule):
 
     def validation_step(self, batch, batch_idx, dataloader_idx=0):
         image, target = batch
-        output = self.model(image)
+        output = (self.model if dataloader_idx == 0 else self.model_ema)(image)
         loss = self.criterion(output, target)
         acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))
         prefix = "val" if dataloader_idx == 0 else "ema_val"
@@ -107,20 +127,12 @@ def main():
     )
     val_loader = torch.utils.data.DataLoader(dataset_test, batch_size=args.batch_size, num_workers=args.workers)
 
-    callbacks = []
-    if args.model_ema:
-        # the same decay adjustment as train.py
-        adjust = world_size * args.batch_size * args.model_ema_steps / args.epochs
-        alpha = min(1.0, (1.0 - args.model_ema_decay) * adjust)
-        callbacks.append(EMAWeightAveraging(decay=1.0 - alpha, update_every_n_steps=args.model_ema_steps))
-
     trainer = L.Trainer(
         strategy="ddp",
         accelerator="cpu",
         devices=world_size,
         max_epochs=args.epochs,
         gradient_clip_val=args.clip_grad_norm,
-        callbacks=callbacks,
         default_root_dir=args.output_dir,
     )
     # round 3 (not from the tool's words): train.py evaluates twice an epoch, the model and then its EMA, each pass
