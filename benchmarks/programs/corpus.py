@@ -47,6 +47,29 @@ SIMSIAM_TINY += ["--dim=64", "--pred-dim=16"]
 # and MASTER_PORT (env://)
 SIMSIAM_SPAWN = ["--dist-url=env://", "--dist-backend=gloo", "--multiprocessing-distributed", "--world-size=1"]
 SIMSIAM_SPAWN += ["--rank=0"]
+VISION_TINY = [
+    "--data-path=data",
+    "--device=cpu",
+    "--epochs=3",
+    "-b",
+    "8",
+    "--workers=0",
+    "--lr=0.1",
+    "--lr-scheduler=cosineannealinglr",
+    "--lr-warmup-epochs=1",
+    "--lr-warmup-method=linear",
+    "--lr-warmup-decay=0.1",
+    "--label-smoothing=0.1",
+    "--norm-weight-decay=0.0",
+    "--clip-grad-norm=1.0",
+    "--model-ema",
+    "--model-ema-steps=2",
+    "--train-crop-size=32",
+    "--val-resize-size=36",
+    "--val-crop-size=32",
+    "--print-freq=100",
+    "--output-dir={out}/ckpt",
+]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -163,6 +186,19 @@ PROGRAMS = {
             "a7bc177); torchvision, ImageNet and SyncBatchNorm on a CPU stood in for (standins.py)",
             recording="hooks",
             raw_launch="python",
+        ),
+        Program(
+            name="vision_classification",
+            folder="vision_classification",
+            raw=["train.py", *VISION_TINY],
+            port=["lightning_port.py", *VISION_TINY],
+            style="env:// init under torchrun (utils.init_distributed_mode); SGD over norm/other weight-decay groups "
+            "(utils.set_weight_decay); label smoothing; a linear warmup + cosine SequentialLR stepped per epoch; "
+            "clip_grad_norm_ over model.parameters(); an EMA model (AveragedModel) reset during warmup; evaluation "
+            "reduced by reduce_across_processes; checkpoints on the master",
+            source="pytorch/vision references/classification train.py, utils.py, presets.py, sampler.py "
+            "(BSD-3-Clause); torchvision, ImageNet and the models stood in for (standins.py)",
+            recording="hooks",
         ),
     ]
 }

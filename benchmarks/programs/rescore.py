@@ -1,4 +1,4 @@
-"""python -m benchmarks.programs.rescore [WORDS]: the three hook-recorded programs' first-pass rounds (each port as
+"""python -m benchmarks.programs.rescore [WORDS]: the hook-recorded programs' first-pass rounds (each port as
 the commit of that round left it) and slips (each an edit of the raw program) recorded again and compared by the
 tool as it is now; one JSON line each (the diagnosis kind, step, words, warnings). docs/programs.md, "After-fix
 score", was made with it. WORDS: run only the variants whose "program what" contains them."""
@@ -161,6 +161,31 @@ VARIANTS = [
             )
         },
     ),
+    ("vision_classification", "round 1", {"lightning_port.py": ("PORT", "31db27d")}),
+    ("vision_classification", "round 2", {"lightning_port.py": ("PORT", "52ace73")}),
+    ("vision_classification", "round 3", {"lightning_port.py": ("PORT", "6cca4b3")}),
+    ("vision_classification", "round 4", {"lightning_port.py": ("PORT", "2c219bb")}),
+    ("vision_classification", "round 5 (equal pair)", {}),
+    (
+        "vision_classification",
+        "slip: lr x world size",
+        {"train.py": ("            lr=args.lr,\n", "            lr=args.lr * args.world_size,\n")},
+    ),
+    (
+        "vision_classification",
+        "slip: the scheduler stepped per iteration",
+        {
+            "train.py": (
+                "args, model_ema=None, scaler=None):\n",
+                "args, model_ema=None, scaler=None, lr_scheduler=None):\n",
+                "            optimizer.step()\n",
+                "            optimizer.step()\n            lr_scheduler.step()\n",
+                "args, model_ema, scaler)\n        lr_scheduler.step()\n",
+                "args, model_ema, scaler, lr_scheduler)\n",
+            )
+        },
+    ),
+    ("vision_classification", "slip: evaluation left in train() mode", {"train.py": ("    model.eval()\n", "")}),
 ]
 
 
