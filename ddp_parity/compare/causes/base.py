@@ -104,7 +104,8 @@ class Context:
         gradient norm or lr apart with the parameters after that step equal) and the training parts later (or
         at the end), the checks read that later divergence, the measured one said beside (`measured_before`)."""
         walk = self.cmp.walk
-        if walk is None or walk.first is None or walk.first is walk.first_trained or self.cmp.training_equal:
+        first = getattr(walk, "first", None)
+        if first is None or first is getattr(walk, "first_trained", first) or self.cmp.training_equal:
             return walk
         if "training_walk" not in self.cache:
             self.cache["training_walk"] = replace(
