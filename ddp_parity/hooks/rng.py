@@ -30,8 +30,8 @@ def digests(at: str) -> dict:
     """{at, torch, cuda?, numpy?, random?}: 16 hex digits per generator; a generator that could not be
     read is left out (and said once in `unrecorded`)."""
     out = {"at": at, "torch": _hex(torch.default_generator.get_state().numpy())}
-    for name, read in (("cuda", _cuda), ("numpy", _numpy), ("random", _python)):
-        value = _read(name, read)
+    for name, read in READERS:
+        value = read()
         if value is not None:
             out[name] = value
     return out
@@ -39,10 +39,6 @@ def digests(at: str) -> dict:
 
 def _hex(buffer) -> str:
     return hashlib.blake2b(buffer, digest_size=8).hexdigest()
-
-
-def _read(name: str, read):
-    return guarded(f"the {name} generator's state")(read)()
 
 
 def _cuda():
@@ -65,6 +61,12 @@ def _python():
     if module is None:
         return None
     return f"{hash(module.getstate()) & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+READERS = tuple(
+    (name, guarded(f"the {name} generator's state")(read))
+    for name, read in (("cuda", _cuda), ("numpy", _numpy), ("random", _python))
+)
 
 
 def take(live, at: str) -> None:

@@ -5,6 +5,7 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --loss-scale-at K   scales step K's loss by 1.0001 (the loss parts, the generator does not)
     --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
     --resume CKPT       first loads CKPT and restores what --restore names (model,optimizer,scheduler,rng)
+    --odd-save CKPT     saves a checkpoint holding an object that cannot be compared (its == raises)
     --out WEIGHTS       saves its final weights
 
 It prints each step's loss.
@@ -18,6 +19,15 @@ import torch
 from torch import nn
 
 
+class Odd:
+    """Compared with anything, it raises: what looks inside a checkpoint must cope."""
+
+    def __eq__(self, other):
+        raise RuntimeError("an Odd is not compared")
+
+    __hash__ = object.__hash__
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=4)
@@ -26,6 +36,7 @@ def main() -> None:
     p.add_argument("--save")
     p.add_argument("--resume")
     p.add_argument("--restore", default="model,optimizer,scheduler,rng")
+    p.add_argument("--odd-save")
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -62,6 +73,8 @@ def main() -> None:
     if args.save:
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
         torch.save({**state, "rng": torch.get_rng_state(), "step": start + args.steps}, args.save)
+    if args.odd_save:
+        torch.save({"extra": (Odd(), 1)}, args.odd_save)
     if args.out:
         torch.save(model.state_dict(), args.out)
 
