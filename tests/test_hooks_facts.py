@@ -113,6 +113,19 @@ def test_recording_the_facts_changes_nothing_and_a_hook_that_fails_says_so(tmp_p
     assert saved == ["c.pt", "a.pt"]  # the saves before and after the odd one
 
 
+def test_dcp_saves_and_loads_are_recorded_as_one_call_each(tmp_path):
+    """torch.distributed.checkpoint saves tensor by tensor through torch.save: one dcp.save is noted, with
+    the kinds it was given, and one dcp.load; the model restored after it."""
+    run_dir = tmp_path / "dcp"
+    cmd = [PYTHON, PROGRAMS / "dcp_loop.py", tmp_path / "ckpt"]
+    check_ok(run_cmd(cmd, env=recording_env(run_dir, "dcp", child_env())))
+    facts = hook_facts(run_dir)
+    calls = [(c["op"], c["path"], c["after_step"], c["kinds"]) for c in facts["checkpoints"]["items"]]
+    path = str(tmp_path / "ckpt")
+    assert calls == [("dcp.save", path, 2, ["model", "optimizer"]), ("dcp.load", path, 2, ["model"])]
+    assert [(r["kind"], r["before_step"]) for r in facts["restores"]["items"]] == [("model", 3)]
+
+
 def test_the_kinds_in_a_checkpoint_are_told_apart():
     from ddp_parity.hooks.checkpoints import kinds_of
 
@@ -131,6 +144,7 @@ def test_the_kinds_in_a_checkpoint_are_told_apart():
     assert kinds_of(rng)[0] == {"rng"} and kinds_of([random.getstate()])[0] == {"rng"}
     assert kinds_of({"scaler": torch.amp.GradScaler("cpu").state_dict() | {"scale": 1.0}})[0] == {"grad_scaler"}
     assert kinds_of(model)[0] == {"model"} and kinds_of(torch.ones(3))[0] == set()
+    assert kinds_of((torch.ones(3), torch.ones(625)))[0] == set()  # a tuple of tensors: nothing taken for a state
 
 
 @pytest.fixture(scope="module")

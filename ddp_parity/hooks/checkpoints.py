@@ -71,9 +71,15 @@ def _first(args, kwargs, name: str):
 def _checkpoint_call(op: str, original, given, path_at: int = 1):
     @functools.wraps(original)
     def call(*args, **kwargs):
-        result = original(*args, **kwargs)
         live = recording()
-        if live is not None and not getattr(live.local, "ours", False):
+        if live is None or getattr(live.local, "ours", False) or getattr(live.local, "in_checkpoint", False):
+            return original(*args, **kwargs)  # not recorded, or inside a checkpoint call (DCP saves tensor by tensor)
+        live.local.in_checkpoint = True
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            live.local.in_checkpoint = False
+        if recording() is live:
             path = args[path_at] if len(args) > path_at else kwargs.get("f", kwargs.get("checkpoint_id"))
             if path is None:  # DCP given a storage writer or reader: its path
                 path = kwargs.get("storage_writer", kwargs.get("storage_reader"))
@@ -135,10 +141,11 @@ def _kind_of(value, key) -> str | None:
         return "rng"
     if isinstance(value, torch.Tensor):
         return "rng" if value.dtype == torch.uint8 and value.dim() == 1 and value.numel() in (5056, 16) else None
-    if isinstance(value, tuple) and value and value[0] == "MT19937":
+    head = value[0] if isinstance(value, tuple) and value else None
+    if isinstance(head, str) and head == "MT19937":
         return "rng"  # numpy's legacy state
-    if isinstance(value, tuple) and len(value) == 3 and value[0] == 3 and isinstance(value[1], tuple):
-        return "rng" if len(value[1]) == 625 else None  # Python's random.getstate()
+    if type(head) is int and head == 3 and len(value) == 3 and isinstance(value[1], tuple) and len(value[1]) == 625:
+        return "rng"  # Python's random.getstate()
     if isinstance(key, str) and key.lower() in COUNTERS and isinstance(value, int) and not isinstance(value, bool):
         return "counters"
     if not isinstance(value, dict) or not value:
