@@ -79,8 +79,9 @@ def test_checkpoints_are_recorded_with_the_kinds_they_hold(loops):
     part = hook_facts(loops["part"])
     assert [(c["op"], c["after_step"]) for c in part["checkpoints"]["items"]] == [("torch.load", 0)]
     assert [r["kind"] for r in part["restores"]["items"]] == ["model"]
-    full = [r["kind"] for r in hook_facts(loops["full"])["restores"]["items"]]
-    assert full == ["model", "optimizer", "scheduler", "rng"]
+    full = hook_facts(loops["full"])["restores"]["items"]
+    assert [r["kind"] for r in full] == ["model", "optimizer", "scheduler", "rng"]
+    assert {r["caller"] for r in full} == {"__main__"}
 
 
 def test_a_resume_that_restores_less_is_named_with_what_it_left_behind(loops):
@@ -100,7 +101,7 @@ def test_the_same_resume_on_both_sides_is_equivalent_with_no_warning(loops, tmp_
 
 
 def test_recording_the_facts_changes_nothing_and_a_hook_that_fails_says_so(tmp_path):
-    """A checkpoint holding an object whose == raises: what looks inside it fails, the save and the
+    """A checkpoint under a key whose lower() raises: what looks inside it fails, the save and the
     training go on, meta.json says what was not taken; the output and weights are bitwise those of the
     loop run unrecorded."""
     args = ("--save", tmp_path / "c.pt", "--odd-save", tmp_path / "odd.pt")

@@ -72,9 +72,10 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
         curves=comparison.curves,
     )
     report.warnings += nothing_compared_warnings(comparison)
-    collectives = collectives_section(comparison.run_a, comparison.run_b, names)
-    if collectives is not None:
-        report.sections["collectives"] = collectives
+    if any(isinstance(m, dict) and m.get("recorded_by") == "hooks" for m in comparison.metas.values()):
+        collectives = collectives_section(comparison.run_a, comparison.run_b, names)
+        if collectives is not None:
+            report.sections["collectives"] = collectives
     if noise is not None:
         judge_against_noise(report, comparison, noise, names, ignore_config)
     if report.verdict == "equivalent" and comparison.measured_differ:

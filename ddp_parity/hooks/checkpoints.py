@@ -184,18 +184,19 @@ def _restore(kind: str, original):
     @functools.wraps(original)
     def restore(*args, **kwargs):
         result = original(*args, **kwargs)
-        _note_restore(kind, args[0] if args and kind != "rng" else None)
+        _note_restore(kind, args[0] if args and kind != "rng" else None, sys._getframe(1).f_globals.get("__name__"))
         return result
 
     return restore
 
 
 @guarded("what the program restored")
-def _note_restore(kind: str, owner) -> None:
+def _note_restore(kind: str, owner, caller) -> None:
     live = recording()
     if live is None or getattr(live.local, "ours", False):
         return
-    live.note("restores", {"kind": kind, "class": type(owner).__name__ if owner is not None else None})
+    owner_class = type(owner).__name__ if owner is not None else None
+    live.note("restores", {"kind": kind, "class": owner_class, "caller": caller})
 
 
 def _wrap_dcp(module) -> None:

@@ -5,7 +5,7 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --loss-scale-at K   scales step K's loss by 1.0001 (the loss parts, the generator does not)
     --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
     --resume CKPT       first loads CKPT and restores what --restore names (model,optimizer,scheduler,rng)
-    --odd-save CKPT     saves a checkpoint holding an object that cannot be compared (its == raises)
+    --odd-save CKPT     saves a checkpoint under a key that cannot be lowered (its lower() raises)
     --out WEIGHTS       saves its final weights
 
 It prints each step's loss.
@@ -19,13 +19,11 @@ import torch
 from torch import nn
 
 
-class Odd:
-    """Compared with anything, it raises: what looks inside a checkpoint must cope."""
+class OddKey(str):
+    """A key that cannot be lowered: what looks inside a checkpoint must cope."""
 
-    def __eq__(self, other):
-        raise RuntimeError("an Odd is not compared")
-
-    __hash__ = object.__hash__
+    def lower(self):
+        raise RuntimeError("an OddKey is not lowered")
 
 
 def main() -> None:
@@ -74,7 +72,7 @@ def main() -> None:
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
         torch.save({**state, "rng": torch.get_rng_state(), "step": start + args.steps}, args.save)
     if args.odd_save:
-        torch.save({"extra": (Odd(), 1)}, args.odd_save)
+        torch.save({OddKey("extra"): 1}, args.odd_save)
     if args.out:
         torch.save(model.state_dict(), args.out)
 

@@ -60,24 +60,25 @@ def global_rng_equal(ctx: Context, step=None, rank=None) -> bool:
     first = ctx.earliest or {}
     step = first.get("step") if step is None else step
     rank = (first.get("rank") if isinstance(first.get("rank"), int) else 0) if rank is None else rank
-    compared = rng_at(ctx, step, rank)
+    try:
+        compared = rng_at(ctx, step, rank)
+    except (TypeError, ValueError, OSError):
+        return False
     return compared is not None and "torch" in compared["generators"] and not set(compared["differ"]) & set(GLOBAL)
 
 
 def global_rng_parts(ctx: Context) -> bool:
     """The runs part where torch's global generator's digests part (rng_parting)."""
-    parted = rng_parting(ctx)
+    try:
+        parted = rng_parting(ctx)
+    except (TypeError, ValueError, OSError, AttributeError):
+        return False
     return parted is not None and bool(set(parted[0]["differ"]) & set(GLOBAL))
 
 
 def seeds_before(ctx: Context, side: str, rank, step) -> list:
-    seeds = read_hook_facts(ctx.run(side), rank).get("seeds")
-    items = seeds.get("items") if isinstance(seeds, dict) else []
-    return [
-        i.get("seed")
-        for i in items or []
-        if isinstance(i, dict) and isinstance(i.get("before_step"), int) and i["before_step"] <= step
-    ]
+    items = _items(read_hook_facts(ctx.run(side), rank), "seeds")
+    return [i.get("seed") for i in items if isinstance(i.get("before_step"), int) and i["before_step"] <= step]
 
 
 def rng_parting(ctx: Context) -> tuple[dict, str] | None:
@@ -163,7 +164,15 @@ def _recorded_hooks(ctx: Context) -> bool:
 
 def collectives_section(run_a, run_b, names) -> dict | None:
     """report.json `collectives`: each side's own collectives per step on rank 0 (where either side
-    recorded any), and the first step they differ at."""
+    recorded any), and the first step they differ at; None where none were recorded (or a record holds
+    what cannot be read as one)."""
+    try:
+        return _collectives_section(run_a, run_b, names)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _collectives_section(run_a, run_b, names) -> dict | None:
     per_side, first = {}, None
     streams = [list(records_of(run, 0)) for run in (run_a, run_b)]
     if not any("collectives" in r for records in streams for r in records):
@@ -207,8 +216,14 @@ def restored(run, rank: int = 0) -> set[str] | None:
     return {
         str(r.get("kind"))
         for r in _items(facts, "restores")
-        if r.get("kind") in RESTORED and r.get("before_step") == after + 1
+        if r.get("kind") in RESTORED and r.get("before_step") == after + 1 and not _puts_back(r)
     }
+
+
+def _puts_back(restore: dict) -> bool:
+    """A generator's state set by Lightning's own seed utilities: isolate_rng around the sanity check, the
+    launcher's restore in a spawned process; a state it took itself, not a checkpoint's."""
+    return restore.get("kind") == "rng" and str(restore.get("caller") or "").endswith("utilities.seed")
 
 
 def resume_difference(run_a, run_b, names) -> dict | None:
@@ -233,6 +248,14 @@ def _saving_ranks(run) -> dict[str, list[int]]:
 
 
 def hook_warnings(run_a, run_b, names) -> list[dict]:
+    """resume_incomplete and checkpoint_ranks lines (none where a hooks.json holds what cannot be read)."""
+    try:
+        return _hook_warnings(run_a, run_b, names)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+
+
+def _hook_warnings(run_a, run_b, names) -> list[dict]:
     out = []
     resume = resume_difference(run_a, run_b, names)
     if resume is not None:
@@ -267,12 +290,15 @@ def add_hooked_facts(found: Finding, ctx: Context) -> None:
     for key, read in (("rng_state", rng_parting), ("collectives", collectives_parting)):
         try:
             shown = read(ctx)
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, AttributeError):
             shown = None
         if shown is not None and key not in found.evidence:
             found.evidence[key] = shown[0]
             found.explanation += " " + shown[1]
-    resume = resume_difference(ctx.run("a"), ctx.run("b"), ctx.names) if ctx.earliest else None
+    try:
+        resume = resume_difference(ctx.run("a"), ctx.run("b"), ctx.names) if ctx.earliest else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        resume = None
     if resume is not None and "resume_restored" not in found.evidence:
         found.evidence["resume_restored"] = resume
         found.explanation += (
