@@ -21,7 +21,6 @@ from ddp_parity.compare.causes.base import (
     nonzero,
 )
 from ddp_parity.compare.causes.data import DATA_PIPELINE
-from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.findings import Finding
@@ -244,12 +243,6 @@ def check_module(ctx: Context) -> Finding | None:
     if kind in ("random", *COMPUTATION_READINGS) and not ctx.both_have("watch_state"):
         facts = f"The module watch finds the first difference {where}: inputs equal, outputs differ."
         return undetermined(ctx, f, ["rng" if kind == "random" else "numerics", "module_state"], facts, evidence)
-    if kind == "random" and global_rng_equal(ctx):
-        facts = (
-            f"The module watch finds the first difference {where}: inputs equal, outputs differ; the global "
-            f"generator's state was recorded equal on both sides at step {f['step']}'s start (the hooks' digests)."
-        )
-        return undetermined(ctx, f, ["module_state", "numerics"], facts, evidence)
     if kind == "random":
         facts = (
             f"The sample indices, the inputs and the module's mode are equal, but {where} draws another mask: its "
