@@ -71,6 +71,16 @@ def test_where_the_generator_is_recorded_equal_no_cause_blames_it(loops):
     assert "rng_state" not in d["evidence"]
 
 
+def test_a_seed_set_twice_is_no_reseed_where_the_generator_is_recorded_equal(loops, tmp_path):
+    """Seeds [0, 0] against [0] before step 1, and the batches part at step 1 because each side draws
+    them from a generator of its own seeded otherwise: the global generator's digests agree at step 1's
+    start, so the re-seed is not blamed (it was, before the digests were read)."""
+    _, twice = loop(tmp_path, "twice", "--seed-twice", "--data-seed", 2)
+    d = compare_traces(loops["plain"], twice)["diagnosis"]
+    assert (d["step"], d["kind"]) == (1, "data_order.unrecorded"), d
+    assert "rng_state" not in d["evidence"] and "global RNG" not in d["advice"]
+
+
 def test_checkpoints_are_recorded_with_the_kinds_they_hold(loops):
     saved = hook_facts(loops["plain"])["checkpoints"]["items"]
     assert [(c["op"], c["after_step"]) for c in saved] == [("torch.save", 4)]

@@ -3,6 +3,8 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
 
     --draw-before K     draws one number from the global generator before step K's forward
     --loss-scale-at K   scales step K's loss by 1.0001 (the loss parts, the generator does not)
+    --seed-twice        seeds the global generator twice before building the model (nothing drawn between)
+    --data-seed N       seeds the generator of its batches with N (1 by default)
     --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
     --resume CKPT       first loads CKPT and restores what --restore names (model,optimizer,scheduler,rng)
     --odd-save CKPT     saves a checkpoint under a key that cannot be lowered (its lower() raises)
@@ -34,11 +36,15 @@ def main() -> None:
     p.add_argument("--save")
     p.add_argument("--resume")
     p.add_argument("--restore", default="model,optimizer,scheduler,rng")
+    p.add_argument("--seed-twice", action="store_true")
+    p.add_argument("--data-seed", type=int, default=1)
     p.add_argument("--odd-save")
     p.add_argument("--out")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    if args.seed_twice:
+        torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Dropout(0.5), nn.Linear(16, 3))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
@@ -55,7 +61,7 @@ def main() -> None:
         if "rng" in restore:
             torch.set_rng_state(ckpt["rng"])
         start = ckpt["step"]
-    g = torch.Generator().manual_seed(1 + start)
+    g = torch.Generator().manual_seed(args.data_seed + start)
     for step in range(1, args.steps + 1):
         x, y = torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
         if step == args.draw_before:
