@@ -62,7 +62,7 @@ def global_rng_equal(ctx: Context, step=None, rank=None) -> bool:
     rank = (first.get("rank") if isinstance(first.get("rank"), int) else 0) if rank is None else rank
     try:
         compared = rng_at(ctx, step, rank)
-    except (TypeError, ValueError, OSError):
+    except (TypeError, ValueError, OSError, AttributeError):  # a run's files unreadable as records, or none
         return False
     return compared is not None and "torch" in compared["generators"] and not set(compared["differ"]) & set(GLOBAL)
 
