@@ -155,6 +155,7 @@ def test_the_kinds_in_a_checkpoint_are_told_apart():
     assert kinds_of(rng)[0] == {"rng"} and kinds_of([random.getstate()])[0] == {"rng"}
     assert kinds_of({"scaler": torch.amp.GradScaler("cpu").state_dict() | {"scale": 1.0}})[0] == {"grad_scaler"}
     assert kinds_of(model)[0] == {"model"} and kinds_of(torch.ones(3))[0] == set()
+    assert kinds_of({"MODEL_STATE": model.state_dict(), "EPOCHS_RUN": 1})[0] == {"state_dict", "counters"}
     assert kinds_of((torch.ones(3), torch.ones(625)))[0] == set()  # a tuple of tensors: nothing taken for a state
 
 

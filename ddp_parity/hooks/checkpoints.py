@@ -29,7 +29,7 @@ from ddp_parity.hooks import modules
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
 
 NAMES = "_checkpoint_names"  # private facts: (the noted entry, the tensor names of each mapping of tensors)
-COUNTERS = ("epoch", "step", "global_step", "iter_num", "iteration", "current_epoch", "steps")
+COUNTERS = ("epoch", "step", "global_step", "iter_num", "iteration", "current_epoch", "steps", "epochs_run")
 WALK_LIMIT = 5000  # objects looked at in one checkpoint: a huge nested object is not walked to the end
 DCP = "torch.distributed.checkpoint"
 

@@ -1,7 +1,8 @@
 """The program's own collectives: each call of torch.distributed's all_reduce, all_gather, broadcast,
 reduce, reduce_scatter, all_gather_into_tensor, reduce_scatter_tensor, all_to_all and
 all_to_all_single the program (or a library it calls: Lightning's metric sync) makes, with its op,
-reduce op, dtype and shape, whether it was given the gradients, the module that called it, and a
+reduce op, dtype and shape, whether it was given the gradients, the module that called it (past
+torch's own frames), and a
 digest of its result after the op (a CPU tensor of at most DIGEST_LIMIT elements, synchronous calls).
 
 DDP's own bucket reductions go through the process group's C++ API and are not seen; neither are
@@ -58,11 +59,21 @@ def _wrapped(name: str, original, parameters: list[str]):
         result = original(*args, **kwargs)
         live = recording()
         if live is not None and not getattr(live.local, "ours", False):
-            caller = sys._getframe(1).f_globals.get("__name__")
-            _note(live, name, result_of(args, kwargs), args, kwargs, where, caller)
+            _note(live, name, result_of(args, kwargs), args, kwargs, where, _caller(sys._getframe(1)))
         return result
 
     return collective
+
+
+def _caller(frame) -> str | None:
+    """The module that called the collective, past torch's own frames (torch.distributed.nn's
+    differentiable all_gather is the program's call)."""
+    for _ in range(16):
+        name = frame.f_globals.get("__name__") if frame is not None else None
+        if frame is None or not (name == "torch" or str(name).startswith("torch.")):
+            return name
+        frame = frame.f_back
+    return name
 
 
 def _argument(args, kwargs, where: dict, key: str, default=None):
