@@ -111,6 +111,7 @@ def test_the_causes_import_one_phase_after_another():
         "configuration",
         "base",
         "implicated",
+        "hooked",
         "samples",
         "setup",
         "resume",

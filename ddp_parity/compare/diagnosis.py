@@ -19,6 +19,7 @@ from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
 from ddp_parity.compare.causes.base import FEW_ULPS, Context, unchecked_sentence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, strip_config
 from ddp_parity.compare.causes.end import check_equivalent
+from ddp_parity.compare.causes.hooked import add_hooked_facts, hook_warnings
 from ddp_parity.compare.causes.implicated import cannot_explain
 from ddp_parity.compare.causes.measured import check_measured
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
@@ -86,6 +87,8 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found.explanation += " " + unchecked_sentence(found.unchecked)
     if "init_note" in ctx.cache:
         found.evidence["init_note"] = ctx.cache["init_note"]
+    if found.category != "equivalent":
+        add_hooked_facts(found, ctx)
     if cmp.meta_errors:
         found.evidence["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
     check_story(found, cmp.run_a, cmp.run_b, ctx.earliest)
@@ -179,6 +182,7 @@ def find_warnings(cmp, names) -> list[dict]:
         for side, name in zip(("a", "b"), names)
         for item in _unrecorded(cmp.metas.get(side))
     ]
+    out += hook_warnings(cmp.run_a, cmp.run_b, names)
     if cmp.walk is None:
         return out
     for side, name in zip(("a", "b"), names):

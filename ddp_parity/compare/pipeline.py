@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ddp_parity.compare.causes.hooked import collectives_section
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
 from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
 from ddp_parity.compare.findings import FIGURE_KEYS, Report
@@ -71,6 +72,10 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
         curves=comparison.curves,
     )
     report.warnings += nothing_compared_warnings(comparison)
+    if any(isinstance(m, dict) and m.get("recorded_by") == "hooks" for m in comparison.metas.values()):
+        collectives = collectives_section(comparison.run_a, comparison.run_b, names)
+        if collectives is not None:
+            report.sections["collectives"] = collectives
     if noise is not None:
         judge_against_noise(report, comparison, noise, names, ignore_config)
     if report.verdict == "equivalent" and comparison.measured_differ:

@@ -13,6 +13,7 @@ from torch.nn.modules import module as torch_module
 from torch.nn.parallel import DistributedDataParallel
 
 from ddp_parity.fingerprints import params_sha256
+from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.watch import ModuleWatch
 
@@ -163,6 +164,7 @@ def _watch_top_calls() -> None:
             if not any(seen() is module for seen in live.root_modules):
                 live.root_modules.append(weakref.ref(module))
             if module.training and torch.is_grad_enabled():
+                rng.take(live, "forward")  # step 1's start: its first training forward
                 live.forward_inputs.append(args)  # step 1's batch, where no DataLoader gives it
         depth["n"] += 1
 
@@ -187,8 +189,16 @@ def watch_training_inputs(live) -> None:
 
     def pre(module, args, kwargs):
         if module.training and torch.is_grad_enabled() and not getattr(live.local, "ours", False):
+            rng.take(live, "forward")
             live.forward_inputs.append((args, kwargs) if kwargs else args)
 
+    def outer(module, args):  # DDP's wrapper is called before the model: the step's start is there
+        if module.training and torch.is_grad_enabled():
+            rng.take(live, "forward")
+
+    for wrapper in live.wrapped_modules:
+        if wrapper() is not None:
+            wrapper().register_forward_pre_hook(outer)
     live.model.register_forward_pre_hook(pre, with_kwargs=True)
 
 

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from ddp_parity.exit_hooks import live_recorders
-from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
+from ddp_parity.hooks import checkpoints, collectives, context, data, gradients, modules, optimizer, schedule, state
 from ddp_parity.hooks.state import Recording, guarded
 from ddp_parity.record_values import meta_as_json
 from ddp_parity.trace import TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
@@ -41,6 +41,8 @@ def install_hooks(run_dir: str | os.PathLike, side: str) -> Recording:
         ("scheduler hooks", schedule.install),
         ("data hooks", data.install),
         ("context hooks", context.install),
+        ("collective hooks", collectives.install),
+        ("checkpoint hooks", checkpoints.install),
         ("destroy_process_group hook", _wrap_destroy),
     ):
         try:
@@ -157,7 +159,10 @@ def finish() -> None:
 def write_facts(live: Recording) -> None:
     """trace/rank{r}.hooks.json: what this rank's hooks saw besides the step records."""
     recorder = live.recorder
+    checkpoints.resolve(live)  # a state_dict saved or loaded before the model was known: the model's?
     facts = {k: v for k, v in live.facts.items() if not k.startswith(PRIVATE_FACT)}
+    if (after := collectives.after_last_step(live)) is not None:
+        facts["collectives_after_last_step"] = after
     facts["optimizer_built"] = recorder.meta.get("optimizer_built")
     facts["steps"] = live.steps
     facts["unrecorded"] = list(live.unrecorded.values())

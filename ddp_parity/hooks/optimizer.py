@@ -19,6 +19,7 @@ import torch
 from torch.optim import optimizer as torch_optimizer
 
 from ddp_parity.fingerprints import optimizer_facts, param_digest
+from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.record_values import number_or_none
 from ddp_parity.sharding import total_grad_norm
@@ -110,6 +111,7 @@ def _before_update(live, optimizer, args, kwargs):
 
 @guarded("what the optimizer saw")
 def _take_update(live, optimizer) -> None:
+    rng.take(live, "update")  # no training forward of the model was seen this step
     groups = [_hyperparameters(group) for group in optimizer.param_groups]
     grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
     lr = optimizer.param_groups[0].get("lr") if groups else None
@@ -165,9 +167,22 @@ def _record_step(live, optimizer) -> None:
         extra["param_groups"] = update["groups"]
     if any(flag is not None for flag in live.grad_sync):
         extra["grad_sync"] = live.grad_sync
+    if live.rng is not None:
+        extra["rng"] = live.rng
+    if live.collectives_count:
+        extra["collectives"] = live.collectives
+        extra["collectives_count"] = live.collectives_count
     if live.steps == 1 or getattr(recorder, "_optimizer", None) is None:
         _record_optimizer(recorder, optimizer, live.model)
     grad_norm = live.clip["total_norm"] if live.clip is not None else update.get("grad_norm")
+    live.local.ours = True  # the recorder's own work (an update dump's torch.save) is not the program's
+    try:
+        _record(live, recorder, update, grad_norm, extra)
+    finally:
+        live.local.ours = False
+
+
+def _record(live, recorder, update: dict, grad_norm, extra: dict) -> None:
     recorder.record(
         live.steps,
         _step_loss(live.roots),

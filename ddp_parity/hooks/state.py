@@ -54,6 +54,9 @@ class Recording:
         self.clip_value: dict | None = None
         self.update: dict | None = None  # what the optimizer saw: lr, param groups, gradient norm
         self.scheduler_steps = 0  # scheduler.step() calls since the previous optimizer step
+        self.rng = None  # the generators' digests at the step's start (hooks/rng.py)
+        self.collectives: list[dict] = []  # the program's own collectives since the previous step (collectives.py)
+        self.collectives_count = 0
 
     @property
     def active(self) -> bool:

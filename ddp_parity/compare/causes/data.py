@@ -20,6 +20,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
+from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.samples import (
     consumed_later,
@@ -337,7 +338,9 @@ def check_samples(ctx: Context) -> Finding | None:
             evidence["sampler_differences"] = sampler
             facts += " The recorded samplers: " + "; ".join(sampler) + "."
         how = UNRECORDED_HOW["one" if recorded else "none"].format(side=" and ".join(recorded))
-        return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=" and ".join(unrecorded), how=how)
+        rng = "" if global_rng_equal(ctx) else " (the global RNG too: build the data and the model in the same order)"
+        sides = " and ".join(unrecorded)
+        return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=sides, how=how, global_rng=rng)
     sampler = sampler_differences(ctx)
     if sampler:
         evidence["sampler_differences"] = sampler
@@ -700,8 +703,8 @@ DATA_ORDER_UNRECORDED = Cause(
     why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
     "{sides} recorded no sampler, so the traces cannot say whether the sampling or what feeds it differs.",
     fix="Make both sides draw the same samples at each step: the same sampler (a DistributedSampler's shuffle, "
-    "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order "
-    "(the global RNG too: build the data and the model in the same order). {how}",
+    "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order"
+    "{global_rng}. {how}",
     doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it.",
 )
 

@@ -15,6 +15,7 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 from __future__ import annotations
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding
+from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.samples import sampler_differences
 from ddp_parity.compare.findings import Finding
@@ -40,6 +41,8 @@ def check_reseed(ctx: Context) -> Finding | None:
     seeds = [seeds_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
     if None in seeds or seeds[0] == seeds[1] or sampler_differences(ctx):
         return None  # unrecorded, the same seeds, or another sampler (its own cause)
+    if global_rng_equal(ctx, 1, rank):
+        return None  # the generator's state recorded equal at step 1's start: the re-seed changed nothing drawn
     if set(map(str, seeds[0])) != set(map(str, seeds[1])) or len(seeds[0]) == len(seeds[1]):
         return None  # other seed values (a per-rank seed, another seed) are not a re-seed: their own causes
     more = "a" if len(seeds[0]) > len(seeds[1]) else "b"

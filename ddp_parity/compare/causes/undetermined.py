@@ -6,6 +6,7 @@ them apart (and, `undetermined.unrecorded`, the record-call change for what a si
 from __future__ import annotations
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding
+from ddp_parity.compare.causes.hooked import global_rng_equal, global_rng_parts
 from ddp_parity.compare.findings import Finding
 
 # each cause a divergence can have, as the ranked candidates of an undetermined finding say it:
@@ -70,6 +71,8 @@ CANDIDATE_CATEGORY = {"earlier_update": "optimizer", "measured": "recording"}
 def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:
     """No single cause: what is known, the candidates ranked, and what would tell them apart."""
     causes = [c for c in dict.fromkeys(causes) if c not in excluded(ctx)]
+    if "rng" in causes and global_rng_parts(ctx):  # the generator's state recorded apart where the runs part
+        causes = ["rng", *(c for c in causes if c != "rng")]
     if len(causes) < 2 and f.get("quantity") == "grad_norm":  # what equal gradients still leave open
         causes += [c for c in ("norm", "reduction_order") if c not in causes]
     unchecked = ctx.unchecked()
@@ -106,7 +109,8 @@ def watch_found_all_equal(ctx: Context) -> bool:
 
 def excluded(ctx: Context) -> tuple[str, ...]:
     """The candidates the recorded evidence already rules out: the story never lists them."""
-    return EXCLUDED_BY_EQUAL_WATCH if watch_found_all_equal(ctx) else ()
+    out = EXCLUDED_BY_EQUAL_WATCH if watch_found_all_equal(ctx) else ()
+    return (*out, "rng") if global_rng_equal(ctx) else out  # the generators recorded equal at the step's start
 
 
 def _equal_up_to(ctx: Context, f: dict) -> str:

@@ -1,0 +1,308 @@
+"""What the hooks of `ddp-parity record` saw besides the step's numbers, read for the diagnosis:
+
+- the random generators' digests at each step's start (a record's `rng`): where the runs part at step k
+  in the samples, the batch or the loss, and the digests differ at step k's start while they agreed at
+  step k-1's (or k is 1), the finding says so, with the seeds recorded before step k; where torch's
+  global generator is recorded equal at step k's start, no cause blames its state (`global_rng_equal`);
+- the program's own collectives (a record's `collectives`): where they differ at or before the step
+  the runs part at, the finding shows both sides' (a hand-written gradient all_reduce on one side only,
+  another reduce op);
+- the checkpoints and what was restored (rank{r}.hooks.json `checkpoints`, `restores`): a resume where
+  one side restores less is said with the kinds missing; a save on every rank against rank 0 only is a
+  note.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ddp_parity.compare.causes.base import Context
+from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.walk import records_of
+from ddp_parity.trace_files import read_hook_facts, trace_ranks
+
+GLOBAL = ("torch", "cuda")  # the generators torch's random layers and samplers draw from
+LIBRARIES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "torchmetrics")
+RESTORED = ("model", "optimizer", "scheduler", "grad_scaler", "rng")
+RNG_QUANTITIES = ("samples", "batch", "loss")
+
+
+def _rng_by_step(ctx: Context, side: str, rank) -> dict[int, dict]:
+    key = ("rng", side, rank)
+    if key not in ctx.cache:
+        ctx.cache[key] = {
+            r["step"]: r["rng"]
+            for r in records_of(ctx.run(side), rank)
+            if isinstance(r.get("rng"), dict) and isinstance(r.get("step"), int)
+        }
+    return ctx.cache[key]
+
+
+def _used(digests: dict[int, dict], name: str) -> bool:
+    """A generator the program draws from: its digest changes over the recorded steps."""
+    return len({str(d.get(name)) for d in digests.values() if name in d}) > 1
+
+
+def rng_at(ctx: Context, step, rank) -> dict | None:
+    """Both sides' digests at `step`'s start on `rank`, compared: {generators: {name: (a, b)}, differ:
+    [names]}; None where a side did not record them there, or took them at another moment."""
+    sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
+    a, b = (d.get(step) for d in sides)
+    if a is None or b is None or a.get("at") != b.get("at"):
+        return None
+    names = [n for n in a if n != "at" and n in b and (n in GLOBAL or _used(sides[0], n) or _used(sides[1], n))]
+    return {"generators": {n: (a[n], b[n]) for n in names}, "differ": [n for n in names if a[n] != b[n]]}
+
+
+def global_rng_equal(ctx: Context, step=None, rank=None) -> bool:
+    """torch's global generators (CPU, and CUDA where both recorded it) are recorded equal at the first
+    divergence's step start (or `step`'s): no cause may blame their state there."""
+    first = ctx.earliest or {}
+    step = first.get("step") if step is None else step
+    rank = (first.get("rank") if isinstance(first.get("rank"), int) else 0) if rank is None else rank
+    try:
+        compared = rng_at(ctx, step, rank)
+    except (TypeError, ValueError, OSError, AttributeError):  # a run's files unreadable as records, or none
+        return False
+    return compared is not None and "torch" in compared["generators"] and not set(compared["differ"]) & set(GLOBAL)
+
+
+def global_rng_parts(ctx: Context) -> bool:
+    """The runs part where torch's global generator's digests part (rng_parting)."""
+    try:
+        parted = rng_parting(ctx)
+    except (TypeError, ValueError, OSError, AttributeError):
+        return False
+    return parted is not None and bool(set(parted[0]["differ"]) & set(GLOBAL))
+
+
+def seeds_before(ctx: Context, side: str, rank, step) -> list:
+    items = _items(read_hook_facts(ctx.run(side), rank), "seeds")
+    return [i.get("seed") for i in items if isinstance(i.get("before_step"), int) and i["before_step"] <= step]
+
+
+def rng_parting(ctx: Context) -> tuple[dict, str] | None:
+    """(evidence, sentence) where the runs part at step k in what draws (samples, batch, loss) and the
+    generators' digests differ at step k's start while they agreed at step k-1's (or k is 1)."""
+    first = ctx.earliest
+    if not first or first.get("quantity") not in RNG_QUANTITIES or not isinstance(first.get("step"), int):
+        return None
+    step, rank = first["step"], first.get("rank") if isinstance(first.get("rank"), int) else 0
+    now = rng_at(ctx, step, rank)
+    if now is None or not now["differ"]:
+        return None
+    before = rng_at(ctx, step - 1, rank) if step > 1 else None
+    if step > 1 and (before is None or set(before["differ"]) & set(now["differ"])):
+        return None  # apart before too (or unrecorded there): not where they parted
+    seeds = {ctx.label(s): seeds_before(ctx, s, rank, step) for s in ("a", "b")}
+    since = "from the start" if step == 1 else f"while they agreed at step {step - 1}'s"
+    shown = "; ".join(f"{n} {now['generators'][n][0]} vs {now['generators'][n][1]}" for n in now["differ"])
+    sentence = (
+        f"The random generators' state differs at step {step}'s start on rank {rank} (the hooks' digests: {shown}), "
+        f"{since}; the seeds recorded before it: "
+        + "; ".join(f"{label} {values}" for label, values in seeds.items())
+        + "."
+    )
+    evidence = {"step": step, "rank": rank, "differ": now["differ"], "generators": now["generators"], "seeds": seeds}
+    return evidence, sentence
+
+
+# ---------------------------------------------------------------------------------------------
+# the program's own collectives
+
+
+def _own(entry: dict) -> bool:
+    caller = str(entry.get("caller") or "")
+    return not any(caller == lib or caller.startswith(lib + ".") for lib in LIBRARIES)
+
+
+def _signature(record: dict) -> Counter:
+    entries = record.get("collectives") if isinstance(record.get("collectives"), list) else []
+    return Counter(
+        (e.get("op"), e.get("reduce_op"), e.get("dtype"), str(e.get("shape")), e.get("of"))
+        for e in entries
+        if isinstance(e, dict) and _own(e)
+    )
+
+
+def _describe(signature: Counter) -> str:
+    if not signature:
+        return "none"
+    parts = []
+    for (op, reduce_op, dtype, shape, of), n in sorted(signature.items(), key=str):
+        words = " ".join(str(w) for w in (op, reduce_op, dtype, shape) if w not in (None, "None"))
+        parts.append(f"{words}{' of gradients' if of == 'grad' else ''} x{n}")
+    return ", ".join(parts)
+
+
+def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
+    """The first step at or before the first divergence where the program's own collectives differ."""
+    first = ctx.earliest
+    if not first or not isinstance(first.get("step"), int):
+        return None
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    for ra, rb in zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank)):
+        step = ra.get("step")
+        if not isinstance(step, int) or step > first["step"]:
+            return None
+        if "collectives" not in ra and "collectives" not in rb and not _recorded_hooks(ctx):
+            return None
+        sa, sb = _signature(ra), _signature(rb)
+        if sa != sb:
+            shown = {ctx.label("a"): _describe(sa), ctx.label("b"): _describe(sb)}
+            sentence = (
+                f"The program's own collectives differ at step {step} on rank {rank} (those made since the step "
+                f"before): " + "; ".join(f"{label}: {text}" for label, text in shown.items()) + "."
+            )
+            return {"step": step, "rank": rank, "per_step": shown}, sentence
+    return None
+
+
+def _recorded_hooks(ctx: Context) -> bool:
+    return all((ctx.meta(s) or {}).get("recorded_by") == "hooks" for s in ("a", "b"))
+
+
+def collectives_section(run_a, run_b, names) -> dict | None:
+    """report.json `collectives`: each side's own collectives per step on rank 0 (where either side
+    recorded any), and the first step they differ at; None where none were recorded (or a record holds
+    what cannot be read as one)."""
+    try:
+        return _collectives_section(run_a, run_b, names)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _collectives_section(run_a, run_b, names) -> dict | None:
+    per_side, first = {}, None
+    streams = [list(records_of(run, 0)) for run in (run_a, run_b)]
+    if not any("collectives" in r for records in streams for r in records):
+        return None
+    for name, records in zip(names, streams):
+        per_side[name] = {
+            "steps_with": sum(1 for r in records if r.get("collectives")),
+            "count": sum(r.get("collectives_count", 0) for r in records if isinstance(r.get("collectives_count"), int)),
+            "first_step": next((_describe(_signature(r)) for r in records if _signature(r)), "none"),
+        }
+    for ra, rb in zip(*streams):
+        if _signature(ra) != _signature(rb):
+            first = {"step": ra.get("step"), names[0]: _describe(_signature(ra)), names[1]: _describe(_signature(rb))}
+            break
+    return {"rank": 0, "sides": per_side, "first_difference": first}
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoints and resumes
+
+
+def _items(facts: dict, key: str) -> list[dict]:
+    value = facts.get(key)
+    items = value.get("items") if isinstance(value, dict) else None
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def restored(run, rank: int = 0) -> set[str] | None:
+    """The kinds a rank restored for a resume (a checkpoint loaded, then training): what it handed back to
+    torch after its last load before its steps. None where it loaded no checkpoint before training."""
+    facts = read_hook_facts(run, rank)
+    steps = facts.get("steps") if isinstance(facts.get("steps"), int) else 0
+    loads = [
+        c
+        for c in _items(facts, "checkpoints")
+        if str(c.get("op", "")).endswith("load") and isinstance(c.get("after_step"), int) and c["after_step"] < steps
+    ]
+    if not loads:
+        return None
+    after = loads[-1]["after_step"]
+    return {
+        str(r.get("kind"))
+        for r in _items(facts, "restores")
+        if r.get("kind") in RESTORED and r.get("before_step") == after + 1 and not _puts_back(r)
+    }
+
+
+def _puts_back(restore: dict) -> bool:
+    """A generator's state set by Lightning's own seed utilities: isolate_rng around the sanity check, the
+    launcher's restore in a spawned process; a state it took itself, not a checkpoint's."""
+    return restore.get("kind") == "rng" and str(restore.get("caller") or "").endswith("utilities.seed")
+
+
+def resume_difference(run_a, run_b, names) -> dict | None:
+    """{side: missing kinds} where both sides resumed and one restored less."""
+    got = [restored(run_a), restored(run_b)]
+    if None in got or got[0] == got[1]:
+        return None
+    missing = {names[i]: sorted(got[1 - i] - got[i]) for i in (0, 1) if got[1 - i] - got[i]}
+    return {"restored": {names[0]: sorted(got[0]), names[1]: sorted(got[1])}, "missing": missing}
+
+
+def _saving_ranks(run) -> dict[str, list[int]]:
+    """{checkpoint path: the ranks that saved it}."""
+    out: dict[str, list[int]] = {}
+    for rank in trace_ranks(run):
+        for c in _items(read_hook_facts(run, rank), "checkpoints"):
+            if str(c.get("op", "")).split(".")[-1] in ("save", "async_save", "save_state_dict"):
+                out.setdefault(str(c.get("op")), [])
+                if rank not in out[str(c.get("op"))]:
+                    out[str(c.get("op"))].append(rank)
+    return out
+
+
+def hook_warnings(run_a, run_b, names) -> list[dict]:
+    """resume_incomplete and checkpoint_ranks lines (none where a hooks.json holds what cannot be read)."""
+    try:
+        return _hook_warnings(run_a, run_b, names)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+
+
+def _hook_warnings(run_a, run_b, names) -> list[dict]:
+    out = []
+    resume = resume_difference(run_a, run_b, names)
+    if resume is not None:
+        said = "; ".join(f"{side} does not restore {', '.join(kinds)}" for side, kinds in resume["missing"].items())
+        out.append(
+            {
+                "kind": "resume_incomplete",
+                "message": f"both sides resume from a checkpoint, and one restores less: {said} (restored: "
+                + "; ".join(f"{s}: {', '.join(k) or 'nothing'}" for s, k in resume["restored"].items())
+                + "). A resume that leaves the optimizer's state, the scheduler or the RNG behind trains otherwise "
+                "from its first step on: restore them with load_state_dict / set_rng_state as the other side does",
+            }
+        )
+    try:
+        ranks = [_saving_ranks(run_a), _saving_ranks(run_b)]
+    except OSError:
+        return out
+    for op in sorted(set(ranks[0]) & set(ranks[1])):
+        if sorted(ranks[0][op]) != sorted(ranks[1][op]):
+            out.append(
+                {
+                    "kind": "checkpoint_ranks",
+                    "message": f"a note, not a training difference: {op} ran on rank(s) {ranks[0][op]} on {names[0]} "
+                    f"and on rank(s) {ranks[1][op]} on {names[1]}",
+                }
+            )
+    return out
+
+
+def add_hooked_facts(found: Finding, ctx: Context) -> None:
+    """The facts above beside the diagnosis, where the runs part (evidence and one sentence each)."""
+    for key, read in (("rng_state", rng_parting), ("collectives", collectives_parting)):
+        try:
+            shown = read(ctx)
+        except (OSError, ValueError, TypeError, AttributeError):
+            shown = None
+        if shown is not None and key not in found.evidence:
+            found.evidence[key] = shown[0]
+            found.explanation += " " + shown[1]
+    try:
+        resume = resume_difference(ctx.run("a"), ctx.run("b"), ctx.names) if ctx.earliest else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        resume = None
+    if resume is not None and "resume_restored" not in found.evidence:
+        found.evidence["resume_restored"] = resume
+        found.explanation += (
+            " Both sides resumed from a checkpoint, and one restored less: "
+            + "; ".join(f"{side} did not restore {', '.join(kinds)}" for side, kinds in resume["missing"].items())
+            + "."
+        )

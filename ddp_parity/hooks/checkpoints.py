@@ -1,0 +1,240 @@
+"""Checkpoints, where torch takes them: what each `torch.save`/`torch.load` and each
+`torch.distributed.checkpoint` (DCP) save/load was given, and what the program restored.
+
+A checkpoint call is noted with the path as given (a file object by its name), the optimizer steps
+done before it (`after_step`) and the kinds found in the object saved or loaded: a module's
+state_dict (a mapping of tensors whose names are the model's parameter names, once the model is
+known; `state_dict` when it is not), an optimizer's (`state` and `param_groups`), a scheduler's
+(`last_epoch` and `base_lrs`), a GradScaler's (`scale`, `growth_factor`), an RNG state (a torch
+generator's state bytes, numpy's MT19937 tuple, Python's `random` state, a key naming an rng) and
+epoch/step counters. Each rank notes its own calls.
+
+What was restored is what the program handed back to torch: each `load_state_dict` of a module, an
+optimizer, a scheduler or a GradScaler, and each set_rng_state/set_state/setstate of a generator.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+import torch
+from torch.optim import lr_scheduler
+from torch.optim import optimizer as torch_optimizer
+
+from ddp_parity.hooks import modules
+from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
+
+NAMES = "_checkpoint_names"  # private facts: (the noted entry, the tensor names of each mapping of tensors)
+COUNTERS = ("epoch", "step", "global_step", "iter_num", "iteration", "current_epoch", "steps", "epochs_run")
+WALK_LIMIT = 5000  # objects looked at in one checkpoint: a huge nested object is not walked to the end
+DCP = "torch.distributed.checkpoint"
+
+
+def install() -> None:
+    torch.save = _checkpoint_call("torch.save", torch.save, lambda args, kwargs, result: _first(args, kwargs, "obj"))
+    torch.load = _checkpoint_call("torch.load", torch.load, lambda args, kwargs, result: result, path_at=0)
+    for owner, kind in (
+        (torch.nn.Module, "model"),
+        (torch_optimizer.Optimizer, "optimizer"),
+        (lr_scheduler.LRScheduler, "scheduler"),
+        (getattr(lr_scheduler, "ReduceLROnPlateau", None), "scheduler"),
+        (getattr(getattr(torch, "amp", None), "GradScaler", None), "grad_scaler"),
+    ):
+        if owner is not None and "load_state_dict" in owner.__dict__:
+            owner.load_state_dict = _restore(kind, owner.load_state_dict)
+    torch.set_rng_state = torch.random.set_rng_state = _restore("rng", torch.random.set_rng_state)
+    for name in ("set_rng_state", "set_rng_state_all"):
+        if hasattr(torch.cuda, name):
+            setattr(torch.cuda, name, _restore("rng", getattr(torch.cuda, name)))
+    import random
+
+    random.setstate = _restore("rng", random.setstate)
+    for name, patch in (("numpy.random", _wrap_numpy), (DCP, _wrap_dcp)):
+        if name in sys.modules:
+            patch(sys.modules[name])
+        else:
+            sys.meta_path.insert(0, _AfterImport(name, patch))
+
+
+def _wrap_numpy(module) -> None:
+    module.set_state = _restore("rng", module.set_state)
+
+
+def _first(args, kwargs, name: str):
+    return args[0] if args else kwargs.get(name)
+
+
+def _checkpoint_call(op: str, original, given, path_at: int = 1):
+    @functools.wraps(original)
+    def call(*args, **kwargs):
+        live = recording()
+        if live is None or getattr(live.local, "ours", False) or getattr(live.local, "in_checkpoint", False):
+            return original(*args, **kwargs)  # not recorded, or inside a checkpoint call (DCP saves tensor by tensor)
+        live.local.in_checkpoint = True
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            live.local.in_checkpoint = False
+        if recording() is live:
+            path = args[path_at] if len(args) > path_at else kwargs.get("f", kwargs.get("checkpoint_id"))
+            if path is None:  # DCP given a storage writer or reader: its path
+                path = kwargs.get("storage_writer", kwargs.get("storage_reader"))
+            _note(live, op, path, given(args, kwargs, result))
+        return result
+
+    return call
+
+
+@guarded("checkpoints")
+def _note(live, op: str, path, obj) -> None:
+    kinds, names = kinds_of(obj)
+    live.note("checkpoints", {"op": op, "path": _path(path), "after_step": live.steps, "kinds": sorted(kinds)})
+    kept = live.facts["checkpoints"]
+    if names and kept["count"] <= FACT_LIMIT:  # the entry was kept (the FACT_LIMIT first are)
+        live.facts.setdefault(NAMES, []).append((kept["items"][-1], names))
+
+
+def _path(path) -> str | None:
+    if path is None:
+        return None
+    if isinstance(path, (str, os.PathLike)):
+        return os.fsdecode(path)
+    name = getattr(path, "name", None) or getattr(path, "path", None)
+    return f"<{type(path).__name__}{' ' + str(name) if name else ''}>"
+
+
+def kinds_of(obj) -> tuple[set[str], list[frozenset]]:
+    """The kinds found in a checkpoint's object, and the names of each mapping of tensors in it (a
+    module's state_dict, told apart once the model's names are known)."""
+    kinds: set[str] = set()
+    names: list[frozenset] = []
+    todo, seen = [(obj, None)], 0
+    while todo and seen < WALK_LIMIT:
+        value, key = todo.pop()
+        seen += 1
+        kind = _kind_of(value, key)
+        if kind is not None:
+            kinds.add(kind)
+            if kind == "state_dict":
+                names.append(frozenset(value.keys()))
+            if kind not in ("counters",):
+                continue
+        if isinstance(value, dict):
+            todo += [(v, k) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            todo += [(v, key) for v in value]
+    return kinds, names
+
+
+def _kind_of(value, key) -> str | None:
+    if isinstance(value, torch.nn.Module):
+        return "model"
+    if isinstance(value, torch_optimizer.Optimizer):
+        return "optimizer"
+    if isinstance(value, (lr_scheduler.LRScheduler, getattr(lr_scheduler, "ReduceLROnPlateau", ()))):
+        return "scheduler"
+    if isinstance(key, str) and "rng" in key.lower() and not isinstance(value, (dict, list)):
+        return "rng"
+    if isinstance(value, torch.Tensor):
+        return "rng" if value.dtype == torch.uint8 and value.dim() == 1 and value.numel() in (5056, 16) else None
+    head = value[0] if isinstance(value, tuple) and value else None
+    if isinstance(head, str) and head == "MT19937":
+        return "rng"  # numpy's legacy state
+    if type(head) is int and head == 3 and len(value) == 3 and isinstance(value[1], tuple) and len(value[1]) == 625:
+        return "rng"  # Python's random.getstate()
+    if isinstance(key, str) and key.lower() in COUNTERS and isinstance(value, int) and not isinstance(value, bool):
+        return "counters"
+    if not isinstance(value, dict) or not value:
+        return None
+    keys = set(value)
+    if {"state", "param_groups"} <= keys:
+        return "optimizer"
+    if {"last_epoch", "base_lrs"} <= keys:
+        return "scheduler"
+    if {"scale", "growth_factor"} <= keys:
+        return "grad_scaler"
+    if all(isinstance(k, str) for k in keys) and all(isinstance(v, torch.Tensor) for v in value.values()):
+        return "state_dict"
+    return None
+
+
+def resolve(live) -> None:
+    """Name each mapping of tensors that holds the model's parameter names (any wrapper prefix
+    stripped) a `model` state_dict; before the model is known they stay `state_dict`."""
+    params = {name for name in modules.names_of(live.model).values()}
+    if not params:
+        return
+    for entry, names in live.facts.get(NAMES, []):
+        if any(params <= {_unprefixed(n) for n in found} for found in names):
+            entry["kinds"] = sorted({*entry["kinds"], "model"} - {"state_dict"})
+
+
+def _unprefixed(name: str) -> str:
+    for prefix in ("module.", "_forward_module.", "_orig_mod.", "model."):
+        while name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
+
+
+def _restore(kind: str, original):
+    @functools.wraps(original)
+    def restore(*args, **kwargs):
+        result = original(*args, **kwargs)
+        _note_restore(kind, args[0] if args and kind != "rng" else None, sys._getframe(1).f_globals.get("__name__"))
+        return result
+
+    return restore
+
+
+@guarded("what the program restored")
+def _note_restore(kind: str, owner, caller) -> None:
+    live = recording()
+    if live is None or getattr(live.local, "ours", False):
+        return
+    owner_class = type(owner).__name__ if owner is not None else None
+    live.note("restores", {"kind": kind, "class": owner_class, "caller": caller})
+
+
+def _wrap_dcp(module) -> None:
+    for name in ("save", "async_save", "save_state_dict"):
+        if hasattr(module, name):
+            setattr(module, name, _checkpoint_call(f"dcp.{name}", getattr(module, name), _dcp_state, path_at=1))
+    for name in ("load", "load_state_dict"):
+        if hasattr(module, name):
+            setattr(module, name, _checkpoint_call(f"dcp.{name}", getattr(module, name), _dcp_state, path_at=1))
+
+
+def _dcp_state(args, kwargs, result):
+    return _first(args, kwargs, "state_dict")
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Patches a module right after it is first imported (before the program can bind its names)."""
+
+    def __init__(self, name: str, patch):
+        self.name, self.patch = name, patch
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_patch(module):
+            exec_module(module)
+            try:
+                self.patch(module)
+            except Exception as exc:
+                live = recording()
+                if live is not None:
+                    live.could_not(f"{self.name}'s checkpoint functions", exc)
+
+        spec.loader.exec_module = exec_then_patch
+        return spec

@@ -1,0 +1,87 @@
+"""One process: a small network with dropout trained by SGD with momentum and a StepLR, on batches it
+draws by hand. It knows nothing of any recorder. Each flag changes one fact:
+
+    --draw-before K     draws one number from the global generator before step K's forward
+    --loss-scale-at K   scales step K's loss by 1.0001 (the loss parts, the generator does not)
+    --seed-twice        seeds the global generator twice before building the model (nothing drawn between)
+    --data-seed N       seeds the generator of its batches with N (1 by default)
+    --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
+    --resume CKPT       first loads CKPT and restores what --restore names (model,optimizer,scheduler,rng)
+    --odd-save CKPT     saves a checkpoint under a key that cannot be lowered (its lower() raises)
+    --out WEIGHTS       saves its final weights
+
+It prints each step's loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from torch import nn
+
+
+class OddKey(str):
+    """A key that cannot be lowered: what looks inside a checkpoint must cope."""
+
+    def lower(self):
+        raise RuntimeError("an OddKey is not lowered")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--draw-before", type=int, default=0)
+    p.add_argument("--loss-scale-at", type=int, default=0)
+    p.add_argument("--save")
+    p.add_argument("--resume")
+    p.add_argument("--restore", default="model,optimizer,scheduler,rng")
+    p.add_argument("--seed-twice", action="store_true")
+    p.add_argument("--data-seed", type=int, default=1)
+    p.add_argument("--odd-save")
+    p.add_argument("--out")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    if args.seed_twice:
+        torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Dropout(0.5), nn.Linear(16, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    start = 0
+    if args.resume:
+        ckpt = torch.load(args.resume, weights_only=False)
+        restore = args.restore.split(",")
+        if "model" in restore:
+            model.load_state_dict(ckpt["model"])
+        if "optimizer" in restore:
+            optimizer.load_state_dict(ckpt["optimizer"])
+        if "scheduler" in restore:
+            scheduler.load_state_dict(ckpt["scheduler"])
+        if "rng" in restore:
+            torch.set_rng_state(ckpt["rng"])
+        start = ckpt["step"]
+    g = torch.Generator().manual_seed(args.data_seed + start)
+    for step in range(1, args.steps + 1):
+        x, y = torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
+        if step == args.draw_before:
+            torch.rand(1)  # a draw the other side does not make
+        loss = nn.functional.cross_entropy(model(x), y)
+        if step == args.loss_scale_at:
+            loss = loss * 1.0001
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        print(f"step {step} loss {loss.item():.8f}", flush=True)
+    if args.save:
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        torch.save({**state, "rng": torch.get_rng_state(), "step": start + args.steps}, args.save)
+    if args.odd_save:
+        torch.save({OddKey("extra"): 1}, args.odd_save)
+    if args.out:
+        torch.save(model.state_dict(), args.out)
+
+
+if __name__ == "__main__":
+    main()
