@@ -18,6 +18,7 @@ may differ between kernel sets.
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
 
@@ -71,9 +72,9 @@ class LayerSketch:
             offset += p.numel()
         self._indexes = [index.to(device) for index in indexes]
         # a small model's tensors are copied into one and sampled by one gather (the same entries)
-        starts = torch.tensor([0] + [p.numel() for _, p in named_parameters[:-1]]).cumsum(0)
+        starts = itertools.accumulate([p.numel() for _, p in named_parameters[:-1]], initial=0)
         self._flat_index = (
-            torch.cat([index + start for index, start in zip(indexes, starts.tolist())]).to(device)
+            torch.cat([index + start for index, start in zip(indexes, starts)]).to(device)
             if offset <= FLAT_LIMIT
             else None
         )
