@@ -92,7 +92,6 @@ class TraceCallback(L.Callback):
                 },
             },
         )
-        self.recorder._layer_tails = False  # the grad_norm is this callback's own 2-norm: no other norm to prove
         if config_problem is not None:
             self.recorder.note_unrecorded("config", config_problem)
         self._last_step = trainer.global_step

@@ -43,8 +43,9 @@ def sketchable(parameter: torch.Tensor) -> bool:
 class LayerSketch:
     """The fixed directions of one model's parameters, and the per-step values they give, in a few
     calls for all the tensors together (a step's fixed cost is the number of torch calls on a small
-    model, the passes over the tensors on a large one): one norm call for the parameters, one for the
-    gradients, one gather of the sampled entries, one product and sum for every projection. Given
+    model, the passes over the tensors on a large one): for a small model one norm call for the
+    parameters, one for the gradients, one gather of the sampled entries; one product and sum for
+    every projection. Given
     DTensors it gathers each whole, one at a time (the recorder does not call it for an FSDP2 model
     yet: see trace.py).
 

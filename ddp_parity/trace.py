@@ -448,7 +448,7 @@ class TraceRecorder:
             self._write_meta()
 
     _sketch = None  # the ModelSketch of the model record() is given, made at its first step (False: none)
-    _layer_tails = True  # sketch.py `tails`: off where the grad_norm's norm is known (hooks, TraceCallback)
+    _layer_tails = True  # sketch.py `tails`: off where the grad_norm's norm is recorded (the hooks)
 
     def _layer_values(self, model: torch.nn.Module, known: dict | None = None) -> torch.Tensor | None:
         """Per parameter: norm, gradient norm and sketch (ddp_parity/sketch.py); the names and fields
