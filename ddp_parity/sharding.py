@@ -128,6 +128,26 @@ def total_grad_norm(grads: list[torch.Tensor]) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]), 2.0)
 
 
+def total_grad_norm_parts(grads: list[torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+    """(total_grad_norm(grads), and where get_total_norm measures them as one group -- plain tensors of
+    one device and dtype -- each gradient's norm as it did, bit for bit: the layer sketch's gradient
+    norms, not measured twice)."""
+    if grads and not any(is_dtensor(g) for g in grads):
+        device, dtype = grads[0].device, grads[0].dtype
+        if all(g.device == device and g.dtype == dtype for g in grads):
+            norms = grad_norms(grads)
+            return torch.linalg.vector_norm(torch.stack(norms), 2.0), norms  # get_total_norm's one group
+    return total_grad_norm(grads), None
+
+
+def grad_norms(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each gradient's 2-norm by the kernel get_total_norm uses for plain tensors of one device: the
+    foreach kernel where the device has one (a CPU too), linalg.vector_norm elsewhere."""
+    if _has_foreach_support(grads, grads[0].device):
+        return list(torch._foreach_norm(grads, 2.0))
+    return [torch.linalg.vector_norm(g, 2.0) for g in grads]
+
+
 def _tensor_norm(tensor: torch.Tensor) -> torch.Tensor:
     """One tensor's 2-norm with the kernel get_total_norm uses on its device: the foreach kernel where
     the device has one, linalg.vector_norm elsewhere (CPU); the two can round apart with several threads."""

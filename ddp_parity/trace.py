@@ -448,18 +448,20 @@ class TraceRecorder:
             self._write_meta()
 
     _sketch = None  # the ModelSketch of the model record() is given, made at its first step (False: none)
+    _layer_tails = True  # sketch.py `tails`: off where the grad_norm's norm is recorded (the hooks)
 
-    def _layer_values(self, model: torch.nn.Module) -> torch.Tensor | None:
+    def _layer_values(self, model: torch.nn.Module, known: dict | None = None) -> torch.Tensor | None:
         """Per parameter: norm, gradient norm and sketch (ddp_parity/sketch.py); the names and fields
         go to meta.json `layers` once. None for an FSDP2 model, not sketched yet: a gather per parameter
         and per gradient would double the recorder's collectives (a shard-local sketch with one
         all-reduce is the way there)."""
         if self._sketch is None:
-            self._sketch = False if is_sharded(model) else ModelSketch.of(model, self.note_unrecorded) or False
+            sketch = None if is_sharded(model) else ModelSketch.of(model, self.note_unrecorded, self._layer_tails)
+            self._sketch = sketch or False
             if self._sketch:
                 self.meta["layers"] = self._sketch.facts()
                 self._write_meta()
-        return self._sketch.values(model, self._last_step) if self._sketch else None
+        return self._sketch.values(model, self._last_step, known) if self._sketch else None
 
     def _staged_bytes(self) -> int:
         return sum(e["batch_digest"].nbytes for e in self._pending if isinstance(e.get("batch_digest"), StagedDigest))

@@ -59,6 +59,9 @@ def test_a_hook_recorded_run_is_a_trace_the_comparison_reads(raw_runs):
     records = read_records(run_dir, 1)
     assert [r["step"] for r in records] == list(range(1, 9))  # 128 samples a rank, 32 a batch, 2 epochs
     first = records[0]
+    # no largest |g| or 1-norm in the sketch: the grad_norm is clip_grad_norm_'s, its norm_type recorded
+    assert meta["layers"]["fields"] == ["norm", "grad_norm", "sketch0", "sketch1", "sketch2", "sketch3"]
+    assert all(len(row) == 6 for row in first["layers"])
     assert first["micro_batches"] == 1 and len(first["indices"]) == 32 and first["epoch"] == 0
     assert first["clip_max_norm"] == 0.5 and first["clip_norm_type"] == 2.0 and first["clip_order"] == "param_groups"
     assert [r["lr"] for r in records[:4]] == [0.002, 0.002, 0.002, 0.001]  # StepLR(3, 0.5) after each step
@@ -170,3 +173,35 @@ def test_a_process_that_never_steps_an_optimizer_writes_nothing(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        ((), {"max_norm": 1.0}),
+        ((2.0,), {"norm_type": 1.0}),
+        ((2.0, float("inf"), True), {"foreach": None}),
+        ((), {"max_norm": 1.0, "parameters": "keyword"}),
+    ],
+)
+def test_clipping_arguments_are_named_as_signature_bind_names_them(args, kwargs):
+    """The hooks name clip_grad_norm_'s arguments without signature.bind on its usual calls (a tenth of a
+    millisecond a step): the same names and values, and the call torch gets is the one the program made,
+    its parameters a list read once."""
+    import inspect
+
+    from ddp_parity.hooks.gradients import _bound
+
+    net = torch.nn.Linear(3, 2)
+    clip = torch.nn.utils.clip_grad.clip_grad_norm_
+    signature = inspect.signature(clip)
+    if kwargs.get("parameters") == "keyword":
+        kwargs = {**kwargs, "parameters": net.parameters()}
+        call = (args, kwargs)
+    else:
+        call = ((net.parameters(), *args), kwargs)
+    fast_args, fast_kwargs, arguments = _bound(signature, list(signature.parameters), *call)
+    expected = signature.bind(*fast_args, **fast_kwargs)
+    assert arguments == expected.arguments
+    assert arguments["parameters"] == list(net.parameters()) and isinstance(arguments["parameters"], list)
+    assert len(fast_args) == len(call[0]) and fast_kwargs.keys() == call[1].keys()

@@ -75,28 +75,41 @@ def _grad_sync(live) -> bool | None:
 
 def _clipping(original, note):
     signature = inspect.signature(original)
+    names = list(signature.parameters)
+    simple = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in signature.parameters.values())
 
     @functools.wraps(original)
     def clip(*args, **kwargs):
         if recording() is None:
             return original(*args, **kwargs)
-        bound = _bound(signature, args, kwargs)
+        bound = _bound(signature, names if simple else None, args, kwargs)
         if bound is None:
             return original(*args, **kwargs)
-        result = original(*bound.args, **bound.kwargs)
-        note(bound.arguments, result)
+        args, kwargs, arguments = bound
+        result = original(*args, **kwargs)
+        note(arguments, result)
         return result
 
     return clip
 
 
 @guarded("clipping arguments")
-def _bound(signature, args, kwargs):
-    """The call's arguments with `parameters` made a list (read twice: by us and by torch, same order)."""
+def _bound(signature, names, args, kwargs):
+    """(args, kwargs, the call's arguments by name) with `parameters` made a list (read twice: by us and
+    by torch, same order). A call by position and keyword to a signature of plain parameters is named
+    here (signature.bind costs a tenth of a millisecond a step); any other goes through bind."""
+    if names is not None and len(args) <= len(names) and all(k in names[len(args) :] for k in kwargs):
+        arguments = {**dict(zip(names, args)), **kwargs}
+        if "parameters" in arguments:
+            parameters = arguments["parameters"]
+            arguments["parameters"] = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+            if args:
+                return (arguments["parameters"], *args[1:]), kwargs, arguments
+            return args, {**kwargs, "parameters": arguments["parameters"]}, arguments
     bound = signature.bind(*args, **kwargs)
     parameters = bound.arguments["parameters"]
     bound.arguments["parameters"] = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
-    return bound
+    return bound.args, bound.kwargs, bound.arguments
 
 
 @guarded("clip_grad_norm_")

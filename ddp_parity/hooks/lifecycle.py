@@ -86,6 +86,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
             "optimizer_built": optimizer.built_facts(live, names),
         },
     )
+    recorder._layer_tails = False  # the grad_norm is clip_grad_norm_'s, its norm_type recorded, or our 2-norm
     live.local.ours = True  # our own collectives and backward-free reads are not the program's
     try:
         recorder.start(facts=_rank_facts(live))

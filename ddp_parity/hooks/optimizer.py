@@ -22,7 +22,7 @@ from ddp_parity.fingerprints import optimizer_facts, param_digest
 from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.record_values import number_or_none
-from ddp_parity.sharding import total_grad_norm
+from ddp_parity.sharding import total_grad_norm_parts
 
 STARTERS: list = []  # lifecycle's start(live, optimizer): called at the first step of a recording
 
@@ -115,11 +115,14 @@ def _take_update(live, optimizer) -> None:
     groups = [_hyperparameters(group) for group in optimizer.param_groups]
     grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
     lr = optimizer.param_groups[0].get("lr") if groups else None
+    grad_norm, norms = total_grad_norm_parts(grads) if grads else (None, None)
+    if norms is not None:  # each gradient's norm, for the sketch after the step if the gradient is unchanged then
+        live.grad_norms = {id(g): (g, g._version, norm) for g, norm in zip(grads, norms)}
     live.update = {
         # a tensor lr (capturable optimizers) as it is now: a scheduler changes it in place later
         "lr": lr.detach().clone() if isinstance(lr, torch.Tensor) else lr,
         "groups": groups,
-        "grad_norm": total_grad_norm(grads) if grads else None,
+        "grad_norm": grad_norm,
     }
 
 
@@ -227,7 +230,7 @@ def _step_digests(live) -> dict:
         if digest is not None:
             out["param_digest"] = digest
         if not live.facts.get("_no_layers"):
-            layers = _guarded_value("layers", live.recorder._layer_values, live.model)
+            layers = _guarded_value("layers", live.recorder._layer_values, live.model, live.grad_norms)
             if layers is None:
                 live.facts["_no_layers"] = True  # a model the sketch cannot take: not tried again each step
             else:

@@ -53,6 +53,7 @@ class Recording:
         self.clip_calls = 0
         self.clip_value: dict | None = None
         self.update: dict | None = None  # what the optimizer saw: lr, param groups, gradient norm
+        self.grad_norms: dict | None = None  # {id(grad): (grad, its version, its 2-norm)} as the optimizer saw them
         self.scheduler_steps = 0  # scheduler.step() calls since the previous optimizer step
         self.rng = None  # the generators' digests at the step's start (hooks/rng.py)
         self.collectives: list[dict] = []  # the program's own collectives since the previous step (collectives.py)
