@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from ddp_parity.exit_hooks import live_recorders
-from ddp_parity.hooks import context, data, gradients, modules, optimizer, schedule, state
+from ddp_parity.hooks import context, data, evaluation, gradients, modules, optimizer, schedule, state
 from ddp_parity.hooks.state import Recording, guarded
 from ddp_parity.record_values import meta_as_json
 from ddp_parity.trace import TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
@@ -41,6 +41,7 @@ def install_hooks(run_dir: str | os.PathLike, side: str) -> Recording:
         ("scheduler hooks", schedule.install),
         ("data hooks", data.install),
         ("context hooks", context.install),
+        ("evaluation hooks", evaluation.install),
         ("destroy_process_group hook", _wrap_destroy),
     ):
         try:
@@ -58,6 +59,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     explicit = [r for r in live_recorders() if r is not live.recorder]
     if explicit:
         live.standing_down = True
+        evaluation.settle(live)  # its global forward hooks go: nothing of ours runs per forward
         print(
             f"ddp-parity record: the program records itself ({explicit[0].run_dir}); the hooks stand down",
             file=sys.stderr,
@@ -90,6 +92,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     live.recorder = recorder
     for entry in live.unrecorded.values():  # what the hooks could not take before the first step
         recorder.note_unrecorded(entry["what"], entry["why"])
+    evaluation.started(live)
 
 
 def _rank_facts(live: Recording) -> dict:
@@ -135,6 +138,8 @@ def finish() -> None:
     if live is None or live.recorder is None or live.standing_down:
         return
     recorder = live.recorder
+    evaluation.close(live)
+    evaluation.write(live)
     if recorder._ended is None:
         grouped = recorder.world_size == 1 or (dist.is_available() and dist.is_initialized())
         if live.model is not None and grouped:
