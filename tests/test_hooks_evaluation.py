@@ -15,7 +15,8 @@ import torch
 from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
 
 from ddp_parity import compare_traces
-from ddp_parity.hooks import recording_env
+from ddp_parity.hooks import recording_env, state
+from ddp_parity.hooks.evaluation import Evaluation
 from ddp_parity.trace_files import read_evaluations
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "eval_loop.py"
@@ -27,6 +28,7 @@ RUNS = {
     "zeroed": ("--eval", "1:1", "--zero-before-eval"),  # as Lightning drops the gradients before validating
     "other_data": ("--eval", "1:1", "--eval-seed", "2"),  # the same point, other evaluation batches
     "from_training": ("--eval", "0:0", "--eval-ranks", "0", "--eval-from-training"),  # nanoGPT's iteration 0
+    "extra_buffer": ("--eval", "1:1", "--extra-buffer"),  # iterable round 1: state the other side does not hold
 }
 
 
@@ -113,6 +115,28 @@ def test_an_evaluation_drawing_from_the_training_generator_is_named(runs):
     assert d["evidence"]["validation_steps_one_side"] == {"side": "from_training", "steps": [0]}, d["evidence"]
     [record] = read_evaluations(runs["from_training"][1])[0]
     assert (record["step"], record["micro_batch"], record["grads_held"]) == (0, 0, None), record
+
+
+@pytest.mark.slow
+def test_initial_states_apart_only_by_a_buffer_held_on_one_side_are_not_other_weights(runs):
+    """The iterable slip in a loop of our own: the initial-state digest covers buffers, so it differs; the
+    parameters and every common buffer are equal, so the states' names differ, not the initial weights."""
+    report = compare_traces(runs["between"][1], runs["extra_buffer"][1])
+    d = report["diagnosis"]
+    assert d["kind"] == "step_count.state_names", d
+    assert "['table'] on extra_buffer only" in d["evidence"]["init_note"], d["evidence"]
+    assert not [w for w in report["warnings"] if w["kind"] == "evaluation_differs"], report["warnings"]
+
+
+def test_an_evaluation_output_that_cannot_be_digested_is_said_not_raised(tmp_path):
+    """The recorder is a guest: an output part it cannot digest by value is named in the record."""
+    live = state.Recording(tmp_path, "guest")
+    module = torch.nn.Linear(2, 1).eval()
+    evaluation = Evaluation(live, module)
+    evaluation.add((module(torch.ones(1, 2)), object()))
+    record = evaluation.record()
+    assert record["forwards"] == 1 and record["undigested"] == ["batch[1]: object"], record
+    assert (record["step"], record["micro_batch"], record["grads_held"], record["training"]) == (0, 0, None, False)
 
 
 def test_evaluation_records_are_read_tolerantly(tmp_path):

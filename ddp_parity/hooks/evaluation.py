@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
+from types import SimpleNamespace
 
 import torch
 from torch.nn.modules import module as torch_module
@@ -53,7 +54,7 @@ class Evaluation:
         return self.step, self.micro_batch
 
     def add(self, output) -> None:
-        digest, undigested = batch_contents(output)
+        digest, undigested = batch_contents(_plain(output))
         if isinstance(digest, StagedDigest):  # on an accelerator: once per evaluation forward, never per step
             torch.accelerator.synchronize()
             digest = digest.hexdigest()
@@ -82,6 +83,18 @@ class Evaluation:
         if self.undigested:
             out["undigested"] = self.undigested
         return out
+
+
+def _plain(output):
+    """An output with its namespaces' fields laid out (a SimpleNamespace of logits and loss, as some
+    models return), so that they enter the digest as a dict's values do."""
+    if isinstance(output, SimpleNamespace):
+        return {key: _plain(value) for key, value in vars(output).items()}
+    if isinstance(output, (list, tuple)) and not hasattr(output, "_fields"):
+        return type(output)(_plain(v) for v in output) if type(output) in (list, tuple) else output
+    if type(output) is dict:
+        return {key: _plain(value) for key, value in output.items()}
+    return output
 
 
 def _grads_held(live) -> bool | None:

@@ -4,12 +4,12 @@ evaluation of its own between micro-batches: batches drawn by hand from the glob
 evaluation's, and saves its final weights (--save).
 
     torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
-        [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval]
+        [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval] [--extra-buffer]
 
 --eval STEP:MICRO evaluates after STEP optimizer steps and MICRO micro-batches of the next (under eval()
 and torch.no_grad(), two batches of its own generator seeded --eval-seed, or of the training's global
 generator with --eval-from-training); --zero-before-eval drops the accumulated gradients first (as
-Lightning does before validating).
+Lightning does before validating); --extra-buffer keeps a table the model never reads as a buffer.
 """
 
 from __future__ import annotations
@@ -47,12 +47,15 @@ def main() -> int:
     p.add_argument("--eval-seed", type=int, default=1)
     p.add_argument("--eval-from-training", action="store_true")
     p.add_argument("--zero-before-eval", action="store_true")
+    p.add_argument("--extra-buffer", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    if args.extra_buffer:
+        model.register_buffer("table", torch.arange(4.0))
     ddp_model = DDP(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     torch.manual_seed(1337 + rank)
