@@ -32,9 +32,29 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
     for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
         said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names)
         if said is not None:
+            unsplit = [n for n, found in zip(names, evaluations) if _every_rank_alike(found, said)]
+            if len(unsplit) == 1:
+                said["message"] += (
+                    f"; every rank of {unsplit[0]} gave the same outputs there (as when its evaluation is not split "
+                    "by rank), the other side's ranks gave other ones"
+                )
             out.append({"kind": "evaluation_differs", "rank": rank, **said})
             out[-1]["message"] = f"rank {rank}: {said['message']}"
     return out
+
+
+def _every_rank_alike(found: dict[int, list[dict]], said: dict) -> bool:
+    """Two ranks or more evaluated at that point, with one output digest."""
+    digests = [
+        [
+            r.get("output_digest")
+            for r in records
+            if (r["step"], r["micro_batch"]) == (said["step"], said["micro_batch"])
+        ]
+        for records in found.values()
+    ]
+    digests = [d[0] for d in digests if d]
+    return len(digests) > 1 and len(set(digests)) == 1
 
 
 def _where(record: dict) -> str:
