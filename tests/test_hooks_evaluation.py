@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cmd
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import recording_env, state
 from ddp_parity.hooks.evaluation import Evaluation
-from ddp_parity.trace_files import read_evaluations
+from ddp_parity.trace_files import read_evaluations, read_validation
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "eval_loop.py"
 
@@ -137,6 +137,36 @@ def test_an_evaluation_output_that_cannot_be_digested_is_said_not_raised(tmp_pat
     record = evaluation.record()
     assert record["forwards"] == 1 and record["undigested"] == ["batch[1]: object"], record
     assert (record["step"], record["micro_batch"], record["grads_held"], record["training"]) == (0, 0, None, False)
+
+
+EXPLICIT = """
+import sys, torch
+from ddp_parity import TraceRecorder
+model = torch.nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+recorder = TraceRecorder(sys.argv[1], side="explicit")
+recorder.start()
+for step in range(1, 3):
+    loss = model(torch.ones(1, 2)).sum()
+    loss.backward()
+    optimizer.step()
+    recorder.record(step, loss, model=model)
+    model.eval()
+    with torch.no_grad():
+        recorder.record_validation(0, step, {"out": model(torch.ones(1, 2)).item()})
+    model.train()
+recorder.finish(model)
+"""
+
+
+def test_an_evaluation_is_not_recorded_twice_where_the_program_records_itself(tmp_path):
+    """Its validation goes to validation.jsonl by its own recorder; the hooks stand down and write no
+    evaluation record of it, anywhere."""
+    env = recording_env(tmp_path / "hooks", "hooks", child_env())
+    result = check_ok(run_cmd([PYTHON, "-c", EXPLICIT, tmp_path / "explicit"], env=env))
+    assert "the hooks stand down" in result.stderr
+    assert [v["step"] for v in read_validation(tmp_path / "explicit")] == [1, 2]
+    assert read_evaluations(tmp_path / "explicit") == {} and not (tmp_path / "hooks").exists()
 
 
 def test_evaluation_records_are_read_tolerantly(tmp_path):
