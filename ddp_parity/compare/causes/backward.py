@@ -222,7 +222,8 @@ GRADIENTS_ACROSS_VALIDATION = Cause(
     "on_validation_model_zero_grad to do nothing), or on {other}, zero them before validating "
     "(optimizer.zero_grad()); better, validate only right after an optimizer step.",
     doc="A step's micro-batches span a validation and its gradient norm differs with equal samples and loss: "
-    "one side zeroed the accumulated gradients before validating (Lightning's on_validation_model_zero_grad).",
+    "one side zeroed the accumulated gradients before validating (Lightning's on_validation_model_zero_grad); the "
+    "hooks' evaluation records (`grads_held`) say which.",
 )
 
 
