@@ -175,8 +175,8 @@ def started(live) -> None:
     if live.evaluation is not None and not live.evaluation.owned_by(owned):
         live.evaluation = None
     write(live)
-    if any(m is not None and _owned_by(m, owned) for m in (ref() for ref in live.eval_cores)):
-        settle(live)
+    if live.model is None or any(m is not None and _owned_by(m, owned) for m in (ref() for ref in live.eval_cores)):
+        settle(live)  # without a model, nothing to look for: the global hooks go now
 
 
 @guarded("evaluation hooks")

@@ -1,6 +1,6 @@
 """A hand-written DDP loop that knows nothing of any recorder, with gradient accumulation and an
 evaluation of its own between micro-batches: batches drawn by hand from the global generator seeded
-1337 + rank (as nanoGPT's get_batch draws), two micro-batches a step. It prints its losses and the
+1337 + rank (as nanoGPT's get_batch draws), two micro-batches a step. Rank 0 prints its losses and the
 evaluation's, and saves its final weights (--save).
 
     torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
@@ -67,14 +67,17 @@ def main() -> int:
                 if args.zero_before_eval:
                     optimizer.zero_grad(set_to_none=True)
                 generator = None if args.eval_from_training else torch.Generator().manual_seed(args.eval_seed)
-                print(f"rank {rank} eval at {step}:{micro}: {evaluate(ddp_model, generator)!r}")
+                said = evaluate(ddp_model, generator)
+                if rank == 0:  # rank 0 talks: two ranks' lines on one pipe can interleave
+                    print(f"eval at {step}:{micro}: {said!r}", flush=True)
             x, y = get_batch(BATCH)
             ddp_model.require_backward_grad_sync = micro == MICRO - 1
             loss = torch.nn.functional.mse_loss(ddp_model(x), y) / MICRO
             loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        print(f"rank {rank} step {step + 1} loss {loss.item()!r}")
+        if rank == 0:
+            print(f"step {step + 1} loss {loss.item()!r}", flush=True)
     if rank == 0:
         torch.save(model.state_dict(), args.save)
     dist.destroy_process_group()
