@@ -7,9 +7,10 @@ step between two evaluation forwards ends an evaluation.
 
 Which forward: the model's innermost module that holds all its parameters (the GPT inside a
 LightningModule inside DDP), so that a loop calling DDP(model) and a port whose validation_step calls
-self.model digest the outputs of the same module. Until the first optimizer step, the global forward
-hooks (context's, removed at that step) find it on every top call; from the first step on, one forward
-hook on it, which for a training forward reads two flags and returns.
+self.model digest the outputs of the same module. Global forward hooks find it on every top call until
+it is seen in the model the steps train (at the first optimizer step, or at the first training forward
+inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it, which
+for a training forward reads two flags and returns.
 
 An evaluation's digest syncs the device once per evaluation forward (its outputs are read to the host);
 a training step costs nothing more.
