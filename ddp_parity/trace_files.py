@@ -600,6 +600,42 @@ def read_run(run_dir: str | os.PathLike, tolerant: bool = False) -> RunFiles:
     return run
 
 
+def evaluations_path(run_dir, rank: int) -> Path:
+    """trace/rank{r}.evaluations.jsonl: the evaluations `ddp-parity record`'s hooks saw on that rank."""
+    return Path(run_dir) / TRACE_DIR / f"rank{rank}.evaluations.jsonl"
+
+
+def read_evaluations(run_dir) -> dict[int, list[dict]]:
+    """{rank: its evaluations, in order} from every trace/rank{r}.evaluations.jsonl; {} where the run was
+    recorded explicitly (its validation.jsonl says when it validated). A line that is not an object with
+    an integer `step` and `micro_batch` is left out: these records only add to what the traces prove."""
+    found = {}
+    for rank in _evaluation_ranks(run_dir):
+        records = []
+        try:
+            lines = evaluations_path(run_dir, rank).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and all(type(record.get(k)) is int for k in ("step", "micro_batch")):
+                records.append(record)
+        found[rank] = records
+    return found
+
+
+def _evaluation_ranks(run_dir) -> list[int]:
+    ranks = []
+    for path in (Path(run_dir) / TRACE_DIR).glob("rank*.evaluations.jsonl"):
+        number = path.name[len("rank") : -len(".evaluations.jsonl")]
+        if number.isdigit():
+            ranks.append(int(number))
+    return sorted(ranks)
+
+
 def read_hook_facts(run_dir, rank: int) -> dict:
     """trace/rank{r}.hooks.json: what `ddp-parity record`'s hooks saw on that rank besides the step
     records (set_epoch calls, schedulers, the optimizer as built); {} where the run was recorded

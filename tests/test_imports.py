@@ -74,8 +74,8 @@ def test_a_cycle_is_found():
 
 
 def test_the_comparison_runs_one_way():
-    """findings <- walk <- comparator <- noise <- modules <- evidence <- causes <- given_controls <- story <- diagnosis
-    <- pipeline:
+    """findings <- walk <- comparator <- noise <- modules <- evidence <- evaluations <- causes <- given_controls
+    <- story <- diagnosis <- pipeline:
     none imports one after it (a layer that is a package counts with every module in it)."""
     graph = import_graph()
     order = [
@@ -85,6 +85,7 @@ def test_the_comparison_runs_one_way():
         "noise",
         "modules",
         "evidence",
+        "evaluations",
         "causes",
         "given_controls",
         "story",
@@ -113,6 +114,7 @@ def test_the_causes_import_one_phase_after_another():
         "implicated",
         "hooked",
         "samples",
+        "initial_state",
         "setup",
         "resume",
         "seeds",

@@ -12,7 +12,7 @@ import torch
 from torch.nn.modules import module as torch_module
 from torch.nn.parallel import DistributedDataParallel
 
-from ddp_parity.fingerprints import params_sha256
+from ddp_parity.fingerprints import buffers_sha256, params_sha256, sha256_of
 from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.watch import ModuleWatch
@@ -99,7 +99,12 @@ def _note_ddp_module(module) -> None:
     live = recording()
     if live is None:
         return
-    live.facts.setdefault("init_params_sha256", params_sha256(module))  # before DDP broadcasts rank 0's
+    if "init_params_sha256" in live.facts:
+        return
+    live.facts["init_params_sha256"] = params_sha256(module)  # before DDP broadcasts rank 0's
+    # the same state apart: the parameters alone, and each buffer by name (init_params_sha256 covers both)
+    live.facts["init_parameters_sha256"] = sha256_of([p.detach().cpu() for p in module.parameters()])
+    live.facts["init_buffers_sha256"] = buffers_sha256(module)
 
 
 @guarded("DDP's constructor arguments")

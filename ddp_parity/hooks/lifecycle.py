@@ -23,7 +23,18 @@ import torch
 import torch.distributed as dist
 
 from ddp_parity.exit_hooks import live_recorders
-from ddp_parity.hooks import checkpoints, collectives, context, data, gradients, modules, optimizer, schedule, state
+from ddp_parity.hooks import (
+    checkpoints,
+    collectives,
+    context,
+    data,
+    evaluation,
+    gradients,
+    modules,
+    optimizer,
+    schedule,
+    state,
+)
 from ddp_parity.hooks.state import Recording, guarded
 from ddp_parity.record_values import meta_as_json
 from ddp_parity.trace import TRACE_DIR, TraceRecorder, sampler_facts, write_json_atomic
@@ -43,6 +54,7 @@ def install_hooks(run_dir: str | os.PathLike, side: str) -> Recording:
         ("context hooks", context.install),
         ("collective hooks", collectives.install),
         ("checkpoint hooks", checkpoints.install),
+        ("evaluation hooks", evaluation.install),
         ("destroy_process_group hook", _wrap_destroy),
     ):
         try:
@@ -62,6 +74,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
         live.standing_down = True
         if live.watch is not None:  # the program's own recorder watches what it watches
             live.watch.detach()
+        evaluation.settle(live)  # its global forward hooks go: nothing of ours runs per forward
         print(
             f"ddp-parity record: the program records itself ({explicit[0].run_dir}); the hooks stand down",
             file=sys.stderr,
@@ -97,6 +110,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
         recorder.adopt_watch(live.watch)
     for entry in live.unrecorded.values():  # what the hooks could not take before the first step
         recorder.note_unrecorded(entry["what"], entry["why"])
+    evaluation.started(live)
 
 
 def _rank_facts(live: Recording) -> dict:
@@ -104,7 +118,8 @@ def _rank_facts(live: Recording) -> dict:
     given): the format's rank facts are objects when present, never null."""
     sampler = data.train_sampler(live)
     facts = {"sampler": sampler_facts(sampler) if sampler is not None else None}
-    facts["init_params_sha256"] = live.facts.get("init_params_sha256")
+    for key in ("init_params_sha256", "init_parameters_sha256", "init_buffers_sha256"):
+        facts[key] = live.facts.get(key)
     return {key: value for key, value in facts.items() if value is not None}
 
 
@@ -142,6 +157,8 @@ def finish() -> None:
     if live is None or live.recorder is None or live.standing_down:
         return
     recorder = live.recorder
+    evaluation.close(live)
+    evaluation.write(live)
     if recorder._ended is None:
         grouped = recorder.world_size == 1 or (dist.is_available() and dist.is_initialized())
         if live.model is not None and grouped:

@@ -40,6 +40,9 @@ class Recording:
         self.loader_pass = 0  # the pass over the training DataLoader the latest batch came from, from 0
         self.facts: dict[str, Any] = {}  # per-rank facts for trace/rank{r}.hooks.json
         self.unrecorded: dict[str, dict] = {}
+        self.evaluation = None  # the evaluation in progress (hooks/evaluation.py)
+        self.evaluations: list = []  # evaluations ended, not yet written (before the first step: all of them)
+        self.eval_cores: list[weakref.ref] = []  # the modules evaluations and training forwards ran in
         self.new_step()
 
     def new_step(self) -> None:

@@ -28,8 +28,8 @@ from ddp_parity.compare.causes.forward import factor_mechanisms, factor_of
 from ddp_parity.compare.causes.setup import param_order
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
+from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
-from ddp_parity.trace_files import TraceFormatError, read_validation
 from ddp_parity.watch import read_module_trace
 
 ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
@@ -162,24 +162,37 @@ def check_zeroed_for_validation(ctx: Context) -> Finding | None:
     counts = [rec.get("micro_batches") for rec in _records_at(ctx, f["rank"], f["step"])]
     if len(counts) != 2 or counts[0] != counts[1] or type(counts[0]) is not int or counts[0] < 2:
         return None
-    validated = [ctx.label(s) for s in ("a", "b") if any(v.get("step") == f["step"] - 1 for v in _validations(ctx, s))]
+    spans = {s: [v for v in validations(ctx.run(s)) if v.get("step") == f["step"] - 1] for s in ("a", "b")}
+    validated = [ctx.label(s) for s in ("a", "b") if spans[s]]
     if not validated:
         return None
-    trainers = [s for s in ("a", "b") if _is_trainer(ctx.meta(s))]
+    # the hooks' record of each evaluation says whether a gradient was held as it started
+    held = {
+        s: {v.get("grads_held") for v in spans[s] if v.get("micro_batch") and v.get("rank") == f["rank"]} for s in "ab"
+    }
+    zeroed = [s for s in ("a", "b") if held[s] == {False} and held[other_side(s)] == {True}]
+    trainers = zeroed or [s for s in ("a", "b") if _is_trainer(ctx.meta(s))]
     side = ctx.label(trainers[0]) if len(trainers) == 1 else "the side that zeroes its gradients before validating"
-    other = ctx.label("b" if trainers == ["a"] else "a") if len(trainers) == 1 else "the other side"
+    other = ctx.label(other_side(trainers[0])) if len(trainers) == 1 else "the other side"
     evidence = {
         "grad_norm": ctx.both(f["a"], f["b"]),
         "micro_batches": counts[0],
         "validation_at_step": f["step"] - 1,
         "validated_by": validated,
     }
+    if zeroed:
+        evidence["grads_held_at_evaluation"] = ctx.both(*(sorted(held[s])[0] for s in ("a", "b")))
     facts = (
         f"At step {f['step']} rank {f['rank']} consumed the same {counts[0]} micro-batches and computed the same loss "
         f"on both sides, but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on "
         f"{ctx.names[1]}); the step's micro-batches span a validation ({' and '.join(validated)} validated at step "
         f"{f['step'] - 1}, after the step before)."
     )
+    if zeroed:
+        facts += (
+            f" The evaluation's record on rank {f['rank']} says {side} held no gradient as it started, after "
+            f"micro-batches that left theirs on {other}."
+        )
     return finding(ctx, GRADIENTS_ACROSS_VALIDATION, f["step"], f["rank"], evidence, facts, side=side, other=other)
 
 
@@ -190,11 +203,8 @@ def _records_at(ctx: Context, rank, step) -> list[dict]:
     return []
 
 
-def _validations(ctx: Context, side: str) -> list[dict]:
-    try:
-        return read_validation(ctx.run(side))
-    except (TraceFormatError, OSError):
-        return []
+def other_side(side: str) -> str:
+    return "b" if side == "a" else "a"
 
 
 def _is_trainer(meta: dict) -> bool:
@@ -212,7 +222,8 @@ GRADIENTS_ACROSS_VALIDATION = Cause(
     "on_validation_model_zero_grad to do nothing), or on {other}, zero them before validating "
     "(optimizer.zero_grad()); better, validate only right after an optimizer step.",
     doc="A step's micro-batches span a validation and its gradient norm differs with equal samples and loss: "
-    "one side zeroed the accumulated gradients before validating (Lightning's on_validation_model_zero_grad).",
+    "one side zeroed the accumulated gradients before validating (Lightning's on_validation_model_zero_grad); the "
+    "hooks' evaluation records (`grads_held`) say which.",
 )
 
 

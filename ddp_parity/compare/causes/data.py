@@ -32,9 +32,9 @@ from ddp_parity.compare.causes.samples import (
     skipped_batch,
     unshuffled_side,
 )
+from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
-from ddp_parity.trace_files import TraceFormatError, read_validation
 
 # ---------------------------------------------------------------------------------------------
 # step numbers offset by a constant: a recording, not a training difference
@@ -406,7 +406,7 @@ def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:
 def _evaluated_before_on_one_side(ctx: Context, rank, step) -> tuple[str, list, list] | None:
     """(side, steps, ranks): one side alone validated before `step`, and every rank but `rank` consumed
     the same samples at every step on both sides (the evaluating rank's draws alone moved)."""
-    steps = {s: {v.get("step") for v in _validations(ctx.run(s))} for s in ("a", "b")}
+    steps = {s: {v.get("step") for v in validations(ctx.run(s))} for s in ("a", "b")}
     before = {s: sorted(x for x in steps[s] - steps[other(s)] if isinstance(x, int) and x < step) for s in steps}
     sides = [s for s in ("a", "b") if before[s]]
     world = ctx.meta("a").get("world_size")
@@ -416,13 +416,6 @@ def _evaluated_before_on_one_side(ctx: Context, rank, step) -> tuple[str, list, 
     if len(equal) != world - 1:
         return None
     return sides[0], before[sides[0]], equal
-
-
-def _validations(run) -> list[dict]:
-    try:
-        return read_validation(run)
-    except (TraceFormatError, OSError):
-        return []
 
 
 def _samples_equal_throughout(ctx: Context, rank) -> bool:

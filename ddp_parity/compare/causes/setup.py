@@ -12,6 +12,7 @@ from pathlib import Path
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
 from ddp_parity.compare.causes.implicated import stable
+from ddp_parity.compare.causes.initial_state import init_digests, init_finding
 from ddp_parity.compare.comparator import match_keys, missing_meta, strip_known_prefixes
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import params_differing_before
@@ -620,7 +621,7 @@ def check_init(ctx: Context) -> Finding | None:
     found = init_finding(ctx)
     if found is None:
         return None
-    init = _init_digests(ctx.meta("a")), _init_digests(ctx.meta("b"))
+    init = init_digests(ctx.meta("a")), init_digests(ctx.meta("b"))
     if not found["rank0_differs"] and ctx.earliest is not None:
         ctx.cache["init_note"] = (
             "init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match across the sides "
@@ -664,35 +665,6 @@ def _one_sentence(one: dict) -> str:
         f"The module watch finds only {one['param']} different before step 1; the other {one['equal']} parameter(s) "
         "are equal."
     )
-
-
-def init_finding(ctx: Context) -> dict | None:
-    if "init" in ctx.cache:
-        return ctx.cache["init"]
-    init_a, init_b = _init_digests(ctx.meta("a")), _init_digests(ctx.meta("b"))
-    across = [r for r in sorted(set(init_a) & set(init_b)) if init_a[r] and init_b[r] and init_a[r] != init_b[r]]
-    within = {side: len({d for d in init.values() if d}) > 1 for side, init in (("a", init_a), ("b", init_b))}
-    result = None
-    if across or any(within.values()):
-        rank0 = bool(init_a.get(0) and init_b.get(0) and init_a[0] != init_b[0])
-        rank = (
-            across[0]
-            if across
-            else next(
-                r
-                for init in (init_a, init_b)
-                if len(set(init.values())) > 1
-                for r in sorted(init)
-                if init[r] != init.get(0)
-            )
-        )
-        result = {"across": across, "within": within, "rank0_differs": rank0, "rank": rank}
-    ctx.cache["init"] = result
-    return result
-
-
-def _init_digests(meta: dict) -> dict:
-    return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
 
 
 TIED = Cause(

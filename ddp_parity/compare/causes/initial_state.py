@@ -1,0 +1,72 @@
+"""The initial state as `ddp-parity record` takes it when the program builds DDP (meta.json
+ranks[r]): `init_params_sha256` covers the parameters and the buffers, `init_parameters_sha256` the
+parameters alone and `init_buffers_sha256` each buffer by name. Two initial states apart only by
+buffers one side holds (a feature table kept with register_buffer), with the parameters and every
+buffer both hold equal, are not "other initial weights": the names of the state differ, which the
+final state shows again (`step_count.state_names`)."""
+
+from __future__ import annotations
+
+from ddp_parity.compare.causes.base import Context
+
+
+def init_finding(ctx: Context) -> dict | None:
+    """{across, within, rank0_differs, rank}: the ranks whose initial state differs across the sides, whether
+    a side's ranks built different ones, and the rank to name; None where nothing differs, or where the
+    states differ only by buffers held on one side (`init_note` then says so beside a later finding)."""
+    if "init" in ctx.cache:
+        return ctx.cache["init"]
+    init_a, init_b = init_digests(ctx.meta("a")), init_digests(ctx.meta("b"))
+    across = [r for r in sorted(set(init_a) & set(init_b)) if init_a[r] and init_b[r] and init_a[r] != init_b[r]]
+    names = {r: said for r in across if (said := apart_by_names_only(ctx, r)) is not None}
+    if names:
+        ctx.cache["init_note"] = NOTE.format(names=names[min(names)])
+        across = [r for r in across if r not in names]
+    within = {side: len({d for d in init.values() if d}) > 1 for side, init in (("a", init_a), ("b", init_b))}
+    result = None
+    if across or any(within.values()):
+        rank = (
+            across[0]
+            if across
+            else next(
+                r
+                for init in (init_a, init_b)
+                if len(set(init.values())) > 1
+                for r in sorted(init)
+                if init[r] != init.get(0)
+            )
+        )
+        result = {"across": across, "within": within, "rank0_differs": 0 in across, "rank": rank}
+    ctx.cache["init"] = result
+    return result
+
+
+def init_digests(meta: dict) -> dict:
+    return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
+
+
+def apart_by_names_only(ctx: Context, rank) -> str | None:
+    """'<names> on <side> only; ...' where rank's initial states differ only by buffers held on one side;
+    None where the parameters or a buffer both hold differ, or a side did not record them."""
+    facts = [_rank_facts(ctx.meta(s), rank) for s in ("a", "b")]
+    params = [f.get("init_parameters_sha256") for f in facts]
+    buffers = [f.get("init_buffers_sha256") for f in facts]
+    if params[0] is None or params[0] != params[1] or not all(isinstance(b, dict) for b in buffers):
+        return None
+    common = set(buffers[0]) & set(buffers[1])
+    if any(buffers[0][name] != buffers[1][name] for name in common):
+        return None
+    only = {s: sorted(set(b) - common) for s, b in zip(("a", "b"), buffers)}
+    return "; ".join(f"{only[s][:5]} on {ctx.label(s)} only" for s in ("a", "b") if only[s]) or None
+
+
+def _rank_facts(meta: dict, rank) -> dict:
+    ranks = meta.get("ranks") if isinstance(meta, dict) else None
+    found = next((f for i, f in enumerate(ranks or []) if isinstance(f, dict) and f.get("rank", i) == rank), None)
+    return found or {}
+
+
+NOTE = (
+    "init_params_sha256 differs, but only by buffers one side holds ({names}); the initial parameters "
+    "(init_parameters_sha256) and every buffer both hold are equal: the state's names differ, not the weights"
+)

@@ -1,0 +1,92 @@
+"""The evaluations a run recorded: validation.jsonl (an explicit recorder's validations, with the
+figures the program computed) and trace/rank{r}.evaluations.jsonl (the forwards `ddp-parity record`'s
+hooks saw under eval() or without gradients, with a digest of their outputs). The causes that ask when
+a side validated read both; the hooks' digests are compared here, with no figure the program computes.
+"""
+
+from __future__ import annotations
+
+from ddp_parity.trace_files import TraceFormatError, read_evaluations, read_validation
+
+
+def validations(run) -> list[dict]:
+    """Every validation or evaluation the run recorded, each with its `step` (optimizer steps done
+    before it); a hook-recorded one also with its `rank`, `micro_batch` and `grads_held`."""
+    try:
+        found = list(read_validation(run))
+    except (TraceFormatError, OSError):
+        found = []
+    for rank, records in read_evaluations(run).items():
+        found += [{**record, "rank": rank} for record in records]
+    return found
+
+
+def evaluation_differences(run_a, run_b, names) -> list[dict]:
+    """Where both runs were recorded by the hooks, the first evaluation per rank whose outputs differ, or
+    that one side ran and the other did not at that point: warnings (the training is equal, or the
+    difference in it is the diagnosis's to name)."""
+    evaluations = read_evaluations(run_a), read_evaluations(run_b)
+    if not evaluations[0] and not evaluations[1]:
+        return []
+    out = []
+    for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
+        said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names)
+        if said is not None:
+            unsplit = [n for n, found in zip(names, evaluations) if _every_rank_alike(found, said)]
+            if len(unsplit) == 1:
+                said["message"] += (
+                    f"; every rank of {unsplit[0]} gave the same outputs there (as when its evaluation is not split "
+                    "by rank), the other side's ranks gave other ones"
+                )
+            out.append({"kind": "evaluation_differs", "rank": rank, **said})
+            out[-1]["message"] = f"rank {rank}: {said['message']}"
+    return out
+
+
+def _every_rank_alike(found: dict[int, list[dict]], said: dict) -> bool:
+    """Two ranks or more evaluated at that point, with one output digest."""
+    digests = [
+        [
+            r.get("output_digest")
+            for r in records
+            if (r["step"], r["micro_batch"]) == (said["step"], said["micro_batch"])
+        ]
+        for records in found.values()
+    ]
+    digests = [d[0] for d in digests if d]
+    return len(digests) > 1 and len(set(digests)) == 1
+
+
+def _where(record: dict) -> str:
+    micro = record["micro_batch"]
+    within = f", after {micro} micro-batch(es) of step {record['step'] + 1}" if micro else ""
+    return f"after step {record['step']}{within}"
+
+
+def _first_difference(a: list[dict], b: list[dict], names) -> dict | None:
+    for ra, rb in zip(a, b):
+        if (ra["step"], ra["micro_batch"]) != (rb["step"], rb["micro_batch"]):
+            first = min((ra, names[0]), (rb, names[1]), key=lambda x: (x[0]["step"], x[0]["micro_batch"]))
+            return {
+                "step": first[0]["step"],
+                "micro_batch": first[0]["micro_batch"],
+                "message": f"{first[1]} evaluates {_where(first[0])} and the other side does not evaluate there",
+            }
+        if ra.get("forwards") != rb.get("forwards") or ra.get("output_digest") != rb.get("output_digest"):
+            return {
+                "step": ra["step"],
+                "micro_batch": ra["micro_batch"],
+                "message": f"the evaluation {_where(ra)} gave other outputs ({ra.get('forwards')} forward(s), "
+                f"output_digest {str(ra.get('output_digest'))[:16]} on {names[0]}; {rb.get('forwards')}, "
+                f"{str(rb.get('output_digest'))[:16]} on {names[1]}) with the training equal: it ran on other inputs "
+                "or otherwise (another mode, dropout, autocast, another number of batches)",
+            }
+    if len(a) != len(b):
+        longer, name = (a, names[0]) if len(a) > len(b) else (b, names[1])
+        extra = longer[min(len(a), len(b))]
+        return {
+            "step": extra["step"],
+            "micro_batch": extra["micro_batch"],
+            "message": f"{name} evaluates {_where(extra)} and the other side does not evaluate there",
+        }
+    return None

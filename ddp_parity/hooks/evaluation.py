@@ -1,0 +1,266 @@
+"""Evaluation, where the program runs it: the model's forwards under eval() or with gradients off
+(torch.no_grad, inference_mode) between two optimizer steps, or between the micro-batches of one.
+Each run of them is one evaluation, keyed by the step it follows (optimizer steps done) and the
+micro-batches since (backwards run after that step), with one digest of every output it gave:
+trace/rank{r}.evaluations.jsonl (docs/trace-format.md). A training forward, a backward or an optimizer
+step between two evaluation forwards ends an evaluation.
+
+Which forward: the model's innermost module that holds all its parameters (the GPT inside a
+LightningModule inside DDP), so that a loop calling DDP(model) and a port whose validation_step calls
+self.model digest the outputs of the same module. Global forward hooks find it on every top call until
+it is seen in the model the steps train (at the first optimizer step, or at the first training forward
+inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it, which
+for a training forward reads two flags and returns.
+
+An evaluation's digest syncs the device once per evaluation forward (its outputs are read to the host);
+a training step costs nothing more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+from types import SimpleNamespace
+
+import torch
+from torch.nn.modules import module as torch_module
+
+from ddp_parity.fingerprints import StagedDigest, batch_contents
+from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.trace_files import evaluations_path
+
+_PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
+_STACK: list[list] = []  # the forwards in flight before the first step: [module, holds all, a child holds all]
+
+
+class Evaluation:
+    """One evaluation in progress: its key, its forwards so far and their outputs' running digest."""
+
+    def __init__(self, live, module: torch.nn.Module):
+        self.module = weakref.ref(module)
+        self.module_name = type(module).__name__
+        self.step, self.micro_batch = live.steps, len(live.roots)
+        self.epoch = live.epoch if live.epoch_given else live.loader_pass
+        self.training = bool(module.training)
+        self.grad_enabled = torch.is_grad_enabled()
+        self.inference_mode = torch.is_inference_mode_enabled()
+        self.grads_held = _grads_held(live)
+        self.forwards = self.grad_forwards = 0
+        self.digest = hashlib.sha256()
+        self.undigested: list[str] = []
+
+    @property
+    def key(self) -> tuple:
+        return self.step, self.micro_batch
+
+    def add(self, output) -> None:
+        digest, undigested = batch_contents(_plain(output))
+        if isinstance(digest, StagedDigest):  # on an accelerator: once per evaluation forward, never per step
+            torch.accelerator.synchronize()
+            digest = digest.hexdigest()
+        self.digest.update(digest.encode())
+        self.forwards += 1
+        self.grad_forwards += torch.is_grad_enabled()
+        self.undigested += [u for u in undigested if u not in self.undigested][:8]
+
+    def owned_by(self, owned: set[int]) -> bool:
+        module = self.module()
+        return module is not None and _owned_by(module, owned)
+
+    def record(self) -> dict:
+        out = {
+            "step": self.step,
+            "micro_batch": self.micro_batch,
+            "epoch": self.epoch,
+            "forwards": self.forwards,
+            "output_digest": self.digest.hexdigest(),
+            "module": self.module_name,
+            "training": self.training,
+            "grad_enabled": self.grad_enabled,
+            "inference_mode": self.inference_mode,
+            "grads_held": self.grads_held,
+        }
+        if self.undigested:
+            out["undigested"] = self.undigested
+        return out
+
+
+def _plain(output):
+    """An output with its namespaces' fields laid out (a SimpleNamespace of logits and loss, as some
+    models return), so that they enter the digest as a dict's values do."""
+    if isinstance(output, SimpleNamespace):
+        return {key: _plain(value) for key, value in vars(output).items()}
+    if isinstance(output, (list, tuple)) and not hasattr(output, "_fields"):
+        return type(output)(_plain(v) for v in output) if type(output) in (list, tuple) else output
+    if type(output) is dict:
+        return {key: _plain(value) for key, value in output.items()}
+    return output
+
+
+def _grads_held(live) -> bool | None:
+    """Whether a parameter of the optimizer that steps holds a gradient (not None) as the evaluation
+    starts: after micro-batches, False means the program dropped what they accumulated (zero_grad)."""
+    if live.optimizer is None:
+        return None
+    return any(p.grad is not None for group in live.optimizer.param_groups for p in group["params"])
+
+
+# ---------------------------------------------------------------------------------------------
+# finding the module: global hooks on every forward until its first training forward in a recording
+
+
+def install() -> None:
+    _GLOBAL_HOOKS.extend(
+        [
+            torch_module.register_module_forward_pre_hook(_entered),
+            torch_module.register_module_forward_hook(_left, always_call=True),
+        ]
+    )
+
+
+_GLOBAL_HOOKS: list = []
+
+
+@guarded("evaluation hooks")
+def _entered(module: torch.nn.Module, args) -> None:
+    """A forward starts: is it the innermost so far holding all of its top call's parameters?"""
+    if not _STACK:
+        count = _param_count(module)
+        _STACK.append([module, count > 0, False, count])
+        return
+    parent = _STACK[-1]
+    full = parent[1] and _param_count(module) == parent[3]  # a part with as many tensors as the whole is the whole
+    if full:
+        parent[2] = True
+    _STACK.append([module, full, False, parent[3]])
+
+
+@guarded("evaluation hooks")
+def _left(module: torch.nn.Module, args, output) -> None:
+    """A forward ends: the innermost module holding all its top call's parameters gave `output`."""
+    while _STACK:
+        frame = _STACK.pop()
+        if frame[0] is module:
+            break
+    else:
+        return
+    live = recording()
+    if live is None or not frame[1] or frame[2]:
+        return
+    _note_core(live, module)
+    forward_done(live, module, output)
+    if live.model is not None and (_owned_by(module, _ids(live.model)) or live.steps >= 2):
+        settle(live)  # found in the model the steps train (or, by step 2, the model itself stands for it)
+
+
+def _param_count(module: torch.nn.Module) -> int:
+    count = _PARAM_COUNTS.get(module)
+    if count is None:
+        count = _PARAM_COUNTS[module] = sum(1 for _ in module.parameters())
+    return count
+
+
+@guarded("the evaluated module")
+def _note_core(live, module) -> None:
+    if not any(ref() is module for ref in live.eval_cores):
+        live.eval_cores.append(weakref.ref(module))
+
+
+@guarded("the evaluations before the first step")
+def started(live) -> None:
+    """The recording started (the first step, the model known): keep the evaluations of that model
+    (not of another module with parameters), write them, and settle on the module when one was seen."""
+    owned = _ids(live.model) if live.model is not None else set()
+    live.evaluations = [ev for ev in live.evaluations if ev.owned_by(owned)]
+    if live.evaluation is not None and not live.evaluation.owned_by(owned):
+        live.evaluation = None
+    write(live)
+    if live.model is None or any(m is not None and _owned_by(m, owned) for m in (ref() for ref in live.eval_cores)):
+        settle(live)  # without a model, nothing to look for: the global hooks go now
+
+
+@guarded("evaluation hooks")
+def settle(live) -> None:
+    """Hook the module(s) evaluations run in the model (the model itself where none was seen), and
+    remove the global hooks: from now on nothing runs on a forward of any other module."""
+    for handle in _GLOBAL_HOOKS:
+        handle.remove()
+    _GLOBAL_HOOKS.clear()
+    _STACK.clear()
+    if live.model is None:
+        return
+    owned = _ids(live.model)
+    cores = [m for m in (ref() for ref in live.eval_cores) if m is not None and _owned_by(m, owned)]
+    live.eval_cores = [weakref.ref(m) for m in cores or [live.model]]
+
+    def after_forward(module, args, output):
+        if module.training and torch.is_grad_enabled():  # a training forward: two flags read
+            if live.evaluation is not None:
+                close(live, by_training=True)
+            return
+        forward_done(live, module, output)
+
+    for ref in live.eval_cores:
+        ref().register_forward_hook(after_forward)
+
+
+def _ids(module: torch.nn.Module) -> set[int]:
+    return {id(p) for p in module.parameters()}
+
+
+def _owned_by(module: torch.nn.Module, owned: set[int]) -> bool:
+    first = next(iter(module.parameters()), None)
+    return first is not None and id(first) in owned
+
+
+@guarded("evaluation outputs")
+def forward_done(live, module: torch.nn.Module, output) -> None:
+    """An innermost full module's forward returned: an evaluation forward adds its output to the
+    evaluation in progress (a new one where the step or micro-batch moved on); a training one ends it."""
+    if getattr(live.local, "ours", False):
+        return
+    if module.training and torch.is_grad_enabled():
+        if live.evaluation is not None:
+            close(live, by_training=True)
+        return
+    ev = live.evaluation
+    if ev is not None and (ev.key != (live.steps, len(live.roots)) or ev.module() is not module):
+        close(live)
+        ev = None
+    if ev is None:
+        ev = live.evaluation = Evaluation(live, module)
+    ev.add(output)
+
+
+@guarded("evaluation records")
+def close(live, by_training: bool = False) -> None:
+    """The evaluation in progress is over: kept for the trace (written now when the recording has
+    started). Forwards in eval() mode with gradients on that a backward followed (no training forward
+    between) were training in eval mode, not an evaluation: counted in the rank's facts, not kept."""
+    ev, live.evaluation = live.evaluation, None
+    if ev is None or ev.forwards == 0:
+        return
+    moved = (live.steps, len(live.roots)) != ev.key
+    if not by_training and moved and ev.grad_forwards == ev.forwards:
+        live.facts["eval_mode_training_forwards"] = live.facts.get("eval_mode_training_forwards", 0) + ev.forwards
+        return
+    live.evaluations.append(ev)
+    if live.recorder is not None:
+        write(live)
+
+
+@guarded("evaluation records")
+def write(live) -> None:
+    """Append the evaluations kept so far to this rank's file (the first write starts it anew)."""
+    if not live.evaluations or live.recorder is None:
+        return
+    path = evaluations_path(live.run_dir, live.recorder.rank)
+    mode = "a" if live.facts.get("_evaluations_started") else "w"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, mode) as f:
+        for ev in live.evaluations:
+            f.write(json.dumps(ev.record()) + "\n")
+    live.facts["_evaluations_started"] = True
+    live.facts["evaluations"] = live.facts.get("evaluations", 0) + len(live.evaluations)
+    live.evaluations = []

@@ -1,0 +1,88 @@
+"""A hand-written DDP loop that knows nothing of any recorder, with gradient accumulation and an
+evaluation of its own between micro-batches: batches drawn by hand from the global generator seeded
+1337 + rank (as nanoGPT's get_batch draws), two micro-batches a step. Rank 0 prints its losses and the
+evaluation's, and saves its final weights (--save).
+
+    torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
+        [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval] [--extra-buffer]
+
+--eval STEP:MICRO evaluates after STEP optimizer steps and MICRO micro-batches of the next (under eval()
+and torch.no_grad(), two batches of its own generator seeded --eval-seed, or of the training's global
+generator with --eval-from-training); --zero-before-eval drops the accumulated gradients first (as
+Lightning does before validating); --extra-buffer keeps a table the model never reads as a buffer.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+STEPS, MICRO, BATCH, EVAL_BATCH, FEATURES = 4, 2, 8, 5, 8
+
+
+def get_batch(rows: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(rows, FEATURES, generator=generator)
+    return x, x.sum(dim=1, keepdim=True).sin()
+
+
+@torch.no_grad()
+def evaluate(ddp_model: DDP, generator: torch.Generator | None) -> float:
+    ddp_model.eval()
+    losses = []
+    for _ in range(2):
+        x, y = get_batch(EVAL_BATCH, generator)
+        losses.append(torch.nn.functional.mse_loss(ddp_model(x), y).item())
+    ddp_model.train()
+    return sum(losses) / len(losses)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--save", required=True)
+    p.add_argument("--eval", default=None, help="STEP:MICRO")
+    p.add_argument("--eval-ranks", default="all")
+    p.add_argument("--eval-seed", type=int, default=1)
+    p.add_argument("--eval-from-training", action="store_true")
+    p.add_argument("--zero-before-eval", action="store_true")
+    p.add_argument("--extra-buffer", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    if args.extra_buffer:
+        model.register_buffer("table", torch.arange(4.0))
+    ddp_model = DDP(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(1337 + rank)
+    at = tuple(int(v) for v in args.eval.split(":")) if args.eval else None
+    evaluates = at is not None and args.eval_ranks in ("all", str(rank))
+    for step in range(STEPS):
+        for micro in range(MICRO):
+            if evaluates and (step, micro) == at:
+                if args.zero_before_eval:
+                    optimizer.zero_grad(set_to_none=True)
+                generator = None if args.eval_from_training else torch.Generator().manual_seed(args.eval_seed)
+                said = evaluate(ddp_model, generator)
+                if rank == 0:  # rank 0 talks: two ranks' lines on one pipe can interleave
+                    print(f"eval at {step}:{micro}: {said!r}", flush=True)
+            x, y = get_batch(BATCH)
+            ddp_model.require_backward_grad_sync = micro == MICRO - 1
+            loss = torch.nn.functional.mse_loss(ddp_model(x), y) / MICRO
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if rank == 0:
+            print(f"step {step + 1} loss {loss.item()!r}", flush=True)
+    if rank == 0:
+        torch.save(model.state_dict(), args.save)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
