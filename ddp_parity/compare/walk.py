@@ -439,6 +439,8 @@ def _measured_only(divergence: dict, recs: dict) -> bool:
     ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
     if not ra or not rb or ra.get("param_digest") is None or rb.get("param_digest") is None:
         return False
+    if ra.get("lr") == 0 or rb.get("lr") == 0:  # a rate of 0 moves no parameter (warmup): equal proves nothing there
+        return False
     return ra["param_digest"] == rb["param_digest"]
 
 
