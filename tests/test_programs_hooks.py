@@ -91,7 +91,7 @@ def hooked_pairs(tmp_path_factory):
 
 # every program under `ddp-parity record`; the five instrumented ones (issue 45's corpus) through `compare/run.py
 # --cmd` too: the launcher is the same for every program, and each pair costs about a minute of this suite's budget
-PAIRS = [(name, "record") for name in PROGRAMS]
+PAIRS = [(name, "record") for name, p in PROGRAMS.items() if p.suite]
 PAIRS += [(name, "cmd") for name, p in PROGRAMS.items() if p.recording != "hooks"]
 
 
@@ -137,6 +137,19 @@ def program_lines(log: Path) -> list[str]:
     )
 
 
+# The program as written calls torch's destroy_process_group while a reference cycle still holds its DDP
+# wrapper; gloo's threads are then joined at interpreter exit and a rank that had finished its work aborts
+# ("terminate called without an active exception", about one run in four of two ranks on two cores). The
+# recorded run never does (the hooks collect before the group goes: ddp_parity.destroy_process_group), so
+# only the plain run is launched again, and only for that abort, after every line and the snapshot were out.
+TEARDOWN_TRIES = 4
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def aborted_at_gloo_teardown(log: Path) -> bool:
+    return TEARDOWN_ABORT in log.read_text(errors="replace")
+
+
 @pytest.mark.slow
 def test_recording_changes_neither_output_nor_exit_status_nor_the_saved_weights(hooked_pairs, tmp_path):
     """ddp_tutorial's loop run plain and under `ddp-parity record`: the same exit status (0), the same prints,
@@ -146,7 +159,10 @@ def test_recording_changes_neither_output_nor_exit_status_nor_the_saved_weights(
     program = PROGRAMS["ddp_tutorial"]
     plain = tmp_path / "plain"
     source = prepared(program, plain)
-    rc = run_side(hooked_commands(program, source, plain, prefix="")["raw"], side_env(), plain, plain / "raw.log")
+    for _ in range(TEARDOWN_TRIES):
+        rc = run_side(hooked_commands(program, source, plain, prefix="")["raw"], side_env(), plain, plain / "raw.log")
+        if not (rc != 0 and aborted_at_gloo_teardown(plain / "raw.log")):
+            break
     assert rc == 0, (plain / "raw.log").read_text()[-2000:]
     lines = program_lines(plain / "raw.log")
     assert lines and lines == program_lines(recorded / "raw.log")

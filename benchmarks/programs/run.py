@@ -42,6 +42,9 @@ class Program:
     # how the raw loop starts its ranks: "torchrun" (2 ranks), or "python" (the script spawns its own processes,
     # reading MASTER_PORT)
     raw_launch: str = "torchrun"
+    # False: scored and rescored by hand (`python -m benchmarks.programs --only NAME`, rescore.py), not run by the test
+    # suite, whose time budget each pair run costs about a minute of
+    suite: bool = True
 
     def command(self, args: list[str], out: Path) -> list[str]:
         return [str(HERE / self.folder / args[0])] + [a.replace("{out}", str(out)) for a in args[1:]]
