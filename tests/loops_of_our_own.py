@@ -63,6 +63,7 @@ class Loop:
     cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark while recording (it acts on no CPU kernel)
     group_fn: bool = False  # a function as a param-group value (LARS's weight_decay_filter), recorded by repr
     average_at_end: bool = False  # the weights halved after the last step (an averaged model copied in at the end)
+    warmup_from_zero: bool = False  # the lr 0 at step 1 (a linear warmup from 0), s.lr from step 2
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -161,6 +162,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * s.gamma ** (step - 1 + s.hand_ahead)
+        if s.warmup_from_zero:
+            for group in optimizer.param_groups:
+                group["lr"] = 0.0 if step == 1 else s.lr
         if step == s.skip_at:
             next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
         epoch, indices = next(drawn)
