@@ -67,6 +67,8 @@ def main() -> None:
         optimizer.step()
         if rank == 0:
             print(f"step {step} loss {loss.item():.8f}", flush=True)
+    del model  # DDP's reducer gone before its group: gloo aborts a process exiting with both alive
+    dist.barrier()
     dist.destroy_process_group()
 
 
