@@ -19,6 +19,7 @@ PHASES = (
     "setup",
     "resume",
     "seeds",
+    "per_step",
     "data",
     "forward",
     "backward",

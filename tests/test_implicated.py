@@ -138,7 +138,7 @@ def test_another_seed_value_is_named_from_the_seeds_the_hooks_recorded(tmp_path)
     d = compare_traces(zero, one)["diagnosis"]
     assert (d["kind"], d["step"]) == ("rng.seed", 1), (d["kind"], d["explanation"])
     assert d["evidence"]["seeds_before_step_1"] == {"zero": {"0": [0]}, "one": {"0": [1]}}, d["evidence"]
-    assert "zero: rank 0 [0]; one: rank 0 [1]" in d["explanation"], d["explanation"]
+    assert "rank 0: zero seeded [0], one [1]" in d["explanation"], d["explanation"]  # said per rank
 
 
 def test_an_lr_apart_by_a_whole_factor_in_every_group_names_the_factor(tmp_path):

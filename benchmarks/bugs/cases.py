@@ -199,6 +199,33 @@ RELATION_CASES = (
     ),
 )
 
+# issue 46: a seed is named only where both sides take as many samples per step
+SEEDS = "issue 46: a Lightning port with accumulate_grad_batches=2 headlined as a seed difference"
+SAMPLED = {"sampler": "distributed", "record_sampler": True}
+SEED_CASES = (
+    slip(
+        "another DistributedSampler seed (mlp)",
+        SEEDS,
+        MLP.changed(**SAMPLED),
+        "sampler_seed",
+        1,
+        None,
+        "DistributedSampler(..., seed=",
+        sampler_seed=12,
+    ),
+    slip(
+        "accumulation 2 with another sampler seed, micro-batches unrecorded (mlp)",
+        SEEDS,
+        MLP.changed(**SAMPLED, validate=False),
+        "data_order",
+        1,
+        None,
+        "accumulate_grad_batches",
+        sampler_seed=12,
+        accumulate=2,
+    ),
+)
+
 BUGS = (
     slip("extra RNG draw before training (mlp)", SANITY, MLP, "rng", 1, "drop", "Re-seed", extra_draw=True),
     slip(
@@ -573,6 +600,7 @@ BUGS = (
         val_reduce="mean_of_means",
     ),
     *RELATION_CASES,
+    *SEED_CASES,
 )
 
 CLEAN = (

@@ -45,6 +45,7 @@ class Setup:
     shuffle: bool = True
     drop_last: bool = False
     sampler: str = "random"  # "distributed": DistributedSampler(num_replicas=1, rank=0)
+    sampler_seed: int = SEED  # the DistributedSampler's seed=
     # "partition" (under DDP): each rank reads its own partition of the data (a seeded shuffle split by rank, as
     # the PyTorch distributed tutorial's DataPartitioner), shuffled from the same seed on every rank: the indices
     # a rank records are positions in its partition, the same on every rank, the samples not
@@ -137,7 +138,7 @@ def build_loader(s: Setup, n: int | None = None) -> DataLoader:
     if s.sampler == "partition":
         data = Partition(data, rank, world)
     elif s.sampler == "distributed" or world > 1:
-        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=SEED)
+        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=s.sampler_seed)
     return DataLoader(
         data,
         batch_size=s.batch,

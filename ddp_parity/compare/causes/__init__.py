@@ -1,8 +1,10 @@
 """The causes of a difference between two runs, each one definition (`base.Cause`) in the file of
 its phase of a training step:
 
-    setup.py     crash, stall, meta.json, configuration, sharding plan, seed, param groups, weights
+    setup.py     crash, stall, meta.json, configuration, sharding plan, param groups, weights
+    seeds.py     the seeds: the configuration's, the DistributedSampler's, those the hooks recorded per rank
     data.py      resume, step numbers and counts, samples, batch contents
+    per_step.py  another number of samples per step (batch size, accumulation unrecorded), before any seed
     forward.py   a module's mode, a random layer, a module's computation, the loss
     backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
     update.py    an optimizer over stale tensors, the learning rate, the update
@@ -26,6 +28,7 @@ from ddp_parity.compare.causes import (
     forward,
     measured,
     noise,
+    per_step,
     resume,
     seeds,
     setup,
@@ -44,15 +47,15 @@ CAUSES: tuple[Cause, ...] = (
     setup.CONFIG_STATE,
     setup.CONFIG_TORCH_FLAGS,
     setup.CONFIG_SHARDING,
-    setup.SAMPLER_SEED,
-    setup.CONFIG_SEED,
+    seeds.SAMPLER_SEED,
+    seeds.CONFIG_SEED,
     setup.PARAM_GROUPS,
     setup.PARAM_GROUPS_CLASS,
     setup.TIED,
     setup.INIT,
     setup.INIT_PARAMETER,
     resume.RESUME,
-    data.DATA_BATCH_SIZE,
+    per_step.DATA_BATCH_SIZE,
     seeds.RNG_SEED,
     seeds.RNG_RESEED,
     seeds.RNG_LOADER_DRAWS,
