@@ -23,6 +23,7 @@ PHASES = (
     "forward",
     "backward",
     "update",
+    "schedule_steps",
     "end",
     "undetermined",
     "noise",
@@ -52,6 +53,7 @@ KINDS = {
         "rng.seed",
         "final_params.moved",
     ),  # issue 46: from the first pass on new programs
+    *("optimizer.scheduler_steps",),  # issue 46: a scheduler stepped k times per optimizer step (the counts read)
 }
 
 
