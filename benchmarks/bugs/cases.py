@@ -72,6 +72,11 @@ RELATIONS = "issue 37: the exact relation between the two runs"
 STEP_LR = {"schedule": "step", "validate": False}  # StepLR: steps 1 and 2 share a rate, step 3 halves it
 SCHEDULE_ORDER = "tutorial classic (PyTorch lr_scheduler docs): scheduler.step() after optimizer.step()"
 UNSCALED = {"accumulate": 2, "scale_loss": False, "record_loss": "backward"}
+SCALER = "issue 46 (public programs): the loss recorded after GradScaler's scaler.scale(loss), × 2^16"
+SCHEDULER_K = "issue 46 (public programs): scheduler.step() per micro-batch, or by hand beside lr_scheduler_config"
+COUNTED = {"record_scheduler_count": True, "accumulate": 2, **STEP_LR}
+SCALED = {"loss_times": 65536.0}
+ONECYCLE_MLP = MLP.changed(schedule="onecycle_loader")
 
 # slips whose diagnosis names an exact relation between the sides' numbers (compare/relations.py): a
 # factor equal to a recorded count, a shift by k steps, another norm, a gradient on one side only, one
@@ -199,7 +204,32 @@ RELATION_CASES = (
     ),
 )
 
+ISSUE_46 = (
+    slip(
+        "scheduler per micro-batch (mlp)",
+        SCHEDULER_K,
+        MLP.changed(**COUNTED),
+        "optimizer",
+        2,
+        None,
+        "step the scheduler as",
+        scheduler_steps=2,
+    ),
+    slip("loss × GradScaler's scale (mlp)", SCALER, MLP, "recording", 1, None, "before scaler.scale(loss)", **SCALED),
+    Case(
+        "loss × GradScaler's scale, OneCycleLR total steps from the dataset (mlp)",
+        SCALER,
+        ONECYCLE_MLP,
+        ONECYCLE_MLP.changed(schedule="onecycle_dataset", **SCALED),
+        "optimizer",
+        2,
+        None,
+        "total_steps",
+    ),
+)
+
 BUGS = (
+    *ISSUE_46,
     slip("extra RNG draw before training (mlp)", SANITY, MLP, "rng", 1, "drop", "Re-seed", extra_draw=True),
     slip(
         "extra RNG draw before training (transformer)",

@@ -77,6 +77,9 @@ class Setup:
     # step, before any scheduler.step()), "after_scheduler" (read after this step's scheduler.step())
     lr_read: str = "applied"
     record_loss: str = "scaled"  # or "backward": the loss each micro-batch's backward got, summed
+    loss_times: float = 1.0  # the recorded loss × this (2^16: recorded after GradScaler's scaler.scale(loss))
+    scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch under accumulation)
+    record_scheduler_count: bool = False  # scheduler_steps_before given to record(), as the hooks record it
     norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
@@ -249,13 +252,13 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             late_scheduler = scheduler is not None and not s.scheduler_first
             if late_scheduler and s.lr_read == "after_scheduler":
-                scheduler.step()
+                step_scheduler(scheduler, s)
                 lr = optimizers[0].param_groups[0]["lr"]
             lr = lr_before if s.lr_read == "before_step" else lr
             indices = torch.cat([b["index"] for b in micro])
             recorder.record(
                 step,
-                step_loss,
+                step_loss * s.loss_times,
                 indices,
                 epoch=epoch,
                 grad_norm=norm,
@@ -268,9 +271,10 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                     if s.record_clip
                     else {}
                 ),
+                **scheduler_count(scheduler, s, step),
             )
             if late_scheduler and s.lr_read != "after_scheduler":
-                scheduler.step()
+                step_scheduler(scheduler, s)
             # after record(): the recorder reads each parameter's gradient (its norm and largest |g|)
             for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
                 optimizer.zero_grad()
@@ -282,6 +286,23 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             model, optimizers, loader, recorder = restart(run_dir, side, s, model, optimizers, loader, recorder, step)
             net = model
     recorder.finish(model)
+
+
+def step_scheduler(scheduler, s: Setup) -> None:
+    for _ in range(s.scheduler_steps):
+        scheduler.step()
+
+
+def scheduler_count(scheduler, s: Setup, step: int) -> dict:
+    """scheduler_steps_before as the hooks record it: the scheduler.step() calls since the previous optimizer
+    step (after-step schedulers: none before the first)."""
+    if not s.record_scheduler_count:
+        return {}
+    if scheduler is None:
+        return {"scheduler_steps_before": 0}
+    if s.scheduler_first:  # one call before each optimizer step, the first one's included
+        return {"scheduler_steps_before": 1}
+    return {"scheduler_steps_before": 0 if step == 1 else s.scheduler_steps}
 
 
 def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recorder, step: int):
