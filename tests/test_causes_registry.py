@@ -53,7 +53,10 @@ KINDS = {
         "rng.seed",
         "final_params.moved",
     ),  # issue 46: from the first pass on new programs
-    *("optimizer.scheduler_steps",),  # issue 46: a scheduler stepped k times per optimizer step (the counts read)
+    *(
+        "optimizer.scheduler_steps",
+        "gradients.sync_pattern",
+    ),  # issue 46: the scheduler steps and DDP syncs each step recorded
 }
 
 

@@ -77,6 +77,7 @@ CAUSES: tuple[Cause, ...] = (
     update.OPTIMIZER_STALE_PARAMS,
     update.OPTIMIZER_CLIP_EARLIER,
     backward.GRADIENTS_ACROSS_VALIDATION,
+    backward.GRADIENTS_SYNC_PATTERN,
     backward.REDUCTION_ORDER_SHARDING,
     backward.GRADIENTS_ACCUMULATION_SYNC,
     forward.LOSS_FACTOR,
