@@ -9,6 +9,7 @@ so that the clean pairs are bitwise twins.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -80,6 +81,10 @@ class Setup:
     loss_times: float = 1.0  # the recorded loss × this (2^16: recorded after GradScaler's scaler.scale(loss))
     scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch under accumulation)
     record_scheduler_count: bool = False  # scheduler_steps_before given to record(), as the hooks record it
+    # under DDP, the micro-batches whose backward syncs: "every" (no no_sync), "last" (no_sync around the others, as
+    # Lightning accumulates), "none" (a no_sync left around all); recorded as grad_sync, as the hooks record it
+    sync: str = "every"
+    record_sync: bool = False
     norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
@@ -272,6 +277,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                     else {}
                 ),
                 **scheduler_count(scheduler, s, step),
+                **sync_flags(s, len(micro)),
             )
             if late_scheduler and s.lr_read != "after_scheduler":
                 step_scheduler(scheduler, s)
@@ -337,16 +343,33 @@ def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
     """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
     records it (each micro-batch's loss divided by the accumulation, summed in order)."""
     step_loss = None
-    for batch in micro:
-        loss = loss_fn(model(batch["x"]), batch["y"])
-        if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
-            loss = loss / rank_and_world()[1]
-        scaled = loss / s.accumulate
-        backward = scaled if s.scale_loss else loss
-        backward.backward()
+    for i, batch in enumerate(micro):
+        with sync_context(model, s, last=i == len(micro) - 1):
+            loss = loss_fn(model(batch["x"]), batch["y"])
+            if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
+                loss = loss / rank_and_world()[1]
+            scaled = loss / s.accumulate
+            backward = scaled if s.scale_loss else loss
+            backward.backward()
         recorded = (backward if s.record_loss == "backward" else scaled).detach()
         step_loss = recorded if step_loss is None else step_loss + recorded
     return step_loss
+
+
+def sync_context(model, s: Setup, *, last: bool):
+    """DDP's no_sync() around a micro-batch that does not sync (s.sync), else nothing."""
+    syncs = s.sync == "every" or (s.sync == "last" and last)
+    no_sync = getattr(model, "no_sync", None)
+    return contextlib.nullcontext() if syncs or no_sync is None else no_sync()
+
+
+def sync_flags(s: Setup, micro_batches: int) -> dict:
+    """grad_sync as the hooks record it: per micro-batch, whether its backward synced."""
+    if not s.record_sync:
+        return {}
+    return {
+        "grad_sync": [s.sync == "every" or (s.sync == "last" and i == micro_batches - 1) for i in range(micro_batches)]
+    }
 
 
 def average_gradients(model: nn.Module, world: int, *, divide: bool) -> None:
