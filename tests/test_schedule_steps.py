@@ -5,6 +5,8 @@ pairs trained by the tests' own loop."""
 from __future__ import annotations
 
 from loops_of_our_own import Loop, pair
+from test_diagnosis import make_records, run_diagnosis, trained_apart
+from test_diagnosis import pair as hand_made_pair
 
 from ddp_parity import compare_traces
 
@@ -39,3 +41,22 @@ def test_unrecorded_counts_leave_the_lr_shape_to_say(tmp_path):
     base = Loop(schedule="exp")
     d = diagnosis(tmp_path, base, base.changed(scheduler_steps=2))["diagnosis"]
     assert d["kind"] == "optimizer.lr", d["explanation"]
+
+
+def test_a_scheduler_stepped_per_epoch_against_per_step_says_once_per_epoch(tmp_path):
+    """Hand-made records of the hooks' form: raw steps its scheduler after every optimizer step, lightning once
+    per epoch (its count 1 only at each epoch's first step); the rates part at step 2 and so do the parameters."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for i, rec in enumerate(recs):
+                epoch_start = i > 0 and rec["epoch"] != recs[i - 1]["epoch"]
+                count = (1 if i > 0 else 0) if side == "a" else int(epoch_start)
+                rec["scheduler_steps_before"] = count
+                rec["lr"] = 0.1 * 0.9 ** (i if side == "a" else rec["epoch"])
+    a, b = hand_made_pair(tmp_path, records_a=records["a"], records_b=trained_apart(records["b"], from_step=2))
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("optimizer.scheduler_steps", 2), d["explanation"]
+    assert "lightning 0 times per optimizer step but 1 at step" in d["explanation"], d["explanation"]
+    assert "(each the first step of an epoch: once per epoch)" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("On lightning, step the scheduler as raw does"), d["advice"]
