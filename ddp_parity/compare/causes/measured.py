@@ -251,8 +251,11 @@ def measured_finding(ctx: Context) -> Finding:
         "counts": ", ".join(relation.get("counts") or ()) or "none",
         "side": relation.get("side") or "the side whose value is not the 2-norm",
     }
-    if kind == "factor" and any(c.startswith(relations.GRAD_SCALE) for c in relation.get("counts") or ()):
-        kind = "grad_scale"  # the power of two a GradScaler scales by: "record the loss backpropagated" is wrong here
+    counts = relation.get("counts") or ()
+    if kind == "factor" and [c.split("=")[0] for c in counts] == [relations.GRAD_SCALE]:
+        # only the power of two a GradScaler scales by fits: "record the loss backpropagated" is wrong here (where
+        # a recorded count fits too, the generic words name every count and pick none)
+        kind = "grad_scale"
     fix = RECORD_ALIKE.get(kind, RECORD_ALIKE[""]).format(**values)
     why = MEASURED_WHY
     if kind == "ulp" and all(ctx.meta(s).get("recorded_by") == "hooks" for s in ("a", "b")):
