@@ -64,6 +64,9 @@ class Loop:
     group_fn: bool = False  # a function as a param-group value (LARS's weight_decay_filter), recorded by repr
     average_at_end: bool = False  # the weights halved after the last step (an averaged model copied in at the end)
     warmup_from_zero: bool = False  # the lr 0 at step 1 (a linear warmup from 0), s.lr from step 2
+    scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch, or a hand call and
+    # Lightning's lr_scheduler_config both); recorded as scheduler_steps_before with record_scheduler_count
+    lr_from: tuple | None = None  # (step, lr): from this step on the lr is set to lr (the training parts there)
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -165,6 +168,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         if s.warmup_from_zero:
             for group in optimizer.param_groups:
                 group["lr"] = 0.0 if step == 1 else s.lr
+        if s.lr_from is not None and step >= s.lr_from[0]:
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr_from[1]
         if step == s.skip_at:
             next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
         epoch, indices = next(drawn)
@@ -185,12 +191,13 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         optimizer.step()
         lr = optimizer.param_groups[0]["lr"]
         if scheduler is not None:
-            scheduler.step()
+            for _ in range(s.scheduler_steps):
+                scheduler.step()
             if s.lr_read == "after_scheduler":
                 lr = optimizer.param_groups[0]["lr"]
         clip = {"clip_max_norm": s.clip, "clip_norm_type": 2.0} if s.record_clip and s.clip is not None else {}
         if s.record_scheduler_count:
-            clip["scheduler_steps_before"] = 1 if scheduler is not None and step > 1 else 0
+            clip["scheduler_steps_before"] = s.scheduler_steps if scheduler is not None and step > 1 else 0
         recorder.record(
             step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,

@@ -24,6 +24,7 @@ PHASES = (
     "forward",
     "backward",
     "update",
+    "schedule_steps",
     "end",
     "undetermined",
     "noise",
@@ -53,6 +54,10 @@ KINDS = {
         "rng.seed",
         "final_params.moved",
     ),  # issue 46: from the first pass on new programs
+    *(
+        "optimizer.scheduler_steps",
+        "gradients.sync_pattern",
+    ),  # issue 46: the scheduler steps and DDP syncs each step recorded
 }
 
 

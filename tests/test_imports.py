@@ -124,6 +124,7 @@ def test_the_causes_import_one_phase_after_another():
         "undetermined",
         "forward",
         "backward",
+        "schedule_steps",
         "update",
         "end",
         "measured",

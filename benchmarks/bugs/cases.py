@@ -72,6 +72,14 @@ RELATIONS = "issue 37: the exact relation between the two runs"
 STEP_LR = {"schedule": "step", "validate": False}  # StepLR: steps 1 and 2 share a rate, step 3 halves it
 SCHEDULE_ORDER = "tutorial classic (PyTorch lr_scheduler docs): scheduler.step() after optimizer.step()"
 UNSCALED = {"accumulate": 2, "scale_loss": False, "record_loss": "backward"}
+SCALER = "issue 46 (public programs): the loss recorded after GradScaler's scaler.scale(loss), × 2^16"
+K_SCHED = "issue 46 (public programs): scheduler.step() per micro-batch, or by hand beside lr_scheduler_config"
+COUNTED, TWICE = MLP.changed(record_scheduler_count=True, accumulate=2, **STEP_LR), {"scheduler_steps": 2}
+SCALED, ONECYCLE_MLP = {"loss_times": 65536.0}, MLP.changed(schedule="onecycle_loader")
+SCALED_SET, STEPS = ONECYCLE_MLP.changed(schedule="onecycle_dataset", **SCALED), "total_steps"
+NO_SYNC = "issue 46 (public programs): a no_sync() left around every micro-batch, the last one's too"
+SYNC_LAST = MLP.changed(accumulate=2, record_sync=True, validate=False, sync="last")
+SYNC_NONE, FIX_SYNC = SYNC_LAST.changed(sync="none"), "let the last micro-batch's backward sync"
 
 # slips whose diagnosis names an exact relation between the sides' numbers (compare/relations.py): a
 # factor equal to a recorded count, a shift by k steps, another norm, a gradient on one side only, one
@@ -223,6 +231,17 @@ SEED_CASES = (
         "accumulate_grad_batches",
         sampler_seed=12,
         accumulate=2,
+    ),
+)
+
+ISSUE_46 = (
+    slip("scheduler per micro-batch (mlp)", K_SCHED, COUNTED, "optimizer", 2, None, "step the scheduler as", **TWICE),
+    slip("loss × GradScaler's scale (mlp)", SCALER, MLP, "recording", 1, None, "before scaler.scale(loss)", **SCALED),
+    Case(
+        "loss × scale, OneCycleLR from the dataset (mlp)", SCALER, ONECYCLE_MLP, SCALED_SET, "optimizer", 2, None, STEPS
+    ),
+    Case(
+        "no micro-batch synced under DDP (mlp)", NO_SYNC, SYNC_LAST, SYNC_NONE, "gradients", 1, None, FIX_SYNC, world=2
     ),
 )
 
@@ -601,6 +620,7 @@ BUGS = (
     ),
     *RELATION_CASES,
     *SEED_CASES,
+    *ISSUE_46,  # last: the fast tier keeps each category's earlier representative
 )
 
 CLEAN = (

@@ -9,6 +9,7 @@ so that the clean pairs are bitwise twins.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -78,6 +79,13 @@ class Setup:
     # step, before any scheduler.step()), "after_scheduler" (read after this step's scheduler.step())
     lr_read: str = "applied"
     record_loss: str = "scaled"  # or "backward": the loss each micro-batch's backward got, summed
+    loss_times: float = 1.0  # the recorded loss × this (2^16: recorded after GradScaler's scaler.scale(loss))
+    scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch under accumulation)
+    record_scheduler_count: bool = False  # scheduler_steps_before given to record(), as the hooks record it
+    # under DDP, the micro-batches whose backward syncs: "every" (no no_sync), "last" (no_sync around the others, as
+    # Lightning accumulates), "none" (a no_sync left around all); recorded as grad_sync, as the hooks record it
+    sync: str = "every"
+    record_sync: bool = False
     norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
@@ -250,13 +258,13 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             late_scheduler = scheduler is not None and not s.scheduler_first
             if late_scheduler and s.lr_read == "after_scheduler":
-                scheduler.step()
+                step_scheduler(scheduler, s)
                 lr = optimizers[0].param_groups[0]["lr"]
             lr = lr_before if s.lr_read == "before_step" else lr
             indices = torch.cat([b["index"] for b in micro])
             recorder.record(
                 step,
-                step_loss,
+                step_loss * s.loss_times,
                 indices,
                 epoch=epoch,
                 grad_norm=norm,
@@ -269,9 +277,11 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                     if s.record_clip
                     else {}
                 ),
+                **scheduler_count(scheduler, s, step),
+                **sync_flags(s, len(micro)),
             )
             if late_scheduler and s.lr_read != "after_scheduler":
-                scheduler.step()
+                step_scheduler(scheduler, s)
             # after record(): the recorder reads each parameter's gradient (its norm and largest |g|)
             for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
                 optimizer.zero_grad()
@@ -283,6 +293,23 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             model, optimizers, loader, recorder = restart(run_dir, side, s, model, optimizers, loader, recorder, step)
             net = model
     recorder.finish(model)
+
+
+def step_scheduler(scheduler, s: Setup) -> None:
+    for _ in range(s.scheduler_steps):
+        scheduler.step()
+
+
+def scheduler_count(scheduler, s: Setup, step: int) -> dict:
+    """scheduler_steps_before as the hooks record it: the scheduler.step() calls since the previous optimizer
+    step (after-step schedulers: none before the first)."""
+    if not s.record_scheduler_count:
+        return {}
+    if scheduler is None:
+        return {"scheduler_steps_before": 0}
+    if s.scheduler_first:  # one call before each optimizer step, the first one's included
+        return {"scheduler_steps_before": 1}
+    return {"scheduler_steps_before": 0 if step == 1 else s.scheduler_steps}
 
 
 def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recorder, step: int):
@@ -317,16 +344,33 @@ def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
     """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
     records it (each micro-batch's loss divided by the accumulation, summed in order)."""
     step_loss = None
-    for batch in micro:
-        loss = loss_fn(model(batch["x"]), batch["y"])
-        if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
-            loss = loss / rank_and_world()[1]
-        scaled = loss / s.accumulate
-        backward = scaled if s.scale_loss else loss
-        backward.backward()
+    for i, batch in enumerate(micro):
+        with sync_context(model, s, last=i == len(micro) - 1):
+            loss = loss_fn(model(batch["x"]), batch["y"])
+            if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
+                loss = loss / rank_and_world()[1]
+            scaled = loss / s.accumulate
+            backward = scaled if s.scale_loss else loss
+            backward.backward()
         recorded = (backward if s.record_loss == "backward" else scaled).detach()
         step_loss = recorded if step_loss is None else step_loss + recorded
     return step_loss
+
+
+def sync_context(model, s: Setup, *, last: bool):
+    """DDP's no_sync() around a micro-batch that does not sync (s.sync), else nothing."""
+    syncs = s.sync == "every" or (s.sync == "last" and last)
+    no_sync = getattr(model, "no_sync", None)
+    return contextlib.nullcontext() if syncs or no_sync is None else no_sync()
+
+
+def sync_flags(s: Setup, micro_batches: int) -> dict:
+    """grad_sync as the hooks record it: per micro-batch, whether its backward synced."""
+    if not s.record_sync:
+        return {}
+    return {
+        "grad_sync": [s.sync == "every" or (s.sync == "last" and i == micro_batches - 1) for i in range(micro_batches)]
+    }
 
 
 def average_gradients(model: nn.Module, world: int, *, divide: bool) -> None:

@@ -21,7 +21,7 @@ from ddp_parity.compare.causes.configuration import changes_only_rounding, confi
 from ddp_parity.compare.causes.end import check_equivalent
 from ddp_parity.compare.causes.hooked import add_hooked_facts, hook_warnings
 from ddp_parity.compare.causes.implicated import cannot_explain
-from ddp_parity.compare.causes.measured import check_measured
+from ddp_parity.compare.causes.measured import WHAT, check_measured, relation_of
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
 from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
@@ -101,10 +101,30 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     if before is None:
         return
     found.evidence["measured_before"] = {k: before.get(k) for k in ("quantity", "step", "rank", "a", "b")}
+    relation = relation_of(ctx, before["quantity"], before["rank"]) if before["quantity"] in WHAT else None
+    named = f": {relation.sentence[:-1]}" if relation is not None else ""
     found.explanation += (
         f" Earlier, only what was measured differs: the {before['quantity']} at step {before['step']} rank "
-        f"{before['rank']} ({before['a']!r} vs {before['b']!r}), with the parameters after that step equal on both "
-        "sides: it did not change the training there, and the training parts where this finding says."
+        f"{before['rank']} ({before['a']!r} vs {before['b']!r}){named}. The parameters after that step are equal on "
+        "both sides: it did not change the training there, and the training parts where this finding says."
+    )
+    if relation is not None:
+        found.evidence["measured_before"]["relation"] = relation.to_json()
+    apart = (ctx.earliest or {}).get("measured_apart")
+    if apart:  # the step the training parts at still shows that recording factor: said, never called equal
+        found.explanation += f" {_still_apart(ctx, apart)}"
+
+
+def _still_apart(ctx: Context, apart: dict) -> str:
+    """The measured factor the walk passed over at the step the training parts at, the larger side first."""
+    ratio, (big, small) = apart["ratio"], ctx.names
+    if ratio < 1:
+        ratio, big, small = 1 / ratio, small, big
+    q = apart["quantity"]
+    return (
+        f"At step {ctx.earliest['step']} too {big}'s {q} is {ratio:.6g} × {small}'s, the factor of the steps where "
+        f"the parameters stayed equal: measured, not trained (where this finding calls the {q} equal, it is equal "
+        "up to that factor)."
     )
 
 

@@ -346,6 +346,7 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
     fast = criterion.exact
     parted: set = set()  # ranks whose step numbers parted ways: compared no further
     equal_counts = dict.fromkeys(STEP_QUANTITIES, 0)
+    measured_ratios: dict = {}  # (rank, quantity): a / b where that quantity was apart with the parameters equal
     quantities, facts = result.quantities, result.facts
     position = 0
     while True:
@@ -407,7 +408,7 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
             result.steps_equal_before += 1
             result.last_equal_step = present["step"] if present else None
         if result.first_trained is None and result.structure is None:
-            training = [d for d in found_here if not _measured_only(d, recs)]
+            training = _trained_divergences(found_here, recs, measured_ratios, criterion)
             if training:
                 result.first_trained = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"])))
             else:
@@ -429,6 +430,51 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
 
 
 MEASURED_QUANTITIES = ("loss", "grad_norm", "lr")
+RATIO_QUANTITIES = ("loss", "grad_norm")  # a recording factor (a loss × GradScaler's scale) holds step after step
+
+
+def _trained_divergences(found_here: list, recs: dict, ratios: dict, criterion: Criterion) -> list[dict]:
+    """The step's divergences in the training: each measured-only one is passed over (its ratio kept), and
+    one whose value is still the other side's × the ratio an earlier measured-only step showed (a loss recorded
+    × the scale, step after step) is passed over for the step's next quantity apart, which is the training's."""
+    training = []
+    for d in found_here:
+        if _measured_only(d, recs):
+            ratio = _ratio(d.get("a"), d.get("b"))
+            if d["quantity"] in RATIO_QUANTITIES and ratio is not None:
+                ratios.setdefault((d["rank"], d["quantity"]), ratio)
+            continue
+        nxt = _past_measured_ratios(d, recs, ratios, criterion)
+        if nxt is not None:
+            training.append(nxt)
+    return training
+
+
+def _past_measured_ratios(d: dict, recs: dict, ratios: dict, criterion: Criterion) -> dict | None:
+    """`d`, or where its quantity keeps the measured ratio, the step's next quantity apart (None: none)."""
+    ra, rb = recs["a"][d["rank"]], recs["b"][d["rank"]]
+    if ra.get("param_digest") is None or rb.get("param_digest") is None:
+        return d  # without the parameters after the step, nothing says the training of this step is the same
+    passed = None  # the first quantity passed over, with its ratio
+    for name in NUMERIC[NUMERIC.index(d["quantity"]) :] if d["quantity"] in NUMERIC else ():
+        a, b = ra.get(name), rb.get(name)
+        if a is None or b is None or criterion.equal(a, b):
+            continue
+        kept = ratios.get((d["rank"], name))
+        ratio = _ratio(a, b)
+        if kept is not None and ratio is not None and abs(ratio - kept) <= 1e-6 * abs(kept):
+            passed = passed or {"quantity": name, "ratio": kept}
+            continue  # the same recording factor as where the parameters stayed equal: measured, not trained
+        if passed is None:
+            return d
+        return {**d, "quantity": name, "a": a, "b": b, "measured_apart": passed}
+    return None if d["quantity"] in NUMERIC else d
+
+
+def _ratio(a, b) -> float | None:
+    if not (_is_number(a) and _is_number(b)) or b == 0 or not math.isfinite(a / b):
+        return None
+    return a / b
 
 
 def _measured_only(divergence: dict, recs: dict) -> bool:

@@ -5,11 +5,14 @@ evaluation's, and saves its final weights (--save).
 
     torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
         [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval] [--extra-buffer]
+        [--sync last|every|never]
 
 --eval STEP:MICRO evaluates after STEP optimizer steps and MICRO micro-batches of the next (under eval()
 and torch.no_grad(), two batches of its own generator seeded --eval-seed, or of the training's global
 generator with --eval-from-training); --zero-before-eval drops the accumulated gradients first (as
 Lightning does before validating); --extra-buffer keeps a table the model never reads as a buffer.
+--sync says which micro-batches' backward DDP all-reduces: the last of each step (the default, as nanoGPT
+sets require_backward_grad_sync), every one, or none (a no_sync left on: each rank steps on its own gradients).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ def main() -> int:
     p.add_argument("--eval-from-training", action="store_true")
     p.add_argument("--zero-before-eval", action="store_true")
     p.add_argument("--extra-buffer", action="store_true")
+    p.add_argument("--sync", choices=("last", "every", "never"), default="last")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -71,7 +75,7 @@ def main() -> int:
                 if rank == 0:  # rank 0 talks: two ranks' lines on one pipe can interleave
                     print(f"eval at {step}:{micro}: {said!r}", flush=True)
             x, y = get_batch(BATCH)
-            ddp_model.require_backward_grad_sync = micro == MICRO - 1
+            ddp_model.require_backward_grad_sync = args.sync == "every" or (args.sync == "last" and micro == MICRO - 1)
             loss = torch.nn.functional.mse_loss(ddp_model(x), y) / MICRO
             loss.backward()
         optimizer.step()

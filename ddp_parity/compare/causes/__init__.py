@@ -8,6 +8,7 @@ its phase of a training step:
     forward.py   a module's mode, a random layer, a module's computation, the loss
     backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
     update.py    an optimizer over stale tensors, the learning rate, the update
+    schedule_steps.py  a scheduler stepped another number of times per optimizer step
     end.py       buffers, final parameters, validation, structural problems, equivalent
     measured.py  what was measured otherwise while the training is the same (recording), or unproved
     undetermined.py  no single cause: the candidates ranked
@@ -30,6 +31,7 @@ from ddp_parity.compare.causes import (
     noise,
     per_step,
     resume,
+    schedule_steps,
     seeds,
     setup,
     undetermined,
@@ -78,6 +80,7 @@ CAUSES: tuple[Cause, ...] = (
     update.OPTIMIZER_STALE_PARAMS,
     update.OPTIMIZER_CLIP_EARLIER,
     backward.GRADIENTS_ACROSS_VALIDATION,
+    backward.GRADIENTS_SYNC_PATTERN,
     backward.REDUCTION_ORDER_SHARDING,
     backward.GRADIENTS_ACCUMULATION_SYNC,
     forward.LOSS_FACTOR,
@@ -92,6 +95,7 @@ CAUSES: tuple[Cause, ...] = (
     backward.GRADIENTS_NORM_TYPE,
     backward.GRADIENTS_FACTOR,
     backward.GRADIENTS,
+    schedule_steps.OPTIMIZER_SCHEDULER_STEPS,
     update.RECORDED_LR,
     update.OPTIMIZER_LR_AHEAD,
     update.OPTIMIZER_LR_SHIFT,

@@ -25,6 +25,7 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
+from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
@@ -186,6 +187,9 @@ def check_lr(ctx: Context) -> Finding | None:
     pairs = list(aligned_records(ctx, f["rank"]))
     steps, la, lb = relations.series(pairs, "lr")
     shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
+    if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]):
+        # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
+        shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
     facts = (
         f"At step {f['step']} the samples, loss and gradient norm match, but the learning rate differs "
@@ -226,6 +230,12 @@ def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
     return "", ""
 
 
+def _counted_alike(ctx: Context, rank) -> bool:
+    """Both sides recorded the scheduler.step() calls before every optimizer step, and they are equal."""
+    rows = recorded_counts(ctx, rank)
+    return bool(rows) and all(ca == cb for _, ca, cb, _ in rows)
+
+
 def _changes_within_epochs(values: list[tuple]) -> bool:
     return any(e1 == e2 and v1 != v2 for (e1, v1), (e2, v2) in zip(values, values[1:]))
 
@@ -255,6 +265,12 @@ LR_WORDS = {
         "stepped another number of times per optimizer step (per micro-batch under accumulation).",
         "Build the same scheduler with the same gamma on both sides and step it once per optimizer step, after "
         "optimizer.step().",
+    ),
+    "decay_counted": (
+        "The two schedules decay by different constants per optimizer step, while both sides stepped their "
+        "schedulers equally often (the scheduler.step() calls recorded before each optimizer step are equal): "
+        "another gamma, or another schedule.",
+        "Build the same scheduler with the same gamma (the same schedule and its parameters) on both sides.",
     ),
     "ulp": (
         "The same rate computed by other float expressions differs in the last bit (a closed form such as base_lr "
