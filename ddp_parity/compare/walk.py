@@ -530,7 +530,33 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
             note = difference_note(a, b) if not isinstance(a, list) else None
             if note:
                 first["note"] = note
-    return first
+    return _lr_before_rounded_norm(first, rec_a, rec_b, where)
+
+
+FEW_FLOAT32_ULPS = 16  # as the causes' "a few ulps": a reduction order, not a different computation
+
+
+def _float32_ulps(a, b) -> int | None:
+    fa, fb = np.float32(a), np.float32(b)
+    if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
+        return None
+    return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
+
+
+def _lr_before_rounded_norm(first: dict | None, rec_a: dict, rec_b: dict, where: dict) -> dict | None:
+    """A gradient norm a few ulps apart (the same gradients summed in another order) beside an lr apart
+    beyond rounding at the same step: the lr is the step's divergence. The rate is set before the step
+    (by hand or by a schedule) and no gradient norm sets it, and a few ulps in a norm cannot move the
+    parameters as a rate k times the other does; naming the norm would blame the order of a sum."""
+    if first is None or first["quantity"] != "grad_norm":
+        return first
+    lr_a, lr_b = rec_a.get("lr"), rec_b.get("lr")
+    if not (_is_number(lr_a) and _is_number(lr_b)) or identical(lr_a, lr_b):
+        return first
+    norm_ulps, lr_ulps = _float32_ulps(first["a"], first["b"]), _float32_ulps(lr_a, lr_b)
+    if norm_ulps is None or norm_ulps > FEW_FLOAT32_ULPS or (lr_ulps is not None and lr_ulps <= FEW_FLOAT32_ULPS):
+        return first
+    return {**where, "quantity": "lr", "a": lr_a, "b": lr_b, "beside": {"grad_norm": [first["a"], first["b"]]}}
 
 
 # ---------------------------------------------------------------------------------------------
