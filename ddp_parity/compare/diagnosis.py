@@ -104,7 +104,7 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     found.explanation += (
         f" Earlier, only what was measured differs: the {before['quantity']} at step {before['step']} rank "
         f"{before['rank']} ({before['a']!r} vs {before['b']!r}), with the parameters after that step equal on both "
-        "sides: it did not change the training there, and the training parts where this finding says."
+        "sides: it did not change the training there; what differs in the training is what this finding names."
     )
 
 

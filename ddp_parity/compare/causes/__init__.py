@@ -3,7 +3,8 @@ its phase of a training step:
 
     setup.py     crash, stall, meta.json, configuration, sharding plan, seed, param groups, weights
     data.py      resume, step numbers and counts, samples, batch contents
-    forward.py   a module's mode, a random layer, a module's computation, the loss
+    forward.py   a module's mode (an evaluation in training mode too), a random layer, a module's computation,
+                 the loss
     backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
     update.py    an optimizer over stale tensors, the learning rate, the update
     end.py       buffers, final parameters, validation, structural problems, equivalent
@@ -71,6 +72,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
     data.DATA_PIPELINE,
+    forward.EVALUATION_TRAIN_MODE,
     measured.RECORDED_MEASURE,
     update.OPTIMIZER_STALE_PARAMS,
     update.OPTIMIZER_CLIP_EARLIER,
