@@ -242,6 +242,9 @@ class SideFacts:
     first_loss: object = None
     loss_changes: bool = False
     non_finite: dict | None = None  # the first NaN/Inf: {step, rank, quantity, value}
+    digests: int = 0  # records with a parameter digest
+    first_digest: dict = field(default_factory=dict)  # rank -> its first record's parameter digest
+    digest_changes: bool = False  # a rank's parameters after some step differ from those after its first
 
 
 @dataclass
@@ -482,6 +485,11 @@ def _learn(facts: SideFacts, rec: dict, rank) -> None:
     if grad is not None:
         facts.grad_norms += 1
         facts.nonzero_grad_norms += grad != 0
+    digest = rec.get("param_digest")
+    if digest is not None:
+        facts.digests += 1
+        first = facts.first_digest.setdefault(rank, digest)
+        facts.digest_changes = facts.digest_changes or not identical(digest, first)
     if facts.non_finite is None:
         for name, value in (("loss", loss), ("grad_norm", grad)):
             if value is not None and value - value != 0:  # NaN or +-Inf
