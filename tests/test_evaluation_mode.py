@@ -18,10 +18,12 @@ PROGRAM = REPO / "tests" / "hooks_programs" / "eval_loop.py"
 COMMON = ("--batchnorm", "--eval-per-rank")
 
 
-def _run(tmp, name: str, *args: str):
+def _run(tmp, name: str, *args: str, plain: bool = False):
+    """The loop recorded by the hooks; `plain`: without BatchNorm (a model no mode changes)."""
     run_dir = tmp / name
     env = recording_env(run_dir, name, child_env())
-    check_ok(run_cmd([*_torchrun_prefix(2), PROGRAM, "--save", tmp / f"{name}.pt", *COMMON, *args], env=env))
+    common = COMMON[1:] if plain else COMMON
+    check_ok(run_cmd([*_torchrun_prefix(2), PROGRAM, "--save", tmp / f"{name}.pt", *common, *args], env=env))
     return run_dir
 
 
@@ -46,3 +48,14 @@ def test_an_evaluation_left_in_training_mode_is_named_by_its_mode(tmp_path, at):
     assert "running statistics from the evaluation data" in said and "replicas" not in said, said
     assert "running_mean" in said, said  # the buffers the records show apart
     assert "On train_mode, call model.eval() before evaluating and model.train() after it" in d["advice"], d
+
+
+@pytest.mark.slow
+def test_an_evaluation_in_training_mode_that_moves_nothing_is_no_finding(tmp_path):
+    """Without BatchNorm or dropout the mode changes no output, no buffer and no step: the verdict comes from
+    the training, and it is equal."""
+    right = _run(tmp_path, "eval_mode", "--eval", "4:0", plain=True)
+    slipped = _run(tmp_path, "train_mode", "--eval", "4:0", "--eval-in-train-mode", plain=True)
+    assert read_evaluations(slipped)[0][0]["training"] is True
+    report = compare_traces(right, slipped)
+    assert report["verdict"] == "equivalent", report["diagnosis"]

@@ -444,6 +444,8 @@ def check_evaluation_mode(ctx: Context) -> Finding | None:
     first = ctx.earliest
     if first is not None and not (isinstance(first.get("step"), int) and first["step"] > found["step"]):
         return None  # the training parts at or before this evaluation: it cannot be the cause there
+    if first is None and ctx.cmp.params.all_equal:
+        return None  # nothing it moved is in the training or the final tensors (no BatchNorm): a warning says it
     side, other = found["side"], "b" if found["side"] == "a" else "a"
     slipped = ctx.label(side)
     facts = (
