@@ -48,3 +48,16 @@ def test_an_lr_times_k_beside_a_norm_summed_in_another_order_is_named_by_its_fac
     assert d["step"] == 1, d
     assert f"changed's lr is {factor}.000 × reference's" in d["explanation"], d["explanation"]
     assert "gradient norm match" not in d["explanation"], d["explanation"]  # it does not: a few ulps apart
+
+
+def test_under_a_warmup_from_zero_the_factor_seen_from_step_2_outranks_the_norm_of_step_1(tmp_path):
+    """Step 1's rate is 0 on both sides: the norm a few ulps apart there moves nothing, and the parameters part at
+    step 2, where the rate is 2 × the other's. The lr is named there, never the order of a sum at step 1."""
+    if not _orders_part():
+        pytest.skip("the two orders round alike on this machine: no norm apart to rank below the lr")
+    a = BASE.changed(lr_read="warmup")
+    report = compare_traces(*pair(tmp_path, a, a.changed(lr=BASE.lr * 2, norm_order="reversed")))
+    d = report["diagnosis"]
+    assert report["verdict"] == "different" and d["kind"] != "reduction_order", d
+    assert d["step"] == 2 and "changed's lr is 2.000 × reference's" in d["explanation"], d["explanation"]
+    assert "the grad_norm at step 1" in d["explanation"], d["explanation"]  # said beside, as measured there

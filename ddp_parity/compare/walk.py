@@ -257,6 +257,9 @@ class WalkResult:
     # the first divergence of the training: `first`, unless that one is measured only (a loss, gradient norm or
     # lr apart at a step whose parameter digest after it is equal on both sides); then a later step's, or None
     first_trained: dict | None = None
+    # a gradient norm a few ulps apart at a step whose rate is 0 on both sides, the parameters after it equal:
+    # held until a later step shows what it moved (an lr apart beyond rounding where the parameters part wins)
+    held: dict | None = None
     trained_equal_before: int = 0  # as steps_equal_before, counted up to first_trained
     trained_last_equal_step: int | None = None
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
@@ -411,12 +414,21 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
             result.last_equal_step = present["step"] if present else None
         if result.first_trained is None and result.structure is None:
             training = [d for d in found_here if not _measured_only(d, recs)]
-            if training:
-                result.first_trained = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"])))
-            else:
+            chosen = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"]))) if training else None
+            if chosen is not None and result.held is None and _rounded_norm_at_rest(chosen, recs):
+                result.held = chosen  # what it moved shows at a later step: an lr apart there outranks it
+                held_counts = result.trained_equal_before, result.trained_last_equal_step
+            elif chosen is not None:
+                result.first_trained = _lr_over_held(result.held, chosen)
+                if result.first_trained is result.held:
+                    result.trained_equal_before, result.trained_last_equal_step = held_counts
+            if chosen is None or result.held is chosen:
                 result.trained_equal_before += 1
                 result.trained_last_equal_step = present["step"] if present else None
         position += 1
+    if result.first_trained is None and result.held is not None:  # nothing parted after it: it is the first
+        result.first_trained = result.held
+        result.trained_equal_before, result.trained_last_equal_step = held_counts
     for name, n in equal_counts.items():
         quantities[name].compared += n
         quantities[name].equal += n
@@ -445,6 +457,31 @@ def _measured_only(divergence: dict, recs: dict) -> bool:
     if ra.get("lr") == 0 or rb.get("lr") == 0:  # a rate of 0 moves no parameter (warmup): equal proves nothing there
         return False
     return ra["param_digest"] == rb["param_digest"]
+
+
+def _rounded_norm_at_rest(divergence: dict, recs: dict) -> bool:
+    """A gradient norm a few float32 ulps apart at a step whose lr is 0 on both sides, with the parameter digests
+    after it equal: no parameter moved there, so whether it changes the training shows only later."""
+    if divergence["quantity"] != "grad_norm":
+        return False
+    ulps = _float32_ulps(divergence["a"], divergence["b"])
+    ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
+    if ulps is None or ulps > FEW_FLOAT32_ULPS or not ra or not rb:
+        return False
+    at_rest = ra.get("lr") == 0 and rb.get("lr") == 0
+    return at_rest and ra.get("param_digest") is not None and ra.get("param_digest") == rb.get("param_digest")
+
+
+def _lr_over_held(held: dict | None, chosen: dict) -> dict:
+    """The training's first divergence: an lr apart beyond rounding (walk's _lr_before_rounded_norm) at the step the
+    parameters part, over a norm a few ulps apart held from a step that moved nothing; else the held one."""
+    if held is None:
+        return chosen
+    if chosen["quantity"] == "lr":
+        ulps = _float32_ulps(chosen["a"], chosen["b"]) if _is_number(chosen["a"]) and _is_number(chosen["b"]) else None
+        if ulps is None or ulps > FEW_FLOAT32_ULPS:
+            return chosen
+    return held
 
 
 def _check_ranks_in_step(recs: dict, position: int, result: WalkResult) -> None:
