@@ -30,7 +30,8 @@ class Loop:
     loss_scale: float = 1.0  # the loss backpropagated × this (the training changes)
     autocast: bool = False  # the forward under bf16 autocast
     order_seed: int = 3  # the seed of the shuffled order (a sampler's seed)
-    lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step
+    lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step;
+    # "warmup": set by hand to lr × (step - 1) / steps, 0 at step 1
     accumulate: int = 1
     divide_loss: bool = True  # each micro-batch's loss divided by the accumulation before backward
     reinit: tuple = ()  # parameters filled with 0.01 after the build (their own init on this side)
@@ -171,6 +172,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         if s.lr_from is not None and step >= s.lr_from[0]:
             for group in optimizer.param_groups:
                 group["lr"] = s.lr_from[1]
+        if s.lr_read == "warmup":  # a linear warmup from 0 set by hand: step 1 moves nothing
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr * (step - 1) / s.steps
         if step == s.skip_at:
             next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
         epoch, indices = next(drawn)

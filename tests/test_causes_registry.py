@@ -40,7 +40,15 @@ KINDS = {
     *("data_order", "data_order.shared", "data_order.unrecorded", "data_pipeline", "optimizer.stale_params"),
     *("data_order.ahead", "data_order.accumulation", "gradients.across_validation", "data_order.evaluation"),
     *("reduction_order.sharding",),
-    *("gradients.accumulation_sync", "module_state", "rng", "numerics.module", "numerics", "loss"),
+    *(
+        "gradients.accumulation_sync",
+        "module_state",
+        "module_state.evaluation_mode",
+        "rng",
+        "numerics.module",
+        "numerics",
+        "loss",
+    ),
     *("reduction_order", "gradients.factor", "gradients", "optimizer.lr", "optimizer", "buffers.replicas"),
     *("buffers.sync", "numerics.validation", "equivalent", "undetermined", "undetermined.unrecorded"),
     *("loss.factor", "frozen", "gradients.norm", "optimizer.lr_ahead", "optimizer.effective_lr"),  # issue 37

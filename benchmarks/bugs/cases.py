@@ -577,6 +577,17 @@ BUGS = (
         world=2,
     ),
     Case(
+        "lr × world size on one side, the norm summed in another order, under DDP (mlp)",
+        "torchvision classification reference: lr=args.lr * world_size (the linear-scaling rule) on one side only",
+        MLP.changed(validate=False),
+        MLP.changed(validate=False, lr=MLP.lr * 2, norm_reversed=True),
+        "optimizer",
+        1,
+        None,
+        "the same rate on both sides",
+        world=2,
+    ),
+    Case(
         "loss averaged over the global batch under DDP (mlp)",
         "tutorial classic (DDP tutorial): dividing the loss by the world size although DDP averages gradients",
         MLP,

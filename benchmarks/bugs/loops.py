@@ -87,6 +87,8 @@ class Setup:
     sync: str = "every"
     record_sync: bool = False
     norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
+    norm_reversed: bool = False  # the 2-norm (no clip) measured square by square over the optimizer's parameters
+    # in reverse order (a loop's own sum against Lightning's): the same norm, summed in another order
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
     # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
@@ -252,7 +254,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             step_loss = run_step(net, micro, loss_fn, s)
             if s.hand_average:
                 average_gradients(model, world, divide=s.hand_average == "mean")
-            norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type)
+            norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type, reverse=s.norm_reversed)
             for optimizer in optimizers:
                 optimizer.step()
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
@@ -382,13 +384,27 @@ def average_gradients(model: nn.Module, world: int, *, divide: bool) -> None:
                 p.grad /= world
 
 
-def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2.0) -> torch.Tensor:
+def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2.0, reverse=False) -> torch.Tensor:
     """The gradient norm before clipping, over the optimizer's parameters in group order (Lightning's
-    order), with `norm_type` (Lightning's is 2); clipping only when `clip` is set."""
+    order; `reverse`: squares_summed_in_reverse), with `norm_type` (Lightning's is 2); clipping only when `clip`
+    is set."""
     params = [p for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None]
+    if reverse and clip is None and norm_type == 2.0:
+        return squares_summed_in_reverse([p.grad for p in params])
     if clip is None:
         return torch.nn.utils.get_total_norm([p.grad for p in params], norm_type)
     return torch.nn.utils.clip_grad_norm_(params, clip, norm_type)
+
+
+def squares_summed_in_reverse(grads: list[torch.Tensor]) -> torch.Tensor:
+    """The 2-norm of `grads` with every square added one at a time in float32 from the last element of the last
+    tensor back: the same norm as get_total_norm's, summed in another order (as a loop's own norm over its own
+    list is), so it may round apart from it in the last bits."""
+    total = torch.zeros((), dtype=torch.float32)
+    for g in reversed(grads):
+        for v in g.detach().reshape(-1).flip(0).float():
+            total = total + v * v
+    return total.sqrt()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     found.explanation += (
         f" Earlier, only what was measured differs: the {before['quantity']} at step {before['step']} rank "
         f"{before['rank']} ({before['a']!r} vs {before['b']!r}){named}. The parameters after that step are equal on "
-        "both sides: it did not change the training there, and the training parts where this finding says."
+        "both sides: it did not change the training there; what differs in the training is what this finding names."
     )
     if relation is not None:
         found.evidence["measured_before"]["relation"] = relation.to_json()
@@ -168,6 +168,29 @@ def _unrecorded(meta) -> list[dict]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
+def _zero_gradients_words(facts) -> str:
+    """Every gradient norm zero, said with what the records show of the loss and the parameters: "nothing
+    trains" only where the parameter digests never change (or none was recorded); where they do move, they
+    move by what is no gradient (weight decay, a momentum buffer, a change outside the step)."""
+    shown = [f"every recorded gradient norm is zero ({facts.grad_norms} steps)"]
+    if facts.losses > 1 and not facts.loss_changes:
+        shown.append(f"the loss is {facts.first_loss!r} at every step")
+    moves = facts.digests > 1 and facts.digest_changes
+    if facts.digests > 1 and not moves:
+        shown.append("the parameters after every step are those after the first")
+    said = ", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0]
+    if moves:
+        return (
+            f"{said}: no gradient trains the parameters, yet their digest changes from step to step: they move by "
+            "what is no gradient (weight decay, a momentum buffer, a change outside the step); a loss that does not "
+            "depend on the parameters (one constant in them) or detached outputs give zero gradients"
+        )
+    return (
+        f"{said}: nothing trains (a loss that does not depend on the parameters, such as one constant in them, or "
+        "detached outputs)"
+    )
+
+
 def _no_config_words(name: str, meta: dict) -> str:
     """Why a side has no configuration, and what to do: a program recorded with no line changed is never told
     to add lines (the hooks compare the setup they see instead)."""
@@ -208,13 +231,7 @@ def find_warnings(cmp, names) -> list[dict]:
     for side, name in zip(("a", "b"), names):
         facts = cmp.walk.facts[side]
         if facts.grad_norms and facts.nonzero_grad_norms == 0:
-            out.append(
-                {
-                    "kind": "no_learning",
-                    "message": f"{name}: every recorded gradient norm is zero ({facts.grad_norms} steps): "
-                    "nothing trains (a loss that does not depend on the parameters, or detached outputs)",
-                }
-            )
+            out.append({"kind": "no_learning", "message": f"{name}: {_zero_gradients_words(facts)}"})
         elif facts.losses > 1 and not facts.loss_changes:
             out.append(
                 {

@@ -242,6 +242,9 @@ class SideFacts:
     first_loss: object = None
     loss_changes: bool = False
     non_finite: dict | None = None  # the first NaN/Inf: {step, rank, quantity, value}
+    digests: int = 0  # records with a parameter digest
+    first_digest: dict = field(default_factory=dict)  # rank -> its first record's parameter digest
+    digest_changes: bool = False  # a rank's parameters after some step differ from those after its first
 
 
 @dataclass
@@ -254,6 +257,9 @@ class WalkResult:
     # the first divergence of the training: `first`, unless that one is measured only (a loss, gradient norm or
     # lr apart at a step whose parameter digest after it is equal on both sides); then a later step's, or None
     first_trained: dict | None = None
+    # a gradient norm a few ulps apart at a step whose rate is 0 on both sides, the parameters after it equal:
+    # held until a later step shows what it moved (an lr apart beyond rounding where the parameters part wins)
+    held: dict | None = None
     trained_equal_before: int = 0  # as steps_equal_before, counted up to first_trained
     trained_last_equal_step: int | None = None
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
@@ -409,12 +415,21 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
             result.last_equal_step = present["step"] if present else None
         if result.first_trained is None and result.structure is None:
             training = _trained_divergences(found_here, recs, measured_ratios, criterion)
-            if training:
-                result.first_trained = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"])))
-            else:
+            chosen = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"]))) if training else None
+            if chosen is not None and result.held is None and _rounded_norm_at_rest(chosen, recs):
+                result.held = chosen  # what it moved shows at a later step: an lr apart there outranks it
+                held_counts = result.trained_equal_before, result.trained_last_equal_step
+            elif chosen is not None:
+                result.first_trained = _lr_over_held(result.held, chosen)
+                if result.first_trained is result.held:
+                    result.trained_equal_before, result.trained_last_equal_step = held_counts
+            if chosen is None or result.held is chosen:
                 result.trained_equal_before += 1
                 result.trained_last_equal_step = present["step"] if present else None
         position += 1
+    if result.first_trained is None and result.held is not None:  # nothing parted after it: it is the first
+        result.first_trained = result.held
+        result.trained_equal_before, result.trained_last_equal_step = held_counts
     for name, n in equal_counts.items():
         quantities[name].compared += n
         quantities[name].equal += n
@@ -490,6 +505,31 @@ def _measured_only(divergence: dict, recs: dict) -> bool:
     return ra["param_digest"] == rb["param_digest"]
 
 
+def _rounded_norm_at_rest(divergence: dict, recs: dict) -> bool:
+    """A gradient norm a few float32 ulps apart at a step whose lr is 0 on both sides, with the parameter digests
+    after it equal: no parameter moved there, so whether it changes the training shows only later."""
+    if divergence["quantity"] != "grad_norm":
+        return False
+    ulps = _float32_ulps(divergence["a"], divergence["b"])
+    ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
+    if ulps is None or ulps > FEW_FLOAT32_ULPS or not ra or not rb:
+        return False
+    at_rest = ra.get("lr") == 0 and rb.get("lr") == 0
+    return at_rest and ra.get("param_digest") is not None and ra.get("param_digest") == rb.get("param_digest")
+
+
+def _lr_over_held(held: dict | None, chosen: dict) -> dict:
+    """The training's first divergence: an lr apart beyond rounding (walk's _lr_before_rounded_norm) at the step the
+    parameters part, over a norm a few ulps apart held from a step that moved nothing; else the held one."""
+    if held is None:
+        return chosen
+    if chosen["quantity"] == "lr":
+        ulps = _float32_ulps(chosen["a"], chosen["b"]) if _is_number(chosen["a"]) and _is_number(chosen["b"]) else None
+        if ulps is None or ulps > FEW_FLOAT32_ULPS:
+            return chosen
+    return held
+
+
 def _check_ranks_in_step(recs: dict, position: int, result: WalkResult) -> None:
     """The ranks of one side must record the same number of steps: in DDP a rank with an extra step
     waits in an all-reduce no peer joins. Named once per side, as a problem and a structural divergence."""
@@ -528,6 +568,11 @@ def _learn(facts: SideFacts, rec: dict, rank) -> None:
     if grad is not None:
         facts.grad_norms += 1
         facts.nonzero_grad_norms += grad != 0
+    digest = rec.get("param_digest")
+    if digest is not None:
+        facts.digests += 1
+        first = facts.first_digest.setdefault(rank, digest)
+        facts.digest_changes = facts.digest_changes or not identical(digest, first)
     if facts.non_finite is None:
         for name, value in (("loss", loss), ("grad_norm", grad)):
             if value is not None and value - value != 0:  # NaN or +-Inf
@@ -576,7 +621,33 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
             note = difference_note(a, b) if not isinstance(a, list) else None
             if note:
                 first["note"] = note
-    return first
+    return _lr_before_rounded_norm(first, rec_a, rec_b, where)
+
+
+FEW_FLOAT32_ULPS = 16  # as the causes' "a few ulps": a reduction order, not a different computation
+
+
+def _float32_ulps(a, b) -> int | None:
+    fa, fb = np.float32(a), np.float32(b)
+    if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
+        return None
+    return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
+
+
+def _lr_before_rounded_norm(first: dict | None, rec_a: dict, rec_b: dict, where: dict) -> dict | None:
+    """A gradient norm a few ulps apart (the same gradients summed in another order) beside an lr apart
+    beyond rounding at the same step: the lr is the step's divergence. The rate is set before the step
+    (by hand or by a schedule) and no gradient norm sets it, and a few ulps in a norm cannot move the
+    parameters as a rate k times the other does; naming the norm would blame the order of a sum."""
+    if first is None or first["quantity"] != "grad_norm":
+        return first
+    lr_a, lr_b = rec_a.get("lr"), rec_b.get("lr")
+    if not (_is_number(lr_a) and _is_number(lr_b)) or identical(lr_a, lr_b):
+        return first
+    norm_ulps, lr_ulps = _float32_ulps(first["a"], first["b"]), _float32_ulps(lr_a, lr_b)
+    if norm_ulps is None or norm_ulps > FEW_FLOAT32_ULPS or (lr_ulps is not None and lr_ulps <= FEW_FLOAT32_ULPS):
+        return first
+    return {**where, "quantity": "lr", "a": lr_a, "b": lr_b, "beside": {"grad_norm": [first["a"], first["b"]]}}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ its phase of a training step:
     seeds.py     the seeds: the configuration's, the DistributedSampler's, those the hooks recorded per rank
     data.py      resume, step numbers and counts, samples, batch contents
     per_step.py  another number of samples per step (batch size, accumulation unrecorded), before any seed
-    forward.py   a module's mode, a random layer, a module's computation, the loss
+    forward.py   a module's mode (an evaluation in training mode too), a random layer, a module's computation,
+                 the loss
     backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
     update.py    an optimizer over stale tensors, the learning rate, the update
     schedule_steps.py  a scheduler stepped another number of times per optimizer step
@@ -76,6 +77,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
     data.DATA_PIPELINE,
+    forward.EVALUATION_TRAIN_MODE,
     measured.RECORDED_MEASURE,
     update.OPTIMIZER_STALE_PARAMS,
     update.OPTIMIZER_CLIP_EARLIER,

@@ -19,6 +19,7 @@ from ddp_parity.compare.causes.base import (
     aligned_records,
     config_values,
     finding,
+    float32_ulps,
     float32_ulps_or_far,
     fmt,
     nonzero,
@@ -26,6 +27,7 @@ from ddp_parity.compare.causes.base import (
     same_param_sets,
 )
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
+from ddp_parity.compare.causes.forward import factor_of
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
@@ -191,12 +193,30 @@ def check_lr(ctx: Context) -> Finding | None:
         # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
         shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
+    relation = factor_of(ctx, "lr", f["rank"]) if shape == "factor" else None
+    if relation is not None:  # a whole factor: the larger side first, and every recorded count it equals
+        said = relation.sentence[:-1]
+        evidence["relation"] = relation.to_json()
     facts = (
-        f"At step {f['step']} the samples, loss and gradient norm match, but the learning rate differs "
+        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
     )
     why, fix = LR_WORDS.get(shape, LR_WORDS[""])
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix)
+
+
+def _matching_before_lr(f: dict, evidence: dict) -> str:
+    """What the step computed before the rate, as recorded: the gradient norm is said to match only where it
+    does; a norm a few ulps apart beside the rate (walk.py names the rate first then) is said apart."""
+    beside = (f.get("beside") or {}).get("grad_norm")
+    if not beside:
+        return "the samples, loss and gradient norm match"
+    ulps = float32_ulps(*beside)
+    evidence["grad_norm"] = {"a": beside[0], "b": beside[1], "ulps": ulps}
+    return (
+        f"the samples and loss match and the gradient norm is {ulps} float32 ulp(s) apart ({beside[0]!r} vs "
+        f"{beside[1]!r}: what a sum in another order rounds to, and no rate follows from a norm)"
+    )
 
 
 def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
