@@ -35,6 +35,7 @@ META_KEYS = (
     *("format_version", "side", "world_size", "backend", "versions", "config", "ranks", "started"),
     *("finished", "ended", "attempts", "attempt", "resumed_from_step", "optimizer", "layers", "tied"),
     *("unrecorded", "params_sha256", "buffers_sha256", "replicas_identical", "sharded", "sharding"),
+    *("param_digest_names", "params_frozen"),
 )
 
 

@@ -37,11 +37,13 @@ from ddp_parity.fingerprints import (  # noqa: F401  (public here too: users' lo
     batch_indices,
     buffers_sha256,
     digest_indices,
+    frozen_names,
     hash_full_state,
     name_param_groups,
     normalised_name,
     optimizer_facts,
     param_digest,
+    param_digest_names,
     param_group_ids,
     parameter_names,
     params_sha256,
@@ -382,6 +384,7 @@ class TraceRecorder:
             take_batch(entry, batch, self.note_unrecorded)
         if model is not None and "param_digest" not in extra:
             extra["param_digest"] = self._taken("param_digest", param_digest, model)
+            self.note_digested(model)
         if model is not None and "layers" not in extra:
             extra["layers"] = self._taken("layers", self._layer_values, model)
         entry.update({k: v for k, v in extra.items() if v is not None or k not in ("param_digest", "layers")})
@@ -446,6 +449,14 @@ class TraceRecorder:
         if facts is not None:
             self.meta["optimizer"], self._optimizer_ids = facts, param_group_ids(optimizer)
             self._write_meta()
+
+    def note_digested(self, model: torch.nn.Module) -> None:
+        """meta.json `param_digest_names` once: which parameters `param_digest` sums (its first and last),
+        so that the comparison pairs the digests only where both sides digest the same parameters."""
+        if "param_digest_names" not in self.meta:
+            names = self._taken("param_digest_names", param_digest_names, model)
+            if names is not None:
+                self.meta["param_digest_names"] = names
 
     _sketch = None  # the ModelSketch of the model record() is given, made at its first step (False: none)
     _layer_tails = True  # sketch.py `tails`: off where the grad_norm's norm is recorded (the hooks)
@@ -664,6 +675,8 @@ class TraceRecorder:
             self._save_final_params(save_file, state)
         if tied := tied_names(model):
             self.meta["tied"] = tied
+        # the parameters no gradient trains (a frozen teacher): a tensor on one side only is told apart by it
+        self.meta["params_frozen"] = self._taken("params_frozen", frozen_names, model) or []
         for facts, (rank_params, rank_buffers, _) in zip(self.meta["ranks"], gathered):
             facts["params_sha256"], facts["buffers_sha256"] = rank_params, rank_buffers
         if self._optimizer_ids and not self.meta["optimizer"].get("named"):

@@ -62,7 +62,9 @@ def name_prefixes(rec_a: dict, rec_b: dict) -> tuple[str, str]:
     LightningModule holding the network), found by pairing parameter names as the comparator does."""
     keys_a = list(rec_a.get("params_after") or rec_a.get("param_grads") or {})
     keys_b = list(rec_b.get("params_after") or rec_b.get("param_grads") or {})
-    pairs = match_keys(keys_a, keys_b, None)
+    # the parameters that took a gradient are the trained ones: a student beside its frozen teacher is paired
+    trained = (set(rec_a.get("param_grads") or {}) or None, set(rec_b.get("param_grads") or {}) or None)
+    pairs = match_keys(keys_a, keys_b, None, trained)
     extra = Counter()
     for norm, pair in pairs.items():
         if norm.startswith("__only"):

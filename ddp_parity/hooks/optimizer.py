@@ -229,6 +229,7 @@ def _step_digests(live) -> dict:
         digest = _guarded_value("param_digest", param_digest, live.model)
         if digest is not None:
             out["param_digest"] = digest
+            live.recorder.note_digested(live.model)
         if not live.facts.get("_no_layers"):
             layers = _guarded_value("layers", live.recorder._layer_values, live.model, live.grad_norms)
             if layers is None:
