@@ -59,6 +59,10 @@ def test_a_port_holding_the_frozen_teacher_too_is_equivalent_and_says_so(runs):
     assert report["per_step"]["param_digest"]["compared"] == 16
     d = report["diagnosis"]  # the initial states are compared on the student's parameters too
     assert d["kind"] == "equivalent" and "initial weights differ" not in d["explanation"], d
+    assert (
+        "other parameter sets: the weights, the digest and the final parameters are those both hold"
+        in (d["explanation"])
+    )
     assert "the 4 parameters both hold (init_parameters_by_name) are equal" in d["evidence"]["init_note"], d
 
 
