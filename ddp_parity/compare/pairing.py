@@ -51,13 +51,15 @@ def untrained_alone(names: list[str], meta: dict | None) -> tuple[list[str], lis
 
 
 def alone_note(side_name: str, names: list[str], meta: dict | None) -> str:
-    frozen = set((meta or {}).get("params_frozen") or [])
+    """The `one_side_only` note: how many, which, and what the records say of them (frozen, in no param group)."""
+    frozen, trained = set((meta or {}).get("params_frozen") or []), optimizer_names(meta) or set()
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    how = (
-        "requires_grad False and in no param group"
-        if all(n in frozen for n in names)
-        else "in no param group of its optimizer"
-    )
+    said = ["requires_grad False" if n in frozen else "" for n in names]
+    said = [
+        f"{s} and in no param group" if n not in trained and s else s or "in no param group"
+        for s, n in zip(said, names)
+    ]
+    how = said[0] if len(set(said)) == 1 else "requires_grad False, or in no param group of its optimizer"
     return (
         f"{len(names)} parameter(s) on {side_name} only, untrained ({how}): {shown}. They were not compared; "
         "what they change (a teacher's targets, a loss module's weights) is compared in what both sides hold "
