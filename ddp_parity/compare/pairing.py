@@ -54,17 +54,19 @@ def alone_note(side_name: str, names: list[str], meta: dict | None) -> str:
     """The `one_side_only` note: how many, which, and what the records say of them (frozen, in no param group)."""
     frozen, trained = set((meta or {}).get("params_frozen") or []), optimizer_names(meta) or set()
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    said = ["requires_grad False" if n in frozen else "" for n in names]
-    said = [
-        f"{s} and in no param group" if n not in trained and s else s or "in no param group"
-        for s, n in zip(said, names)
-    ]
+    said = [_said_of(n, frozen, trained) for n in names]
     how = said[0] if len(set(said)) == 1 else "requires_grad False, or in no param group of its optimizer"
     return (
         f"{len(names)} parameter(s) on {side_name} only, untrained ({how}): {shown}. They were not compared; "
         "what they change (a teacher's targets, a loss module's weights) is compared in what both sides hold "
         "(losses, the shared parameters)"
     )
+
+
+def _said_of(name: str, frozen: set, trained: set) -> str:
+    if name in frozen:
+        return "requires_grad False" if name in trained else "requires_grad False and in no param group"
+    return "in no param group"
 
 
 def digest_positions(meta_a: dict | None, meta_b: dict | None, common: dict[str, str]) -> list[tuple[int, int]] | None:
