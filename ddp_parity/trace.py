@@ -37,13 +37,11 @@ from ddp_parity.fingerprints import (  # noqa: F401  (public here too: users' lo
     batch_indices,
     buffers_sha256,
     digest_indices,
-    frozen_names,
     hash_full_state,
     name_param_groups,
     normalised_name,
     optimizer_facts,
     param_digest,
-    param_digest_names,
     param_group_ids,
     parameter_names,
     params_sha256,
@@ -64,6 +62,7 @@ from ddp_parity.record_values import (  # noqa: F401  (INDEX_LIST_LIMIT: public 
     host_number,
     json_line,
     meta_as_json,
+    note_parameter_sets,
     on_device,
     optimizer_lr,
     plain_text,
@@ -384,7 +383,7 @@ class TraceRecorder:
             take_batch(entry, batch, self.note_unrecorded)
         if model is not None and "param_digest" not in extra:
             extra["param_digest"] = self._taken("param_digest", param_digest, model)
-            self.note_digested(model)
+            note_parameter_sets(self.meta, model, self.note_unrecorded)
         if model is not None and "layers" not in extra:
             extra["layers"] = self._taken("layers", self._layer_values, model)
         entry.update({k: v for k, v in extra.items() if v is not None or k not in ("param_digest", "layers")})
@@ -449,14 +448,6 @@ class TraceRecorder:
         if facts is not None:
             self.meta["optimizer"], self._optimizer_ids = facts, param_group_ids(optimizer)
             self._write_meta()
-
-    def note_digested(self, model: torch.nn.Module) -> None:
-        """meta.json `param_digest_names` once: which parameters `param_digest` sums (its first and last),
-        so that the comparison pairs the digests only where both sides digest the same parameters."""
-        if "param_digest_names" not in self.meta:
-            names = self._taken("param_digest_names", param_digest_names, model)
-            if names is not None:
-                self.meta["param_digest_names"] = names
 
     _sketch = None  # the ModelSketch of the model record() is given, made at its first step (False: none)
     _layer_tails = True  # sketch.py `tails`: off where the grad_norm's norm is recorded (the hooks)
@@ -675,8 +666,7 @@ class TraceRecorder:
             self._save_final_params(save_file, state)
         if tied := tied_names(model):
             self.meta["tied"] = tied
-        # the parameters no gradient trains (a frozen teacher): a tensor on one side only is told apart by it
-        self.meta["params_frozen"] = self._taken("params_frozen", frozen_names, model) or []
+        note_parameter_sets(self.meta, model, self.note_unrecorded, final=True)
         for facts, (rank_params, rank_buffers, _) in zip(self.meta["ranks"], gathered):
             facts["params_sha256"], facts["buffers_sha256"] = rank_params, rank_buffers
         if self._optimizer_ids and not self.meta["optimizer"].get("named"):
