@@ -712,6 +712,13 @@ CLEAN = (
         TRANSFORMER.changed(frozen=("embed.weight",)),
         TRANSFORMER.changed(frozen=("embed.weight",)),
     ),
+    Case(  # issue 46 f: the LightningModule holds a frozen teacher the loop keeps outside its recorded model
+        "an EMA teacher outside the loop's model, an attribute of the LightningModule (mlp)",
+        "-",
+        MLP.changed(teacher_momentum=0.9),
+        MLP.changed(teacher_momentum=0.9),
+        b_trainer=True,
+    ),
     Case(
         "OneCycleLR from the loader (mlp)",
         "-",

@@ -10,6 +10,7 @@ so that the clean pairs are bitwise twins.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import os
@@ -101,6 +102,10 @@ class Setup:
     record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
     record_config: bool = True  # config= given to the recorder (as a program recorded by the hooks has none)
     watch: bool = True
+    # a frozen EMA teacher (a copy of the network, requires_grad False, in no optimizer) whose softened outputs
+    # are targets beside the labels, following the network by this momentum after each step (DINO's shape): the
+    # loop keeps it outside the recorded model, the Trainer's LightningModule holds it as an attribute
+    teacher_momentum: float | None = None
 
     def changed(self, **knobs) -> Setup:
         return dataclasses.replace(self, **knobs)
@@ -113,6 +118,27 @@ class Setup:
 
 # ---------------------------------------------------------------------------------------------
 # shared pieces
+
+
+def build_teacher(model: nn.Module) -> nn.Module:
+    """The network's frozen copy, in eval mode (no dropout draws): set again before each use, as a Trainer
+    puts every submodule of its LightningModule in training mode."""
+    teacher = copy.deepcopy(model)
+    teacher.requires_grad_(False)
+    return teacher.eval()
+
+
+def distillation(out: torch.Tensor, teacher: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy to the teacher's softened outputs."""
+    with torch.no_grad():
+        targets = torch.softmax(teacher.eval()(x) / 0.5, dim=-1)
+    return -(targets * torch.log_softmax(out / 0.5, dim=-1)).sum(dim=-1).mean()
+
+
+@torch.no_grad()
+def ema_update(teacher: nn.Module, model: nn.Module, momentum: float) -> None:
+    for t, p in zip(teacher.parameters(), model.parameters()):
+        t.mul_(momentum).add_(p.detach(), alpha=1 - momentum)
 
 
 def build_model(s: Setup) -> nn.Module:
@@ -222,6 +248,7 @@ def validation_loss(model: nn.Module, s: Setup) -> float:
 def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     torch.set_num_threads(1)
     model = build_model(s)
+    teacher = build_teacher(model) if s.teacher_momentum is not None else None
     optimizers = build_optimizers(model, s)
     loader = build_loader(s)
     scheduler = build_scheduler(optimizers[0], s, loader)
@@ -251,12 +278,14 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             lr_before = optimizers[0].param_groups[0]["lr"]
             if scheduler is not None and s.scheduler_first:
                 scheduler.step()
-            step_loss = run_step(net, micro, loss_fn, s)
+            step_loss = run_step(net, micro, loss_fn, s, teacher)
             if s.hand_average:
                 average_gradients(model, world, divide=s.hand_average == "mean")
             norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type, reverse=s.norm_reversed)
             for optimizer in optimizers:
                 optimizer.step()
+            if teacher is not None:
+                ema_update(teacher, model, s.teacher_momentum)
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             late_scheduler = scheduler is not None and not s.scheduler_first
             if late_scheduler and s.lr_read == "after_scheduler":
@@ -342,13 +371,16 @@ def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recor
     return model, optimizers, loader, recorder
 
 
-def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
+def run_step(model, micro: list, loss_fn, s: Setup, teacher: nn.Module | None = None) -> torch.Tensor:
     """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
     records it (each micro-batch's loss divided by the accumulation, summed in order)."""
     step_loss = None
     for i, batch in enumerate(micro):
         with sync_context(model, s, last=i == len(micro) - 1):
-            loss = loss_fn(model(batch["x"]), batch["y"])
+            out = model(batch["x"])
+            loss = loss_fn(out, batch["y"])
+            if teacher is not None:
+                loss = loss + distillation(out, teacher, batch["x"])
             if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
                 loss = loss / rank_and_world()[1]
             scaled = loss / s.accumulate
@@ -424,9 +456,17 @@ def fit_trainer(run_dir: Path, side: str, s: Setup, *, sanity_steps: int = 0) ->
             super().__init__()
             self.net = build_model(s)
             self.loss_fn = criterion(s)
+            if s.teacher_momentum is not None:
+                self.teacher = build_teacher(self.net)
 
         def training_step(self, batch, batch_idx):
-            return self.loss_fn(self.net(batch["x"]), batch["y"])
+            out = self.net(batch["x"])
+            loss = self.loss_fn(out, batch["y"])
+            return loss + distillation(out, self.teacher, batch["x"]) if s.teacher_momentum is not None else loss
+
+        def on_train_batch_end(self, outputs, batch, batch_idx):
+            if s.teacher_momentum is not None:
+                ema_update(self.teacher, self.net, s.teacher_momentum)
 
         def validation_step(self, batch, batch_idx):
             return self.loss_fn(self.net(batch["x"]), batch["y"])

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ddp_parity.compare.pairing import narrowed
 from ddp_parity.fingerprints import digest_indices
 from ddp_parity.trace_files import RunFiles, TraceFormatError, iter_records
 
@@ -321,12 +322,20 @@ def without_floats(record: dict) -> dict:
 
 
 def walk_runs(
-    run_a: RunFiles, run_b: RunFiles, criterion: Criterion, tolerant: bool = False, exact_only: bool = False
+    run_a: RunFiles,
+    run_b: RunFiles,
+    criterion: Criterion,
+    tolerant: bool = False,
+    exact_only: bool = False,
+    digest_positions: list[tuple[int, int]] | None = None,
 ) -> WalkResult:
     """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
-    first divergence is the first difference in what no rounding can move."""
+    first divergence is the first difference in what no rounding can move. `digest_positions`: where
+    the sides' param_digest sum other parameters, the elements that sum the same one (pairing.py)."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
+    if digest_positions is not None:
+        streams = narrowed(streams, digest_positions)
     if exact_only:
         streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
     result = walk_streams(streams, criterion, names={"a": run_a.name, "b": run_b.name})

@@ -257,6 +257,11 @@ def check_module(ctx: Context) -> Finding | None:
             f"Both sides fed rank {f['rank']} the same samples at step {f['step']} and every module call of the "
             f"forward pass is equal, yet the loss differs ({f['a']!r} vs {f['b']!r})."
         )
+        if module.get("watched_one_side"):  # a teacher's calls (one side's watch only) may be the loss's arguments
+            facts = facts.replace("every module call of the forward pass", "every module call both sides watched") + (
+                f" The calls of {', '.join(module['watched_one_side'])} were watched on one side only and not "
+                "compared: what they compute (a teacher's targets) may be what the loss differs by."
+            )
         return finding(ctx, LOSS, f["step"], f["rank"], {**evidence, "loss": ctx.both(f["a"], f["b"])}, facts)
     if kind in COMPUTATION_READINGS:
         facts = (
@@ -408,11 +413,12 @@ def _loss_candidates(ctx: Context, f: dict) -> list[str]:
 LOSS = Cause(
     "loss",
     check_loss,
-    why="Every module call of the forward pass is equal on both sides, so the model's outputs are the same: "
+    why="Every module call both sides watched is equal, so the watched model's outputs are the same: "
     "the loss computed from them is not. The loss function or its arguments differ: label smoothing, "
-    "class weights, reduction (mean or sum, averaged over the local or the global batch), ignore_index.",
+    "class weights, reduction (mean or sum, averaged over the local or the global batch), ignore_index, "
+    "or targets computed outside the watched model (a teacher's, an EMA copy's).",
     fix="Compute the loss with the same function and arguments on both sides (the same criterion with the "
-    "same label_smoothing, weight= and reduction), averaged over the same samples.",
+    "same label_smoothing, weight= and reduction), averaged over the same samples, from the same targets.",
     doc="The watch: every forward call equal, the loss differs: the loss function or its arguments "
     "(label smoothing, class weights, reduction).",
     requires=Evidence(

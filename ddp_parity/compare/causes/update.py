@@ -26,8 +26,8 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
-from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.forward import factor_of
+from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
