@@ -519,7 +519,7 @@ def _rounded_norm_at_rest(divergence: dict, recs: dict) -> bool:
     after it equal: no parameter moved there, so whether it changes the training shows only later."""
     if divergence["quantity"] != "grad_norm":
         return False
-    ulps = _float32_ulps(divergence["a"], divergence["b"])
+    ulps = float32_ulps(divergence["a"], divergence["b"])
     ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
     if ulps is None or ulps > FEW_FLOAT32_ULPS or not ra or not rb:
         return False
@@ -533,7 +533,7 @@ def _lr_over_held(held: dict | None, chosen: dict) -> dict:
     if held is None:
         return chosen
     if chosen["quantity"] == "lr":
-        ulps = _float32_ulps(chosen["a"], chosen["b"]) if _is_number(chosen["a"]) and _is_number(chosen["b"]) else None
+        ulps = float32_ulps(chosen["a"], chosen["b"]) if _is_number(chosen["a"]) and _is_number(chosen["b"]) else None
         if ulps is None or ulps > FEW_FLOAT32_ULPS:
             return chosen
     return held
@@ -636,8 +636,12 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
 FEW_FLOAT32_ULPS = 16  # as the causes' "a few ulps": a reduction order, not a different computation
 
 
-def _float32_ulps(a, b) -> int | None:
-    fa, fb = np.float32(a), np.float32(b)
+def float32_ulps(a, b) -> int | None:
+    """Distance in float32 units in the last place (same sign), or None."""
+    try:
+        fa, fb = np.float32(a), np.float32(b)
+    except (TypeError, ValueError):
+        return None
     if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
         return None
     return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
@@ -653,7 +657,7 @@ def _lr_before_rounded_norm(first: dict | None, rec_a: dict, rec_b: dict, where:
     lr_a, lr_b = rec_a.get("lr"), rec_b.get("lr")
     if not (_is_number(lr_a) and _is_number(lr_b)) or identical(lr_a, lr_b):
         return first
-    norm_ulps, lr_ulps = _float32_ulps(first["a"], first["b"]), _float32_ulps(lr_a, lr_b)
+    norm_ulps, lr_ulps = float32_ulps(first["a"], first["b"]), float32_ulps(lr_a, lr_b)
     if norm_ulps is None or norm_ulps > FEW_FLOAT32_ULPS or (lr_ulps is not None and lr_ulps <= FEW_FLOAT32_ULPS):
         return first
     return {**where, "quantity": "lr", "a": lr_a, "b": lr_b, "beside": {"grad_norm": [first["a"], first["b"]]}}

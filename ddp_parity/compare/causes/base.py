@@ -15,12 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-import numpy as np
-
 from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, flatten
 from ddp_parity.compare.findings import Finding
-from ddp_parity.compare.walk import records_of, short
+from ddp_parity.compare.walk import float32_ulps, records_of, short
 
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 
@@ -239,17 +237,6 @@ def ratio_of(a, b) -> float | None:
     except (TypeError, ValueError):
         return None
     return a / b if b else None
-
-
-def float32_ulps(a, b) -> int | None:
-    """Distance in float32 units in the last place (same sign), or None."""
-    try:
-        fa, fb = np.float32(a), np.float32(b)
-    except (TypeError, ValueError):
-        return None
-    if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
-        return None
-    return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
 
 
 def float32_ulps_or_far(a, b) -> int:
