@@ -12,6 +12,7 @@ does.
 import argparse
 
 import lightning as L
+import numpy as np
 import torch
 import utils
 from datasets import build_dataset
@@ -24,14 +25,6 @@ class LitConvNeXt(L.LightningModule):
     def __init__(self, args, num_training_steps_per_epoch):
         super().__init__()
         self.args = args
-        self.model = create_model(
-            args.model,
-            pretrained=False,
-            num_classes=args.nb_classes,
-            drop_path_rate=args.drop_path,
-            layer_scale_init_value=args.layer_scale_init_value,
-            head_init_scale=args.head_init_scale,
-        )
         if args.smoothing > 0.0:
             self.criterion = LabelSmoothingCrossEntropy(smoothing=args.smoothing)
         else:
@@ -47,6 +40,26 @@ class LitConvNeXt(L.LightningModule):
         weight_decay_end = args.weight_decay if args.weight_decay_end is None else args.weight_decay_end
         self.wd_schedule_values = utils.cosine_scheduler(
             args.weight_decay, weight_decay_end, args.epochs, num_training_steps_per_epoch
+        )
+
+    def setup(self, stage):
+        # round 1: main.py seeds each rank with seed + rank (torch and numpy), after Lightning's own re-seed here
+        seed = self.args.seed + self.global_rank
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+
+    def configure_model(self):
+        # round 1: the model built after the last seed, as main.py builds it after its seed
+        if hasattr(self, "model"):
+            return
+        args = self.args
+        self.model = create_model(
+            args.model,
+            pretrained=False,
+            num_classes=args.nb_classes,
+            drop_path_rate=args.drop_path,
+            layer_scale_init_value=args.layer_scale_init_value,
+            head_init_scale=args.head_init_scale,
         )
 
     def on_fit_start(self):
