@@ -101,18 +101,16 @@ class LitConvNeXt(L.LightningModule):
         if self.model_ema is not None and (batch_idx + 1) % self.args.update_freq == 0:
             self.model_ema.update(self.model)
 
-    def validation_step(self, batch, batch_idx):
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        # round 3 (not from the tool's words): main.py evaluates the model over the validation set, then the EMA in a
+        # second pass (dataloader 1), each pass drawing its DataLoader's base seed from the global generator
         images, target = batch
-        metrics = {}
-        models = [("", self.model)]
-        if self.model_ema is not None and self.args.model_ema_eval:
-            models.append(("_ema", self.model_ema.ema))
-        for suffix, model in models:
-            output = model(images)
-            loss = torch.nn.functional.cross_entropy(output, target)
-            acc1, acc5 = accuracy(output, target, topk=(1, 5))
-            metrics.update({f"test_loss{suffix}": loss, f"test_acc1{suffix}": acc1, f"test_acc5{suffix}": acc5})
-        self.log_dict(metrics, sync_dist=True)
+        model, suffix = (self.model, "") if dataloader_idx == 0 else (self.model_ema.ema, "_ema")
+        output = model(images)
+        loss = torch.nn.functional.cross_entropy(output, target)
+        acc1, acc5 = accuracy(output, target, topk=(1, 5))
+        metrics = {f"test_loss{suffix}": loss, f"test_acc1{suffix}": acc1, f"test_acc5{suffix}": acc5}
+        self.log_dict(metrics, sync_dist=True, add_dataloader_idx=False)
 
     def configure_optimizers(self):
         args = self.args
@@ -168,7 +166,8 @@ def main():
         precision="32-true",  # main.py's --use_amp is CUDA's autocast and GradScaler: both switch off on a CPU
         default_root_dir=args.output_dir,
     )
-    trainer.fit(LitConvNeXt(args, num_training_steps_per_epoch), train_loader, val_loader)
+    val_loaders = [val_loader, val_loader] if args.model_ema and args.model_ema_eval else val_loader  # round 3
+    trainer.fit(LitConvNeXt(args, num_training_steps_per_epoch), train_loader, val_loaders)
 
 
 if __name__ == "__main__":
