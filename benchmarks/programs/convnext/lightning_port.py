@@ -112,6 +112,12 @@ class LitConvNeXt(L.LightningModule):
         metrics = {f"test_loss{suffix}": loss, f"test_acc1{suffix}": acc1, f"test_acc5{suffix}": acc5}
         self.log_dict(metrics, sync_dist=True, add_dataloader_idx=False)
 
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        # round 4: engine.py (NativeScalerWithGradNormCount) clips over model.parameters(), in the model's order;
+        # Lightning's own clipping goes over the optimizer's param groups (layer decay's order), another sum
+        if gradient_clip_val is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), gradient_clip_val)
+
     def configure_optimizers(self):
         args = self.args
         assigner = None
