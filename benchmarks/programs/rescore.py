@@ -190,7 +190,8 @@ VARIANTS = [
     ("convnext", "round 2", {"lightning_port.py": ("PORT", "ffa457b")}),
     ("convnext", "round 3", {"lightning_port.py": ("PORT", "461fa81")}),
     ("convnext", "round 4", {"lightning_port.py": ("PORT", "04d8da5")}),
-    ("convnext", "round 5 (equal pair)", {}),
+    ("convnext", "round 5 (equal pair, the EMA built after the DDP wrap)", {"lightning_port.py": ("PORT", "dcf9c41")}),
+    ("convnext", "round 6 (equal pair)", {}),
     (
         "convnext",
         "slip: no set_epoch",
