@@ -71,6 +71,13 @@ VISION_TINY = [
     "--output-dir={out}/ckpt",
 ]
 
+CONVNEXT_TINY = ["--model=convnext_toy", "--data_set=image_folder", "--data_path=data/train"]
+CONVNEXT_TINY += ["--eval_data_path=data/val", "--nb_classes=10", "--input_size=32", "--batch_size=8"]
+CONVNEXT_TINY += ["--update_freq=2", "--epochs=2", "--warmup_epochs=1", "--drop_path=0.1", "--layer_decay=0.8"]
+CONVNEXT_TINY += ["--aa=", "--reprob=0", "--mixup=0", "--cutmix=0", "--smoothing=0.1", "--model_ema=true"]
+CONVNEXT_TINY += ["--model_ema_eval=true", "--use_amp=true", "--clip_grad=3.0", "--num_workers=0", "--pin_mem=false"]
+CONVNEXT_TINY += ["--device=cpu", "--output_dir={out}/ckpt"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -199,6 +206,22 @@ PROGRAMS = {
             source="pytorch/vision references/classification train.py, utils.py, presets.py, sampler.py "
             "(BSD-3-Clause); torchvision, ImageNet and the models stood in for (standins.py)",
             recording="hooks",
+        ),
+        Program(
+            name="convnext",
+            folder="convnext",
+            raw=["main.py", *CONVNEXT_TINY],
+            port=["lightning_port.py", *CONVNEXT_TINY],
+            style="env:// init under torchrun, a seed per rank (seed + rank); layer-wise lr decay param groups "
+            "(LayerDecayValueAssigner, lr_scale) under AdamW; lr and weight decay set by hand on every param group at "
+            "every micro-batch (cosine_scheduler); accumulation by update_freq with no no_sync (DDP reduces every "
+            "micro-batch); GradScaler + clip_grad_norm_ over model.parameters() (NativeScalerWithGradNormCount, "
+            "--use_amp: switched off on a CPU, the clip stays); drop path drawn in forward; label smoothing; an EMA "
+            "model built before the DDP wrap, evaluated after the model",
+            source="facebookresearch/ConvNeXt main.py, engine.py, utils.py, optim_factory.py, datasets.py, "
+            "models/convnext.py (MIT, 048efce); timm, torchvision and ImageNet stood in for (standins.py)",
+            recording="hooks",
+            suite=False,
         ),
     ]
 }

@@ -186,6 +186,37 @@ VARIANTS = [
         },
     ),
     ("vision_classification", "slip: evaluation left in train() mode", {"train.py": ("    model.eval()\n", "")}),
+    ("convnext", "round 1", {"lightning_port.py": ("PORT", "0b405e4")}),
+    ("convnext", "round 2", {"lightning_port.py": ("PORT", "ffa457b")}),
+    ("convnext", "round 3", {"lightning_port.py": ("PORT", "461fa81")}),
+    ("convnext", "round 4", {"lightning_port.py": ("PORT", "04d8da5")}),
+    ("convnext", "round 5 (equal pair, the EMA built after the DDP wrap)", {"lightning_port.py": ("PORT", "dcf9c41")}),
+    ("convnext", "round 6 (equal pair)", {}),
+    (
+        "convnext",
+        "slip: no set_epoch",
+        {"main.py": ("            data_loader_train.sampler.set_epoch(epoch)\n", "            pass\n")},
+    ),
+    (
+        "convnext",
+        "slip: the loss not divided by update_freq",
+        {
+            "engine.py": (
+                "            loss /= update_freq\n            grad_norm = loss_scaler(",
+                "            grad_norm = loss_scaler(",
+            )
+        },
+    ),
+    (
+        "convnext",
+        "slip: lr x world size",
+        {
+            "main.py": (
+                "    lr_schedule_values = utils.cosine_scheduler(\n        args.lr,\n",
+                "    lr_schedule_values = utils.cosine_scheduler(\n        args.lr * utils.get_world_size(),\n",
+            )
+        },
+    ),
 ]
 
 
