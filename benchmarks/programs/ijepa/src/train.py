@@ -5,6 +5,25 @@
 # LICENSE file in the root directory of this source tree.
 #
 
+#
+# Source: facebookresearch/ijepa src/train.py (with main.py, src/helper.py, src/masks/, src/utils/, src/models/
+# vision_transformer.py, src/datasets/imagenet1k.py, src/transforms.py) at 52c1ae9 (CC-BY-NC 4.0; see
+# ../LICENSE.ijepa), the loop as written: main.py starts one process a device (multiprocessing, spawn) and calls
+# init_distributed; three DDP wrappers, AdamW over init_opt's four param groups, the lr and weight decay schedules
+# stepped by hand every iteration, the target encoder's EMA with a momentum schedule, the multi-block mask collator,
+# a GradScaler under use_bfloat16, a checkpoint each epoch on rank 0.
+# Changed, each line marked `# changed:`: gloo on a CPU, the launcher's MASTER_ADDR/MASTER_PORT (src/utils/
+# distributed.py); the config's log folder made if missing (here); a ViT small enough for a CPU (vit_cpu in
+# src/models/vision_transformer.py); torchvision (not installed) and ImageNet (a download) stood in for by
+# standins.py (src/datasets/imagenet1k.py, src/transforms.py). `ruff format` over the authors' files; lint-only
+# noqa comments marked "as written". The seed is the authors' (set at import). No line records anything: `ddp-parity record`
+# does.
+#
+#     MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 python main.py --fname configs/tiny.yaml --devices cpu:0 cpu:1
+
+# ruff: noqa: B023, UP031
+# (as written: train_step's closures read the loop's variables; %-formatted logging)
+
 import os
 
 # -- FOR DISTRIBUTED TRAINING ENSURE ONLY 1 DEVICE VISIBLE PER PROCESS
@@ -13,41 +32,28 @@ try:
     # --          SURE TO UPDATE THIS TO GET LOCAL-RANK ON NODE, OR ENSURE
     # --          THAT YOUR JOBS ARE LAUNCHED WITH ONLY 1 DEVICE VISIBLE
     # --          TO EACH PROCESS
-    os.environ['CUDA_VISIBLE_DEVICES'] = os.environ['SLURM_LOCALID']
+    os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["SLURM_LOCALID"]
 except Exception:
     pass
 
 import copy
 import logging
 import sys
-import yaml
 
 import numpy as np
-
 import torch
 import torch.multiprocessing as mp
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
-
+import yaml
+from src.datasets.imagenet1k import make_imagenet1k
+from src.helper import init_model, init_opt, load_checkpoint
 from src.masks.multiblock import MaskCollator as MBMaskCollator
 from src.masks.utils import apply_masks
-from src.utils.distributed import (
-    init_distributed,
-    AllReduce
-)
-from src.utils.logging import (
-    CSVLogger,
-    gpu_timer,
-    grad_logger,
-    AverageMeter)
-from src.utils.tensors import repeat_interleave_batch
-from src.datasets.imagenet1k import make_imagenet1k
-
-from src.helper import (
-    load_checkpoint,
-    init_model,
-    init_opt)
 from src.transforms import make_transforms
+from src.utils.distributed import AllReduce, init_distributed
+from src.utils.logging import AverageMeter, CSVLogger, gpu_timer, grad_logger
+from src.utils.tensors import repeat_interleave_batch
+from torch.nn.parallel import DistributedDataParallel
 
 # --
 log_timings = True
@@ -71,92 +77,95 @@ def main(args, resume_preempt=False):
     # ----------------------------------------------------------------------- #
 
     # -- META
-    use_bfloat16 = args['meta']['use_bfloat16']
-    model_name = args['meta']['model_name']
-    load_model = args['meta']['load_checkpoint'] or resume_preempt
-    r_file = args['meta']['read_checkpoint']
-    copy_data = args['meta']['copy_data']
-    pred_depth = args['meta']['pred_depth']
-    pred_emb_dim = args['meta']['pred_emb_dim']
+    use_bfloat16 = args["meta"]["use_bfloat16"]
+    model_name = args["meta"]["model_name"]
+    load_model = args["meta"]["load_checkpoint"] or resume_preempt
+    r_file = args["meta"]["read_checkpoint"]
+    copy_data = args["meta"]["copy_data"]
+    pred_depth = args["meta"]["pred_depth"]
+    pred_emb_dim = args["meta"]["pred_emb_dim"]
     if not torch.cuda.is_available():
-        device = torch.device('cpu')
+        device = torch.device("cpu")
     else:
-        device = torch.device('cuda:0')
+        device = torch.device("cuda:0")
         torch.cuda.set_device(device)
 
     # -- DATA
-    use_gaussian_blur = args['data']['use_gaussian_blur']
-    use_horizontal_flip = args['data']['use_horizontal_flip']
-    use_color_distortion = args['data']['use_color_distortion']
-    color_jitter = args['data']['color_jitter_strength']
+    use_gaussian_blur = args["data"]["use_gaussian_blur"]
+    use_horizontal_flip = args["data"]["use_horizontal_flip"]
+    use_color_distortion = args["data"]["use_color_distortion"]
+    color_jitter = args["data"]["color_jitter_strength"]
     # --
-    batch_size = args['data']['batch_size']
-    pin_mem = args['data']['pin_mem']
-    num_workers = args['data']['num_workers']
-    root_path = args['data']['root_path']
-    image_folder = args['data']['image_folder']
-    crop_size = args['data']['crop_size']
-    crop_scale = args['data']['crop_scale']
+    batch_size = args["data"]["batch_size"]
+    pin_mem = args["data"]["pin_mem"]
+    num_workers = args["data"]["num_workers"]
+    root_path = args["data"]["root_path"]
+    image_folder = args["data"]["image_folder"]
+    crop_size = args["data"]["crop_size"]
+    crop_scale = args["data"]["crop_scale"]
     # --
 
     # -- MASK
-    allow_overlap = args['mask']['allow_overlap']  # whether to allow overlap b/w context and target blocks
-    patch_size = args['mask']['patch_size']  # patch-size for model training
-    num_enc_masks = args['mask']['num_enc_masks']  # number of context blocks
-    min_keep = args['mask']['min_keep']  # min number of patches in context block
-    enc_mask_scale = args['mask']['enc_mask_scale']  # scale of context blocks
-    num_pred_masks = args['mask']['num_pred_masks']  # number of target blocks
-    pred_mask_scale = args['mask']['pred_mask_scale']  # scale of target blocks
-    aspect_ratio = args['mask']['aspect_ratio']  # aspect ratio of target blocks
+    allow_overlap = args["mask"]["allow_overlap"]  # whether to allow overlap b/w context and target blocks
+    patch_size = args["mask"]["patch_size"]  # patch-size for model training
+    num_enc_masks = args["mask"]["num_enc_masks"]  # number of context blocks
+    min_keep = args["mask"]["min_keep"]  # min number of patches in context block
+    enc_mask_scale = args["mask"]["enc_mask_scale"]  # scale of context blocks
+    num_pred_masks = args["mask"]["num_pred_masks"]  # number of target blocks
+    pred_mask_scale = args["mask"]["pred_mask_scale"]  # scale of target blocks
+    aspect_ratio = args["mask"]["aspect_ratio"]  # aspect ratio of target blocks
     # --
 
     # -- OPTIMIZATION
-    ema = args['optimization']['ema']
-    ipe_scale = args['optimization']['ipe_scale']  # scheduler scale factor (def: 1.0)
-    wd = float(args['optimization']['weight_decay'])
-    final_wd = float(args['optimization']['final_weight_decay'])
-    num_epochs = args['optimization']['epochs']
-    warmup = args['optimization']['warmup']
-    start_lr = args['optimization']['start_lr']
-    lr = args['optimization']['lr']
-    final_lr = args['optimization']['final_lr']
+    ema = args["optimization"]["ema"]
+    ipe_scale = args["optimization"]["ipe_scale"]  # scheduler scale factor (def: 1.0)
+    wd = float(args["optimization"]["weight_decay"])
+    final_wd = float(args["optimization"]["final_weight_decay"])
+    num_epochs = args["optimization"]["epochs"]
+    warmup = args["optimization"]["warmup"]
+    start_lr = args["optimization"]["start_lr"]
+    lr = args["optimization"]["lr"]
+    final_lr = args["optimization"]["final_lr"]
 
     # -- LOGGING
-    folder = args['logging']['folder']
-    tag = args['logging']['write_tag']
+    folder = args["logging"]["folder"]
+    tag = args["logging"]["write_tag"]
 
-    dump = os.path.join(folder, 'params-ijepa.yaml')
-    with open(dump, 'w') as f:
+    os.makedirs(folder, exist_ok=True)  # changed: the run's own folder, made where the config names it
+    dump = os.path.join(folder, "params-ijepa.yaml")
+    with open(dump, "w") as f:
         yaml.dump(args, f)
     # ----------------------------------------------------------------------- #
 
     try:
-        mp.set_start_method('spawn')
+        mp.set_start_method("spawn")
     except Exception:
         pass
 
     # -- init torch distributed backend
     world_size, rank = init_distributed()
-    logger.info(f'Initialized (rank/world-size) {rank}/{world_size}')
+    logger.info(f"Initialized (rank/world-size) {rank}/{world_size}")
     if rank > 0:
         logger.setLevel(logging.ERROR)
 
     # -- log/checkpointing paths
-    log_file = os.path.join(folder, f'{tag}_r{rank}.csv')
-    save_path = os.path.join(folder, f'{tag}' + '-ep{epoch}.pth.tar')
-    latest_path = os.path.join(folder, f'{tag}-latest.pth.tar')
+    log_file = os.path.join(folder, f"{tag}_r{rank}.csv")
+    save_path = os.path.join(folder, f"{tag}" + "-ep{epoch}.pth.tar")
+    latest_path = os.path.join(folder, f"{tag}-latest.pth.tar")
     load_path = None
     if load_model:
         load_path = os.path.join(folder, r_file) if r_file is not None else latest_path
 
     # -- make csv_logger
-    csv_logger = CSVLogger(log_file,
-                           ('%d', 'epoch'),
-                           ('%d', 'itr'),
-                           ('%.5f', 'loss'),
-                           ('%.5f', 'mask-A'),
-                           ('%.5f', 'mask-B'),
-                           ('%d', 'time (ms)'))
+    csv_logger = CSVLogger(
+        log_file,
+        ("%d", "epoch"),
+        ("%d", "itr"),
+        ("%.5f", "loss"),
+        ("%.5f", "mask-A"),
+        ("%.5f", "mask-B"),
+        ("%d", "time (ms)"),
+    )
 
     # -- init model
     encoder, predictor = init_model(
@@ -165,7 +174,8 @@ def main(args, resume_preempt=False):
         crop_size=crop_size,
         pred_depth=pred_depth,
         pred_emb_dim=pred_emb_dim,
-        model_name=model_name)
+        model_name=model_name,
+    )
     target_encoder = copy.deepcopy(encoder)
 
     # -- make data transforms
@@ -178,7 +188,8 @@ def main(args, resume_preempt=False):
         nenc=num_enc_masks,
         npred=num_pred_masks,
         allow_overlap=allow_overlap,
-        min_keep=min_keep)
+        min_keep=min_keep,
+    )
 
     transform = make_transforms(
         crop_size=crop_size,
@@ -186,22 +197,24 @@ def main(args, resume_preempt=False):
         gaussian_blur=use_gaussian_blur,
         horizontal_flip=use_horizontal_flip,
         color_distortion=use_color_distortion,
-        color_jitter=color_jitter)
+        color_jitter=color_jitter,
+    )
 
     # -- init data-loaders/samplers
     _, unsupervised_loader, unsupervised_sampler = make_imagenet1k(
-            transform=transform,
-            batch_size=batch_size,
-            collator=mask_collator,
-            pin_mem=pin_mem,
-            training=True,
-            num_workers=num_workers,
-            world_size=world_size,
-            rank=rank,
-            root_path=root_path,
-            image_folder=image_folder,
-            copy_data=copy_data,
-            drop_last=True)
+        transform=transform,
+        batch_size=batch_size,
+        collator=mask_collator,
+        pin_mem=pin_mem,
+        training=True,
+        num_workers=num_workers,
+        world_size=world_size,
+        rank=rank,
+        root_path=root_path,
+        image_folder=image_folder,
+        copy_data=copy_data,
+        drop_last=True,
+    )
     ipe = len(unsupervised_loader)
 
     # -- init optimizer and scheduler
@@ -217,7 +230,8 @@ def main(args, resume_preempt=False):
         warmup=warmup,
         num_epochs=num_epochs,
         ipe_scale=ipe_scale,
-        use_bfloat16=use_bfloat16)
+        use_bfloat16=use_bfloat16,
+    )
     encoder = DistributedDataParallel(encoder, static_graph=True)
     predictor = DistributedDataParallel(predictor, static_graph=True)
     target_encoder = DistributedDataParallel(target_encoder)
@@ -225,8 +239,10 @@ def main(args, resume_preempt=False):
         p.requires_grad = False
 
     # -- momentum schedule
-    momentum_scheduler = (ema[0] + i*(ema[1]-ema[0])/(ipe*num_epochs*ipe_scale)
-                          for i in range(int(ipe*num_epochs*ipe_scale)+1))
+    momentum_scheduler = (
+        ema[0] + i * (ema[1] - ema[0]) / (ipe * num_epochs * ipe_scale)
+        for i in range(int(ipe * num_epochs * ipe_scale) + 1)
+    )
 
     start_epoch = 0
     # -- load training checkpoint
@@ -238,8 +254,9 @@ def main(args, resume_preempt=False):
             predictor=predictor,
             target_encoder=target_encoder,
             opt=optimizer,
-            scaler=scaler)
-        for _ in range(start_epoch*ipe):
+            scaler=scaler,
+        )
+        for _ in range(start_epoch * ipe):
             scheduler.step()
             wd_scheduler.step()
             next(momentum_scheduler)
@@ -247,25 +264,25 @@ def main(args, resume_preempt=False):
 
     def save_checkpoint(epoch):
         save_dict = {
-            'encoder': encoder.state_dict(),
-            'predictor': predictor.state_dict(),
-            'target_encoder': target_encoder.state_dict(),
-            'opt': optimizer.state_dict(),
-            'scaler': None if scaler is None else scaler.state_dict(),
-            'epoch': epoch,
-            'loss': loss_meter.avg,
-            'batch_size': batch_size,
-            'world_size': world_size,
-            'lr': lr
+            "encoder": encoder.state_dict(),
+            "predictor": predictor.state_dict(),
+            "target_encoder": target_encoder.state_dict(),
+            "opt": optimizer.state_dict(),
+            "scaler": None if scaler is None else scaler.state_dict(),
+            "epoch": epoch,
+            "loss": loss_meter.avg,
+            "batch_size": batch_size,
+            "world_size": world_size,
+            "lr": lr,
         }
         if rank == 0:
             torch.save(save_dict, latest_path)
             if (epoch + 1) % checkpoint_freq == 0:
-                torch.save(save_dict, save_path.format(epoch=f'{epoch + 1}'))
+                torch.save(save_dict, save_path.format(epoch=f"{epoch + 1}"))
 
     # -- TRAINING LOOP
     for epoch in range(start_epoch, num_epochs):
-        logger.info('Epoch %d' % (epoch + 1))
+        logger.info("Epoch %d" % (epoch + 1))
 
         # -- update distributed-data-loader epoch
         unsupervised_sampler.set_epoch(epoch)
@@ -283,6 +300,7 @@ def main(args, resume_preempt=False):
                 masks_1 = [u.to(device, non_blocking=True) for u in masks_enc]
                 masks_2 = [u.to(device, non_blocking=True) for u in masks_pred]
                 return (imgs, masks_1, masks_2)
+
             imgs, masks_enc, masks_pred = load_imgs()
             maskA_meter.update(len(masks_enc[0][0]))
             maskB_meter.update(len(masks_pred[0][0]))
@@ -333,9 +351,10 @@ def main(args, resume_preempt=False):
                 with torch.no_grad():
                     m = next(momentum_scheduler)
                     for param_q, param_k in zip(encoder.parameters(), target_encoder.parameters()):
-                        param_k.data.mul_(m).add_((1.-m) * param_q.detach().data)
+                        param_k.data.mul_(m).add_((1.0 - m) * param_q.detach().data)
 
                 return (float(loss), _new_lr, _new_wd, grad_stats)
+
             (loss, _new_lr, _new_wd, grad_stats), etime = gpu_timer(train_step)
             loss_meter.update(loss)
             time_meter.update(etime)
@@ -344,35 +363,45 @@ def main(args, resume_preempt=False):
             def log_stats():
                 csv_logger.log(epoch + 1, itr, loss, maskA_meter.val, maskB_meter.val, etime)
                 if (itr % log_freq == 0) or np.isnan(loss) or np.isinf(loss):
-                    logger.info('[%d, %5d] loss: %.3f '
-                                'masks: %.1f %.1f '
-                                '[wd: %.2e] [lr: %.2e] '
-                                '[mem: %.2e] '
-                                '(%.1f ms)'
-                                % (epoch + 1, itr,
-                                   loss_meter.avg,
-                                   maskA_meter.avg,
-                                   maskB_meter.avg,
-                                   _new_wd,
-                                   _new_lr,
-                                   torch.cuda.max_memory_allocated() / 1024.**2,
-                                   time_meter.avg))
+                    logger.info(
+                        "[%d, %5d] loss: %.3f "
+                        "masks: %.1f %.1f "
+                        "[wd: %.2e] [lr: %.2e] "
+                        "[mem: %.2e] "
+                        "(%.1f ms)"
+                        % (
+                            epoch + 1,
+                            itr,
+                            loss_meter.avg,
+                            maskA_meter.avg,
+                            maskB_meter.avg,
+                            _new_wd,
+                            _new_lr,
+                            torch.cuda.max_memory_allocated() / 1024.0**2,
+                            time_meter.avg,
+                        )
+                    )
 
                     if grad_stats is not None:
-                        logger.info('[%d, %5d] grad_stats: [%.2e %.2e] (%.2e, %.2e)'
-                                    % (epoch + 1, itr,
-                                       grad_stats.first_layer,
-                                       grad_stats.last_layer,
-                                       grad_stats.min,
-                                       grad_stats.max))
+                        logger.info(
+                            "[%d, %5d] grad_stats: [%.2e %.2e] (%.2e, %.2e)"
+                            % (
+                                epoch + 1,
+                                itr,
+                                grad_stats.first_layer,
+                                grad_stats.last_layer,
+                                grad_stats.min,
+                                grad_stats.max,
+                            )
+                        )
 
             log_stats()
 
-            assert not np.isnan(loss), 'loss is nan'
+            assert not np.isnan(loss), "loss is nan"
 
         # -- Save Checkpoint after every epoch
-        logger.info('avg. loss %.3f' % loss_meter.avg)
-        save_checkpoint(epoch+1)
+        logger.info("avg. loss %.3f" % loss_meter.avg)
+        save_checkpoint(epoch + 1)
 
 
 if __name__ == "__main__":

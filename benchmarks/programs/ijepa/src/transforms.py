@@ -7,10 +7,9 @@
 
 from logging import getLogger
 
-from PIL import ImageFilter
-
 import torch
-import torchvision.transforms as transforms
+from PIL import ImageFilter
+from standins import transforms  # changed: torchvision is not installed; its transforms stood in for (standins.py)
 
 _GLOBAL_SEED = 0
 logger = getLogger()
@@ -23,19 +22,16 @@ def make_transforms(
     horizontal_flip=False,
     color_distortion=False,
     gaussian_blur=False,
-    normalization=((0.485, 0.456, 0.406),
-                   (0.229, 0.224, 0.225))
+    normalization=((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
 ):
-    logger.info('making imagenet data transforms')
+    logger.info("making imagenet data transforms")
 
     def get_color_distortion(s=1.0):
         # s is the strength of color distortion.
-        color_jitter = transforms.ColorJitter(0.8*s, 0.8*s, 0.8*s, 0.2*s)
+        color_jitter = transforms.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s)
         rnd_color_jitter = transforms.RandomApply([color_jitter], p=0.8)
         rnd_gray = transforms.RandomGrayscale(p=0.2)
-        color_distort = transforms.Compose([
-            rnd_color_jitter,
-            rnd_gray])
+        color_distort = transforms.Compose([rnd_color_jitter, rnd_gray])
         return color_distort
 
     transform_list = []
@@ -53,8 +49,8 @@ def make_transforms(
     return transform
 
 
-class GaussianBlur(object):
-    def __init__(self, p=0.5, radius_min=0.1, radius_max=2.):
+class GaussianBlur:
+    def __init__(self, p=0.5, radius_min=0.1, radius_max=2.0):
         self.prob = p
         self.radius_min = radius_min
         self.radius_max = radius_max

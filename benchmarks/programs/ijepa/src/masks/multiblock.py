@@ -6,10 +6,8 @@
 #
 
 import math
-
-from multiprocessing import Value
-
 from logging import getLogger
+from multiprocessing import Value
 
 import torch
 
@@ -17,8 +15,7 @@ _GLOBAL_SEED = 0
 logger = getLogger()
 
 
-class MaskCollator(object):
-
+class MaskCollator:
     def __init__(
         self,
         input_size=(224, 224),
@@ -29,11 +26,11 @@ class MaskCollator(object):
         nenc=1,
         npred=2,
         min_keep=4,
-        allow_overlap=False
+        allow_overlap=False,
     ):
-        super(MaskCollator, self).__init__()
+        super().__init__()
         if not isinstance(input_size, tuple):
-            input_size = (input_size, ) * 2
+            input_size = (input_size,) * 2
         self.patch_size = patch_size
         self.height, self.width = input_size[0] // patch_size, input_size[1] // patch_size
         self.enc_mask_scale = enc_mask_scale
@@ -43,7 +40,7 @@ class MaskCollator(object):
         self.npred = npred
         self.min_keep = min_keep  # minimum number of patches to keep
         self.allow_overlap = allow_overlap  # whether to allow overlap b/w enc and pred masks
-        self._itr_counter = Value('i', -1)  # collator is shared across worker processes
+        self._itr_counter = Value("i", -1)  # collator is shared across worker processes
 
     def step(self):
         i = self._itr_counter
@@ -75,10 +72,11 @@ class MaskCollator(object):
         h, w = b_size
 
         def constrain_mask(mask, tries=0):
-            """ Helper to restrict given mask to a set of acceptable regions """
-            N = max(int(len(acceptable_regions)-tries), 0)
+            """Helper to restrict given mask to a set of acceptable regions"""
+            N = max(int(len(acceptable_regions) - tries), 0)
             for k in range(N):
                 mask *= acceptable_regions[k]
+
         # --
         # -- Loop to sample masks until we find a valid one
         tries = 0
@@ -89,7 +87,7 @@ class MaskCollator(object):
             top = torch.randint(0, self.height - h, (1,))
             left = torch.randint(0, self.width - w, (1,))
             mask = torch.zeros((self.height, self.width), dtype=torch.int32)
-            mask[top:top+h, left:left+w] = 1
+            mask[top : top + h, left : left + w] = 1
             # -- Constrain mask to a set of acceptable regions
             if acceptable_regions is not None:
                 constrain_mask(mask, tries)
@@ -101,23 +99,25 @@ class MaskCollator(object):
                 if timeout == 0:
                     tries += 1
                     timeout = og_timeout
-                    logger.warning(f'Mask generator says: "Valid mask not found, decreasing acceptable-regions [{tries}]"')
+                    logger.warning(
+                        f'Mask generator says: "Valid mask not found, decreasing acceptable-regions [{tries}]"'
+                    )
         mask = mask.squeeze()
         # --
         mask_complement = torch.ones((self.height, self.width), dtype=torch.int32)
-        mask_complement[top:top+h, left:left+w] = 0
+        mask_complement[top : top + h, left : left + w] = 0
         # --
         return mask, mask_complement
 
     def __call__(self, batch):
-        '''
+        """
         Create encoder and predictor masks when collating imgs into a batch
         # 1. sample enc block (size + location) using seed
         # 2. sample pred block (size) using seed
         # 3. sample several enc block locations for each image (w/o seed)
         # 4. sample several pred block locations for each image (w/o seed)
         # 5. return enc mask and pred mask
-        '''
+        """
         B = len(batch)
 
         collated_batch = torch.utils.data.default_collate(batch)
@@ -125,20 +125,13 @@ class MaskCollator(object):
         seed = self.step()
         g = torch.Generator()
         g.manual_seed(seed)
-        p_size = self._sample_block_size(
-            generator=g,
-            scale=self.pred_mask_scale,
-            aspect_ratio_scale=self.aspect_ratio)
-        e_size = self._sample_block_size(
-            generator=g,
-            scale=self.enc_mask_scale,
-            aspect_ratio_scale=(1., 1.))
+        p_size = self._sample_block_size(generator=g, scale=self.pred_mask_scale, aspect_ratio_scale=self.aspect_ratio)
+        e_size = self._sample_block_size(generator=g, scale=self.enc_mask_scale, aspect_ratio_scale=(1.0, 1.0))
 
         collated_masks_pred, collated_masks_enc = [], []
         min_keep_pred = self.height * self.width
         min_keep_enc = self.height * self.width
         for _ in range(B):
-
             masks_p, masks_C = [], []
             for _ in range(self.npred):
                 mask, mask_C = self._sample_block_mask(p_size)
@@ -150,9 +143,9 @@ class MaskCollator(object):
             acceptable_regions = masks_C
             try:
                 if self.allow_overlap:
-                    acceptable_regions= None
+                    acceptable_regions = None
             except Exception as e:
-                logger.warning(f'Encountered exception in mask-generator {e}')
+                logger.warning(f"Encountered exception in mask-generator {e}")
 
             masks_e = []
             for _ in range(self.nenc):

@@ -6,11 +6,10 @@
 #
 
 import os
+from logging import getLogger
 
 import torch
 import torch.distributed as dist
-
-from logging import getLogger
 
 logger = getLogger()
 
@@ -21,40 +20,36 @@ def init_distributed(port=40112, rank_and_world_size=(None, None)):
         return dist.get_world_size(), dist.get_rank()
 
     rank, world_size = rank_and_world_size
-    os.environ['MASTER_ADDR'] = 'localhost'
+    os.environ["MASTER_ADDR"] = os.environ.get("MASTER_ADDR", "localhost")  # changed: the launcher's address
 
     if (rank is None) or (world_size is None):
         try:
-            world_size = int(os.environ['SLURM_NTASKS'])
-            rank = int(os.environ['SLURM_PROCID'])
-            os.environ['MASTER_ADDR'] = os.environ['HOSTNAME']
+            world_size = int(os.environ["SLURM_NTASKS"])
+            rank = int(os.environ["SLURM_PROCID"])
+            os.environ["MASTER_ADDR"] = os.environ["HOSTNAME"]
         except Exception:
-            logger.info('SLURM vars not set (distributed training not available)')
+            logger.info("SLURM vars not set (distributed training not available)")
             world_size, rank = 1, 0
             return world_size, rank
 
     try:
-        os.environ['MASTER_PORT'] = str(port)
+        os.environ["MASTER_PORT"] = os.environ.get("MASTER_PORT", str(port))  # changed: a free port, not 40112
         torch.distributed.init_process_group(
-            backend='nccl',
+            backend="nccl" if torch.cuda.is_available() else "gloo",  # changed: gloo on a CPU
             world_size=world_size,
-            rank=rank)
+            rank=rank,
+        )
     except Exception as e:
         world_size, rank = 1, 0
-        logger.info(f'distributed training not available {e}')
+        logger.info(f"distributed training not available {e}")
 
     return world_size, rank
 
 
 class AllGather(torch.autograd.Function):
-
     @staticmethod
     def forward(ctx, x):
-        if (
-            dist.is_available()
-            and dist.is_initialized()
-            and (dist.get_world_size() > 1)
-        ):
+        if dist.is_available() and dist.is_initialized() and (dist.get_world_size() > 1):
             x = x.contiguous()
             outputs = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
             dist.all_gather(outputs, x)
@@ -63,11 +58,7 @@ class AllGather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grads):
-        if (
-            dist.is_available()
-            and dist.is_initialized()
-            and (dist.get_world_size() > 1)
-        ):
+        if dist.is_available() and dist.is_initialized() and (dist.get_world_size() > 1):
             s = (grads.shape[0] // dist.get_world_size()) * dist.get_rank()
             e = (grads.shape[0] // dist.get_world_size()) * (dist.get_rank() + 1)
             grads = grads.contiguous()
@@ -77,14 +68,9 @@ class AllGather(torch.autograd.Function):
 
 
 class AllReduceSum(torch.autograd.Function):
-
     @staticmethod
     def forward(ctx, x):
-        if (
-            dist.is_available()
-            and dist.is_initialized()
-            and (dist.get_world_size() > 1)
-        ):
+        if dist.is_available() and dist.is_initialized() and (dist.get_world_size() > 1):
             x = x.contiguous()
             dist.all_reduce(x)
         return x
@@ -95,14 +81,9 @@ class AllReduceSum(torch.autograd.Function):
 
 
 class AllReduce(torch.autograd.Function):
-
     @staticmethod
     def forward(ctx, x):
-        if (
-            dist.is_available()
-            and dist.is_initialized()
-            and (dist.get_world_size() > 1)
-        ):
+        if dist.is_available() and dist.is_initialized() and (dist.get_world_size() > 1):
             x = x.contiguous() / dist.get_world_size()
             dist.all_reduce(x)
         return x

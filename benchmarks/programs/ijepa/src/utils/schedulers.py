@@ -8,25 +8,15 @@
 import math
 
 
-class WarmupCosineSchedule(object):
-
-    def __init__(
-        self,
-        optimizer,
-        warmup_steps,
-        start_lr,
-        ref_lr,
-        T_max,
-        last_epoch=-1,
-        final_lr=0.
-    ):
+class WarmupCosineSchedule:
+    def __init__(self, optimizer, warmup_steps, start_lr, ref_lr, T_max, last_epoch=-1, final_lr=0.0):
         self.optimizer = optimizer
         self.start_lr = start_lr
         self.ref_lr = ref_lr
         self.final_lr = final_lr
         self.warmup_steps = warmup_steps
         self.T_max = T_max - warmup_steps
-        self._step = 0.
+        self._step = 0.0
 
     def step(self):
         self._step += 1
@@ -36,34 +26,29 @@ class WarmupCosineSchedule(object):
         else:
             # -- progress after warmup
             progress = float(self._step - self.warmup_steps) / float(max(1, self.T_max))
-            new_lr = max(self.final_lr,
-                         self.final_lr + (self.ref_lr - self.final_lr) * 0.5 * (1. + math.cos(math.pi * progress)))
+            new_lr = max(
+                self.final_lr,
+                self.final_lr + (self.ref_lr - self.final_lr) * 0.5 * (1.0 + math.cos(math.pi * progress)),
+            )
 
         for group in self.optimizer.param_groups:
-            group['lr'] = new_lr
+            group["lr"] = new_lr
 
         return new_lr
 
 
-class CosineWDSchedule(object):
-
-    def __init__(
-        self,
-        optimizer,
-        ref_wd,
-        T_max,
-        final_wd=0.
-    ):
+class CosineWDSchedule:
+    def __init__(self, optimizer, ref_wd, T_max, final_wd=0.0):
         self.optimizer = optimizer
         self.ref_wd = ref_wd
         self.final_wd = final_wd
         self.T_max = T_max
-        self._step = 0.
+        self._step = 0.0
 
     def step(self):
         self._step += 1
         progress = self._step / self.T_max
-        new_wd = self.final_wd + (self.ref_wd - self.final_wd) * 0.5 * (1. + math.cos(math.pi * progress))
+        new_wd = self.final_wd + (self.ref_wd - self.final_wd) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
         if self.final_wd <= self.ref_wd:
             new_wd = max(self.final_wd, new_wd)
@@ -71,6 +56,6 @@ class CosineWDSchedule(object):
             new_wd = min(self.final_wd, new_wd)
 
         for group in self.optimizer.param_groups:
-            if ('WD_exclude' not in group) or not group['WD_exclude']:
-                group['weight_decay'] = new_wd
+            if ("WD_exclude" not in group) or not group["WD_exclude"]:
+                group["weight_decay"] = new_wd
         return new_wd
