@@ -3,6 +3,8 @@ tiny config both sides run (docs/programs.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
 
@@ -70,6 +72,9 @@ VISION_TINY = [
     "--print-freq=100",
     "--output-dir={out}/ckpt",
 ]
+
+# I-JEPA reads one YAML config (main.py --fname): the tiny one, by its absolute path (each side runs in its own cwd)
+IJEPA_CONFIG = str(Path(__file__).parent / "ijepa" / "configs" / "tiny.yaml")
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -199,6 +204,24 @@ PROGRAMS = {
             source="pytorch/vision references/classification train.py, utils.py, presets.py, sampler.py "
             "(BSD-3-Clause); torchvision, ImageNet and the models stood in for (standins.py)",
             recording="hooks",
+        ),
+        Program(
+            name="ijepa",
+            folder="ijepa",
+            raw=["main.py", "--fname", IJEPA_CONFIG, "--devices", "cpu:0", "cpu:1"],
+            port=["lightning_port.py", "--fname", IJEPA_CONFIG],
+            style="ranks by multiprocessing.Process (spawn), init_distributed with a fixed port; three DDP wrappers "
+            "(a ViT context encoder and a predictor with static_graph, a target encoder with no gradient) and one "
+            "AdamW over four param groups; the lr (warmup + cosine) and the weight decay (cosine, groups without "
+            "WD_exclude) set by hand every iteration; the target encoder updated by EMA with a momentum schedule "
+            "after each step; a mask collator drawing its blocks from the global generator; the loss all-reduced "
+            "inside autograd; a disabled GradScaler's path; the seed set at import",
+            source="facebookresearch/ijepa main.py, src/train.py, helper.py, masks/, utils/, models/"
+            "vision_transformer.py, datasets/imagenet1k.py, transforms.py (CC-BY-NC 4.0, 52c1ae9); torchvision "
+            "and ImageNet stood in for (standins.py), a 2-block ViT of 32 dims",
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
         ),
     ]
 }
