@@ -3,6 +3,8 @@ tiny config both sides run (docs/programs.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
 
@@ -77,6 +79,8 @@ CONVNEXT_TINY += ["--update_freq=2", "--epochs=2", "--warmup_epochs=1", "--drop_
 CONVNEXT_TINY += ["--aa=", "--reprob=0", "--mixup=0", "--cutmix=0", "--smoothing=0.1", "--model_ema=true"]
 CONVNEXT_TINY += ["--model_ema_eval=true", "--use_amp=true", "--clip_grad=3.0", "--num_workers=0", "--pin_mem=false"]
 CONVNEXT_TINY += ["--device=cpu", "--output_dir={out}/ckpt"]
+# I-JEPA reads one YAML config (main.py --fname): the tiny one, by its absolute path (each side runs in its own cwd)
+IJEPA_CONFIG = str(Path(__file__).parent / "ijepa" / "configs" / "tiny.yaml")
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -221,6 +225,24 @@ PROGRAMS = {
             source="facebookresearch/ConvNeXt main.py, engine.py, utils.py, optim_factory.py, datasets.py, "
             "models/convnext.py (MIT, 048efce); timm, torchvision and ImageNet stood in for (standins.py)",
             recording="hooks",
+            suite=False,
+        ),
+        Program(
+            name="ijepa",
+            folder="ijepa",
+            raw=["main.py", "--fname", IJEPA_CONFIG, "--devices", "cpu:0", "cpu:1"],
+            port=["lightning_port.py", "--fname", IJEPA_CONFIG],
+            style="ranks by multiprocessing.Process (spawn), init_distributed with a fixed port; three DDP wrappers "
+            "(a ViT context encoder and a predictor with static_graph, a target encoder with no gradient) and one "
+            "AdamW over four param groups; the lr (warmup + cosine) and the weight decay (cosine, groups without "
+            "WD_exclude) set by hand every iteration; the target encoder updated by EMA with a momentum schedule "
+            "after each step; a mask collator drawing its blocks from the global generator; the loss all-reduced "
+            "inside autograd; a disabled GradScaler's path; the seed set at import",
+            source="facebookresearch/ijepa main.py, src/train.py, helper.py, masks/, utils/, models/"
+            "vision_transformer.py, datasets/imagenet1k.py, transforms.py (CC-BY-NC 4.0, 52c1ae9); torchvision "
+            "and ImageNet stood in for (standins.py), a 2-block ViT of 32 dims",
+            recording="hooks",
+            raw_launch="python",
             suite=False,
         ),
     ]

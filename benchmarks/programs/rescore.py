@@ -217,6 +217,20 @@ VARIANTS = [
             )
         },
     ),
+    ("ijepa", "round 1", {"lightning_port.py": ("PORT", "cbb5976")}),
+    ("ijepa", "round 2 (equal pair)", {}),
+    ("ijepa", "slip: no set_epoch", {"src/train.py": ("        unsupervised_sampler.set_epoch(epoch)\n", "")}),
+    ("ijepa", "slip: lr x world size", {"src/train.py": ("        ref_lr=lr,\n", "        ref_lr=lr * world_size,\n")}),
+    (
+        "ijepa",
+        "slip: a seed per rank",
+        {
+            "src/train.py": (
+                "    world_size, rank = init_distributed()\n",
+                "    world_size, rank = init_distributed()\n    torch.manual_seed(_GLOBAL_SEED + rank)\n",
+            )
+        },
+    ),
 ]
 
 
