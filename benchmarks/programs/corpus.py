@@ -71,6 +71,15 @@ VISION_TINY = [
     "--output-dir={out}/ckpt",
 ]
 
+DIT_TINY = ["--data-path=data", "--model=DiT-T/2", "--image-size=32", "--num-classes=10", "--epochs=2"]
+DIT_TINY += [
+    "--global-batch-size=8",
+    "--num-workers=0",
+    "--log-every=4",
+    "--ckpt-every=4",
+    "--results-dir={out}/results",
+]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -199,6 +208,20 @@ PROGRAMS = {
             source="pytorch/vision references/classification train.py, utils.py, presets.py, sampler.py "
             "(BSD-3-Clause); torchvision, ImageNet and the models stood in for (standins.py)",
             recording="hooks",
+        ),
+        Program(
+            name="dit",
+            folder="dit",
+            raw=["train.py", *DIT_TINY],
+            port=["lightning_port.py", *DIT_TINY],
+            style="torchrun (env:// init) with a seed per rank (global_seed * world_size + rank); an EMA copy of the "
+            "model outside DDP (requires_grad False) updated after every step; random diffusion timesteps, VAE "
+            "latent samples, noise and label dropout drawn from the global generator each step; a loss all_reduce "
+            "every --log-every steps; checkpoints on rank 0 behind a barrier",
+            source="facebookresearch/DiT train.py, models.py, diffusion/ (CC-BY-NC 4.0, ed81ce2); torchvision, "
+            "ImageNet, timm and diffusers' VAE stood in for (standins.py)",
+            recording="hooks",
+            suite=False,
         ),
     ]
 }
