@@ -18,6 +18,7 @@ from typing import Any
 import lightning as L
 import torch
 
+from ddp_parity.fingerprints import parameters_sha256
 from ddp_parity.record_values import check_json
 from ddp_parity.runs import write_error_file
 from ddp_parity.sharding import total_grad_norm
@@ -61,11 +62,18 @@ class TraceCallback(L.Callback):
         # its layers in configure_model has none yet here: its digest is taken at on_fit_start instead
         has_state = next(iter(pl_module.state_dict()), None) is not None
         self._init_params_sha256 = params_sha256(pl_module) if has_state else None
+        self._init_parameters_by_name = parameters_sha256(pl_module) if has_state else None
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         # configure_model has run: rank 0's weights (DDP has broadcast them), the initial weights all the same
         if getattr(self, "_init_params_sha256", None) is None:
             self._init_params_sha256 = params_sha256(pl_module)
+            self._init_parameters_by_name = parameters_sha256(pl_module)
+
+    def _init_by_name(self) -> dict:
+        """Each initial parameter by name, where taken: the initial states compared on what both sides hold."""
+        by_name = getattr(self, "_init_parameters_by_name", None)
+        return {"init_parameters_by_name": by_name} if by_name is not None else {}
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         run_dir = Path(self.run_dir or trainer.default_root_dir)
@@ -101,6 +109,7 @@ class TraceCallback(L.Callback):
             facts={
                 "init_params_sha256": getattr(self, "_init_params_sha256", None),
                 "sampler": sampler_facts(sampler) if sampler is not None else None,
+                **self._init_by_name(),
             },
             resumed_from_step=trainer.global_step if trainer.ckpt_path else None,
         )

@@ -187,6 +187,19 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
     return torch.stack([_sum64(params[0]), _sum64(params[-1])])
 
 
+def param_digest_names(model: torch.nn.Module) -> list[str]:
+    """The normalised names of the parameters `param_digest` sums (its first and last), so that a
+    comparison pairs a digest with the other side's only where both digest the same parameters."""
+    named = list(unwrap(model).named_parameters())
+    return [normalised_name(named[0][0]), normalised_name(named[-1][0])] if named else []
+
+
+def frozen_names(model: torch.nn.Module) -> list[str]:
+    """The normalised names of the parameters that take no gradient (requires_grad False: a frozen
+    teacher, a frozen backbone): a parameter on one side only is told apart as trained or not."""
+    return [normalised_name(n) for n, p in unwrap(model).named_parameters() if not p.requires_grad]
+
+
 def _sum64(tensor: torch.Tensor) -> torch.Tensor:
     """The float64 sum of a tensor of any dtype: a complex one as the sum of its real and imaginary
     parts (a cast to float64 would drop the imaginary ones); an empty one sums to 0.
@@ -205,6 +218,13 @@ def normalised_name(name: str) -> str:
 def parameter_names(model: torch.nn.Module) -> dict[int, str]:
     """{id(parameter): normalised name}, to name an optimizer's parameters."""
     return {id(p): normalised_name(n) for n, p in unwrap(model).named_parameters()}
+
+
+def parameters_sha256(model: torch.nn.Module) -> dict[str, str]:
+    """{normalised parameter name: hex sha256 of dtype, shape and bytes}: the initial parameters by name,
+    so that two initial states are compared on the parameters both hold when one holds more (a frozen
+    EMA teacher beside the student)."""
+    return {normalised_name(n): sha256_of([full_tensor(p.detach()).cpu()]) for n, p in unwrap(model).named_parameters()}
 
 
 def buffers_sha256(model: torch.nn.Module) -> dict[str, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ddp_parity.fingerprints import StagedDigest, batch_contents, digest_indices
+from ddp_parity.fingerprints import StagedDigest, batch_contents, digest_indices, frozen_names, param_digest_names
 from ddp_parity.trace_files import MAX_EXACT_INT, as_step, may_hold_surrogates
 
 INDEX_LIST_LIMIT = 4096  # longer index lists are stored as a digest plus a count
@@ -35,6 +35,7 @@ META_KEYS = (
     *("format_version", "side", "world_size", "backend", "versions", "config", "ranks", "started"),
     *("finished", "ended", "attempts", "attempt", "resumed_from_step", "optimizer", "layers", "tied"),
     *("unrecorded", "params_sha256", "buffers_sha256", "replicas_identical", "sharded", "sharding"),
+    *("param_digest_names", "params_frozen"),
 )
 
 
@@ -167,6 +168,18 @@ def taken(note: Note, what: str, take, *args):
     except Exception as exc:  # noqa: BLE001 - a guest in the user's loop: record what can be taken
         note(what, f"{exc!r:.300}")
         return None
+
+
+def note_parameter_sets(meta: dict, model: torch.nn.Module, note: Note, final: bool = False) -> None:
+    """What pairs like with like when two sides record other parameter sets (compare/pairing.py): meta.json
+    `param_digest_names` once (the parameters `param_digest` sums, its first and last), and at `final`
+    `params_frozen` (those no gradient trains: a frozen teacher held on one side only is told apart by it)."""
+    if final:
+        meta["params_frozen"] = taken(note, "params_frozen", frozen_names, model) or []
+    elif "param_digest_names" not in meta:
+        names = taken(note, "param_digest_names", param_digest_names, model)
+        if names is not None:
+            meta["param_digest_names"] = names
 
 
 def optimizer_lr(optimizer, note: Note) -> Any:

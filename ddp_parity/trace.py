@@ -62,6 +62,7 @@ from ddp_parity.record_values import (  # noqa: F401  (INDEX_LIST_LIMIT: public 
     host_number,
     json_line,
     meta_as_json,
+    note_parameter_sets,
     on_device,
     optimizer_lr,
     plain_text,
@@ -382,6 +383,7 @@ class TraceRecorder:
             take_batch(entry, batch, self.note_unrecorded)
         if model is not None and "param_digest" not in extra:
             extra["param_digest"] = self._taken("param_digest", param_digest, model)
+            note_parameter_sets(self.meta, model, self.note_unrecorded)
         if model is not None and "layers" not in extra:
             extra["layers"] = self._taken("layers", self._layer_values, model)
         entry.update({k: v for k, v in extra.items() if v is not None or k not in ("param_digest", "layers")})
@@ -664,6 +666,7 @@ class TraceRecorder:
             self._save_final_params(save_file, state)
         if tied := tied_names(model):
             self.meta["tied"] = tied
+        note_parameter_sets(self.meta, model, self.note_unrecorded, final=True)
         for facts, (rank_params, rank_buffers, _) in zip(self.meta["ranks"], gathered):
             facts["params_sha256"], facts["buffers_sha256"] = rank_params, rank_buffers
         if self._optimizer_ids and not self.meta["optimizer"].get("named"):

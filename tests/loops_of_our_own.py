@@ -30,7 +30,8 @@ class Loop:
     loss_scale: float = 1.0  # the loss backpropagated × this (the training changes)
     autocast: bool = False  # the forward under bf16 autocast
     order_seed: int = 3  # the seed of the shuffled order (a sampler's seed)
-    lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step
+    lr_read: str = "applied"  # "after_scheduler": read after scheduler.step(); "by_hand": lr set by hand each step;
+    # "warmup": set by hand to lr × (step - 1) / steps, 0 at step 1
     accumulate: int = 1
     divide_loss: bool = True  # each micro-batch's loss divided by the accumulation before backward
     reinit: tuple = ()  # parameters filled with 0.01 after the build (their own init on this side)
@@ -63,6 +64,10 @@ class Loop:
     cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark while recording (it acts on no CPU kernel)
     group_fn: bool = False  # a function as a param-group value (LARS's weight_decay_filter), recorded by repr
     average_at_end: bool = False  # the weights halved after the last step (an averaged model copied in at the end)
+    warmup_from_zero: bool = False  # the lr 0 at step 1 (a linear warmup from 0), s.lr from step 2
+    scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch, or a hand call and
+    # Lightning's lr_scheduler_config both); recorded as scheduler_steps_before with record_scheduler_count
+    lr_from: tuple | None = None  # (step, lr): from this step on the lr is set to lr (the training parts there)
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -161,6 +166,15 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * s.gamma ** (step - 1 + s.hand_ahead)
+        if s.warmup_from_zero:
+            for group in optimizer.param_groups:
+                group["lr"] = 0.0 if step == 1 else s.lr
+        if s.lr_from is not None and step >= s.lr_from[0]:
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr_from[1]
+        if s.lr_read == "warmup":  # a linear warmup from 0 set by hand: step 1 moves nothing
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr * (step - 1) / s.steps
         if step == s.skip_at:
             next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
         epoch, indices = next(drawn)
@@ -181,12 +195,13 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         optimizer.step()
         lr = optimizer.param_groups[0]["lr"]
         if scheduler is not None:
-            scheduler.step()
+            for _ in range(s.scheduler_steps):
+                scheduler.step()
             if s.lr_read == "after_scheduler":
                 lr = optimizer.param_groups[0]["lr"]
         clip = {"clip_max_norm": s.clip, "clip_norm_type": 2.0} if s.record_clip and s.clip is not None else {}
         if s.record_scheduler_count:
-            clip["scheduler_steps_before"] = 1 if scheduler is not None and step > 1 else 0
+            clip["scheduler_steps_before"] = s.scheduler_steps if scheduler is not None and step > 1 else 0
         recorder.record(
             step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,

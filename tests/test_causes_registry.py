@@ -19,10 +19,12 @@ PHASES = (
     "setup",
     "resume",
     "seeds",
+    "per_step",
     "data",
     "forward",
     "backward",
     "update",
+    "schedule_steps",
     "end",
     "undetermined",
     "noise",
@@ -38,7 +40,15 @@ KINDS = {
     *("data_order", "data_order.shared", "data_order.unrecorded", "data_pipeline", "optimizer.stale_params"),
     *("data_order.ahead", "data_order.accumulation", "gradients.across_validation", "data_order.evaluation"),
     *("reduction_order.sharding",),
-    *("gradients.accumulation_sync", "module_state", "rng", "numerics.module", "numerics", "loss"),
+    *(
+        "gradients.accumulation_sync",
+        "module_state",
+        "module_state.evaluation_mode",
+        "rng",
+        "numerics.module",
+        "numerics",
+        "loss",
+    ),
     *("reduction_order", "gradients.factor", "gradients", "optimizer.lr", "optimizer", "buffers.replicas"),
     *("buffers.sync", "numerics.validation", "equivalent", "undetermined", "undetermined.unrecorded"),
     *("loss.factor", "frozen", "gradients.norm", "optimizer.lr_ahead", "optimizer.effective_lr"),  # issue 37
@@ -52,6 +62,10 @@ KINDS = {
         "rng.seed",
         "final_params.moved",
     ),  # issue 46: from the first pass on new programs
+    *(
+        "optimizer.scheduler_steps",
+        "gradients.sync_pattern",
+    ),  # issue 46: the scheduler steps and DDP syncs each step recorded
 }
 
 

@@ -518,10 +518,15 @@ def test_parameters_apart_after_a_first_step_without_gradients_name_the_initial_
             for record in recs:
                 record["grad_norm"] = 0.0
                 record["param_digest"] = [-4.5 + shift, 0.625]
-    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
+    unrecorded = {"meta_a": make_meta("raw", init=None), "meta_b": make_meta("lightning", init=None)}
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b, **unrecorded))
     assert d["kind"].startswith("data_order") and d["step"] == 1, d["explanation"]
     assert d["evidence"]["initial_weights_differ"] is True
     assert "so the initial weights differ" in d["explanation"]
+    # issue 46: where both sides recorded equal init digests, the initial weights are said equal, never apart
+    _, d = run_diagnosis(*pair(tmp_path / "digests", records_a=records_a, records_b=records_b))
+    assert "initial_weights_differ" not in d["evidence"] and d["evidence"]["moved_without_gradients"] is True
+    assert "the initial weights are equal" in d["explanation"], d["explanation"]
     # with gradients, other samples alone move the parameters apart: nothing is said of the initial weights
     _, d = run_diagnosis(*pair(tmp_path / "moved", records_b=make_records(seed=7)))
     assert "initial_weights_differ" not in d["evidence"]

@@ -44,13 +44,16 @@ def raw_runs(tmp_path_factory):
     return {name: raw(tmp, name, record=name != "plain") for name in ("first", "again", "plain")}
 
 
-@pytest.fixture(scope="module")
-def lightning_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("hooks-lightning")
+def lightning(tmp: Path, *args: str):
     run_dir = tmp / "lightning"
     env = recording_env(run_dir, "lightning", child_env())
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_torchrun_prefix(1)[-2].split("=")[1])
-    return check_ok(run_cmd([PYTHON, PROGRAMS / "lightning_loop.py"], env=env)), run_dir
+    return check_ok(run_cmd([PYTHON, PROGRAMS / "lightning_loop.py", *args], env=env)), run_dir
+
+
+@pytest.fixture(scope="module")
+def lightning_run(tmp_path_factory):
+    return lightning(tmp_path_factory.mktemp("hooks-lightning"))
 
 
 @pytest.mark.slow
@@ -207,3 +210,17 @@ def test_clipping_arguments_are_named_as_signature_bind_names_them(args, kwargs)
     assert arguments == expected.arguments
     assert arguments["parameters"] == list(net.parameters()) and isinstance(arguments["parameters"], list)
     assert len(fast_args) == len(call[0]) and fast_kwargs.keys() == call[1].keys()
+
+
+@pytest.mark.slow
+def test_a_scheduler_stepped_by_hand_beside_lightnings_config_is_named_from_the_counts(raw_runs, tmp_path):
+    """Issue 46: a hand scheduler step in the LightningModule while lr_scheduler_config steps it too. The hooks count
+    every scheduler.step(); the finding reads those counts (2 against 1 per optimizer step), not the lr's shape."""
+    _, run_dir = lightning(tmp_path, "--step-scheduler-by-hand")
+    d = compare_traces(raw_runs["first"][1], run_dir)["diagnosis"]
+    assert d["kind"] == "optimizer.scheduler_steps", d["explanation"]
+    assert (
+        "first stepped its scheduler 1 time per optimizer step, lightning 2 times per optimizer step"
+        in (d["explanation"])
+    ), d["explanation"]
+    assert d["advice"].startswith("On lightning, step the scheduler as first does"), d["advice"]

@@ -138,7 +138,7 @@ def test_another_seed_value_is_named_from_the_seeds_the_hooks_recorded(tmp_path)
     d = compare_traces(zero, one)["diagnosis"]
     assert (d["kind"], d["step"]) == ("rng.seed", 1), (d["kind"], d["explanation"])
     assert d["evidence"]["seeds_before_step_1"] == {"zero": {"0": [0]}, "one": {"0": [1]}}, d["evidence"]
-    assert "zero: rank 0 [0]; one: rank 0 [1]" in d["explanation"], d["explanation"]
+    assert "rank 0: zero seeded [0], one [1]" in d["explanation"], d["explanation"]  # said per rank
 
 
 def test_an_lr_apart_by_a_whole_factor_in_every_group_names_the_factor(tmp_path):
@@ -184,3 +184,13 @@ def test_final_weights_changed_after_the_last_step_on_one_side_are_named(tmp_pat
     d = compare_traces(*pair(tmp_path, Loop(), Loop(average_at_end=True)))["diagnosis"]
     assert d["kind"] == "final_params.moved" and d["evidence"]["side"] == "changed", (d["kind"], d["explanation"])
     assert "SyncBatchNorm" not in d["advice"], d["advice"]
+
+
+def test_a_difference_at_a_step_whose_lr_is_0_is_the_training_s_first_divergence(tmp_path):
+    """A warmup from 0: at step 1 no parameter moves on either side, so parameters equal after it prove nothing
+    about that step. The gradients scaled × 2 on one side enter SGD's momentum there; the finding is at step 1,
+    never a measured-only difference of step 1 with the training said to part at step 2."""
+    base = Loop(momentum=0.9, warmup_from_zero=True)
+    d = compare_traces(*pair(tmp_path, base, base.changed(loss_scale=2.0)))["diagnosis"]
+    assert (d["kind"], d["step"]) == ("gradients.factor", 1), (d["kind"], d["step"], d["explanation"])
+    assert "measured_before" not in d["evidence"], d["evidence"]["measured_before"]

@@ -72,6 +72,14 @@ RELATIONS = "issue 37: the exact relation between the two runs"
 STEP_LR = {"schedule": "step", "validate": False}  # StepLR: steps 1 and 2 share a rate, step 3 halves it
 SCHEDULE_ORDER = "tutorial classic (PyTorch lr_scheduler docs): scheduler.step() after optimizer.step()"
 UNSCALED = {"accumulate": 2, "scale_loss": False, "record_loss": "backward"}
+SCALER = "issue 46 (public programs): the loss recorded after GradScaler's scaler.scale(loss), × 2^16"
+K_SCHED = "issue 46 (public programs): scheduler.step() per micro-batch, or by hand beside lr_scheduler_config"
+COUNTED, TWICE = MLP.changed(record_scheduler_count=True, accumulate=2, **STEP_LR), {"scheduler_steps": 2}
+SCALED, ONECYCLE_MLP = {"loss_times": 65536.0}, MLP.changed(schedule="onecycle_loader")
+SCALED_SET, STEPS = ONECYCLE_MLP.changed(schedule="onecycle_dataset", **SCALED), "total_steps"
+NO_SYNC = "issue 46 (public programs): a no_sync() left around every micro-batch, the last one's too"
+SYNC_LAST = MLP.changed(accumulate=2, record_sync=True, validate=False, sync="last")
+SYNC_NONE, FIX_SYNC = SYNC_LAST.changed(sync="none"), "let the last micro-batch's backward sync"
 
 # slips whose diagnosis names an exact relation between the sides' numbers (compare/relations.py): a
 # factor equal to a recorded count, a shift by k steps, another norm, a gradient on one side only, one
@@ -196,6 +204,44 @@ RELATION_CASES = (
             "before scheduler.step()",
         )
         for m in (MLP, CNN)
+    ),
+)
+
+# issue 46: a seed is named only where both sides take as many samples per step
+SEEDS = "issue 46: a Lightning port with accumulate_grad_batches=2 headlined as a seed difference"
+SAMPLED = {"sampler": "distributed", "record_sampler": True}
+SEED_CASES = (
+    slip(
+        "another DistributedSampler seed (mlp)",
+        SEEDS,
+        MLP.changed(**SAMPLED),
+        "sampler_seed",
+        1,
+        None,
+        "DistributedSampler(..., seed=",
+        sampler_seed=12,
+    ),
+    slip(
+        "accumulation 2 with another sampler seed, micro-batches unrecorded (mlp)",
+        SEEDS,
+        MLP.changed(**SAMPLED, validate=False),
+        "data_order",
+        1,
+        None,
+        "accumulate_grad_batches",
+        sampler_seed=12,
+        accumulate=2,
+    ),
+)
+
+ISSUE_46 = (
+    slip("scheduler per micro-batch (mlp)", K_SCHED, COUNTED, "optimizer", 2, None, "step the scheduler as", **TWICE),
+    slip("loss × GradScaler's scale (mlp)", SCALER, MLP, "recording", 1, None, "before scaler.scale(loss)", **SCALED),
+    Case(
+        "loss × scale, OneCycleLR from the dataset (mlp)", SCALER, ONECYCLE_MLP, SCALED_SET, "optimizer", 2, None, STEPS
+    ),
+    Case(
+        "no micro-batch synced under DDP (mlp)", NO_SYNC, SYNC_LAST, SYNC_NONE, "gradients", 1, None, FIX_SYNC, world=2
     ),
 )
 
@@ -531,6 +577,17 @@ BUGS = (
         world=2,
     ),
     Case(
+        "lr × world size on one side, the norm summed in another order, under DDP (mlp)",
+        "torchvision classification reference: lr=args.lr * world_size (the linear-scaling rule) on one side only",
+        MLP.changed(validate=False),
+        MLP.changed(validate=False, lr=MLP.lr * 2, norm_reversed=True),
+        "optimizer",
+        1,
+        None,
+        "the same rate on both sides",
+        world=2,
+    ),
+    Case(
         "loss averaged over the global batch under DDP (mlp)",
         "tutorial classic (DDP tutorial): dividing the loss by the world size although DDP averages gradients",
         MLP,
@@ -573,6 +630,8 @@ BUGS = (
         val_reduce="mean_of_means",
     ),
     *RELATION_CASES,
+    *SEED_CASES,
+    *ISSUE_46,  # last: the fast tier keeps each category's earlier representative
 )
 
 CLEAN = (
@@ -652,6 +711,13 @@ CLEAN = (
         "-",
         TRANSFORMER.changed(frozen=("embed.weight",)),
         TRANSFORMER.changed(frozen=("embed.weight",)),
+    ),
+    Case(  # issue 46 f: the LightningModule holds a frozen teacher the loop keeps outside its recorded model
+        "an EMA teacher outside the loop's model, an attribute of the LightningModule (mlp)",
+        "-",
+        MLP.changed(teacher_momentum=0.9),
+        MLP.changed(teacher_momentum=0.9),
+        b_trainer=True,
     ),
     Case(
         "OneCycleLR from the loader (mlp)",

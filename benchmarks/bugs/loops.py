@@ -9,6 +9,8 @@ so that the clean pairs are bitwise twins.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import functools
 import os
@@ -45,6 +47,7 @@ class Setup:
     shuffle: bool = True
     drop_last: bool = False
     sampler: str = "random"  # "distributed": DistributedSampler(num_replicas=1, rank=0)
+    sampler_seed: int = SEED  # the DistributedSampler's seed=
     # "partition" (under DDP): each rank reads its own partition of the data (a seeded shuffle split by rank, as
     # the PyTorch distributed tutorial's DataPartitioner), shuffled from the same seed on every rank: the indices
     # a rank records are positions in its partition, the same on every rank, the samples not
@@ -77,7 +80,16 @@ class Setup:
     # step, before any scheduler.step()), "after_scheduler" (read after this step's scheduler.step())
     lr_read: str = "applied"
     record_loss: str = "scaled"  # or "backward": the loss each micro-batch's backward got, summed
+    loss_times: float = 1.0  # the recorded loss × this (2^16: recorded after GradScaler's scaler.scale(loss))
+    scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch under accumulation)
+    record_scheduler_count: bool = False  # scheduler_steps_before given to record(), as the hooks record it
+    # under DDP, the micro-batches whose backward syncs: "every" (no no_sync), "last" (no_sync around the others, as
+    # Lightning accumulates), "none" (a no_sync left around all); recorded as grad_sync, as the hooks record it
+    sync: str = "every"
+    record_sync: bool = False
     norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
+    norm_reversed: bool = False  # the 2-norm (no clip) measured square by square over the optimizer's parameters
+    # in reverse order (a loop's own sum against Lightning's): the same norm, summed in another order
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
     # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
@@ -90,6 +102,10 @@ class Setup:
     record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
     record_config: bool = True  # config= given to the recorder (as a program recorded by the hooks has none)
     watch: bool = True
+    # a frozen EMA teacher (a copy of the network, requires_grad False, in no optimizer) whose softened outputs
+    # are targets beside the labels, following the network by this momentum after each step (DINO's shape): the
+    # loop keeps it outside the recorded model, the Trainer's LightningModule holds it as an attribute
+    teacher_momentum: float | None = None
 
     def changed(self, **knobs) -> Setup:
         return dataclasses.replace(self, **knobs)
@@ -102,6 +118,27 @@ class Setup:
 
 # ---------------------------------------------------------------------------------------------
 # shared pieces
+
+
+def build_teacher(model: nn.Module) -> nn.Module:
+    """The network's frozen copy, in eval mode (no dropout draws): set again before each use, as a Trainer
+    puts every submodule of its LightningModule in training mode."""
+    teacher = copy.deepcopy(model)
+    teacher.requires_grad_(False)
+    return teacher.eval()
+
+
+def distillation(out: torch.Tensor, teacher: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy to the teacher's softened outputs."""
+    with torch.no_grad():
+        targets = torch.softmax(teacher.eval()(x) / 0.5, dim=-1)
+    return -(targets * torch.log_softmax(out / 0.5, dim=-1)).sum(dim=-1).mean()
+
+
+@torch.no_grad()
+def ema_update(teacher: nn.Module, model: nn.Module, momentum: float) -> None:
+    for t, p in zip(teacher.parameters(), model.parameters()):
+        t.mul_(momentum).add_(p.detach(), alpha=1 - momentum)
 
 
 def build_model(s: Setup) -> nn.Module:
@@ -137,7 +174,7 @@ def build_loader(s: Setup, n: int | None = None) -> DataLoader:
     if s.sampler == "partition":
         data = Partition(data, rank, world)
     elif s.sampler == "distributed" or world > 1:
-        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=SEED)
+        sampler = DistributedSampler(data, num_replicas=world, rank=rank, seed=s.sampler_seed)
     return DataLoader(
         data,
         batch_size=s.batch,
@@ -211,6 +248,7 @@ def validation_loss(model: nn.Module, s: Setup) -> float:
 def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     torch.set_num_threads(1)
     model = build_model(s)
+    teacher = build_teacher(model) if s.teacher_momentum is not None else None
     optimizers = build_optimizers(model, s)
     loader = build_loader(s)
     scheduler = build_scheduler(optimizers[0], s, loader)
@@ -240,22 +278,24 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             lr_before = optimizers[0].param_groups[0]["lr"]
             if scheduler is not None and s.scheduler_first:
                 scheduler.step()
-            step_loss = run_step(net, micro, loss_fn, s)
+            step_loss = run_step(net, micro, loss_fn, s, teacher)
             if s.hand_average:
                 average_gradients(model, world, divide=s.hand_average == "mean")
-            norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type)
+            norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type, reverse=s.norm_reversed)
             for optimizer in optimizers:
                 optimizer.step()
+            if teacher is not None:
+                ema_update(teacher, model, s.teacher_momentum)
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             late_scheduler = scheduler is not None and not s.scheduler_first
             if late_scheduler and s.lr_read == "after_scheduler":
-                scheduler.step()
+                step_scheduler(scheduler, s)
                 lr = optimizers[0].param_groups[0]["lr"]
             lr = lr_before if s.lr_read == "before_step" else lr
             indices = torch.cat([b["index"] for b in micro])
             recorder.record(
                 step,
-                step_loss,
+                step_loss * s.loss_times,
                 indices,
                 epoch=epoch,
                 grad_norm=norm,
@@ -268,9 +308,11 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                     if s.record_clip
                     else {}
                 ),
+                **scheduler_count(scheduler, s, step),
+                **sync_flags(s, len(micro)),
             )
             if late_scheduler and s.lr_read != "after_scheduler":
-                scheduler.step()
+                step_scheduler(scheduler, s)
             # after record(): the recorder reads each parameter's gradient (its norm and largest |g|)
             for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
                 optimizer.zero_grad()
@@ -282,6 +324,23 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             model, optimizers, loader, recorder = restart(run_dir, side, s, model, optimizers, loader, recorder, step)
             net = model
     recorder.finish(model)
+
+
+def step_scheduler(scheduler, s: Setup) -> None:
+    for _ in range(s.scheduler_steps):
+        scheduler.step()
+
+
+def scheduler_count(scheduler, s: Setup, step: int) -> dict:
+    """scheduler_steps_before as the hooks record it: the scheduler.step() calls since the previous optimizer
+    step (after-step schedulers: none before the first)."""
+    if not s.record_scheduler_count:
+        return {}
+    if scheduler is None:
+        return {"scheduler_steps_before": 0}
+    if s.scheduler_first:  # one call before each optimizer step, the first one's included
+        return {"scheduler_steps_before": 1}
+    return {"scheduler_steps_before": 0 if step == 1 else s.scheduler_steps}
 
 
 def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recorder, step: int):
@@ -312,20 +371,40 @@ def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recor
     return model, optimizers, loader, recorder
 
 
-def run_step(model, micro: list, loss_fn, s: Setup) -> torch.Tensor:
+def run_step(model, micro: list, loss_fn, s: Setup, teacher: nn.Module | None = None) -> torch.Tensor:
     """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
     records it (each micro-batch's loss divided by the accumulation, summed in order)."""
     step_loss = None
-    for batch in micro:
-        loss = loss_fn(model(batch["x"]), batch["y"])
-        if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
-            loss = loss / rank_and_world()[1]
-        scaled = loss / s.accumulate
-        backward = scaled if s.scale_loss else loss
-        backward.backward()
+    for i, batch in enumerate(micro):
+        with sync_context(model, s, last=i == len(micro) - 1):
+            out = model(batch["x"])
+            loss = loss_fn(out, batch["y"])
+            if teacher is not None:
+                loss = loss + distillation(out, teacher, batch["x"])
+            if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
+                loss = loss / rank_and_world()[1]
+            scaled = loss / s.accumulate
+            backward = scaled if s.scale_loss else loss
+            backward.backward()
         recorded = (backward if s.record_loss == "backward" else scaled).detach()
         step_loss = recorded if step_loss is None else step_loss + recorded
     return step_loss
+
+
+def sync_context(model, s: Setup, *, last: bool):
+    """DDP's no_sync() around a micro-batch that does not sync (s.sync), else nothing."""
+    syncs = s.sync == "every" or (s.sync == "last" and last)
+    no_sync = getattr(model, "no_sync", None)
+    return contextlib.nullcontext() if syncs or no_sync is None else no_sync()
+
+
+def sync_flags(s: Setup, micro_batches: int) -> dict:
+    """grad_sync as the hooks record it: per micro-batch, whether its backward synced."""
+    if not s.record_sync:
+        return {}
+    return {
+        "grad_sync": [s.sync == "every" or (s.sync == "last" and i == micro_batches - 1) for i in range(micro_batches)]
+    }
 
 
 def average_gradients(model: nn.Module, world: int, *, divide: bool) -> None:
@@ -337,13 +416,27 @@ def average_gradients(model: nn.Module, world: int, *, divide: bool) -> None:
                 p.grad /= world
 
 
-def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2.0) -> torch.Tensor:
+def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2.0, reverse=False) -> torch.Tensor:
     """The gradient norm before clipping, over the optimizer's parameters in group order (Lightning's
-    order), with `norm_type` (Lightning's is 2); clipping only when `clip` is set."""
+    order; `reverse`: squares_summed_in_reverse), with `norm_type` (Lightning's is 2); clipping only when `clip`
+    is set."""
     params = [p for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None]
+    if reverse and clip is None and norm_type == 2.0:
+        return squares_summed_in_reverse([p.grad for p in params])
     if clip is None:
         return torch.nn.utils.get_total_norm([p.grad for p in params], norm_type)
     return torch.nn.utils.clip_grad_norm_(params, clip, norm_type)
+
+
+def squares_summed_in_reverse(grads: list[torch.Tensor]) -> torch.Tensor:
+    """The 2-norm of `grads` with every square added one at a time in float32 from the last element of the last
+    tensor back: the same norm as get_total_norm's, summed in another order (as a loop's own norm over its own
+    list is), so it may round apart from it in the last bits."""
+    total = torch.zeros((), dtype=torch.float32)
+    for g in reversed(grads):
+        for v in g.detach().reshape(-1).flip(0).float():
+            total = total + v * v
+    return total.sqrt()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,9 +456,17 @@ def fit_trainer(run_dir: Path, side: str, s: Setup, *, sanity_steps: int = 0) ->
             super().__init__()
             self.net = build_model(s)
             self.loss_fn = criterion(s)
+            if s.teacher_momentum is not None:
+                self.teacher = build_teacher(self.net)
 
         def training_step(self, batch, batch_idx):
-            return self.loss_fn(self.net(batch["x"]), batch["y"])
+            out = self.net(batch["x"])
+            loss = self.loss_fn(out, batch["y"])
+            return loss + distillation(out, self.teacher, batch["x"]) if s.teacher_momentum is not None else loss
+
+        def on_train_batch_end(self, outputs, batch, batch_idx):
+            if s.teacher_momentum is not None:
+                ema_update(self.teacher, self.net, s.teacher_momentum)
 
         def validation_step(self, batch, batch_idx):
             return self.loss_fn(self.net(batch["x"]), batch["y"])

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ddp_parity.compare import pairing
 from ddp_parity.compare.walk import (
     STEP_QUANTITIES,
     Criterion,
@@ -70,6 +71,8 @@ class Comparison:
     param_tensors: list = field(default_factory=list)  # per-tensor rows
     params_only_in: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)  # structural messages (step counts, keys, metadata)
+    # what the verdict leaves out and why ({"kind", "message"}: tensors on one side only, narrowed digests)
+    notes: list = field(default_factory=list)
 
     @property
     def quantities(self) -> dict:
@@ -209,7 +212,16 @@ def compare_runs(
         if lacking:
             lacks = f"{run.path / META_FILE} lacks {', '.join(lacking)}"
             result.problems.append(f"{lacks}: the run's setup cannot be checked")
-    result.walk = walk_runs(runs["a"], runs["b"], result.criterion, tolerant=tolerant, exact_only=exact_only)
+    positions = pairing.digest_positions(
+        result.metas.get("a"), result.metas.get("b"), digest_pairing(runs["a"], runs["b"], result.metas, key_map)
+    )
+    if positions is not None:  # the digests sum other parameters: only the shared ones are compared, and said
+        names = dict(zip("ab", run_labels(result)))
+        note = pairing.narrowed_note(result.metas["a"], result.metas["b"], names, positions)
+        result.notes.append({"kind": "narrowed_digests", "message": note})
+    result.walk = walk_runs(
+        runs["a"], runs["b"], result.criterion, tolerant=tolerant, exact_only=exact_only, digest_positions=positions
+    )
     if not any(result.walk.counts[side].get(rank) for side in ("a", "b") for rank in result.walk.counts[side]):
         result.problems.append(NO_STEP)  # two empty traces agree on nothing: never equivalent
     if not exact_only:
@@ -271,14 +283,23 @@ def strip_known_prefixes(key: str) -> str:
     return key[len("module.") :] if key.startswith("module.") else key
 
 
-def match_keys(keys_a: list[str], keys_b: list[str], key_map: Callable[[str], str] | None) -> dict[str, str]:
+def match_keys(
+    keys_a: list[str],
+    keys_b: list[str],
+    key_map: Callable[[str], str] | None,
+    trained: tuple[set[str] | None, set[str] | None] = (None, None),
+) -> dict[str, str]:
     """Pair keys of run A with keys of run B: after `module.` and a user mapping, and, where the
     sets still differ, after dropping one leading component on the side that has one more (a
-    LightningModule holds the network as an attribute: `net.` + the raw key)."""
+    LightningModule holds the network as an attribute: `net.` + the raw key). Where that side holds
+    several attributes (a student and its EMA teacher), the one whose keys pair the most is dropped;
+    of equals, the one whose keys in that side's optimizer (`trained`: each side's optimizer's names,
+    None unknown) are the other side's; still equal, none (the pairing is ambiguous: the keys stay
+    unpaired and are named)."""
     norm_a = {(key_map or strip_known_prefixes)(k): k for k in keys_a}
     norm_b = {(key_map or strip_known_prefixes)(k): k for k in keys_b}
     if set(norm_a) != set(norm_b):
-        for shorter, longer in ((norm_a, norm_b), (norm_b, norm_a)):
+        for shorter, longer, held in ((norm_a, norm_b, trained[::-1]), (norm_b, norm_a, trained)):
             prefixes = {k.split(".", 1)[0] for k in longer if "." in k}
             if len(prefixes) == 1:
                 prefix = prefixes.pop() + "."
@@ -289,10 +310,45 @@ def match_keys(keys_a: list[str], keys_b: list[str], key_map: Callable[[str], st
                     longer.clear()
                     longer.update(stripped)
                     break
+            elif len(prefixes) > 1:
+                stripped = _one_attribute_dropped(shorter, longer, sorted(prefixes), held)
+                if stripped is not None:
+                    longer.clear()
+                    longer.update(stripped)
+                    break
     return {norm_a[k]: (norm_a[k], norm_b[k]) for k in norm_a if k in norm_b} | {
         "__only_a__": sorted(norm_a[k] for k in norm_a if k not in norm_b),
         "__only_b__": sorted(norm_b[k] for k in norm_b if k not in norm_a),
     }
+
+
+def _one_attribute_dropped(shorter: dict, longer: dict, prefixes: list[str], held: tuple) -> dict | None:
+    """`longer` with the keys under one attribute stripped of it (the others kept whole), the attribute
+    whose keys pair the most with `shorter`'s, then whose trained keys are `shorter`'s trained keys
+    (`held`: the trained names of the longer side's keys, of the shorter side's); None where no single
+    attribute is the best or none pairs more than the keys as they are."""
+
+    def dropped(prefix: str) -> dict:
+        cut = prefix + "."
+        return {(k[len(cut) :] if k.startswith(cut) else k): v for k, v in longer.items()}
+
+    def score(prefix: str) -> tuple[int, bool]:
+        keys = dropped(prefix)
+        trained_longer, trained_shorter = held
+        same_trained = (
+            trained_longer is not None
+            and trained_shorter is not None
+            and {k for k, v in keys.items() if v in trained_longer} & set(shorter)
+            == {k for k, v in shorter.items() if v in trained_shorter}
+        )
+        return len(set(keys) & set(shorter)), same_trained
+
+    scores = {p: score(p) for p in prefixes}
+    best = max(scores.values())
+    winners = [p for p, s in scores.items() if s == best]
+    if len(winners) != 1 or best[0] <= len(set(longer) & set(shorter)):
+        return None
+    return dropped(winners[0])
 
 
 SAFETENSORS_DTYPES = {
@@ -418,13 +474,10 @@ def compare_params(run_a: RunFiles, run_b: RunFiles, result: Comparison, key_map
         return
     fa, fb = SafetensorsReader(path_a), SafetensorsReader(path_b)
     try:
-        pairs = match_keys(fa.keys(), fb.keys(), key_map)
+        pairs = match_keys(fa.keys(), fb.keys(), key_map, trained_names(result.metas))
         only_a, only_b = pairs.pop("__only_a__"), pairs.pop("__only_b__")
         result.params_only_in = {"a": only_a, "b": only_b}
-        if only_a or only_b:
-            result.problems.append(
-                f"parameters on one side only: {only_a[:5]} in {run_a.name}; {only_b[:5]} in {run_b.name}"
-            )
+        _say_one_sided(result, {"a": only_a, "b": only_b}, {"a": run_a.name, "b": run_b.name})
         for name, (key_a, key_b) in sorted(pairs.items()):
             (dtype_a, shape_a), (dtype_b, shape_b) = fa.dtype_and_shape(key_a), fb.dtype_and_shape(key_b)
             if shape_a != shape_b or dtype_a != dtype_b:
@@ -445,6 +498,46 @@ def compare_params(run_a: RunFiles, run_b: RunFiles, result: Comparison, key_map
     finally:
         fa.close()
         fb.close()
+
+
+def trained_names(metas: dict) -> tuple[set[str] | None, set[str] | None]:
+    return pairing.optimizer_names(metas.get("a")), pairing.optimizer_names(metas.get("b"))
+
+
+def _say_one_sided(result: Comparison, only: dict, names: dict) -> None:
+    """Tensors one final state holds alone: a note for the parameters that side's records prove
+    untrained (a frozen teacher), a problem for the rest (trained on one side only, a buffer, or not
+    placed by the records), as before."""
+    rest = {}
+    for side in ("a", "b"):
+        untrained, rest[side] = pairing.untrained_alone(only[side], result.metas.get(side))
+        if untrained:
+            label = dict(zip("ab", run_labels(result)))[side]
+            note = pairing.alone_note(label, untrained, result.metas.get(side))
+            result.notes.append({"kind": "one_side_only", "message": note})
+    if rest["a"] or rest["b"]:
+        trained = [n for s in ("a", "b") for n in rest[s] if n in (pairing.optimizer_names(result.metas.get(s)) or ())]
+        why = f" ({', '.join(trained[:5])} in that side's optimizer: trained on one side only)" if trained else ""
+        result.problems.append(
+            f"parameters on one side only: {rest['a'][:5]} in {names['a']}; {rest['b'][:5]} in {names['b']}{why}"
+        )
+
+
+def digest_pairing(run_a: RunFiles, run_b: RunFiles, metas: dict, key_map=None) -> dict[str, str]:
+    """{"a:" / "b:" + a tensor's name: the name the pairing of the final states gives it}, for
+    pairing the parameters the per-step digests sum (pairing.digest_positions); empty where a final
+    state is missing (names then pair as they are)."""
+    paths = [run.path / FINAL_PARAMS_FILE for run in (run_a, run_b)]
+    if not all(os.path.lexists(p) for p in paths):
+        return {}
+    readers = [SafetensorsReader(p) for p in paths]
+    try:
+        pairs = match_keys(readers[0].keys(), readers[1].keys(), key_map, trained_names(metas))
+    finally:
+        for reader in readers:
+            reader.close()
+    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    return {f"{side}:{key}": common for common, keys in pairs.items() for side, key in zip("ab", keys)}
 
 
 # ---------------------------------------------------------------------------------------------

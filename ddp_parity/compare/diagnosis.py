@@ -21,7 +21,7 @@ from ddp_parity.compare.causes.configuration import changes_only_rounding, confi
 from ddp_parity.compare.causes.end import check_equivalent
 from ddp_parity.compare.causes.hooked import add_hooked_facts, hook_warnings
 from ddp_parity.compare.causes.implicated import cannot_explain
-from ddp_parity.compare.causes.measured import check_measured
+from ddp_parity.compare.causes.measured import WHAT, check_measured, relation_of
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
 from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
@@ -101,10 +101,30 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     if before is None:
         return
     found.evidence["measured_before"] = {k: before.get(k) for k in ("quantity", "step", "rank", "a", "b")}
+    relation = relation_of(ctx, before["quantity"], before["rank"]) if before["quantity"] in WHAT else None
+    named = f": {relation.sentence[:-1]}" if relation is not None else ""
     found.explanation += (
         f" Earlier, only what was measured differs: the {before['quantity']} at step {before['step']} rank "
-        f"{before['rank']} ({before['a']!r} vs {before['b']!r}), with the parameters after that step equal on both "
-        "sides: it did not change the training there, and the training parts where this finding says."
+        f"{before['rank']} ({before['a']!r} vs {before['b']!r}){named}. The parameters after that step are equal on "
+        "both sides: it did not change the training there; what differs in the training is what this finding names."
+    )
+    if relation is not None:
+        found.evidence["measured_before"]["relation"] = relation.to_json()
+    apart = (ctx.earliest or {}).get("measured_apart")
+    if apart:  # the step the training parts at still shows that recording factor: said, never called equal
+        found.explanation += f" {_still_apart(ctx, apart)}"
+
+
+def _still_apart(ctx: Context, apart: dict) -> str:
+    """The measured factor the walk passed over at the step the training parts at, the larger side first."""
+    ratio, (big, small) = apart["ratio"], ctx.names
+    if ratio < 1:
+        ratio, big, small = 1 / ratio, small, big
+    q = apart["quantity"]
+    return (
+        f"At step {ctx.earliest['step']} too {big}'s {q} is {ratio:.6g} × {small}'s, the factor of the steps where "
+        f"the parameters stayed equal: measured, not trained (where this finding calls the {q} equal, it is equal "
+        "up to that factor)."
     )
 
 
@@ -148,6 +168,29 @@ def _unrecorded(meta) -> list[dict]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
+def _zero_gradients_words(facts) -> str:
+    """Every gradient norm zero, said with what the records show of the loss and the parameters: "nothing
+    trains" only where the parameter digests never change (or none was recorded); where they do move, they
+    move by what is no gradient (weight decay, a momentum buffer, a change outside the step)."""
+    shown = [f"every recorded gradient norm is zero ({facts.grad_norms} steps)"]
+    if facts.losses > 1 and not facts.loss_changes:
+        shown.append(f"the loss is {facts.first_loss!r} at every step")
+    moves = facts.digests > 1 and facts.digest_changes
+    if facts.digests > 1 and not moves:
+        shown.append("the parameters after every step are those after the first")
+    said = ", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0]
+    if moves:
+        return (
+            f"{said}: no gradient trains the parameters, yet their digest changes from step to step: they move by "
+            "what is no gradient (weight decay, a momentum buffer, a change outside the step); a loss that does not "
+            "depend on the parameters (one constant in them) or detached outputs give zero gradients"
+        )
+    return (
+        f"{said}: nothing trains (a loss that does not depend on the parameters, such as one constant in them, or "
+        "detached outputs)"
+    )
+
+
 def _no_config_words(name: str, meta: dict) -> str:
     """Why a side has no configuration, and what to do: a program recorded with no line changed is never told
     to add lines (the hooks compare the setup they see instead)."""
@@ -188,13 +231,7 @@ def find_warnings(cmp, names) -> list[dict]:
     for side, name in zip(("a", "b"), names):
         facts = cmp.walk.facts[side]
         if facts.grad_norms and facts.nonzero_grad_norms == 0:
-            out.append(
-                {
-                    "kind": "no_learning",
-                    "message": f"{name}: every recorded gradient norm is zero ({facts.grad_norms} steps): "
-                    "nothing trains (a loss that does not depend on the parameters, or detached outputs)",
-                }
-            )
+            out.append({"kind": "no_learning", "message": f"{name}: {_zero_gradients_words(facts)}"})
         elif facts.losses > 1 and not facts.loss_changes:
             out.append(
                 {

@@ -63,6 +63,16 @@ def _where(record: dict) -> str:
     return f"after step {record['step']}{within}"
 
 
+def _mode_difference(ra: dict, rb: dict, names) -> dict:
+    slipped, other = (names[0], names[1]) if ra["training"] else (names[1], names[0])
+    return {
+        "step": ra["step"],
+        "micro_batch": ra["micro_batch"],
+        "message": f"the evaluation {_where(ra)} gave other outputs: {slipped} ran it with the model in training "
+        f"mode, {other} in eval mode (call model.eval() before evaluating on {slipped}, model.train() after)",
+    }
+
+
 def _first_difference(a: list[dict], b: list[dict], names) -> dict | None:
     for ra, rb in zip(a, b):
         if (ra["step"], ra["micro_batch"]) != (rb["step"], rb["micro_batch"]):
@@ -73,6 +83,9 @@ def _first_difference(a: list[dict], b: list[dict], names) -> dict | None:
                 "message": f"{first[1]} evaluates {_where(first[0])} and the other side does not evaluate there",
             }
         if ra.get("forwards") != rb.get("forwards") or ra.get("output_digest") != rb.get("output_digest"):
+            if isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool):
+                if ra["training"] != rb["training"]:  # the mode is recorded: say it, not a list of maybes
+                    return _mode_difference(ra, rb, names)
             return {
                 "step": ra["step"],
                 "micro_batch": ra["micro_batch"],

@@ -62,7 +62,7 @@ def name_prefixes(rec_a: dict, rec_b: dict) -> tuple[str, str]:
     LightningModule holding the network), found by pairing parameter names as the comparator does."""
     keys_a = list(rec_a.get("params_after") or rec_a.get("param_grads") or {})
     keys_b = list(rec_b.get("params_after") or rec_b.get("param_grads") or {})
-    pairs = match_keys(keys_a, keys_b, None)
+    pairs = match_keys(keys_a, keys_b, None, trained_in(rec_a, rec_b))
     extra = Counter()
     for norm, pair in pairs.items():
         if norm.startswith("__only"):
@@ -75,6 +75,12 @@ def name_prefixes(rec_a: dict, rec_b: dict) -> tuple[str, str]:
     if not extra:
         return "", ""
     return extra.most_common(1)[0][0]
+
+
+def trained_in(rec_a: dict, rec_b: dict) -> tuple[set | None, set | None]:
+    """The parameters that took a gradient in each side's watched step, the trained ones: a student beside
+    its frozen teacher is paired with the other side's student (comparator.match_keys)."""
+    return set(rec_a.get("param_grads") or {}) or None, set(rec_b.get("param_grads") or {}) or None
 
 
 def normalise(name: str, prefix: str) -> str | None:
@@ -122,6 +128,13 @@ def _keyed_calls(record: dict, prefix: str) -> list[tuple[tuple, dict]]:
     return out
 
 
+def _watched_alone(record: dict, prefix: str) -> list[str]:
+    """The modules of a side's watch outside the network the other side watched (a LightningModule's
+    frozen teacher beside the student): their calls are not compared, and a finding must not say they were."""
+    names = {strip_known_prefixes(c["name"]).split(".", 1)[0] for c in record.get("calls", [])}
+    return sorted(n for n in names if n and normalise(n, prefix) is None)[:5]
+
+
 def _state(call: dict) -> dict:
     return call.get("state") if isinstance(call.get("state"), dict) else {}
 
@@ -131,7 +144,8 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     then the parameter gradients, then the parameters after the step. With `position` for ordering."""
     prefix_a, prefix_b = name_prefixes(rec_a, rec_b)
     calls_a, calls_b = _keyed_calls(rec_a, prefix_a), dict(_keyed_calls(rec_b, prefix_b))
-    before = _first_differing(rec_a.get("params_before") or {}, rec_b.get("params_before") or {})
+    trained = trained_in(rec_a, rec_b)
+    before = _first_differing(rec_a.get("params_before") or {}, rec_b.get("params_before") or {}, trained)
     if before is not None:  # the step starts from other weights: nothing in it is the cause
         return {**_param_finding(before, calls_a, "forward", "params", -1), "type": "Parameter"}
     for position, (key, a) in enumerate(calls_a):
@@ -140,7 +154,9 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
             continue
         found = _compare_call(a, b)
         if found is not None:
-            return {**found, "position": position, "context": _context(calls_a, position, calls_b)}
+            alone = _watched_alone(rec_a, prefix_a) + _watched_alone(rec_b, prefix_b)
+            extra = {"watched_one_side": alone} if alone else {}
+            return {**found, "position": position, "context": _context(calls_a, position, calls_b), **extra}
     grads_a, grads_b = rec_a.get("param_grads", {}), rec_b.get("param_grads", {})
     pairs = match_keys(list(grads_a), list(grads_b), None)
     # a parameter with a .grad on one side only: frozen (requires_grad=False) or unused on the other
@@ -153,7 +169,7 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     if one_sided and grads_a and grads_b:
         name, prefix = one_sided[0]
         return _param_finding(normalise(name, prefix) or name, calls_a, "backward", "param_grad", len(calls_a))
-    pairs = match_keys(list(rec_a.get("params_after", {})), list(rec_b.get("params_after", {})), None)
+    pairs = match_keys(list(rec_a.get("params_after", {})), list(rec_b.get("params_after", {})), None, trained)
     for norm, pair in pairs.items():
         if norm.startswith("__only"):
             continue
@@ -170,13 +186,13 @@ def params_differing_before(run_a, run_b, step: int, rank) -> tuple[list[str], i
     if any(r is None or not r.get("params_before") for r in recs):
         return None
     before_a, before_b = recs[0]["params_before"], recs[1]["params_before"]
-    pairs = match_keys(list(before_a), list(before_b), None)
+    pairs = match_keys(list(before_a), list(before_b), None, trained_in(*recs))
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
     return [norm for norm, (ka, kb) in pairs.items() if before_a[ka] != before_b[kb]], len(pairs)
 
 
-def _first_differing(digests_a: dict, digests_b: dict) -> str | None:
-    pairs = match_keys(list(digests_a), list(digests_b), None)
+def _first_differing(digests_a: dict, digests_b: dict, trained=(None, None)) -> str | None:
+    pairs = match_keys(list(digests_a), list(digests_b), None, trained)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
     return next((norm for norm, (ka, kb) in pairs.items() if digests_a[ka] != digests_b[kb]), None)
 
@@ -300,6 +316,7 @@ def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> 
             best["reading"] = reading(best, _indices_equal(run_a, run_b, s, best["rank"]))
             best["reading_kind"] = reading_kind(best, _indices_equal(run_a, run_b, s, best["rank"]))
             keys = ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading", "reading_kind", "state")
+            keys += ("watched_one_side",)
             return {k: best[k] for k in keys if k in best}
     return None
 

@@ -73,6 +73,7 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
         curves=comparison.curves,
     )
     report.warnings += nothing_compared_warnings(comparison)
+    report.warnings += comparison.notes  # what the comparison left out (one side's tensors, narrowed digests)
     if any(isinstance(m, dict) and m.get("recorded_by") == "hooks" for m in comparison.metas.values()):
         collectives = collectives_section(comparison.run_a, comparison.run_b, names)
         if collectives is not None:

@@ -127,7 +127,21 @@ def counts_named(factor: float, counts: dict[str, int]) -> list[str]:
     found = integer_of(factor)
     if found is None:
         return []
-    return [f"{name}={value}" for name, value in counts.items() if value == found[0]]
+    named = [f"{name}={value}" for name, value in counts.items() if value == found[0]]
+    return named + ([f"{GRAD_SCALE}={found[0]}"] if loss_scale_power(found[0]) else [])
+
+
+# a factor 2^n, n >= 8, is what GradScaler multiplies the loss by (scaler.scale(loss): 2^16 at the start by
+# default, halved on an overflow, doubled every growth_interval steps): a loss recorded after scaler.scale(...)
+# is that power of two × the other side's. Below 2^8 the counts (accumulation, world size) are the likelier fit.
+GRAD_SCALE = "GradScaler's loss scale"
+MIN_SCALE_POWER = 8
+
+
+def loss_scale_power(k: int) -> int | None:
+    """n where k = 2^n with n >= MIN_SCALE_POWER (a factor a GradScaler's scale makes), else None."""
+    n = k.bit_length() - 1
+    return n if k > 0 and k == 1 << n and n >= MIN_SCALE_POWER else None
 
 
 def counts_in_words(named: list[str]) -> str:
@@ -136,6 +150,8 @@ def counts_in_words(named: list[str]) -> str:
         return ""
     k = named[0].split("=")[1]
     names = [n.split("=")[0] for n in named]
+    power = loss_scale_power(int(k)) if k.isdigit() else None
+    names = [f"{n} (2^{power})" if n == GRAD_SCALE else n for n in names]
     joined = names[0] if len(names) == 1 else ", the ".join(names[:-1]) + " and the " + names[-1]
     return f"{k} is the {joined}"
 

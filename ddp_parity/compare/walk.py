@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ddp_parity.compare.pairing import narrowed
 from ddp_parity.fingerprints import digest_indices
 from ddp_parity.trace_files import RunFiles, TraceFormatError, iter_records
 
@@ -242,6 +243,9 @@ class SideFacts:
     first_loss: object = None
     loss_changes: bool = False
     non_finite: dict | None = None  # the first NaN/Inf: {step, rank, quantity, value}
+    digests: int = 0  # records with a parameter digest
+    first_digest: dict = field(default_factory=dict)  # rank -> its first record's parameter digest
+    digest_changes: bool = False  # a rank's parameters after some step differ from those after its first
 
 
 @dataclass
@@ -254,6 +258,9 @@ class WalkResult:
     # the first divergence of the training: `first`, unless that one is measured only (a loss, gradient norm or
     # lr apart at a step whose parameter digest after it is equal on both sides); then a later step's, or None
     first_trained: dict | None = None
+    # a gradient norm a few ulps apart at a step whose rate is 0 on both sides, the parameters after it equal:
+    # held until a later step shows what it moved (an lr apart beyond rounding where the parameters part wins)
+    held: dict | None = None
     trained_equal_before: int = 0  # as steps_equal_before, counted up to first_trained
     trained_last_equal_step: int | None = None
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
@@ -315,12 +322,20 @@ def without_floats(record: dict) -> dict:
 
 
 def walk_runs(
-    run_a: RunFiles, run_b: RunFiles, criterion: Criterion, tolerant: bool = False, exact_only: bool = False
+    run_a: RunFiles,
+    run_b: RunFiles,
+    criterion: Criterion,
+    tolerant: bool = False,
+    exact_only: bool = False,
+    digest_positions: list[tuple[int, int]] | None = None,
 ) -> WalkResult:
     """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
-    first divergence is the first difference in what no rounding can move."""
+    first divergence is the first difference in what no rounding can move. `digest_positions`: where
+    the sides' param_digest sum other parameters, the elements that sum the same one (pairing.py)."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
+    if digest_positions is not None:
+        streams = narrowed(streams, digest_positions)
     if exact_only:
         streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
     result = walk_streams(streams, criterion, names={"a": run_a.name, "b": run_b.name})
@@ -346,6 +361,7 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
     fast = criterion.exact
     parted: set = set()  # ranks whose step numbers parted ways: compared no further
     equal_counts = dict.fromkeys(STEP_QUANTITIES, 0)
+    measured_ratios: dict = {}  # (rank, quantity): a / b where that quantity was apart with the parameters equal
     quantities, facts = result.quantities, result.facts
     position = 0
     while True:
@@ -407,13 +423,22 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
             result.steps_equal_before += 1
             result.last_equal_step = present["step"] if present else None
         if result.first_trained is None and result.structure is None:
-            training = [d for d in found_here if not _measured_only(d, recs)]
-            if training:
-                result.first_trained = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"])))
-            else:
+            training = _trained_divergences(found_here, recs, measured_ratios, criterion)
+            chosen = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"]))) if training else None
+            if chosen is not None and result.held is None and _rounded_norm_at_rest(chosen, recs):
+                result.held = chosen  # what it moved shows at a later step: an lr apart there outranks it
+                held_counts = result.trained_equal_before, result.trained_last_equal_step
+            elif chosen is not None:
+                result.first_trained = _lr_over_held(result.held, chosen)
+                if result.first_trained is result.held:
+                    result.trained_equal_before, result.trained_last_equal_step = held_counts
+            if chosen is None or result.held is chosen:
                 result.trained_equal_before += 1
                 result.trained_last_equal_step = present["step"] if present else None
         position += 1
+    if result.first_trained is None and result.held is not None:  # nothing parted after it: it is the first
+        result.first_trained = result.held
+        result.trained_equal_before, result.trained_last_equal_step = held_counts
     for name, n in equal_counts.items():
         quantities[name].compared += n
         quantities[name].equal += n
@@ -429,6 +454,51 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
 
 
 MEASURED_QUANTITIES = ("loss", "grad_norm", "lr")
+RATIO_QUANTITIES = ("loss", "grad_norm")  # a recording factor (a loss × GradScaler's scale) holds step after step
+
+
+def _trained_divergences(found_here: list, recs: dict, ratios: dict, criterion: Criterion) -> list[dict]:
+    """The step's divergences in the training: each measured-only one is passed over (its ratio kept), and
+    one whose value is still the other side's × the ratio an earlier measured-only step showed (a loss recorded
+    × the scale, step after step) is passed over for the step's next quantity apart, which is the training's."""
+    training = []
+    for d in found_here:
+        if _measured_only(d, recs):
+            ratio = _ratio(d.get("a"), d.get("b"))
+            if d["quantity"] in RATIO_QUANTITIES and ratio is not None:
+                ratios.setdefault((d["rank"], d["quantity"]), ratio)
+            continue
+        nxt = _past_measured_ratios(d, recs, ratios, criterion)
+        if nxt is not None:
+            training.append(nxt)
+    return training
+
+
+def _past_measured_ratios(d: dict, recs: dict, ratios: dict, criterion: Criterion) -> dict | None:
+    """`d`, or where its quantity keeps the measured ratio, the step's next quantity apart (None: none)."""
+    ra, rb = recs["a"][d["rank"]], recs["b"][d["rank"]]
+    if ra.get("param_digest") is None or rb.get("param_digest") is None:
+        return d  # without the parameters after the step, nothing says the training of this step is the same
+    passed = None  # the first quantity passed over, with its ratio
+    for name in NUMERIC[NUMERIC.index(d["quantity"]) :] if d["quantity"] in NUMERIC else ():
+        a, b = ra.get(name), rb.get(name)
+        if a is None or b is None or criterion.equal(a, b):
+            continue
+        kept = ratios.get((d["rank"], name))
+        ratio = _ratio(a, b)
+        if kept is not None and ratio is not None and abs(ratio - kept) <= 1e-6 * abs(kept):
+            passed = passed or {"quantity": name, "ratio": kept}
+            continue  # the same recording factor as where the parameters stayed equal: measured, not trained
+        if passed is None:
+            return d
+        return {**d, "quantity": name, "a": a, "b": b, "measured_apart": passed}
+    return None if d["quantity"] in NUMERIC else d
+
+
+def _ratio(a, b) -> float | None:
+    if not (_is_number(a) and _is_number(b)) or b == 0 or not math.isfinite(a / b):
+        return None
+    return a / b
 
 
 def _measured_only(divergence: dict, recs: dict) -> bool:
@@ -442,6 +512,31 @@ def _measured_only(divergence: dict, recs: dict) -> bool:
     if ra.get("lr") == 0 or rb.get("lr") == 0:  # a rate of 0 moves no parameter (warmup): equal proves nothing there
         return False
     return ra["param_digest"] == rb["param_digest"]
+
+
+def _rounded_norm_at_rest(divergence: dict, recs: dict) -> bool:
+    """A gradient norm a few float32 ulps apart at a step whose lr is 0 on both sides, with the parameter digests
+    after it equal: no parameter moved there, so whether it changes the training shows only later."""
+    if divergence["quantity"] != "grad_norm":
+        return False
+    ulps = _float32_ulps(divergence["a"], divergence["b"])
+    ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
+    if ulps is None or ulps > FEW_FLOAT32_ULPS or not ra or not rb:
+        return False
+    at_rest = ra.get("lr") == 0 and rb.get("lr") == 0
+    return at_rest and ra.get("param_digest") is not None and ra.get("param_digest") == rb.get("param_digest")
+
+
+def _lr_over_held(held: dict | None, chosen: dict) -> dict:
+    """The training's first divergence: an lr apart beyond rounding (walk's _lr_before_rounded_norm) at the step the
+    parameters part, over a norm a few ulps apart held from a step that moved nothing; else the held one."""
+    if held is None:
+        return chosen
+    if chosen["quantity"] == "lr":
+        ulps = _float32_ulps(chosen["a"], chosen["b"]) if _is_number(chosen["a"]) and _is_number(chosen["b"]) else None
+        if ulps is None or ulps > FEW_FLOAT32_ULPS:
+            return chosen
+    return held
 
 
 def _check_ranks_in_step(recs: dict, position: int, result: WalkResult) -> None:
@@ -482,6 +577,11 @@ def _learn(facts: SideFacts, rec: dict, rank) -> None:
     if grad is not None:
         facts.grad_norms += 1
         facts.nonzero_grad_norms += grad != 0
+    digest = rec.get("param_digest")
+    if digest is not None:
+        facts.digests += 1
+        first = facts.first_digest.setdefault(rank, digest)
+        facts.digest_changes = facts.digest_changes or not identical(digest, first)
     if facts.non_finite is None:
         for name, value in (("loss", loss), ("grad_norm", grad)):
             if value is not None and value - value != 0:  # NaN or +-Inf
@@ -530,7 +630,33 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
             note = difference_note(a, b) if not isinstance(a, list) else None
             if note:
                 first["note"] = note
-    return first
+    return _lr_before_rounded_norm(first, rec_a, rec_b, where)
+
+
+FEW_FLOAT32_ULPS = 16  # as the causes' "a few ulps": a reduction order, not a different computation
+
+
+def _float32_ulps(a, b) -> int | None:
+    fa, fb = np.float32(a), np.float32(b)
+    if not (np.isfinite(fa) and np.isfinite(fb)) or (fa < 0) != (fb < 0):
+        return None
+    return abs(int(fa.view(np.int32)) - int(fb.view(np.int32)))
+
+
+def _lr_before_rounded_norm(first: dict | None, rec_a: dict, rec_b: dict, where: dict) -> dict | None:
+    """A gradient norm a few ulps apart (the same gradients summed in another order) beside an lr apart
+    beyond rounding at the same step: the lr is the step's divergence. The rate is set before the step
+    (by hand or by a schedule) and no gradient norm sets it, and a few ulps in a norm cannot move the
+    parameters as a rate k times the other does; naming the norm would blame the order of a sum."""
+    if first is None or first["quantity"] != "grad_norm":
+        return first
+    lr_a, lr_b = rec_a.get("lr"), rec_b.get("lr")
+    if not (_is_number(lr_a) and _is_number(lr_b)) or identical(lr_a, lr_b):
+        return first
+    norm_ulps, lr_ulps = _float32_ulps(first["a"], first["b"]), _float32_ulps(lr_a, lr_b)
+    if norm_ulps is None or norm_ulps > FEW_FLOAT32_ULPS or (lr_ulps is not None and lr_ulps <= FEW_FLOAT32_ULPS):
+        return first
+    return {**where, "quantity": "lr", "a": lr_a, "b": lr_b, "beside": {"grad_norm": [first["a"], first["b"]]}}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ import torch
 from torch.nn.modules import module as torch_module
 from torch.nn.parallel import DistributedDataParallel
 
-from ddp_parity.fingerprints import buffers_sha256, params_sha256, sha256_of
-from ddp_parity.hooks import rng
+from ddp_parity.fingerprints import buffers_sha256, parameters_sha256, params_sha256, sha256_of
+from ddp_parity.hooks import modules, rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.watch import ModuleWatch
 
@@ -105,6 +105,8 @@ def _note_ddp_module(module) -> None:
     # the same state apart: the parameters alone, and each buffer by name (init_params_sha256 covers both)
     live.facts["init_parameters_sha256"] = sha256_of([p.detach().cpu() for p in module.parameters()])
     live.facts["init_buffers_sha256"] = buffers_sha256(module)
+    # and each parameter by name (its wrappers' prefixes gone): the states compared on what both hold
+    live.facts["init_parameters_by_name"] = parameters_sha256(modules.unwrapped(module))
 
 
 @guarded("DDP's constructor arguments")

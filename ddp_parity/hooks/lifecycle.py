@@ -118,7 +118,7 @@ def _rank_facts(live: Recording) -> dict:
     given): the format's rank facts are objects when present, never null."""
     sampler = data.train_sampler(live)
     facts = {"sampler": sampler_facts(sampler) if sampler is not None else None}
-    for key in ("init_params_sha256", "init_parameters_sha256", "init_buffers_sha256"):
+    for key in ("init_params_sha256", "init_parameters_sha256", "init_buffers_sha256", "init_parameters_by_name"):
         facts[key] = live.facts.get(key)
     return {key: value for key, value in facts.items() if value is not None}
 

@@ -21,7 +21,7 @@ from torch.optim import optimizer as torch_optimizer
 from ddp_parity.fingerprints import optimizer_facts, param_digest
 from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import guarded, recording
-from ddp_parity.record_values import number_or_none
+from ddp_parity.record_values import note_parameter_sets, number_or_none
 from ddp_parity.sharding import total_grad_norm_parts
 
 STARTERS: list = []  # lifecycle's start(live, optimizer): called at the first step of a recording
@@ -229,6 +229,7 @@ def _step_digests(live) -> dict:
         digest = _guarded_value("param_digest", param_digest, live.model)
         if digest is not None:
             out["param_digest"] = digest
+            note_parameter_sets(live.recorder.meta, live.model, live.recorder.note_unrecorded)
         if not live.facts.get("_no_layers"):
             layers = _guarded_value("layers", live.recorder._layer_values, live.model, live.grad_norms)
             if layers is None:

@@ -5,11 +5,17 @@ evaluation's, and saves its final weights (--save).
 
     torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
         [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval] [--extra-buffer]
+        [--sync last|every|never] [--batchnorm] [--eval-per-rank] [--eval-in-train-mode]
 
 --eval STEP:MICRO evaluates after STEP optimizer steps and MICRO micro-batches of the next (under eval()
 and torch.no_grad(), two batches of its own generator seeded --eval-seed, or of the training's global
 generator with --eval-from-training); --zero-before-eval drops the accumulated gradients first (as
-Lightning does before validating); --extra-buffer keeps a table the model never reads as a buffer.
+Lightning does before validating); --extra-buffer keeps a table the model never reads as a buffer. An
+--eval of STEPS:0 evaluates after the last step. --batchnorm puts a BatchNorm1d after the first layer;
+--eval-per-rank seeds each rank's evaluation batches with --eval-seed + rank (each rank its own share, as
+a DistributedSampler over the validation set gives); --eval-in-train-mode leaves out model.eval() (the slip).
+--sync says which micro-batches' backward DDP all-reduces: the last of each step (the default, as nanoGPT
+sets require_backward_grad_sync), every one, or none (a no_sync left on: each rank steps on its own gradients).
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ def get_batch(rows: int, generator: torch.Generator | None = None) -> tuple[torc
 
 
 @torch.no_grad()
-def evaluate(ddp_model: DDP, generator: torch.Generator | None) -> float:
-    ddp_model.eval()
+def evaluate(ddp_model: DDP, generator: torch.Generator | None, train_mode: bool = False) -> float:
+    if not train_mode:
+        ddp_model.eval()
     losses = []
     for _ in range(2):
         x, y = get_batch(EVAL_BATCH, generator)
@@ -48,12 +55,17 @@ def main() -> int:
     p.add_argument("--eval-from-training", action="store_true")
     p.add_argument("--zero-before-eval", action="store_true")
     p.add_argument("--extra-buffer", action="store_true")
+    p.add_argument("--sync", choices=("last", "every", "never"), default="last")
+    p.add_argument("--batchnorm", action="store_true")
+    p.add_argument("--eval-per-rank", action="store_true")
+    p.add_argument("--eval-in-train-mode", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    norm = [torch.nn.BatchNorm1d(16)] if args.batchnorm else []
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), *norm, torch.nn.Tanh(), torch.nn.Linear(16, 1))
     if args.extra_buffer:
         model.register_buffer("table", torch.arange(4.0))
     ddp_model = DDP(model)
@@ -61,23 +73,30 @@ def main() -> int:
     torch.manual_seed(1337 + rank)
     at = tuple(int(v) for v in args.eval.split(":")) if args.eval else None
     evaluates = at is not None and args.eval_ranks in ("all", str(rank))
+
+    def evaluate_here(step: int, micro: int) -> None:
+        if args.zero_before_eval:
+            optimizer.zero_grad(set_to_none=True)
+        seed = args.eval_seed + (rank if args.eval_per_rank else 0)
+        generator = None if args.eval_from_training else torch.Generator().manual_seed(seed)
+        said = evaluate(ddp_model, generator, train_mode=args.eval_in_train_mode)
+        if rank == 0:  # rank 0 talks: two ranks' lines on one pipe can interleave
+            print(f"eval at {step}:{micro}: {said!r}", flush=True)
+
     for step in range(STEPS):
         for micro in range(MICRO):
             if evaluates and (step, micro) == at:
-                if args.zero_before_eval:
-                    optimizer.zero_grad(set_to_none=True)
-                generator = None if args.eval_from_training else torch.Generator().manual_seed(args.eval_seed)
-                said = evaluate(ddp_model, generator)
-                if rank == 0:  # rank 0 talks: two ranks' lines on one pipe can interleave
-                    print(f"eval at {step}:{micro}: {said!r}", flush=True)
+                evaluate_here(step, micro)
             x, y = get_batch(BATCH)
-            ddp_model.require_backward_grad_sync = micro == MICRO - 1
+            ddp_model.require_backward_grad_sync = args.sync == "every" or (args.sync == "last" and micro == MICRO - 1)
             loss = torch.nn.functional.mse_loss(ddp_model(x), y) / MICRO
             loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if rank == 0:
             print(f"step {step + 1} loss {loss.item()!r}", flush=True)
+    if evaluates and at == (STEPS, 0):
+        evaluate_here(STEPS, 0)
     if rank == 0:
         torch.save(model.state_dict(), args.save)
     dist.destroy_process_group()

@@ -1,7 +1,10 @@
 """raw_loop.py's training as a LightningModule and a plain Trainer(strategy="ddp"), through
 Lightning's own launcher, knowing nothing of any recorder.
 
-    python tests/hooks_programs/lightning_loop.py
+    python tests/hooks_programs/lightning_loop.py [--step-scheduler-by-hand]
+
+--step-scheduler-by-hand also calls the scheduler's step() after each batch, while lr_scheduler_config (interval
+"step") steps it too: the scheduler moves twice per optimizer step (a slip seen in public ports).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from model import Config, build_datasets, build_model, build_optimizer, pin_thre
 from raw_loop import CLIP, GAMMA, SMALL, STEP_SIZE  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
+BY_HAND = "--step-scheduler-by-hand" in sys.argv[1:]
+
 
 class LitCNN(L.LightningModule):
     def __init__(self, cfg: Config):
@@ -30,6 +35,10 @@ class LitCNN(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         return self.loss_fn(self.net(batch.x), batch.y)
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if BY_HAND:
+            self.lr_schedulers().step()
 
     def validation_step(self, batch, batch_idx):
         self.net(batch.x)

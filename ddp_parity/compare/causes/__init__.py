@@ -1,11 +1,15 @@
 """The causes of a difference between two runs, each one definition (`base.Cause`) in the file of
 its phase of a training step:
 
-    setup.py     crash, stall, meta.json, configuration, sharding plan, seed, param groups, weights
+    setup.py     crash, stall, meta.json, configuration, sharding plan, param groups, weights
+    seeds.py     the seeds: the configuration's, the DistributedSampler's, those the hooks recorded per rank
     data.py      resume, step numbers and counts, samples, batch contents
-    forward.py   a module's mode, a random layer, a module's computation, the loss
+    per_step.py  another number of samples per step (batch size, accumulation unrecorded), before any seed
+    forward.py   a module's mode (an evaluation in training mode too), a random layer, a module's computation,
+                 the loss
     backward.py  the gradient norm: recorded after clipping, summed in another order, a factor, .grad
     update.py    an optimizer over stale tensors, the learning rate, the update
+    schedule_steps.py  a scheduler stepped another number of times per optimizer step
     end.py       buffers, final parameters, validation, structural problems, equivalent
     measured.py  what was measured otherwise while the training is the same (recording), or unproved
     undetermined.py  no single cause: the candidates ranked
@@ -26,7 +30,9 @@ from ddp_parity.compare.causes import (
     forward,
     measured,
     noise,
+    per_step,
     resume,
+    schedule_steps,
     seeds,
     setup,
     undetermined,
@@ -44,15 +50,15 @@ CAUSES: tuple[Cause, ...] = (
     setup.CONFIG_STATE,
     setup.CONFIG_TORCH_FLAGS,
     setup.CONFIG_SHARDING,
-    setup.SAMPLER_SEED,
-    setup.CONFIG_SEED,
+    seeds.SAMPLER_SEED,
+    seeds.CONFIG_SEED,
     setup.PARAM_GROUPS,
     setup.PARAM_GROUPS_CLASS,
     setup.TIED,
     setup.INIT,
     setup.INIT_PARAMETER,
     resume.RESUME,
-    data.DATA_BATCH_SIZE,
+    per_step.DATA_BATCH_SIZE,
     seeds.RNG_SEED,
     seeds.RNG_RESEED,
     seeds.RNG_LOADER_DRAWS,
@@ -71,10 +77,12 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
     data.DATA_PIPELINE,
+    forward.EVALUATION_TRAIN_MODE,
     measured.RECORDED_MEASURE,
     update.OPTIMIZER_STALE_PARAMS,
     update.OPTIMIZER_CLIP_EARLIER,
     backward.GRADIENTS_ACROSS_VALIDATION,
+    backward.GRADIENTS_SYNC_PATTERN,
     backward.REDUCTION_ORDER_SHARDING,
     backward.GRADIENTS_ACCUMULATION_SYNC,
     forward.LOSS_FACTOR,
@@ -89,6 +97,7 @@ CAUSES: tuple[Cause, ...] = (
     backward.GRADIENTS_NORM_TYPE,
     backward.GRADIENTS_FACTOR,
     backward.GRADIENTS,
+    schedule_steps.OPTIMIZER_SCHEDULER_STEPS,
     update.RECORDED_LR,
     update.OPTIMIZER_LR_AHEAD,
     update.OPTIMIZER_LR_SHIFT,

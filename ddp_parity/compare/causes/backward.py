@@ -129,6 +129,110 @@ REDUCTION_ORDER_SHARDING = Cause(
 
 
 # ---------------------------------------------------------------------------------------------
+# DDP's gradient sync per micro-batch (no_sync, require_backward_grad_sync), as the hooks record it
+
+
+def check_sync_pattern(ctx: Context) -> Finding | None:
+    """The gradients (or the parameters) part at a step whose micro-batches DDP synced otherwise on the two sides
+    (`grad_sync`: per backward, whether DDP all-reduced it), in a run of several ranks. One side syncing none of the
+    step's backwards steps on each rank's own gradients; both syncing the last, the average is the same sum in
+    another order, which explains a rounding-level difference only."""
+    f = ctx.earliest
+    if f is None or f["quantity"] not in ("grad_norm", "param_digest") or not _several_ranks(ctx):
+        return None
+    patterns = _sync_patterns(ctx, f["rank"])
+    here = patterns.get(f["step"])
+    if here is None or here[0] == here[1]:
+        return None
+    unsynced = [s for s, p in zip("ab", here) if not p[-1]]
+    if len(unsynced) == 1:
+        shape, side = "unsynced", unsynced[0]
+    elif unsynced:
+        return None  # neither side syncs the step: the ranks' replicas part on both, and the pattern is no difference
+    else:
+        relative = max_relative(f["a"], f["b"])
+        if relative is None or relative > ROUNDING_RELATIVE:
+            return None  # both average the same gradients: another order rounds, it does not move them further
+        shape, side = "order", "a" if sum(here[0]) > sum(here[1]) else "b"
+    every = all(p == here for p in patterns.values())
+    when = "at every step" if every else f"at step {f['step']}"
+    facts = (
+        f"At step {f['step']} rank {f['rank']} the {SYNC_PARTS[f['quantity']]} differs ({fmt(f['a'])} vs "
+        f"{fmt(f['b'])}), and DDP's "
+        f"gradient sync per micro-batch (no_sync / require_backward_grad_sync, as each backward ran) differs {when}: "
+        f"{ctx.label('a')} [{_pattern_words(here[0])}], {ctx.label('b')} [{_pattern_words(here[1])}]."
+    )
+    evidence = {"grad_sync": ctx.both(*here), f["quantity"]: ctx.both(f["a"], f["b"]), "sync_shape": shape}
+    why, fix = SYNC_WORDS[shape]
+    other = ctx.label(other_side(side))
+    values = {"side": ctx.label(side), "other": other}
+    return finding(
+        ctx,
+        GRADIENTS_SYNC_PATTERN,
+        f["step"],
+        f["rank"],
+        evidence,
+        facts,
+        why=why.format(**values),
+        fix=fix.format(**values),
+    )
+
+
+def _several_ranks(ctx: Context) -> bool:
+    return all(isinstance(w := ctx.meta(s).get("world_size"), int) and w > 1 for s in ("a", "b"))
+
+
+def _sync_patterns(ctx: Context, rank) -> dict:
+    """{step: (a's flags, b's flags)} where both sides recorded every backward's sync flag (True/False)."""
+    out = {}
+    for ra, rb in aligned_records(ctx, rank):
+        flags = (ra.get("grad_sync"), rb.get("grad_sync"))
+        if all(isinstance(p, list) and p and all(isinstance(x, bool) for x in p) for p in flags):
+            out[ra.get("step")] = flags
+    return out
+
+
+def _pattern_words(flags: list) -> str:
+    return ", ".join("sync" if x else "no sync" for x in flags)
+
+
+SYNC_PARTS = {"grad_norm": "gradient norm", "param_digest": "parameter digest after the step"}
+
+# why, fix per shape of the two sync patterns (check_sync_pattern)
+SYNC_WORDS = {
+    "unsynced": (
+        "DDP all-reduces a backward's gradients only while require_backward_grad_sync is on (no_sync() turns it "
+        "off): {side} synced none of the step's backwards, so each of its ranks stepped on its own gradients, not "
+        "the average over the ranks, and its replicas part from each other and from {other}'s.",
+        "On {side}, let the last micro-batch's backward sync: no_sync() (or require_backward_grad_sync = False) "
+        "around every micro-batch but the last of a step, as {other} does, never around the last.",
+    ),
+    "order": (
+        "Both sides average the gradients over the ranks, at other micro-batches: syncing every micro-batch adds "
+        "averaged gradients, syncing only the last averages their sum. The same numbers summed in another order "
+        "part in the last bits; neither side is wrong.",
+        "Sync at the same micro-batches on both sides: no_sync() (or require_backward_grad_sync = False) for every "
+        "micro-batch but the last of a step, as Lightning does under accumulate_grad_batches ({side} syncs more "
+        "of them than {other}).",
+    ),
+}
+
+
+GRADIENTS_SYNC_PATTERN = Cause(
+    "gradients.sync_pattern",
+    check_sync_pattern,
+    why="{why}",
+    fix="{fix}",
+    doc="The gradients or parameters part at a step whose per-micro-batch DDP sync the hooks recorded otherwise "
+    "(`grad_sync`): a side syncing none of the step's backwards (no_sync left on), or, at rounding level, one "
+    "syncing every micro-batch where the other syncs the last only. Named with both patterns.",
+    requires=Evidence(
+        "both sides' per-micro-batch sync flags at the step", lambda d: bool(d.evidence.get("grad_sync"))
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
 # FSDP2's gradient sync under accumulation
 
 

@@ -22,6 +22,8 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import shared_refuted
+from ddp_parity.compare.causes.initial_state import init_digests
+from ddp_parity.compare.causes.per_step import micro_batch_counts
 from ddp_parity.compare.causes.samples import (
     consumed_later,
     other,
@@ -32,6 +34,7 @@ from ddp_parity.compare.causes.samples import (
     skipped_batch,
     unshuffled_side,
 )
+from ddp_parity.compare.causes.seed_records import seeds_beside
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
@@ -258,19 +261,19 @@ def check_samples(ctx: Context) -> Finding | None:
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
     )
     if _weights_differ_without_gradients(ctx, rank, step):
-        evidence["initial_weights_differ"] = True
+        init = init_apart(ctx, rank)
+        evidence["initial_weights_differ" if init is not False else "moved_without_gradients"] = True
         facts += (
             f" The parameters differ too after step {step}, the first, though every gradient of it is zero on both "
-            "sides at the same lr: no sample moved them, so the initial weights differ (or an update without "
-            "gradients, weight decay, does; the traces hold no initial digest of both sides to show it directly)."
+            f"sides at the same lr: no sample moved them, so {WITHOUT_GRADIENTS[init]}."
         )
-    counts = _micro_batch_counts(ctx, rank, step)
+    counts = micro_batch_counts(ctx, rank, step)
     if counts is not None and counts["a"] != counts["b"]:
         evidence["micro_batches"] = ctx.both(counts["a"], counts["b"])
         facts += (
             f" At step {step} {ctx.names[0]} stepped its optimizer after {counts['a']} micro-batch(es) and "
             f"{ctx.names[1]} after {counts['b']} (the recorded micro_batches): the accumulation boundaries differ."
-        )
+        ) + seeds_beside(ctx)
         return finding(ctx, DATA_ACCUMULATION, step, rank, evidence, facts)
     ahead = _samples_ahead(ctx, rank, step, epoch)
     if ahead is not None:
@@ -391,6 +394,22 @@ def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
     return finding(ctx, DATA_EPOCH, step, rank, evidence, facts, side=ctx.label(side), epoch=epochs[side])
 
 
+# what parted parameters no gradient moved, as far as the recorded init digests (init_params_sha256) say
+WITHOUT_GRADIENTS = {
+    True: "the initial weights differ (init_params_sha256 recorded apart on this rank)",
+    False: "an update without gradients (weight decay) moved them apart: the initial weights are equal "
+    "(init_params_sha256 recorded alike on this rank)",
+    None: "the initial weights differ (or an update without gradients, weight decay, does; the traces hold no "
+    "initial digest of both sides to show it directly)",
+}
+
+
+def init_apart(ctx: Context, rank) -> bool | None:
+    """Whether `rank`'s recorded init digests differ across the sides; None where a side recorded none."""
+    digests = [init_digests(ctx.meta(s)).get(rank) for s in ("a", "b")]
+    return None if None in digests else digests[0] != digests[1]
+
+
 def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:
     """At the first recorded step: parameter digests that differ across the sides while both sides recorded
     a gradient norm of exactly 0, i.e. parameters the data could not have moved apart."""
@@ -421,85 +440,6 @@ def _evaluated_before_on_one_side(ctx: Context, rank, step) -> tuple[str, list, 
 def _samples_equal_throughout(ctx: Context, rank) -> bool:
     pairs = [comparable_samples(ra, rb) for ra, rb in aligned_records(ctx, rank)]
     return bool(pairs) and all(a is not None and identical(a, b) for a, b in pairs)
-
-
-def _flat(indices) -> list | None:
-    if not isinstance(indices, list):
-        return None
-    out = []
-    for i in indices:
-        out.extend(i if isinstance(i, list) else [i])
-    return out
-
-
-def check_batch_size(ctx: Context) -> Finding | None:
-    """The runs part in the samples at a step where a rank consumed another number of samples on each side in
-    as many micro-batches: the batch a rank takes per step differs (a global batch divided by the world size on
-    one side only). Where the larger batch is the other side's next k batches end to end, said so."""
-    f = ctx.earliest
-    if f is None or f["quantity"] != "samples":
-        return None
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, f["rank"]) if ra.get("step") == f["step"]), ({}, {}))
-    a, b = (_flat(r.get("indices")) for r in pair)  # the records' own lists (the divergence's are cut short)
-    counts = _micro_batch_counts(ctx, f["rank"], f["step"])
-    if not a or not b or len(a) == len(b) or (counts is not None and counts["a"] != counts["b"]):
-        return None
-    big, small = ("a", "b") if len(a) > len(b) else ("b", "a")
-    evidence = {"samples_per_step": ctx.both(len(a), len(b)), "indices": ctx.both(f["a"], f["b"])}
-    facts = (
-        f"At step {f['step']} rank {f['rank']} consumed {len(a)} samples on {ctx.names[0]} and {len(b)} on "
-        f"{ctx.names[1]}, in as many micro-batches: the batch a rank takes per step differs."
-    )
-    k = _batches_end_to_end(ctx, f["rank"], f["step"], big)
-    if k:
-        evidence["end_to_end"] = k
-        facts += (
-            f" {ctx.label(big)}'s batch is {ctx.label(small)}'s next {k} batches end to end (the same samples in the "
-            "same order): the same data, cut into larger batches."
-        )
-    return finding(
-        ctx, DATA_BATCH_SIZE, f["step"], f["rank"], evidence, facts, side=ctx.label(big), other=ctx.label(small)
-    )
-
-
-def _batches_end_to_end(ctx: Context, rank, step, big: str) -> int | None:
-    """k where `big`'s batch at `step` is the other side's batches of steps step..step+k-1 joined, else None."""
-    pairs = [(ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step", 0) >= step]
-    if not pairs:
-        return None
-    mine = _flat(pairs[0][0 if big == "a" else 1].get("indices")) or []
-    joined: list = []
-    for k, pair in enumerate(pairs, start=1):
-        joined += _flat(pair[1 if big == "a" else 0].get("indices")) or []
-        if len(joined) >= len(mine):
-            return k if joined == mine and k > 1 else None
-    return None
-
-
-DATA_BATCH_SIZE = Cause(
-    "data_order.batch_size",
-    check_batch_size,
-    why="Every step of {side} trains on more samples per rank than a step of {other}: the per-rank batch size "
-    "differs. A program that takes a global batch and divides it by the number of processes (ImageNet's, MoCo's "
-    "main: batch_size = int(batch_size / ngpus_per_node)) gives each rank a share; a port that passes the same "
-    "number as each rank's batch_size trains on world_size times more per step.",
-    fix="Give each rank the same batch size on both sides: divide the global batch by the world size on the side "
-    "that does not (or pass the per-rank share to its DataLoader), so a step on {side} takes what a step on "
-    "{other} takes.",
-    doc="At the first differing step a rank consumed another number of samples in as many micro-batches (where "
-    "the larger batch is the other side's next k end to end, said so): the per-rank batch size differs.",
-    requires=Evidence("the samples per step on both sides", lambda d: "samples_per_step" in d.evidence),
-)
-
-
-def _micro_batch_counts(ctx: Context, rank, step) -> dict | None:
-    """{side: the micro-batches the step accumulated} where both sides recorded `micro_batches` there."""
-    for ra, rb in aligned_records(ctx, rank):
-        if ra.get("step") == step:
-            counts = {"a": ra.get("micro_batches"), "b": rb.get("micro_batches")}
-            ok = all(type(v) is int for v in counts.values())
-            return counts if ok else None
-    return None
 
 
 def _samples_ahead(ctx: Context, rank, step, epoch):

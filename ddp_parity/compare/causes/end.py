@@ -354,12 +354,23 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
             f"No divergence: {configuration}, initial weights and all {n} steps (samples, loss, gradient norm, "
             f"learning rate, parameter digest) match on every rank, and so do {also}."
         )
-        return finding(ctx, EQUIVALENT, None, None, evidence, facts)
+        return finding(ctx, EQUIVALENT, None, None, evidence, facts + _left_out(ctx))
     facts = (
         f"No divergence in the numbers: all {n} steps, validation and the final parameters match bit for bit, "
         f"but the setup differs ({setup_differs.category}; see the warning)."
     )
     return replace(finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts), setup_differs=setup_differs)
+
+
+def _left_out(ctx: Context) -> str:
+    """Where the sides recorded other parameter sets: what the match rests on, and what it leaves out."""
+    kinds = {note["kind"] for note in getattr(ctx.cmp, "notes", [])}
+    if not kinds & {"one_side_only", "narrowed_digests"}:
+        return ""
+    return (
+        " The sides recorded other parameter sets: the weights, the digest and the final parameters are those both "
+        "hold; what one side holds alone or digests alone is not compared (see the warnings)."
+    )
 
 
 def _keys(keys: list[str], limit: int = 6) -> str:

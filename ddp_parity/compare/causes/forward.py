@@ -1,5 +1,6 @@
 """Causes in the forward pass and the loss, read from the module watch at the first divergence: a
-module in another mode, a random layer, a module's own computation, the loss function.
+module in another mode, a random layer, a module's own computation, the loss function; and, from the
+hooks' evaluation records, an evaluation run in training mode where the other side's ran in eval mode.
 
 Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
 """
@@ -25,6 +26,7 @@ from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import display
+from ddp_parity.trace_files import read_evaluations
 
 # module readings (modules.reading_kind) that name a module's own computation as where a difference is born
 COMPUTATION_READINGS = (
@@ -255,6 +257,11 @@ def check_module(ctx: Context) -> Finding | None:
             f"Both sides fed rank {f['rank']} the same samples at step {f['step']} and every module call of the "
             f"forward pass is equal, yet the loss differs ({f['a']!r} vs {f['b']!r})."
         )
+        if module.get("watched_one_side"):  # a teacher's calls (one side's watch only) may be the loss's arguments
+            facts = facts.replace("every module call of the forward pass", "every module call both sides watched") + (
+                f" The calls of {', '.join(module['watched_one_side'])} were watched on one side only and not "
+                "compared: what they compute (a teacher's targets) may be what the loss differs by."
+            )
         return finding(ctx, LOSS, f["step"], f["rank"], {**evidence, "loss": ctx.both(f["a"], f["b"])}, facts)
     if kind in COMPUTATION_READINGS:
         facts = (
@@ -406,15 +413,148 @@ def _loss_candidates(ctx: Context, f: dict) -> list[str]:
 LOSS = Cause(
     "loss",
     check_loss,
-    why="Every module call of the forward pass is equal on both sides, so the model's outputs are the same: "
+    why="Every module call both sides watched is equal, so the watched model's outputs are the same: "
     "the loss computed from them is not. The loss function or its arguments differ: label smoothing, "
-    "class weights, reduction (mean or sum, averaged over the local or the global batch), ignore_index.",
+    "class weights, reduction (mean or sum, averaged over the local or the global batch), ignore_index, "
+    "or targets computed outside the watched model (a teacher's, an EMA copy's).",
     fix="Compute the loss with the same function and arguments on both sides (the same criterion with the "
-    "same label_smoothing, weight= and reduction), averaged over the same samples.",
+    "same label_smoothing, weight= and reduction), averaged over the same samples, from the same targets.",
     doc="The watch: every forward call equal, the loss differs: the loss function or its arguments "
     "(label smoothing, class weights, reduction).",
     requires=Evidence(
         "equal module outputs under a module watch",
         lambda d: _module_kind(d) == "loss_grad" or (d.module is None and not _lacks(d, "watch_state")),
     ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# an evaluation run in training mode
+#
+# An evaluation run in the other mode: one side's evaluation forwards (the forwards the hooks of `ddp-parity
+# record` saw with gradients off or under eval(), trace/rank{r}.evaluations.jsonl) ran with the model in
+# training mode where the other side's ran in eval mode. In training mode an
+# evaluation updates BatchNorm's running statistics from the evaluation batches and keeps dropout active; the
+# training records stay equal (a training forward normalises by its own batch), and the difference shows in the
+# buffers the model ends with and the evaluation's outputs. Said with the side, the mode, the step the
+# evaluation followed, what the records show of the consequence, and the fix.
+
+# the buffers an evaluation in training mode moves: BatchNorm's running statistics and its count
+RUNNING_STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def check_evaluation_mode(ctx: Context) -> Finding | None:
+    found = _mode_apart(ctx)
+    if found is None:
+        return None
+    first = ctx.earliest
+    if first is not None and not (isinstance(first.get("step"), int) and first["step"] > found["step"]):
+        return None  # the training parts at or before this evaluation: it cannot be the cause there
+    if first is None and ctx.cmp.params.all_equal:
+        return None  # nothing it moved is in the training or the final tensors (no BatchNorm): a warning says it
+    side, other = found["side"], "b" if found["side"] == "a" else "a"
+    slipped = ctx.label(side)
+    facts = (
+        f"On rank {found['rank']} {slipped}'s evaluation after step {found['step']} ran its forwards with the model "
+        f"in training mode (training=True), where {ctx.label(other)}'s evaluation after step "
+        f"{found['other_step']} ran in eval mode (training=False){_every_evaluation(found)}."
+    )
+    facts += _consequence(ctx, first)
+    evidence = {
+        "evaluation": {ctx.label(side): found["record"], ctx.label(other): found["other_record"]},
+        "rank": found["rank"],
+    }
+    return finding(ctx, EVALUATION_TRAIN_MODE, found["step"], found["rank"], evidence, facts, side=slipped)
+
+
+def _every_evaluation(found: dict) -> str:
+    if found["all_of_side"]:
+        return f"; every evaluation {found['side_label']} recorded on that rank ran in that mode"
+    return ""
+
+
+def _mode_apart(ctx: Context) -> dict | None:
+    """The first evaluation (per rank, in rank order) whose mode differs from the other side's evaluation at
+    the same point (the step it follows and the micro-batches since), or, where the sides evaluate at other
+    points, from every evaluation the other side recorded on that rank: the side, the mode, both records."""
+    evaluations = read_evaluations(ctx.run("a")), read_evaluations(ctx.run("b"))
+    for rank in sorted(set(evaluations[0]) & set(evaluations[1])):
+        a, b = evaluations[0][rank], evaluations[1][rank]
+        found = _at_the_same_point(a, b) or _against_every_one(a, b)
+        if found is not None:
+            side, record, other_record = found
+            mine = a if side == "a" else b
+            return {
+                "side": side,
+                "side_label": ctx.label(side),
+                "rank": rank,
+                "step": record["step"],
+                "other_step": other_record["step"],
+                "record": record,
+                "other_record": other_record,
+                "all_of_side": len(mine) > 1 and all(r.get("training") is record.get("training") for r in mine),
+            }
+    return None
+
+
+def _at_the_same_point(a: list[dict], b: list[dict]):
+    at_b = {(r["step"], r["micro_batch"]): r for r in b}
+    for ra in a:
+        rb = at_b.get((ra["step"], ra["micro_batch"]))
+        if rb is not None and _modes(ra, rb) and ra["training"] != rb["training"]:
+            return _slipped(ra, rb)
+    return None
+
+
+def _against_every_one(a: list[dict], b: list[dict]):
+    """One side in one mode throughout, the other in the other mode throughout."""
+    modes_a, modes_b = {r.get("training") for r in a}, {r.get("training") for r in b}
+    if len(modes_a) == 1 and len(modes_b) == 1 and modes_a != modes_b and None not in modes_a | modes_b:
+        return _slipped(a[0], b[0])
+    return None
+
+
+def _modes(ra: dict, rb: dict) -> bool:
+    return isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool)
+
+
+def _slipped(ra: dict, rb: dict) -> tuple[str, dict, dict]:
+    """(the side whose evaluation ran in training mode, its record, the other's): the modes differ, so one is."""
+    return ("a", ra, rb) if ra["training"] else ("b", rb, ra)
+
+
+def _consequence(ctx: Context, first: dict | None) -> str:
+    """What the records show of it: the running statistics the sides end with, the training's first difference."""
+    said = ""
+    rows = ctx.cmp.param_tensors
+    moved = [row["name"] for row in rows if not row["equal"] and row["name"].endswith(RUNNING_STATISTICS)]
+    if moved:
+        shown = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
+        said += f" The final BatchNorm running statistics differ between the sides ({shown})"
+        said += ", while no step's training record differs." if first is None else "."
+    elif first is None:
+        said += " No step's training record differs."
+    if first is not None:
+        said += f" The training records first differ after it, at step {first['step']} ({first['quantity']})."
+    return said
+
+
+_WHY = (
+    "An evaluation forward in training mode is a training forward without the backward: BatchNorm normalises each "
+    "evaluation batch by its own statistics and updates its running statistics from the evaluation data, and "
+    "dropout, where the model has it, stays active, so the evaluation's figures and the buffers the model ends "
+    "with (and every later evaluation that reads them) differ from the other side's."
+)
+_FIX = (
+    "On {side}, call model.eval() before evaluating and model.train() after it, before training goes on (Lightning "
+    "does both around its validation loop)."
+)
+
+EVALUATION_TRAIN_MODE = Cause(
+    "module_state.evaluation_mode",
+    check_evaluation_mode,
+    why=_WHY,
+    fix=_FIX,
+    doc="The hooks' evaluations: one side evaluates with the model in training mode, the other in eval mode "
+    "(model.eval() forgotten before evaluating): BatchNorm buffers updated by evaluation data, dropout active.",
 )

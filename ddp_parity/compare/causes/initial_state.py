@@ -7,7 +7,9 @@ final state shows again (`step_count.state_names`)."""
 
 from __future__ import annotations
 
+from ddp_parity.compare import pairing
 from ddp_parity.compare.causes.base import Context
+from ddp_parity.compare.comparator import match_keys
 
 
 def init_finding(ctx: Context) -> dict | None:
@@ -20,7 +22,7 @@ def init_finding(ctx: Context) -> dict | None:
     across = [r for r in sorted(set(init_a) & set(init_b)) if init_a[r] and init_b[r] and init_a[r] != init_b[r]]
     names = {r: said for r in across if (said := apart_by_names_only(ctx, r)) is not None}
     if names:
-        ctx.cache["init_note"] = NOTE.format(names=names[min(names)])
+        ctx.cache["init_note"] = names[min(names)]
         across = [r for r in across if r not in names]
     within = {side: len({d for d in init.values() if d}) > 1 for side, init in (("a", init_a), ("b", init_b))}
     result = None
@@ -46,18 +48,39 @@ def init_digests(meta: dict) -> dict:
 
 
 def apart_by_names_only(ctx: Context, rank) -> str | None:
-    """'<names> on <side> only; ...' where rank's initial states differ only by buffers held on one side;
-    None where the parameters or a buffer both hold differ, or a side did not record them."""
+    """The note where rank's initial states differ only by tensors one side holds: buffers, or parameters
+    its records prove untrained (a frozen EMA teacher beside the student); None where a parameter or a
+    buffer both hold differs, or a side did not record them."""
     facts = [_rank_facts(ctx.meta(s), rank) for s in ("a", "b")]
     params = [f.get("init_parameters_sha256") for f in facts]
     buffers = [f.get("init_buffers_sha256") for f in facts]
-    if params[0] is None or params[0] != params[1] or not all(isinstance(b, dict) for b in buffers):
+    if params[0] is None or not all(isinstance(b, dict) for b in buffers):
         return None
     common = set(buffers[0]) & set(buffers[1])
     if any(buffers[0][name] != buffers[1][name] for name in common):
         return None
+    if params[0] != params[1]:
+        return _apart_by_untrained_parameters(ctx, [f.get("init_parameters_by_name") for f in facts])
     only = {s: sorted(set(b) - common) for s, b in zip(("a", "b"), buffers)}
-    return "; ".join(f"{only[s][:5]} on {ctx.label(s)} only" for s in ("a", "b") if only[s]) or None
+    said = "; ".join(f"{only[s][:5]} on {ctx.label(s)} only" for s in ("a", "b") if only[s])
+    return NOTE.format(names=said) if said else None
+
+
+def _apart_by_untrained_parameters(ctx: Context, by_name: list) -> str | None:
+    """NOTE_PARAMETERS where every parameter both initial states hold (paired by name as the final
+    states are) is equal and those one side holds alone are untrained by its records; else None."""
+    if not all(isinstance(d, dict) for d in by_name):
+        return None  # an older trace, or a program's own recorder: the parameters are not known by name
+    metas = ctx.meta("a"), ctx.meta("b")
+    trained = pairing.optimizer_names(metas[0]), pairing.optimizer_names(metas[1])
+    pairs = match_keys(list(by_name[0]), list(by_name[1]), None, trained)
+    only = {"a": pairs.pop("__only_a__"), "b": pairs.pop("__only_b__")}
+    if not pairs or any(by_name[0][ka] != by_name[1][kb] for ka, kb in pairs.values()):
+        return None
+    if any(pairing.untrained_alone(only[s], m)[1] for s, m in zip(("a", "b"), metas)):
+        return None  # one side holds a parameter alone that its records do not prove untrained
+    said = "; ".join(f"{only[s][:5]} on {ctx.label(s)} only" for s in ("a", "b") if only[s])
+    return NOTE_PARAMETERS.format(names=said, count=len(pairs))
 
 
 def _rank_facts(meta: dict, rank) -> dict:
@@ -66,6 +89,10 @@ def _rank_facts(meta: dict, rank) -> dict:
     return found or {}
 
 
+NOTE_PARAMETERS = (
+    "init_params_sha256 differs, but only by parameters one side holds untrained ({names}); the {count} "
+    "parameters both hold (init_parameters_by_name) are equal: the modules recorded differ, not the weights"
+)
 NOTE = (
     "init_params_sha256 differs, but only by buffers one side holds ({names}); the initial parameters "
     "(init_parameters_sha256) and every buffer both hold are equal: the state's names differ, not the weights"

@@ -46,6 +46,9 @@ RECORD_ALIKE = {
     "factor": "Record the {what} the same way on both sides ({side}'s is a multiple of the other's; the recorded "
     "counts it equals: {counts}): record the value the step used (for the loss, the one it backpropagated); "
     "nothing in the training needs to change.",
+    "grad_scale": "Record on {side} the loss before scaler.scale(loss) (the loss the training step computed, as the "
+    "other side does): {side}'s is that loss × the GradScaler's scale ({counts}); the gradients are unscaled before "
+    "the step, so nothing in the training needs to change.",
     "mean_over_ranks": "Record each rank's own {what} on both sides (or the mean over the ranks on both: "
     "self.log(..., sync_dist=True) on one side means an all_reduce AVG on the other).",
     "norm": "To record alike, measure the gradient norm on {side} as the other side does: the 2-norm over all the "
@@ -248,6 +251,11 @@ def measured_finding(ctx: Context) -> Finding:
         "counts": ", ".join(relation.get("counts") or ()) or "none",
         "side": relation.get("side") or "the side whose value is not the 2-norm",
     }
+    counts = relation.get("counts") or ()
+    if kind == "factor" and [c.split("=")[0] for c in counts] == [relations.GRAD_SCALE]:
+        # only the power of two a GradScaler scales by fits: "record the loss backpropagated" is wrong here (where
+        # a recorded count fits too, the generic words name every count and pick none)
+        kind = "grad_scale"
     fix = RECORD_ALIKE.get(kind, RECORD_ALIKE[""]).format(**values)
     why = MEASURED_WHY
     if kind == "ulp" and all(ctx.meta(s).get("recorded_by") == "hooks" for s in ("a", "b")):

@@ -14,10 +14,20 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 
 from __future__ import annotations
 
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
 from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import before_any_update
+from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import sampler_differences
+from ddp_parity.compare.causes.seed_records import (
+    initial_weights_words,
+    other_values,
+    sampler_seeds,
+    samples_per_step_apart,
+    seeds_before_step,
+    seeds_by_rank,
+    seeds_per_rank_words,
+)
 from ddp_parity.compare.findings import Finding
 from ddp_parity.trace_files import read_hook_facts
 
@@ -25,33 +35,45 @@ from ddp_parity.trace_files import read_hook_facts
 def seeds_before_first_step(run, rank) -> list | None:
     """The seeds a rank's hooks recorded before its first step, in order; None where no hook facts were
     recorded (an explicit recording sees no seed)."""
-    facts = read_hook_facts(run, rank)
-    if not facts:
+    return seeds_before_step(run, rank, 1)
+
+
+def _seeded_ranks(ctx: Context, first: dict) -> tuple[dict, list[int]] | None:
+    """({rank: [a's seeds, b's seeds]} on every rank, the ranks the first divergence may stand on): the seeds
+    are read on every rank both sides recorded; the first divergence stands on its own rank, or on any where it
+    names none. None where no seed was recorded on both sides, or where the sides took another number of samples
+    per step (another accumulation or batch size, named before any seed)."""
+    by_rank = seeds_by_rank(ctx)
+    if by_rank is None or samples_per_step_apart(ctx) is not None:
         return None
-    seeds = facts.get("seeds")
-    items = seeds.get("items") if isinstance(seeds, dict) else []
-    return [i.get("seed") for i in items if isinstance(i, dict) and i.get("before_step") == 1]
+    rank = first.get("rank")
+    return by_rank, ([rank] if isinstance(rank, int) else sorted(by_rank))
 
 
 def check_reseed(ctx: Context) -> Finding | None:
     first = before_any_update(ctx)
     if first is None or first.get("quantity") not in ("samples", "batch"):
         return None  # a loss apart at equal batches may be any forward difference: the watch tells (rng)
-    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    seeds = [seeds_before_first_step(ctx.run(s), rank) for s in ("a", "b")]
-    if None in seeds or seeds[0] == seeds[1] or sampler_differences(ctx):
-        return None  # unrecorded, the same seeds, or another sampler (its own cause)
-    if global_rng_equal(ctx, 1, rank):
-        return None  # the generator's state recorded equal at step 1's start: the re-seed changed nothing drawn
-    if set(map(str, seeds[0])) != set(map(str, seeds[1])) or len(seeds[0]) == len(seeds[1]):
-        return None  # other seed values (a per-rank seed, another seed) are not a re-seed: their own causes
+    seeded = _seeded_ranks(ctx, first)
+    if seeded is None or sampler_differences(ctx):
+        return None  # unrecorded, another number of samples per step, or another sampler (their own causes)
+    by_rank, candidates = seeded
+    if any(other_values(pair) for pair in by_rank.values()):
+        return None  # other seed values on a rank (a per-rank seed, another seed): rng.seed's
+    rank = next((r for r in candidates if r in by_rank and len(by_rank[r][0]) != len(by_rank[r][1])), None)
+    if rank is None or global_rng_equal(ctx, 1, rank):
+        return None  # the same seeds there, or the generator's state equal at step 1's start: nothing drawn apart
+    seeds = by_rank[rank]
     more = "a" if len(seeds[0]) > len(seeds[1]) else "b"
-    na, nb = ctx.names
-    evidence = {"seeds_before_step_1": ctx.both(*seeds), "first_divergence": first.get("quantity")}
+    evidence = {
+        "seeds_before_step_1": ctx.both(*seeds),
+        "seeds_before_step_1_by_rank": {str(r): ctx.both(*pair) for r, pair in by_rank.items()},
+        "first_divergence": first.get("quantity"),
+    }
     facts = (
-        f"The runs part at step 1 in the {first.get('quantity')}, before any update, and the global generator was "
-        f"seeded otherwise before step 1 on rank {rank}: {na} called manual_seed with {seeds[0]}, {nb} with "
-        f"{seeds[1]} (as the hooks recorded)."
+        f"The runs part at step 1 in the {first.get('quantity')} on rank {rank}, before any update, and the global "
+        f"generator was seeded with the same values, more often on {ctx.label(more)}, before step 1 (as the hooks "
+        f"recorded, on every rank): {seeds_per_rank_words(ctx, by_rank)}."
     )
     return finding(ctx, RNG_RESEED, 1, rank, evidence, facts, side=ctx.label(more), other=ctx.label("ab"[more == "a"]))
 
@@ -67,8 +89,9 @@ RNG_RESEED = Cause(
     fix="Seed the global generator at the same points on both sides: build the model after the last seed on "
     "both (Lightning: in configure_model, which runs after the re-seed; raw: torch.manual_seed(seed) again "
     "right after building the model, as Lightning does), so that the same draws follow the same seed.",
-    doc="The hooks' seeds before step 1 are the same values, set more often on one side (a re-seed: Lightning's "
-    "seed_everything in its DDP setup), and the runs part at step 1 before any update, in the samples or the batch.",
+    doc="The hooks' seeds before step 1, read on every rank, are the same values, set more often on one side (a "
+    "re-seed: Lightning's seed_everything in its DDP setup), both sides took as many samples per step, and the runs "
+    "part at step 1 before any update, in the samples or the batch.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
 
@@ -125,6 +148,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         return None
     if step > 1 and (ctx.walk is None or ctx.walk.steps_equal_before < 1):
         return None
+    if samples_per_step_apart(ctx) is not None:
+        return None  # another accumulation or batch size parts the samples whatever was drawn: named first
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
@@ -182,45 +207,156 @@ RNG_LOADER_DRAWS = Cause(
 
 def check_seed_values(ctx: Context) -> Finding | None:
     """The runs part at the first step before any update (samples, batch, loss) on a rank whose seeds before step 1
-    have other values on each side: each rank's seeds shown side by side, and where one side seeds its ranks
+    have other values on each side: every rank's seeds read and said per rank, and where one side seeds its ranks
     apart (seed + rank) and the other alike, said so."""
     first = before_any_update(ctx)
     if first is None or first.get("quantity") not in ("samples", "batch", "loss"):
         return None
-    ranks = sorted(set((ctx.walk.ranks if ctx.walk else {}).get("a") or [0]) & set(ctx.walk.ranks.get("b") or [0]))
-    seeds = {s: {r: seeds_before_first_step(ctx.run(s), r) for r in ranks} for s in ("a", "b")}
-    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    mine = [seeds[s].get(rank) for s in ("a", "b")]
-    if None in mine or set(map(str, mine[0])) == set(map(str, mine[1])):
-        return None  # unrecorded, or the same values (a re-seed is its own cause)
-    apart = {s: len({str(sorted(map(str, v or []))) for v in seeds[s].values()}) > 1 for s in ("a", "b")}
-    per_rank = {s: "; ".join(f"rank {r} {seeds[s][r]}" for r in ranks) for s in ("a", "b")}
+    seeded = _seeded_ranks(ctx, first)
+    if seeded is None:
+        return None  # unrecorded, or another number of samples per step (its own cause, named first)
+    by_rank, candidates = seeded
+    if not any(other_values(pair) for pair in by_rank.values()):
+        return None  # the same values on every rank (a re-seed is its own cause)
+    rank = next((r for r in candidates if r in by_rank and by_rank[r][0] != by_rank[r][1]), None)
+    if rank is None:
+        return None  # the same seeds where the runs part: another rank's seed cannot part it before any update
+    ranks = ", ".join(str(r) for r, pair in by_rank.items() if other_values(pair))
+    apart = {i: len({str(sorted(map(str, pair[i]))) for pair in by_rank.values()}) > 1 for i in (0, 1)}
     facts = (
         f"The runs part at step 1 on rank {rank} in the {first.get('quantity')}, before any update, and the global "
-        f"generator was seeded with other values before step 1 (as the hooks recorded): {ctx.names[0]}: "
-        f"{per_rank['a']}; {ctx.names[1]}: {per_rank['b']}."
+        f"generator was seeded with other values on rank(s) {ranks} before step 1 (as the hooks recorded, on every "
+        f"rank): {seeds_per_rank_words(ctx, by_rank)}."
     )
-    if apart["a"] != apart["b"]:
-        by_rank = "a" if apart["a"] else "b"
-        facts += (
-            f" {ctx.label(by_rank)} seeds each rank with its own value, {ctx.label('b' if by_rank == 'a' else 'a')} "
-            "every rank alike."
+    if apart[0] != apart[1]:
+        by_own = "a" if apart[0] else "b"
+        alike_side = ctx.label("b" if by_own == "a" else "a")
+        facts += f" {ctx.label(by_own)} seeds its ranks with values of their own, {alike_side} every rank alike."
+    reseeded = [r for r, pair in by_rank.items() if pair[0] != pair[1] and not other_values(pair)]
+    also = ""
+    if reseeded:
+        shown = ", ".join(map(str, reseeded))
+        facts += f" On rank(s) {shown} the values are the same, set more often on one side (a re-seed)."
+        also = (
+            f" On rank(s) {shown}, seed as often at the same points: build the model after the last seed on both, "
+            "or seed again right after building it on both."
         )
-    evidence = {"seeds_before_step_1": {ctx.label(s): {str(r): seeds[s][r] for r in ranks} for s in ("a", "b")}}
-    return finding(ctx, RNG_SEED, 1, rank, evidence, facts)
+    facts += initial_weights_words(ctx, seed_differs=True)
+    evidence = {
+        "seeds_before_step_1": {ctx.label(s): {str(r): by_rank[r][i] for r in by_rank} for i, s in enumerate("ab")}
+    }
+    alike = ", ".join(str(r) for r, pair in by_rank.items() if pair[0] == pair[1])  # a re-seeded rank: `also`
+    alike = f" (rank(s) {alike} are seeded alike already)" if alike else ""
+    return finding(ctx, RNG_SEED, 1, rank, evidence, facts, ranks=ranks, alike=alike, also=also)
 
 
 RNG_SEED = Cause(
     "rng.seed",
     check_seed_values,
-    why="What draws from the global generator (a sampler's shuffle, random augmentations, dropout, the initial "
-    "weights) draws other numbers after another seed. A program that seeds each rank with seed + rank (so that "
+    why="What draws from the global generator (a sampler's shuffle, random augmentations, dropout) draws other "
+    "numbers after another seed. A program that seeds each rank with seed + rank (so that "
     "the ranks augment differently) and a port that seeds every rank alike (seed_everything(seed)) draw "
     "alike on rank 0 only.",
-    fix="Seed each rank with the same value on both sides: seed + rank on both (in Lightning, "
+    fix="Seed rank(s) {ranks} with the same value on both sides{alike}: "
+    "seed + rank on both (in Lightning, "
     "seed_everything(seed + self.global_rank) where the rank is known, e.g. in setup(), or "
-    "torch.manual_seed(seed + rank) in the dataset's first use), or one seed for every rank on both.",
-    doc="The hooks' seeds before step 1 have other values on the rank where the runs part at step 1, before any "
-    "update: each rank's seeds side by side (a seed per rank on one side only).",
+    "torch.manual_seed(seed + rank) in the dataset's first use), or one seed for every rank on both.{also}",
+    doc="The hooks' seeds before step 1, read on every rank, have other values on the rank where the runs part at "
+    "step 1, before any update, and both sides took as many samples per step: each rank's seeds said per rank (a "
+    "seed per rank on one side only), the initial weights only as their recorded digests say.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the seed of the configuration or of the DistributedSampler: one check
+
+
+def check_seed(ctx: Context) -> Finding | None:
+    """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
+    name the seed, not its symptoms. Never where the sides took another number of samples per step (another
+    accumulation or batch size parts the samples whatever the seed: named first), nor on a seed_everything
+    that differs in the configuration while every rank recorded the same seeds."""
+    _, seed = ctx.config_diffs()
+    seeds = sampler_seeds(ctx.meta("a")), sampler_seeds(ctx.meta("b"))
+    first = ctx.earliest
+    on_samples = first is not None and first["quantity"] == "samples"
+    if seed is None and not (_seeds_differ(*seeds) and on_samples):
+        return None
+    if samples_per_step_apart(ctx) is not None:
+        return None
+    recorded = seeds_by_rank(ctx)
+    alike = recorded is not None and all(pair[0] == pair[1] for pair in recorded.values())
+    if _seeds_differ(*seeds) or (seed is not None and on_samples and not alike):
+        return _sampler_seed(ctx, seeds, seed, recorded if alike else None)
+    if init_finding(ctx) is None and first is None:
+        facts = f"seed_everything differs: {fmt(seed[0])} on {ctx.names[0]}, {fmt(seed[1])} on {ctx.names[1]}."
+        return finding(ctx, CONFIG_SEED, None, None, {"seed_everything": ctx.both(*seed)}, facts)
+    return None
+
+
+def _sampler_seed(ctx: Context, seeds: tuple, seed, recorded_alike: dict | None) -> Finding:
+    """`recorded_alike`: every rank's seeds where the hooks recorded them equal on both sides (the global seed
+    then pinned alike: only the samplers' seeds are to be made equal), else None."""
+    f = ctx.earliest if ctx.earliest and ctx.earliest["quantity"] == "samples" else None
+    evidence = {"sampler_seed": ctx.both(*seeds)}
+    if seed is not None:
+        evidence["seed_everything"] = ctx.both(*seed)
+    if f:
+        evidence["indices"] = ctx.both(f["a"], f["b"])
+    common = sorted(set(seeds[0]) & set(seeds[1]))
+    rank = f["rank"] if f else next((r for r in common if seeds[0][r] != seeds[1][r]), None)
+    if _seeds_differ(*seeds):
+        r0 = rank if rank in common else common[0]
+        facts = (
+            f"The DistributedSamplers are seeded differently ({ctx.names[0]}: seed {seeds[0][r0]}, "
+            f"{ctx.names[1]}: seed {seeds[1][r0]}), so they shuffle the dataset into different permutations"
+        )
+    else:
+        facts = "The global seed differs, and with it the sampler's shuffle"
+    facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
+    if seed is not None:
+        facts += f" seed_everything resolves to {fmt(seed[0])} on {ctx.names[0]} and {fmt(seed[1])} on {ctx.names[1]}."
+    how = PIN_AND_SEED_SAMPLER
+    if recorded_alike is not None:
+        evidence["seeds_before_step_1_by_rank"] = {str(r): ctx.both(*pair) for r, pair in recorded_alike.items()}
+        said = seeds_per_rank_words(ctx, recorded_alike)
+        facts += f" The global seeds are the same on both sides (as the hooks recorded, on every rank: {said})."
+        how = SEED_SAMPLER_ONLY
+    global_differs = seed is not None or recorded_alike is None and seeds_by_rank(ctx) is not None
+    facts += initial_weights_words(ctx, seed_differs=global_differs, acted_on=None if global_differs else "the data")
+    return finding(ctx, SAMPLER_SEED, f["step"] if f else None, rank, evidence, facts, how=how)
+
+
+def _seeds_differ(a: dict, b: dict) -> bool:
+    return any(a[r] != b[r] for r in set(a) & set(b))
+
+
+# the advice where the global seed may differ (unrecorded, or recorded apart), and where it was recorded alike
+PIN_AND_SEED_SAMPLER = (
+    "Pin seed_everything to an integer in the config, and seed the raw loop's DistributedSampler with that same "
+    "value: DistributedSampler(..., seed=seed_everything)"
+)
+SEED_SAMPLER_ONLY = (
+    "Give the DistributedSamplers the same seed: DistributedSampler(..., seed=...) with one value on both sides "
+    "(the global seeds are equal already; Lightning seeds the sampler it injects from PL_GLOBAL_SEED)"
+)
+SAMPLER_SEED = Cause(
+    "sampler_seed",
+    check_seed,
+    why="Lightning seeds the DistributedSampler it injects from the global seed (PL_GLOBAL_SEED), and "
+    "LightningCLI's `seed_everything: true` (its default) picks a random seed on every run; a "
+    "hand-written loop must pass the same seed to DistributedSampler(seed=...).",
+    fix="{how}.",
+    doc="The DistributedSamplers are seeded differently (LightningCLI's `seed_everything: true`): other "
+    "samples from step 1, as many per step on both sides. Where the hooks recorded the same global seeds on every "
+    "rank, the advice seeds the samplers only; the initial weights are said only as their recorded digests say.",
+)
+CONFIG_SEED = Cause(
+    "config.seed",
+    check_seed,
+    why="The global seed decides the initial weights and the DistributedSampler's shuffle "
+    "(LightningCLI's `seed_everything: true` picks a random seed on every run).",
+    fix="Pin seed_everything to an integer in the config (not `true`) on both sides.",
+    doc="seed_everything differs and nothing else shows it yet.",
 )

@@ -1,5 +1,5 @@
 """Causes of the setup, found before any step's numbers: a crash, a stall, what meta.json lacks,
-the configuration, the sharding plan, the seed, the optimizer's param groups, the initial weights.
+the configuration, the sharding plan, the optimizer's param groups, the initial weights (the seed: seeds.py).
 
 Each cause is one `Cause` below its check; its place in the causal order is `causes.CAUSES`.
 """
@@ -353,85 +353,6 @@ CONFIG_SHARDING = Cause(
     "`fsdp:` section, which the raw loop, the LightningModule's configure_model and Fabric all call).",
     doc="`meta.sharding` differs: a module with its own `fully_shard` on one side only, another "
     "`reduce_dtype`/`param_dtype`/`reshard_after_forward`.",
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# the seed: one check, the global seed or the sampler's
-
-
-def check_seed(ctx: Context) -> Finding | None:
-    """An unpinned global seed shows up in the config, the initial weights and the sampler at once:
-    name the seed, not its symptoms."""
-    _, seed = ctx.config_diffs()
-    seeds = _sampler_seeds(ctx.meta("a")), _sampler_seeds(ctx.meta("b"))
-    first = ctx.earliest
-    on_samples = first is not None and first["quantity"] == "samples"
-    if seed is None and not (_seeds_differ(*seeds) and on_samples):
-        return None
-    if _seeds_differ(*seeds) or (seed is not None and on_samples):
-        return _sampler_seed(ctx, seeds, seed)
-    if init_finding(ctx) is None and first is None:
-        facts = f"seed_everything differs: {fmt(seed[0])} on {ctx.names[0]}, {fmt(seed[1])} on {ctx.names[1]}."
-        return finding(ctx, CONFIG_SEED, None, None, {"seed_everything": ctx.both(*seed)}, facts)
-    return None
-
-
-def _sampler_seed(ctx: Context, seeds: tuple, seed) -> Finding:
-    f = ctx.earliest if ctx.earliest and ctx.earliest["quantity"] == "samples" else None
-    evidence = {"sampler_seed": ctx.both(*seeds)}
-    if seed is not None:
-        evidence["seed_everything"] = ctx.both(*seed)
-    if f:
-        evidence["indices"] = ctx.both(f["a"], f["b"])
-    common = sorted(set(seeds[0]) & set(seeds[1]))
-    rank = f["rank"] if f else next((r for r in common if seeds[0][r] != seeds[1][r]), None)
-    if _seeds_differ(*seeds):
-        r0 = rank if rank in common else common[0]
-        facts = (
-            f"The DistributedSamplers are seeded differently ({ctx.names[0]}: seed {seeds[0][r0]}, "
-            f"{ctx.names[1]}: seed {seeds[1][r0]}), so they shuffle the dataset into different permutations"
-        )
-    else:
-        facts = "The global seed differs, and with it the sampler's shuffle"
-    facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
-    if seed is not None:
-        facts += f" seed_everything resolves to {fmt(seed[0])} on {ctx.names[0]} and {fmt(seed[1])} on {ctx.names[1]}."
-    if init_finding(ctx) is not None:
-        facts += " The same seed also decides the initial weights, which differ as well: one cause, two symptoms."
-    return finding(ctx, SAMPLER_SEED, f["step"] if f else None, rank, evidence, facts)
-
-
-def _sampler_seeds(meta: dict) -> dict:
-    return {
-        f.get("rank", r): (f.get("sampler") or {}).get("seed")
-        for r, f in enumerate(meta.get("ranks") or [])
-        if (f.get("sampler") or {}).get("seed") is not None
-    }
-
-
-def _seeds_differ(a: dict, b: dict) -> bool:
-    return any(a[r] != b[r] for r in set(a) & set(b))
-
-
-SAMPLER_SEED = Cause(
-    "sampler_seed",
-    check_seed,
-    why="Lightning seeds the DistributedSampler it injects from the global seed (PL_GLOBAL_SEED), and "
-    "LightningCLI's `seed_everything: true` (its default) picks a random seed on every run; a "
-    "hand-written loop must pass the same seed to DistributedSampler(seed=...).",
-    fix="Pin seed_everything to an integer in the config, and seed the raw loop's DistributedSampler "
-    "with that same value: DistributedSampler(..., seed=seed_everything).",
-    doc="The DistributedSamplers are seeded differently (LightningCLI's `seed_everything: true`): other "
-    "samples from step 1.",
-)
-CONFIG_SEED = Cause(
-    "config.seed",
-    check_seed,
-    why="The global seed decides the initial weights and the DistributedSampler's shuffle "
-    "(LightningCLI's `seed_everything: true` picks a random seed on every run).",
-    fix="Pin seed_everything to an integer in the config (not `true`) on both sides.",
-    doc="seed_everything differs and nothing else shows it yet.",
 )
 
 

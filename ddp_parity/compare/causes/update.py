@@ -19,12 +19,15 @@ from ddp_parity.compare.causes.base import (
     aligned_records,
     config_values,
     finding,
+    float32_ulps,
     float32_ulps_or_far,
     fmt,
     nonzero,
     recording,
     same_param_sets,
 )
+from ddp_parity.compare.causes.forward import factor_of
+from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
@@ -186,13 +189,34 @@ def check_lr(ctx: Context) -> Finding | None:
     pairs = list(aligned_records(ctx, f["rank"]))
     steps, la, lb = relations.series(pairs, "lr")
     shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
+    if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]):
+        # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
+        shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
+    relation = factor_of(ctx, "lr", f["rank"]) if shape == "factor" else None
+    if relation is not None:  # a whole factor: the larger side first, and every recorded count it equals
+        said = relation.sentence[:-1]
+        evidence["relation"] = relation.to_json()
     facts = (
-        f"At step {f['step']} the samples, loss and gradient norm match, but the learning rate differs "
+        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
     )
     why, fix = LR_WORDS.get(shape, LR_WORDS[""])
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix)
+
+
+def _matching_before_lr(f: dict, evidence: dict) -> str:
+    """What the step computed before the rate, as recorded: the gradient norm is said to match only where it
+    does; a norm a few ulps apart beside the rate (walk.py names the rate first then) is said apart."""
+    beside = (f.get("beside") or {}).get("grad_norm")
+    if not beside:
+        return "the samples, loss and gradient norm match"
+    ulps = float32_ulps(*beside)
+    evidence["grad_norm"] = {"a": beside[0], "b": beside[1], "ulps": ulps}
+    return (
+        f"the samples and loss match and the gradient norm is {ulps} float32 ulp(s) apart ({beside[0]!r} vs "
+        f"{beside[1]!r}: what a sum in another order rounds to, and no rate follows from a norm)"
+    )
 
 
 def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
@@ -226,6 +250,12 @@ def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
     return "", ""
 
 
+def _counted_alike(ctx: Context, rank) -> bool:
+    """Both sides recorded the scheduler.step() calls before every optimizer step, and they are equal."""
+    rows = recorded_counts(ctx, rank)
+    return bool(rows) and all(ca == cb for _, ca, cb, _ in rows)
+
+
 def _changes_within_epochs(values: list[tuple]) -> bool:
     return any(e1 == e2 and v1 != v2 for (e1, v1), (e2, v2) in zip(values, values[1:]))
 
@@ -255,6 +285,12 @@ LR_WORDS = {
         "stepped another number of times per optimizer step (per micro-batch under accumulation).",
         "Build the same scheduler with the same gamma on both sides and step it once per optimizer step, after "
         "optimizer.step().",
+    ),
+    "decay_counted": (
+        "The two schedules decay by different constants per optimizer step, while both sides stepped their "
+        "schedulers equally often (the scheduler.step() calls recorded before each optimizer step are equal): "
+        "another gamma, or another schedule.",
+        "Build the same scheduler with the same gamma (the same schedule and its parameters) on both sides.",
     ),
     "ulp": (
         "The same rate computed by other float expressions differs in the last bit (a closed form such as base_lr "

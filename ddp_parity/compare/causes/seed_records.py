@@ -1,0 +1,148 @@
+"""What the seed causes may say, read from the records on every rank (issue 46's seed classes):
+
+- the seeds the hooks recorded before step 1 are read on every rank both sides recorded, and said per rank
+  ("rank 1: raw seeded [43], lightning [42]"): a program that seeds `seed + rank` on one side, or whose rank 1
+  alone seeds otherwise, parts from its port on a rank the first divergence need not name;
+- a seed is never the cause while the two sides consumed another number of samples per optimizer step (another
+  accumulation, another batch size): that difference parts the samples whatever the seeds, and is named first;
+- a sentence about the initial weights is checked against the recorded init digests (init_params_sha256).
+"""
+
+from __future__ import annotations
+
+from ddp_parity.compare.causes.base import Context, aligned_records
+from ddp_parity.compare.causes.initial_state import init_digests
+from ddp_parity.trace_files import read_hook_facts
+
+
+def common_ranks(ctx: Context) -> list[int]:
+    """The ranks both sides recorded (rank 0 where the walk names none)."""
+    ranks = (ctx.walk.ranks if ctx.walk else {}) or {}
+    return sorted(set(ranks.get("a") or [0]) & set(ranks.get("b") or [0]))
+
+
+def seeds_before_step(run, rank, step: int = 1) -> list | None:
+    """The seeds a rank's hooks recorded before `step`, in order; None where no hook facts were recorded (an
+    explicit recording sees no seed)."""
+    facts = read_hook_facts(run, rank)
+    if not facts:
+        return None
+    seeds = facts.get("seeds")
+    items = seeds.get("items") if isinstance(seeds, dict) else []
+    return [i.get("seed") for i in items or [] if isinstance(i, dict) and i.get("before_step") == step]
+
+
+def seeds_by_rank(ctx: Context) -> dict | None:
+    """{rank: [a's seeds, b's seeds]} before step 1 on every rank both sides recorded hook facts for; None where
+    no rank has them on both sides."""
+    out = {}
+    for rank in common_ranks(ctx):
+        pair = [seeds_before_step(ctx.run(s), rank) for s in ("a", "b")]
+        if None not in pair:
+            out[rank] = pair
+    return out or None
+
+
+def other_values(pair: list) -> bool:
+    """The two sides' seeds hold other values (not only the same values set more often)."""
+    return set(map(str, pair[0])) != set(map(str, pair[1]))
+
+
+def seeds_per_rank_words(ctx: Context, by_rank: dict) -> str:
+    """`rank 1: raw seeded [43], lightning [42]; rank 0: both seeded [42]`: the ranks seeded otherwise first."""
+    na, nb = ctx.names
+    apart = [r for r, pair in by_rank.items() if pair[0] != pair[1]]
+    alike = [r for r, pair in by_rank.items() if pair[0] == pair[1]]
+    words = [f"rank {r}: {na} seeded {by_rank[r][0]}, {nb} {by_rank[r][1]}" for r in apart]
+    if alike:
+        shown = {str(by_rank[r][0]) for r in alike}
+        seeds = f" {by_rank[alike[0]][0]}" if len(shown) == 1 else ""
+        words.append(f"rank(s) {', '.join(map(str, alike))}: both seeded alike{seeds}")
+    return "; ".join(words)
+
+
+def samples_per_step_apart(ctx: Context) -> dict | None:
+    """{rank, step, micro_batches | samples_per_step}: the first rank that, at the first divergence's step, ran
+    another number of backward passes (recorded micro_batches) or consumed another number of samples on each side.
+    None where both sides took as much per step on every rank (or nothing of it was recorded)."""
+    first = ctx.earliest
+    step = first.get("step") if first else None
+    if not isinstance(step, int):
+        return None
+    for rank in common_ranks(ctx):
+        pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+        if pair is None:
+            continue
+        micro = [r.get("micro_batches") for r in pair]
+        if all(type(m) is int for m in micro) and micro[0] != micro[1]:
+            return {"rank": rank, "step": step, "micro_batches": micro}
+        counts = [_count(r.get("indices")) for r in pair]
+        if None not in counts and counts[0] != counts[1]:
+            return {"rank": rank, "step": step, "samples_per_step": counts}
+    return None
+
+
+def _count(indices) -> int | None:
+    if not isinstance(indices, list):
+        return None
+    if indices and all(isinstance(i, list) for i in indices):
+        return sum(len(i) for i in indices)
+    return len(indices)
+
+
+def initial_weights_words(ctx: Context, seed_differs: bool, acted_on: str | None = None) -> str:
+    """A sentence on the initial weights that the recorded init digests (init_params_sha256) prove, or "" where
+    they were not recorded on both sides. `seed_differs`: the global seed is part of the finding (its weights
+    may then be one more symptom of it); `acted_on`: what the seed of the finding draws, where the finding knows
+    (a sampler's seed: the data)."""
+    a, b = init_digests(ctx.meta("a")), init_digests(ctx.meta("b"))
+    ranks = sorted(r for r in set(a) & set(b) if a[r] and b[r])
+    if not ranks:
+        return ""
+    apart = [r for r in ranks if a[r] != b[r]]
+    if not apart:
+        tail = f"the seed acted on {acted_on} only" if acted_on else "the seed did not act on them"
+        return f" The initial weights are equal on every rank (init_params_sha256 recorded alike): {tail}."
+    shown = ", ".join(map(str, apart))
+    if ranks[0] not in apart:
+        return (
+            f" Rank {ranks[0]}'s initial weights are equal on both sides (init_params_sha256); rank(s) {shown} built "
+            f"others, which DDP's construction replaces with rank {ranks[0]}'s: harmless by itself."
+        )
+    if seed_differs:
+        return (
+            f" The same seed also decides the initial weights, which differ as well (init_params_sha256 of rank(s) "
+            f"{shown}): one cause, two symptoms."
+        )
+    return f" The initial weights differ as well (init_params_sha256 of rank(s) {shown})."
+
+
+def sampler_seeds(meta: dict) -> dict:
+    """{rank: the seed of the DistributedSampler it recorded} (meta.json ranks[*].sampler.seed)."""
+    return {
+        f.get("rank", r): (f.get("sampler") or {}).get("seed")
+        for r, f in enumerate(meta.get("ranks") or [])
+        if isinstance(f, dict) and (f.get("sampler") or {}).get("seed") is not None
+    }
+
+
+def seeds_beside(ctx: Context) -> str:
+    """A sentence for a finding of another number of samples per step: the seeds that differ as well (the
+    samplers', the global ones per rank), said as facts to compare again once the steps take as much, never as
+    the cause; "" where none differs or none was recorded."""
+    na, nb = ctx.names
+    parts = []
+    samplers = sampler_seeds(ctx.meta("a")), sampler_seeds(ctx.meta("b"))
+    apart = [r for r in sorted(set(samplers[0]) & set(samplers[1])) if samplers[0][r] != samplers[1][r]]
+    if apart:
+        r = apart[0]
+        parts.append(f"the DistributedSamplers' seeds (rank {r}: {na} {samplers[0][r]}, {nb} {samplers[1][r]})")
+    by_rank = seeds_by_rank(ctx)
+    if by_rank and any(pair[0] != pair[1] for pair in by_rank.values()):
+        parts.append(f"the global seeds ({seeds_per_rank_words(ctx, by_rank)})")
+    if not parts:
+        return ""
+    return (
+        f" The seeds differ as well: {' and '.join(parts)}; a seed cannot be judged while the steps take other "
+        "numbers of samples: compare again once they take as many."
+    )

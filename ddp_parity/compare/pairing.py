@@ -1,0 +1,111 @@
+"""Like paired with like: which of the two sides' parameters are the same parameters, when the
+modules the sides recorded hold other sets. A raw loop records the student DDP wraps; its Lightning
+port records the LightningModule, which holds the student and a frozen EMA teacher (or a loss module
+with parameters, an unused head). The parameters both hold under one name (after the wrapper and
+attribute prefixes, comparator.match_keys) are compared; those one side holds alone are named, and
+told apart by what the records say of them: trained by that side's optimizer (a real difference: a
+setup one), or untrained (requires_grad False, or in no param group), which changes the training
+only through what both sides hold (the loss, the shared parameters), where it is compared.
+
+The per-step `param_digest` sums a side's first and last parameter (meta.json `param_digest_names`):
+where the sides' digests cover other parameters, only the elements that name the same parameter are
+compared, and the report says which were left out (`narrowed_digests`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+
+def optimizer_names(meta: dict | None) -> set[str] | None:
+    """The names of the parameters in a side's optimizer (meta.json `optimizer`, named), None unknown."""
+    optimizer = (meta or {}).get("optimizer")
+    if not isinstance(optimizer, dict) or not optimizer.get("named"):
+        return None
+    groups = optimizer.get("param_groups")
+    if not isinstance(groups, list):
+        return None
+    return {p for g in groups if isinstance(g, dict) for p in g.get("params") or [] if isinstance(p, str)}
+
+
+def parameter_names(meta: dict | None) -> set[str] | None:
+    """The names a side's records call parameters (the sketch's rows, the frozen ones), None unknown."""
+    meta = meta or {}
+    layers = meta.get("layers") if isinstance(meta.get("layers"), dict) else {}
+    frozen = meta.get("params_frozen")
+    if not isinstance(frozen, list):
+        return None  # an older trace: what is frozen was not recorded
+    return {n for n in [*(layers.get("names") or []), *frozen] if isinstance(n, str)}
+
+
+def untrained_alone(names: list[str], meta: dict | None) -> tuple[list[str], list[str]]:
+    """(the parameters among `names` no optimizer of that side trains, the rest): a name is untrained
+    where the records show it is a parameter that requires no gradient or that no param group holds.
+    A buffer, or a name the records cannot place, is in the rest (a tensor one side holds alone that
+    the records cannot prove untrained stays a difference)."""
+    trained, params = optimizer_names(meta), parameter_names(meta)
+    frozen = set((meta or {}).get("params_frozen") or [])
+    if trained is None or params is None:
+        return [], list(names)
+    untrained = [n for n in names if n in frozen or (n in params and n not in trained)]
+    return untrained, [n for n in names if n not in untrained]
+
+
+def alone_note(side_name: str, names: list[str], meta: dict | None) -> str:
+    """The `one_side_only` note: how many, which, and what the records say of them (frozen, in no param group)."""
+    frozen, trained = set((meta or {}).get("params_frozen") or []), optimizer_names(meta) or set()
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    said = [_said_of(n, frozen, trained) for n in names]
+    how = said[0] if len(set(said)) == 1 else "requires_grad False, or in no param group of its optimizer"
+    return (
+        f"{len(names)} parameter(s) on {side_name} only, untrained ({how}): {shown}. They were not compared; "
+        "what they change (a teacher's targets, a loss module's weights) is compared in what both sides hold "
+        "(losses, the shared parameters)"
+    )
+
+
+def _said_of(name: str, frozen: set, trained: set) -> str:
+    if name in frozen:
+        return "requires_grad False" if name in trained else "requires_grad False and in no param group"
+    return "in no param group"
+
+
+def digest_positions(meta_a: dict | None, meta_b: dict | None, common: dict[str, str]) -> list[tuple[int, int]] | None:
+    """[(position in a's param_digest, position in b's)] that digest the same parameter, None where both
+    digest the same parameters in the same order or a side did not say which (older traces: compared
+    whole). `common`: {name on a side ("a:" / "b:" + name): the name the final states' pairing gives it}."""
+    names_a, names_b = ((m or {}).get("param_digest_names") for m in (meta_a, meta_b))
+    if not isinstance(names_a, list) or not isinstance(names_b, list) or not names_a or not names_b:
+        return None
+    mapped_a = [common.get(f"a:{n}", n) for n in names_a]  # a name the final states do not pair: as it is
+    mapped_b = [common.get(f"b:{n}", n) for n in names_b]
+    if mapped_a == mapped_b:
+        return None
+    return [(i, j) for i, n in enumerate(mapped_a) for j, m in enumerate(mapped_b) if n == m]
+
+
+def narrowed(streams: dict, positions: list[tuple[int, int]]) -> dict:
+    """Each side's records with `param_digest` cut to the elements that digest a shared parameter
+    (none left: the key goes, and the digest counts as unrecorded)."""
+    picks = {"a": [i for i, _ in positions], "b": [j for _, j in positions]}
+    return {side: {r: _narrowed(it, picks[side]) for r, it in per.items()} for side, per in streams.items()}
+
+
+def _narrowed(records, keep: list[int]) -> Iterator[dict]:
+    for record in records:
+        digest = record.get("param_digest")
+        if isinstance(digest, list):
+            record = {k: v for k, v in record.items() if k != "param_digest"}
+            if keep:
+                record["param_digest"] = [digest[i] for i in keep if i < len(digest)]
+        yield record
+
+
+def narrowed_note(meta_a: dict, meta_b: dict, names: dict, positions: list[tuple[int, int]]) -> str:
+    kept = [meta_a["param_digest_names"][i] for i, _ in positions]
+    said = f"compared on {', '.join(kept)} only" if kept else "not compared at all (no digested parameter is shared)"
+    return (
+        f"param_digest sums other parameters on the two sides ({names['a']}: {meta_a['param_digest_names']}; "
+        f"{names['b']}: {meta_b['param_digest_names']}; the recorded modules hold other parameter sets): the "
+        f"per-step parameter digest was {said}. The verdict rests on fewer parameter facts per step; the final "
+        "tensors both sides hold are compared whole"
+    )
