@@ -81,6 +81,7 @@ def main():
         max_epochs=args.epochs,
         log_every_n_steps=args.log_every,
         default_root_dir=args.results_dir,
+        use_distributed_sampler=False,  # round 1: the sampler below
         callbacks=[
             ModelCheckpoint(
                 dirpath=f"{args.results_dir}/checkpoints", every_n_train_steps=args.ckpt_every, save_top_k=-1
@@ -99,10 +100,16 @@ def main():
         ]
     )
     dataset = ImageFolder(args.data_path, transform=transform)
+    # round 1: train.py's own DistributedSampler, seeded with --global-seed on every rank; Lightning seeded the one it
+    # injects from the global seed, which is per rank here (rank 1's shuffled with seed 1)
+    sampler = torch.utils.data.DistributedSampler(
+        dataset, num_replicas=trainer.world_size, rank=trainer.global_rank, shuffle=True, seed=args.global_seed
+    )
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=int(args.global_batch_size // trainer.world_size),
-        shuffle=True,
+        shuffle=False,
+        sampler=sampler,
         num_workers=args.num_workers,
         pin_memory=True,
         drop_last=True,
