@@ -24,6 +24,13 @@ class LitDiT(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+
+    def configure_model(self):
+        # round 2: built after Lightning's DDP setup re-seeds every rank, so that the flips, latent samples, timesteps
+        # and noise of step 1 are drawn after the model's initialisation, as in train.py (seed, model, then the loop)
+        if hasattr(self, "model"):
+            return
+        args = self.args
         latent_size = args.image_size // 8
         self.model = DiT_models[args.model](input_size=latent_size, num_classes=args.num_classes)
         self.ema = deepcopy(self.model)  # an EMA of the model for use after training
