@@ -81,6 +81,14 @@ CONVNEXT_TINY += ["--model_ema_eval=true", "--use_amp=true", "--clip_grad=3.0", 
 CONVNEXT_TINY += ["--device=cpu", "--output_dir={out}/ckpt"]
 # I-JEPA reads one YAML config (main.py --fname): the tiny one, by its absolute path (each side runs in its own cwd)
 IJEPA_CONFIG = str(Path(__file__).parent / "ijepa" / "configs" / "tiny.yaml")
+DIT_TINY = ["--data-path=data", "--model=DiT-T/2", "--image-size=32", "--num-classes=10", "--epochs=2"]
+DIT_TINY += [
+    "--global-batch-size=8",
+    "--num-workers=0",
+    "--log-every=4",
+    "--ckpt-every=4",
+    "--results-dir={out}/results",
+]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -243,6 +251,20 @@ PROGRAMS = {
             "and ImageNet stood in for (standins.py), a 2-block ViT of 32 dims",
             recording="hooks",
             raw_launch="python",
+            suite=False,
+        ),
+        Program(
+            name="dit",
+            folder="dit",
+            raw=["train.py", *DIT_TINY],
+            port=["lightning_port.py", *DIT_TINY],
+            style="torchrun (env:// init) with a seed per rank (global_seed * world_size + rank); an EMA copy of the "
+            "model outside DDP (requires_grad False) updated after every step; random diffusion timesteps, VAE "
+            "latent samples, noise and label dropout drawn from the global generator each step; a loss all_reduce "
+            "every --log-every steps; checkpoints on rank 0 behind a barrier",
+            source="facebookresearch/DiT train.py, models.py, diffusion/ (CC-BY-NC 4.0, ed81ce2); torchvision, "
+            "ImageNet, timm and diffusers' VAE stood in for (standins.py)",
+            recording="hooks",
             suite=False,
         ),
     ]

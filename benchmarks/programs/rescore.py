@@ -231,6 +231,26 @@ VARIANTS = [
             )
         },
     ),
+    ("dit", "round 1", {"lightning_port.py": ("PORT", "c28416a")}),
+    ("dit", "round 2", {"lightning_port.py": ("PORT", "60ace59")}),
+    ("dit", "round 3 (EQUIVALENT, the EMA checkpointed one update behind)", {"lightning_port.py": ("PORT", "b8d6174")}),
+    ("dit", "round 4 (equal pair)", {}),
+    ("dit", "slip: no set_epoch", {"train.py": ("        sampler.set_epoch(epoch)\n", "")}),
+    (
+        "dit",
+        "slip: one seed for every rank",
+        {
+            "train.py": (
+                "    seed = args.global_seed * dist.get_world_size() + rank\n",
+                "    seed = args.global_seed\n",
+            )
+        },
+    ),
+    (
+        "dit",
+        "slip: lr x world size",
+        {"train.py": ("lr=1e-4, weight_decay=0)", "lr=1e-4 * dist.get_world_size(), weight_decay=0)")},
+    ),
 ]
 
 
