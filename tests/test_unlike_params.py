@@ -14,6 +14,7 @@ from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cm
 from test_comparator import LOSSES, PARAMS, make_run
 
 from ddp_parity import compare_traces
+from ddp_parity.compare import pairing
 from ddp_parity.compare.comparator import compare_runs, match_keys
 from ddp_parity.hooks import recording_env
 from ddp_parity.trace import META_FILE
@@ -122,3 +123,17 @@ def test_a_tensor_held_alone_is_a_note_only_where_the_records_prove_it_untrained
     assert not result.equivalent and "head.weight in that side's optimizer" in result.problems[0]
     older = make_run(tmp_path / "d", LOSSES, extra)  # an older trace: nothing proves it untrained
     assert not compare_runs(a, older).equivalent
+
+
+def test_a_digest_narrowed_to_a_frozen_parameter_compares_nothing():
+    """The digests' shared parameter is a frozen positional embedding (DiT's, a ViT's), the other element each
+    side's own (a port's LightningModule holds an EMA copy too): equal after every step whatever the training
+    did, so it is not kept; the per-step parameter digest is then said not compared, never equal."""
+    meta_a = {"param_digest_names": ["pos_embed", "final.weight"], "params_frozen": ["pos_embed"]}
+    meta_b = {"param_digest_names": ["model.pos_embed", "ema.final.weight"], "params_frozen": ["model.pos_embed"]}
+    common = {"b:model.pos_embed": "pos_embed", "a:final.weight": "final.weight"}
+    assert pairing.digest_positions(meta_a, meta_b, common) == []
+    note = pairing.narrowed_note(meta_a, meta_b, {"a": "raw", "b": "lightning"}, [])
+    assert "not compared at all" in note and "trains" in note
+    trained = {**meta_b, "params_frozen": []}  # where it is trained on both sides, the shared element is kept
+    assert pairing.digest_positions({**meta_a, "params_frozen": []}, trained, common) == [(0, 0)]

@@ -80,7 +80,16 @@ def digest_positions(meta_a: dict | None, meta_b: dict | None, common: dict[str,
     mapped_b = [common.get(f"b:{n}", n) for n in names_b]
     if mapped_a == mapped_b:
         return None
-    return [(i, j) for i, n in enumerate(mapped_a) for j, m in enumerate(mapped_b) if n == m]
+    shared = [(i, j) for i, n in enumerate(mapped_a) for j, m in enumerate(mapped_b) if n == m]
+    # a parameter no optimizer trains (a frozen positional embedding) is equal after every step whatever the
+    # training did: a digest narrowed to it alone would prove nothing about the step, so it is not kept
+    return [(i, j) for i, j in shared if _trained(names_a[i], meta_a) and _trained(names_b[j], meta_b)]
+
+
+def _trained(name: str, meta: dict | None) -> bool:
+    """False where the records show no optimizer trains it: frozen (whether or not the optimizer's names are
+    known), or a parameter no param group holds."""
+    return name not in ((meta or {}).get("params_frozen") or []) and not untrained_alone([name], meta)[0]
 
 
 def narrowed(streams: dict, positions: list[tuple[int, int]]) -> dict:
@@ -102,7 +111,11 @@ def _narrowed(records, keep: list[int]) -> Iterator[dict]:
 
 def narrowed_note(meta_a: dict, meta_b: dict, names: dict, positions: list[tuple[int, int]]) -> str:
     kept = [meta_a["param_digest_names"][i] for i, _ in positions]
-    said = f"compared on {', '.join(kept)} only" if kept else "not compared at all (no digested parameter is shared)"
+    said = (
+        f"compared on {', '.join(kept)} only"
+        if kept
+        else "not compared at all (no parameter both digests hold is one an optimizer trains)"
+    )
     return (
         f"param_digest sums other parameters on the two sides ({names['a']}: {meta_a['param_digest_names']}; "
         f"{names['b']}: {meta_b['param_digest_names']}; the recorded modules hold other parameter sets): the "
