@@ -13,12 +13,16 @@ torchrun on gloo; the explicit recording is the tests' own loop (tests/loops_of_
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
 from loops_of_our_own import Loop, pair
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import recording_env
+from ddp_parity.trace import META_FILE
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "seed_ranks.py"
 VARIANTS = {
@@ -123,3 +127,22 @@ def test_no_advice_to_pin_a_seed_both_sides_recorded_alike(runs):
     assert d["kind"] == "sampler_seed", (d["kind"], d["explanation"])
     assert "seed_everything" not in d["advice"] and "the same seed" in d["advice"], d["advice"]
     assert "The global seeds are the same on both sides" in d["explanation"], d["explanation"]
+
+
+@pytest.mark.slow
+def test_initial_states_apart_only_by_a_frozen_copy_one_side_holds_are_equal_weights(runs, tmp_path):
+    """Other sampler seeds, and one side's recorded model also holds a frozen EMA copy (a LightningModule holding
+    the model and its EMA, DiT's and I-JEPA's ports): its whole-state init digests differ from the other side's,
+    yet every parameter both hold is equal. Never "the initial weights differ", never "one cause, two symptoms"."""
+    port = tmp_path / "ss2"
+    shutil.copytree(runs["ss2"], port)
+    meta = json.loads((port / META_FILE).read_text())
+    for facts in meta["ranks"]:
+        facts["init_parameters_by_name"]["ema.0.weight"] = "0" * 16
+        facts["init_params_sha256"] = facts["init_parameters_sha256"] = "f" * 64
+    meta["params_frozen"] = [*meta.get("params_frozen", []), "ema.0.weight"]
+    (port / META_FILE).write_text(json.dumps(meta))
+    d = compare_traces(runs["ss1"], port)["diagnosis"]
+    assert d["kind"] == "sampler_seed", (d["kind"], d["explanation"])
+    assert "differ as well" not in d["explanation"], d["explanation"]
+    assert "The initial weights are equal on every rank" in d["explanation"], d["explanation"]

@@ -22,7 +22,7 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import shared_refuted
-from ddp_parity.compare.causes.initial_state import init_digests
+from ddp_parity.compare.causes.initial_state import apart_by_names_only, init_digests
 from ddp_parity.compare.causes.per_step import micro_batch_counts
 from ddp_parity.compare.causes.samples import (
     consumed_later,
@@ -407,7 +407,10 @@ WITHOUT_GRADIENTS = {
 def init_apart(ctx: Context, rank) -> bool | None:
     """Whether `rank`'s recorded init digests differ across the sides; None where a side recorded none."""
     digests = [init_digests(ctx.meta(s)).get(rank) for s in ("a", "b")]
-    return None if None in digests else digests[0] != digests[1]
+    if None in digests:
+        return None
+    # apart only by what one side holds alone (a frozen EMA copy, a buffer): the weights both hold are equal
+    return digests[0] != digests[1] and apart_by_names_only(ctx, rank) is None
 
 
 def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from ddp_parity.compare.causes.base import Context, aligned_records
-from ddp_parity.compare.causes.initial_state import init_digests
+from ddp_parity.compare.causes.initial_state import apart_by_names_only, init_digests
 from ddp_parity.trace_files import read_hook_facts
 
 
@@ -99,7 +99,8 @@ def initial_weights_words(ctx: Context, seed_differs: bool, acted_on: str | None
     ranks = sorted(r for r in set(a) & set(b) if a[r] and b[r])
     if not ranks:
         return ""
-    apart = [r for r in ranks if a[r] != b[r]]
+    # a digest apart only by what one side holds alone (a frozen EMA copy, a buffer) is not other weights
+    apart = [r for r in ranks if a[r] != b[r] and apart_by_names_only(ctx, r) is None]
     if not apart:
         tail = f"the seed acted on {acted_on} only" if acted_on else "the seed did not act on them"
         return f" The initial weights are equal on every rank (init_params_sha256 recorded alike): {tail}."
