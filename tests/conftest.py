@@ -72,7 +72,11 @@ def child_env(extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV and not k.startswith("TORCHELASTIC_")}
     env["OMP_NUM_THREADS"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra or {})
+    for key, value in (extra or {}).items():  # None: the key left out, whatever this process's environment holds
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 

@@ -23,8 +23,8 @@ PROGRAMS = REPO / "tests" / "hooks_programs"
 def raw(tmp: Path, name: str, *args: str, record: bool = True):
     run_dir, weights = tmp / name, tmp / f"{name}.pt"
     env = recording_env(run_dir, name, child_env()) if record else None
-    if env is not None:
-        env.pop("DDP_PARITY_WATCH_STEP", None)  # the default watched steps, whatever another test left set
+    if env is not None:  # the default watched steps, whatever another test left in this process's environment
+        env["DDP_PARITY_WATCH_STEP"] = None  # (run_cmd starts from os.environ: a pop here would not reach it)
     cmd = [*_torchrun_prefix(2), PROGRAMS / "raw_loop.py", "--save", weights, *args]
     return check_ok(run_cmd(cmd, env=env)), run_dir, weights
 

@@ -25,7 +25,7 @@ PROGRAMS = REPO / "tests" / "hooks_programs"
 def raw(tmp, name: str, *args: str):
     run_dir = tmp / name
     env = recording_env(run_dir, name, child_env())
-    env.pop("DDP_PARITY_WATCH_STEP", None)
+    env["DDP_PARITY_WATCH_STEP"] = None  # left out of the child (run_cmd starts from os.environ)
     check_ok(run_cmd([*_torchrun_prefix(2), PROGRAMS / "ema_raw.py", *args], env=env))
     return run_dir
 
