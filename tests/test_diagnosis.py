@@ -342,6 +342,56 @@ def test_learning_rate_differs(tmp_path):
     assert d["evidence"]["lr"] == {"raw": 0.001, "lightning": 0.0005}
 
 
+def float32_ulp_up(value: float, ulps: int = 1) -> float:
+    """`value` as float32, `ulps` float32 steps up: another order of one float32 sum."""
+    x = torch.tensor(value, dtype=torch.float32)
+    for _ in range(ulps):
+        x = torch.nextafter(x, torch.tensor(math.inf))
+    return x.item()
+
+
+def norms_a_rounding_apart(records: dict[int, list[dict]]) -> dict[int, list[dict]]:
+    """Every recorded gradient norm as float32, one ulp up: the same squares summed in another order."""
+    for recs in records.values():
+        for rec in recs:
+            rec["grad_norm"] = float32_ulp_up(rec["grad_norm"])
+    return records
+
+
+def float32_norms(records: dict[int, list[dict]]) -> dict[int, list[dict]]:
+    for recs in records.values():
+        for rec in recs:
+            rec["grad_norm"] = float32_ulp_up(rec["grad_norm"], 0)
+    return records
+
+
+def test_a_norm_an_ulp_apart_that_parts_the_parameters_steps_later_is_the_finding_with_the_order_first(tmp_path):
+    """A norm summed in another order is an ulp apart from step 1; the clip coefficient rounds alike at steps
+    1 and 2 (the parameters stay equal) and apart at step 3. The norm apart there is the training's cause,
+    never 'the same factor as where the parameters stayed equal: measured' (CI's CPU, ATen's scalar kernels:
+    the order's one-ulp ratio was kept as a recording factor and step 3 became a generic optimizer finding)."""
+    records_a = float32_norms(make_records())
+    records_b = trained_apart(norms_a_rounding_apart(make_records()), 3)
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
+    # these traces hold no param groups, so the order is the first candidate, not yet proved
+    assert (d["category"], d["step"], d["rank"], d["evidence"]["ulps"]) == ("undetermined", 3, 0, 1), d
+    assert d["candidates"][0]["cause"] == "reduction_order", d["candidates"]
+    assert (d["evidence"]["measured_before"]["quantity"], d["evidence"]["measured_before"]["step"]) == ("grad_norm", 1)
+
+
+def test_an_lr_apart_where_a_rounding_apart_norm_is_apart_too_is_the_finding(tmp_path):
+    """The same norms an ulp apart at every step, and at step 3 an lr halved as the parameters part: the lr moved
+    the update far more than an ulp of the norm could, so the finding is the lr's, not the order's."""
+    records_a = float32_norms(make_records())
+    records_b = trained_apart(norms_a_rounding_apart(make_records()), 3)
+    for r in range(WORLD):
+        for rec in records_b[r][2:]:
+            rec["lr"] = 0.0005
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("optimizer", 3, 0), d
+    assert d["evidence"]["lr"] == {"raw": 0.001, "lightning": 0.0005}
+
+
 def test_parameters_after_the_step_differ(tmp_path):
     # not compared by the comparator step by step; the diagnosis reads param_digest
     records_b = make_records()

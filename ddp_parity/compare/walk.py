@@ -455,6 +455,8 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
 
 MEASURED_QUANTITIES = ("loss", "grad_norm", "lr")
 RATIO_QUANTITIES = ("loss", "grad_norm")  # a recording factor (a loss × GradScaler's scale) holds step after step
+# kept in place of a ratio where the measured-only values were a few float32 ulps apart (another order of one sum)
+ROUNDING = "rounding"
 
 
 def _trained_divergences(found_here: list, recs: dict, ratios: dict, criterion: Criterion) -> list[dict]:
@@ -466,7 +468,7 @@ def _trained_divergences(found_here: list, recs: dict, ratios: dict, criterion: 
         if _measured_only(d, recs):
             ratio = _ratio(d.get("a"), d.get("b"))
             if d["quantity"] in RATIO_QUANTITIES and ratio is not None:
-                ratios.setdefault((d["rank"], d["quantity"]), ratio)
+                ratios.setdefault((d["rank"], d["quantity"]), ROUNDING if _rounding_apart(d["a"], d["b"]) else ratio)
             continue
         nxt = _past_measured_ratios(d, recs, ratios, criterion)
         if nxt is not None:
@@ -480,18 +482,28 @@ def _past_measured_ratios(d: dict, recs: dict, ratios: dict, criterion: Criterio
     if ra.get("param_digest") is None or rb.get("param_digest") is None:
         return d  # without the parameters after the step, nothing says the training of this step is the same
     passed = None  # the first quantity passed over, with its ratio
+    rounded = None  # the first quantity passed over as a few ulps apart again: the training's unless a later one is
     for name in NUMERIC[NUMERIC.index(d["quantity"]) :] if d["quantity"] in NUMERIC else ():
         a, b = ra.get(name), rb.get(name)
         if a is None or b is None or criterion.equal(a, b):
             continue
         kept = ratios.get((d["rank"], name))
+        if kept == ROUNDING:
+            if _rounding_apart(a, b):
+                rounded = rounded or {**d, "quantity": name, "a": a, "b": b}
+                continue  # a clip coefficient that rounded alike before may not now: kept unless another moved more
+            kept = None
+        if rounded is not None and name == "param_digest":
+            return rounded  # nothing between the norm and the update moved: the norm's rounding did
         ratio = _ratio(a, b)
-        if kept is not None and ratio is not None and abs(ratio - kept) <= 1e-6 * abs(kept):
+        if isinstance(kept, float) and ratio is not None and abs(ratio - kept) <= 1e-6 * abs(kept):
             passed = passed or {"quantity": name, "ratio": kept}
             continue  # the same recording factor as where the parameters stayed equal: measured, not trained
-        if passed is None:
+        if passed is None and rounded is None:
             return d
-        return {**d, "quantity": name, "a": a, "b": b, "measured_apart": passed}
+        return {**d, "quantity": name, "a": a, "b": b, **({"measured_apart": passed} if passed else {})}
+    if rounded is not None:
+        return rounded
     return None if d["quantity"] in NUMERIC else d
 
 
@@ -499,6 +511,14 @@ def _ratio(a, b) -> float | None:
     if not (_is_number(a) and _is_number(b)) or b == 0 or not math.isfinite(a / b):
         return None
     return a / b
+
+
+def _rounding_apart(a, b) -> bool:
+    """Two values a few float32 ulps apart: another order of the same sum, not a recording factor. Such a norm
+    can leave the parameters equal for steps (clipping's coefficient rounds alike) and part them at the next, so
+    where it is apart again it stays the training's candidate, never 'the same factor, measured'."""
+    ulps = float32_ulps(a, b)
+    return ulps is not None and ulps <= FEW_FLOAT32_ULPS
 
 
 def _measured_only(divergence: dict, recs: dict) -> bool:
