@@ -88,6 +88,7 @@ def main() -> int:
                 print(f"step {step} loss {loss.item():.8f}", flush=True)
     del ddp_student
     gc.collect()
+    dist.barrier()  # no rank leaves while its peer still talks: gloo aborts one that does (SIGABRT)
     dist.destroy_process_group()
     return 0
 

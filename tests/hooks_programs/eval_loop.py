@@ -21,6 +21,7 @@ sets require_backward_grad_sync), every one, or none (a no_sync left on: each ra
 from __future__ import annotations
 
 import argparse
+import gc
 
 import torch
 import torch.distributed as dist
@@ -99,6 +100,9 @@ def main() -> int:
         evaluate_here(STEPS, 0)
     if rank == 0:
         torch.save(model.state_dict(), args.save)
+    ddp_model = None  # DDP's reducer goes before the group, never joined at interpreter exit (gloo then aborts)
+    gc.collect()
+    dist.barrier()  # no rank leaves while its peer still talks: gloo aborts one that does (SIGABRT)
     dist.destroy_process_group()
     return 0
 

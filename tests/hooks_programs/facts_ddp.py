@@ -11,6 +11,7 @@ changes one fact:
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 import torch
@@ -48,6 +49,9 @@ def main() -> None:
             print(f"step {step} loss {shown.item() / world:.8f}", flush=True)
     if rank == 0 or args.save_every_rank:
         torch.save({"model": net.state_dict(), "step": 3}, os.path.join(args.out, f"ckpt{rank}.pt"))
+    del model  # DDP's reducer goes before the group, never joined at interpreter exit (gloo then aborts)
+    gc.collect()
+    dist.barrier()  # no rank leaves while its peer still talks: gloo aborts one that does (SIGABRT)
     dist.destroy_process_group()
 
 

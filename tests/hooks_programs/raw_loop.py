@@ -74,6 +74,7 @@ def main() -> int:
         torch.save(model.state_dict(), args.save)
     del ddp_model
     gc.collect()
+    dist.barrier()  # no rank leaves while its peer still talks: gloo aborts one that does (SIGABRT)
     dist.destroy_process_group()
     return 0
 
