@@ -68,6 +68,8 @@ class Loop:
     scheduler_steps: int = 1  # scheduler.step() calls per optimizer step (per micro-batch, or a hand call and
     # Lightning's lr_scheduler_config both); recorded as scheduler_steps_before with record_scheduler_count
     lr_from: tuple | None = None  # (step, lr): from this step on the lr is set to lr (the training parts there)
+    lr_floor: float | None = None  # by hand: lr × step / 3 for steps 1-3, then lr / 2 + this floor (a schedule
+    # whose floor, like a cosine's min_lr, is not scaled with the base rate)
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -172,6 +174,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         if s.lr_from is not None and step >= s.lr_from[0]:
             for group in optimizer.param_groups:
                 group["lr"] = s.lr_from[1]
+        if s.lr_floor is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr * step / 3 if step <= 3 else s.lr / 2 + s.lr_floor
         if s.lr_read == "warmup":  # a linear warmup from 0 set by hand: step 1 moves nothing
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * (step - 1) / s.steps

@@ -392,6 +392,26 @@ def test_an_lr_apart_where_a_rounding_apart_norm_is_apart_too_is_the_finding(tmp
     assert d["evidence"]["lr"] == {"raw": 0.001, "lightning": 0.0005}
 
 
+def test_a_seed_per_rank_both_sides_use_alike_is_no_setup_difference(tmp_path):
+    """Each side's ranks build different weights (a seed per rank, as DiT and ConvNeXt seed) and rank r's equal
+    rank r's of the other side: nothing differs between the sides, so no warning and no fix ('Seed identically,
+    seed_everything pinned to an integer' asked to change a deliberate choice both sides make), only the fact."""
+    per_rank = ["a" * 64, "b" * 64]
+    a, b = pair(tmp_path, meta_a=make_meta("raw", init=per_rank), meta_b=make_meta("lightning", init=per_rank))
+    report, d = run_diagnosis(a, b)
+    assert (report["verdict"], d["category"], d["setup_differs"]) == ("equivalent", "equivalent", None), d
+    assert not [w for w in report["warnings"] if w["kind"] == "setup_differs"], report["warnings"]
+    assert "each rank's matches the same rank's on the other side" in d["evidence"]["init_note"]
+    # the control: rank 1 built otherwise on one side only is a setup difference, said with its fix
+    a, b = pair(
+        tmp_path / "one", meta_a=make_meta("raw", init=per_rank), meta_b=make_meta("lightning", init=per_rank[0])
+    )
+    report, d = run_diagnosis(a, b)
+    said = d["setup_differs"] or d  # the init finding, beside the verdict or as the diagnosis
+    assert (report["verdict"], said["category"]) == ("equivalent", "init"), d
+    assert said["advice"].startswith("Seed identically"), said
+
+
 def test_parameters_after_the_step_differ(tmp_path):
     # not compared by the comparator step by step; the diagnosis reads param_digest
     records_b = make_records()
@@ -610,6 +630,32 @@ def test_gradients_accumulated_across_a_validation_and_zeroed_on_one_side_are_na
         (run / "validation.jsonl").write_text(json.dumps({"epoch": 0, "step": 8, "val_loss": 1.5}) + "\n")
     _, d = run_diagnosis(a, b)
     assert d["kind"] != "gradients.across_validation"
+
+
+def test_an_evaluation_between_two_steps_spans_no_micro_batch_and_the_recorded_sync_pattern_is_named(tmp_path):
+    """ConvNeXt's port (first pass, round 2): Lightning's sanity check ran before any micro-batch, the hooks'
+    record said so (`micro_batch` 0), and the per-micro-batch sync differed ([no sync, no sync] against [no sync,
+    sync]); the finding was still 'gradients kept across a validation'. An evaluation right after a step spans no
+    micro-batch of the next: what the records hold about the sync is the finding."""
+    records_a, records_b = make_records(), make_records()
+    for records, flags in ((records_a, [False, False]), (records_b, [False, True])):
+        for recs in records.values():
+            for record in recs:
+                record["micro_batches"], record["grad_sync"] = 2, flags
+    for recs in records_a.values():
+        for record in recs[4:]:  # raw from step 5 on: each rank stepped on its own gradients
+            record["grad_norm"] = record["grad_norm"] / 4
+    trained_apart(records_a, 5)
+    meta_b = make_meta("lightning")
+    meta_b.update(precision="32-true", resumed_from=None)  # what TraceCallback writes
+    a, b = pair(tmp_path, meta_b=meta_b, records_a=records_a, records_b=records_b)
+    for rank in range(WORLD):  # the hooks saw lightning evaluate right after step 4, before step 5's first backward
+        evaluation = {"step": 4, "micro_batch": 0, "epoch": 0, "forwards": 1, "output_digest": "0" * 64}
+        evaluation.update(module="Net", training=False, grad_enabled=False, inference_mode=False, grads_held=True)
+        (b / "trace" / f"rank{rank}.evaluations.jsonl").write_text(json.dumps(evaluation) + "\n")
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("gradients.sync_pattern", 5), d["explanation"]
+    assert d["evidence"]["sync_shape"] == "unsynced" and d["advice"].startswith("On raw, let the last"), d
 
 
 def test_an_iterable_datasets_loader_against_batches_drawn_by_hand_names_the_base_seed_draw(tmp_path):

@@ -165,6 +165,38 @@ def test_an_evaluation_iterated_once_more_between_steps_is_named_at_the_step_it_
     assert "worker_init_fn" not in d["advice"] and "generator=torch.Generator()" in d["advice"], d["advice"]
 
 
+def test_an_evaluation_iterated_once_more_is_named_where_one_side_seeds_the_same_value_twice(tmp_path):
+    """ConvNeXt's port (first pass, round 3): the program evaluates the model then its EMA (two loader iterators),
+    the port both in one pass, and Lightning seeds every rank again with the same value before building the model.
+    The last seed is the same on both sides, and the draws since it differ by one iterator: named, never worker
+    seeding for a loader without workers (the seeds [0] against [0, 0] made the check give up)."""
+    once = recorded_seed_loop(tmp_path / "once", "--evals", "1")
+    twice = recorded_seed_loop(tmp_path / "twice", "--evals", "2", "--seed-twice")
+    d = compare_traces(once, twice)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.loader_draws", 3), (d["kind"], d["explanation"])
+    assert "worker_init_fn" not in d["advice"], d["advice"]
+    # seeded twice, nothing drawn between, against once: the same stream, the same training
+    assert compare_traces(once, recorded_seed_loop(tmp_path / "same", "--evals", "1", "--seed-twice"))["verdict"] == (
+        "equivalent"
+    )
+
+
+def test_seeds_apart_only_before_the_last_are_no_seed_difference_and_a_loss_k_times_is_its_factor(tmp_path):
+    """ConvNeXt's slip (first pass): the loss not divided on one side, exactly 2× at equal batches, was headlined
+    'seeded with other values' because one side's seeds were [0, 0, 1] where the other's were [1]: the last
+    seed, the one every draw after it depends on, was equal. Here one side seeds 5 before the same seed and
+    multiplies its loss by 2, a factor no count of this run equals: the factor is named, no seed; and seeding
+    5 first alone changes nothing."""
+    base = recorded_seed_loop(tmp_path / "base")
+    scaled = recorded_seed_loop(tmp_path / "scaled", "--seed-first", "5", "--loss-times", "2")
+    d = compare_traces(base, scaled)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("loss.factor", 1), (d["kind"], d["explanation"])
+    assert "scaled's loss is 2.000 × base's" in d["explanation"], d["explanation"]
+    assert "seed" not in d["advice"].lower() and "multiplies it by 2" in d["advice"], d["advice"]
+    seeded_first = recorded_seed_loop(tmp_path / "first", "--seed-first", "5")
+    assert compare_traces(base, seeded_first)["verdict"] == "equivalent"
+
+
 def test_a_measured_only_difference_before_the_training_parts_is_said_beside_not_as_the_cause(tmp_path):
     """issue 46 c: one side measures the gradient norm as the 1-norm (what it trains is unchanged: the parameters
     after every step are equal), and from step 4 it skips a batch. The diagnosis reads the training's first

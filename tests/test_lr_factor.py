@@ -61,3 +61,14 @@ def test_under_a_warmup_from_zero_the_factor_seen_from_step_2_outranks_the_norm_
     assert report["verdict"] == "different" and d["kind"] != "reduction_order", d
     assert d["step"] == 2 and "changed's lr is 2.000 × reference's" in d["explanation"], d["explanation"]
     assert "the grad_norm at step 1" in d["explanation"], d["explanation"]  # said beside, as measured there
+
+
+def test_an_lr_k_times_where_the_rates_part_then_drifting_is_named_by_its_factor(tmp_path):
+    """ConvNeXt's slip (first pass): the base lr × the world size, exactly 2× through the warmup, then 1.9999-1.9985×
+    as the cosine's unscaled min_lr joins: 'another schedule, another length, another interval' with no factor.
+    Here a warmup by hand, exactly 2× at steps 1-3, then half the rate plus a floor the factor does not scale."""
+    a = BASE.changed(lr_floor=0.01)
+    d = compare_traces(*pair(tmp_path, a, a.changed(lr=BASE.lr * 2)))["diagnosis"]
+    assert (d["kind"], d["step"], d["evidence"]["lr_relation"]) == ("optimizer.lr", 1, "factor_then"), d
+    assert "changed's lr is 2.000 × reference's from step 1 to 3" in d["explanation"], d["explanation"]
+    assert "not after step 3" in d["explanation"] and "floor" in d["advice"], d

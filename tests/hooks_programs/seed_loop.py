@@ -3,10 +3,15 @@ Lightning's DDP setup re-seeds every rank); its DataLoader shuffles from the glo
 of any recorder.
 
 With --evals K its samples carry noise from the global generator and it evaluates K times after step 2.
+With --seed-twice it seeds once more before the build, nothing drawn between (a seed_everything Lightning's DDP
+setup repeats before configure_model builds the model): the same stream, seeds [s, s] recorded where [s] was.
+With --seed-first N it seeds N before the seed (the seeds [N, s] where [s] was: the same last seed).
+With --loss-times K its backward root is K × the loss (a loss not divided by the accumulation).
 With --peek-val it iterates a validation loader once before training (as Lightning's sanity check does): the
 iterator draws its base seed from the global generator, so the shuffle after it draws other numbers.
 
-    python tests/hooks_programs/seed_loop.py [--reseed] [--peek-val] [--seed N] [--lr LR] [--evals K]
+    python tests/hooks_programs/seed_loop.py [--reseed] [--seed-twice] [--seed-first N] [--loss-times K]
+        [--peek-val] [--seed N] [--lr LR] [--evals K]
 """
 
 from __future__ import annotations
@@ -35,13 +40,20 @@ class Noisy(torch.utils.data.Dataset):
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--reseed", action="store_true")
+    p.add_argument("--seed-twice", action="store_true")
+    p.add_argument("--seed-first", type=int)
+    p.add_argument("--loss-times", type=float, default=1.0)
     p.add_argument("--peek-val", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--evals", type=int, default=0, help="after step 2, iterate an evaluation loader this many times")
     args = p.parse_args()
     torch.set_num_threads(1)
+    if args.seed_first is not None:
+        torch.manual_seed(args.seed_first)
     torch.manual_seed(args.seed)
+    if args.seed_twice:
+        torch.manual_seed(args.seed)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     if args.reseed:
         torch.manual_seed(args.seed)  # after the build: the shuffle below draws from the seed, not after the weights
@@ -53,7 +65,7 @@ def main() -> None:
             model(next(iter(DataLoader(data, batch_size=8)))[0])
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     for step, (x, y) in enumerate(loader, start=1):
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = args.loss_times * nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -133,6 +133,15 @@ FACTOR_MECHANISMS = {
 }
 
 
+# a factor no recorded count equals: still exactly k × at equal batches, so a multiplier, never a module
+UNCOUNTED_FACTOR = Words(
+    "no count this run records equals {k}, so {side} multiplies the loss by {k} before backward (or {small} divides "
+    "it by {k}): a division by a count set by hand (micro-batches, ranks), a weight, a sum of {k} terms",
+    "Give backward the same loss on both sides: find where {side} multiplies it by {k} (or {small} divides it by "
+    "{k}) and do that on both sides or on neither.",
+)
+
+
 def factor_mechanism(relation: relations.Relation) -> str:
     """The mechanism of the first count the factor equals ('' where none has one)."""
     found = factor_mechanisms(relation)
@@ -168,13 +177,13 @@ def check_loss_factor(ctx: Context) -> Finding | None:
     if f is None or f["quantity"] != "loss":
         return None
     relation = factor_of(ctx, "loss", f["rank"])
-    if relation is None or relation.first != f["step"] or not factor_mechanism(relation):
+    if relation is None or relation.first != f["step"]:
         return None
     if _grad_norms_equal_at(ctx, f["rank"], f["step"]):
         return None
     k = relations.integer_of(relation.value)[0]
     values = {"side": relation.side, "small": relation.other, "k": k}
-    mechanisms = [FACTOR_MECHANISMS[m] for m in factor_mechanisms(relation)]
+    mechanisms = [FACTOR_MECHANISMS[m] for m in factor_mechanisms(relation)] or [UNCOUNTED_FACTOR]
     whys = [w.why.format(**values) for w in mechanisms]
     fixes = [w.fix.format(**values) for w in mechanisms]
     if len(mechanisms) == 1:
@@ -189,11 +198,14 @@ def check_loss_factor(ctx: Context) -> Finding | None:
 LOSS_FACTOR = Cause(
     "loss.factor",
     check_loss_factor,
-    why="A loss scaled by a count scales every gradient by it: the training differs from the first step.",
+    why="A loss scaled by a factor scales every gradient by it: the training differs from the first step.",
     fix="{fix}",
-    doc="One side's loss is exactly k × the other's from the first step, k a recorded count (the accumulation, "
-    "the micro-batches per step, the world size, the batch size): the mechanism of that count (docs/relations.md).",
-    requires=Evidence("an exact factor equal to a recorded count", lambda d: bool(d.evidence.get("relation"))),
+    doc="One side's loss is exactly k × the other's from the first step it differs, at equal batches: the mechanism "
+    "of the recorded count k equals (the accumulation, the micro-batches per step, the world size, the batch size; "
+    "docs/relations.md), or, where none does, a multiplier by k on one side.",
+    requires=Evidence(
+        "an exact integer factor from the step the losses part", lambda d: bool(d.evidence.get("relation"))
+    ),
 )
 
 

@@ -153,8 +153,13 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
-    if None in draws or seeds[0] != seeds[1] or len(draws[0]) == len(draws[1]) or sampler_differences(ctx):
-        return None  # unrecorded, other seeds (their own cause), as many draws, or another sampler
+    # the draws are counted from the last seed: what the generator holds there is that seed's value alone, so a
+    # seed repeated with nothing drawn between (Lightning's DDP setup seeding again) is no other seed
+    last = [side[-1:] if side is not None else None for side in seeds]
+    if None in draws or None in last or last[0] != last[1] or len(draws[0]) == len(draws[1]):
+        return None  # unrecorded, another last seed (its own cause), or as many draws
+    if sampler_differences(ctx):
+        return None  # another sampler
     more = "a" if len(draws[0]) > len(draws[1]) else "b"
     na, nb = ctx.names
     shown = [_draws_words(d) for d in draws]
@@ -218,9 +223,11 @@ def check_seed_values(ctx: Context) -> Finding | None:
     by_rank, candidates = seeded
     if not any(other_values(pair) for pair in by_rank.values()):
         return None  # the same values on every rank (a re-seed is its own cause)
-    rank = next((r for r in candidates if r in by_rank and by_rank[r][0] != by_rank[r][1]), None)
+    # what a rank draws after its last seed depends on that seed's value alone: seeds apart only before it (a
+    # program seeding every rank alike, then seed + rank; Lightning's seed_everything first) part nothing there
+    rank = next((r for r in candidates if r in by_rank and by_rank[r][0][-1:] != by_rank[r][1][-1:]), None)
     if rank is None:
-        return None  # the same seeds where the runs part: another rank's seed cannot part it before any update
+        return None  # the same last seed where the runs part: another rank's seed cannot part it before any update
     ranks = ", ".join(str(r) for r, pair in by_rank.items() if other_values(pair))
     apart = {i: len({str(sorted(map(str, pair[i]))) for pair in by_rank.values()}) > 1 for i in (0, 1)}
     facts = (

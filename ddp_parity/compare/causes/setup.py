@@ -543,6 +543,12 @@ def check_init(ctx: Context) -> Finding | None:
     if found is None:
         return None
     init = init_digests(ctx.meta("a")), init_digests(ctx.meta("b"))
+    if not found["across"]:  # every rank built what the same rank of the other side built: nothing to make equal
+        ctx.cache["init_note"] = (
+            "init_params_sha256 differs between the ranks of each side, and each rank's matches the same rank's on "
+            "the other side (a seed per rank, alike on both): DDP broadcasts rank 0's weights at construction"
+        )
+        return None
     if not found["rank0_differs"] and ctx.earliest is not None:
         ctx.cache["init_note"] = (
             "init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match across the sides "

@@ -193,10 +193,15 @@ def check_lr(ctx: Context) -> Finding | None:
         # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
         shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
-    relation = factor_of(ctx, "lr", f["rank"]) if shape == "factor" else None
+    relation = factor_of(ctx, "lr", f["rank"]) if shape in ("factor", "") else None
+    if relation is not None and shape == "" and (relation.first != f["step"] or relation.last <= relation.first):
+        relation = None  # a whole factor only where the rates part, held at a step after it too
     if relation is not None:  # a whole factor: the larger side first, and every recorded count it equals
         said = relation.sentence[:-1]
         evidence["relation"] = relation.to_json()
+        if shape == "":  # exact where the rates part, then drifting: a value the scaling did not reach
+            shape = evidence["lr_relation"] = "factor_then"
+            said += f", and not after step {relation.last}: a value the factor does not scale joins the rate there"
     facts = (
         f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
@@ -279,6 +284,13 @@ LR_WORDS = {
         "A rate k × the other's at every step is another base rate: the lr given to the optimizer or the "
         "scheduler (an lr scaled by the world size or the batch size on one side).",
         "Give the optimizer (and the scheduler's max_lr/base_lr) the same rate on both sides.",
+    ),
+    "factor_then": (
+        "A rate exactly k × the other's where the rates part is another base rate (the lr given to the optimizer or "
+        "the scheduler scaled by the world size or the batch size on one side); where the ratio then drifts, a part "
+        "of the schedule that is not scaled with it (a floor such as min_lr or eta_min, a final rate) takes over.",
+        "Give the optimizer (and the scheduler's base rate) the same rate on both sides; scale the floor alike too, "
+        "or on neither side.",
     ),
     "decay": (
         "The two schedules decay by different constants per optimizer step: another gamma, or the scheduler "
