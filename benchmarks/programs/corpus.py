@@ -166,6 +166,7 @@ PROGRAMS = {
             "the lr set by hand every step; GradScaler; an all_reduce inside forward; two augmented views",
             source="facebookresearch/barlowtwins main.py (MIT); torchvision and ImageNet stood in for (standins.py)",
             recording="hooks",
+            suite=False,  # the suite's budget: moco stands for the self-supervised family there
             raw_launch="python",
         ),
         Program(
@@ -178,6 +179,7 @@ PROGRAMS = {
             source="facebookresearch/vicreg main_vicreg.py, distributed.py, augmentations.py (MIT, 4e12602); "
             "torchvision, ImageNet and the ResNet stood in for (standins.py, resnet.py)",
             recording="hooks",
+            suite=False,  # the suite's budget: moco stands for the self-supervised family there
         ),
         Program(
             name="moco",
@@ -204,6 +206,7 @@ PROGRAMS = {
             source="facebookresearch/simsiam main_simsiam.py, simsiam/builder.py, simsiam/loader.py (CC-BY-NC 4.0, "
             "a7bc177); torchvision, ImageNet and SyncBatchNorm on a CPU stood in for (standins.py)",
             recording="hooks",
+            suite=False,  # the suite's budget: moco stands for the self-supervised family there
             raw_launch="python",
         ),
         Program(
