@@ -15,6 +15,7 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 from __future__ import annotations
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
+from ddp_parity.compare.causes.forward import factor_of
 from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
@@ -223,11 +224,11 @@ def check_seed_values(ctx: Context) -> Finding | None:
     by_rank, candidates = seeded
     if not any(other_values(pair) for pair in by_rank.values()):
         return None  # the same values on every rank (a re-seed is its own cause)
-    # what a rank draws after its last seed depends on that seed's value alone: seeds apart only before it (a
-    # program seeding every rank alike, then seed + rank; Lightning's seed_everything first) part nothing there
-    rank = next((r for r in candidates if r in by_rank and by_rank[r][0][-1:] != by_rank[r][1][-1:]), None)
+    rank = next((r for r in candidates if r in by_rank and by_rank[r][0] != by_rank[r][1]), None)
     if rank is None:
-        return None  # the same last seed where the runs part: another rank's seed cannot part it before any update
+        return None  # the same seeds where the runs part: another rank's seed cannot part it before any update
+    if first.get("quantity") == "loss" and _exact_factor(ctx, "loss", rank, first):
+        return None  # another stream draws other numbers, never the same × k: loss.factor's
     ranks = ", ".join(str(r) for r, pair in by_rank.items() if other_values(pair))
     apart = {i: len({str(sorted(map(str, pair[i]))) for pair in by_rank.values()}) > 1 for i in (0, 1)}
     facts = (
@@ -255,6 +256,12 @@ def check_seed_values(ctx: Context) -> Finding | None:
     alike = ", ".join(str(r) for r, pair in by_rank.items() if pair[0] == pair[1])  # a re-seeded rank: `also`
     alike = f" (rank(s) {alike} are seeded alike already)" if alike else ""
     return finding(ctx, RNG_SEED, 1, rank, evidence, facts, ranks=ranks, alike=alike, also=also)
+
+
+def _exact_factor(ctx: Context, quantity: str, rank, first: dict) -> bool:
+    """One side's `quantity` exactly k × the other's from the step the runs part (relations.py)."""
+    relation = factor_of(ctx, quantity, rank)
+    return relation is not None and relation.first == first.get("step")
 
 
 RNG_SEED = Cause(
