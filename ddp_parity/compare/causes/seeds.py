@@ -14,8 +14,8 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 
 from __future__ import annotations
 
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
-from ddp_parity.compare.causes.forward import factor_of
+from ddp_parity.compare import relations
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
 from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
@@ -259,9 +259,10 @@ def check_seed_values(ctx: Context) -> Finding | None:
 
 
 def _exact_factor(ctx: Context, quantity: str, rank, first: dict) -> bool:
-    """One side's `quantity` exactly k × the other's from the step the runs part (relations.py)."""
-    relation = factor_of(ctx, quantity, rank)
-    return relation is not None and relation.first == first.get("step")
+    """One side's `quantity` exactly k × the other's from the step the runs part (relations.py; forward.py names
+    the factor, a later phase than this one)."""
+    found = relations.constant_factor(*relations.series(list(aligned_records(ctx, rank)), quantity))
+    return found is not None and found[1] == first.get("step")
 
 
 RNG_SEED = Cause(
