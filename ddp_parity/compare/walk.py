@@ -539,9 +539,8 @@ def _rounded_norm_at_rest(divergence: dict, recs: dict) -> bool:
     after it equal: no parameter moved there, so whether it changes the training shows only later."""
     if divergence["quantity"] != "grad_norm":
         return False
-    ulps = float32_ulps(divergence["a"], divergence["b"])
     ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
-    if ulps is None or ulps > FEW_FLOAT32_ULPS or not ra or not rb:
+    if not _rounding_apart(divergence["a"], divergence["b"]) or not ra or not rb:
         return False
     at_rest = ra.get("lr") == 0 and rb.get("lr") == 0
     return at_rest and ra.get("param_digest") is not None and ra.get("param_digest") == rb.get("param_digest")
