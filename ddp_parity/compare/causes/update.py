@@ -201,7 +201,7 @@ def check_lr(ctx: Context) -> Finding | None:
         evidence["relation"] = relation.to_json()
         if shape == "":  # exact where the rates part, then drifting: a value the scaling did not reach
             shape = evidence["lr_relation"] = "factor_then"
-            said += f", and not after step {relation.last}: a value the factor does not scale joins the rate there"
+            said += f", and not after step {relation.last} (the ratio drifts from there)"
     facts = (
         f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
@@ -288,7 +288,7 @@ LR_WORDS = {
     "factor_then": (
         "A rate exactly k × the other's where the rates part is another base rate (the lr given to the optimizer or "
         "the scheduler scaled by the world size or the batch size on one side); where the ratio then drifts, a part "
-        "of the schedule that is not scaled with it (a floor such as min_lr or eta_min, a final rate) takes over.",
+        "of the schedule is not scaled with it, typically a floor such as min_lr or eta_min, or a final rate.",
         "Give the optimizer (and the scheduler's base rate) the same rate on both sides; scale the floor alike too, "
         "or on neither side.",
     ),
