@@ -65,9 +65,10 @@ class StagedDigest:
         return sha256_of(self.tensors)
 
 
-def sha256_of(parts: list[torch.Tensor | bytes]) -> str:
-    """Tensors as dtype, shape and bytes; bytes (a value's typed encoding, `_digest_part`) as they are."""
-    h = hashlib.sha256()
+def sha256_of(parts: list[torch.Tensor | bytes], h=None) -> str:
+    """Tensors as dtype, shape and bytes; bytes (a value's typed encoding, `_digest_part`) as they are. `h`: a
+    hash to go on with (the parts after those it has taken), else a new one."""
+    h = hashlib.sha256() if h is None else h
     for t in parts:
         if isinstance(t, bytes):
             h.update(t)
@@ -145,11 +146,12 @@ def params_sha256(model: torch.nn.Module) -> str:
     return hash_full_state(model, keep=False)[0]
 
 
-def hash_full_state(model: torch.nn.Module, keep: bool) -> tuple[str, dict[str, torch.Tensor]]:
+def hash_full_state(model: torch.nn.Module, keep: bool, h=None) -> tuple[str, dict[str, torch.Tensor]]:
     """The sha256 of the state dict's bytes (buffers too: BatchNorm's running stats), and with `keep`
     its tensors on the CPU. Under FSDP2 each sharded entry is gathered whole, one at a time (a
-    collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most."""
-    h, kept, storages = hashlib.sha256(), {}, set()
+    collective: every rank calls this), so a rank that keeps nothing holds one full tensor at most.
+    `h`: a hash to go on with (one module's state after another's: the state of a module holding both)."""
+    h, kept, storages = hashlib.sha256() if h is None else h, {}, set()
     for name, tensor in unwrap(model).state_dict().items():
         if not isinstance(tensor, torch.Tensor):
             continue  # a module's extra state (get_extra_state): no tensor, nothing to compare bitwise

@@ -6,13 +6,14 @@ first optimizer step (the model, when there is no DDP)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import weakref
 
 import torch
 from torch.nn.modules import module as torch_module
 from torch.nn.parallel import DistributedDataParallel
 
-from ddp_parity.fingerprints import buffers_sha256, parameters_sha256, params_sha256, sha256_of
+from ddp_parity.fingerprints import buffers_sha256, hash_full_state, parameters_sha256, sha256_of
 from ddp_parity.hooks import modules, rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.watch import ModuleWatch
@@ -96,17 +97,42 @@ def _wrap_ddp() -> None:
 
 @guarded("DDP's module")
 def _note_ddp_module(module) -> None:
+    """The initial state of each module given to DDP, before DDP broadcasts rank 0's: the first one's are the
+    rank's init facts; every one's, in the order they were wrapped, are kept for a model of several of them
+    (`wrapped_init_facts`)."""
     live = recording()
     if live is None:
         return
+    parts = live.facts.setdefault("_init_parts", {"ids": [], "state": hashlib.sha256(), "params": hashlib.sha256()})
+    if id(module) in parts["ids"]:
+        return
+    parts["ids"].append(id(module))
+    hash_full_state(module, keep=False, h=parts["state"])
+    sha256_of([p.detach().cpu() for p in module.parameters()], h=parts["params"])
+    parts.setdefault("by_module", []).append((buffers_sha256(module), parameters_sha256(modules.unwrapped(module))))
     if "init_params_sha256" in live.facts:
         return
-    live.facts["init_params_sha256"] = params_sha256(module)  # before DDP broadcasts rank 0's
+    live.facts["init_params_sha256"] = parts["state"].hexdigest()
     # the same state apart: the parameters alone, and each buffer by name (init_params_sha256 covers both)
-    live.facts["init_parameters_sha256"] = sha256_of([p.detach().cpu() for p in module.parameters()])
-    live.facts["init_buffers_sha256"] = buffers_sha256(module)
-    # and each parameter by name (its wrappers' prefixes gone): the states compared on what both hold
-    live.facts["init_parameters_by_name"] = parameters_sha256(modules.unwrapped(module))
+    live.facts["init_parameters_sha256"] = parts["params"].hexdigest()
+    live.facts["init_buffers_sha256"], live.facts["init_parameters_by_name"] = parts["by_module"][0]
+    # (each parameter by name, its wrappers' prefixes gone: the states compared on what both hold)
+
+
+def wrapped_init_facts(live, model: modules.Wrapped) -> None:
+    """A model of several DDP modules: its init facts are theirs together, named as the model names them,
+    hashed as one module holding them in that order hashes (each module's state before its broadcast)."""
+    parts = live.facts.get("_init_parts")
+    if parts is None or len(parts["by_module"]) != len(model._modules):
+        return
+    live.facts["init_params_sha256"] = parts["state"].hexdigest()
+    live.facts["init_parameters_sha256"] = parts["params"].hexdigest()
+    for key, index in (("init_buffers_sha256", 0), ("init_parameters_by_name", 1)):
+        live.facts[key] = {
+            f"{name}.{tensor}": digest
+            for name, facts in zip(model._modules, parts["by_module"], strict=True)
+            for tensor, digest in facts[index].items()
+        }
 
 
 @guarded("DDP's constructor arguments")
@@ -173,6 +199,7 @@ def _watch_top_calls() -> None:
             if module.training and torch.is_grad_enabled():
                 rng.take(live, "forward")  # step 1's start: its first training forward
                 live.forward_inputs.append(args)  # step 1's batch, where no DataLoader gives it
+                live.forward_callers.append(id(module))
         depth["n"] += 1
 
     def post(module, args, output):
@@ -206,7 +233,24 @@ def watch_training_inputs(live) -> None:
     for wrapper in live.wrapped_modules:
         if wrapper() is not None:
             wrapper().register_forward_pre_hook(outer)
-    live.model.register_forward_pre_hook(pre, with_kwargs=True)
+    model = live.model
+    if isinstance(model, modules.Wrapped):  # never called: its first part a step called takes the step's inputs
+        model = _entry_of(live, model)
+        if model is None:
+            return
+    model.register_forward_pre_hook(pre, with_kwargs=True)
+
+
+def _entry_of(live, model) -> torch.nn.Module | None:
+    """The part of a model of several DDP modules that step 1 called first (through its wrapper, at the top):
+    step 1's inputs are kept for that part's calls alone, as a whole model's forward takes the batch alone."""
+    wrappers = {id(w()): w() for w in live.wrapped_modules if w() is not None}
+    parts = {id(part): part for part in model.children()}
+    callers = [parts.get(id(modules.unwrapped(wrappers[c])) if c in wrappers else c) for c in live.forward_callers]
+    entry = next((part for part in callers if part is not None), None)
+    if entry is not None:
+        live.forward_inputs = [args for args, part in zip(live.forward_inputs, callers) if part is entry]
+    return entry
 
 
 def stop_watching_top_calls() -> None:

@@ -81,7 +81,10 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
         )
         return
     candidates = [ref() for ref in live.wrapped_modules + live.root_modules]
-    live.model = modules.model_of(stepped, [m for m in candidates if m is not None])
+    wrappers = [w for w in (ref() for ref in live.wrapped_modules) if w is not None]
+    live.model = modules.model_of(stepped, [m for m in candidates if m is not None], wrappers)
+    if isinstance(live.model, modules.Wrapped):
+        context.wrapped_init_facts(live, live.model)
     names = modules.names_of(live.model)
     live.facts["_names"] = names
     if live.model is None:

@@ -1,9 +1,17 @@
 """Which module a step trains: the one that owns the optimizer's parameters, among the modules the
 program gave DDP and the modules it called at the top before its first step, unwrapped (DDP's
 `module`, Lightning's wrapper's `_forward_module`, torch.compile's `_orig_mod`) so that its parameter
-names are the ones an explicit recorder gives (`final.safetensors` pairs tensors by them)."""
+names are the ones an explicit recorder gives (`final.safetensors` pairs tensors by them).
+
+A program that gives DDP several modules trained by one optimizer (I-JEPA's context encoder, predictor and
+target encoder) has no one module that owns the step's parameters: the model is then every module it gave DDP,
+held as one (`Wrapped`), each named as the program's own variable names it, as a LightningModule holding them
+names its attributes."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import torch
 
@@ -29,9 +37,13 @@ def unwrapped(module: torch.nn.Module) -> torch.nn.Module:
     return module
 
 
-def model_of(optimizer: torch.optim.Optimizer, candidates: list[torch.nn.Module]) -> torch.nn.Module | None:
+def model_of(
+    optimizer: torch.optim.Optimizer, candidates: list[torch.nn.Module], wrappers: list[torch.nn.Module] = ()
+) -> torch.nn.Module | None:
     """The candidate (unwrapped) owning the most of the optimizer's parameters; of equals, the first
-    given (a module given to DDP before one called at the top)."""
+    given (a module given to DDP before one called at the top). Where none owns them all and the modules
+    given to DDP (`wrappers`, in the order they were wrapped) own more of them together, those modules
+    held as one (`Wrapped`)."""
     wanted = {id(p) for group in optimizer.param_groups for p in group["params"]}
     best, best_count = None, 0
     for candidate in candidates:
@@ -39,7 +51,73 @@ def model_of(optimizer: torch.optim.Optimizer, candidates: list[torch.nn.Module]
         count = len(wanted & _param_ids(model))
         if count > best_count:
             best, best_count = model, count
+    parts = _distinct([unwrapped(w) for w in wrappers])
+    if best_count < len(wanted) and len(parts) > 1:
+        if len(wanted & set().union(*(_param_ids(m) for m in parts))) > best_count:
+            return Wrapped(parts, variable_names(parts, wrappers))
     return best
+
+
+class Wrapped(torch.nn.Module):
+    """The modules a program gave DDP one by one, held as one module (they are its children, unchanged),
+    never called: the steps call each through its own wrapper."""
+
+    def __init__(self, parts: list[torch.nn.Module], names: list[str]) -> None:
+        super().__init__()
+        for name, part in zip(names, parts, strict=True):
+            self.add_module(name, part)
+
+    def forward(self, *args, **kwargs):
+        raise RuntimeError("ddp-parity's view of several DDP modules is never called")
+
+
+def variable_names(parts: list[torch.nn.Module], wrappers: list[torch.nn.Module]) -> list[str]:
+    """Each part's name as the program's code holds it (the part or its wrapper): a variable of a frame of
+    the program, innermost first, or an attribute of an object one holds (a trainer's `self.model`); where
+    none names it, or two would share a name, `ddp<i>` by the order they were wrapped."""
+    index = {id(part): i for i, part in enumerate(parts)}
+    for wrapper in wrappers:
+        index.setdefault(id(wrapper), index.get(id(unwrapped(wrapper)), -1))
+    names: list[str | None] = [None] * len(parts)
+    frame = sys._getframe(1)
+    while frame is not None and None in names:
+        if not _tool_frame(frame):
+            for name, value in _named_values(frame.f_locals):
+                i = index.get(id(value), -1)
+                if i >= 0 and names[i] is None and _usable(name) and name not in names:
+                    names[i] = name
+        frame = frame.f_back
+    return [name if name is not None else f"ddp{i}" for i, name in enumerate(names)]
+
+
+def _named_values(scope: dict):
+    """A scope's variables, then the attributes of the objects they hold (one level: `self.encoder`)."""
+    items = list(scope.items())
+    yield from items
+    for _, value in items:
+        if isinstance(value, torch.nn.Module):
+            yield from list(value._modules.items())
+        elif hasattr(value, "__dict__") and not isinstance(value, type):
+            yield from list(vars(value).items())
+
+
+def _usable(name: str) -> bool:
+    """A name a module attribute can take, and that no wrapper attribute or private name shadows."""
+    return name.isidentifier() and not name.startswith("_") and name not in WRAPPER_ATTRIBUTES
+
+
+_TOOL_ROOTS = (Path(torch.__file__).parent, Path(__file__).resolve().parents[1])
+
+
+def _tool_frame(frame) -> bool:
+    """A frame of torch or of ddp-parity: its variables are not the program's names."""
+    path = Path(frame.f_code.co_filename)
+    return any(root in path.parents for root in _TOOL_ROOTS)
+
+
+def _distinct(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    seen: set[int] = set()
+    return [m for m in modules if not (id(m) in seen or seen.add(id(m)))]
 
 
 def names_of(model: torch.nn.Module | None) -> dict[int, str]:

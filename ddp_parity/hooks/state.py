@@ -51,6 +51,7 @@ class Recording:
         self.grad_sync: list[bool] = []  # per backward: whether DDP would all-reduce its gradients
         self.batches: list = []  # the batches the backward roots consumed, in order
         self.forward_inputs: list = []  # the model's training forwards' inputs (a loop without a DataLoader)
+        self.forward_callers: list[int] = []  # before step 1: id() of the module each of those inputs went to
         self.indices: list[list[int]] | None = []  # their sampler indices (None: one had none)
         self.clip: dict | None = None  # the first clip_grad_norm_ of the step
         self.clip_calls = 0

@@ -1,0 +1,92 @@
+"""Issue 46's class 3, seen on a public program (I-JEPA: a context encoder, a predictor and a target encoder, each
+given to DDP on its own, one optimizer): the hooks recorded one of the three wrapped modules, so an equal pair
+against a port holding the three in one module was DIFFERENT, headlined "the initial weights differ".
+
+Now the model of such a side is every module it gave DDP, held as one and named as the program's variables name
+them (ddp_parity/hooks/modules.py `Wrapped`), its initial state theirs together before each broadcast. The
+two-rank program (tests/hooks_programs/wrappers_ddp.py) is recorded by the hooks with no line changed, under
+torchrun on gloo.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+
+from ddp_parity import compare_traces
+from ddp_parity.hooks import modules, recording_env
+
+PROGRAM = REPO / "tests" / "hooks_programs" / "wrappers_ddp.py"
+VARIANTS = {"one": (), "wrappers": ("--wrappers",), "wrappers-lr": ("--wrappers", "--lr", "0.2")}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("several-wrappers")
+    for name, args in VARIANTS.items():
+        check_ok(run_cmd([*_torchrun_prefix(2), PROGRAM, *args], env=recording_env(tmp / name, name, child_env())))
+    return {name: tmp / name for name in VARIANTS}
+
+
+def rank_facts(run) -> list[dict]:
+    return json.loads((run / "meta.json").read_text())["ranks"]
+
+
+@pytest.mark.slow
+def test_three_ddp_wrappers_against_one_module_holding_them_are_equivalent(runs):
+    """Every step, the initial state and all six final tensors (encoder, predictor, target encoder) compared and
+    equal: no "initial weights differ", no parameter "trained on one side only"."""
+    report = compare_traces(runs["one"], runs["wrappers"])
+    assert report["verdict"] == "equivalent", (report["diagnosis"]["kind"], report["diagnosis"]["explanation"])
+    assert report["params"]["compared"] == report["params"]["equal"] == 6, report["params"]
+    one, wrappers = rank_facts(runs["one"]), rank_facts(runs["wrappers"])
+    for rank in (0, 1):  # hashed as one module holding the three in the order they were wrapped
+        assert one[rank]["init_params_sha256"] == wrappers[rank]["init_params_sha256"]
+        assert one[rank]["init_parameters_by_name"] == wrappers[rank]["init_parameters_by_name"]
+    assert not [w for w in report["warnings"] if w["kind"] in ("narrowed_digests", "one_side_only")]
+
+
+@pytest.mark.slow
+def test_the_wrapped_modules_are_named_by_the_programs_variables(runs):
+    names = sorted(rank_facts(runs["wrappers"])[0]["init_parameters_by_name"])
+    assert names == [
+        "encoder.0.bias",
+        "encoder.0.weight",
+        "predictor.bias",
+        "predictor.weight",
+        "target_encoder.0.bias",
+        "target_encoder.0.weight",
+    ]
+
+
+@pytest.mark.slow
+def test_an_lr_slip_on_the_side_of_several_wrappers_is_named_with_every_trained_parameter(runs):
+    d = compare_traces(runs["one"], runs["wrappers-lr"])["diagnosis"]
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert "lr: 0.1 vs 0.2" in d["explanation"] and "predictor.weight" in d["explanation"], d["explanation"]
+
+
+class Holder:
+    def __init__(self, model):
+        self.model = model
+
+
+def test_a_part_no_variable_names_is_named_by_its_place_and_an_attribute_names_one():
+    """One optimizer over two modules (no DDP here: model_of reads the modules given as wrappers): one named by
+    an attribute of an object a frame holds (a trainer's `self.model`), the other by its place."""
+    torch.manual_seed(0)
+    holder = Holder(torch.nn.Linear(2, 2))
+    nameless = [torch.nn.Linear(2, 1)]  # a module held by a list alone: no variable names it
+    optimizer = torch.optim.SGD([*holder.model.parameters(), *nameless[0].parameters()], lr=0.1)
+    model = modules.model_of(optimizer, [holder.model], [holder.model, nameless[0]])
+    assert isinstance(model, modules.Wrapped)
+    assert list(model._modules) == ["model", "ddp1"]
+
+
+def test_a_module_owning_every_parameter_stays_the_model():
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    assert modules.model_of(optimizer, [net], [net[0], net]) is net
