@@ -95,10 +95,12 @@ def _named_values(scope: dict):
     items = list(scope.items())
     yield from items
     for _, value in items:
-        if isinstance(value, torch.nn.Module):
-            yield from list(value._modules.items())
-        elif hasattr(value, "__dict__") and not isinstance(value, type):
-            yield from list(vars(value).items())
+        try:  # an object of the program's may answer an attribute lookup with anything: it names nothing then
+            attributes = value._modules if isinstance(value, torch.nn.Module) else getattr(value, "__dict__", None)
+            if isinstance(attributes, dict) and not isinstance(value, type):
+                yield from list(attributes.items())
+        except Exception:
+            continue
 
 
 def _usable(name: str) -> bool:
