@@ -15,6 +15,7 @@ from test_comparator import LOSSES, PARAMS, make_run
 
 from ddp_parity import compare_traces
 from ddp_parity.compare import pairing
+from ddp_parity.compare.causes import hooked
 from ddp_parity.compare.comparator import compare_runs, match_keys
 from ddp_parity.hooks import recording_env
 from ddp_parity.trace import META_FILE
@@ -30,14 +31,24 @@ def raw(tmp, name: str, *args: str):
     return run_dir
 
 
+def lightning(tmp, name: str, *args: str):
+    env = recording_env(tmp / name, name, child_env())
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_torchrun_prefix(1)[-2].split("=")[1])
+    check_ok(run_cmd([PYTHON, PROGRAMS / "ema_lightning.py", *args], env=env))
+    return tmp / name
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The raw loop and its port each save a checkpoint after every step (the port by a ModelCheckpoint, its EMA
+    updated in on_train_batch_end: saved before that step's update); `lightning-in-step` updates the EMA in
+    optimizer_step, before any callback."""
     tmp = tmp_path_factory.mktemp("unlike-params")
-    out = {name: raw(tmp, name, *(["--slip", name] if name != "raw" else [])) for name in ("raw", "momentum", "init")}
-    env = recording_env(tmp / "lightning", "lightning", child_env())
-    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_torchrun_prefix(1)[-2].split("=")[1])
-    check_ok(run_cmd([PYTHON, PROGRAMS / "ema_lightning.py"], env=env))
-    out["lightning"] = tmp / "lightning"
+    out = {name: raw(tmp, name, "--slip", name) for name in ("momentum", "init")}
+    out["raw"] = raw(tmp, "raw", "--save-dir", str(tmp / "raw-ckpt"))
+    out["lightning"] = lightning(tmp, "lightning", "--save-dir", str(tmp / "lightning-ckpt"))
+    in_step = ("--save-dir", str(tmp / "in-step-ckpt"), "--ema-in-optimizer-step")
+    out["lightning-in-step"] = lightning(tmp, "lightning-in-step", *in_step)
     return out
 
 
@@ -65,6 +76,40 @@ def test_a_port_holding_the_frozen_teacher_too_is_equivalent_and_says_so(runs):
         in (d["explanation"])
     )
     assert "the 4 parameters both hold (init_parameters_by_name) are equal" in d["evidence"]["init_note"], d
+
+
+@pytest.mark.slow
+def test_an_ema_saved_before_its_update_is_said_though_the_training_is_equal(runs):
+    """Issue 46's class 7 (DiT's port saved its EMA one update behind): the training is bitwise equal, so the verdict
+    is EQUIVALENT, and the checkpoints both sides saved after the same step are compared by the tensors they hold:
+    the teacher's differ, named on both sides with the step whose values the port's hold; the student's and the
+    optimizer's are equal. Nothing of this is in any step record."""
+    report = compare_traces(runs["raw"], runs["lightning"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    [said] = [w for w in report["warnings"] if w["kind"] == "checkpoint_contents"]
+    found = said["evidence"]
+    assert (found["step"], found["rank"]) == (1, 0), found
+    assert found["apart"] == [
+        ["ema.1.bias", "ema.1.weight", "ema.3.bias", "ema.3.weight"],
+        [f"state_dict.teacher.{n}" for n in ("1.bias", "1.weight", "3.bias", "3.weight")],
+    ], found
+    assert found["held"] == 4 + 4 * 3, found  # the student's 4 tensors; AdamW's step, exp_avg, exp_avg_sq for each
+    assert found["held_after"] == [2, None], found  # raw saved nothing after step 0 for the port's to match
+    message = said["message"]
+    assert "raw's ema.* (4 tensor(s)) and lightning's state_dict.teacher.* (4 tensor(s))" in message, message
+    assert "raw's ema.* (4 tensor(s)) after step 1 hold what lightning saved after step 2" in message, message
+    assert "lightning saves them 1 step(s) behind" in message and "update it in optimizer_step" in message, message
+
+
+@pytest.mark.slow
+def test_an_ema_saved_after_its_update_on_both_sides_says_nothing_of_checkpoints(runs):
+    report = compare_traces(runs["raw"], runs["lightning-in-step"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    assert not [w for w in report["warnings"] if w["kind"] == "checkpoint_contents"], report["warnings"]
+    saves = json.loads((runs["lightning-in-step"] / "trace" / "rank0.hooks.json").read_text())["checkpoints"]
+    contents = [c["contents"] for c in saves["items"] if "contents" in c]
+    held = [[k for k in c if k.startswith(("state_dict.", "optimizer_states."))] for c in contents]
+    assert len(held) == 8 and all(len(h) == 8 + 4 * 3 for h in held), held  # a tensor per step of the 8 steps
 
 
 @pytest.mark.slow
@@ -137,3 +182,28 @@ def test_a_digest_narrowed_to_a_frozen_parameter_compares_nothing():
     assert "not compared at all" in note and "trains" in note
     trained = {**meta_b, "params_frozen": []}  # where it is trained on both sides, the shared element is kept
     assert pairing.digest_positions({**meta_a, "params_frozen": []}, trained, common) == [(0, 0)]
+
+
+def test_saved_tensors_are_paired_by_the_ending_of_their_names_and_one_side_only_is_neither():
+    """What checkpoint_contents reads: a tensor is held where one of the other side's tensors whose names end as its
+    does in the most dotted parts holds its values; apart where none does; neither where no name ends alike (a
+    callback's state, an RNG state one side saves alone)."""
+    raw = {"model.1.weight": "s", "ema.1.weight": "e8", "optimizer.state.0.exp_avg": "m", "rng": "r"}
+    port = {
+        "state_dict.student.1.weight": "s",
+        "state_dict.teacher.1.weight": "e7",
+        "optimizer_states.0.state.0.exp_avg": "m",
+        "callbacks.best_model_score": "b",
+    }
+    assert hooked._apart(raw, port) == (["ema.1.weight"], 2)
+    assert hooked._apart(port, raw) == (["state_dict.teacher.1.weight"], 2)
+    paired = hooked.counterparts(raw, port)
+    assert paired["ema.1.weight"] == ["state_dict.student.1.weight", "state_dict.teacher.1.weight"], paired
+    # a module one side saves alone ends like the other's tensors only in `weight`: paired with nothing
+    assert hooked._apart({**port, "state_dict.vae.weight": "v"}, raw) == (["state_dict.teacher.1.weight"], 2)
+    earlier = {7: ("step-7.pt", {**raw, "ema.1.weight": "e7"}), 8: ("step-8.pt", raw)}
+    assert hooked._held_after(["state_dict.teacher.1.weight"], port, earlier, 8) == 7
+    assert hooked._held_after(["state_dict.teacher.1.weight"], {"state_dict.teacher.1.weight": "x"}, earlier, 8) is None
+    assert hooked._summary(["state_dict.teacher.1.bias", "state_dict.teacher.1.weight"]) == (
+        "state_dict.teacher.1.* (2 tensor(s))"
+    )

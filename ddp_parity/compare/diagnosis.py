@@ -13,6 +13,7 @@ suspicious even in an equivalent pair (a run that learned nothing, NaN/Inf).
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
@@ -207,6 +208,18 @@ def _no_config_words(name: str, meta: dict) -> str:
     )
 
 
+def _bitwise_equal_through(cmp) -> float:
+    """The last step through which the training is bitwise equal on every rank (inf: all of it; -1: none, or the
+    comparison is not bitwise)."""
+    walk = cmp.walk
+    if walk is None or not cmp.criterion.exact or not sum(walk.counts["a"].values()):
+        return -1
+    parted = [d.get("step") for d in (walk.first_trained, walk.structure) if d is not None]
+    if not parted:
+        return math.inf
+    return min(s if isinstance(s, int) else 0 for s in parted) - 1
+
+
 def find_warnings(cmp, names) -> list[dict]:
     """Suspicious even when equivalent: a side that learned nothing, NaN/Inf values, a side whose
     configuration was not recorded (nothing then says the two were set up alike), what a side's recorder
@@ -225,7 +238,7 @@ def find_warnings(cmp, names) -> list[dict]:
         for side, name in zip(("a", "b"), names)
         for item in _unrecorded(cmp.metas.get(side))
     ]
-    out += hook_warnings(cmp.run_a, cmp.run_b, names)
+    out += hook_warnings(cmp.run_a, cmp.run_b, names, _bitwise_equal_through(cmp))
     if cmp.walk is None:
         return out
     for side, name in zip(("a", "b"), names):

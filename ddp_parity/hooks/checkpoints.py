@@ -9,6 +9,11 @@ known; `state_dict` when it is not), an optimizer's (`state` and `param_groups`)
 generator's state bytes, numpy's MT19937 tuple, Python's `random` state, a key naming an rng) and
 epoch/step counters. Each rank notes its own calls.
 
+What a save holds is noted too (`contents`): each plain tensor by its key path (dict keys and list places joined by
+dots, `ema.blocks.0.weight`, `optimizer_states.0.state.0.exp_avg`) with a digest of its dtype, shape and bytes, for
+the first CONTENT_SAVES saves of a rank. The comparison reads them where the training is bitwise equal, so a state
+kept beside the model (an EMA) saved at another moment is seen, though no step record holds it.
+
 What was restored is what the program handed back to torch: each `load_state_dict` of a module, an
 optimizer, a scheduler or a GradScaler, and each set_rng_state/set_state/setstate of a generator.
 """
@@ -25,6 +30,7 @@ import torch
 from torch.optim import lr_scheduler
 from torch.optim import optimizer as torch_optimizer
 
+from ddp_parity.fingerprints import sha256_of
 from ddp_parity.hooks import modules
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
 
@@ -32,6 +38,11 @@ NAMES = "_checkpoint_names"  # private facts: (the noted entry, the tensor names
 COUNTERS = ("epoch", "step", "global_step", "iter_num", "iteration", "current_epoch", "steps", "epochs_run")
 WALK_LIMIT = 5000  # objects looked at in one checkpoint: a huge nested object is not walked to the end
 DCP = "torch.distributed.checkpoint"
+SAVES = ("save", "async_save", "save_state_dict")
+CONTENT_SAVES = 64  # saves per rank whose tensors are digested: a run that saves every step keeps its facts small
+CONTENT_WALK_LIMIT = 200_000  # objects looked at for one save's tensors (a model's and its optimizer's state)
+CONTENT_DIGEST_CHARS = 16
+CONTENTS_SAVED = "_checkpoint_contents_saved"  # private: how many saves had their tensors digested
 
 
 def install() -> None:
@@ -94,8 +105,48 @@ def _note(live, op: str, path, obj) -> None:
     kinds, names = kinds_of(obj)
     live.note("checkpoints", {"op": op, "path": _path(path), "after_step": live.steps, "kinds": sorted(kinds)})
     kept = live.facts["checkpoints"]
-    if names and kept["count"] <= FACT_LIMIT:  # the entry was kept (the FACT_LIMIT first are)
+    if kept["count"] > FACT_LIMIT:  # the entry was not kept (the FACT_LIMIT first are)
+        return
+    if names:
         live.facts.setdefault(NAMES, []).append((kept["items"][-1], names))
+    if op.rsplit(".", 1)[-1] in SAVES:
+        _note_contents(live, kept["items"][-1], obj)
+
+
+@guarded("a checkpoint's tensors")
+def _note_contents(live, entry: dict, obj) -> None:
+    saved = live.facts.setdefault(CONTENTS_SAVED, 0)
+    if saved >= CONTENT_SAVES:
+        return
+    live.facts[CONTENTS_SAVED] = saved + 1
+    entry["contents"] = contents_of(obj)
+
+
+def contents_of(obj) -> dict[str, str]:
+    """{key path: digest} of each plain tensor in a saved object: a module's by its state_dict; a tensor held
+    otherwise (a DTensor's shard, a meta or sparse tensor) is left out."""
+    out: dict[str, str] = {}
+    todo, seen = [(obj, "")], 0
+    while todo and seen < CONTENT_WALK_LIMIT:
+        value, path = todo.pop()
+        seen += 1
+        if isinstance(value, torch.nn.Module):
+            value = value.state_dict()
+        if type(value) in (torch.Tensor, torch.nn.Parameter):
+            digest = _tensor_digest(value)
+            if digest is not None:
+                out[path] = digest
+        elif isinstance(value, dict):
+            todo += [(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            todo += [(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(value)]
+    return out
+
+
+def _tensor_digest(tensor: torch.Tensor) -> str | None:
+    if tensor.layout != torch.strided or tensor.device.type == "meta" or tensor.is_quantized:
+        return None
+    return sha256_of([tensor.detach().cpu()])[:CONTENT_DIGEST_CHARS]
 
 
 def _path(path) -> str | None:

@@ -2,11 +2,16 @@
 attributes (Lightning's DDP wraps both), trained through a plain Trainer(strategy="ddp") and
 Lightning's own launcher, knowing nothing of any recorder.
 
-    python tests/hooks_programs/ema_lightning.py
+    python tests/hooks_programs/ema_lightning.py [--save-dir DIR [--ema-in-optimizer-step]]
+
+With --save-dir, a ModelCheckpoint saves after every step. Lightning runs a callback's on_train_batch_end before the
+LightningModule's, so a teacher updated there is saved before that step's update; --ema-in-optimizer-step updates it
+right after the optimizer step instead, and the checkpoints hold what ema_raw.py's do.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import sys
 from pathlib import Path
@@ -18,14 +23,16 @@ import lightning as L  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from ema_raw import MOMENTUM, SMALL, build_student, build_teacher, distillation_loss, ema_update  # noqa: E402
+from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 from model import Config, build_datasets, build_optimizer, pin_threads  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 
 class LitDistillation(L.LightningModule):
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, ema_in_optimizer_step: bool = False):
         super().__init__()
         self.cfg = cfg
+        self.ema_in_optimizer_step = ema_in_optimizer_step
         self.student = build_student()
         self.teacher = build_teacher(self.student)
 
@@ -35,17 +42,29 @@ class LitDistillation(L.LightningModule):
         return distillation_loss(self.student(batch.x), teacher_out, batch.y)
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
-        ema_update(self.teacher, self.student, MOMENTUM)
+        if not self.ema_in_optimizer_step:
+            ema_update(self.teacher, self.student, MOMENTUM)
+
+    def optimizer_step(self, *args, **kwargs):
+        super().optimizer_step(*args, **kwargs)
+        if self.ema_in_optimizer_step:
+            ema_update(self.teacher, self.student, MOMENTUM)
 
     def configure_optimizers(self):
         return build_optimizer(self.student.parameters(), self.cfg)
 
 
 def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--save-dir", type=Path, help="save a checkpoint after every step")
+    p.add_argument("--ema-in-optimizer-step", action="store_true", help="update the teacher before any callback")
+    args = p.parse_args()
     cfg = Config(**SMALL)
     pin_threads(cfg.threads)
     L.seed_everything(cfg.seed, verbose=False)
-    model = LitDistillation(cfg)
+    model = LitDistillation(cfg, args.ema_in_optimizer_step)
+    saving = args.save_dir is not None
+    every_step = ModelCheckpoint(dirpath=args.save_dir, every_n_train_steps=1, save_top_k=-1) if saving else None
     train_set, _ = build_datasets(cfg)
     trainer = L.Trainer(
         strategy="ddp",
@@ -53,7 +72,8 @@ def main() -> int:
         devices=2,
         max_epochs=cfg.epochs,
         logger=False,
-        enable_checkpointing=False,
+        enable_checkpointing=saving,
+        callbacks=[every_step] if saving else None,
         num_sanity_val_steps=0,
         enable_progress_bar=False,
         enable_model_summary=False,

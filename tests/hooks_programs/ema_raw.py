@@ -3,7 +3,10 @@ student wrapped in DDP and trained by AdamW, and a teacher outside DDP, an EMA c
 (requires_grad False, in no optimizer), whose softened outputs are the student's targets. Written to
 train bitwise as ema_lightning.py does, whose LightningModule holds both.
 
-    torchrun --nproc_per_node=2 tests/hooks_programs/ema_raw.py [--slip momentum|init]
+    torchrun --nproc_per_node=2 tests/hooks_programs/ema_raw.py [--slip momentum|init] [--save-dir DIR]
+
+With --save-dir, rank 0 saves the student, the teacher and the optimizer after every step (the others wait at a
+barrier), the teacher as updated by that step.
 """
 
 from __future__ import annotations
@@ -51,9 +54,18 @@ def ema_update(teacher: nn.Module, student: nn.Module, momentum: float) -> None:
         t.mul_(momentum).add_(s.detach(), alpha=1 - momentum)
 
 
+def save(path: Path, student, teacher, optimizer, step: int, rank: int) -> None:
+    if rank == 0:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {"model": student.state_dict(), "ema": teacher.state_dict(), "optimizer": optimizer.state_dict()}
+        torch.save({**state, "step": step}, path)
+    dist.barrier()  # no rank goes on while the checkpoint is half written
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--slip", choices=["momentum", "init"])
+    p.add_argument("--save-dir", type=Path, help="save a checkpoint after every step (rank 0)")
     args = p.parse_args()
     cfg = Config(**SMALL)
     pin_threads(cfg.threads)
@@ -84,6 +96,8 @@ def main() -> int:
             optimizer.step()
             ema_update(teacher, student, momentum)
             step += 1
+            if args.save_dir is not None:
+                save(args.save_dir / f"step-{step}.pt", student, teacher, optimizer, step, rank)
             if rank == 0:
                 print(f"step {step} loss {loss.item():.8f}", flush=True)
     del ddp_student

@@ -9,7 +9,9 @@
   another reduce op);
 - the checkpoints and what was restored (rank{r}.hooks.json `checkpoints`, `restores`): a resume where
   one side restores less is said with the kinds missing; a save on every rank against rank 0 only is a
-  note.
+  note; where the training is bitwise equal through a step after which both sides saved, tensors saved
+  under names that end alike with other values are said (`checkpoint_contents`): a state kept beside the
+  model (an EMA) saved at another moment, which no step record holds.
 """
 
 from __future__ import annotations
@@ -247,15 +249,165 @@ def _saving_ranks(run) -> dict[str, list[int]]:
     return out
 
 
-def hook_warnings(run_a, run_b, names) -> list[dict]:
-    """resume_incomplete and checkpoint_ranks lines (none where a hooks.json holds what cannot be read)."""
+SAVE_OPS = ("save", "async_save", "save_state_dict")
+
+
+def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
+    """{after_step: (path, {key path: digest})}: the first save after each step whose tensors were digested."""
+    out: dict[int, tuple[str, dict[str, str]]] = {}
+    for c in _items(read_hook_facts(run, rank), "checkpoints"):
+        contents, step = c.get("contents"), c.get("after_step")
+        if str(c.get("op", "")).rsplit(".", 1)[-1] in SAVE_OPS and isinstance(contents, dict) and contents:
+            if isinstance(step, int) and not isinstance(step, bool):
+                out.setdefault(step, (str(c.get("path")), contents))
+    return out
+
+
+def _tails(names) -> dict[tuple, list[str]]:
+    """Each dotted ending of each name ('1', 'weight'; 'teacher', '1', 'weight'; ...) -> the names ending so."""
+    index: dict[tuple, list[str]] = {}
+    for name in names:
+        parts = tuple(name.split("."))
+        for k in range(1, len(parts) + 1):
+            index.setdefault(parts[-k:], []).append(name)
+    return index
+
+
+def _best(name: str, index: dict) -> list[str]:
+    """The names of `index` ending as `name` does in the most dotted parts (its last part at least)."""
+    parts = tuple(name.split("."))
+    for k in range(len(parts), 0, -1):
+        if parts[-k:] in index:
+            return index[parts[-k:]]
+    return []
+
+
+def counterparts(x: dict[str, str], y: dict[str, str]) -> dict[str, list[str]]:
+    """{x's name: y's names paired with it}: each pair ends alike in the most dotted parts seen from both names
+    (`ema.1.weight` with `state_dict.teacher.1.weight` and `state_dict.student.1.weight`, each of those ending like
+    it and like `model.1.weight` alike). A name that ends like others only in a part every layer has (`weight`
+    against `state_dict.vae.weight`, which no name of x ends like better) is paired with nothing."""
+    index_x, index_y = _tails(x), _tails(y)
+    return {name: [o for o in _best(name, index_y) if name in _best(o, index_x)] for name in x}
+
+
+def _apart(x: dict[str, str], y: dict[str, str]) -> tuple[list[str], int]:
+    """x's tensors whose values none of their counterparts in y holds, and how many are held. A tensor with no
+    counterpart (saved by one side only: callback states, an RNG state, a module the other side leaves out) is
+    neither."""
+    apart, held = [], 0
+    for name, others in counterparts(x, y).items():
+        if any(y[o] == x[name] for o in others):
+            held += 1
+        elif others:
+            apart.append(name)
+    return sorted(apart), held
+
+
+def _held_after(names: list[str], x: dict[str, str], saves_y: dict, step: int) -> int | None:
+    """The step (nearest `step` first, `step` left out) after which the other side saved every one of `names`'
+    values under their counterparts."""
+    for other in sorted((s for s in saves_y if s != step), key=lambda s: (abs(s - step), s)):
+        y = saves_y[other][1]
+        paired = counterparts(x, y)
+        if all(any(y[o] == x[n] for o in paired[n]) for n in names):
+            return other
+    return None
+
+
+def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None:
+    """The first save (by step, then rank) both sides made after the same step on the same rank, the training
+    bitwise equal through that step, whose tensors saved under names that end alike hold other values:
+    {step, rank, paths, apart: [a's names, b's names], held, held_after: [b's step holding a's, a's holding b's]}."""
+    ranks = sorted(set(trace_ranks(run_a)) & set(trace_ranks(run_b)))
+    saves = {rank: (_saved_contents(run_a, rank), _saved_contents(run_b, rank)) for rank in ranks}
+    common = sorted({(step, rank) for rank, (a, b) in saves.items() for step in set(a) & set(b)})
+    for step, rank in common:
+        if step > equal_through:
+            return None
+        (path_a, a), (path_b, b) = saves[rank][0][step], saves[rank][1][step]
+        apart_a, held = _apart(a, b)
+        apart_b, _ = _apart(b, a)
+        if apart_a or apart_b:
+            return {
+                "step": step,
+                "rank": rank,
+                "paths": [path_a, path_b],
+                "apart": [apart_a, apart_b],
+                "held": held,
+                "held_after": [
+                    _held_after(apart_a, a, saves[rank][1], step) if apart_a else None,
+                    _held_after(apart_b, b, saves[rank][0], step) if apart_b else None,
+                ],
+            }
+    return None
+
+
+def _summary(names: list[str]) -> str:
+    """`state_dict.teacher.* (4 tensors)` where the names share a dotted beginning, else the first three."""
+    if len(names) == 1:
+        return names[0]
+    parts = [n.split(".") for n in names]
+    common = []
+    for column in zip(*(p[:-1] for p in parts)):
+        if len(set(column)) > 1:
+            break
+        common.append(column[0])
+    if common:
+        return f"{'.'.join(common)}.* ({len(names)} tensor(s))"
+    shown = ", ".join(names[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _looks_lightnings(names: list[str]) -> bool:
+    """A Lightning checkpoint's layout: the module's tensors under `state_dict.`, the optimizers' under
+    `optimizer_states.`."""
+    return any(n.startswith(("state_dict.", "optimizer_states.")) for n in names)
+
+
+def checkpoint_contents_words(found: dict, names) -> str:
+    step, rank = found["step"], found["rank"]
+    said = [f"{names[i]}'s {_summary(found['apart'][i])}" for i in (0, 1) if found["apart"][i]]
+    words = (
+        f"a difference in what was saved, not in what trained: the training is bitwise equal through step {step}, "
+        f"yet the checkpoints both sides saved after it on rank {rank} ({names[0]}: {found['paths'][0]}; "
+        f"{names[1]}: {found['paths'][1]}) hold other values in tensors saved under names that end alike: "
+        f"{' and '.join(said)}; the {found['held']} other tensor(s) matched so are equal."
+    )
+    lagging = []
+    for i in (0, 1):
+        other = found["held_after"][i]
+        if other is not None:
+            late = i if other < step else 1 - i
+            lagging.append(late)
+            words += (
+                f" {names[i]}'s {_summary(found['apart'][i])} after step {step} hold what {names[1 - i]} saved after "
+                f"step {other}: {names[late]} saves them {abs(step - other)} step(s) behind."
+            )
+    words += (
+        " A resume from these checkpoints would start from other values: save that state at the same moment on both "
+        "sides (where one side's values lag, it saves them before it updates them)."
+    )
+    if any(_looks_lightnings(found["apart"][i]) for i in lagging):
+        words += (
+            " Lightning runs a callback's on_train_batch_end (ModelCheckpoint's save) before the LightningModule's: "
+            "state updated there (an EMA) is saved before that step's update; update it in optimizer_step, after "
+            "super().optimizer_step(...)."
+        )
+    return words
+
+
+def hook_warnings(run_a, run_b, names, equal_through: float = -1) -> list[dict]:
+    """resume_incomplete, checkpoint_ranks and checkpoint_contents lines (none where a hooks.json holds what cannot
+    be read). `equal_through`: the last step through which the training is bitwise equal (saves after later steps
+    differ by what trained and are not compared)."""
     try:
-        return _hook_warnings(run_a, run_b, names)
+        return _hook_warnings(run_a, run_b, names, equal_through)
     except (OSError, ValueError, TypeError, AttributeError):
         return []
 
 
-def _hook_warnings(run_a, run_b, names) -> list[dict]:
+def _hook_warnings(run_a, run_b, names, equal_through: float) -> list[dict]:
     out = []
     resume = resume_difference(run_a, run_b, names)
     if resume is not None:
@@ -282,6 +434,10 @@ def _hook_warnings(run_a, run_b, names) -> list[dict]:
                     f"and on rank(s) {ranks[1][op]} on {names[1]}",
                 }
             )
+    contents = checkpoint_contents_apart(run_a, run_b, equal_through) if equal_through >= 0 else None
+    if contents is not None:
+        message = checkpoint_contents_words(contents, names)
+        out.append({"kind": "checkpoint_contents", "message": message, "evidence": contents})
     return out
 
 
