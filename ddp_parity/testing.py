@@ -45,7 +45,7 @@ from ddp_parity.distributed import WORKER_ENV_KEYS
 from ddp_parity.harness.commands import processes_started
 from ddp_parity.harness.exits import UsageError
 from ddp_parity.harness.launch import Launch, Outcome, available_cores, free_port, run_launch, run_launches
-from ddp_parity.harness.outdir import DirClaim
+from ddp_parity.harness.outdir import CLAIM_FILE, DirClaim
 from ddp_parity.trace_files import TraceFormatError
 
 EXIT_DIFFERENT, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
@@ -180,7 +180,15 @@ def check_arguments(cmd_a, cmd_b, workdir: Path, rtol, atol, timeout, stall_time
     for name, value in (("timeout", timeout), ("stall_timeout", stall_timeout)):
         if value is not None and (not isinstance(value, (int, float)) or value <= 0):
             raise ParityUsageError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    check_not_in_use(workdir)
     check_no_results(workdir)
+
+
+def check_not_in_use(workdir: Path) -> None:
+    """A run still writing in the workdir is named as such, not by the results it wrote so far."""
+    if (workdir / CLAIM_FILE).exists():
+        with claimed(workdir):
+            pass
 
 
 def check_no_results(workdir: Path) -> None:
