@@ -2,6 +2,8 @@
 figures the program computed) and trace/rank{r}.evaluations.jsonl (the forwards `ddp-parity record`'s
 hooks saw under eval() or without gradients, with a digest of their outputs). The causes that ask when
 a side validated read both; the hooks' digests are compared here, with no figure the program computes.
+An evaluation of a copy of the trained model (`role` `copy`: an EMA) is compared with the other side's
+copies only, and is no validation of the model.
 """
 
 from __future__ import annotations
@@ -17,30 +19,71 @@ def validations(run) -> list[dict]:
     except (TraceFormatError, OSError):
         found = []
     for rank, records in read_evaluations(run).items():
-        found += [{**record, "rank": rank} for record in records]
+        found += [{**record, "rank": rank} for record in records if _role(record) == MODEL]
     return found
+
+
+MODEL, COPY = "model", "copy"  # as the hooks write them (hooks/evaluation.py); a trace without `role` is the model's
+
+
+def _role(record: dict) -> str:
+    return COPY if record.get("role") == COPY else MODEL
+
+
+def _of_role(found: dict[int, list[dict]], role: str) -> dict[int, list[dict]]:
+    return {rank: [r for r in records if _role(r) == role] for rank, records in found.items()}
+
+
+def model_evaluations(run) -> dict[int, list[dict]]:
+    """{rank: the hooks' evaluations of the trained model}: a copy's (an EMA's) left out."""
+    return {rank: records for rank, records in _of_role(read_evaluations(run), MODEL).items() if records}
 
 
 def evaluation_differences(run_a, run_b, names) -> list[dict]:
     """Where both runs were recorded by the hooks, the first evaluation per rank whose outputs differ, or
     that one side ran and the other did not at that point: warnings (the training is equal, or the
-    difference in it is the diagnosis's to name)."""
-    evaluations = read_evaluations(run_a), read_evaluations(run_b)
-    if not evaluations[0] and not evaluations[1]:
+    difference in it is the diagnosis's to name). The model's evaluations and its copies' (an EMA) apart."""
+    recorded = read_evaluations(run_a), read_evaluations(run_b)
+    if not recorded[0] and not recorded[1]:
         return []
     out = []
-    for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
-        said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names)
-        if said is not None:
-            unsplit = [n for n, found in zip(names, evaluations) if _every_rank_alike(found, said)]
-            if len(unsplit) == 1:
-                said["message"] += (
-                    f"; every rank of {unsplit[0]} gave the same outputs there (as when its evaluation is not split "
-                    "by rank), the other side's ranks gave other ones"
-                )
-            out.append({"kind": "evaluation_differs", "rank": rank, **said})
-            out[-1]["message"] = f"rank {rank}: {said['message']}"
+    for role in (MODEL, COPY):
+        evaluations = _of_role(recorded[0], role), _of_role(recorded[1], role)
+        if role == COPY and not any(evaluations[0].values()) and not any(evaluations[1].values()):
+            continue
+        if role == COPY and (not any(evaluations[0].values()) or not any(evaluations[1].values())):
+            out.append(_copy_on_one_side(evaluations, names))
+            continue
+        for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
+            said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role)
+            if said is not None:
+                unsplit = [n for n, found in zip(names, evaluations) if _every_rank_alike(found, said)]
+                if len(unsplit) == 1:
+                    said["message"] += (
+                        f"; every rank of {unsplit[0]} gave the same outputs there (as when its evaluation is not "
+                        "split by rank), the other side's ranks gave other ones"
+                    )
+                out.append({"kind": "evaluation_differs", "rank": rank, "role": role, **said})
+                out[-1]["message"] = f"rank {rank}: {said['message']}"
     return out
+
+
+def _copy_on_one_side(evaluations, names) -> dict:
+    side = 0 if any(evaluations[0].values()) else 1
+    records = [r for found in evaluations[side].values() for r in found]
+    modules = sorted({str(r.get("module")) for r in records})
+    return {
+        "kind": "evaluation_differs",
+        "role": COPY,
+        "step": min(r["step"] for r in records),
+        "micro_batch": 0,
+        "message": f"{names[side]} evaluates a copy of the trained model ({', '.join(modules)}: an EMA, laid out as "
+        f"the model and training none of its parameters) in eval mode {len(records)} time(s) over its ranks; the "
+        f"hooks saw none on {names[1 - side]}: either {names[1 - side]} evaluates no copy, or they could not see it. "
+        "A copy outside the recorded model is seen only where eval() was called on it; one never switched to eval() "
+        f"usually runs in training mode (BatchNorm's batch statistics, dropout), unlike {names[side]}'s: call eval() "
+        "on it before evaluating. Its outputs are not compared",
+    }
 
 
 def _every_rank_alike(found: dict[int, list[dict]], said: dict) -> bool:
@@ -63,6 +106,12 @@ def _where(record: dict) -> str:
     return f"after step {record['step']}{within}"
 
 
+def _what(role: str, record: dict) -> str:
+    if role == COPY:
+        return f"the evaluation of a copy of the trained model ({record.get('module')}, an EMA)"
+    return "the evaluation"
+
+
 def _mode_difference(ra: dict, rb: dict, names) -> dict:
     slipped, other = (names[0], names[1]) if ra["training"] else (names[1], names[0])
     return {
@@ -73,14 +122,16 @@ def _mode_difference(ra: dict, rb: dict, names) -> dict:
     }
 
 
-def _first_difference(a: list[dict], b: list[dict], names) -> dict | None:
+def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) -> dict | None:
+    copy = " a copy of the trained model" if role == COPY else ""
     for ra, rb in zip(a, b):
         if (ra["step"], ra["micro_batch"]) != (rb["step"], rb["micro_batch"]):
             first = min((ra, names[0]), (rb, names[1]), key=lambda x: (x[0]["step"], x[0]["micro_batch"]))
             return {
                 "step": first[0]["step"],
                 "micro_batch": first[0]["micro_batch"],
-                "message": f"{first[1]} evaluates {_where(first[0])} and the other side does not evaluate there",
+                "message": f"{first[1]} evaluates{copy} {_where(first[0])} and the other side does not evaluate "
+                f"{'one ' if copy else ''}there",
             }
         if ra.get("forwards") != rb.get("forwards") or ra.get("output_digest") != rb.get("output_digest"):
             if isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool):
@@ -89,10 +140,16 @@ def _first_difference(a: list[dict], b: list[dict], names) -> dict | None:
             return {
                 "step": ra["step"],
                 "micro_batch": ra["micro_batch"],
-                "message": f"the evaluation {_where(ra)} gave other outputs ({ra.get('forwards')} forward(s), "
+                "message": f"{_what(role, ra)} {_where(ra)} gave other outputs ({ra.get('forwards')} forward(s), "
                 f"output_digest {str(ra.get('output_digest'))[:16]} on {names[0]}; {rb.get('forwards')}, "
                 f"{str(rb.get('output_digest'))[:16]} on {names[1]}) with the training equal: it ran on other inputs "
-                "or otherwise (another mode, dropout, autocast, another number of batches)",
+                "or otherwise (another mode, dropout, autocast, another number of batches)"
+                + (
+                    ", or the copy holds other weights (copied from other weights, such as a rank's own before DDP's "
+                    "broadcast; updated at another moment or rate)"
+                    if role == COPY
+                    else ""
+                ),
             }
     if len(a) != len(b):
         longer, name = (a, names[0]) if len(a) > len(b) else (b, names[1])
@@ -100,6 +157,7 @@ def _first_difference(a: list[dict], b: list[dict], names) -> dict | None:
         return {
             "step": extra["step"],
             "micro_batch": extra["micro_batch"],
-            "message": f"{name} evaluates {_where(extra)} and the other side does not evaluate there",
+            "message": f"{name} evaluates{copy} {_where(extra)} and the other side does not evaluate "
+            f"{'one ' if copy else ''}there",
         }
     return None

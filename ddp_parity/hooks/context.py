@@ -14,7 +14,7 @@ from torch.nn.modules import module as torch_module
 from torch.nn.parallel import DistributedDataParallel
 
 from ddp_parity.fingerprints import buffers_sha256, hash_full_state, parameters_sha256, sha256_of
-from ddp_parity.hooks import modules, rng
+from ddp_parity.hooks import evaluation, modules, rng
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.watch import ModuleWatch
 
@@ -75,6 +75,8 @@ def _note_mode(module, mode) -> None:
     live = recording()
     if live is None:
         return
+    if not mode:
+        evaluation.switched_to_eval(live, module)
     modes = live.facts.setdefault("_last_mode", {})
     key = id(module)
     if modes.get(key) != bool(mode):  # only switches: a loop calling train() every step notes it once

@@ -12,6 +12,13 @@ it is seen in the model the steps train (at the first optimizer step, or at the 
 inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it, which
 for a training forward reads two flags and returns.
 
+A copy of the trained model kept beside it (an EMA, as ConvNeXt's, DiT's and torchvision's loops keep) is
+evaluated too, often on every rank: a module with the trained core's parameter names (a wrapper's `module.`
+prefix aside), shapes and dtypes that holds none of the trained parameters, found among the modules eval() was
+called on and the recorded model's own submodules. Its forwards in eval mode are evaluations of `role` `copy`,
+compared with the other side's copies, never with the model's; in training mode (a teacher computing targets)
+they are the training's and not recorded.
+
 An evaluation's digest syncs the device once per evaluation forward (its outputs are read to the host);
 a training step costs nothing more.
 """
@@ -32,14 +39,17 @@ from ddp_parity.trace_files import evaluations_path
 
 _PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
 _STACK: list[list] = []  # the forwards in flight before the first step: [module, holds all, a child holds all]
+MODEL, COPY = "model", "copy"  # what an evaluation ran: the trained model, or a copy of it (an EMA)
+SWITCHED_LIMIT = 256  # modules eval() was called on, kept to look at once the model is known
 
 
 class Evaluation:
     """One evaluation in progress: its key, its forwards so far and their outputs' running digest."""
 
-    def __init__(self, live, module: torch.nn.Module):
+    def __init__(self, live, module: torch.nn.Module, role: str = MODEL):
         self.module = weakref.ref(module)
         self.module_name = type(module).__name__
+        self.role = role
         self.step, self.micro_batch = live.steps, len(live.roots)
         self.epoch = live.epoch if live.epoch_given else live.loader_pass
         self.training = bool(module.training)
@@ -76,6 +86,7 @@ class Evaluation:
             "forwards": self.forwards,
             "output_digest": self.digest.hexdigest(),
             "module": self.module_name,
+            "role": self.role,
             "training": self.training,
             "grad_enabled": self.grad_enabled,
             "inference_mode": self.inference_mode,
@@ -191,8 +202,14 @@ def settle(live) -> None:
     if live.model is None:
         return
     owned = _ids(live.model)
-    cores = [m for m in (ref() for ref in live.eval_cores) if m is not None and _owned_by(m, owned)]
-    live.eval_cores = [weakref.ref(m) for m in cores or [live.model]]
+    seen = [m for m in (ref() for ref in live.eval_cores) if m is not None]
+    cores = [m for m in seen if _owned_by(m, owned)] or [live.model]
+    trained = _trained_ids(live)
+    live.copy_signatures = {_signature(m) for m in cores if _holds_any(m, trained)} - {()}
+    candidates = [*seen, *(ref() for ref in live.switched_to_eval), *live.model.modules()]
+    copies = copies_of(live.copy_signatures, candidates, trained)
+    live.eval_cores = [weakref.ref(m) for m in cores if not any(m is c for c in copies)] or [weakref.ref(live.model)]
+    live.switched_to_eval = []
 
     def after_forward(module, args, output):
         if module.training and torch.is_grad_enabled():  # a training forward: two flags read
@@ -203,6 +220,69 @@ def settle(live) -> None:
 
     for ref in live.eval_cores:
         ref().register_forward_hook(after_forward)
+    for copy in copies:
+        _hook_copy(live, copy)
+
+
+def _trained_ids(live) -> set[int]:
+    """The parameters the optimizer that steps trains (the model's that require gradients, without one)."""
+    if live.optimizer is not None:
+        return {id(p) for group in live.optimizer.param_groups for p in group["params"]}
+    return {id(p) for p in live.model.parameters() if p.requires_grad}
+
+
+def _holds_any(module: torch.nn.Module, ids: set[int]) -> bool:
+    return any(id(p) in ids for p in module.parameters())
+
+
+def _signature(module: torch.nn.Module) -> tuple:
+    """The layout of a module's parameters: names (AveragedModel's `module.` and torch.compile's `_orig_mod.`
+    aside), shapes, dtypes."""
+    return tuple((_unwrapped(name), tuple(p.shape), p.dtype) for name, p in module.named_parameters())
+
+
+def _unwrapped(name: str) -> str:
+    for prefix in ("module.", "_orig_mod."):
+        name = name.removeprefix(prefix)
+    return name
+
+
+def copies_of(signatures: set, candidates, trained: set[int]) -> list[torch.nn.Module]:
+    """The candidates laid out as a trained core is that hold none of the trained parameters: copies of the
+    model (an EMA), each once. A core seen in a top call before the first step (an EMA inside a
+    LightningModule, evaluated by the sanity check) is one too where it holds nothing trained."""
+    counts = {len(s) for s in signatures}
+    out: list[torch.nn.Module] = []
+    for module in candidates:
+        if module is None or any(module is c for c in out) or _param_count(module) not in counts:
+            continue
+        if not _holds_any(module, trained) and _signature(module) in signatures:
+            out.append(module)
+    return out
+
+
+@guarded("a copy of the model")
+def switched_to_eval(live, module: torch.nn.Module) -> None:
+    """eval() was called on `module`: before the model is known, kept to look at then; after, hooked now
+    where it is a copy of the trained model not hooked yet."""
+    if live.copy_signatures is None:
+        if len(live.switched_to_eval) < SWITCHED_LIMIT and not any(r() is module for r in live.switched_to_eval):
+            live.switched_to_eval.append(weakref.ref(module))
+        return
+    if live.model is None or any(r() is module for r in live.copies):
+        return
+    if copies_of(live.copy_signatures, [module], _trained_ids(live)):
+        _hook_copy(live, module)
+
+
+def _hook_copy(live, module: torch.nn.Module) -> None:
+    live.copies.append(weakref.ref(module))
+
+    def after_copy_forward(module, args, output):
+        if not module.training:  # in training mode (a teacher's targets) it is the training's
+            forward_done(live, module, output, role=COPY)
+
+    module.register_forward_hook(after_copy_forward)
 
 
 def _ids(module: torch.nn.Module) -> set[int]:
@@ -215,7 +295,7 @@ def _owned_by(module: torch.nn.Module, owned: set[int]) -> bool:
 
 
 @guarded("evaluation outputs")
-def forward_done(live, module: torch.nn.Module, output) -> None:
+def forward_done(live, module: torch.nn.Module, output, role: str = MODEL) -> None:
     """An innermost full module's forward returned: an evaluation forward adds its output to the
     evaluation in progress (a new one where the step or micro-batch moved on); a training one ends it."""
     if getattr(live.local, "ours", False):
@@ -229,7 +309,7 @@ def forward_done(live, module: torch.nn.Module, output) -> None:
         close(live)
         ev = None
     if ev is None:
-        ev = live.evaluation = Evaluation(live, module)
+        ev = live.evaluation = Evaluation(live, module, role)
     ev.add(output)
 
 

@@ -43,6 +43,9 @@ class Recording:
         self.evaluation = None  # the evaluation in progress (hooks/evaluation.py)
         self.evaluations: list = []  # evaluations ended, not yet written (before the first step: all of them)
         self.eval_cores: list[weakref.ref] = []  # the modules evaluations and training forwards ran in
+        self.switched_to_eval: list[weakref.ref] = []  # modules eval() was called on (an EMA's copy is)
+        self.copy_signatures: set | None = None  # the trained cores' parameter layouts, once settled
+        self.copies: list[weakref.ref] = []  # copies of the trained model whose eval-mode forwards are evaluations
         self.new_step()
 
     def new_step(self) -> None:

@@ -24,9 +24,9 @@ from ddp_parity.compare.causes.base import (
 from ddp_parity.compare.causes.data import DATA_PIPELINE
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
+from ddp_parity.compare.evaluations import model_evaluations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import display
-from ddp_parity.trace_files import read_evaluations
 
 # module readings (modules.reading_kind) that name a module's own computation as where a difference is born
 COMPUTATION_READINGS = (
@@ -489,7 +489,7 @@ def _mode_apart(ctx: Context) -> dict | None:
     """The first evaluation (per rank, in rank order) whose mode differs from the other side's evaluation at
     the same point (the step it follows and the micro-batches since), or, where the sides evaluate at other
     points, from every evaluation the other side recorded on that rank: the side, the mode, both records."""
-    evaluations = read_evaluations(ctx.run("a")), read_evaluations(ctx.run("b"))
+    evaluations = model_evaluations(ctx.run("a")), model_evaluations(ctx.run("b"))
     for rank in sorted(set(evaluations[0]) & set(evaluations[1])):
         a, b = evaluations[0][rank], evaluations[1][rank]
         found = _at_the_same_point(a, b) or _against_every_one(a, b)

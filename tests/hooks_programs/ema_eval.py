@@ -1,0 +1,73 @@
+"""Two ranks (torchrun): a model trained by SGD under DDP and an EMA copy of it kept outside DDP, in eval mode,
+updated after every step and evaluated (no_grad) on a fixed batch every 2 steps, as ConvNeXt's and DiT's loops keep
+one. It knows nothing of any recorder. Each rank seeds seed + rank before building (a seed per rank, as those
+programs do): DDP's broadcast makes the replicas equal. The EMA is copied after DDP's wrap (rank 0's weights on every
+rank) or, with --ema-before-ddp, before it (each rank's own: rank 1's EMA starts from other weights and the training
+is untouched). With --ema-left-in-train-mode, eval() is never called on the EMA (a copy of the model in training
+mode, evaluated so, as a copy kept outside the module tree and never switched is).
+
+    torchrun --nproc_per_node=2 tests/hooks_programs/ema_eval.py [--ema-before-ddp] [--ema-left-in-train-mode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+DECAY = 0.9
+
+
+def make_ema(model: nn.Module, eval_mode: bool = True) -> nn.Module:
+    ema = copy.deepcopy(model).requires_grad_(False)
+    return ema.eval() if eval_mode else ema
+
+
+@torch.no_grad()
+def update(ema: nn.Module, model: nn.Module) -> None:
+    for e, p in zip(ema.parameters(), model.parameters(), strict=True):
+        e.copy_(e * DECAY + p * (1 - DECAY))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--ema-before-ddp", action="store_true", help="copy each rank's own weights, before the wrap")
+    p.add_argument("--ema-left-in-train-mode", action="store_true", help="never call eval() on the EMA")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(rank)  # a seed per rank
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    ema = make_ema(model) if args.ema_before_ddp else None
+    ddp = DistributedDataParallel(model)
+    if ema is None:
+        ema = make_ema(model, eval_mode=not args.ema_left_in_train_mode)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.Generator().manual_seed(1 + rank)
+    held_out = torch.randn(16, 6, generator=torch.Generator().manual_seed(99))
+    for step in range(1, 9):
+        x, y = torch.randn(8, 6, generator=data), torch.randint(0, 3, (8,), generator=data)
+        loss = nn.functional.cross_entropy(ddp(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        update(ema, model)
+        if step % 2 == 0:
+            with torch.no_grad():
+                accuracy = (ema(held_out).argmax(-1) == 0).float().mean().item()
+            if rank == 0:
+                print(f"step {step} loss {loss.item():.8f} ema {accuracy:.4f}", flush=True)
+    del ddp
+    gc.collect()  # DDP's reducer goes before the group, never joined at interpreter exit (gloo then aborts)
+    dist.barrier()  # no rank leaves while its peer still talks: gloo aborts one that does (SIGABRT)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Issue 46's class 7, its evaluation half (ConvNeXt's rank 1 evaluated an EMA copied from its own weights before
+DDP's broadcast, the training bitwise equal): a copy of the trained model kept beside it (an EMA) is found by the
+hooks, its forwards in eval mode recorded as evaluations of `role` `copy`, and compared with the other side's copies
+only. The two-rank program (tests/hooks_programs/ema_eval.py) is recorded by the hooks with no line changed, under
+torchrun on gloo.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from torch import nn
+from torch.optim.swa_utils import AveragedModel
+
+from ddp_parity import compare_traces
+from ddp_parity.hooks import evaluation, recording_env
+from ddp_parity.trace_files import read_evaluations
+
+PROGRAM = REPO / "tests" / "hooks_programs" / "ema_eval.py"
+VARIANTS = {"after": (), "again": (), "before": ("--ema-before-ddp",), "train-mode": ("--ema-left-in-train-mode",)}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hooks-copies")
+    out = {}
+    for name, args in VARIANTS.items():
+        out[name] = check_ok(
+            run_cmd([*_torchrun_prefix(2), PROGRAM, *args], env=recording_env(tmp / name, name, child_env()))
+        )
+    return {name: tmp / name for name in VARIANTS} | {"stdout": {n: r.stdout for n, r in out.items()}}
+
+
+@pytest.mark.slow
+def test_an_ema_evaluated_beside_the_model_is_recorded_as_a_copy_on_every_rank(runs):
+    evaluations = read_evaluations(runs["after"])
+    assert sorted(evaluations) == [0, 1]
+    for rank in (0, 1):
+        records = evaluations[rank]
+        assert [(r["role"], r["step"], r["forwards"]) for r in records] == [("copy", s, 1) for s in (2, 4, 6, 8)]
+        assert all(r["module"] == "Sequential" and r["training"] is False for r in records), records
+    # the EMA is rank 0's weights on both ranks (copied after the broadcast): the same outputs
+    assert [r["output_digest"] for r in evaluations[0]] == [r["output_digest"] for r in evaluations[1]]
+
+
+@pytest.mark.slow
+def test_the_same_ema_twice_is_equivalent_with_nothing_said(runs):
+    report = compare_traces(runs["after"], runs["again"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    assert not [w for w in report["warnings"] if w["kind"] == "evaluation_differs"], report["warnings"]
+
+
+@pytest.mark.slow
+def test_an_ema_copied_before_the_broadcast_is_said_on_the_rank_it_differs_on(runs):
+    """The training is bitwise equal (the EMA takes no part in it), so the verdict is EQUIVALENT; rank 1's EMA started
+    from rank 1's own weights, so its evaluations differ from the first, said as a copy's; rank 0's are equal."""
+    assert runs["stdout"]["after"] == runs["stdout"]["before"]  # rank 0 prints: the same loss and EMA figures
+    report = compare_traces(runs["after"], runs["before"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    [said] = [w for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert (said["rank"], said["role"], said["step"]) == (1, "copy", 2), said
+    message = said["message"]
+    assert message.startswith("rank 1: the evaluation of a copy of the trained model (Sequential, an EMA) after step 2")
+    assert "before DDP's broadcast" in message, message
+
+
+@pytest.mark.slow
+def test_a_copy_seen_on_one_side_only_is_said_with_what_the_hooks_cannot_see(runs):
+    """vision_classification's port kept its EMA outside the module tree and never called eval() on it: the hooks
+    see no copy there, so nothing is compared, and the warning says which side evaluates one in eval mode and why
+    the other's may be unseen (training mode), never that the outputs are equal or differ."""
+    assert runs["stdout"]["after"] == runs["stdout"]["train-mode"]  # no BatchNorm, no dropout: the same figures
+    report = compare_traces(runs["after"], runs["train-mode"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    [said] = [w for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert said["role"] == "copy" and said["message"].startswith("after evaluates a copy of the trained model"), said
+    assert "in eval mode 8 time(s) over its ranks; the hooks saw none on train-mode" in said["message"], said
+    assert "call eval() on it before evaluating" in said["message"], said
+
+
+def test_a_copy_is_laid_out_as_the_trained_model_and_holds_none_of_its_parameters():
+    """What the hooks take for a copy: a deepcopy and an AveragedModel (its parameters under `module.`) of the
+    trained core, in a LightningModule-like holder or apart; never the core, a module of another layout, or one
+    holding a trained parameter."""
+    torch.manual_seed(0)
+    core = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    holder = nn.ModuleDict({"model": core, "ema": copy.deepcopy(core).requires_grad_(False)})
+    averaged = AveragedModel(core)
+    other = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+    sharing = nn.Sequential(core[0], nn.ReLU(), nn.Linear(3, 2))
+    trained = {id(p) for p in core.parameters()}
+    signatures = {evaluation._signature(core)}
+    found = evaluation.copies_of(signatures, [core, *holder.modules(), averaged, other, sharing, averaged], trained)
+    assert [id(m) for m in found] == [id(holder["ema"]), id(averaged)]
