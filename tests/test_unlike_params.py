@@ -7,6 +7,7 @@ a slip in what both hold (the teacher's momentum, one student layer's initialisa
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -207,3 +208,33 @@ def test_saved_tensors_are_paired_by_the_ending_of_their_names_and_one_side_only
     assert hooked._summary(["state_dict.teacher.1.bias", "state_dict.teacher.1.weight"]) == (
         "state_dict.teacher.1.* (2 tensor(s))"
     )
+
+
+def test_what_a_save_holds_is_read_from_odd_objects_without_raising():
+    """A save's tensors by key path from objects a program may hand torch.save: a module saved whole, a tuple, a
+    dict holding itself, tensors that cannot be digested by their bytes (meta, sparse, nested), left out."""
+    from ddp_parity.hooks.checkpoints import contents_of
+
+    looping: dict = {"w": torch.ones(2)}
+    looping["self"] = looping
+    with warnings.catch_warnings():  # "the PyTorch API of nested tensors is in prototype stage"
+        warnings.simplefilter("ignore")
+        strided_nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    saved = {
+        "model": torch.nn.Linear(2, 1),
+        "pair": (torch.zeros(1), [torch.arange(3)]),
+        "loop": looping,
+        "meta": torch.empty(3, device="meta"),
+        "sparse": torch.eye(2).to_sparse(),
+        "nested": torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged),
+        "strided_nested": strided_nested,
+        "complex": torch.ones(2, dtype=torch.complex64),
+        "bf16": torch.ones(2, dtype=torch.bfloat16),
+    }
+    contents = contents_of(saved)
+    for name in ("model.weight", "model.bias", "pair.0", "pair.1.0", "loop.w", "complex", "bf16"):
+        assert len(contents[name]) == 16, (name, contents)
+    assert not {"meta", "sparse", "nested", "strided_nested", "loop.self.w"} & set(contents), (
+        contents
+    )  # the loop walked once
+    assert contents["pair.0"] != contents["bf16"]

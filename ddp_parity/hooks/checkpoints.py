@@ -124,9 +124,9 @@ def _note_contents(live, entry: dict, obj) -> None:
 
 def contents_of(obj) -> dict[str, str]:
     """{key path: digest} of each plain tensor in a saved object: a module's by its state_dict; a tensor held
-    otherwise (a DTensor's shard, a meta or sparse tensor) is left out."""
+    otherwise (a DTensor's shard, a meta or sparse tensor) is left out. A container held twice is walked once."""
     out: dict[str, str] = {}
-    todo, seen = [(obj, "")], 0
+    todo, seen, walked = [(obj, "")], 0, set()
     while todo and seen < CONTENT_WALK_LIMIT:
         value, path = todo.pop()
         seen += 1
@@ -136,7 +136,12 @@ def contents_of(obj) -> dict[str, str]:
             digest = _tensor_digest(value)
             if digest is not None:
                 out[path] = digest
-        elif isinstance(value, dict):
+            continue
+        if isinstance(value, (dict, list, tuple)):
+            if id(value) in walked:  # held twice (or holding itself): walked once, under its first path
+                continue
+            walked.add(id(value))
+        if isinstance(value, dict):
             todo += [(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()]
         elif isinstance(value, (list, tuple)):
             todo += [(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(value)]
@@ -144,9 +149,13 @@ def contents_of(obj) -> dict[str, str]:
 
 
 def _tensor_digest(tensor: torch.Tensor) -> str | None:
-    if tensor.layout != torch.strided or tensor.device.type == "meta" or tensor.is_quantized:
+    """None for a tensor whose bytes cannot be read as they are (one odd tensor leaves the others' digests)."""
+    if tensor.layout != torch.strided or tensor.device.type == "meta" or tensor.is_quantized or tensor.is_nested:
         return None
-    return sha256_of([tensor.detach().cpu()])[:CONTENT_DIGEST_CHARS]
+    try:
+        return sha256_of([tensor.detach().cpu()])[:CONTENT_DIGEST_CHARS]
+    except (RuntimeError, TypeError, ValueError):
+        return None
 
 
 def _path(path) -> str | None:
