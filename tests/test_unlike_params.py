@@ -12,6 +12,8 @@ import warnings
 import pytest
 import torch
 from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_comparator import LOSSES, PARAMS, make_run
 
 from ddp_parity import compare_traces
@@ -238,3 +240,45 @@ def test_what_a_save_holds_is_read_from_odd_objects_without_raising():
         contents
     )  # the loop walked once
     assert contents["pair.0"] != contents["bf16"]
+
+
+def _leaves(value, path: str = ""):
+    """(key path, tensor) for each tensor of a tree of dicts, lists and tuples, as a save's contents name them."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _leaves(v, f"{path}.{i}" if path else str(i))
+
+
+_TENSORS = st.builds(
+    lambda shape, dtype, seed: torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype),
+    st.lists(st.integers(0, 3), max_size=3).map(tuple),
+    st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool, torch.uint8]),
+    st.integers(0, 2**16),
+)
+_TREES = st.recursive(
+    _TENSORS | st.integers() | st.text(max_size=4) | st.none(),
+    lambda inner: (
+        st.dictionaries(st.text("abc", min_size=1, max_size=3), inner, max_size=4)
+        | st.dictionaries(st.integers(0, 9), inner, max_size=4)  # an optimizer's state: int keys (never 1 and "1")
+        | st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_TREES)
+def test_every_tensor_a_save_holds_is_digested_under_its_key_path(tree):
+    """Whatever a program saves (dicts with int or str keys, lists, tuples, tensors of any dtype and shape, scalars):
+    contents_of never raises and holds exactly the tensors of the tree, each by its dtype, shape and bytes."""
+    from ddp_parity.fingerprints import sha256_of
+    from ddp_parity.hooks.checkpoints import contents_of
+
+    expected = {path: sha256_of([t])[:16] for path, t in _leaves(tree)}
+    assert contents_of(tree) == expected
