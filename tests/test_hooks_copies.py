@@ -81,10 +81,11 @@ def test_a_copy_seen_on_one_side_only_is_said_with_what_the_hooks_cannot_see(run
     assert "call eval() on it before evaluating" in said["message"], said
 
 
-def test_a_copy_is_laid_out_as_the_trained_model_and_holds_none_of_its_parameters():
+def test_a_copy_is_laid_out_as_a_trained_module_and_holds_none_of_its_parameters():
     """What the hooks take for a copy: a deepcopy and an AveragedModel (its parameters under `module.`) of the
-    trained core, in a LightningModule-like holder or apart; never the core, a module of another layout, or one
-    holding a trained parameter."""
+    trained model, in a LightningModule-like holder or apart, each taken as a core is (the outermost copy, then its
+    innermost part holding all its parameters: the AveragedModel's `module`); never the model, a module of another
+    layout, or one holding a trained parameter."""
     torch.manual_seed(0)
     core = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     holder = nn.ModuleDict({"model": core, "ema": copy.deepcopy(core).requires_grad_(False)})
@@ -92,6 +93,18 @@ def test_a_copy_is_laid_out_as_the_trained_model_and_holds_none_of_its_parameter
     other = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
     sharing = nn.Sequential(core[0], nn.ReLU(), nn.Linear(3, 2))
     trained = {id(p) for p in core.parameters()}
-    signatures = {evaluation._signature(core)}
+    signatures = {evaluation._signature(m) for m in core.modules()} - {()}
     found = evaluation.copies_of(signatures, [core, *holder.modules(), averaged, other, sharing, averaged], trained)
-    assert [id(m) for m in found] == [id(holder["ema"]), id(averaged)]
+    assert [id(m) for m in found] == [id(holder["ema"]), id(averaged.module)]
+
+
+def test_a_copy_of_a_part_is_the_same_module_whether_seen_whole_or_in_parts():
+    """I-JEPA's target encoder, a frozen copy of the trained encoder: seen as the Linear a top call ran (the model
+    given to DDP whole) or as the Sequential around it (the parts given to DDP one by one), it is one copy, its
+    innermost part holding all its parameters, so both sides treat it alike."""
+    encoder = nn.Sequential(nn.Linear(6, 8), nn.Tanh())
+    target = copy.deepcopy(encoder).requires_grad_(False)
+    trained = {id(p) for p in encoder.parameters()}
+    signatures = {evaluation._signature(m) for m in encoder.modules()} - {()}
+    assert evaluation.copies_of(signatures, [target[0]], trained) == [target[0]]
+    assert evaluation.copies_of(signatures, [*target.modules()], trained) == [target[0]]

@@ -46,7 +46,11 @@ def test_three_ddp_wrappers_against_one_module_holding_them_are_equivalent(runs)
     for rank in (0, 1):  # hashed as one module holding the three in the order they were wrapped
         assert one[rank]["init_params_sha256"] == wrappers[rank]["init_params_sha256"]
         assert one[rank]["init_parameters_by_name"] == wrappers[rank]["init_parameters_by_name"]
-    assert not [w for w in report["warnings"] if w["kind"] in ("narrowed_digests", "one_side_only")]
+    # the frozen target encoder, a copy of the encoder run in training mode, is treated alike on both sides whether
+    # it is part of one wrapped module or wrapped on its own: no evaluation on one side only
+    assert not [
+        w for w in report["warnings"] if w["kind"] in ("narrowed_digests", "one_side_only", "evaluation_differs")
+    ]
 
 
 @pytest.mark.slow

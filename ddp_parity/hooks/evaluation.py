@@ -205,8 +205,13 @@ def settle(live) -> None:
     seen = [m for m in (ref() for ref in live.eval_cores) if m is not None]
     cores = [m for m in seen if _owned_by(m, owned)] or [live.model]
     trained = _trained_ids(live)
-    live.copy_signatures = {_signature(m) for m in cores if _holds_any(m, trained)} - {()}
-    candidates = [*seen, *(ref() for ref in live.switched_to_eval), *live.model.modules()]
+    inside_trained_cores = {id(m) for core in cores if _holds_any(core, trained) for m in core.modules()}
+    live.copy_signatures = {_signature(m) for m in live.model.modules() if _all_in(m, trained)} - {()}
+    candidates = [
+        *seen,
+        *(ref() for ref in live.switched_to_eval),
+        *(m for m in live.model.modules() if id(m) not in inside_trained_cores),  # an EMA a LightningModule holds
+    ]
     copies = copies_of(live.copy_signatures, candidates, trained)
     live.eval_cores = [weakref.ref(m) for m in cores if not any(m is c for c in copies)] or [weakref.ref(live.model)]
     live.switched_to_eval = []
@@ -235,6 +240,11 @@ def _holds_any(module: torch.nn.Module, ids: set[int]) -> bool:
     return any(id(p) in ids for p in module.parameters())
 
 
+def _all_in(module: torch.nn.Module, ids: set[int]) -> bool:
+    params = [id(p) for p in module.parameters()]
+    return bool(params) and all(p in ids for p in params)
+
+
 def _signature(module: torch.nn.Module) -> tuple:
     """The layout of a module's parameters: names (AveragedModel's `module.` and torch.compile's `_orig_mod.`
     aside), shapes, dtypes."""
@@ -248,17 +258,30 @@ def _unwrapped(name: str) -> str:
 
 
 def copies_of(signatures: set, candidates, trained: set[int]) -> list[torch.nn.Module]:
-    """The candidates laid out as a trained core is that hold none of the trained parameters: copies of the
-    model (an EMA), each once. A core seen in a top call before the first step (an EMA inside a
-    LightningModule, evaluated by the sanity check) is one too where it holds nothing trained."""
+    """The candidates laid out as a trained module is (the whole model, a part of it) that hold none of the trained
+    parameters: copies of it (an EMA, a target encoder), each taken as a core is (the outermost copy, then its
+    innermost part holding all of its parameters), so that a copy held whole or in parts is the same module."""
     counts = {len(s) for s in signatures}
-    out: list[torch.nn.Module] = []
+    found: list[torch.nn.Module] = []
     for module in candidates:
-        if module is None or any(module is c for c in out) or _param_count(module) not in counts:
+        if module is None or any(module is c for c in found) or _param_count(module) not in counts:
             continue
         if not _holds_any(module, trained) and _signature(module) in signatures:
+            found.append(module)
+    outermost = [m for m in found if not any(o is not m and any(m is d for d in o.modules()) for o in found)]
+    out: list[torch.nn.Module] = []
+    for module in outermost:
+        module = _innermost_holding_all(module)
+        if not any(module is c for c in out):
             out.append(module)
     return out
+
+
+def _innermost_holding_all(module: torch.nn.Module) -> torch.nn.Module:
+    count = _param_count(module)
+    while (child := next((c for c in module.children() if _param_count(c) == count), None)) is not None:
+        module = child
+    return module
 
 
 @guarded("a copy of the model")
