@@ -13,11 +13,12 @@ inside it where the step runs a closure, as under Lightning); from then on, one 
 for a training forward reads two flags and returns.
 
 A copy of the trained model kept beside it (an EMA, as ConvNeXt's, DiT's and torchvision's loops keep) is
-evaluated too, often on every rank: a module with the trained core's parameter names (a wrapper's `module.`
-prefix aside), shapes and dtypes that holds none of the trained parameters, found among the modules eval() was
-called on and the recorded model's own submodules. Its forwards in eval mode are evaluations of `role` `copy`,
-compared with the other side's copies, never with the model's; in training mode (a teacher computing targets)
-they are the training's and not recorded.
+evaluated too, often on every rank: a module laid out as a trained module (the model or a part of it: parameter
+names with a wrapper's prefix aside, shapes, dtypes) that holds none of the trained parameters, found among the
+modules eval() was called on, the top calls before the first step and the recorded model's submodules outside its
+trained cores; taken as a core is (the outermost copy's innermost part holding all its parameters). Its forwards
+in eval mode are evaluations of `role` `copy`, compared with the other side's copies, never with the model's; in
+training mode (a teacher or target encoder computing targets) they are the training's and not recorded.
 
 An evaluation's digest syncs the device once per evaluation forward (its outputs are read to the host);
 a training step costs nothing more.
