@@ -18,6 +18,7 @@ from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import modules, recording_env
+from ddp_parity.trace_files import read_evaluations
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "wrappers_ddp.py"
 VARIANTS = {"one": (), "wrappers": ("--wrappers",), "wrappers-lr": ("--wrappers", "--lr", "0.2")}
@@ -51,6 +52,15 @@ def test_three_ddp_wrappers_against_one_module_holding_them_are_equivalent(runs)
     assert not [
         w for w in report["warnings"] if w["kind"] in ("narrowed_digests", "one_side_only", "evaluation_differs")
     ]
+
+
+@pytest.mark.slow
+def test_a_target_encoder_run_in_training_mode_is_never_an_evaluation(runs):
+    """The frozen target encoder's forwards (no_grad, training mode) compute the step's targets, before the step's
+    own forward: not an evaluation, on either side, the first step's included (recorded as one before the copies
+    were known, it made I-JEPA's raw side 'evaluate after step 0' where its port did not)."""
+    for name in ("one", "wrappers"):
+        assert read_evaluations(runs[name]) == {}, (name, read_evaluations(runs[name]))
 
 
 @pytest.mark.slow

@@ -182,12 +182,12 @@ def _note_core(live, module) -> None:
 @guarded("the evaluations before the first step")
 def started(live) -> None:
     """The recording started (the first step, the model known): keep the evaluations of that model
-    (not of another module with parameters), write them, and settle on the module when one was seen."""
+    (not of another module with parameters), and settle on the module when one was seen (they are written
+    then, once the copies of the model among them are known)."""
     owned = _ids(live.model) if live.model is not None else set()
     live.evaluations = [ev for ev in live.evaluations if ev.owned_by(owned)]
     if live.evaluation is not None and not live.evaluation.owned_by(owned):
         live.evaluation = None
-    write(live)
     if live.model is None or any(m is not None and _owned_by(m, owned) for m in (ref() for ref in live.eval_cores)):
         settle(live)  # without a model, nothing to look for: the global hooks go now
 
@@ -201,6 +201,8 @@ def settle(live) -> None:
     _GLOBAL_HOOKS.clear()
     _STACK.clear()
     if live.model is None:
+        live.copy_signatures = set()
+        write(live)
         return
     owned = _ids(live.model)
     seen = [m for m in (ref() for ref in live.eval_cores) if m is not None]
@@ -228,6 +230,24 @@ def settle(live) -> None:
         ref().register_forward_hook(after_forward)
     for copy in copies:
         _hook_copy(live, copy)
+    _relabel_copies(live, copies)
+    write(live)
+
+
+def _relabel_copies(live, copies: list[torch.nn.Module]) -> None:
+    """The evaluations kept before the copies were known: a copy's in eval mode are the copy's; in training mode
+    (a target encoder run before the step's training forward) they were the training's, not an evaluation."""
+
+    def relabelled(ev):
+        if ev is None or not any(ev.module() is c for c in copies):
+            return ev
+        if ev.training:
+            return None
+        ev.role = COPY
+        return ev
+
+    live.evaluations = [ev for ev in map(relabelled, live.evaluations) if ev is not None]
+    live.evaluation = relabelled(live.evaluation)
 
 
 def _trained_ids(live) -> set[int]:
@@ -293,10 +313,12 @@ def switched_to_eval(live, module: torch.nn.Module) -> None:
         if len(live.switched_to_eval) < SWITCHED_LIMIT and not any(r() is module for r in live.switched_to_eval):
             live.switched_to_eval.append(weakref.ref(module))
         return
-    if live.model is None or any(r() is module for r in live.copies):
+    if live.model is None or module in live.looked_at:
         return
-    if copies_of(live.copy_signatures, [module], _trained_ids(live)):
-        _hook_copy(live, module)
+    live.looked_at.add(module)
+    for copy in copies_of(live.copy_signatures, [module], _trained_ids(live)):
+        if not any(r() is copy for r in live.copies):
+            _hook_copy(live, copy)
 
 
 def _hook_copy(live, module: torch.nn.Module) -> None:
@@ -350,7 +372,7 @@ def close(live, by_training: bool = False) -> None:
         live.facts["eval_mode_training_forwards"] = live.facts.get("eval_mode_training_forwards", 0) + ev.forwards
         return
     live.evaluations.append(ev)
-    if live.recorder is not None:
+    if live.recorder is not None and live.copy_signatures is not None:  # settled: the copies are known
         write(live)
 
 

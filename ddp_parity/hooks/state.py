@@ -46,6 +46,7 @@ class Recording:
         self.switched_to_eval: list[weakref.ref] = []  # modules eval() was called on (an EMA's copy is)
         self.copy_signatures: set | None = None  # the trained cores' parameter layouts, once settled
         self.copies: list[weakref.ref] = []  # copies of the trained model whose eval-mode forwards are evaluations
+        self.looked_at: weakref.WeakSet = weakref.WeakSet()  # modules eval() was called on after settling, looked at
         self.new_step()
 
     def new_step(self) -> None:
