@@ -98,6 +98,8 @@ def test_an_ema_saved_before_its_update_is_said_though_the_training_is_equal(run
     ], found
     assert found["held"] == 4 + 4 * 3, found  # the student's 4 tensors; AdamW's step, exp_avg, exp_avg_sq for each
     assert found["held_after"] == [2, None], found  # raw saved nothing after step 0 for the port's to match
+    assert found["paths"][0].endswith("raw-ckpt/step-1.pt"), found["paths"]
+    assert found["paths"][1].startswith("<BytesIO for ") and found["paths"][1].endswith("step=1.ckpt>"), found
     message = said["message"]
     assert "raw's ema.* (4 tensor(s)) and lightning's state_dict.teacher.* (4 tensor(s))" in message, message
     assert "raw's ema.* (4 tensor(s)) after step 1 hold what lightning saved after step 2" in message, message

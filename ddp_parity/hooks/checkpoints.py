@@ -94,16 +94,19 @@ def _checkpoint_call(op: str, original, given, path_at: int = 1):
             path = args[path_at] if len(args) > path_at else kwargs.get("f", kwargs.get("checkpoint_id"))
             if path is None:  # DCP given a storage writer or reader: its path
                 path = kwargs.get("storage_writer", kwargs.get("storage_reader"))
-            _note(live, op, path, given(args, kwargs, result))
+            _note(live, op, path, given(args, kwargs, result), sys._getframe(1))
         return result
 
     return call
 
 
 @guarded("checkpoints")
-def _note(live, op: str, path, obj) -> None:
+def _note(live, op: str, path, obj, caller=None) -> None:
     kinds, names = kinds_of(obj)
-    live.note("checkpoints", {"op": op, "path": _path(path), "after_step": live.steps, "kinds": sorted(kinds)})
+    said = _path(path)
+    if said is not None and said.startswith("<") and caller is not None:
+        said = _for_file(said, caller)
+    live.note("checkpoints", {"op": op, "path": said, "after_step": live.steps, "kinds": sorted(kinds)})
     kept = live.facts["checkpoints"]
     if kept["count"] > FACT_LIMIT:  # the entry was not kept (the FACT_LIMIT first are)
         return
@@ -165,6 +168,19 @@ def _path(path) -> str | None:
         return os.fsdecode(path)
     name = getattr(path, "name", None) or getattr(path, "path", None)
     return f"<{type(path).__name__}{' ' + str(name) if name else ''}>"
+
+
+FILE_VARIABLES = ("filepath", "path", "filename", "ckpt_path")  # where a caller saving to memory keeps the file's
+
+
+def _for_file(said: str, caller) -> str:
+    """A buffer saved to by a caller that writes it to a file (Lightning's `_atomic_save(checkpoint, filepath)`):
+    the buffer, then that file, as the caller names it."""
+    for name in FILE_VARIABLES:
+        value = caller.f_locals.get(name)
+        if isinstance(value, (str, os.PathLike)):
+            return f"{said[:-1]} for {os.fsdecode(value)}>"
+    return said
 
 
 def kinds_of(obj) -> tuple[set[str], list[frozenset]]:
