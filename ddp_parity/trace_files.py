@@ -600,6 +600,12 @@ def read_run(run_dir: str | os.PathLike, tolerant: bool = False) -> RunFiles:
     return run
 
 
+# rank{r}.hooks.json `checkpoints`: the ops (their last dotted part) that save, as the hooks name them
+CHECKPOINT_SAVE_OPS = ("save", "async_save", "save_state_dict")
+# rank{r}.evaluations.jsonl `role`: the trained model's evaluation or a copy's (an EMA); older traces: the model's
+EVALUATION_MODEL, EVALUATION_COPY = "model", "copy"
+
+
 def evaluations_path(run_dir, rank: int) -> Path:
     """trace/rank{r}.evaluations.jsonl: the evaluations `ddp-parity record`'s hooks saw on that rank."""
     return Path(run_dir) / TRACE_DIR / f"rank{rank}.evaluations.jsonl"

@@ -8,7 +8,13 @@ copies only, and is no validation of the model.
 
 from __future__ import annotations
 
-from ddp_parity.trace_files import TraceFormatError, read_evaluations, read_validation
+from ddp_parity.trace_files import (
+    EVALUATION_COPY,
+    EVALUATION_MODEL,
+    TraceFormatError,
+    read_evaluations,
+    read_validation,
+)
 
 
 def validations(run) -> list[dict]:
@@ -23,7 +29,7 @@ def validations(run) -> list[dict]:
     return found
 
 
-MODEL, COPY = "model", "copy"  # as the hooks write them (hooks/evaluation.py); a trace without `role` is the model's
+MODEL, COPY = EVALUATION_MODEL, EVALUATION_COPY
 
 
 def _role(record: dict) -> str:

@@ -33,12 +33,12 @@ from torch.optim import optimizer as torch_optimizer
 from ddp_parity.fingerprints import sha256_of
 from ddp_parity.hooks import modules
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
+from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS
 
 NAMES = "_checkpoint_names"  # private facts: (the noted entry, the tensor names of each mapping of tensors)
 COUNTERS = ("epoch", "step", "global_step", "iter_num", "iteration", "current_epoch", "steps", "epochs_run")
 WALK_LIMIT = 5000  # objects looked at in one checkpoint: a huge nested object is not walked to the end
 DCP = "torch.distributed.checkpoint"
-SAVES = ("save", "async_save", "save_state_dict")
 CONTENT_SAVES = 64  # saves per rank whose tensors are digested: a run that saves every step keeps its facts small
 CONTENT_WALK_LIMIT = 200_000  # objects looked at for one save's tensors (a model's and its optimizer's state)
 CONTENT_DIGEST_CHARS = 16
@@ -112,7 +112,7 @@ def _note(live, op: str, path, obj, caller=None) -> None:
         return
     if names:
         live.facts.setdefault(NAMES, []).append((kept["items"][-1], names))
-    if op.rsplit(".", 1)[-1] in SAVES:
+    if op.rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS:
         _note_contents(live, kept["items"][-1], obj)
 
 
@@ -276,7 +276,7 @@ def _note_restore(kind: str, owner, caller) -> None:
 
 
 def _wrap_dcp(module) -> None:
-    for name in ("save", "async_save", "save_state_dict"):
+    for name in CHECKPOINT_SAVE_OPS:
         if hasattr(module, name):
             setattr(module, name, _checkpoint_call(f"dcp.{name}", getattr(module, name), _dcp_state, path_at=1))
     for name in ("load", "load_state_dict"):

@@ -34,13 +34,13 @@ from types import SimpleNamespace
 import torch
 from torch.nn.modules import module as torch_module
 
-from ddp_parity.fingerprints import StagedDigest, batch_contents
+from ddp_parity.fingerprints import StagedDigest, batch_contents, normalised_name
 from ddp_parity.hooks.state import guarded, recording
-from ddp_parity.trace_files import evaluations_path
+from ddp_parity.trace_files import EVALUATION_COPY, EVALUATION_MODEL, evaluations_path
 
 _PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
 _STACK: list[list] = []  # the forwards in flight before the first step: [module, holds all, a child holds all]
-MODEL, COPY = "model", "copy"  # what an evaluation ran: the trained model, or a copy of it (an EMA)
+MODEL, COPY = EVALUATION_MODEL, EVALUATION_COPY  # what an evaluation ran: the trained model, or a copy of it
 SWITCHED_LIMIT = 256  # modules eval() was called on, kept to look at once the model is known
 
 
@@ -269,13 +269,10 @@ def _all_in(module: torch.nn.Module, ids: set[int]) -> bool:
 def _signature(module: torch.nn.Module) -> tuple:
     """The layout of a module's parameters: names (AveragedModel's `module.` and torch.compile's `_orig_mod.`
     aside), shapes, dtypes."""
-    return tuple((_unwrapped(name), tuple(p.shape), p.dtype) for name, p in module.named_parameters())
-
-
-def _unwrapped(name: str) -> str:
-    for prefix in ("module.", "_orig_mod."):
-        name = name.removeprefix(prefix)
-    return name
+    return tuple(
+        (normalised_name(name).removeprefix("module."), tuple(p.shape), p.dtype)
+        for name, p in module.named_parameters()
+    )
 
 
 def copies_of(signatures: set, candidates, trained: set[int]) -> list[torch.nn.Module]:

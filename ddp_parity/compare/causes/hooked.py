@@ -21,7 +21,7 @@ from collections import Counter
 from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
-from ddp_parity.trace_files import read_hook_facts, trace_ranks
+from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, read_hook_facts, trace_ranks
 
 GLOBAL = ("torch", "cuda")  # the generators torch's random layers and samplers draw from
 LIBRARIES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "torchmetrics")
@@ -242,14 +242,11 @@ def _saving_ranks(run) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for rank in trace_ranks(run):
         for c in _items(read_hook_facts(run, rank), "checkpoints"):
-            if str(c.get("op", "")).split(".")[-1] in ("save", "async_save", "save_state_dict"):
+            if str(c.get("op", "")).split(".")[-1] in CHECKPOINT_SAVE_OPS:
                 out.setdefault(str(c.get("op")), [])
                 if rank not in out[str(c.get("op"))]:
                     out[str(c.get("op"))].append(rank)
     return out
-
-
-SAVE_OPS = ("save", "async_save", "save_state_dict")
 
 
 def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
@@ -257,7 +254,7 @@ def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
     out: dict[int, tuple[str, dict[str, str]]] = {}
     for c in _items(read_hook_facts(run, rank), "checkpoints"):
         contents, step = c.get("contents"), c.get("after_step")
-        if str(c.get("op", "")).rsplit(".", 1)[-1] in SAVE_OPS and isinstance(contents, dict) and contents:
+        if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(contents, dict) and contents:
             if isinstance(step, int) and not isinstance(step, bool):
                 out.setdefault(step, (str(c.get("path")), contents))
     return out
