@@ -12,6 +12,25 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 # ruff: noqa  (the authors' code as written: ruff check is not applied to it)
+#
+# Source: facebookresearch/dino main_dino.py, utils.py, vision_transformer.py at 7c446df (Apache-2.0; see
+# LICENSE.dino), the loop as written: torchrun (env:// init by utils.init_distributed_mode), one seed for every rank
+# (utils.fix_random_seeds), DistributedSampler + set_epoch, a student in DDP and an EMA teacher beside it (momentum
+# from a cosine schedule), lr and weight decay set by hand every iteration from cosine schedules (AdamW over
+# utils.get_params_groups: regularized / not), gradients clipped per parameter (utils.clip_gradients), the last
+# layer's gradients cancelled in the first epoch(s), DINOLoss with a center updated by an all_reduce, multi-crop
+# (2 global + local crops, the teacher fed the global ones), a checkpoint each epoch on rank 0 and a restart from it.
+# Changed, each line marked `# changed:`: CPU and gloo (no .cuda(), DDP without device_ids, no cuda.set_device or
+# cuda.synchronize); torchvision's datasets, transforms and models (not installed) and ImageNet (a download) stood
+# in for by standins.py; no torch.hub.list of XCiT archs (a download); a tiny ViT (vit_micro) and DINO head; 32-
+# and 16-pixel crops instead of 224 and 96; Python's `random` seeded in fix_random_seeds (GaussianBlur and
+# Solarization draw from it, and nothing seeds it). `ruff format` was run over the authors' files. No line records
+# anything: `ddp-parity record` does.
+#
+#     torchrun --nproc_per_node=2 main_dino.py --arch vit_micro --patch_size 8 --out_dim 64 --local_crops_number 2 \
+#         --batch_size_per_gpu 8 --epochs 3 --warmup_epochs 1 --freeze_last_layer 1 --lr 0.01 \
+#         --momentum_teacher 0.9 --warmup_teacher_temp_epochs 1 --teacher_temp 0.07 --use_fp16 false \
+#         --num_workers 0 --saveckp_freq 2 --data_path data --output_dir out
 import argparse
 import os
 import sys
@@ -28,8 +47,8 @@ import torch.nn as nn
 import torch.distributed as dist
 import torch.backends.cudnn as cudnn
 import torch.nn.functional as F
-from torchvision import datasets, transforms
-from torchvision import models as torchvision_models
+from standins import datasets, transforms  # changed: torchvision's (not installed) and ImageNet (a download)
+from standins import models as torchvision_models  # changed: torchvision's (not installed)
 
 import utils
 import vision_transformer as vits
@@ -51,8 +70,8 @@ def get_args_parser():
         default="vit_small",
         type=str,
         choices=["vit_tiny", "vit_small", "vit_base", "xcit", "deit_tiny", "deit_small"]
-        + torchvision_archs
-        + torch.hub.list("facebookresearch/xcit:main"),
+        + ["vit_micro"]  # changed: a tiny ViT for a CPU run
+        + torchvision_archs,  # changed: no torch.hub.list("facebookresearch/xcit:main") (a download)
         help="""Name of architecture to train. For quick experiments with ViTs,
         we recommend using vit_tiny or vit_small.""",
     )
@@ -302,14 +321,16 @@ def train_dino(args):
             args.out_dim,
             use_bn=args.use_bn_in_head,
             norm_last_layer=args.norm_last_layer,
+            hidden_dim=64,  # changed: a tiny head for a CPU run (default 2048)
+            bottleneck_dim=32,  # changed: a tiny head for a CPU run (default 256)
         ),
     )
     teacher = utils.MultiCropWrapper(
         teacher,
-        DINOHead(embed_dim, args.out_dim, args.use_bn_in_head),
+        DINOHead(embed_dim, args.out_dim, args.use_bn_in_head, hidden_dim=64, bottleneck_dim=32),  # changed: tiny
     )
     # move networks to gpu
-    student, teacher = student.cuda(), teacher.cuda()
+    # student, teacher = student.cuda(), teacher.cuda()  # changed: a CPU run
     # synchronize batch norms (if any)
     if utils.has_batchnorms(student):
         student = nn.SyncBatchNorm.convert_sync_batchnorm(student)
@@ -321,7 +342,7 @@ def train_dino(args):
     else:
         # teacher_without_ddp and teacher are the same thing
         teacher_without_ddp = teacher
-    student = nn.parallel.DistributedDataParallel(student, device_ids=[args.gpu])
+    student = nn.parallel.DistributedDataParallel(student)  # changed: a CPU run, no device_ids
     # teacher and student start with the same weights
     teacher_without_ddp.load_state_dict(student.module.state_dict())
     # there is no backpropagation through the teacher, so no need for gradients
@@ -337,7 +358,7 @@ def train_dino(args):
         args.teacher_temp,
         args.warmup_teacher_temp_epochs,
         args.epochs,
-    ).cuda()
+    )  # changed: a CPU run, no .cuda()
 
     # ============ preparing optimizer ... ============
     params_groups = utils.get_params_groups(student)
@@ -452,7 +473,7 @@ def train_one_epoch(
                 param_group["weight_decay"] = wd_schedule[it]
 
         # move images to gpu
-        images = [im.cuda(non_blocking=True) for im in images]
+        # images = [im.cuda(non_blocking=True) for im in images]  # changed: a CPU run
         # teacher and student forward passes + compute dino loss
         with torch.cuda.amp.autocast(fp16_scaler is not None):
             teacher_output = teacher(images[:2])  # only the 2 global views pass through the teacher
@@ -488,7 +509,7 @@ def train_one_epoch(
                 param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)
 
         # logging
-        torch.cuda.synchronize()
+        # torch.cuda.synchronize()  # changed: a CPU run
         metric_logger.update(loss=loss.item())
         metric_logger.update(lr=optimizer.param_groups[0]["lr"])
         metric_logger.update(wd=optimizer.param_groups[0]["weight_decay"])
@@ -584,7 +605,11 @@ class DataAugmentationDINO(object):
         # first global crop
         self.global_transfo1 = transforms.Compose(
             [
-                transforms.RandomResizedCrop(224, scale=global_crops_scale, interpolation=Image.BICUBIC),
+                transforms.RandomResizedCrop(  # changed: (the line split)
+                    32,  # changed: 32, not 224
+                    scale=global_crops_scale,  # changed: (the line split)
+                    interpolation=Image.BICUBIC,  # changed: (the line split)
+                ),  # changed: (the line split)
                 flip_and_color_jitter,
                 utils.GaussianBlur(1.0),
                 normalize,
@@ -593,7 +618,11 @@ class DataAugmentationDINO(object):
         # second global crop
         self.global_transfo2 = transforms.Compose(
             [
-                transforms.RandomResizedCrop(224, scale=global_crops_scale, interpolation=Image.BICUBIC),
+                transforms.RandomResizedCrop(  # changed: (the line split)
+                    32,  # changed: 32, not 224
+                    scale=global_crops_scale,  # changed: (the line split)
+                    interpolation=Image.BICUBIC,  # changed: (the line split)
+                ),  # changed: (the line split)
                 flip_and_color_jitter,
                 utils.GaussianBlur(0.1),
                 utils.Solarization(0.2),
@@ -604,7 +633,11 @@ class DataAugmentationDINO(object):
         self.local_crops_number = local_crops_number
         self.local_transfo = transforms.Compose(
             [
-                transforms.RandomResizedCrop(96, scale=local_crops_scale, interpolation=Image.BICUBIC),
+                transforms.RandomResizedCrop(  # changed: (the line split)
+                    16,  # changed: 16, not 96
+                    scale=local_crops_scale,  # changed: (the line split)
+                    interpolation=Image.BICUBIC,  # changed: (the line split)
+                ),  # changed: (the line split)
                 flip_and_color_jitter,
                 utils.GaussianBlur(p=0.5),
                 normalize,

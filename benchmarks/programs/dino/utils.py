@@ -219,6 +219,7 @@ def fix_random_seeds(seed=31):
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
     np.random.seed(seed)
+    random.seed(seed)  # changed: Python's generator (GaussianBlur, Solarization) is seeded by nothing else
 
 
 class SmoothedValue(object):
@@ -245,7 +246,7 @@ class SmoothedValue(object):
         """
         if not is_dist_avail_and_initialized():
             return
-        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cuda")
+        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cpu")  # changed: a CPU run
         dist.barrier()
         dist.all_reduce(t)
         t = t.tolist()
@@ -485,13 +486,13 @@ def init_distributed_mode(args):
         sys.exit(1)
 
     dist.init_process_group(
-        backend="nccl",
+        backend="gloo",  # changed: gloo on a CPU
         init_method=args.dist_url,
         world_size=args.world_size,
         rank=args.rank,
     )
 
-    torch.cuda.set_device(args.gpu)
+    # torch.cuda.set_device(args.gpu)  # changed: a CPU run
     print("| distributed init (rank {}): {}".format(args.rank, args.dist_url), flush=True)
     dist.barrier()
     setup_for_distributed(args.rank == 0)

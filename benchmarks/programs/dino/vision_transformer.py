@@ -289,6 +289,21 @@ def vit_tiny(patch_size=16, **kwargs):
     return model
 
 
+def vit_micro(patch_size=16, **kwargs):  # changed: a tiny ViT for a CPU run (embed 32, depth 2, heads 2)
+    model = VisionTransformer(  # changed: (as vit_tiny)
+        img_size=[32],  # changed: 32-pixel global crops
+        patch_size=patch_size,  # changed: (as vit_tiny)
+        embed_dim=32,  # changed: tiny
+        depth=2,  # changed: tiny
+        num_heads=2,  # changed: tiny
+        mlp_ratio=4,  # changed: (as vit_tiny)
+        qkv_bias=True,  # changed: (as vit_tiny)
+        norm_layer=partial(nn.LayerNorm, eps=1e-6),  # changed: (as vit_tiny)
+        **kwargs,  # changed: (as vit_tiny)
+    )  # changed: (as vit_tiny)
+    return model  # changed: (as vit_tiny)
+
+
 def vit_small(patch_size=16, **kwargs):
     model = VisionTransformer(
         patch_size=patch_size,
