@@ -29,6 +29,13 @@ class LitDINO(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+
+    def configure_model(self):
+        # round 1: built after Lightning's DDP setup re-seeds every rank, so that the augmentations of the first
+        # batches are drawn after the networks' initialisation, as in main_dino.py (seed, networks, then the loop)
+        if hasattr(self, "student"):
+            return
+        args = self.args
         args.arch = args.arch.replace("deit", "vit")
         student = vits.__dict__[args.arch](patch_size=args.patch_size, drop_path_rate=args.drop_path_rate)
         teacher = vits.__dict__[args.arch](patch_size=args.patch_size)
