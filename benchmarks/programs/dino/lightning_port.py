@@ -96,7 +96,10 @@ class LitDINO(L.LightningModule):
         return loss
 
     def on_before_optimizer_step(self, optimizer):
-        # the last layer is kept fixed during the first epoch(s)
+        # round 2: main_dino.py clips each parameter's gradient by its own norm (utils.clip_gradients), not their
+        # total norm as Lightning's gradient_clip_val does; then the last layer is kept fixed during the first epoch(s)
+        if self.args.clip_grad:
+            utils.clip_gradients(self.student, self.args.clip_grad)
         utils.cancel_gradients_last_layer(self.current_epoch, self.student, self.args.freeze_last_layer)
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
@@ -139,7 +142,6 @@ def main():
         devices=2,
         max_epochs=args.epochs,
         precision="16-mixed" if args.use_fp16 else "32-true",
-        gradient_clip_val=args.clip_grad or None,
         default_root_dir=args.output_dir,
         callbacks=[
             ModelCheckpoint(
