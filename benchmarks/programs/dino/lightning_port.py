@@ -19,7 +19,6 @@ import lightning as L
 import torch
 import utils
 import vision_transformer as vits
-from lightning.pytorch.callbacks import ModelCheckpoint
 from main_dino import DataAugmentationDINO, DINOLoss, get_args_parser
 from standins import datasets
 from vision_transformer import DINOHead
@@ -109,6 +108,15 @@ class LitDINO(L.LightningModule):
             for param_q, param_k in zip(self.student.parameters(), self.teacher.parameters()):
                 param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)
 
+    def on_train_epoch_end(self):
+        # round 3 (not from the tool's words): main_dino.py's checkpoints, checkpoint.pth after every epoch and
+        # checkpoint{epoch:04}.pth where epoch % --saveckp_freq == 0; ModelCheckpoint(every_n_epochs=2) saved after
+        # epoch 1 only (last.ckpt with it), so the last checkpoint was a step-4 one
+        out = self.args.output_dir
+        self.trainer.save_checkpoint(os.path.join(out, "checkpoint.ckpt"))
+        if self.args.saveckp_freq and self.current_epoch % self.args.saveckp_freq == 0:
+            self.trainer.save_checkpoint(os.path.join(out, f"checkpoint{self.current_epoch:04}.ckpt"))
+
     def configure_optimizers(self):
         self.schedules()
         optimizer = torch.optim.AdamW(utils.get_params_groups(self.student), lr=self.base_lr)
@@ -143,17 +151,9 @@ def main():
         max_epochs=args.epochs,
         precision="16-mixed" if args.use_fp16 else "32-true",
         default_root_dir=args.output_dir,
-        callbacks=[
-            ModelCheckpoint(
-                dirpath=args.output_dir,
-                filename="checkpoint{epoch:04d}",
-                every_n_epochs=args.saveckp_freq,
-                save_top_k=-1,
-                save_last=True,
-            )
-        ],
+        enable_checkpointing=False,  # round 3: the checkpoints are saved in on_train_epoch_end, as main_dino.py's
     )
-    last = os.path.join(args.output_dir, "last.ckpt")
+    last = os.path.join(args.output_dir, "checkpoint.ckpt")
     trainer.fit(model, loader, ckpt_path=last if os.path.isfile(last) else None)
 
 
