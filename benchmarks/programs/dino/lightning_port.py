@@ -9,6 +9,10 @@ during the first --freeze_last_layer epochs; the loss, lr and wd logged with syn
 sampler, launcher, a ModelCheckpoint every epoch (last.ckpt, and one kept every --saveckp_freq epochs) and a restart
 from last.ckpt. No line records anything: `ddp-parity record` does.
 
+That is the port as first written (e7be676); the rounds (SCORE.md) then built the networks in configure_model (1),
+clipped each gradient by utils.clip_gradients instead of gradient_clip_val (2), saved main_dino.py's checkpoints in
+on_train_epoch_end instead of a ModelCheckpoint (3) and set the lr by hand every iteration instead of a LambdaLR (4).
+
     python lightning_port.py --arch vit_micro --patch_size 8 ... (as main_dino.py)
 """
 
@@ -80,8 +84,14 @@ class LitDINO(L.LightningModule):
         return self.trainer.num_training_batches * self.current_epoch + batch_idx  # global training iteration
 
     def on_train_batch_start(self, batch, batch_idx):
-        # the weight decay schedule, on the regularized group only
-        self.optimizers().param_groups[0]["weight_decay"] = self.wd_schedule[self.iteration(batch_idx)]
+        # round 4: the lr set by hand every iteration, as main_dino.py does, instead of a LambdaLR over an optimizer
+        # built at the base lr (the tool: the param groups' lr as constructed, 0.001 vs 0.000625); the weight decay
+        # schedule on the regularized group only
+        it = self.iteration(batch_idx)
+        for i, param_group in enumerate(self.optimizers().param_groups):
+            param_group["lr"] = self.lr_schedule[it]
+            if i == 0:
+                param_group["weight_decay"] = self.wd_schedule[it]
 
     def training_step(self, batch, batch_idx):
         images, _ = batch
@@ -119,12 +129,7 @@ class LitDINO(L.LightningModule):
 
     def configure_optimizers(self):
         self.schedules()
-        optimizer = torch.optim.AdamW(utils.get_params_groups(self.student), lr=self.base_lr)
-        last = len(self.lr_schedule) - 1
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda it: self.lr_schedule[min(it, last)] / self.base_lr
-        )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return torch.optim.AdamW(utils.get_params_groups(self.student))  # lr and wd set by hand every iteration
 
 
 def main():
