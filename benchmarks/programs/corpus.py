@@ -89,6 +89,10 @@ DIT_TINY += [
     "--ckpt-every=4",
     "--results-dir={out}/results",
 ]
+DINO_TINY = ["--arch=vit_micro", "--patch_size=8", "--out_dim=64", "--local_crops_number=2", "--batch_size_per_gpu=8"]
+DINO_TINY += ["--epochs=3", "--warmup_epochs=1", "--freeze_last_layer=1", "--lr=0.01", "--momentum_teacher=0.9"]
+DINO_TINY += ["--warmup_teacher_temp_epochs=1", "--teacher_temp=0.07", "--use_fp16=false", "--num_workers=0"]
+DINO_TINY += ["--saveckp_freq=2", "--data_path=data", "--output_dir={out}/out"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -267,6 +271,22 @@ PROGRAMS = {
             "every --log-every steps; checkpoints on rank 0 behind a barrier",
             source="facebookresearch/DiT train.py, models.py, diffusion/ (CC-BY-NC 4.0, ed81ce2); torchvision, "
             "ImageNet, timm and diffusers' VAE stood in for (standins.py)",
+            recording="hooks",
+            suite=False,
+        ),
+        Program(
+            name="dino",
+            folder="dino",
+            raw=["main_dino.py", *DINO_TINY],
+            port=["lightning_port.py", *DINO_TINY],
+            style="torchrun (env:// init) with one seed for every rank; a student in DDP and an EMA teacher beside "
+            "it (momentum from a cosine schedule); lr and weight decay set by hand every iteration from cosine "
+            "schedules (regularized / not groups); gradients clipped per parameter; the last layer's gradients "
+            "cancelled in the first epoch; DINOLoss's center updated by an all_reduce; multi-crop (2 global + 2 local "
+            "crops, the teacher fed the global ones) drawn from the global torch and Python generators; a checkpoint "
+            "each epoch on rank 0",
+            source="facebookresearch/dino main_dino.py, utils.py, vision_transformer.py (Apache-2.0, 7c446df); "
+            "torchvision and ImageNet stood in for (standins.py)",
             recording="hooks",
             suite=False,
         ),

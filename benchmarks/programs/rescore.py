@@ -251,6 +251,44 @@ VARIANTS = [
         "slip: lr x world size",
         {"train.py": ("lr=1e-4, weight_decay=0)", "lr=1e-4 * dist.get_world_size(), weight_decay=0)")},
     ),
+    ("dino", "round 1", {"lightning_port.py": ("PORT", "e7be676")}),
+    ("dino", "round 2", {"lightning_port.py": ("PORT", "b7b9ae2")}),
+    ("dino", "round 3", {"lightning_port.py": ("PORT", "e68f9c7")}),
+    ("dino", "round 4", {"lightning_port.py": ("PORT", "cd39de9")}),
+    ("dino", "round 5 (equal pair)", {}),
+    (
+        "dino",
+        "slip: weight decay on every group",
+        {
+            "main_dino.py": (
+                "            if i == 0:  # only the first group is regularized\n"
+                '                param_group["weight_decay"] = wd_schedule[it]\n',
+                '            param_group["weight_decay"] = wd_schedule[it]\n',
+            )
+        },
+    ),
+    (
+        "dino",
+        "slip: clip_grad_norm_",
+        {
+            "main_dino.py": (
+                "            loss.backward()\n            if args.clip_grad:\n"
+                "                param_norms = utils.clip_gradients(student, args.clip_grad)\n",
+                "            loss.backward()\n            if args.clip_grad:\n"
+                "                param_norms = torch.nn.utils.clip_grad_norm_(student.parameters(), args.clip_grad)\n",
+            )
+        },
+    ),
+    (
+        "dino",
+        "slip: lr without the world size",
+        {
+            "main_dino.py": (
+                "args.lr * (args.batch_size_per_gpu * utils.get_world_size()) / 256.0,",
+                "args.lr * args.batch_size_per_gpu / 256.0,",
+            )
+        },
+    ),
 ]
 
 
