@@ -63,7 +63,7 @@ def train_one_epoch(
         if (data_iter_step + 1) % accum_iter == 0:
             optimizer.zero_grad()
 
-        torch.cuda.synchronize()
+        # torch.cuda.synchronize()  # changed: a CPU run
 
         metric_logger.update(loss=loss_value)
 

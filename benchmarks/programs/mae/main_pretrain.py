@@ -9,6 +9,9 @@
 # DeiT: https://github.com/facebookresearch/deit
 # BEiT: https://github.com/microsoft/unilm/tree/master/beit
 # --------------------------------------------------------
+# Changed, each line marked `# changed:` (here, engine_pretrain.py, models_mae.py, util/): CPU and gloo (DDP without
+# device_ids, no cuda calls), a tiny model entry, torch 2 / numpy 2 renames; torchvision, timm 0.3.2 and tensorboard
+# stood in for by standins.py (not installed).
 import argparse
 import datetime
 import json
@@ -19,14 +22,14 @@ from pathlib import Path
 
 import torch
 import torch.backends.cudnn as cudnn
-from torch.utils.tensorboard import SummaryWriter
-import torchvision.transforms as transforms
-import torchvision.datasets as datasets
+from standins import SummaryWriter  # changed: torch.utils.tensorboard needs tensorboard (not installed)
+from standins import transforms  # changed: torchvision (not installed)
+from standins import datasets  # changed: torchvision (not installed)
 
-import timm
+# import timm  # changed: timm (not installed)
 
-assert timm.__version__ == "0.3.2"  # version check
-import timm.optim.optim_factory as optim_factory
+# assert timm.__version__ == "0.3.2"  # version check  # changed: timm (not installed)
+from standins import optim_factory  # changed: timm 0.3.2's (not installed)
 
 import util.misc as misc
 from util.misc import NativeScalerWithGradNormCount as NativeScaler
@@ -183,7 +186,7 @@ def main(args):
     print("effective batch size: %d" % eff_batch_size)
 
     if args.distributed:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu], find_unused_parameters=True)
+        model = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)  # changed: CPU
         model_without_ddp = model.module
 
     # following timm: set wd as 0 for bias and norm layers

@@ -15,7 +15,7 @@ from functools import partial
 import torch
 import torch.nn as nn
 
-from timm.models.vision_transformer import PatchEmbed, Block
+from standins import PatchEmbed, Block  # changed: timm 0.3.2's (not installed)
 
 from util.pos_embed import get_2d_sincos_pos_embed
 
@@ -300,3 +300,9 @@ def mae_vit_huge_patch14_dec512d8b(**kwargs):
 mae_vit_base_patch16 = mae_vit_base_patch16_dec512d8b  # decoder: 512 dim, 8 blocks
 mae_vit_large_patch16 = mae_vit_large_patch16_dec512d8b  # decoder: 512 dim, 8 blocks
 mae_vit_huge_patch14 = mae_vit_huge_patch14_dec512d8b  # decoder: 512 dim, 8 blocks
+
+
+def mae_vit_tiny_patch8(**kwargs):  # changed: a tiny MAE for a CPU run (32-pixel images, 16 patches)
+    kw = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, mlp_ratio=4)  # changed: a tiny MAE
+    kw.update(decoder_embed_dim=32, decoder_depth=1, decoder_num_heads=2)  # changed: a tiny MAE
+    return MaskedAutoencoderViT(norm_layer=partial(nn.LayerNorm, eps=1e-6), **kw, **kwargs)  # changed: a tiny MAE

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch._six import inf
+from math import inf  # changed: torch._six is gone from torch 2
 
 
 class SmoothedValue(object):
@@ -46,7 +46,7 @@ class SmoothedValue(object):
         """
         if not is_dist_avail_and_initialized():
             return
-        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cuda")
+        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cpu")  # changed: a CPU run
         dist.barrier()
         dist.all_reduce(t)
         t = t.tolist()
@@ -232,8 +232,8 @@ def init_distributed_mode(args):
 
     args.distributed = True
 
-    torch.cuda.set_device(args.gpu)
-    args.dist_backend = "nccl"
+    # torch.cuda.set_device(args.gpu)  # changed: a CPU run
+    args.dist_backend = "gloo"  # changed: gloo on a CPU
     print("| distributed init (rank {}): {}, gpu {}".format(args.rank, args.dist_url, args.gpu), flush=True)
     torch.distributed.init_process_group(
         backend=args.dist_backend, init_method=args.dist_url, world_size=args.world_size, rank=args.rank
@@ -327,7 +327,7 @@ def load_model(args, model_without_ddp, optimizer, loss_scaler):
 def all_reduce_mean(x):
     world_size = get_world_size()
     if world_size > 1:
-        x_reduce = torch.tensor(x).cuda()
+        x_reduce = torch.tensor(x)  # changed: a CPU run
         dist.all_reduce(x_reduce)
         x_reduce /= world_size
         return x_reduce.item()

@@ -55,7 +55,7 @@ def get_1d_sincos_pos_embed_from_grid(embed_dim, pos):
     out: (M, D)
     """
     assert embed_dim % 2 == 0
-    omega = np.arange(embed_dim // 2, dtype=np.float)
+    omega = np.arange(embed_dim // 2, dtype=np.float64)  # changed: np.float is gone from numpy 1.24
     omega /= embed_dim / 2.0
     omega = 1.0 / 10000**omega  # (D/2,)
 
