@@ -63,6 +63,7 @@ def main():
         accumulate_grad_batches=args.accum_iter,
         default_root_dir=args.log_dir,
         enable_progress_bar=False,
+        use_distributed_sampler=False,  # round 1: the sampler below
         callbacks=[ModelCheckpoint(dirpath=args.output_dir, every_n_epochs=20, save_top_k=-1, save_last=True)],
     )
     # main_pretrain's seed: one per rank
@@ -82,10 +83,15 @@ def main():
         ]
     )
     dataset_train = datasets.ImageFolder(os.path.join(args.data_path, "train"), transform=transform_train)
+    # round 1: main_pretrain's own DistributedSampler (seed 0, its default, on every rank); Lightning seeded the one it
+    # injects from the global seed, which is per rank here (rank 1's shuffled with seed 1)
+    sampler_train = torch.utils.data.DistributedSampler(
+        dataset_train, num_replicas=trainer.world_size, rank=trainer.global_rank, shuffle=True
+    )
     loader = torch.utils.data.DataLoader(
         dataset_train,
+        sampler=sampler_train,
         batch_size=args.batch_size,
-        shuffle=True,  # Lightning swaps in a DistributedSampler
         num_workers=args.num_workers,
         pin_memory=args.pin_mem,
         drop_last=True,
