@@ -24,7 +24,13 @@ class LitMAE(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
-        self.model = models_mae.__dict__[args.model](norm_pix_loss=args.norm_pix_loss)
+
+    def configure_model(self):
+        # round 2: built after Lightning's DDP setup re-seeds every rank, so that the crops, flips and masks of step 1
+        # are drawn after the model's initialisation, as in main_pretrain (seed, model, then the loop)
+        if hasattr(self, "model"):
+            return
+        self.model = models_mae.__dict__[self.args.model](norm_pix_loss=self.args.norm_pix_loss)
 
     def training_step(self, batch, batch_idx):
         samples, _ = batch
