@@ -94,6 +94,10 @@ DINO_TINY += ["--epochs=3", "--warmup_epochs=1", "--freeze_last_layer=1", "--lr=
 DINO_TINY += ["--warmup_teacher_temp_epochs=1", "--teacher_temp=0.07", "--use_fp16=false", "--num_workers=0"]
 DINO_TINY += ["--saveckp_freq=2", "--data_path=data", "--output_dir={out}/out"]
 
+MAE_TINY = ["--model=mae_vit_tiny_patch8", "--input_size=32", "--batch_size=8", "--accum_iter=2", "--epochs=3"]
+MAE_TINY += ["--warmup_epochs=1", "--norm_pix_loss", "--data_path=data", "--device=cpu", "--num_workers=0"]
+MAE_TINY += ["--output_dir={out}/output", "--log_dir={out}/log"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -287,6 +291,23 @@ PROGRAMS = {
             "each epoch on rank 0",
             source="facebookresearch/dino main_dino.py, utils.py, vision_transformer.py (Apache-2.0, 7c446df); "
             "torchvision and ImageNet stood in for (standins.py)",
+            recording="hooks",
+            suite=False,
+        ),
+        Program(
+            name="mae",
+            folder="mae",
+            raw=["main_pretrain.py", *MAE_TINY],
+            port=["lightning_port.py", *MAE_TINY],
+            style="torchrun (env:// init, misc.init_distributed_mode) with a seed per rank (seed + rank); per-sample "
+            "random masking drawn inside the model's forward (torch.rand noise, argsort); the lr set by hand every "
+            "accumulation cycle from a half-cycle cosine with warmup (lr_sched.adjust_learning_rate); the lr from "
+            "--blr x total batch / 256; accumulation by --accum_iter without no_sync (DDP reduces every "
+            "micro-batch) through a GradScaler disabled on CPU; timm's add_weight_decay param groups; "
+            "find_unused_parameters; the loss all_reduce'd every iteration for logging; checkpoints by epoch",
+            source="facebookresearch/mae main_pretrain.py, engine_pretrain.py, models_mae.py, util/misc.py, "
+            "util/lr_sched.py, util/pos_embed.py (CC-BY-NC 4.0, efb2a80); torchvision, ImageNet, timm 0.3.2 and "
+            "tensorboard stood in for (standins.py), a 2-block MAE of 32 dims",
             recording="hooks",
             suite=False,
         ),
