@@ -1,3 +1,4 @@
+# ruff: noqa: I001
 """
 Helpers for distributed training.
 """
