@@ -5,6 +5,9 @@ Train a diffusion model on images.
 
 import argparse
 
+import numpy as np  # changed: for the seed added below
+import torch as th  # changed: as above
+
 from improved_diffusion import dist_util, logger
 from improved_diffusion.image_datasets import load_data
 from improved_diffusion.resample import create_named_schedule_sampler
@@ -21,7 +24,9 @@ def main():
     args = create_argparser().parse_args()
 
     dist_util.setup_dist()
-    logger.configure()
+    logger.configure(dir=args.log_dir or None)  # changed: --log_dir (was OPENAI_LOGDIR or a dated /tmp)
+    th.manual_seed(0)  # changed: the program sets no seed; one for every rank, so that a run repeats itself
+    np.random.seed(0)  # changed: as above (UniformSampler draws the timesteps from numpy's generator)
 
     logger.log("creating model and diffusion...")
     model, diffusion = create_model_and_diffusion(**args_to_dict(args, model_and_diffusion_defaults().keys()))
@@ -71,6 +76,7 @@ def create_argparser():
         resume_checkpoint="",
         use_fp16=False,
         fp16_scale_growth=1e-3,
+        log_dir="",  # changed: where logger.configure writes (and the checkpoints go)
     )
     defaults.update(model_and_diffusion_defaults())
     parser = argparse.ArgumentParser()

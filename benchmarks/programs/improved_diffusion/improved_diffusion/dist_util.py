@@ -1,4 +1,4 @@
-# ruff: noqa: I001
+# ruff: noqa: I001, F401  # changed: F401 (os is unused once the MPI setup is commented out)
 """
 Helpers for distributed training.
 """
@@ -7,8 +7,9 @@ import io
 import os
 import socket
 
-import blobfile as bf
-from mpi4py import MPI
+from .standins import bf  # changed: blobfile is not installed (local files)
+
+# from mpi4py import MPI  # changed: no MPI here; the ranks come from torchrun (env://)
 import torch as th
 import torch.distributed as dist
 
@@ -26,20 +27,21 @@ def setup_dist():
     if dist.is_initialized():
         return
 
-    comm = MPI.COMM_WORLD
-    backend = "gloo" if not th.cuda.is_available() else "nccl"
-
-    if backend == "gloo":
-        hostname = "localhost"
-    else:
-        hostname = socket.gethostbyname(socket.getfqdn())
-    os.environ["MASTER_ADDR"] = comm.bcast(hostname, root=0)
-    os.environ["RANK"] = str(comm.rank)
-    os.environ["WORLD_SIZE"] = str(comm.size)
-
-    port = comm.bcast(_find_free_port(), root=0)
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group(backend=backend, init_method="env://")
+    # changed: the ranks, address and port come from torchrun (env://), not from MPI: the block below is commented out
+    # comm = MPI.COMM_WORLD  # changed: as above
+    # backend = "gloo" if not th.cuda.is_available() else "nccl"  # changed: as above
+    #  # changed: as above
+    # if backend == "gloo":  # changed: as above
+    #     hostname = "localhost"  # changed: as above
+    # else:  # changed: as above
+    #     hostname = socket.gethostbyname(socket.getfqdn())  # changed: as above
+    # os.environ["MASTER_ADDR"] = comm.bcast(hostname, root=0)  # changed: as above
+    # os.environ["RANK"] = str(comm.rank)  # changed: as above
+    # os.environ["WORLD_SIZE"] = str(comm.size)  # changed: as above
+    #  # changed: as above
+    # port = comm.bcast(_find_free_port(), root=0)  # changed: as above
+    # os.environ["MASTER_PORT"] = str(port)  # changed: as above
+    dist.init_process_group(backend="gloo", init_method="env://")  # changed: gloo on CPU (was backend)
 
 
 def dev():
@@ -47,7 +49,7 @@ def dev():
     Get the device to use for torch.distributed.
     """
     if th.cuda.is_available():
-        return th.device(f"cuda:{MPI.COMM_WORLD.Get_rank() % GPUS_PER_NODE}")
+        return th.device(f"cuda:{dist.get_rank() % GPUS_PER_NODE}")  # changed: was MPI.COMM_WORLD.Get_rank()
     return th.device("cpu")
 
 
@@ -55,12 +57,14 @@ def load_state_dict(path, **kwargs):
     """
     Load a PyTorch file without redundant fetches across MPI ranks.
     """
-    if MPI.COMM_WORLD.Get_rank() == 0:
+    if dist.get_rank() == 0:  # changed: the rank from torch.distributed (was MPI.COMM_WORLD)
         with bf.BlobFile(path, "rb") as f:
             data = f.read()
     else:
         data = None
-    data = MPI.COMM_WORLD.bcast(data)
+    data = [data]  # changed: broadcast by torch.distributed (was MPI.COMM_WORLD.bcast)
+    dist.broadcast_object_list(data, 0)  # changed: as above
+    data = data[0]  # changed: as above
     return th.load(io.BytesIO(data), **kwargs)
 
 

@@ -1,7 +1,7 @@
 # ruff: noqa: I001
 from PIL import Image
-import blobfile as bf
-from mpi4py import MPI
+import torch.distributed as dist  # changed: the shards from torch.distributed (was mpi4py)
+from .standins import bf  # changed: blobfile is not installed (local files)
 import numpy as np
 from torch.utils.data import DataLoader, Dataset
 
@@ -37,8 +37,8 @@ def load_data(*, data_dir, batch_size, image_size, class_cond=False, determinist
         image_size,
         all_files,
         classes=classes,
-        shard=MPI.COMM_WORLD.Get_rank(),
-        num_shards=MPI.COMM_WORLD.Get_size(),
+        shard=dist.get_rank(),  # changed: was MPI.COMM_WORLD.Get_rank()
+        num_shards=dist.get_world_size(),  # changed: was MPI.COMM_WORLD.Get_size()
     )
     if deterministic:
         loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=1, drop_last=True)

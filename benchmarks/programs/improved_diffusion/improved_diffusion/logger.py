@@ -394,7 +394,7 @@ class Logger(object):
 def get_rank_without_mpi_import():
     # check environment variables here instead of importing mpi4py
     # to avoid calling MPI_Init() when this module is imported
-    for varname in ["PMI_RANK", "OMPI_COMM_WORLD_RANK"]:
+    for varname in ["PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK"]:  # changed: torchrun's RANK (no MPI here)
         if varname in os.environ:
             return int(os.environ[varname])
     return 0

@@ -1,8 +1,9 @@
+# ruff: noqa: I001  # changed: the stand-in import among the authors' imports
 import copy
 import functools
 import os
 
-import blobfile as bf
+from .standins import bf  # changed: blobfile is not installed (local files)
 import numpy as np
 import torch as th
 import torch.distributed as dist
@@ -84,12 +85,12 @@ class TrainLoop:
         else:
             self.ema_params = [copy.deepcopy(self.master_params) for _ in range(len(self.ema_rate))]
 
-        if th.cuda.is_available():
+        if True:  # changed: DDP on CPU (gloo) too; the authors wrap only on CUDA
             self.use_ddp = True
             self.ddp_model = DDP(
                 self.model,
-                device_ids=[dist_util.dev()],
-                output_device=dist_util.dev(),
+                # device_ids=[dist_util.dev()],  # changed: no device ids on CPU
+                # output_device=dist_util.dev(),  # changed: as above
                 broadcast_buffers=False,
                 bucket_cap_mb=128,
                 find_unused_parameters=False,
