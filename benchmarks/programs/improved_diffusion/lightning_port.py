@@ -1,12 +1,13 @@
 """openai/improved-diffusion's scripts/image_train.py (TrainLoop) ported to Lightning, written as a Lightning user
 would: the same arguments (image_train's parser), model and diffusion (create_model_and_diffusion), timestep sampler
-(create_named_schedule_sampler) and data set (image_datasets.ImageDataset over the image folder); one seed
-(seed_everything(0), as image_train seeds torch and numpy); AdamW with the lr annealed linearly to 0 over
---lr_anneal_steps by a LambdaLR stepped every optimizer step; the micro-batches as Lightning's gradient accumulation
-(a loader of --microbatch images, accumulate_grad_batches = batch_size // microbatch); the EMAs (one list of tensors
-per --ema_rate) made when training starts and updated by the program's update_ema after each batch, saved in the
-checkpoint; the loss and mse logged with sync_dist; Lightning's DDP strategy, sampler, launcher and a ModelCheckpoint
-every --save_interval steps. No line records anything: `ddp-parity record` does.
+(create_named_schedule_sampler) and data set (image_datasets.ImageDataset over the image folder, sharded by rank as
+load_data's, no DistributedSampler); one seed (seed_everything(0), as image_train seeds torch and numpy); AdamW with
+the lr annealed linearly to 0 over --lr_anneal_steps by a LambdaLR stepped every optimizer step; the micro-batches as
+Lightning's gradient accumulation (a loader of --microbatch images, accumulate_grad_batches = batch_size //
+microbatch); the EMAs (one list of tensors per --ema_rate) made when training starts and updated by the program's
+update_ema after each batch, saved in the checkpoint; the loss and mse logged with sync_dist; Lightning's DDP
+strategy, launcher and a ModelCheckpoint every --save_interval steps. No line records anything: `ddp-parity record`
+does.
 
     python lightning_port.py --data_dir data --image_size 8 ... (as image_train.py)
 """
@@ -69,9 +70,6 @@ def main():
     L.seed_everything(0)  # image_train's seed: torch and numpy, the same on every rank
 
     microbatch = args.microbatch if args.microbatch > 0 else args.batch_size
-    dataset = ImageDataset(args.image_size, _list_image_files_recursively(args.data_dir))
-    loader = torch.utils.data.DataLoader(dataset, batch_size=microbatch, shuffle=True, num_workers=1, drop_last=True)
-
     trainer = L.Trainer(
         strategy="ddp",
         accelerator="cpu",
@@ -80,12 +78,17 @@ def main():
         accumulate_grad_batches=args.batch_size // microbatch,
         log_every_n_steps=args.log_interval,
         default_root_dir=args.log_dir,
+        use_distributed_sampler=False,  # the data set shards the image list by rank itself, as load_data's does
         callbacks=[
             ModelCheckpoint(
                 dirpath=f"{args.log_dir}/checkpoints", every_n_train_steps=args.save_interval, save_top_k=-1
             )
         ],
     )
+    files = _list_image_files_recursively(args.data_dir)
+    dataset = ImageDataset(args.image_size, files, shard=trainer.global_rank, num_shards=trainer.world_size)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=microbatch, shuffle=True, num_workers=1, drop_last=True)
+
     trainer.fit(LitDiffusion(args), loader)
 
 
