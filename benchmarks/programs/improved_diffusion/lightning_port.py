@@ -1,13 +1,13 @@
 """openai/improved-diffusion's scripts/image_train.py (TrainLoop) ported to Lightning, written as a Lightning user
-would: the same arguments (image_train's parser), model and diffusion (create_model_and_diffusion), timestep sampler
-(create_named_schedule_sampler) and data set (image_datasets.ImageDataset over the image folder, sharded by rank as
-load_data's, no DistributedSampler); one seed (seed_everything(0), as image_train seeds torch and numpy); AdamW with
-the lr annealed linearly to 0 over --lr_anneal_steps by a LambdaLR stepped every optimizer step; the micro-batches as
-Lightning's gradient accumulation (a loader of --microbatch images, accumulate_grad_batches = batch_size //
-microbatch); the EMAs (one list of tensors per --ema_rate) made when training starts and updated by the program's
-update_ema after each batch, saved in the checkpoint; the loss and mse logged with sync_dist; Lightning's DDP
-strategy, launcher and a ModelCheckpoint every --save_interval steps. No line records anything: `ddp-parity record`
-does.
+would: the same arguments (image_train's parser), model and diffusion (create_model_and_diffusion, in
+configure_model), timestep sampler (create_named_schedule_sampler) and data set (image_datasets.ImageDataset over the
+image folder, sharded by rank as load_data's, no DistributedSampler); one seed (seed_everything(0), as image_train
+seeds torch and numpy); AdamW with the lr annealed linearly to 0 over --lr_anneal_steps by a LambdaLR stepped every
+optimizer step; the micro-batches as Lightning's gradient accumulation (a loader of --microbatch images,
+accumulate_grad_batches = batch_size // microbatch); the EMAs (one list of tensors per --ema_rate) made when training
+starts and updated by the program's update_ema after each batch, saved in the checkpoint; the loss and mse logged
+with sync_dist; Lightning's DDP strategy, launcher and a ModelCheckpoint every --save_interval steps. No line records
+anything: `ddp-parity record` does.
 
     python lightning_port.py --data_dir data --image_size 8 ... (as image_train.py)
 """
@@ -28,11 +28,16 @@ class LitDiffusion(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+        self.ema_rate = [float(x) for x in args.ema_rate.split(",")]
+
+    def configure_model(self):
+        # built after Lightning's DDP setup re-seeds the ranks, so that the model's initialisation draws from the
+        # seeded generator before the data loader does, as in image_train
+        args = self.args
         self.model, self.diffusion = create_model_and_diffusion(
             **args_to_dict(args, model_and_diffusion_defaults().keys())
         )
         self.schedule_sampler = create_named_schedule_sampler(args.schedule_sampler, self.diffusion)
-        self.ema_rate = [float(x) for x in args.ema_rate.split(",")]
 
     def on_train_start(self):
         # one EMA per rate, a copy of the (synced) parameters
