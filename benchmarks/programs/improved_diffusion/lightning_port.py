@@ -50,7 +50,9 @@ class LitDiffusion(L.LightningModule):
         loss = (losses["loss"] * weights).mean()
         self.log("loss", loss, sync_dist=True)
         self.log("mse", (losses["mse"] * weights).mean(), sync_dist=True)
-        return loss
+        # TrainLoop backpropagates each micro-batch's mean loss as is (the gradients of the micro-batches add up);
+        # Lightning divides the loss by accumulate_grad_batches: undo it
+        return loss * self.trainer.accumulate_grad_batches
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         for rate, params in zip(self.ema_rate, self.ema_params):
