@@ -5,9 +5,9 @@ image folder, sharded by rank as load_data's, no DistributedSampler); one seed (
 seeds torch and numpy); AdamW with the lr annealed linearly to 0 over --lr_anneal_steps by a LambdaLR stepped every
 optimizer step; the micro-batches as Lightning's gradient accumulation (a loader of --microbatch images,
 accumulate_grad_batches = batch_size // microbatch); the EMAs (one list of tensors per --ema_rate) made when training
-starts and updated by the program's update_ema after each batch, saved in the checkpoint; the loss and mse logged
-with sync_dist; Lightning's DDP strategy, launcher and a ModelCheckpoint every --save_interval steps. No line records
-anything: `ddp-parity record` does.
+starts and updated by the program's update_ema after each optimizer step, saved in the checkpoint; the loss and mse
+logged with sync_dist; Lightning's DDP strategy, launcher and a ModelCheckpoint every --save_interval steps. No line
+records anything: `ddp-parity record` does.
 
     python lightning_port.py --data_dir data --image_size 8 ... (as image_train.py)
 """
@@ -54,7 +54,9 @@ class LitDiffusion(L.LightningModule):
         # Lightning divides the loss by accumulate_grad_batches: undo it
         return loss * self.trainer.accumulate_grad_batches
 
-    def on_train_batch_end(self, outputs, batch, batch_idx):
+    def optimizer_step(self, *args, **kwargs):
+        # the EMAs follow each optimizer step (on_train_batch_end runs after every micro-batch)
+        super().optimizer_step(*args, **kwargs)
         for rate, params in zip(self.ema_rate, self.ema_params):
             update_ema(params, self.model.parameters(), rate=rate)
 
