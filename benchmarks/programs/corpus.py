@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
 
@@ -97,6 +98,11 @@ DINO_TINY += ["--saveckp_freq=2", "--data_path=data", "--output_dir={out}/out"]
 MAE_TINY = ["--model=mae_vit_tiny_patch8", "--input_size=32", "--batch_size=8", "--accum_iter=2", "--epochs=3"]
 MAE_TINY += ["--warmup_epochs=1", "--norm_pix_loss", "--data_path=data", "--device=cpu", "--num_workers=0"]
 MAE_TINY += ["--output_dir={out}/output", "--log_dir={out}/log"]
+
+IMPROVED_DIFFUSION_TINY = ["--data_dir=data", "--image_size=8", "--num_channels=32", "--num_res_blocks=1"]
+IMPROVED_DIFFUSION_TINY += ["--attention_resolutions=4", "--diffusion_steps=100", "--batch_size=4", "--microbatch=2"]
+IMPROVED_DIFFUSION_TINY += ["--lr_anneal_steps=6", "--save_interval=3", "--log_interval=1", "--ema_rate=0.9,0.99"]
+IMPROVED_DIFFUSION_TINY += ["--log_dir={out}/logs"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -308,6 +314,23 @@ PROGRAMS = {
             source="facebookresearch/mae main_pretrain.py, engine_pretrain.py, models_mae.py, util/misc.py, "
             "util/lr_sched.py, util/pos_embed.py (CC-BY-NC 4.0, efb2a80); torchvision, ImageNet, timm 0.3.2 and "
             "tensorboard stood in for (standins.py), a 2-block MAE of 32 dims",
+            recording="hooks",
+            suite=False,
+        ),
+        Program(
+            name="improved_diffusion",
+            folder="improved_diffusion",
+            raw=["image_train.py", *IMPROVED_DIFFUSION_TINY],
+            port=["lightning_port.py", *IMPROVED_DIFFUSION_TINY],
+            style="ranks from MPI in the original (torchrun's env:// here); the image list sharded by rank by the "
+            "data set itself (no DistributedSampler), a shuffled DataLoader looped forever; micro-batches in each "
+            "batch with DDP's no_sync on all but the last (the micro-batch losses summed, not averaged); two EMAs "
+            "kept as lists of tensors; the lr annealed by hand before each step; timesteps drawn from numpy's "
+            "generator (UniformSampler); checkpoints (model, each EMA, optimizer) at step 0 and every "
+            "--save_interval steps and at the end",
+            source="openai/improved-diffusion scripts/image_train.py, improved_diffusion/ (MIT, 1bc7bbb); blobfile, "
+            "mpi4py and the image set stood in for (improved_diffusion/standins.py, torch.distributed)",
+            prepare=lambda work: write_images(str(work / "data")),
             recording="hooks",
             suite=False,
         ),
