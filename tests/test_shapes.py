@@ -108,3 +108,23 @@ def test_a_one_ulp_rate_is_never_blamed_on_where_the_scheduler_steps(tmp_path):
         return  # the two expressions round alike here: nothing to tell apart
     assert "one ulp" in d["explanation"], d["explanation"]
     assert "after optimizer.step()" not in d["advice"] and "interval" not in d["advice"], d["advice"]
+
+
+def test_a_factor_equal_to_the_recorded_micro_batches_and_the_world_size_names_both(tmp_path):
+    """Recorded by the hooks, no config: each step ran 2 backwards on both sides (`micro_batches`) and the
+    world size is 2. A loss 2 × the other's fits both counts: both are named, never the world size alone."""
+    records_a, records_b = make_records(), make_records()
+    for records in (records_a, records_b):
+        for recs in records.values():
+            for rec in recs:
+                rec["micro_batches"] = 2
+    for recs in records_a.values():
+        for rec in recs:
+            rec["loss"] *= 2
+            rec["grad_norm"] *= 2
+    a, b = hand_made_pair(tmp_path, records_a=trained_apart(records_a), records_b=records_b)
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "loss.factor", d["explanation"]
+    assert set(d["evidence"]["relation"]["counts"]) == {"micro-batches per step=2", "world_size=2"}, d["evidence"]
+    assert "accumulation count" in d["explanation"] and "world size" in d["explanation"], d["explanation"]
+    assert "Whichever count slipped" in d["advice"], d["advice"]

@@ -57,8 +57,8 @@ ACCUMULATION_KEYS = ("accumulate_grad_batches", "gradient_accumulation_steps", "
 
 def relation_counts(ctx: Context) -> dict[str, int]:
     """{name: value} of the recorded counts a slip multiplies by, most telling first: the accumulation
-    (config), the micro-batches per step (a step's samples over the configured batch size), the world
-    size (meta.json), the batch size (config)."""
+    (config), the micro-batches per step (the backwards a step ran, as both sides recorded them, or a
+    step's samples over the configured batch size), the world size (meta.json), the batch size (config)."""
     counts: dict[str, int] = {}
     config = config_values(ctx, (*ACCUMULATION_KEYS, "batch_size"))
     for key, value in config.items():
@@ -67,6 +67,9 @@ def relation_counts(ctx: Context) -> dict[str, int]:
             counts.setdefault(name, value)
     batch = next((v for k, v in config.items() if k.endswith("batch_size") and isinstance(v, int) and v > 0), None)
     first = next(iter(aligned_records(ctx, 0, limit=1)), None)
+    micro = {r.get("micro_batches") for r in first} if first else set()
+    if len(micro) == 1 and isinstance(n := micro.pop(), int) and not isinstance(n, bool) and n > 1:
+        counts.setdefault("micro-batches per step", n)  # recorded by the hooks: no config names the accumulation
     samples = len(first[0].get("indices") or []) if first else 0
     if batch and samples > batch and samples % batch == 0:
         counts.setdefault("micro-batches per step", samples // batch)
