@@ -284,3 +284,20 @@ def test_every_tensor_a_save_holds_is_digested_under_its_key_path(tree):
 
     expected = {path: sha256_of([t])[:16] for path, t in _leaves(tree)}
     assert contents_of(tree) == expected
+
+
+def test_a_buffer_held_alone_is_a_note_where_the_records_list_the_parameters(tmp_path):
+    """A loss module's running center that the port's LightningModule holds and the raw loop keeps outside its
+    DDP-wrapped model (dino's DINOLoss): the records list every parameter, so it is a buffer, said as a note beside
+    an equal training; a trace that lists no parameters cannot prove it, and it stays a difference."""
+    names = sorted(PARAMS)
+    facts = {"optimizer": _optimizer(names), "params_frozen": [], "layers": {"names": names}}
+    a = _with_meta(make_run(tmp_path / "a", LOSSES, PARAMS), **facts)
+    extra = {**PARAMS, "loss.center": torch.zeros(3)}
+    held = _with_meta(make_run(tmp_path / "b", LOSSES, extra), **facts)
+    result = compare_runs(a, held)
+    assert result.equivalent and not result.problems, result.problems
+    notes = [n["message"] for n in result.notes if n["kind"] == "one_side_only"]
+    assert len(notes) == 1 and "1 buffer(s) on" in notes[0] and "loss.center" in notes[0], notes
+    unlisted = _with_meta(make_run(tmp_path / "c", LOSSES, extra), optimizer=_optimizer(names), params_frozen=[])
+    assert not compare_runs(a, unlisted).equivalent  # no layer names: the records cannot place it

@@ -506,15 +506,20 @@ def trained_names(metas: dict) -> tuple[set[str] | None, set[str] | None]:
 
 def _say_one_sided(result: Comparison, only: dict, names: dict) -> None:
     """Tensors one final state holds alone: a note for the parameters that side's records prove
-    untrained (a frozen teacher), a problem for the rest (trained on one side only, a buffer, or not
-    placed by the records), as before."""
+    untrained (a frozen teacher) and for the tensors they prove no parameter (a buffer: a loss module's
+    center the other side keeps outside its recorded model), a problem for the rest (trained on one side
+    only, or not placed by the records). Neither note can hide a difference: what those tensors change
+    is compared in what both sides hold."""
     rest = {}
     for side in ("a", "b"):
-        untrained, rest[side] = pairing.untrained_alone(only[side], result.metas.get(side))
+        meta = result.metas.get(side)
+        label = dict(zip("ab", run_labels(result)))[side]
+        untrained, rest[side] = pairing.untrained_alone(only[side], meta)
+        buffers, rest[side] = pairing.buffers_alone(rest[side], meta)
         if untrained:
-            label = dict(zip("ab", run_labels(result)))[side]
-            note = pairing.alone_note(label, untrained, result.metas.get(side))
-            result.notes.append({"kind": "one_side_only", "message": note})
+            result.notes.append({"kind": "one_side_only", "message": pairing.alone_note(label, untrained, meta)})
+        if buffers:
+            result.notes.append({"kind": "one_side_only", "message": pairing.buffers_note(label, buffers)})
     if rest["a"] or rest["b"]:
         trained = [n for s in ("a", "b") for n in rest[s] if n in (pairing.optimizer_names(result.metas.get(s)) or ())]
         why = f" ({', '.join(trained[:5])} in that side's optimizer: trained on one side only)" if trained else ""

@@ -50,6 +50,29 @@ def untrained_alone(names: list[str], meta: dict | None) -> tuple[list[str], lis
     return untrained, [n for n in names if n not in untrained]
 
 
+def buffers_alone(names: list[str], meta: dict | None) -> tuple[list[str], list[str]]:
+    """(the names among `names` that side's records prove are no parameter: buffers, such as a loss module's
+    running center or a queue the other side keeps outside its recorded model; the rest). Nothing is proved
+    where the records do not list the side's parameters (an older trace)."""
+    layers = (meta or {}).get("layers")
+    params = parameter_names(meta)
+    if params is None or not isinstance(layers, dict) or not isinstance(layers.get("names"), list):
+        return [], list(names)  # the frozen ones alone do not list every parameter
+    params |= optimizer_names(meta) or set()
+    return [n for n in names if n not in params], [n for n in names if n in params]
+
+
+def buffers_note(side_name: str, names: list[str]) -> str:
+    """The `one_side_only` note for buffers one final state holds alone."""
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return (
+        f"{len(names)} buffer(s) on {side_name} only, no parameter: {shown}. They were not compared (the other side "
+        "keeps them outside the model it records, or not at all); what they change (a loss's running center, a "
+        "queue, a BatchNorm statistic used in training) is compared in what both sides hold (losses, the shared "
+        "parameters), and a checkpoint's copy of them in its contents"
+    )
+
+
 def alone_note(side_name: str, names: list[str], meta: dict | None) -> str:
     """The `one_side_only` note: how many, which, and what the records say of them (frozen, in no param group)."""
     frozen, trained = set((meta or {}).get("params_frozen") or []), optimizer_names(meta) or set()
