@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, fmt
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
 from ddp_parity.compare.causes.implicated import stable
 from ddp_parity.compare.causes.initial_state import init_digests, init_finding
@@ -394,10 +394,13 @@ def check_param_groups(ctx: Context) -> Finding | None:
     settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
     pairs = match_keys(list(settings_a), list(settings_b), None)
     pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    # a key both sides recorded alike as every step ran: the value it was built with never reached an update
+    # (the loop sets it before each step); one recorded apart is dated from the step it parts at
+    overwritten = keys_used_alike_every_step(ctx)
     differing: dict[str, list] = {}
     for name, (ka, kb) in sorted(pairs.items()):
         sa, sb = settings_a[ka], settings_b[kb]
-        for key in sorted(set(sa) | set(sb)):
+        for key in sorted((set(sa) | set(sb)) - overwritten):
             if not same_value(stable(sa.get(key)), stable(sb.get(key))):  # a function by its name, not address
                 differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
     if not at_construction:  # a scheduled key apart on every parameter may be a schedule read elsewhere
@@ -422,8 +425,52 @@ def check_param_groups(ctx: Context) -> Finding | None:
     setting, names = next(iter(differing.items()))
     key = setting.split(":", 1)[0]
     evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
-    why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key)
+    why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when=_from_when(ctx, key))
     return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, names=_name_list(names), key=key, why=why)
+
+
+def recorded_groups(ctx: Context, rank=0):
+    """[(step, a's groups, b's groups)] of the param groups the records hold as each step ran (the hooks'
+    `param_groups`, every key but the params), at the aligned steps where both sides hold the same number."""
+    out = []
+    for ra, rb in aligned_records(ctx, rank):
+        ga, gb = ra.get("param_groups"), rb.get("param_groups")
+        if isinstance(ga, list) and isinstance(gb, list) and ga and len(ga) == len(gb):
+            if all(isinstance(g, dict) for g in (*ga, *gb)):
+                out.append((ra.get("step"), ga, gb))
+    return out
+
+
+def keys_used_alike_every_step(ctx: Context) -> set[str]:
+    """The param-group keys both sides recorded in every group at every aligned step with the same values (none
+    where a step's groups are missing on a side): what each update used, whatever the optimizer was built with,
+    which a loop that sets them before each step overwrites."""
+    steps = recorded_groups(ctx)
+    if not steps or len(steps) != sum(1 for _ in aligned_records(ctx, 0)):
+        return set()
+    keys = None
+    for _, ga, gb in steps:
+        for group in (*ga, *gb):
+            keys = set(group) if keys is None else keys & set(group)
+    return {k for k in (keys or set()) - {"params"} if _first_step_apart(steps, k) is None}
+
+
+def _first_step_apart(steps: list, key: str):
+    """The first recorded step whose groups hold another `key` on the two sides, None where none does."""
+    for step, ga, gb in steps:
+        if any(json.dumps(a.get(key), default=str) != json.dumps(b.get(key), default=str) for a, b in zip(ga, gb)):
+            return step
+    return None
+
+
+def _from_when(ctx: Context, key: str) -> str:
+    """ "from the first step on", or from the first recorded step whose groups hold `key` apart where the steps'
+    groups were recorded (a warmup from 0 leaves the first steps alike)."""
+    steps = recorded_groups(ctx)
+    step = _first_step_apart(steps, key) if steps else None
+    if step is None or step == steps[0][0]:
+        return "from the first step on"
+    return f"from step {step} on (the first step whose recorded {key} differs; the steps before used the same)"
 
 
 def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: dict) -> str:
@@ -457,10 +504,10 @@ def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: di
 # why a param-group key that differs changes the update, by key
 GROUP_WHY = {
     "weight_decay": "The optimizer applies each group's weight decay to its parameters, so these parameters are "
-    "updated differently from the first step on: a typical split is weight decay on every parameter on one side "
+    "updated differently {when}: a typical split is weight decay on every parameter on one side "
     "and biases and norms excluded on the other.",
     "": "The optimizer applies each group's {key} to its parameters, so these parameters are updated differently "
-    "from the first step on.",
+    "{when}.",
 }
 
 

@@ -28,6 +28,7 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.causes.forward import factor_of
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
+from ddp_parity.compare.causes.setup import constructed_optimizer, recorded_groups
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
@@ -421,6 +422,80 @@ def check_clip_acted(ctx: Context) -> Finding | None:
     return None
 
 
+# the keys of a recorded param group that are no hyperparameter of the update
+GROUP_BOOKKEEPING = ("params", "initial_lr")
+
+
+def group_differences(ctx: Context, ga: list, gb: list, ra: dict, rb: dict) -> list[dict]:
+    """[{group, key, a, b}] of one step's recorded param groups that differ (the groups paired by their place);
+    the lr only where the step's recorded lr is equal (an lr apart is the lr series' own finding)."""
+    out = []
+    for i, (a, b) in enumerate(zip(ga, gb)):
+        for key in sorted((set(a) | set(b)) - set(GROUP_BOOKKEEPING)):
+            if key == "lr" and ra.get("lr") != rb.get("lr"):
+                continue
+            if json.dumps(a.get(key), sort_keys=True, default=str) != json.dumps(
+                b.get(key), sort_keys=True, default=str
+            ):
+                out.append({"group": i, "key": key, "a": a.get(key), "b": b.get(key)})
+    return out
+
+
+def _group_members(ctx: Context, index: int) -> str:
+    """The parameters of param group `index` as constructed (named by the hooks), shortened; '' unknown."""
+    built = constructed_optimizer(ctx.meta("a")) or ctx.meta("a").get("optimizer")
+    groups = (built or {}).get("param_groups") if isinstance(built, dict) else None
+    if not isinstance(groups, list) or index >= len(groups) or not isinstance(groups[index], dict):
+        return ""
+    names = [str(n) for n in groups[index].get("params") or []]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f" ({len(names)} parameter(s): {shown})" if names else ""
+
+
+def check_hyperparameters_earlier(ctx: Context) -> Finding | None:
+    """The runs part at step k after an update, and the param groups both sides recorded as a step s <= k ran
+    differ in a hyperparameter (a weight decay, eps, betas, momentum; the lr of a group the step's lr does not
+    show): the update of step s used other settings on one side. Read from what each step used, never from
+    the construction, which a loop may overwrite before each step."""
+    f = ctx.earliest
+    if f is None or f.get("quantity") not in AFTER_UPDATE or not isinstance(f.get("step"), int):
+        return None
+    last = f["step"] if f["quantity"] in ("param_digest", "params") else f["step"] - 1
+    steps = {step: (ga, gb) for step, ga, gb in recorded_groups(ctx, f["rank"])}
+    for ra, rb in aligned_records(ctx, f["rank"]):
+        step = ra.get("step")
+        if not isinstance(step, int) or step > last:
+            break
+        if step not in steps:
+            continue
+        apart = group_differences(ctx, *steps[step], ra, rb)
+        if not apart:
+            continue
+        said = "; ".join(
+            f"param group {d['group']}{_group_members(ctx, d['group'])}: {d['key']} {fmt(d['a'])} vs {fmt(d['b'])}"
+            for d in apart[:4]
+        ) + (f"; and {len(apart) - 4} more" if len(apart) > 4 else "")
+        evidence = {"groups": apart, "groups_step": step, f["quantity"]: ctx.both(f["a"], f["b"])}
+        facts = (
+            f"The runs part at step {f['step']} rank {f['rank']} in the {f['quantity']} ({fmt(f['a'])} vs "
+            f"{fmt(f['b'])}), and the param groups recorded as step {step} ran differ ({ctx.names[0]} vs "
+            f"{ctx.names[1]}): {said}. The optimizer applied these settings to the update of step {step}; what "
+            "differs later follows from it."
+        )
+        first = apart[0]
+        return finding(
+            ctx,
+            OPTIMIZER_HYPERPARAMETERS,
+            f["step"],
+            f["rank"],
+            evidence,
+            facts,
+            key=first["key"],
+            group=first["group"],
+        )
+    return None
+
+
 def _clip_bound(record: dict) -> tuple[float, float] | None:
     """(norm, max_norm) where this step's clip_grad_norm_ scaled the gradients: the norm above max_norm at a
     nonzero recorded rate (a rate of 0 moves nothing, clipped or not)."""
@@ -506,6 +581,19 @@ OPTIMIZER_CLIP_EARLIER = Cause(
     doc="The runs part after a step whose recorded clipping differs (clip_max_norm, clip_norm_type) where it bound "
     "(the norm above max_norm at a nonzero lr): that step's update was scaled on one side only.",
     requires=OPTIMIZER_CLIP.requires,
+)
+OPTIMIZER_HYPERPARAMETERS = Cause(
+    "optimizer.hyperparameters",
+    check_hyperparameters_earlier,
+    why="The optimizer applies each param group's settings to its parameters at every step: with a setting apart "
+    "(here {key} of param group {group}) the same gradients give another update.",
+    fix="Give param group {group} the same {key} at every step on both sides: the same split of the parameters "
+    "into groups (weight decay off for biases and norms on both, or on neither), and where the loop sets {key} "
+    "by hand or by a schedule before each step, the same schedule on both sides.",
+    doc="The runs part after an update, and the param groups both sides recorded as an earlier (or that) step ran "
+    "differ in a hyperparameter (weight decay, eps, betas, momentum; the lr of a group the step's lr does not "
+    "show): read from what each step used, not from the construction a loop may overwrite.",
+    requires=Evidence("the groups recorded at the step, side by side", lambda d: bool(d.evidence.get("groups"))),
 )
 OPTIMIZER = Cause(
     "optimizer",

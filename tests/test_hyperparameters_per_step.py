@@ -1,0 +1,82 @@
+"""The param groups as each step ran (the hooks' per-step `param_groups`) against the param groups as
+constructed: a loop that sets the lr and the weight decay by hand before every step (dino, mae) overwrites
+what it built, so a construction value apart is no difference where every step used the same; and a
+hyperparameter apart in the steps' own groups is the cause, named by group and step (hand-made traces)."""
+
+from __future__ import annotations
+
+from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained_apart
+
+NAMES = ["net.0.weight", "net.0.bias"]
+
+
+def built(lr: float) -> list[dict]:
+    """meta.optimizer_built as the hooks write it: two groups, decayed weights and undecayed biases."""
+    groups = [
+        {"params": NAMES[:1], "lr": lr, "weight_decay": 0.04, "eps": 1e-8},
+        {"params": NAMES[1:], "lr": lr, "weight_decay": 0.0, "eps": 1e-8},
+    ]
+    return [{"class": "AdamW", "named": True, "stepped": True, "param_groups": groups}]
+
+
+def with_groups(records: dict, weight_decay_of_group_1=lambda step: 0.0) -> dict:
+    """Each step's groups as the loop set them before the step: a warmup lr and a weight-decay schedule."""
+    for recs in records.values():
+        for rec in recs:
+            lr = 0.001 * min(1.0, (rec["step"] - 1) / 2)
+            rec["lr"] = lr
+            rec["param_groups"] = [
+                {"lr": lr, "weight_decay": 0.04 + 0.01 * rec["step"], "eps": 1e-8},
+                {"lr": lr, "weight_decay": weight_decay_of_group_1(rec["step"]), "eps": 1e-8},
+            ]
+    return records
+
+
+def metas(lr_a: float, lr_b: float) -> dict:
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["optimizer_built"], meta_b["optimizer_built"] = built(lr_a), built(lr_b)
+    return {"meta_a": meta_a, "meta_b": meta_b}
+
+
+def test_an_lr_built_otherwise_that_every_step_overwrites_alike_is_no_difference(tmp_path):
+    """Built with lr 0.001 on one side and 0.000625 on the other, every step's groups equal: EQUIVALENT, no
+    param-group warning (the construction value never reached an update)."""
+    report, d = run_diagnosis(
+        *pair(
+            tmp_path,
+            records_a=with_groups(make_records()),
+            records_b=with_groups(make_records()),
+            **metas(0.001, 0.000625),
+        )
+    )
+    assert report["verdict"] == "equivalent", d["explanation"]
+    assert "param groups differ" not in d["explanation"] and not d["setup_differs"], d
+
+
+def test_a_weight_decay_apart_in_the_groups_each_step_used_is_named_by_group_and_step(tmp_path):
+    """Group 1 decayed on one side only, from step 1 (where the warmup's lr is 0, so the parameters part at step
+    2): named as the steps' own groups, group 1, from step 1, whatever the construction says."""
+    records_a = trained_apart(with_groups(make_records(), lambda step: 0.04), from_step=2)
+    _, d = run_diagnosis(
+        *pair(tmp_path, records_a=records_a, records_b=with_groups(make_records()), **metas(0.001, 0.001))
+    )
+    assert (d["kind"], d["step"]) == ("optimizer.hyperparameters", 2), (d["kind"], d["explanation"])
+    assert d["evidence"]["groups_step"] == 1 and d["evidence"]["groups"][0]["key"] == "weight_decay", d["evidence"]
+    assert "param group 1 (1 parameter(s): net.0.bias): weight_decay 0.04 vs 0" in d["explanation"], d["explanation"]
+    assert "param group 1 the same weight_decay" in d["advice"], d["advice"]
+
+
+def test_an_lr_built_apart_and_used_apart_after_a_warmup_from_zero_is_dated_from_the_step_it_parts(tmp_path):
+    """Built with half the lr on one side, the lr set by hand each step from a warmup at 0: the steps' groups
+    part at step 2, and the finding says so instead of "from the first step on" (mae's effective batch slip)."""
+    records_b = with_groups(make_records())
+    for recs in records_b.values():
+        for rec in recs:
+            rec["lr"] /= 2
+            for group in rec["param_groups"]:
+                group["lr"] /= 2
+    records_a = trained_apart(with_groups(make_records()), from_step=2)
+    _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b, **metas(0.001, 0.0005)))
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert "from step 2 on (the first step whose recorded lr differs" in d["explanation"], d["explanation"]
+    assert "from the first step on" not in d["explanation"], d["explanation"]
