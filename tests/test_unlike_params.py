@@ -301,3 +301,38 @@ def test_a_buffer_held_alone_is_a_note_where_the_records_list_the_parameters(tmp
     assert len(notes) == 1 and "1 buffer(s) on" in notes[0] and "loss.center" in notes[0], notes
     unlisted = _with_meta(make_run(tmp_path / "c", LOSSES, extra), optimizer=_optimizer(names), params_frozen=[])
     assert not compare_runs(a, unlisted).equivalent  # no layer names: the records cannot place it
+
+
+def _saves(tmp_path, name: str, saves: list[tuple[int, str, dict]]):
+    """A run whose rank 0 saved `saves` [(after_step, path, contents)], as the hooks write them."""
+    trace = tmp_path / name / "trace"
+    trace.mkdir(parents=True)
+    (trace / "rank0.jsonl").write_text("")
+    items = [{"op": "torch.save", "after_step": s, "path": p, "contents": c} for s, p, c in saves]
+    (trace / "rank0.hooks.json").write_text(json.dumps({"checkpoints": {"items": items}}))
+    return tmp_path / name
+
+
+def test_a_steps_saves_to_several_files_are_compared_as_one_and_the_save_steps_side_by_side(tmp_path):
+    """improved-diffusion saves the model, each EMA and the optimizer to files of their own after a step; its port
+    saves one checkpoint holding the model and the EMAs. Each of the port's tensors is paired with every file's
+    alike and held where one holds its values (no warning where all are held: the comparison of a port's EMA with
+    the model file alone said "apart" on an equal pair); an EMA one update behind is still apart. The steps after
+    which each side saved are said side by side where they differ."""
+    model, ema = {"out.weight": "m1"}, {"out.weight": "e1"}
+    raw_saves = [(1, "/r/model000001.pt", model), (1, "/r/ema_0.9_000001.pt", ema), (4, "/r/model000004.pt", model)]
+    raw = _saves(tmp_path, "raw", raw_saves)
+    port = {"state_dict.model.out.weight": "m1", "state_dict.ema.0.out.weight": "e1"}
+    equal = _saves(tmp_path, "port", [(1, "/p/step=1.ckpt", port), (3, "/p/step=3.ckpt", port)])
+    assert hooked.checkpoint_contents_apart(raw, equal, equal_through=4) is None
+    behind = {**port, "state_dict.ema.0.out.weight": "e0"}
+    late = _saves(tmp_path, "late", [(1, "/p/step=1.ckpt", behind)])
+    found = hooked.checkpoint_contents_apart(raw, late, equal_through=4)
+    assert found["apart"] == [["ema_0_9_000001.out.weight"], ["state_dict.ema.0.out.weight"]], found
+    assert found["held"] == 1, found  # the model's tensor, held by the model file
+    warnings = hooked.hook_warnings(raw, equal, ("raw", "lightning"), equal_through=4)
+    [steps] = [w for w in warnings if w["kind"] == "checkpoint_steps"]
+    assert steps["evidence"] == {"rank": 0, "steps": [[1, 4], [1, 3]]}, steps
+    assert "raw alone after step(s) 4; lightning alone after step(s) 3" in steps["message"], steps["message"]
+    alike = _saves(tmp_path, "alike", [(1, "/p/a.ckpt", port), (4, "/p/b.ckpt", port)])
+    assert not [w for w in hooked.hook_warnings(raw, alike, ("raw", "lightning")) if w["kind"] == "checkpoint_steps"]

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
@@ -250,14 +251,62 @@ def _saving_ranks(run) -> dict[str, list[int]]:
 
 
 def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
-    """{after_step: (path, {key path: digest})}: the first save after each step whose tensors were digested."""
-    out: dict[int, tuple[str, dict[str, str]]] = {}
+    """{after_step: (paths, {key path: digest})}: every save after each step whose tensors were digested, as one.
+    A step saved to several files (a model, each EMA, the optimizer: improved-diffusion's) has each file's key
+    paths under its file's name (`ema_0_9_000006.out.weight`), so that a tensor the other side saves in one file
+    is paired with each file's alike and held where any holds its values."""
+    saves: dict[int, list[tuple[str, dict]]] = {}
     for c in _items(read_hook_facts(run, rank), "checkpoints"):
         contents, step = c.get("contents"), c.get("after_step")
         if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(contents, dict) and contents:
             if isinstance(step, int) and not isinstance(step, bool):
-                out.setdefault(step, (str(c.get("path")), contents))
+                saves.setdefault(step, []).append((str(c.get("path")), contents))
+    out: dict[int, tuple[str, dict[str, str]]] = {}
+    for step, files in saves.items():
+        if len(files) == 1:
+            out[step] = files[0]
+            continue
+        merged = {f"{_file_part(path)}.{key}": digest for path, contents in files for key, digest in contents.items()}
+        out[step] = ("; ".join(path for path, _ in files), merged)
     return out
+
+
+def _file_part(path: str) -> str:
+    """A saved file's name as one dotted part of a key path: `ema_0.9_000006.pt` -> `ema_0_9_000006`."""
+    name = re.split(r"[\\/]", path.strip("<>"))[-1]
+    return re.sub(r"\W", "_", name.rsplit(".", 1)[0] if "." in name else name) or "file"
+
+
+def checkpoint_steps_apart(run_a, run_b) -> dict | None:
+    """{rank, steps: [a's, b's]}: the first rank (where either side saved a checkpoint) whose saves followed other
+    steps on the two sides; None where they saved after the same steps (or neither saved)."""
+    for rank in sorted(set(trace_ranks(run_a)) | set(trace_ranks(run_b))):
+        steps = [_save_steps(run, rank) for run in (run_a, run_b)]
+        if steps[0] != steps[1]:
+            return {"rank": rank, "steps": steps}
+    return None
+
+
+def _save_steps(run, rank: int) -> list[int]:
+    """The steps after which `rank` saved a checkpoint (torch.save, a DCP save), each once, in order."""
+    out = set()
+    for c in _items(read_hook_facts(run, rank), "checkpoints"):
+        step = c.get("after_step")
+        if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(step, int):
+            out.add(step)
+    return sorted(out)
+
+
+def checkpoint_steps_words(found: dict, names) -> str:
+    steps = [", ".join(map(str, s)) or "none" for s in found["steps"]]
+    only = [sorted(set(found["steps"][i]) - set(found["steps"][1 - i])) for i in (0, 1)]
+    said = "; ".join(f"{names[i]} alone after step(s) {', '.join(map(str, only[i]))}" for i in (0, 1) if only[i])
+    return (
+        f"a difference in when checkpoints are saved, not in what trained: on rank {found['rank']} {names[0]} saved "
+        f"after step(s) {steps[0]} and {names[1]} after step(s) {steps[1]} ({said}). A run stopped between them "
+        "resumes from another step on each side: save on the same schedule (Lightning's ModelCheckpoint: "
+        "every_n_train_steps or every_n_epochs, save_last; a loop's own `if step % N == 0` and its save at the end)"
+    )
 
 
 def _tails(names) -> dict[tuple, list[str]]:
@@ -431,6 +480,9 @@ def _hook_warnings(run_a, run_b, names, equal_through: float) -> list[dict]:
                     f"and on rank(s) {ranks[1][op]} on {names[1]}",
                 }
             )
+    when = checkpoint_steps_apart(run_a, run_b)
+    if when is not None:
+        out.append({"kind": "checkpoint_steps", "message": checkpoint_steps_words(when, names), "evidence": when})
     contents = checkpoint_contents_apart(run_a, run_b, equal_through) if equal_through >= 0 else None
     if contents is not None:
         message = checkpoint_contents_words(contents, names)
