@@ -54,7 +54,14 @@ KINDS = {
     *("loss.factor", "frozen", "gradients.norm", "optimizer.lr_ahead", "optimizer.effective_lr"),  # issue 37
     *("noise", "loss.beyond_noise", "gradients.beyond_noise", "optimizer.beyond_noise"),
     *("recording.measured", "init.parameter", "data_order.not_shuffled"),
-    *("data_order.epoch", "data_order.skipped", "optimizer.clip", "tied", "optimizer.hyperparameters"),  # issue 46
+    *(
+        "data_order.epoch",
+        "data_order.skipped",
+        "optimizer.clip",
+        "tied",
+        "optimizer.hyperparameters",
+        "data_order.indices_unrecorded",
+    ),  # issue 46
     *("optimizer.lr_shift", "rng.reseed"),  # issue 46: an lr set by hand, shifted (no scheduler step recorded)
     *(
         "rng.loader_draws",

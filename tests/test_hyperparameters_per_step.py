@@ -1,7 +1,8 @@
 """The param groups as each step ran (the hooks' per-step `param_groups`) against the param groups as
 constructed: a loop that sets the lr and the weight decay by hand before every step (dino, mae) overwrites
 what it built, so a construction value apart is no difference where every step used the same; and a
-hyperparameter apart in the steps' own groups is the cause, named by group and step (hand-made traces)."""
+hyperparameter apart in the steps' own groups is the cause, named by group and step; and, beside them, batches
+apart where one side recorded no indices are never called the same samples (hand-made traces)."""
 
 from __future__ import annotations
 
@@ -80,3 +81,23 @@ def test_an_lr_built_apart_and_used_apart_after_a_warmup_from_zero_is_dated_from
     assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
     assert "from step 2 on (the first step whose recorded lr differs" in d["explanation"], d["explanation"]
     assert "from the first step on" not in d["explanation"], d["explanation"]
+
+
+def test_batches_apart_where_one_side_recorded_no_indices_are_never_called_the_same_samples(tmp_path):
+    """improved-diffusion feeds its loop from its own generator (`while True: yield from loader`), so its side
+    records no indices: where the batches differ, the samples are not said equal (nor worker seeding blamed); the
+    samplers both sides built are set side by side (shown here as unrecorded where meta.json holds none)."""
+    records_a, records_b = make_records(), make_records()
+    for recs in records_a.values():
+        for rec in recs:
+            del rec["indices"]
+            rec["batch_digest"] = "aa" * 32
+    for recs in records_b.values():
+        for rec in recs:
+            rec["batch_digest"] = "bb" * 32
+    _, d = run_diagnosis(*pair(tmp_path, records_a=trained_apart(records_a), records_b=records_b))
+    assert (d["kind"], d["step"]) == ("data_order.indices_unrecorded", 1), (d["kind"], d["explanation"])
+    assert "raw recorded no sample indices" in d["explanation"], d["explanation"]
+    assert "indices are equal" not in d["explanation"] and "same sample indices" not in d["explanation"]
+    assert "The samplers recorded on rank 0: raw: DistributedSampler(" in d["explanation"], d["explanation"]
+    assert "worker_init_fn" not in d["advice"], d["advice"]

@@ -614,16 +614,19 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
     first = None
     samples_a, samples_b = comparable_samples(rec_a, rec_b)
     stats = quantities["samples"]
-    stats.compared += 1
-    if samples_a == samples_b:
-        stats.equal += 1
-    else:
-        first = {**where, "quantity": "samples", "a": short(samples_a), "b": short(samples_b)}
-        if rec_b.get("epoch") != rec_a.get("epoch"):
-            first["epoch_b"] = rec_b.get("epoch")
-        stats.first = stats.first or first
-    kind = sample_key(rec_a)
-    if "batch_digest" in rec_a and "batch_digest" in rec_b and kind and kind[0] != "batch_digest":
+    if samples_a is not None or samples_b is not None:  # (None, None): nothing comparable, never counted equal
+        stats.compared += 1
+        if samples_a == samples_b:
+            stats.equal += 1
+        else:
+            first = {**where, "quantity": "samples", "a": short(samples_a), "b": short(samples_b)}
+            if rec_b.get("epoch") != rec_a.get("epoch"):
+                first["epoch_b"] = rec_b.get("epoch")
+            stats.first = stats.first or first
+    kinds = {(sample_key(r) or ("",))[0] for r in (rec_a, rec_b)}
+    # the batch digests, where the samples above did not compare them already (both sides' only sample key):
+    # beside indices, and where one side recorded indices and the other a batch digest alone
+    if "batch_digest" in rec_a and "batch_digest" in rec_b and kinds != {"batch_digest"}:
         stats = quantities["batch"]
         stats.compared += 1
         if rec_a["batch_digest"] == rec_b["batch_digest"]:

@@ -76,6 +76,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_SHARED,
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
+    data.DATA_INDICES_UNRECORDED,
     data.DATA_PIPELINE,
     forward.EVALUATION_TRAIN_MODE,
     measured.RECORDED_MEASURE,

@@ -649,10 +649,54 @@ DATA_ORDER_UNRECORDED = Cause(
 # the batch contents
 
 
+def indices_unrecorded(ctx: Context, rank, step) -> list[str]:
+    """The sides that recorded no sample indices at `step` on `rank` (a loop fed by its own generator or
+    iterator, which the hooks cannot map to a sampler): where any does, the samples were not compared, and
+    equal batches cannot be claimed from them."""
+    for ra, rb in aligned_records(ctx, rank):
+        if ra.get("step") == step:
+            return [s for s, r in zip(("a", "b"), (ra, rb)) if not isinstance(r.get("indices"), list)]
+    return []
+
+
+def _sampler_said(ctx: Context, side: str, rank) -> str:
+    ranks = ctx.meta(side).get("ranks") or []
+    facts = next((r.get("sampler") for r in ranks if isinstance(r, dict) and r.get("rank") == rank), None)
+    if not isinstance(facts, dict) or not facts.get("class"):
+        return f"{ctx.label(side)}: none recorded"
+    args = ", ".join(f"{k}={v}" for k, v in facts.items() if k not in ("class", "rank"))
+    return f"{ctx.label(side)}: {facts['class']}({args})"
+
+
+def batch_without_indices(ctx: Context, f: dict, evidence: dict, where: str) -> Finding | None:
+    """The batches differ at a step where a side recorded no indices: the samples are not said equal; the
+    samplers both sides built are set side by side."""
+    missing = indices_unrecorded(ctx, f["rank"], f["step"])
+    if not missing:
+        return None
+    sides = " and ".join(ctx.label(s) for s in missing)
+    samplers = "; ".join(_sampler_said(ctx, s, f["rank"]) for s in ("a", "b"))
+    evidence["indices_unrecorded"] = [ctx.label(s) for s in missing]
+    facts = (
+        f"{where}, and {sides} recorded no sample indices for its batches (they reach the step through the "
+        "program's own generator or iterator, not a DataLoader the hooks tie to a sampler), so which samples each "
+        f"side consumed was not compared: the batches differ in their samples, or in what was made of the same "
+        f"samples. The samplers recorded on rank {f['rank']}: {samplers}."
+    )
+    return finding(ctx, DATA_INDICES_UNRECORDED, f["step"], f["rank"], evidence, facts)
+
+
 def check_batch(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "batch":
         return None
+    where = (
+        f"At step {f['step']} rank {f['rank']} the batch tensors differ (batch_digest {str(f['a'])[:16]} vs "
+        f"{str(f['b'])[:16]})"
+    )
+    unrecorded = batch_without_indices(ctx, f, {"batch_digest": ctx.both(f["a"], f["b"])}, where)
+    if unrecorded is not None:
+        return unrecorded
     workers = config_values(ctx, ("num_workers", "persistent_workers"))
     evidence = {"batch_digest": ctx.both(f["a"], f["b"]), "data_loader": workers}
     facts = (
@@ -664,6 +708,20 @@ def check_batch(ctx: Context) -> Finding | None:
     return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts)
 
 
+DATA_INDICES_UNRECORDED = Cause(
+    "data_order.indices_unrecorded",
+    check_batch,
+    why="Since the inputs differ, every later loss and gradient differs as a consequence. Without indices on both "
+    "sides the records cannot tell other samples from the same samples made into other tensors.",
+    fix="Make both sides take the same samples at each step and make the same tensors of them: the same split of "
+    "the data by rank (a loop that gives each rank its own shard and shuffles it is matched by the same shard and "
+    "sampler: in Lightning, your own DataLoader and Trainer(use_distributed_sampler=False)), the same sampler "
+    "seeded alike, and random transforms drawn from the same generator state. To compare the samples themselves, "
+    "feed the loop through a DataLoader (the hooks then record each batch's indices).",
+    doc="The batches differ where a side recorded no sample indices (a loop fed by its own generator): the samples "
+    "are not claimed equal; the samplers both sides built are set side by side.",
+    requires=Evidence("the side without indices", lambda d: bool(d.evidence.get("indices_unrecorded"))),
+)
 DATA_PIPELINE = Cause(
     "data_pipeline",
     check_batch,

@@ -21,7 +21,7 @@ from ddp_parity.compare.causes.base import (
     finding,
     nonzero,
 )
-from ddp_parity.compare.causes.data import DATA_PIPELINE
+from ddp_parity.compare.causes.data import DATA_PIPELINE, batch_without_indices
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.evaluations import model_evaluations
@@ -237,6 +237,9 @@ def check_module(ctx: Context) -> Finding | None:
     if kind == "batch":
         if _step_batches_equal(ctx, f):  # the differing input is no training batch's (a validation within the step)
             return None
+        unrecorded = batch_without_indices(ctx, f, evidence, f"The first module's input differs {where}")
+        if unrecorded is not None:
+            return unrecorded
         facts = (
             f"The sample indices are equal, but {where} already receives another input: the first module's input "
             "differs, so the batch contents differ before the model."
