@@ -289,6 +289,84 @@ VARIANTS = [
             )
         },
     ),
+    ("mae", "round 1", {"lightning_port.py": ("PORT", "c9cf9fb")}),
+    ("mae", "round 2", {"lightning_port.py": ("PORT", "80a67f4")}),
+    ("mae", "round 3", {"lightning_port.py": ("PORT", "c42610a")}),
+    (
+        "mae",
+        "round 4 (EQUIVALENT, the port wrote no checkpoint after epoch 0)",
+        {"lightning_port.py": ("PORT", "a8b63f7")},
+    ),
+    ("mae", "round 5 (equal pair)", {}),
+    (
+        "mae",
+        "slip: no set_epoch",
+        {
+            "main_pretrain.py": (
+                "        if args.distributed:\n            data_loader_train.sampler.set_epoch(epoch)\n",
+                "",
+            )
+        },
+    ),
+    ("mae", "slip: the loss not divided by accum_iter", {"engine_pretrain.py": ("        loss /= accum_iter\n", "")}),
+    (
+        "mae",
+        "slip: the effective batch without the world size",
+        {
+            "main_pretrain.py": (
+                "    eff_batch_size = args.batch_size * args.accum_iter * misc.get_world_size()\n",
+                "    eff_batch_size = args.batch_size * args.accum_iter\n",
+            )
+        },
+    ),
+    ("improved_diffusion", "round 1", {"lightning_port.py": ("PORT", "628bd95")}),
+    ("improved_diffusion", "round 2", {"lightning_port.py": ("PORT", "a47dd16")}),
+    ("improved_diffusion", "round 3", {"lightning_port.py": ("PORT", "00a1924")}),
+    (
+        "improved_diffusion",
+        "round 4 (EQUIVALENT, the port's EMAs updated after every micro-batch)",
+        {"lightning_port.py": ("PORT", "e052f08")},
+    ),
+    ("improved_diffusion", "round 5 (equal pair)", {}),
+    (
+        "improved_diffusion",
+        "slip: the lr annealed after the step",
+        {
+            "improved_diffusion/train_util.py": (
+                "    def optimize_normal(self):\n        self._log_grad_norm()\n        self._anneal_lr()\n"
+                "        self.opt.step()\n",
+                "    def optimize_normal(self):\n        self._log_grad_norm()\n        self.opt.step()\n"
+                "        self._anneal_lr()\n",
+            )
+        },
+    ),
+    (
+        "improved_diffusion",
+        "slip: the shard dropped (every rank reads every image)",
+        {
+            "improved_diffusion/image_datasets.py": (
+                "        shard=dist.get_rank(),  # changed: was MPI.COMM_WORLD.Get_rank()\n"
+                "        num_shards=dist.get_world_size(),  # changed: was MPI.COMM_WORLD.Get_size()\n",
+                "        shard=0,\n        num_shards=1,\n",
+            )
+        },
+    ),
+    (
+        "improved_diffusion",
+        "slip: the EMAs updated before the step",
+        {
+            "improved_diffusion/train_util.py": (
+                "    def optimize_normal(self):\n        self._log_grad_norm()\n        self._anneal_lr()\n"
+                "        self.opt.step()\n"
+                "        for rate, params in zip(self.ema_rate, self.ema_params):\n"
+                "            update_ema(params, self.master_params, rate=rate)\n",
+                "    def optimize_normal(self):\n        self._log_grad_norm()\n        self._anneal_lr()\n"
+                "        for rate, params in zip(self.ema_rate, self.ema_params):\n"
+                "            update_ema(params, self.master_params, rate=rate)\n"
+                "        self.opt.step()\n",
+            )
+        },
+    ),
 ]
 
 
