@@ -286,6 +286,22 @@ def test_sampler_seed_differs(tmp_path):
     assert "seed_everything" in d["advice"]
 
 
+def test_a_sampler_seeded_per_rank_on_one_side_is_the_side_to_change(tmp_path):
+    """A port whose per-rank seed_everything(seed + rank) seeds the DistributedSampler Lightning injects (mae, dit):
+    raw's ranks shuffle with one seed, the port's with one each. The advice is for the port, keeping its per-rank
+    global seed; never to pin seed_everything in a config the run does not have, nor to change raw."""
+    meta_b = make_meta("lightning")
+    meta_b["ranks"][1]["sampler"]["seed"] = 43
+    records_b = make_records()
+    records_b[1] = make_records(seed=43)[1]
+    _, d = run_diagnosis(*pair(tmp_path, meta_b=meta_b, records_b=records_b))
+    assert (d["category"], d["step"], d["rank"]) == ("sampler_seed", 1, 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["sampler_seed_per_rank"] == "lightning", d["evidence"]
+    assert "On lightning each rank's DistributedSampler has a seed of its own" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("On lightning, give every rank's DistributedSampler the same seed (42"), d["advice"]
+    assert "Pin seed_everything" not in d["advice"] and "raw loop's DistributedSampler" not in d["advice"]
+
+
 def test_unpinned_global_seed_is_named_as_the_sampler_seed(tmp_path):
     # LightningCLI's `seed_everything: true` resolved to a random seed: config, weights and sampler all differ
     meta_b = make_meta("lightning", seed=1234, init="ab" * 32, config={"seed_everything": 1234})

@@ -301,7 +301,9 @@ def check_seed(ctx: Context) -> Finding | None:
     if samples_per_step_apart(ctx) is not None:
         return None
     recorded = seeds_by_rank(ctx)
-    alike = recorded is not None and all(pair[0] == pair[1] for pair in recorded.values())
+    # alike by the last seed before step 1 (what the generator holds depends on it alone: Lightning seeding again
+    # with the same value is no other seed)
+    alike = recorded is not None and all(pair[0][-1:] == pair[1][-1:] for pair in recorded.values())
     if _seeds_differ(*seeds) or (seed is not None and on_samples and not alike):
         return _sampler_seed(ctx, seeds, seed, recorded if alike else None)
     if init_finding(ctx) is None and first is None:
@@ -333,14 +335,39 @@ def _sampler_seed(ctx: Context, seeds: tuple, seed, recorded_alike: dict | None)
     if seed is not None:
         facts += f" seed_everything resolves to {fmt(seed[0])} on {ctx.names[0]} and {fmt(seed[1])} on {ctx.names[1]}."
     how = PIN_AND_SEED_SAMPLER
+    per_rank = _seeded_per_rank(ctx, seeds)
+    if per_rank is not None:  # one seed on every rank on one side, a rank's own on the other: that side is to change
+        side, value = per_rank
+        evidence["sampler_seed_per_rank"] = ctx.label(side)
+        own = fmt(seeds[0 if side == "a" else 1])
+        facts += (
+            f" On {ctx.label(side)} each rank's DistributedSampler has a seed of its own ({own}), "
+            f"so its ranks shuffle with other permutations and their shards overlap; on the other side every rank "
+            f"shuffles with seed {value}."
+        )
+        how = SEED_SAMPLER_PER_RANK.format(side=ctx.label(side), value=value)
     if recorded_alike is not None:
         evidence["seeds_before_step_1_by_rank"] = {str(r): ctx.both(*pair) for r, pair in recorded_alike.items()}
         said = seeds_per_rank_words(ctx, recorded_alike)
         facts += f" The global seeds are the same on both sides (as the hooks recorded, on every rank: {said})."
         how = SEED_SAMPLER_ONLY
+    if per_rank is not None and recorded_alike is not None:
+        how = SEED_SAMPLER_PER_RANK.format(side=ctx.label(per_rank[0]), value=per_rank[1])
     global_differs = seed is not None or recorded_alike is None and seeds_by_rank(ctx) is not None
     facts += initial_weights_words(ctx, seed_differs=global_differs, acted_on=None if global_differs else "the data")
     return finding(ctx, SAMPLER_SEED, f["step"] if f else None, rank, evidence, facts, how=how)
+
+
+def _seeded_per_rank(ctx: Context, seeds: tuple) -> tuple[str, object] | None:
+    """(the side whose ranks' sampler seeds differ, the one seed every rank of the other side has), or None."""
+    values = [set(map(str, s.values())) for s in seeds]
+    if len(seeds[0]) < 2 or len(seeds[1]) < 2:
+        return None
+    if len(values[0]) == 1 and len(values[1]) > 1:
+        return "b", next(iter(seeds[0].values()))
+    if len(values[1]) == 1 and len(values[0]) > 1:
+        return "a", next(iter(seeds[1].values()))
+    return None
 
 
 def _seeds_differ(a: dict, b: dict) -> bool:
@@ -355,6 +382,13 @@ PIN_AND_SEED_SAMPLER = (
 SEED_SAMPLER_ONLY = (
     "Give the DistributedSamplers the same seed: DistributedSampler(..., seed=...) with one value on both sides "
     "(the global seeds are equal already; Lightning seeds the sampler it injects from PL_GLOBAL_SEED)"
+)
+SEED_SAMPLER_PER_RANK = (
+    "On {side}, give every rank's DistributedSampler the same seed ({value}, as the other side does), whatever seed "
+    "each rank's global generator has: a DistributedSampler shards one permutation, which every rank must draw "
+    "alike. Where Lightning injects the sampler it takes PL_GLOBAL_SEED, which a per-rank seed_everything(seed + "
+    "rank) makes a rank's own: build DistributedSampler(dataset, seed={value}) in train_dataloader and pass "
+    "Trainer(use_distributed_sampler=False), keeping the per-rank global seed"
 )
 SAMPLER_SEED = Cause(
     "sampler_seed",
