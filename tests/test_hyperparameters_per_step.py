@@ -101,3 +101,26 @@ def test_batches_apart_where_one_side_recorded_no_indices_are_never_called_the_s
     assert "indices are equal" not in d["explanation"] and "same sample indices" not in d["explanation"]
     assert "The samplers recorded on rank 0: raw: DistributedSampler(" in d["explanation"], d["explanation"]
     assert "worker_init_fn" not in d["advice"], d["advice"]
+
+
+def test_a_clip_call_on_one_side_only_compares_the_gradients_each_optimizer_saw(tmp_path):
+    """dino clips each parameter's gradient by its own code; its port calls clip_grad_norm_(3.0). The recorded
+    norms are taken at other moments (the port's before its clip, raw's as its optimizer saw them), so they are
+    never "another norm of the same gradients": the norms each optimizer saw are set side by side, and the advice
+    is to treat the gradients alike between backward and the step, on the side that clips otherwise."""
+    records_a, records_b = make_records(), make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec.update(grad_norm=900.0, clip_max_norm=3.0, clip_norm_type=2.0, grad_norm_seen=3.0)
+    for recs in records_a.values():
+        for rec in recs:
+            rec["grad_norm"] = 15.0
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    _, d = run_diagnosis(
+        *pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(records_a), records_b=records_b)
+    )
+    assert (d["kind"], d["step"]) == ("optimizer.clip", 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["grad_norm_seen"] == {"lightning": 3.0, "raw": 15.0}, d["evidence"]
+    assert "1-norm" not in d["explanation"] and "raw called none" in d["explanation"], d["explanation"]
+    assert "do the same on lightning" in d["advice"] and "configure_gradient_clipping" in d["advice"], d["advice"]

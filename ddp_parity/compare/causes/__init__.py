@@ -96,6 +96,7 @@ CAUSES: tuple[Cause, ...] = (
     forward.LOSS,
     backward.RECORDED_CLIPPED_NORM,
     backward.REDUCTION_ORDER,
+    backward.GRADIENTS_CLIPPED_ONE_SIDE,
     backward.GRADIENTS_NORM_TYPE,
     backward.GRADIENTS_FACTOR,
     backward.GRADIENTS,

@@ -362,8 +362,8 @@ def check_clipped_norm(ctx: Context) -> Finding | None:
     if f is None or f["quantity"] != "grad_norm":
         return None
     clamp = _clamped_side(ctx, f["rank"])
-    if clamp is None:
-        return None
+    if clamp is None or _parameters_apart_at(ctx, f):
+        return None  # a recording finding says the training is the same: never where the parameters part there
     side, value = clamp
     facts = (
         f"The gradient norms agree wherever they are below {value:g} and {ctx.label(side)}'s never exceed it: "
@@ -371,6 +371,15 @@ def check_clipped_norm(ctx: Context) -> Finding | None:
     )
     evidence = {"grad_norm": ctx.both(f["a"], f["b"]), "clamped_side": ctx.label(side), "clip_value": value}
     return finding(ctx, RECORDED_CLIPPED_NORM, f["step"], f["rank"], evidence, facts)
+
+
+def _parameters_apart_at(ctx: Context, f: dict) -> bool:
+    """Both sides recorded the parameter digest after `f`'s step, and it differs."""
+    for ra, rb in aligned_records(ctx, f["rank"]):
+        if ra.get("step") == f["step"]:
+            a, b = ra.get("param_digest"), rb.get("param_digest")
+            return a is not None and b is not None and a != b
+    return False
 
 
 def _clamped_side(ctx: Context, rank) -> tuple[str, float] | None:
@@ -422,6 +431,9 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on both sides, "
         f"but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
     )
+    one_side = _clipped_on_one_side(ctx, f, evidence, facts)
+    if one_side is not None:
+        return one_side
     if watch_found_all_equal(ctx):  # every module gradient and every .grad equal: the norm is measured otherwise
         return _norm_finding(ctx, f, evidence, facts)
     relation = factor_of(ctx, "grad_norm", f["rank"])
@@ -459,6 +471,45 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     if module and module.get("reading_kind") == "loss_grad":
         causes = ["gradients", "loss", *causes]
     return undetermined(ctx, f, causes, facts, evidence)
+
+
+def _clipped_on_one_side(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding | None:
+    """Recorded by the hooks on both sides, one side called a clip function at this step and the other none: the
+    clipping side's norm is the one clip_grad_norm_ measured before clipping, the other's that of the gradients
+    its optimizer saw. Compared like with like (what each optimizer saw), the gradients part between backward
+    and the step where those differ: the other side changes them by its own code, or not at all."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, f["rank"]) if ra.get("step") == f["step"]), None)
+    if pair is None or not all(ctx.meta(s).get("recorded_by") == "hooks" for s in ("a", "b")):
+        return None
+    called = [r.get("clip_max_norm") is not None or r.get("clip_value") is not None for r in pair]
+    if called[0] == called[1]:
+        return None
+    c, o = (0, 1) if called[0] else (1, 0)
+    clipping, other = ctx.label("ab"[c]), ctx.label("ab"[o])
+    seen = [pair[c].get("grad_norm_seen"), pair[o].get("grad_norm")]
+    if seen[0] is None or seen[0] == seen[1]:
+        return None  # the optimizers saw gradients of one norm: no clipping apart is proved here
+    how = ", ".join(
+        f"{k[5:]} {fmt(pair[c][k])}"
+        for k in ("clip_max_norm", "clip_norm_type", "clip_value")
+        if pair[c].get(k) is not None
+    )
+    evidence["clip"] = [f"{clipping}: a clip call ({how}); {other}: none (no clip_grad_norm_ or clip_grad_value_ call)"]
+    evidence["grad_norm_seen"] = {clipping: seen[0], other: seen[1]}
+    facts += (
+        f" {clipping} called a clip function ({how}): its recorded norm is the one it measured before clipping, and "
+        f"the gradients its optimizer saw have a norm of {fmt(seen[0])}; {other} called none: its recorded norm is "
+        f"that of the gradients its optimizer saw, {fmt(seen[1])}. The optimizers saw other gradients"
+    )
+    if watch_found_all_equal(ctx):
+        facts += ", and the module watch finds every parameter's .grad equal at the end of backward"
+    facts += (
+        f": {other} changes the gradients between backward and the step by code of its own (a clipping by hand, "
+        f"per parameter or by value; a scaling), or leaves them as they are where {clipping} clips."
+    )
+    return finding(
+        ctx, GRADIENTS_CLIPPED_ONE_SIDE, f["step"], f["rank"], evidence, facts, side=other, clipping=clipping
+    )
 
 
 # what a gradient-norm factor equal to each count means
@@ -589,6 +640,21 @@ REDUCTION_ORDER = Cause(
     doc="A few float32 ulps in the gradient norm (or the update, with clipping), the same parameters, "
     "samples and losses: summed in another order (Lightning clips in param-group order).",
     requires=Evidence("both sides' param groups", lambda d: "param_order" in d.evidence),
+)
+# the evidence every optimizer.clip finding needs (here and in update.py)
+CLIP_FACTS = Evidence("the clip facts of the step, side by side", lambda d: bool(d.evidence.get("clip")))
+GRADIENTS_CLIPPED_ONE_SIDE = Cause(
+    "optimizer.clip",
+    check_grad_norm,
+    why="One side clips with clip_grad_norm_ (or clip_grad_value_) and the other calls neither: the gradients each "
+    "optimizer sees differ, so the updates differ wherever the clip binds.",
+    fix="Treat the gradients alike between backward and optimizer.step(): where {side} changes them with code of its "
+    "own (a per-parameter clip, a clip by value, a scaling), do the same on {clipping} (in a LightningModule, "
+    "configure_gradient_clipping or on_before_optimizer_step, with no gradient_clip_val); or clip with "
+    "clip_grad_norm_ on both sides, with the same max_norm and norm_type.",
+    doc="The gradient norms differ, one side recorded a clip call and the other none (hooks), and the norms each "
+    "optimizer saw differ: the gradients were changed otherwise between backward and the step.",
+    requires=CLIP_FACTS,
 )
 GRADIENTS_NORM_TYPE = Cause(
     "gradients.norm",

@@ -10,7 +10,7 @@ import json
 import math
 
 from ddp_parity.compare import relations
-from ddp_parity.compare.causes.backward import reduction_order_finding
+from ddp_parity.compare.causes.backward import CLIP_FACTS, reduction_order_finding
 from ddp_parity.compare.causes.base import (
     FEW_ULPS,
     Cause,
@@ -571,7 +571,7 @@ OPTIMIZER_CLIP = Cause(
     "gradient_clip_algorithm='norm' clip by the 2-norm), over the same parameters, after unscaling.",
     doc="The parameters part with equal samples, loss and gradient norm, and the clipping recorded at the step "
     "(clip_max_norm, clip_norm_type, clip_value: hooks, TraceCallback) differs.",
-    requires=Evidence("the clip facts of the step, side by side", lambda d: bool(d.evidence.get("clip"))),
+    requires=CLIP_FACTS,
 )
 OPTIMIZER_CLIP_EARLIER = Cause(
     "optimizer.clip",
