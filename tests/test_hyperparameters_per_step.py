@@ -85,20 +85,42 @@ def test_an_lr_built_apart_and_used_apart_after_a_warmup_from_zero_is_dated_from
 
 def test_batches_apart_where_one_side_recorded_no_indices_are_never_called_the_same_samples(tmp_path):
     """improved-diffusion feeds its loop from its own generator (`while True: yield from loader`), so its side
-    records no indices: where the batches differ, the samples are not said equal (nor worker seeding blamed); the
-    samplers both sides built are set side by side (shown here as unrecorded where meta.json holds none)."""
-    records_a, records_b = make_records(), make_records()
-    for recs in records_a.values():
-        for rec in recs:
-            del rec["indices"]
-            rec["batch_digest"] = "aa" * 32
-    for recs in records_b.values():
-        for rec in recs:
-            rec["batch_digest"] = "bb" * 32
-    _, d = run_diagnosis(*pair(tmp_path, records_a=trained_apart(records_a), records_b=records_b))
+    records a batch digest and no indices: its samples are not compared, so they are never said equal, nor counted
+    equal in the table (nor is worker seeding blamed). Where the other side's batch digests are compared beside its
+    indices and differ, the samplers both sides built are set side by side."""
+
+    def fed_by_a_generator(records):
+        for recs in records.values():
+            for rec in recs:
+                del rec["indices"]
+                rec["batch_digest"] = "aa" * 32
+        return records
+
+    def with_batches(records):
+        for recs in records.values():
+            for rec in recs:
+                rec["batch_digest"] = "bb" * 32
+        return records
+
+    report, d = run_diagnosis(
+        *pair(
+            tmp_path,
+            records_a=trained_apart(fed_by_a_generator(make_records())),
+            records_b=with_batches(make_records()),
+        )
+    )
+    assert report["per_step"]["samples"]["equal"] == 0, report["per_step"]["samples"]
+    assert "consumed samples the records do not compare (raw recorded no indices)" in d["explanation"], d["explanation"]
+    assert "same samples" not in d["explanation"] and "indices are equal" not in d["explanation"], d["explanation"]
+    _, d = run_diagnosis(
+        *pair(
+            tmp_path / "other way",
+            records_a=trained_apart(with_batches(make_records())),
+            records_b=fed_by_a_generator(make_records()),
+        )
+    )
     assert (d["kind"], d["step"]) == ("data_order.indices_unrecorded", 1), (d["kind"], d["explanation"])
-    assert "raw recorded no sample indices" in d["explanation"], d["explanation"]
-    assert "indices are equal" not in d["explanation"] and "same sample indices" not in d["explanation"]
+    assert "lightning recorded no sample indices" in d["explanation"], d["explanation"]
     assert "The samplers recorded on rank 0: raw: DistributedSampler(" in d["explanation"], d["explanation"]
     assert "worker_init_fn" not in d["advice"], d["advice"]
 

@@ -623,10 +623,10 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
             if rec_b.get("epoch") != rec_a.get("epoch"):
                 first["epoch_b"] = rec_b.get("epoch")
             stats.first = stats.first or first
-    kinds = {(sample_key(r) or ("",))[0] for r in (rec_a, rec_b)}
-    # the batch digests, where the samples above did not compare them already (both sides' only sample key):
-    # beside indices, and where one side recorded indices and the other a batch digest alone
-    if "batch_digest" in rec_a and "batch_digest" in rec_b and kinds != {"batch_digest"}:
+    kind = sample_key(rec_a)
+    # the batch digests beside the indices: where a side recorded a batch digest alone (a loop fed by its own
+    # generator), what each side digests as its batch may be another structure, so it is no training difference
+    if "batch_digest" in rec_a and "batch_digest" in rec_b and kind and kind[0] != "batch_digest":
         stats = quantities["batch"]
         stats.compared += 1
         if rec_a["batch_digest"] == rec_b["batch_digest"]:

@@ -15,6 +15,7 @@ from ddp_parity.compare.causes.base import (
     Evidence,
     aligned_records,
     config_values,
+    consumed_words,
     finding,
     float32_ulps,
     fmt,
@@ -428,7 +429,8 @@ def check_grad_norm(ctx: Context) -> Finding | None:
             return reduction_order_finding(ctx, f, evidence, "gradient norm")
     ratio = ratio_of(f["a"], f["b"])
     facts = (
-        f"At step {f['step']} rank {f['rank']} consumed the same samples and computed the same loss on both sides, "
+        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} and computed the same "
+        "loss on both sides, "
         f"but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
     )
     one_side = _clipped_on_one_side(ctx, f, evidence, facts)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, flatten
 from ddp_parity.compare.findings import Finding
-from ddp_parity.compare.walk import float32_ulps, records_of, short
+from ddp_parity.compare.walk import comparable_samples, float32_ulps, records_of, short
 
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 
@@ -208,6 +208,17 @@ def aligned_records(ctx: Context, rank, limit: int = 100_000):
         if i >= limit:
             return
         yield ra, rb
+
+
+def consumed_words(ctx: Context, rank, step) -> str:
+    """'consumed the same samples' where the step's samples were compared (both sides recorded them alike), else
+    what was not compared: a side fed by its own generator records a batch digest alone, which is no sample."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is not None and comparable_samples(*pair) != (None, None):
+        return "consumed the same samples"
+    missing = [ctx.label(s) for s, r in zip("ab", pair or ({}, {})) if not isinstance(r.get("indices"), list)]
+    who = " and ".join(missing) or "a side"
+    return f"consumed samples the records do not compare ({who} recorded no indices)"
 
 
 def same_param_sets(ctx: Context) -> bool:

@@ -18,6 +18,7 @@ from ddp_parity.compare.causes.base import (
     Evidence,
     aligned_records,
     config_values,
+    consumed_words,
     finding,
     float32_ulps,
     float32_ulps_or_far,
@@ -342,7 +343,8 @@ def check_param_digest(ctx: Context) -> Finding | None:
     ulps = max((float32_ulps_or_far(x, y) for x, y in zip(f["a"], f["b"])), default=None)
     evidence = {"param_digest": ctx.both(f["a"], f["b"]), "ulps": ulps}
     facts = (
-        f"At step {f['step']} rank {f['rank']} consumed the same samples with the same loss, gradient norm and "
+        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} with the same loss, "
+        "gradient norm and "
         f"learning rate, yet the parameters after the step differ (param_digest {fmt(f['a'])} vs {fmt(f['b'])})."
     )
     clip = clip_differences(ctx, f["rank"], f["step"])
