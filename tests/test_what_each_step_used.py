@@ -1,8 +1,9 @@
-"""The param groups as each step ran (the hooks' per-step `param_groups`) against the param groups as
-constructed: a loop that sets the lr and the weight decay by hand before every step (dino, mae) overwrites
-what it built, so a construction value apart is no difference where every step used the same; and a
-hyperparameter apart in the steps' own groups is the cause, named by group and step; and, beside them, batches
-apart where one side recorded no indices are never called the same samples (hand-made traces)."""
+"""The classes of failure that dino, mae and improved-diffusion's first pass found (docs/programs.md), each on
+hand-made traces of the tests' own: what each step used against what was built (the param groups as each step
+ran, a construction value every step overwrote alike, a hyperparameter apart in the steps' own groups), samples
+never called equal where a side recorded none, a clip call on one side only compared by the gradients each
+optimizer saw, no generator difference beside a loss exactly k x the other's, and a collective one side makes at
+every step not said where the training stayed equal after it."""
 
 from __future__ import annotations
 
@@ -146,3 +147,80 @@ def test_a_clip_call_on_one_side_only_compares_the_gradients_each_optimizer_saw(
     assert d["evidence"]["grad_norm_seen"] == {"lightning": 3.0, "raw": 15.0}, d["evidence"]
     assert "1-norm" not in d["explanation"] and "raw called none" in d["explanation"], d["explanation"]
     assert "do the same on lightning" in d["advice"] and "configure_gradient_clipping" in d["advice"], d["advice"]
+
+
+def test_a_loss_exactly_k_times_never_has_generators_apart_beside_it(tmp_path):
+    """improved-diffusion draws its timesteps and noise between its batch and its DDP call, its port inside the
+    LightningModule's forward: the hooks' generator digests, taken at each side's first training forward, are
+    apart though every draw is the same. A loss exactly 2 x the other's proves the same draws, so no generator
+    difference is said beside it."""
+    records_a, records_b = make_records(), make_records()
+    for records, digest in ((records_a, "aa"), (records_b, "bb")):
+        for recs in records.values():
+            for rec in recs:
+                rec["rng"] = {"at": "forward", "torch": digest * 8}
+                rec["micro_batches"] = 2
+    for recs in records_a.values():
+        for rec in recs:
+            rec["loss"] *= 2
+            rec["grad_norm"] *= 2
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    _, d = run_diagnosis(
+        *pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(records_a), records_b=records_b)
+    )
+    assert d["kind"] == "loss.factor", (d["kind"], d["explanation"])
+    assert "random generators' state differs" not in d["explanation"], d["explanation"]
+
+
+def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_training_stayed_equal_after_it(tmp_path):
+    """A loop that all_reduces its loss for logging at every step, against a port that logs with sync_dist (a
+    reduction inside Lightning, not the program's own): the difference is there at steps 1 and 2, after which the
+    training stayed equal, so it is not said beside a divergence at step 3; one that is new at step 3 is."""
+
+    def logged(records, extra_at=None):
+        for recs in records.values():
+            for rec in recs:
+                rec["collectives"] = [
+                    {
+                        "op": "all_reduce",
+                        "caller": "__main__",
+                        "reduce_op": "SUM",
+                        "dtype": "float32",
+                        "shape": [],
+                        "digest": "0" * 16,
+                    }
+                ]
+                if rec["step"] == extra_at:
+                    rec["collectives"].append(
+                        {"op": "broadcast", "caller": "__main__", "dtype": "float32", "shape": [8], "digest": "1" * 16}
+                    )
+        return records
+
+    def quiet(records):
+        for recs in records.values():
+            for rec in recs:
+                rec["collectives"] = []
+        return records
+
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    runs = pair(
+        tmp_path,
+        meta_a=meta_a,
+        meta_b=meta_b,
+        records_a=trained_apart(logged(make_records()), 3),
+        records_b=quiet(make_records()),
+    )
+    _, d = run_diagnosis(*runs)
+    assert d["step"] == 3 and "collectives" not in d["evidence"], d["explanation"]
+    runs = pair(
+        tmp_path / "new",
+        meta_a=meta_a,
+        meta_b=meta_b,
+        records_a=trained_apart(logged(make_records(), extra_at=3), 3),
+        records_b=quiet(make_records()),
+    )
+    _, d = run_diagnosis(*runs)
+    assert d["evidence"]["collectives"]["step"] == 3, d["explanation"]
+    assert "broadcast float32 [8] x1" in d["explanation"], d["explanation"]
