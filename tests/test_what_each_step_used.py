@@ -124,6 +124,14 @@ def test_batches_apart_where_one_side_recorded_no_indices_are_never_called_the_s
     assert "lightning recorded no sample indices" in d["explanation"], d["explanation"]
     assert "The samplers recorded on rank 0: raw: DistributedSampler(" in d["explanation"], d["explanation"]
     assert "worker_init_fn" not in d["advice"], d["advice"]
+    measured = fed_by_a_generator(make_records())  # only the loss measured otherwise: the training proved equal
+    for recs in measured.values():
+        for rec in recs:
+            rec["loss"] += 0.5
+    report, d = run_diagnosis(*pair(tmp_path / "measured", records_a=measured, records_b=with_batches(make_records())))
+    assert report["verdict"] == "equivalent", d["explanation"]
+    assert "the samples at every step" not in d["explanation"].lower(), d["explanation"]
+    assert "the samples were not compared" in d["explanation"], d["explanation"]
 
 
 def test_a_clip_call_on_one_side_only_compares_the_gradients_each_optimizer_saw(tmp_path):

@@ -120,8 +120,9 @@ class Comparison:
     @property
     def params_digested(self) -> bool:
         """Both sides recorded the parameter digest at every step compared (record(..., model=model))."""
-        digests, samples = self.quantities.get("param_digest"), self.quantities.get("samples")
-        return bool(digests and samples and digests.compared > 0 and digests.compared == samples.compared)
+        # every compared step has a loss; the samples are counted only where they could be compared
+        digests, steps = self.quantities.get("param_digest"), self.quantities.get("loss")
+        return bool(digests and steps and digests.compared > 0 and digests.compared == steps.compared)
 
     @property
     def consumed_and_ended_alike(self) -> bool:

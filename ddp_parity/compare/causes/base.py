@@ -221,6 +221,15 @@ def consumed_words(ctx: Context, rank, step) -> str:
     return f"consumed samples the records do not compare ({who} recorded no indices)"
 
 
+def samples_said(ctx: Context) -> str:
+    """'the samples at every step' where every rank-step's samples were compared (and so found equal), else ''."""
+    quantities = getattr(ctx.cmp, "quantities", {}) or {}
+    samples, loss = quantities.get("samples"), quantities.get("loss")
+    if samples is None or not samples.compared or (loss is not None and samples.compared < loss.compared):
+        return ""
+    return "the samples at every step"
+
+
 def same_param_sets(ctx: Context) -> bool:
     only = ctx.cmp.params_only_in
     return not (only.get("a") or only.get("b"))

@@ -29,6 +29,7 @@ from ddp_parity.compare.causes.base import (
     finding,
     float32_ulps,
     fmt,
+    samples_said,
 )
 from ddp_parity.compare.causes.end import NUMERICS_VALIDATION, check_float32_validation
 from ddp_parity.compare.causes.forward import factor_of
@@ -225,7 +226,7 @@ def measured_finding(ctx: Context) -> Finding:
     notes = measured_notes(ctx)
     specific = _specific_recording(ctx)
     steps = ctx.cmp.quantities["param_digest"].compared
-    proof = _proof(steps, notes)
+    proof = _proof(ctx, steps, notes)
     first = notes[0]
     evidence = {"measured": notes, "relation": first["relation"]}
     if specific is not None:
@@ -244,7 +245,7 @@ def measured_finding(ctx: Context) -> Finding:
         )
         notes[0] = {**first, "relation": relation.to_json(), "sentence": said}
         evidence.update(measured=notes, relation=relation.to_json(), norm=normed.evidence["norm"])
-        proof = _proof(steps, notes)
+        proof = _proof(ctx, steps, notes)
         kind, relation = "norm", relation.to_json()
     values = {
         "what": WHAT[first["quantity"]],
@@ -278,10 +279,13 @@ USED_LR_FIX = (
 )
 
 
-def _proof(steps: int, notes: list[dict]) -> str:
+def _proof(ctx: Context, steps: int, notes: list[dict]) -> str:
+    samples = samples_said(ctx)
     return (
-        f"The training is the same: the samples at every step, the parameters after each of the {steps} compared "
-        "step(s) (param_digest) and the final parameters are equal on both sides. Only what was measured differs: "
+        f"The training is the same: {samples + ', ' if samples else ''}the parameters after each of the {steps} "
+        "compared step(s) (param_digest) and the final parameters are equal on both sides"
+        + ("" if samples else " (the samples were not compared: a side recorded no indices)")
+        + ". Only what was measured differs: "
         + " ".join(_capital(n["sentence"]) for n in notes)
     )
 
@@ -306,8 +310,10 @@ def _unproved(ctx: Context) -> Finding:
     notes = measured_notes(ctx)
     first = notes[0]
     lacking = [ctx.label(s) for s in ("a", "b") if not _records_digest(ctx, s)] or list(ctx.names)
+    samples = samples_said(ctx)
     facts = (
-        "The samples at every step and the final parameters are equal; "
+        f"{_capital(samples) + ' and the' if samples else 'The'} final parameters are equal"
+        f"{'' if samples else ' (the samples were not compared: a side recorded no indices)'}; "
         + " ".join(n["sentence"] for n in notes)
         + f" {' and '.join(lacking)} recorded no parameter digest after each step (record(..., model=model)), so "
         "the records cannot say whether the training differs or only what was measured."

@@ -5,7 +5,7 @@ them apart (and, `undetermined.unrecorded`, the record-call change for what a si
 
 from __future__ import annotations
 
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, samples_said
 from ddp_parity.compare.causes.hooked import global_rng_equal, global_rng_parts
 from ddp_parity.compare.findings import Finding
 
@@ -119,10 +119,12 @@ def _equal_up_to(ctx: Context, f: dict) -> str:
     if ctx.both_have("optimizer"):
         equal.append("the optimizer's param groups")
     equal.append(f"all {ctx.walk.steps_equal_before} earlier step(s)")
-    equal.append("this step's samples")
-    if ctx.both_have("batch"):
-        equal.append("batch contents")
-    return f"Equal up to there: {', '.join(equal)}."
+    if samples_said(ctx):  # compared at every step: a side fed by its own generator records no indices
+        equal.append("this step's samples")
+        if ctx.both_have("batch"):
+            equal.append("batch contents")
+        return f"Equal up to there: {', '.join(equal)}."
+    return f"Equal up to there: {', '.join(equal)}; the samples were not compared (a side recorded no indices)."
 
 
 def earlier_update_candidates(ctx: Context, f: dict) -> list[str]:
