@@ -232,3 +232,20 @@ def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_trainin
     _, d = run_diagnosis(*runs)
     assert d["evidence"]["collectives"]["step"] == 3, d["explanation"]
     assert "broadcast float32 [8] x1" in d["explanation"], d["explanation"]
+
+
+def test_an_lr_set_by_hand_one_step_late_against_a_scheduler_is_no_scheduler_count(tmp_path):
+    """improved-diffusion anneals its lr by hand; moved after opt.step() it is one step late against its port's
+    scheduler. The side that never stepped a scheduler is not told to step one more often: the rates are one
+    series shifted by a step, the lr set by hand late, and the fix is where each side sets it."""
+    schedule = [0.001 * (1 - i / 10) for i in range(12)]
+    records_a, records_b = make_records(), make_records()
+    for records, late in ((records_a, 1), (records_b, 0)):
+        for recs in records.values():
+            for i, rec in enumerate(recs):
+                rec["lr"] = schedule[max(i - late, 0)] if late else schedule[i]
+                rec["scheduler_steps_before"] = 0 if late or i == 0 else 1
+    _, d = run_diagnosis(*pair(tmp_path, records_a=trained_apart(records_a, 2), records_b=records_b))
+    assert d["kind"] == "optimizer.lr_shift", (d["kind"], d["explanation"])
+    assert "raw recorded no scheduler.step(): it sets its lr by hand, 1 step(s) late" in d["explanation"], d
+    assert "step the scheduler" not in d["advice"].lower(), d["advice"]

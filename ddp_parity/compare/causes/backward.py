@@ -651,8 +651,9 @@ GRADIENTS_CLIPPED_ONE_SIDE = Cause(
     why="One side clips with clip_grad_norm_ (or clip_grad_value_) and the other calls neither: the gradients each "
     "optimizer sees differ, so the updates differ wherever the clip binds.",
     fix="Treat the gradients alike between backward and optimizer.step(): where {side} changes them with code of its "
-    "own (a per-parameter clip, a clip by value, a scaling), do the same on {clipping} (in a LightningModule, "
-    "configure_gradient_clipping or on_before_optimizer_step, with no gradient_clip_val); or clip with "
+    "own (a per-parameter clip, a clip by value, a scaling), do the same on {clipping} (in a loop, between backward "
+    "and optimizer.step(); in a LightningModule, configure_gradient_clipping or on_before_optimizer_step, with no "
+    "gradient_clip_val); or clip with "
     "clip_grad_norm_ on both sides, with the same max_norm and norm_type.",
     doc="The gradient norms differ, one side recorded a clip call and the other none (hooks), and the norms each "
     "optimizer saw differ: the gradients were changed otherwise between backward and the step.",

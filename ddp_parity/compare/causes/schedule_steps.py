@@ -31,6 +31,8 @@ def check_scheduler_steps(ctx: Context) -> Finding | None:
         return None
     if sum(r[1] for r in rows) == sum(r[2] for r in rows):
         return None  # both schedulers took as many steps in all by then: the counts do not part the rates
+    if any(all(r[i] == 0 for r in every) for i in (1, 2)):
+        return None  # a side that never steps a scheduler sets its lr by hand: the counts say nothing of its rate
     said = {side: _per_step(every, i) for side, i in (("a", 1), ("b", 2))}
     first = next(step for step, ca, cb, _ in rows[1:] if ca != cb)
     side, other = _side_that_differs(every)

@@ -117,6 +117,19 @@ def check_lr_shift(ctx: Context) -> Finding | None:
             )
             values = {"side": relation.side, "k": relation.value}
             return finding(ctx, OPTIMIZER_LR_SHIFT, f["step"], f["rank"], evidence, facts, **values)
+        by_hand = [s for s in ("a", "b") if _never_stepped_a_scheduler(ctx, f["rank"], s)]
+        if len(by_hand) == 1:  # one side sets its lr by hand: a scheduler's order is no mechanism of it
+            hand = ctx.label(by_hand[0])
+            evidence["scheduler_steps"] = f"none recorded on {hand}"
+            when = "early" if hand == relation.side else "late"
+            facts = (
+                f"{relation.sentence[:-1]}, and the parameters part at step {parted}: the optimizer applied the "
+                f"shifted rates. {hand} recorded no scheduler.step(): it sets its lr by hand, {relation.value} "
+                f"step(s) {when} against the other side's scheduler (an lr set after optimizer.step() is the next "
+                "step's rate)."
+            )
+            values = {"side": relation.side, "k": relation.value}
+            return finding(ctx, OPTIMIZER_LR_SHIFT, f["step"], f["rank"], evidence, facts, **values)
         return finding(ctx, OPTIMIZER_LR_AHEAD, f["step"], f["rank"], evidence, facts, side=relation.side)
     checked = (
         "the parameters stay equal at every step, so the optimizer applied the same rates"
@@ -162,10 +175,17 @@ OPTIMIZER_LR_SHIFT = Cause(
     fix="Set each step's lr at the same point on both sides ({side} runs {k} step(s) ahead): an lr set after "
     "optimizer.step() on one side is the next step's rate there, or computed from another step count; set it "
     "before each optimizer.step(), from the same step count, on both.",
-    doc="One side's lr is the other's shifted by k steps, the parameters part, and neither side recorded a "
-    "`scheduler.step()` (hooks record every call): the lr set by hand, at another step.",
+    doc="One side's lr is the other's shifted by k steps, the parameters part, and neither side (or one side) "
+    "recorded a `scheduler.step()` (hooks record every call): the lr set by hand, at another step.",
     requires=Evidence("the lr shifted and the parameters parting", lambda d: "params_part_at" in d.evidence),
 )
+
+
+def _never_stepped_a_scheduler(ctx: Context, rank, side: str) -> bool:
+    """`side` recorded, at every aligned step, how many scheduler.step() calls came before it, and every count
+    is 0: it never stepped a scheduler (the hooks see every call)."""
+    counts = [pair[0 if side == "a" else 1].get("scheduler_steps_before") for pair in aligned_records(ctx, rank)]
+    return bool(counts) and all(c == 0 for c in counts)
 
 
 def no_scheduler_steps(ctx: Context, rank) -> bool:
