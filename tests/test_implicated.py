@@ -81,12 +81,16 @@ def test_an_lr_set_by_hand_a_step_ahead_gets_no_scheduler_advice(tmp_path):
     assert "scheduler.step()" not in d["advice"] and "1 step(s)" in d["explanation"], d["advice"]
 
 
-def test_a_scheduler_a_step_ahead_keeps_its_scheduler_advice(tmp_path):
+def test_a_hand_set_lr_a_step_ahead_of_a_scheduler_is_named_as_set_by_hand(tmp_path):
     """The same shift against a scheduler whose steps are recorded (halving: its rates equal the hand-set ones
-    bitwise): the scheduler mechanism stands."""
+    bitwise): the side that sets its lr by hand never stepped a scheduler, so it is not told to call
+    scheduler.step() in another place (improved-diffusion's first pass); its lr is named set by hand, a step early."""
     base = Loop(schedule="exp", gamma=0.5, record_scheduler_count=True)
-    d = compare_traces(*pair(tmp_path, base, base.changed(lr_read="by_hand", schedule=None, hand_ahead=1)))["diagnosis"]
-    assert d["kind"] == "optimizer.lr_ahead" and "scheduler.step()" in d["advice"], (d["kind"], d["explanation"])
+    changed = base.changed(lr_read="by_hand", schedule=None, hand_ahead=1)
+    d = compare_traces(*pair(tmp_path, base, changed))["diagnosis"]
+    assert d["kind"] == "optimizer.lr_shift", (d["kind"], d["explanation"])
+    assert "recorded no scheduler.step(): it sets its lr by hand, 1 step(s) early" in d["explanation"], d
+    assert "call scheduler.step()" not in d["advice"], d["advice"]
 
 
 SEED_LOOP = REPO / "tests" / "hooks_programs" / "seed_loop.py"
