@@ -7,7 +7,13 @@ every step not said where the training stayed equal after it."""
 
 from __future__ import annotations
 
+import json
+
 from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained_apart
+
+from ddp_parity.compare.causes import seeds
+from ddp_parity.compare.causes.base import Context
+from ddp_parity.compare.comparator import compare_runs
 
 NAMES = ["net.0.weight", "net.0.bias"]
 
@@ -249,3 +255,29 @@ def test_an_lr_set_by_hand_one_step_late_against_a_scheduler_is_no_scheduler_cou
     assert d["kind"] == "optimizer.lr_shift", (d["kind"], d["explanation"])
     assert "raw recorded no scheduler.step(): it sets its lr by hand, 1 step(s) late" in d["explanation"], d
     assert "step the scheduler" not in d["advice"].lower(), d["advice"]
+
+
+def test_a_reseed_is_named_where_the_module_watch_finds_the_batch_apart_and_a_side_records_no_indices(tmp_path):
+    """improved-diffusion's round 2: no indices on raw, so the runs part first in the loss; the module watch finds
+    the first module's input apart at step 1, and lightning seeded the same value once more before step 1 (its DDP
+    setup's re-seed after the model was built). That is the batch parting before any update: rng.reseed."""
+    records_a, records_b = make_records(), make_records()
+    for recs in records_a.values():
+        for rec in recs:
+            del rec["indices"]
+    for recs in records_b.values():
+        for rec in recs:
+            rec["loss"] += 0.5
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(records_a), records_b=records_b)
+    for run, times in ((a, 1), (b, 2)):
+        for rank in (0, 1):
+            items = [{"before_step": 1, "order": i, "seed": 0} for i in range(times)]
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps({"seeds": {"items": items}}))
+    ctx = Context(compare_runs(a, b), ("raw", "lightning"))
+    assert seeds.check_reseed(ctx) is None  # the loss, with nothing saying where it was born
+    ctx.cache["module"] = {"reading_kind": "batch", "step": 1, "name": "net.0", "phase": "forward", "type": "Linear"}
+    found = seeds.check_reseed(ctx)
+    assert found is not None and found.kind == "rng.reseed", found
+    assert "in the batch on rank 0 (the first module input, as the module watch found)" in found.explanation

@@ -53,7 +53,16 @@ def _seeded_ranks(ctx: Context, first: dict) -> tuple[dict, list[int]] | None:
 
 def check_reseed(ctx: Context) -> Finding | None:
     first = before_any_update(ctx)
-    if first is None or first.get("quantity") not in ("samples", "batch"):
+    module = ctx.cache.get("module") or {}
+    # a side that records no indices (a loop fed by its own generator) parts first in the loss: the module watch
+    # finding the first module's input apart at step 1 is the batch
+    by_watch = (
+        first is not None
+        and first.get("step") == 1
+        and module.get("reading_kind") == "batch"
+        and module.get("step") == 1
+    )
+    if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch):
         return None  # a loss apart at equal batches may be any forward difference: the watch tells (rng)
     seeded = _seeded_ranks(ctx, first)
     if seeded is None or sampler_differences(ctx):
@@ -72,7 +81,9 @@ def check_reseed(ctx: Context) -> Finding | None:
         "first_divergence": first.get("quantity"),
     }
     facts = (
-        f"The runs part at step 1 in the {first.get('quantity')} on rank {rank}, before any update, and the global "
+        f"The runs part at step 1 in the {'batch' if by_watch else first.get('quantity')} on rank {rank}"
+        f"{' (the first module input, as the module watch found)' if by_watch else ''}, before any update, and the "
+        "global "
         f"generator was seeded with the same values, more often on {ctx.label(more)}, before step 1 (as the hooks "
         f"recorded, on every rank): {seeds_per_rank_words(ctx, by_rank)}."
     )
