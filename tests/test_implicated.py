@@ -211,6 +211,7 @@ def test_a_measured_only_difference_before_the_training_parts_is_said_beside_not
     assert (d["kind"], d["step"]) == ("data_order.skipped", 4), (d["kind"], d["explanation"])
     assert d["evidence"]["measured_before"]["quantity"] == "grad_norm", d["evidence"]
     assert d["evidence"]["measured_before"]["step"] == 1 and "only what was measured differs" in d["explanation"]
+    assert "The parameter digest and every layer's sketch after that step are equal" in d["explanation"]
 
 
 def test_final_weights_changed_after_the_last_step_on_one_side_are_named(tmp_path):
@@ -230,3 +231,17 @@ def test_a_difference_at_a_step_whose_lr_is_0_is_the_training_s_first_divergence
     d = compare_traces(*pair(tmp_path, base, base.changed(loss_scale=2.0)))["diagnosis"]
     assert (d["kind"], d["step"]) == ("gradients.factor", 1), (d["kind"], d["step"], d["explanation"])
     assert "measured_before" not in d["evidence"], d["evidence"]["measured_before"]
+
+
+def test_a_difference_moving_only_layers_the_digest_does_not_cover_is_the_training_s_not_a_measured_one(tmp_path):
+    """The per-step digest sums the first and last parameter tensors; here both are frozen, so it is equal at
+    every step whatever the training does (improved_diffusion's slip 2, where Adam's first step moved them alike
+    while other layers differed). One side's lr doubles from step 3: the middle layers part there. The layer
+    sketches both sides recorded show it, so the lr at step 3 is the training's first divergence, never "only
+    what was measured differs ... the parameters after that step are equal" beside "all steps match"."""
+    base = Loop(deep=True, frozen=("0.weight", "6.bias"))
+    d = compare_traces(*pair(tmp_path, base, base.changed(lr_from=(3, 0.1))))["diagnosis"]
+    assert (d["kind"], d["step"]) == ("optimizer.lr", 3), (d["kind"], d["step"], d["explanation"])
+    assert "measured_before" not in d["evidence"], d["evidence"]["measured_before"]
+    assert "drifts" not in d["explanation"] and "to the last recorded one" in d["explanation"], d["explanation"]
+    assert d["evidence"]["lr_relation"] == "factor_from", d["evidence"]

@@ -221,7 +221,13 @@ def compare_runs(
         note = pairing.narrowed_note(result.metas["a"], result.metas["b"], names, positions)
         result.notes.append({"kind": "narrowed_digests", "message": note})
     result.walk = walk_runs(
-        runs["a"], runs["b"], result.criterion, tolerant=tolerant, exact_only=exact_only, digest_positions=positions
+        runs["a"],
+        runs["b"],
+        result.criterion,
+        tolerant=tolerant,
+        exact_only=exact_only,
+        digest_positions=positions,
+        sketches=sketch_pairing(result.metas, key_map),
     )
     if not any(result.walk.counts[side].get(rank) for side in ("a", "b") for rank in result.walk.counts[side]):
         result.problems.append(NO_STEP)  # two empty traces agree on nothing: never equivalent
@@ -499,6 +505,31 @@ def compare_params(run_a: RunFiles, run_b: RunFiles, result: Comparison, key_map
     finally:
         fa.close()
         fb.close()
+
+
+def sketch_pairing(metas: dict, key_map=None) -> dict | None:
+    """{"rows": n, "columns": [...]}: the first n rows of both sides' per-step `layers` are the same parameters
+    (meta.json `layers` names, paired as the final tensors are, in the same order), sketched with the same fields;
+    `columns`, the projections among them. None where no row pairs so.
+
+    Only a leading run of rows in the same positions: a tensor's directions depend on how many tensors of its
+    size come before it, so rows after a tensor one side holds alone may project on other directions. Only the
+    projections: float64 sums of the same sampled entries, equal wherever the parameters are, while a norm's
+    reduction order follows the thread count. They show a layer moved that the per-step digest (the first and
+    last tensors only) does not cover."""
+    layers = [(metas.get(side) or {}).get("layers") for side in ("a", "b")]
+    if not all(isinstance(x, dict) and isinstance(x.get("names"), list) for x in layers):
+        return None
+    fields = layers[0].get("fields")
+    if not isinstance(fields, list) or fields != layers[1].get("fields"):
+        return None
+    names_a, names_b = layers[0]["names"], layers[1]["names"]
+    pairs = match_keys(names_a, names_b, key_map, trained_names(metas))
+    rows = 0
+    while rows < min(len(names_a), len(names_b)) and pairs.get(names_a[rows]) == (names_a[rows], names_b[rows]):
+        rows += 1
+    columns = [i for i, f in enumerate(fields) if isinstance(f, str) and f.startswith("sketch")]
+    return {"rows": rows, "columns": columns} if rows and columns else None
 
 
 def trained_names(metas: dict) -> tuple[set[str] | None, set[str] | None]:

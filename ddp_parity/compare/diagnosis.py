@@ -17,7 +17,7 @@ import math
 import textwrap
 
 from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
-from ddp_parity.compare.causes.base import FEW_ULPS, Context, unchecked_sentence
+from ddp_parity.compare.causes.base import FEW_ULPS, Context, aligned_records, unchecked_sentence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, strip_config
 from ddp_parity.compare.causes.end import check_equivalent
 from ddp_parity.compare.causes.hooked import add_hooked_facts, hook_warnings
@@ -106,14 +106,29 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     named = f": {relation.sentence[:-1]}" if relation is not None else ""
     found.explanation += (
         f" Earlier, only what was measured differs: the {before['quantity']} at step {before['step']} rank "
-        f"{before['rank']} ({before['a']!r} vs {before['b']!r}){named}. The parameters after that step are equal on "
-        "both sides: it did not change the training there; what differs in the training is what this finding names."
+        f"{before['rank']} ({before['a']!r} vs {before['b']!r}){named}. {_equal_after(ctx, before)}; what differs "
+        "in the training is what this finding names."
     )
     if relation is not None:
         found.evidence["measured_before"]["relation"] = relation.to_json()
     apart = (ctx.earliest or {}).get("measured_apart")
     if apart:  # the step the training parts at still shows that recording factor: said, never called equal
         found.explanation += f" {_still_apart(ctx, apart)}"
+
+
+def _equal_after(ctx: Context, before: dict) -> str:
+    """What proves the training of the measured-only step the same: the digest and every layer's sketch where both
+    sides sketched the layers alike, else the digest alone, said for what it covers."""
+    pair = next((p for p in aligned_records(ctx, before["rank"]) if p[0].get("step") == before["step"]), ({}, {}))
+    if ctx.cmp.walk.sketches and all(isinstance(r.get("layers"), list) for r in pair):
+        return (
+            "The parameter digest and every layer's sketch after that step are equal on both sides: it did not "
+            "change the training there"
+        )
+    return (
+        "The parameter digest after that step is equal on both sides (sums of the first and last parameter tensors; "
+        "the others were not sketched alike on both sides): nothing recorded shows that it changed the training there"
+    )
 
 
 def _still_apart(ctx: Context, apart: dict) -> str:

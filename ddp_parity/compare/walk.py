@@ -264,6 +264,7 @@ class WalkResult:
     trained_equal_before: int = 0  # as steps_equal_before, counted up to first_trained
     trained_last_equal_step: int | None = None
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
+    sketches: dict | None = None  # the `layers` rows and columns compared beside the digest, if any
     steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
     last_equal_step: int | None = None
     problems: list = field(default_factory=list)
@@ -328,25 +329,30 @@ def walk_runs(
     tolerant: bool = False,
     exact_only: bool = False,
     digest_positions: list[tuple[int, int]] | None = None,
+    sketches: dict | None = None,
 ) -> WalkResult:
     """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
     first divergence is the first difference in what no rounding can move. `digest_positions`: where
-    the sides' param_digest sum other parameters, the elements that sum the same one (pairing.py)."""
+    the sides' param_digest sum other parameters, the elements that sum the same one (pairing.py).
+    `sketches`: the `layers` rows and columns both sides sketched alike (comparator.sketch_pairing)."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
     if digest_positions is not None:
         streams = narrowed(streams, digest_positions)
     if exact_only:
         streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
-    result = walk_streams(streams, criterion, names={"a": run_a.name, "b": run_b.name})
+    result = walk_streams(streams, criterion, names={"a": run_a.name, "b": run_b.name}, sketches=sketches)
     result.unreadable = unreadable
     return result
 
 
-def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult:
+def walk_streams(streams: dict, criterion: Criterion, names: dict, sketches: dict | None = None) -> WalkResult:
     """Step through both sides' records, every rank in lock step (record i of every rank is the same
-    optimizer step), once to the end: figures per quantity, the first divergence, the counts."""
-    result = WalkResult(criterion)
+    optimizer step), once to the end: figures per quantity, the first divergence, the counts. `sketches`:
+    {"rows": n, "columns": [...]}, the first n rows of the records' `layers` that both sides sketched alike
+    and their projection columns, which a step whose parameter digest is equal must also have equal to be
+    called measured only."""
+    result = WalkResult(criterion, sketches=sketches)
     result.ranks = {side: sorted(streams[side], key=str) for side in ("a", "b")}
     common = [r for r in result.ranks["a"] if r in streams["b"]]
     if result.ranks["a"] != result.ranks["b"]:
@@ -423,7 +429,7 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict) -> WalkResult
             result.steps_equal_before += 1
             result.last_equal_step = present["step"] if present else None
         if result.first_trained is None and result.structure is None:
-            training = _trained_divergences(found_here, recs, measured_ratios, criterion)
+            training = _trained_divergences(found_here, recs, measured_ratios, criterion, sketches)
             chosen = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"]))) if training else None
             if chosen is not None and result.held is None and _rounded_norm_at_rest(chosen, recs):
                 result.held = chosen  # what it moved shows at a later step: an lr apart there outranks it
@@ -459,18 +465,22 @@ RATIO_QUANTITIES = ("loss", "grad_norm")  # a recording factor (a loss × GradSc
 ROUNDING = "rounding"
 
 
-def _trained_divergences(found_here: list, recs: dict, ratios: dict, criterion: Criterion) -> list[dict]:
+def _trained_divergences(
+    found_here: list, recs: dict, ratios: dict, criterion: Criterion, sketches: dict | None = None
+) -> list[dict]:
     """The step's divergences in the training: each measured-only one is passed over (its ratio kept), and
     one whose value is still the other side's × the ratio an earlier measured-only step showed (a loss recorded
     × the scale, step after step) is passed over for the step's next quantity apart, which is the training's."""
     training = []
     for d in found_here:
-        if _measured_only(d, recs):
+        if _measured_only(d, recs, sketches):
             ratio = _ratio(d.get("a"), d.get("b"))
             if d["quantity"] in RATIO_QUANTITIES and ratio is not None:
                 ratios.setdefault((d["rank"], d["quantity"]), ROUNDING if _rounding_apart(d["a"], d["b"]) else ratio)
             continue
         nxt = _past_measured_ratios(d, recs, ratios, criterion)
+        if nxt is None and _layers_apart(recs["a"][d["rank"]], recs["b"][d["rank"]], sketches):
+            nxt = d  # every recorded figure keeps its measured ratio, yet a layer the digest does not cover moved
         if nxt is not None:
             training.append(nxt)
     return training
@@ -521,9 +531,22 @@ def _rounding_apart(a, b) -> bool:
     return ulps is not None and ulps <= FEW_FLOAT32_ULPS
 
 
-def _measured_only(divergence: dict, recs: dict) -> bool:
-    """A loss, gradient norm or lr apart at a step whose parameter digest after it both sides recorded, equal:
-    what was measured differs there, the training of that step did not."""
+def _layers_apart(ra: dict, rb: dict, sketches: dict | None) -> bool:
+    """Both records hold the `layers` rows both sides sketched alike (`sketches`), and a row's projections
+    differ: a parameter moved otherwise after this step."""
+    rows_a, rows_b = ra.get("layers"), rb.get("layers")
+    if not sketches or not isinstance(rows_a, list) or not isinstance(rows_b, list):
+        return False
+    n, cols = sketches["rows"], sketches["columns"]
+    if len(rows_a) < n or len(rows_b) < n:
+        return False
+    return any(not identical([x[i] for i in cols], [y[i] for i in cols]) for x, y in zip(rows_a[:n], rows_b[:n]))
+
+
+def _measured_only(divergence: dict, recs: dict, sketches: dict | None = None) -> bool:
+    """A loss, gradient norm or lr apart at a step whose parameter digest after it both sides recorded, equal,
+    and where both sketched the layers alike (`sketches`), every layer's projections equal too: what was measured
+    differs there, the training of that step did not."""
     if divergence["quantity"] not in MEASURED_QUANTITIES:
         return False
     ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
@@ -531,7 +554,7 @@ def _measured_only(divergence: dict, recs: dict) -> bool:
         return False
     if ra.get("lr") == 0 or rb.get("lr") == 0:  # a rate of 0 moves no parameter (warmup): equal proves nothing there
         return False
-    return ra["param_digest"] == rb["param_digest"]
+    return ra["param_digest"] == rb["param_digest"] and not _layers_apart(ra, rb, sketches)
 
 
 def _rounded_norm_at_rest(divergence: dict, recs: dict) -> bool:

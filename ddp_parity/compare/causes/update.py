@@ -221,7 +221,11 @@ def check_lr(ctx: Context) -> Finding | None:
     if relation is not None:  # a whole factor: the larger side first, and every recorded count it equals
         said = relation.sentence[:-1]
         evidence["relation"] = relation.to_json()
-        if shape == "":  # exact where the rates part, then drifting: a value the scaling did not reach
+        last = max((s for s, x, y in zip(steps, la, lb) if relations.number(x) and relations.number(y)), default=None)
+        if shape == "" and relation.last == last:  # equal, then k × from the step they part to the last one
+            shape = evidence["lr_relation"] = "factor_from"
+            said += ": from the step they part to the last recorded one, equal before it"
+        elif shape == "":  # exact where the rates part, then drifting: a value the scaling did not reach
             shape = evidence["lr_relation"] = "factor_then"
             said += f", and not after step {relation.last} (the ratio drifts from there)"
     facts = (
@@ -313,6 +317,12 @@ LR_WORDS = {
         "of the schedule is not scaled with it, typically a floor such as min_lr or eta_min, or a final rate.",
         "Give the optimizer (and the scheduler's base rate) the same rate on both sides; scale the floor alike too, "
         "or on neither side.",
+    ),
+    "factor_from": (
+        "Equal rates that become k × the other's at one step and stay so are a change of the rate at that step on "
+        "one side only or by another amount: a milestone, the end of a warmup, a rate set by hand from a step on.",
+        "Change the rate at the same step by the same amount on both sides (the same milestones and warmup length, "
+        "the same rate set by hand).",
     ),
     "decay": (
         "The two schedules decay by different constants per optimizer step: another gamma, or the scheduler "
