@@ -245,3 +245,18 @@ def test_a_difference_moving_only_layers_the_digest_does_not_cover_is_the_traini
     assert "measured_before" not in d["evidence"], d["evidence"]["measured_before"]
     assert "drifts" not in d["explanation"] and "to the last recorded one" in d["explanation"], d["explanation"]
     assert d["evidence"]["lr_relation"] == "factor_from", d["evidence"]
+
+
+def test_the_training_is_not_called_bitwise_equal_past_a_step_whose_layer_sketches_part(tmp_path):
+    """dino's weight-decay slip: a hyperparameter apart on layers the digest does not cover parts the training at
+    step 1's update, while the first number apart is step 2's loss. A checkpoint saved after step 1 was then
+    "bitwise equal through step 1, yet the checkpoints differ": the step the training is equal through (the
+    bound of every checkpoint-contents warning) counts the layer sketches too."""
+    from ddp_parity.compare.comparator import compare_runs
+    from ddp_parity.compare.diagnosis import _bitwise_equal_through
+
+    base = Loop(deep=True, frozen=("0.weight", "6.bias"))
+    cmp = compare_runs(*pair(tmp_path, base, base.changed(weight_decay=0.1)))
+    assert cmp.walk.first_trained["step"] == 2, cmp.walk.first_trained
+    assert cmp.walk.layers_parted == 1
+    assert _bitwise_equal_through(cmp) == 0

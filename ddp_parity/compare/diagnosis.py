@@ -230,6 +230,7 @@ def _bitwise_equal_through(cmp) -> float:
     if walk is None or not cmp.criterion.exact or not sum(walk.counts["a"].values()):
         return -1
     parted = [d.get("step") for d in (walk.first_trained, walk.structure) if d is not None]
+    parted += [walk.layers_parted] if walk.layers_parted is not None else []  # a layer the digest does not cover
     if not parted:
         return math.inf
     return min(s if isinstance(s, int) else 0 for s in parted) - 1

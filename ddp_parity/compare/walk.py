@@ -265,6 +265,7 @@ class WalkResult:
     trained_last_equal_step: int | None = None
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
     sketches: dict | None = None  # the `layers` rows and columns compared beside the digest, if any
+    layers_parted: int | None = None  # the first step after which a layer's sketch differs (any rank), if any
     steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
     last_equal_step: int | None = None
     problems: list = field(default_factory=list)
@@ -414,6 +415,8 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict, sketches: dic
                 if "batch_digest" in ra and sample_key(ra)[0] != "batch_digest":
                     equal_counts["batch"] += 1
                 continue
+            if result.layers_parted is None and _layers_apart(ra, rb, sketches):
+                result.layers_parted = ra["step"]
             divergence = _compare_step(ra, rb, r, quantities, criterion)
             if divergence is not None:
                 divergence["position"] = position
