@@ -336,3 +336,25 @@ def test_a_steps_saves_to_several_files_are_compared_as_one_and_the_save_steps_s
     assert "raw alone after step(s) 4; lightning alone after step(s) 3" in steps["message"], steps["message"]
     alike = _saves(tmp_path, "alike", [(1, "/p/a.ckpt", port), (4, "/p/b.ckpt", port)])
     assert not [w for w in hooked.hook_warnings(raw, alike, ("raw", "lightning")) if w["kind"] == "checkpoint_steps"]
+
+
+def test_saves_to_file_objects_are_named_by_their_files_in_key_paths_and_words(tmp_path):
+    """improved_diffusion saves through file objects (`with bf.BlobFile(path, "wb") as f: th.save(state, f)`), which
+    the hooks record as `<BufferedWriter PATH for NAME>`, and Lightning through a buffer its caller writes (`<BytesIO
+    for PATH>`). The tensors of each file are keyed by the file's name (`ema_0_9_000001.out.weight`, never
+    `ema_0_9_000001_pt_for_ema_0_9_000001.out.weight`), and the warning names the files, not the objects."""
+    assert hooked.saved_file("<BufferedWriter /r/model000001.pt for model000001.pt>") == "/r/model000001.pt"
+    assert hooked.saved_file("<BytesIO for /p/epoch=0-step=1.ckpt>") == "/p/epoch=0-step=1.ckpt"
+    assert hooked.saved_file("<BytesIO>") == "<BytesIO>" and hooked.saved_file("/r/a.pt") == "/r/a.pt"
+    model, ema = {"out.weight": "m1"}, {"out.weight": "e1"}
+    objects = [
+        (1, "<BufferedWriter /r/model000001.pt for model000001.pt>", model),
+        (1, "<BufferedWriter /r/ema_0.9_000001.pt for ema_0.9_000001.pt>", ema),
+    ]
+    raw = _saves(tmp_path, "raw", objects)
+    behind = {"state_dict.model.out.weight": "m1", "state_dict.ema.0.out.weight": "e0"}
+    late = _saves(tmp_path, "late", [(1, "<BytesIO for /p/epoch=0-step=1.ckpt>", behind)])
+    found = hooked.checkpoint_contents_apart(raw, late, equal_through=4)
+    assert found["apart"] == [["ema_0_9_000001.out.weight"], ["state_dict.ema.0.out.weight"]], found
+    words = hooked.checkpoint_contents_words(found, ("raw", "lightning"))
+    assert "(raw: /r/model000001.pt; /r/ema_0.9_000001.pt; lightning: /p/epoch=0-step=1.ckpt)" in words, words

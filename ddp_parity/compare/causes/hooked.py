@@ -278,9 +278,26 @@ def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
     return out
 
 
+def saved_file(said: str) -> str:
+    """The file a recorded save path names (hooks/checkpoints.py): a path as given; a file object by its name
+    (`<BufferedWriter /logs/model000006.pt for model000006.pt>`); a buffer by the file its caller then writes
+    (`<BytesIO for /logs/epoch=2-step=6.ckpt>`); as recorded where it names none (`<BytesIO>`)."""
+    if not (said.startswith("<") and said.endswith(">")):
+        return said
+    _, _, rest = said[1:-1].partition(" ")  # the object's type first
+    if rest.startswith("for "):
+        return rest[len("for ") :]
+    return rest.partition(" for ")[0] or said
+
+
+def _saved_files(paths: str) -> str:
+    """A save's paths ("; "-joined where a step saved several files), each as the file it names."""
+    return "; ".join(saved_file(path) for path in paths.split("; "))
+
+
 def _file_part(path: str) -> str:
     """A saved file's name as one dotted part of a key path: `ema_0.9_000006.pt` -> `ema_0_9_000006`."""
-    name = re.split(r"[\\/]", path.strip("<>"))[-1]
+    name = re.split(r"[\\/]", saved_file(path).strip("<>"))[-1]
     return re.sub(r"\W", "_", name.rsplit(".", 1)[0] if "." in name else name) or "file"
 
 
@@ -421,10 +438,11 @@ def _looks_lightnings(names: list[str]) -> bool:
 def checkpoint_contents_words(found: dict, names) -> str:
     step, rank = found["step"], found["rank"]
     said = [f"{names[i]}'s {_summary(found['apart'][i])}" for i in (0, 1) if found["apart"][i]]
+    files = [_saved_files(found["paths"][i]) for i in (0, 1)]
     words = (
         f"a difference in what was saved, not in what trained: the training is bitwise equal through step {step}, "
-        f"yet the checkpoints both sides saved after it on rank {rank} ({names[0]}: {found['paths'][0]}; "
-        f"{names[1]}: {found['paths'][1]}) hold other values in tensors saved under names that end alike: "
+        f"yet the checkpoints both sides saved after it on rank {rank} ({names[0]}: {files[0]}; "
+        f"{names[1]}: {files[1]}) hold other values in tensors saved under names that end alike: "
         f"{' and '.join(said)}; the {found['held']} other tensor(s) matched so are equal."
     )
     lagging = []
