@@ -153,6 +153,8 @@ def test_an_lr_apart_by_a_whole_factor_in_every_group_names_the_factor(tmp_path)
     assert d["kind"] == "param_groups", d["explanation"]
     assert "double's lr is 2 × base's in every group" in d["explanation"], d["explanation"]
     assert "world size" not in d["explanation"], d["explanation"]
+    # every parameter's rate scaled alike (simsiam's and mae's slips): the base rate, never a split into groups
+    assert "same base learning rate" in d["advice"] and "split" not in d["advice"].split(";")[0], d["advice"]
 
 
 def test_an_evaluation_iterated_once_more_between_steps_is_named_at_the_step_it_shifts(tmp_path):

@@ -426,7 +426,11 @@ def check_param_groups(ctx: Context) -> Finding | None:
     key = setting.split(":", 1)[0]
     evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
     why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when=_from_when(ctx, key))
-    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, names=_name_list(names), key=key, why=why)
+    fix = GROUPS_FIX.format(names=_name_list(names), key=key)
+    only_lr = all(s.split(":", 1)[0] == "lr" for s in differing)
+    if only_lr and _lr_ratio(settings_a, settings_b, pairs, every=True) is not None:
+        fix = GROUPS_SCALED_FIX  # the same split on both sides, one rate scaled: no split to change
+    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
 
 
 def recorded_groups(ctx: Context, rank=0):
@@ -473,22 +477,31 @@ def _from_when(ctx: Context, key: str) -> str:
     return f"from step {step} on (the first step whose recorded {key} differs; the steps before used the same)"
 
 
-def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: dict) -> str:
-    """Where every group's lr on one side is the other's times one whole number k (or 1/k), k named, with the
-    world size where k is it: an lr scaled by the world size, or worked out from another batch (global vs per
-    rank)."""
+def _lr_ratio(settings_a: dict, settings_b: dict, pairs: dict, every: bool = False) -> float | None:
+    """k where every group's lr apart on one side is the other's times one whole number k (-k: the second side's
+    is the larger); `every`: only where every paired parameter's lr is apart so. None otherwise."""
     ratios = set()
     for ka, kb in pairs.values():
         a, b = settings_a[ka].get("lr"), settings_b[kb].get("lr")
         if not (isinstance(a, (int, float)) and isinstance(b, (int, float))) or a == b or not a or not b:
+            if every:
+                return None
             continue
         ratios.add(round(max(a, b) / min(a, b), 9) * (1 if a > b else -1))
     if len(ratios) != 1:
-        return ""
+        return None
     ratio = ratios.pop()
-    k = abs(ratio)
-    if abs(k - round(k)) > 1e-9:
+    return ratio if abs(abs(ratio) - round(abs(ratio))) <= 1e-9 else None
+
+
+def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: dict) -> str:
+    """Where every group's lr on one side is the other's times one whole number k (or 1/k), k named, with the
+    world size where k is it: an lr scaled by the world size, or worked out from another batch (global vs per
+    rank)."""
+    ratio = _lr_ratio(settings_a, settings_b, pairs)
+    if ratio is None:
         return ""
+    k = abs(ratio)
     big, small = (ctx.names[0], ctx.names[1]) if ratio > 0 else (ctx.names[1], ctx.names[0])
     world = ctx.meta("a").get("world_size")
     said = f" {big}'s lr is {round(k)} × {small}'s in every group"
@@ -532,12 +545,22 @@ def _name_list(names: list[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+GROUPS_FIX = (
+    "Build the same param groups on both sides: give {names} the same {key} on both sides (one param group for "
+    "them, or the same split)."
+)
+# every parameter's lr k × the other's: the groups are split alike, the rate they were all given differs
+GROUPS_SCALED_FIX = (
+    "Give the optimizer the same base learning rate on both sides: the lr it is built with, or the expression "
+    "that computes it (from the batch size per rank or in all, and the world size); the split into groups is "
+    "not what differs."
+)
+
 PARAM_GROUPS = Cause(
     "param_groups",
     check_param_groups,
     why="{why}",
-    fix="Build the same param groups on both sides: give {names} the same {key} on both sides (one param group "
-    "for them, or the same split).",
+    fix="{fix}",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
     "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise where no "
     "schedule explains them (an lr apart on every parameter, with the momentum or betas beside it, is a per-step "
