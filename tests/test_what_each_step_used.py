@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained_apart
+from test_diagnosis import INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
 
 from ddp_parity.compare.causes import seeds
 from ddp_parity.compare.causes.base import Context
@@ -281,3 +281,40 @@ def test_a_reseed_is_named_where_the_module_watch_finds_the_batch_apart_and_a_si
     found = seeds.check_reseed(ctx)
     assert found is not None and found.kind == "rng.reseed", found
     assert "in the batch on rank 0 (the first module input, as the module watch found)" in found.explanation
+
+
+def test_broadcasts_before_the_first_step_with_the_initial_weights_equal_are_not_said(tmp_path):
+    """improved_diffusion broadcasts its parameters from rank 0 itself before training (`sync_params`), which its
+    port leaves to DDP's constructor (not the program's own collective). With the initial weights recorded equal on
+    every rank after them, they changed nothing: not said beside a divergence at step 1 (it was, in every DIFFERENT
+    diagnosis of that program). A broadcast there with the initial weights apart is said."""
+
+    def synced(records):
+        for recs in records.values():
+            for rec in recs:
+                rec["collectives"] = []
+                if rec["step"] == 1:
+                    sent = {"op": "broadcast", "caller": "__main__", "dtype": "float32", "shape": [8, 4]}
+                    rec["collectives"] = [{**sent, "digest": "1" * 16}]
+        return records
+
+    def quiet(records):
+        for recs in records.values():
+            for rec in recs:
+                rec["collectives"] = []
+        return records
+
+    for init_b, said in ((INIT, False), ([INIT, "f" * 64], True)):
+        meta_a, meta_b = make_meta("raw"), make_meta("lightning", init=init_b)
+        meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+        records_b = quiet(make_records())
+        records_b[0][0]["loss"] += 0.5  # the runs part at step 1, in the loss
+        runs = pair(
+            tmp_path / str(said),
+            meta_a=meta_a,
+            meta_b=meta_b,
+            records_a=trained_apart(synced(make_records()), 1),
+            records_b=records_b,
+        )
+        _, d = run_diagnosis(*runs)
+        assert ("collectives" in d["evidence"]) == said, (said, d["kind"], d["explanation"])

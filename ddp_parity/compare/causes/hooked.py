@@ -20,6 +20,7 @@ import re
 from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
+from ddp_parity.compare.causes.initial_state import apart_by_names_only, init_digests
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, read_hook_facts, trace_ranks
@@ -141,13 +142,16 @@ def _describe(signature: Counter) -> str:
 def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
     """The first step at or before the first divergence where the program's own collectives differ, unless the
     same difference came at an earlier step after which the training stayed equal for a step (a logging all_reduce
-    that one side makes by hand at every step and Lightning inside self.log): the records show it changed nothing."""
+    that one side makes by hand at every step and Lightning inside self.log), or it is broadcasts made before the
+    first step with the initial weights recorded equal on every rank after them (a loop's own broadcast of the
+    parameters, which DDP's constructor makes on the other side): the records show it changed nothing."""
     first = ctx.earliest
     if not first or not isinstance(first.get("step"), int):
         return None
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     harmless = []  # differences the training stayed equal after (at a step s with s + 1 before the divergence)
-    for ra, rb in zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank)):
+    pairs = zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank))
+    for i, (ra, rb) in enumerate(pairs):
         step = ra.get("step")
         if not isinstance(step, int) or step > first["step"]:
             return None
@@ -158,6 +162,8 @@ def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
         if sa != sb and (apart in harmless or step + 1 < first["step"]):
             harmless.append(apart)  # a logging all_reduce on one side at every step: said nowhere
             continue
+        if sa != sb and i == 0 and _broadcasts_only(apart) and _initial_weights_equal(ctx):
+            continue  # what they sent is what the initial weights hold, recorded equal after them
         if sa != sb:
             shown = {ctx.label("a"): _describe(sa), ctx.label("b"): _describe(sb)}
             sentence = (
@@ -166,6 +172,18 @@ def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
             )
             return {"step": step, "rank": rank, "per_step": shown}, sentence
     return None
+
+
+def _broadcasts_only(apart: tuple[Counter, Counter]) -> bool:
+    return all(op == "broadcast" for side in apart for (op, *_) in side)
+
+
+def _initial_weights_equal(ctx: Context) -> bool:
+    """Every rank's initial weights recorded on both sides and equal (or apart only by what one side holds alone)."""
+    digests = [init_digests(ctx.meta(s)) for s in ("a", "b")]
+    if not digests[0] or set(digests[0]) != set(digests[1]) or None in (*digests[0].values(), *digests[1].values()):
+        return False
+    return all(digests[0][r] == digests[1][r] or apart_by_names_only(ctx, r) is not None for r in digests[0])
 
 
 def _recorded_hooks(ctx: Context) -> bool:
