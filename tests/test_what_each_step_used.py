@@ -187,6 +187,14 @@ def test_a_loss_exactly_k_times_never_has_generators_apart_beside_it(tmp_path):
     assert "random generators' state differs" not in d["explanation"], d["explanation"]
 
 
+def _quiet(records: dict) -> dict:
+    """Records whose steps made no collective of the program's own."""
+    for recs in records.values():
+        for rec in recs:
+            rec["collectives"] = []
+    return records
+
+
 def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_training_stayed_equal_after_it(tmp_path):
     """A loop that all_reduces its loss for logging at every step, against a port that logs with sync_dist (a
     reduction inside Lightning, not the program's own): the difference is there at steps 1 and 2, after which the
@@ -211,12 +219,6 @@ def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_trainin
                     )
         return records
 
-    def quiet(records):
-        for recs in records.values():
-            for rec in recs:
-                rec["collectives"] = []
-        return records
-
     meta_a, meta_b = make_meta("raw"), make_meta("lightning")
     meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
     runs = pair(
@@ -224,7 +226,7 @@ def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_trainin
         meta_a=meta_a,
         meta_b=meta_b,
         records_a=trained_apart(logged(make_records()), 3),
-        records_b=quiet(make_records()),
+        records_b=_quiet(make_records()),
     )
     _, d = run_diagnosis(*runs)
     assert d["step"] == 3 and "collectives" not in d["evidence"], d["explanation"]
@@ -233,7 +235,7 @@ def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_trainin
         meta_a=meta_a,
         meta_b=meta_b,
         records_a=trained_apart(logged(make_records(), extra_at=3), 3),
-        records_b=quiet(make_records()),
+        records_b=_quiet(make_records()),
     )
     _, d = run_diagnosis(*runs)
     assert d["evidence"]["collectives"]["step"] == 3, d["explanation"]
@@ -290,24 +292,17 @@ def test_broadcasts_before_the_first_step_with_the_initial_weights_equal_are_not
     diagnosis of that program). A broadcast there with the initial weights apart is said."""
 
     def synced(records):
-        for recs in records.values():
+        for recs in _quiet(records).values():
             for rec in recs:
-                rec["collectives"] = []
                 if rec["step"] == 1:
                     sent = {"op": "broadcast", "caller": "__main__", "dtype": "float32", "shape": [8, 4]}
                     rec["collectives"] = [{**sent, "digest": "1" * 16}]
         return records
 
-    def quiet(records):
-        for recs in records.values():
-            for rec in recs:
-                rec["collectives"] = []
-        return records
-
     for init_b, said in ((INIT, False), ([INIT, "f" * 64], True)):
         meta_a, meta_b = make_meta("raw"), make_meta("lightning", init=init_b)
         meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
-        records_b = quiet(make_records())
+        records_b = _quiet(make_records())
         records_b[0][0]["loss"] += 0.5  # the runs part at step 1, in the loss
         runs = pair(
             tmp_path / str(said),
