@@ -120,10 +120,14 @@ def _equal_after(ctx: Context, before: dict) -> str:
     """What proves the training of the measured-only step the same: the digest and every layer's sketch where both
     sides sketched the layers alike, else the digest alone, said for what it covers."""
     pair = next((p for p in aligned_records(ctx, before["rank"]) if p[0].get("step") == before["step"]), ({}, {}))
-    if ctx.cmp.walk.sketches and all(isinstance(r.get("layers"), list) for r in pair):
+    sketches = ctx.cmp.walk.sketches
+    if sketches and all(isinstance(r.get("layers"), list) for r in pair):
+        rows = sketches["rows"]
+        every = all(len(r["layers"]) == rows for r in pair)
+        which = "every layer's sketch" if every else f"the sketches of the {rows} layers both sides record alike"
         return (
-            "The parameter digest and every layer's sketch after that step are equal on both sides: it did not "
-            "change the training there"
+            f"The parameter digest and {which} after that step are equal on both sides: it did not change the "
+            "training there"
         )
     return (
         "The parameter digest after that step is equal on both sides (sums of the first and last parameter tensors; "
