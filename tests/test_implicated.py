@@ -11,6 +11,7 @@ of failure"), each on a pair trained by the tests' own loop (tests/loops_of_our_
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -214,6 +215,27 @@ def test_a_measured_only_difference_before_the_training_parts_is_said_beside_not
     assert d["evidence"]["measured_before"]["quantity"] == "grad_norm", d["evidence"]
     assert d["evidence"]["measured_before"]["step"] == 1 and "only what was measured differs" in d["explanation"]
     assert "The parameter digest and every layer's sketch after that step are equal" in d["explanation"]
+
+
+def test_a_measured_only_step_says_how_many_layers_were_compared_where_a_side_sketches_one_more(tmp_path):
+    """As above, with one more tensor sketched on one side after the ones both hold (a head the other side keeps
+    outside its recorded model): only the rows both record alike are compared, and the sentence says how many,
+    never "every layer's sketch"."""
+    base = Loop(steps=6)
+    a, b = pair(tmp_path, base, base.changed(norm_type=1.0, skip_at=4))
+    meta = json.loads((b / "meta.json").read_text())
+    rows = len(meta["layers"]["names"])
+    meta["layers"]["names"].append("head.weight")
+    (b / "meta.json").write_text(json.dumps(meta))
+    trace = b / "trace" / "rank0.jsonl"
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    for record in records:
+        record["layers"].append(record["layers"][-1])
+    trace.write_text("".join(json.dumps(r) + "\n" for r in records))
+    d = compare_traces(a, b)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("data_order.skipped", 4), (d["kind"], d["explanation"])
+    assert f"the sketches of the {rows} layers both sides record alike" in d["explanation"], d["explanation"]
+    assert "every layer's sketch" not in d["explanation"], d["explanation"]
 
 
 def test_final_weights_changed_after_the_last_step_on_one_side_are_named(tmp_path):
