@@ -22,7 +22,7 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.causes.hooked import global_rng_equal
 from ddp_parity.compare.causes.implicated import shared_refuted
-from ddp_parity.compare.causes.initial_state import apart_by_names_only, init_digests
+from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
 from ddp_parity.compare.causes.samples import (
     consumed_later,
@@ -402,15 +402,6 @@ WITHOUT_GRADIENTS = {
     None: "the initial weights differ (or an update without gradients, weight decay, does; the traces hold no "
     "initial digest of both sides to show it directly)",
 }
-
-
-def init_apart(ctx: Context, rank) -> bool | None:
-    """Whether `rank`'s recorded init digests differ across the sides; None where a side recorded none."""
-    digests = [init_digests(ctx.meta(s)).get(rank) for s in ("a", "b")]
-    if None in digests:
-        return None
-    # apart only by what one side holds alone (a frozen EMA copy, a buffer): the weights both hold are equal
-    return digests[0] != digests[1] and apart_by_names_only(ctx, rank) is None
 
 
 def _weights_differ_without_gradients(ctx: Context, rank, step) -> bool:

@@ -20,7 +20,7 @@ import re
 from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
-from ddp_parity.compare.causes.initial_state import apart_by_names_only, init_digests
+from ddp_parity.compare.causes.initial_state import init_apart, init_digests
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, read_hook_facts, trace_ranks
@@ -180,10 +180,8 @@ def _broadcasts_only(apart: tuple[Counter, Counter]) -> bool:
 
 def _initial_weights_equal(ctx: Context) -> bool:
     """Every rank's initial weights recorded on both sides and equal (or apart only by what one side holds alone)."""
-    digests = [init_digests(ctx.meta(s)) for s in ("a", "b")]
-    if not digests[0] or set(digests[0]) != set(digests[1]) or None in (*digests[0].values(), *digests[1].values()):
-        return False
-    return all(digests[0][r] == digests[1][r] or apart_by_names_only(ctx, r) is not None for r in digests[0])
+    ranks = [set(init_digests(ctx.meta(s))) for s in ("a", "b")]
+    return bool(ranks[0]) and ranks[0] == ranks[1] and all(init_apart(ctx, r) is False for r in ranks[0])
 
 
 def _recorded_hooks(ctx: Context) -> bool:

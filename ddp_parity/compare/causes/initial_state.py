@@ -47,6 +47,15 @@ def init_digests(meta: dict) -> dict:
     return {f.get("rank", r): f.get("init_params_sha256") for r, f in enumerate(meta.get("ranks") or [])}
 
 
+def init_apart(ctx: Context, rank) -> bool | None:
+    """Whether `rank`'s recorded init digests differ across the sides; None where a side recorded none."""
+    digests = [init_digests(ctx.meta(s)).get(rank) for s in ("a", "b")]
+    if None in digests:
+        return None
+    # apart only by what one side holds alone (a frozen EMA copy, a buffer): the weights both hold are equal
+    return digests[0] != digests[1] and apart_by_names_only(ctx, rank) is None
+
+
 def apart_by_names_only(ctx: Context, rank) -> str | None:
     """The note where rank's initial states differ only by tensors one side holds: buffers, or parameters
     its records prove untrained (a frozen EMA teacher beside the student); None where a parameter or a
