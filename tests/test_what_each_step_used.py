@@ -313,3 +313,37 @@ def test_broadcasts_before_the_first_step_with_the_initial_weights_equal_are_not
         )
         _, d = run_diagnosis(*runs)
         assert ("collectives" in d["evidence"]) == said, (said, d["kind"], d["explanation"])
+
+
+def test_collectives_lists_cut_short_are_not_compared(tmp_path):
+    """A loop that all_reduces each of its 40 layers' statistics at every step (a synchronised norm layer of its own)
+    against a port making the same calls, where Lightning's own two reductions come first on one side: both lists are
+    cut at the hooks' 32, the port's holding two of its own fewer. The program's own collectives are the same on both
+    sides, so no difference in them is said; lists not cut that differ still are."""
+
+    def reducing(records, library_first: bool, layers: int = 40):
+        for recs in records.values():
+            for rec in recs:
+                made = [{"op": "all_reduce", "caller": "lightning.fabric.utilities.distributed", "shape": []}] * (
+                    2 if library_first else 0
+                )
+                made += [
+                    {"op": "all_reduce", "caller": "stats", "reduce_op": "SUM", "dtype": "float32", "shape": [8 + i]}
+                    for i in range(layers)
+                ]
+                rec["collectives"], rec["collectives_count"] = made[:32], len(made)
+        return records
+
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    for layers, said in ((40, False), (20, True)):
+        runs = pair(
+            tmp_path / str(layers),
+            meta_a=meta_a,
+            meta_b=meta_b,
+            records_a=trained_apart(reducing(make_records(), False, layers), 2),
+            records_b=reducing(make_records(), True, layers - (0 if layers > 30 else 1)),
+        )
+        report, d = run_diagnosis(*runs)
+        assert ("collectives" in d["evidence"]) == said, (layers, d["kind"], d["explanation"])
+        assert (report["collectives"]["first_difference"] is not None) == said, report["collectives"]
