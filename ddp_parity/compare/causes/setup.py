@@ -619,7 +619,7 @@ def check_init(ctx: Context) -> Finding | None:
             "the other side (a seed per rank, alike on both): DDP broadcasts rank 0's weights at construction"
         )
         return None
-    if not found["rank0_differs"] and ctx.earliest is not None:
+    if not found["rank0_differs"]:  # whether or not the runs part later: rank 0's weights are every rank's start
         ctx.cache["init_note"] = (
             "init_params_sha256 differs on rank(s) other than 0, but rank 0's weights match across the sides "
             "and DDP broadcasts them at construction: harmless by itself"
