@@ -14,7 +14,10 @@ For each watched step this rank writes one line to `trace/rank{r}.modules.jsonl`
                {"name": "head", "type": "Linear", "phase": "backward",
                 "output": hex (gradient arriving at its output), "input": hex or null (gradient
                 leaving through its input)}, ...],      # in execution order
-     "params_before": {name: hex}, # each parameter at the step's first forward call
+     "params_before": {name: hex}, # each parameter as the step's forward first used it: at the first call of
+                                   # the module holding it (a loop may change a parameter in place inside a
+                                   # wrapper's forward, as Lightning's training_step runs inside DDP's), else
+                                   # at the step's first forward call
      "param_grads": {name: hex},   # each .grad at the end of the step's last backward: after DDP's
                                    # all-reduce, before clipping, unscaling and the optimizer
      "params_after": {name: hex}}  # each parameter after the optimizer step
@@ -194,6 +197,18 @@ def _hex(shapes: str, values: list[int]) -> str:
 # the watch
 
 
+def _held_by_module(model: torch.nn.Module, names: set[str]) -> dict[int, list]:
+    """{id(module): [(name, parameter)]}: the parameters each module holds itself, under the names
+    `named_parameters` gives them (a tied one under its first name only)."""
+    held: dict[int, list] = {}
+    for prefix, module in model.named_modules():
+        for short, p in module.named_parameters(recurse=False):
+            name = f"{prefix}.{short}" if prefix else short
+            if name in names:
+                held.setdefault(id(module), []).append((name, p))
+    return held
+
+
 def unwrap_parallel(model: torch.nn.Module) -> torch.nn.Module:
     """The module inside a DistributedDataParallel or DataParallel wrapper; any other model as it is
     (a user's model may well have a submodule called `module`)."""
@@ -213,6 +228,8 @@ class ModuleWatch:
         self.digest = Digester()
         self._names = {m: name for name, m in self.model.named_modules()}
         self._params = [(name, p) for name, p in self.model.named_parameters()]
+        self._held = _held_by_module(self.model, {name for name, _ in self._params})
+        self._used: set[int] = set()  # modules called in the step in progress
         self._handles: list = []
         self._step = start_step + 1  # the optimizer step in progress
         self._calls: list[dict] = []
@@ -260,6 +277,10 @@ class ModuleWatch:
             return None
         if self._params_before is None:  # the step's first forward: the weights it starts from
             self._params_before = {name: _Digests([p], self.digest) for name, p in self._params}
+        if id(module) not in self._used:  # its own parameters as this call uses them
+            self._used.add(id(module))
+            for name, p in self._held.get(id(module), ()):
+                self._params_before[name] = _Digests([p], self.digest)
         inputs = list(tensors_in((args, kwargs)))
         call = {"name": self._names[module], "type": type(module).__name__, "phase": "forward"}
         if is_stochastic(module):
@@ -334,6 +355,7 @@ class ModuleWatch:
                 }
             )
         self._calls, self._param_grads, self._params_before, self._open = [], None, None, {}
+        self._used = set()
         self._step = int(step) + 1
         if self._handles and not self._watching_any_from(self._step):
             self.detach()  # nothing left to watch: no hook cost for the rest of the run

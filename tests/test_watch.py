@@ -174,3 +174,38 @@ def test_only_parallel_wrappers_are_unwrapped(monkeypatch):
     holder = Holder()
     assert ModuleWatch(holder).model is holder
     assert ModuleWatch(nn.DataParallel(holder)).model is holder
+
+
+def test_a_parameter_changed_inside_a_wrappers_forward_is_read_as_its_module_uses_it(tmp_path, monkeypatch):
+    """swav normalises its prototypes in place before the model's forward: a hand-written loop before calling DDP,
+    a LightningModule inside training_step, which DDP's forward wraps. Watching the wrapper (as the hooks watch
+    DDP's module), the step's first forward is the wrapper's on one side and the model's own on the other; the
+    parameter is read where its module first uses it, so both sides read the normalised weights."""
+    monkeypatch.setenv(WATCH_STEP_ENV, "1")
+
+    class Step(nn.Module):  # Lightning's wrapper: its forward runs the step, the model inside it
+        def __init__(self, model, normalise_inside: bool):
+            super().__init__()
+            self.model, self.normalise_inside = model, normalise_inside
+
+        def forward(self, x):
+            if self.normalise_inside:
+                normalise(self.model[0].weight)
+            return self.model(x)
+
+    def normalise(weight):
+        with torch.no_grad():
+            weight.copy_(nn.functional.normalize(weight.data.clone(), dim=1))
+
+    digests = []
+    for inside in (False, True):
+        torch.manual_seed(0)
+        wrapper = Step(small_net(), inside)
+        watch = ModuleWatch(wrapper)
+        if not inside:
+            normalise(wrapper.model[0].weight)  # the hand-written loop, before the call
+        wrapper(torch.randn(4, 6)).sum().backward()
+        watch.end_step(1)
+        watch.flush(tmp_path / str(inside), 0)
+        digests.append(read_module_trace(tmp_path / str(inside), 0)[1]["params_before"])
+    assert digests[0] == digests[1]

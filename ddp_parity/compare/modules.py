@@ -180,7 +180,7 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
 
 
 def params_differing_before(run_a, run_b, step: int, rank) -> tuple[list[str], int] | None:
-    """(the parameters whose digest differs before `step`'s first forward, how many were compared) from
+    """(the parameters whose digest differs as `step`'s forward first used them, how many were compared) from
     the module watches' `params_before`, or None where a side did not watch that step on that rank."""
     recs = [read_module_trace(run, rank).get(step) for run in (run_a, run_b)]
     if any(r is None or not r.get("params_before") for r in recs):
@@ -325,7 +325,7 @@ READINGS = {
     "optimizer": "every gradient is equal at the end of backward but the parameters after the step differ: what "
     "changes .grad after backward (clipping, an all_reduce or a division by hand) or the optimizer "
     "(gradient_clip_val, optimizer hyperparameters, learning rate)",
-    "params": "the parameter differs before the step's first forward: the initial weights (at the first step) "
+    "params": "the parameter differs as the step's forward first used it: the initial weights (at the first step) "
     "or an update before this step",
     "param_grad": "every module's gradient is equal but the parameter's accumulated .grad differs: gradient "
     "reduction or accumulation (DDP averaging, no_sync, accumulate_grad_batches, loss division)",

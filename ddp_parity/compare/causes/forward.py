@@ -249,8 +249,8 @@ def check_module(ctx: Context) -> Finding | None:
         return _module_state(ctx, f, module, where)
     if kind == "params":
         facts = (
-            f"The module watch finds parameter {module['name']} different before the first forward of step "
-            f"{f['step']} (rank {f['rank']}): the sides start this step from other weights."
+            f"The module watch finds parameter {module['name']} different as the forward of step "
+            f"{f['step']} first used it (rank {f['rank']}): the sides start this step from other weights."
         )
         one = one_parameter_apart(ctx, f["step"], f["rank"]) if f["step"] == 1 else None
         if one is not None:
