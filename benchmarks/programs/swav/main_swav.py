@@ -4,6 +4,7 @@
 # This source code is licensed under the license found in the
 # LICENSE file in the root directory of this source tree.
 #
+# ruff: noqa
 import argparse
 import math
 import os
@@ -40,83 +41,99 @@ parser = argparse.ArgumentParser(description="Implementation of SwAV")
 #########################
 #### data parameters ####
 #########################
-parser.add_argument("--data_path", type=str, default="/path/to/imagenet",
-                    help="path to dataset repository")
-parser.add_argument("--nmb_crops", type=int, default=[2], nargs="+",
-                    help="list of number of crops (example: [2, 6])")
-parser.add_argument("--size_crops", type=int, default=[224], nargs="+",
-                    help="crops resolutions (example: [224, 96])")
-parser.add_argument("--min_scale_crops", type=float, default=[0.14], nargs="+",
-                    help="argument in RandomResizedCrop (example: [0.14, 0.05])")
-parser.add_argument("--max_scale_crops", type=float, default=[1], nargs="+",
-                    help="argument in RandomResizedCrop (example: [1., 0.14])")
+parser.add_argument("--data_path", type=str, default="/path/to/imagenet", help="path to dataset repository")
+parser.add_argument("--nmb_crops", type=int, default=[2], nargs="+", help="list of number of crops (example: [2, 6])")
+parser.add_argument("--size_crops", type=int, default=[224], nargs="+", help="crops resolutions (example: [224, 96])")
+parser.add_argument(
+    "--min_scale_crops",
+    type=float,
+    default=[0.14],
+    nargs="+",
+    help="argument in RandomResizedCrop (example: [0.14, 0.05])",
+)
+parser.add_argument(
+    "--max_scale_crops", type=float, default=[1], nargs="+", help="argument in RandomResizedCrop (example: [1., 0.14])"
+)
 
 #########################
 ## swav specific params #
 #########################
-parser.add_argument("--crops_for_assign", type=int, nargs="+", default=[0, 1],
-                    help="list of crops id used for computing assignments")
-parser.add_argument("--temperature", default=0.1, type=float,
-                    help="temperature parameter in training loss")
-parser.add_argument("--epsilon", default=0.05, type=float,
-                    help="regularization parameter for Sinkhorn-Knopp algorithm")
-parser.add_argument("--sinkhorn_iterations", default=3, type=int,
-                    help="number of iterations in Sinkhorn-Knopp algorithm")
-parser.add_argument("--feat_dim", default=128, type=int,
-                    help="feature dimension")
-parser.add_argument("--nmb_prototypes", default=3000, type=int,
-                    help="number of prototypes")
-parser.add_argument("--queue_length", type=int, default=0,
-                    help="length of the queue (0 for no queue)")
-parser.add_argument("--epoch_queue_starts", type=int, default=15,
-                    help="from this epoch, we start using a queue")
+parser.add_argument(
+    "--crops_for_assign", type=int, nargs="+", default=[0, 1], help="list of crops id used for computing assignments"
+)
+parser.add_argument("--temperature", default=0.1, type=float, help="temperature parameter in training loss")
+parser.add_argument("--epsilon", default=0.05, type=float, help="regularization parameter for Sinkhorn-Knopp algorithm")
+parser.add_argument(
+    "--sinkhorn_iterations", default=3, type=int, help="number of iterations in Sinkhorn-Knopp algorithm"
+)
+parser.add_argument("--feat_dim", default=128, type=int, help="feature dimension")
+parser.add_argument("--nmb_prototypes", default=3000, type=int, help="number of prototypes")
+parser.add_argument("--queue_length", type=int, default=0, help="length of the queue (0 for no queue)")
+parser.add_argument("--epoch_queue_starts", type=int, default=15, help="from this epoch, we start using a queue")
 
 #########################
 #### optim parameters ###
 #########################
-parser.add_argument("--epochs", default=100, type=int,
-                    help="number of total epochs to run")
-parser.add_argument("--batch_size", default=64, type=int,
-                    help="batch size per gpu, i.e. how many unique instances per gpu")
+parser.add_argument("--epochs", default=100, type=int, help="number of total epochs to run")
+parser.add_argument(
+    "--batch_size", default=64, type=int, help="batch size per gpu, i.e. how many unique instances per gpu"
+)
 parser.add_argument("--base_lr", default=4.8, type=float, help="base learning rate")
 parser.add_argument("--final_lr", type=float, default=0, help="final learning rate")
-parser.add_argument("--freeze_prototypes_niters", default=313, type=int,
-                    help="freeze the prototypes during this many iterations from the start")
+parser.add_argument(
+    "--freeze_prototypes_niters",
+    default=313,
+    type=int,
+    help="freeze the prototypes during this many iterations from the start",
+)
 parser.add_argument("--wd", default=1e-6, type=float, help="weight decay")
 parser.add_argument("--warmup_epochs", default=10, type=int, help="number of warmup epochs")
-parser.add_argument("--start_warmup", default=0, type=float,
-                    help="initial warmup learning rate")
+parser.add_argument("--start_warmup", default=0, type=float, help="initial warmup learning rate")
 
 #########################
 #### dist parameters ###
 #########################
-parser.add_argument("--dist_url", default="env://", type=str, help="""url used to set up distributed
-                    training; see https://pytorch.org/docs/stable/distributed.html""")
-parser.add_argument("--world_size", default=-1, type=int, help="""
+parser.add_argument(
+    "--dist_url",
+    default="env://",
+    type=str,
+    help="""url used to set up distributed
+                    training; see https://pytorch.org/docs/stable/distributed.html""",
+)
+parser.add_argument(
+    "--world_size",
+    default=-1,
+    type=int,
+    help="""
                     number of processes: it is set automatically and
-                    should not be passed as argument""")
-parser.add_argument("--rank", default=0, type=int, help="""rank of this process:
-                    it is set automatically and should not be passed as argument""")
-parser.add_argument("--local_rank", default=0, type=int,
-                    help="this argument is not used and should be ignored")
+                    should not be passed as argument""",
+)
+parser.add_argument(
+    "--rank",
+    default=0,
+    type=int,
+    help="""rank of this process:
+                    it is set automatically and should not be passed as argument""",
+)
+parser.add_argument("--local_rank", default=0, type=int, help="this argument is not used and should be ignored")
 
 #########################
 #### other parameters ###
 #########################
 parser.add_argument("--arch", default="resnet50", type=str, help="convnet architecture")
-parser.add_argument("--hidden_mlp", default=2048, type=int,
-                    help="hidden layer dimension in projection head")
-parser.add_argument("--workers", default=10, type=int,
-                    help="number of data loading workers")
-parser.add_argument("--checkpoint_freq", type=int, default=25,
-                    help="Save the model periodically")
-parser.add_argument("--use_fp16", type=bool_flag, default=True,
-                    help="whether to train with mixed precision or not")
+parser.add_argument("--hidden_mlp", default=2048, type=int, help="hidden layer dimension in projection head")
+parser.add_argument("--workers", default=10, type=int, help="number of data loading workers")
+parser.add_argument("--checkpoint_freq", type=int, default=25, help="Save the model periodically")
+parser.add_argument("--use_fp16", type=bool_flag, default=True, help="whether to train with mixed precision or not")
 parser.add_argument("--sync_bn", type=str, default="pytorch", help="synchronize bn")
-parser.add_argument("--syncbn_process_group_size", type=int, default=8, help=""" see
-                    https://github.com/NVIDIA/apex/blob/master/apex/parallel/__init__.py#L58-L67""")
-parser.add_argument("--dump_path", type=str, default=".",
-                    help="experiment dump path for checkpoints and log")
+parser.add_argument(
+    "--syncbn_process_group_size",
+    type=int,
+    default=8,
+    help=""" see
+                    https://github.com/NVIDIA/apex/blob/master/apex/parallel/__init__.py#L58-L67""",
+)
+parser.add_argument("--dump_path", type=str, default=".", help="experiment dump path for checkpoints and log")
 parser.add_argument("--seed", type=int, default=31, help="seed")
 
 
@@ -142,7 +159,7 @@ def main():
         batch_size=args.batch_size,
         num_workers=args.workers,
         pin_memory=True,
-        drop_last=True
+        drop_last=True,
     )
     logger.info("Building data done with {} images loaded.".format(len(train_dataset)))
 
@@ -177,8 +194,15 @@ def main():
     optimizer = LARC(optimizer=optimizer, trust_coefficient=0.001, clip=False)
     warmup_lr_schedule = np.linspace(args.start_warmup, args.base_lr, len(train_loader) * args.warmup_epochs)
     iters = np.arange(len(train_loader) * (args.epochs - args.warmup_epochs))
-    cosine_lr_schedule = np.array([args.final_lr + 0.5 * (args.base_lr - args.final_lr) * (1 + \
-                         math.cos(math.pi * t / (len(train_loader) * (args.epochs - args.warmup_epochs)))) for t in iters])
+    cosine_lr_schedule = np.array(
+        [
+            args.final_lr
+            + 0.5
+            * (args.base_lr - args.final_lr)
+            * (1 + math.cos(math.pi * t / (len(train_loader) * (args.epochs - args.warmup_epochs))))
+            for t in iters
+        ]
+    )
     lr_schedule = np.concatenate((warmup_lr_schedule, cosine_lr_schedule))
     logger.info("Building optimizer done.")
 
@@ -188,10 +212,7 @@ def main():
         logger.info("Initializing mixed precision done.")
 
     # wrap model
-    model = nn.parallel.DistributedDataParallel(
-        model,
-        device_ids=[args.gpu_to_work_on]
-    )
+    model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu_to_work_on])
 
     # optionally resume from a checkpoint
     to_restore = {"epoch": 0}
@@ -215,7 +236,6 @@ def main():
     cudnn.benchmark = True
 
     for epoch in range(start_epoch, args.epochs):
-
         # train the network for one epoch
         logger.info("============ Starting epoch %i ... ============" % epoch)
 
@@ -289,19 +309,16 @@ def train(train_loader, model, optimizer, epoch, lr_schedule, queue):
         loss = 0
         for i, crop_id in enumerate(args.crops_for_assign):
             with torch.no_grad():
-                out = output[bs * crop_id: bs * (crop_id + 1)].detach()
+                out = output[bs * crop_id : bs * (crop_id + 1)].detach()
 
                 # time to use the queue
                 if queue is not None:
                     if use_the_queue or not torch.all(queue[i, -1, :] == 0):
                         use_the_queue = True
-                        out = torch.cat((torch.mm(
-                            queue[i],
-                            model.module.prototypes.weight.t()
-                        ), out))
+                        out = torch.cat((torch.mm(queue[i], model.module.prototypes.weight.t()), out))
                     # fill the queue
                     queue[i, bs:] = queue[i, :-bs].clone()
-                    queue[i, :bs] = embedding[crop_id * bs: (crop_id + 1) * bs]
+                    queue[i, :bs] = embedding[crop_id * bs : (crop_id + 1) * bs]
 
                 # get assignments
                 q = distributed_sinkhorn(out)[-bs:]
@@ -309,7 +326,7 @@ def train(train_loader, model, optimizer, epoch, lr_schedule, queue):
             # cluster assignment prediction
             subloss = 0
             for v in np.delete(np.arange(np.sum(args.nmb_crops)), crop_id):
-                x = output[bs * v: bs * (v + 1)] / args.temperature
+                x = output[bs * v : bs * (v + 1)] / args.temperature
                 subloss -= torch.mean(torch.sum(q * F.log_softmax(x, dim=1), dim=1))
             loss += subloss / (np.sum(args.nmb_crops) - 1)
         loss /= len(args.crops_for_assign)
@@ -332,7 +349,7 @@ def train(train_loader, model, optimizer, epoch, lr_schedule, queue):
         losses.update(loss.item(), inputs[0].size(0))
         batch_time.update(time.time() - end)
         end = time.time()
-        if args.rank ==0 and it % 50 == 0:
+        if args.rank == 0 and it % 50 == 0:
             logger.info(
                 "Epoch: [{0}][{1}]\t"
                 "Time {batch_time.val:.3f} ({batch_time.avg:.3f})\t"
@@ -352,9 +369,9 @@ def train(train_loader, model, optimizer, epoch, lr_schedule, queue):
 
 @torch.no_grad()
 def distributed_sinkhorn(out):
-    Q = torch.exp(out / args.epsilon).t() # Q is K-by-B for consistency with notations from our paper
-    B = Q.shape[1] * args.world_size # number of samples to assign
-    K = Q.shape[0] # how many prototypes
+    Q = torch.exp(out / args.epsilon).t()  # Q is K-by-B for consistency with notations from our paper
+    B = Q.shape[1] * args.world_size  # number of samples to assign
+    K = Q.shape[0]  # how many prototypes
 
     # make the matrix sums to 1
     sum_Q = torch.sum(Q)
@@ -372,7 +389,7 @@ def distributed_sinkhorn(out):
         Q /= torch.sum(Q, dim=0, keepdim=True)
         Q /= B
 
-    Q *= B # the colomns must sum to 1 so that Q is an assignment
+    Q *= B  # the colomns must sum to 1 so that Q is an assignment
     return Q.t()
 
 

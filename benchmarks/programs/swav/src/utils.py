@@ -4,6 +4,7 @@
 # This source code is licensed under the license found in the
 # LICENSE file in the root directory of this source tree.
 #
+# ruff: noqa
 
 import argparse
 from logging import getLogger
@@ -47,9 +48,7 @@ def init_distributed_mode(args):
 
     if args.is_slurm_job:
         args.rank = int(os.environ["SLURM_PROCID"])
-        args.world_size = int(os.environ["SLURM_NNODES"]) * int(
-            os.environ["SLURM_TASKS_PER_NODE"][0]
-        )
+        args.world_size = int(os.environ["SLURM_NNODES"]) * int(os.environ["SLURM_TASKS_PER_NODE"][0])
     else:
         # multi-GPU job (local or multi-node) - jobs started with torch.distributed.launch
         # read environment variables
@@ -89,18 +88,12 @@ def initialize_exp(params, *args, dump_params=True):
         os.mkdir(params.dump_checkpoints)
 
     # create a panda object to log loss and acc
-    training_stats = PD_Stats(
-        os.path.join(params.dump_path, "stats" + str(params.rank) + ".pkl"), args
-    )
+    training_stats = PD_Stats(os.path.join(params.dump_path, "stats" + str(params.rank) + ".pkl"), args)
 
     # create a logger
-    logger = create_logger(
-        os.path.join(params.dump_path, "train.log"), rank=params.rank
-    )
+    logger = create_logger(os.path.join(params.dump_path, "train.log"), rank=params.rank)
     logger.info("============ Initialized logger ============")
-    logger.info(
-        "\n".join("%s: %s" % (k, str(v)) for k, v in sorted(dict(vars(params)).items()))
-    )
+    logger.info("\n".join("%s: %s" % (k, str(v)) for k, v in sorted(dict(vars(params)).items())))
     logger.info("The experiment will be stored in %s\n" % params.dump_path)
     logger.info("")
     return logger, training_stats
@@ -140,9 +133,7 @@ def restart_from_checkpoint(ckp_paths, run_variables=None, **kwargs):
                 msg = value.load_state_dict(checkpoint[key])
             logger.info("=> loaded {} from checkpoint '{}'".format(key, ckp_path))
         else:
-            logger.warning(
-                "=> failed to load {} from checkpoint '{}'".format(key, ckp_path)
-            )
+            logger.warning("=> failed to load {} from checkpoint '{}'".format(key, ckp_path))
 
     # re load variable important for the run
     if run_variables is not None:
