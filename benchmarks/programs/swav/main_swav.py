@@ -20,8 +20,8 @@ import torch.nn.parallel
 import torch.backends.cudnn as cudnn
 import torch.distributed as dist
 import torch.optim
-import apex
-from apex.parallel.LARC import LARC
+from standins import LARC  # changed: apex is not installed; LARC stood in for as apex defines it
+from standins import convert_sync_batchnorm  # changed: torch's SyncBatchNorm is GPU-only; a CPU stand-in
 
 from src.utils import (
     bool_flag,
@@ -172,14 +172,13 @@ def main():
     )
     # synchronize batch norm layers
     if args.sync_bn == "pytorch":
-        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        model = convert_sync_batchnorm(model)  # changed: torch's SyncBatchNorm refuses CPU tensors
     elif args.sync_bn == "apex":
         # with apex syncbn we sync bn per group because it speeds up computation
         # compared to global syncbn
-        process_group = apex.parallel.create_syncbn_process_group(args.syncbn_process_group_size)
-        model = apex.parallel.convert_syncbn_model(model, process_group=process_group)
+        raise NotImplementedError("apex is not installed")  # changed: apex's syncbn: not stood in for
     # copy model to GPU
-    model = model.cuda()
+    # model = model.cuda()  # changed: CPU
     if args.rank == 0:
         logger.info(model)
     logger.info("Building model done.")
@@ -208,11 +207,11 @@ def main():
 
     # init mixed precision
     if args.use_fp16:
-        model, optimizer = apex.amp.initialize(model, optimizer, opt_level="O1")
+        raise NotImplementedError("apex amp: not installed; run with --use_fp16 false")  # changed: no apex
         logger.info("Initializing mixed precision done.")
 
     # wrap model
-    model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu_to_work_on])
+    model = nn.parallel.DistributedDataParallel(model)  # changed: CPU, no device ids
 
     # optionally resume from a checkpoint
     to_restore = {"epoch": 0}
@@ -221,7 +220,7 @@ def main():
         run_variables=to_restore,
         state_dict=model,
         optimizer=optimizer,
-        amp=apex.amp,
+        amp=None,  # changed: no apex amp (use_fp16 off)
     )
     start_epoch = to_restore["epoch"]
 
@@ -248,7 +247,7 @@ def main():
                 len(args.crops_for_assign),
                 args.queue_length // args.world_size,
                 args.feat_dim,
-            ).cuda()
+            )  # changed: CPU, no .cuda()
 
         # train the network
         scores, queue = train(train_loader, model, optimizer, epoch, lr_schedule, queue)
@@ -262,7 +261,7 @@ def main():
                 "optimizer": optimizer.state_dict(),
             }
             if args.use_fp16:
-                save_dict["amp"] = apex.amp.state_dict()
+                raise NotImplementedError("apex amp")  # changed: no apex amp (use_fp16 off)
             torch.save(
                 save_dict,
                 os.path.join(args.dump_path, "checkpoint.pth.tar"),
@@ -334,8 +333,7 @@ def train(train_loader, model, optimizer, epoch, lr_schedule, queue):
         # ============ backward and optim step ... ============
         optimizer.zero_grad()
         if args.use_fp16:
-            with apex.amp.scale_loss(loss, optimizer) as scaled_loss:
-                scaled_loss.backward()
+            raise NotImplementedError("apex amp")  # changed: no apex amp (use_fp16 off)
         else:
             loss.backward()
         # cancel gradients for the prototypes

@@ -317,7 +317,7 @@ class ResNet(nn.Module):
         )
         start_idx = 0
         for end_idx in idx_crops:
-            _out = self.forward_backbone(torch.cat(inputs[start_idx:end_idx]).cuda(non_blocking=True))
+            _out = self.forward_backbone(torch.cat(inputs[start_idx:end_idx]))  # changed: CPU, no .cuda()
             if start_idx == 0:
                 output = _out
             else:
@@ -354,3 +354,7 @@ def resnet50w4(**kwargs):
 
 def resnet50w5(**kwargs):
     return ResNet(Bottleneck, [3, 4, 6, 3], widen=5, **kwargs)
+
+
+def resnet_tiny(**kwargs):  # changed: a tiny CPU config: one Bottleneck per stage, 16 wide (resnet50: 3-4-6-3, 64)
+    return ResNet(Bottleneck, [1, 1, 1, 1], width_per_group=16, **kwargs)

@@ -9,6 +9,7 @@
 import argparse
 from logging import getLogger
 import pickle
+import random  # changed: to seed Python's generator too (fix_random_seeds)
 import os
 
 import numpy as np
@@ -57,15 +58,15 @@ def init_distributed_mode(args):
 
     # prepare distributed
     dist.init_process_group(
-        backend="nccl",
+        backend="gloo",  # changed: CPU
         init_method=args.dist_url,
         world_size=args.world_size,
         rank=args.rank,
     )
 
     # set cuda device
-    args.gpu_to_work_on = args.rank % torch.cuda.device_count()
-    torch.cuda.set_device(args.gpu_to_work_on)
+    # args.gpu_to_work_on = args.rank % torch.cuda.device_count()  # changed: CPU
+    # torch.cuda.set_device(args.gpu_to_work_on)  # changed: CPU
     return
 
 
@@ -78,6 +79,7 @@ def initialize_exp(params, *args, dump_params=True):
     - create a panda object to keep track of the training statistics
     """
 
+    os.makedirs(params.dump_path, exist_ok=True)  # changed: the launch scripts made it (mkdir -p)
     # dump parameters
     if dump_params:
         pickle.dump(params, open(os.path.join(params.dump_path, "params.pkl"), "wb"))
@@ -118,7 +120,8 @@ def restart_from_checkpoint(ckp_paths, run_variables=None, **kwargs):
 
     # open checkpoint file
     checkpoint = torch.load(
-        ckp_path, map_location="cuda:" + str(torch.distributed.get_rank() % torch.cuda.device_count())
+        ckp_path,
+        map_location="cpu",  # changed: CPU
     )
 
     # key is what to look for in the checkpoint file
@@ -146,6 +149,7 @@ def fix_random_seeds(seed=31):
     """
     Fix random seeds.
     """
+    random.seed(seed)  # changed: Python's generator (the blur radius) was left unseeded: no run could repeat itself
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
     np.random.seed(seed)
