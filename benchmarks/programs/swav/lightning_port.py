@@ -59,6 +59,26 @@ class SwAV(L.LightningModule):
         if os.path.isfile(self.queue_path):
             self.queue = torch.load(self.queue_path)["queue"]
 
+    def train_dataloader(self):
+        args = self.args
+        train_dataset = MultiCropDataset(
+            args.data_path,
+            args.size_crops,
+            args.nmb_crops,
+            args.min_scale_crops,
+            args.max_scale_crops,
+        )
+        # the sampler main_swav.py builds (seed 0), not Lightning's, which it seeds from the global seed
+        sampler = torch.utils.data.distributed.DistributedSampler(train_dataset)
+        return torch.utils.data.DataLoader(
+            train_dataset,
+            sampler=sampler,
+            batch_size=args.batch_size,
+            num_workers=args.workers,
+            pin_memory=True,
+            drop_last=True,
+        )
+
     def configure_optimizers(self):
         args = self.args
         optimizer = torch.optim.SGD(self.parameters(), lr=args.base_lr, momentum=0.9, weight_decay=args.wd)
@@ -138,21 +158,6 @@ def main():
     os.makedirs(args.dump_path, exist_ok=True)
     L.seed_everything(args.seed)
 
-    train_dataset = MultiCropDataset(
-        args.data_path,
-        args.size_crops,
-        args.nmb_crops,
-        args.min_scale_crops,
-        args.max_scale_crops,
-    )
-    train_loader = torch.utils.data.DataLoader(
-        train_dataset,
-        batch_size=args.batch_size,
-        shuffle=True,
-        num_workers=args.workers,
-        pin_memory=True,
-        drop_last=True,
-    )
     model = SwAV(args)
     trainer = L.Trainer(
         strategy="ddp",
@@ -160,8 +165,9 @@ def main():
         devices=2,
         max_epochs=args.epochs,
         default_root_dir=args.dump_path,
+        use_distributed_sampler=False,  # main_swav.py's own DistributedSampler (seed 0), in train_dataloader
     )
-    trainer.fit(model, train_loader)
+    trainer.fit(model)
 
 
 if __name__ == "__main__":
