@@ -37,6 +37,15 @@ class SwAV(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+        self.model = None
+        self.queue = None
+        self.use_the_queue = False
+
+    def configure_model(self):
+        # built after Lightning's DDP setup re-seeds every rank, as main_swav.py builds it after its one seed
+        if self.model is not None:
+            return
+        args = self.args
         model = resnet_models.__dict__[args.arch](
             normalize=True,
             hidden_mlp=args.hidden_mlp,
@@ -46,8 +55,6 @@ class SwAV(L.LightningModule):
         if args.sync_bn == "pytorch":
             model = convert_sync_batchnorm(model)
         self.model = model
-        self.queue = None
-        self.use_the_queue = False
 
     def setup(self, stage):
         args = self.args
