@@ -8,6 +8,7 @@ from pathlib import Path
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
+from benchmarks.programs.swav.standins import write_images as write_swav_images
 
 NANOGPT_TINY = [
     "--out_dir={out}",
@@ -103,6 +104,14 @@ IMPROVED_DIFFUSION_TINY = ["--data_dir=data", "--image_size=8", "--num_channels=
 IMPROVED_DIFFUSION_TINY += ["--attention_resolutions=4", "--diffusion_steps=100", "--batch_size=4", "--microbatch=2"]
 IMPROVED_DIFFUSION_TINY += ["--lr_anneal_steps=6", "--save_interval=3", "--log_interval=1", "--ema_rate=0.9,0.99"]
 IMPROVED_DIFFUSION_TINY += ["--log_dir={out}/logs"]
+
+SWAV_TINY = ["--data_path=data/train", "--nmb_crops", "2", "2", "--size_crops", "24", "16", "--min_scale_crops", "0.3"]
+SWAV_TINY += ["0.1", "--max_scale_crops", "1", "0.3", "--crops_for_assign", "0", "1", "--temperature=0.1"]
+SWAV_TINY += ["--epsilon=0.05", "--sinkhorn_iterations=3", "--feat_dim=16", "--nmb_prototypes=10", "--queue_length=16"]
+SWAV_TINY += ["--epoch_queue_starts=1", "--epochs=2", "--batch_size=4", "--base_lr=0.6", "--final_lr=0.0006"]
+SWAV_TINY += ["--freeze_prototypes_niters=3", "--wd=1e-6", "--warmup_epochs=1", "--start_warmup=0.3"]
+SWAV_TINY += ["--arch=resnet_tiny", "--hidden_mlp=32", "--workers=0", "--checkpoint_freq=1", "--use_fp16=false"]
+SWAV_TINY += ["--sync_bn=pytorch", "--dump_path={out}/dump"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -333,6 +342,26 @@ PROGRAMS = {
             prepare=lambda work: write_images(str(work / "data")),
             recording="hooks",
             suite=False,
+        ),
+        Program(
+            name="swav",
+            folder="swav",
+            raw=["main_swav.py", *SWAV_TINY],
+            port=["lightning_port.py", *SWAV_TINY],
+            style="torchrun (env:// init, init_distributed_mode), one seed for every rank; multi-crop views (2 of 24 "
+            "px + 2 of 16 px) drawn in the data set from torch's, numpy's and Python's generators, forwarded by "
+            "resolution; the prototypes normalized by hand under no_grad before every forward (a parameter changed "
+            "outside the optimizer); the prototypes' gradients set to None for the first freeze_prototypes_niters "
+            "iterations; a queue of embeddings from epoch_queue_starts, saved per rank; Sinkhorn-Knopp with "
+            "all_reduce inside the loss; the lr set by hand every iteration from a warmup + cosine array; LARC "
+            "(apex) around SGD; SyncBatchNorm; a checkpoint each epoch on rank 0",
+            source="facebookresearch/swav main_swav.py, src/utils.py, src/multicropdataset.py, src/resnet50.py, "
+            "src/logger.py (CC-BY-NC 4.0, 06b1b7c); apex, torchvision, pandas, ImageNet and SyncBatchNorm on a CPU "
+            "stood in for (standins.py), a 1-1-1-1 Bottleneck ResNet 16 wide",
+            prepare=lambda work: write_swav_images(str(work)),
+            recording="hooks",
+            suite=False,
+            ignore_config=("dump_path",),
         ),
     ]
 }
