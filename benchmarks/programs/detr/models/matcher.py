@@ -1,7 +1,9 @@
 # Copyright (c) Facebook, Inc. and its affiliates. All Rights Reserved
+# ruff: noqa
 """
 Modules to compute the matching cost and solve the corresponding LSAP.
 """
+
 import torch
 from scipy.optimize import linear_sum_assignment
 from torch import nn
@@ -33,7 +35,7 @@ class HungarianMatcher(nn.Module):
 
     @torch.no_grad()
     def forward(self, outputs, targets):
-        """ Performs the matching
+        """Performs the matching
 
         Params:
             outputs: This is a dict that contains at least these entries:
