@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 import torch.utils.data
-import torchvision
-from pycocotools import mask as coco_mask
+import standins as torchvision  # changed: torchvision is not installed here; standins.py stands in for it (CocoDetection over a synthetic set)
+# from pycocotools import mask as coco_mask  # changed: pycocotools is not installed; masks (--masks) are not run
 
 import datasets.transforms as T
 
@@ -118,19 +118,19 @@ def make_coco_transforms(image_set):
 
     normalize = T.Compose([T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
 
-    scales = [480, 512, 544, 576, 608, 640, 672, 704, 736, 768, 800]
+    scales = [32, 40, 48, 56, 64]  # changed: tiny images on a CPU (COCO's 480..800)
 
     if image_set == "train":
         return T.Compose(
             [
                 T.RandomHorizontalFlip(),
                 T.RandomSelect(
-                    T.RandomResize(scales, max_size=1333),
+                    T.RandomResize(scales, max_size=96),  # changed: tiny (1333)
                     T.Compose(
                         [
-                            T.RandomResize([400, 500, 600]),
-                            T.RandomSizeCrop(384, 600),
-                            T.RandomResize(scales, max_size=1333),
+                            T.RandomResize([40, 50, 60]),  # changed: tiny ([400, 500, 600])
+                            T.RandomSizeCrop(32, 60),  # changed: tiny (384, 600)
+                            T.RandomResize(scales, max_size=96),  # changed: tiny (1333)
                         ]
                     ),
                 ),
@@ -141,7 +141,7 @@ def make_coco_transforms(image_set):
     if image_set == "val":
         return T.Compose(
             [
-                T.RandomResize([800], max_size=1333),
+                T.RandomResize([48], max_size=96),  # changed: tiny ([800], 1333)
                 normalize,
             ]
         )
@@ -151,7 +151,7 @@ def make_coco_transforms(image_set):
 
 def build(image_set, args):
     root = Path(args.coco_path)
-    assert root.exists(), f"provided COCO path {root} does not exist"
+    # assert root.exists(), f"provided COCO path {root} does not exist"  # changed: the images are synthetic (standins.CocoDetection)
     mode = "instances"
     PATHS = {
         "train": (root / "train2017", root / "annotations" / f"{mode}_train2017.json"),

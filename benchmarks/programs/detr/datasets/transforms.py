@@ -8,8 +8,9 @@ import random
 
 import PIL
 import torch
-import torchvision.transforms as T
-import torchvision.transforms.functional as F
+from standins import transforms as T  # changed: torchvision is not installed here; standins.py stands in for it
+
+F = T.functional  # changed: torchvision is not installed here; standins.py stands in for it
 
 from util.box_ops import box_xyxy_to_cxcywh
 from util.misc import interpolate

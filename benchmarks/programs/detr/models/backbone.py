@@ -8,9 +8,9 @@ from collections import OrderedDict
 
 import torch
 import torch.nn.functional as F
-import torchvision
+import standins as torchvision  # changed: torchvision is not installed here; standins.py stands in for it
 from torch import nn
-from torchvision.models._utils import IntermediateLayerGetter
+from standins import IntermediateLayerGetter  # changed: torchvision is not installed here; standins.py stands in for it
 from typing import Dict, List
 
 from util.misc import NestedTensor, is_main_process
@@ -92,6 +92,7 @@ class Backbone(BackboneBase):
             norm_layer=FrozenBatchNorm2d,
         )
         num_channels = 512 if name in ("resnet18", "resnet34") else 2048
+        num_channels = 64 if name == "resnet_tiny" else num_channels  # changed: the tiny stand-in backbone
         super().__init__(backbone, train_backbone, num_channels, return_interm_layers)
 
 

@@ -4,7 +4,7 @@ Utilities for bounding box manipulation and GIoU.
 """
 
 import torch
-from torchvision.ops.boxes import box_area
+from standins import box_area  # changed: torchvision is not installed here; standins.py stands in for it
 
 
 def box_cxcywh_to_xyxy(x):

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 # needed due to empty tensor bug in pytorch and torchvision 0.5
-import torchvision
+import standins as torchvision  # changed: torchvision is not installed here; standins.py stands in for it
 
 if version.parse(torchvision.__version__) < version.parse("0.7"):
     from torchvision.ops import _new_empty_tensor
@@ -51,7 +51,7 @@ class SmoothedValue(object):
         """
         if not is_dist_avail_and_initialized():
             return
-        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cuda")
+        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cpu")  # changed: CPU, gloo
         dist.barrier()
         dist.all_reduce(t)
         t = t.tolist()
@@ -421,8 +421,8 @@ def init_distributed_mode(args):
 
     args.distributed = True
 
-    torch.cuda.set_device(args.gpu)
-    args.dist_backend = "nccl"
+    # torch.cuda.set_device(args.gpu)  # changed: CPU
+    args.dist_backend = "gloo"  # changed: CPU (nccl)
     print("| distributed init (rank {}): {}".format(args.rank, args.dist_url), flush=True)
     torch.distributed.init_process_group(
         backend=args.dist_backend, init_method=args.dist_url, world_size=args.world_size, rank=args.rank
