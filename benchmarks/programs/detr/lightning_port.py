@@ -14,7 +14,7 @@ from datasets import build_dataset
 from lightning.pytorch.callbacks import ModelCheckpoint
 from main import get_args_parser
 from models import build_model
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
+from torch.utils.data import DataLoader, SequentialSampler
 
 
 class LitDETR(L.LightningModule):
@@ -63,10 +63,15 @@ class LitDETR(L.LightningModule):
 
     def train_dataloader(self):
         dataset_train = build_dataset(image_set="train", args=self.args)
-        # Lightning puts a DistributedSampler in place of the RandomSampler under DDP
-        batch_sampler = BatchSampler(RandomSampler(dataset_train), self.args.batch_size, drop_last=True)
+        # Lightning puts a DistributedSampler in place of the shuffling sampler under DDP; it rebuilds the loader
+        # without a plain BatchSampler (and its batch size), so the per-rank batch size is given to the DataLoader
         return DataLoader(
-            dataset_train, batch_sampler=batch_sampler, collate_fn=utils.collate_fn, num_workers=self.args.num_workers
+            dataset_train,
+            self.args.batch_size,
+            shuffle=True,
+            drop_last=True,
+            collate_fn=utils.collate_fn,
+            num_workers=self.args.num_workers,
         )
 
     def val_dataloader(self):
