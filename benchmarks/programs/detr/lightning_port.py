@@ -14,7 +14,7 @@ from datasets import build_dataset
 from lightning.pytorch.callbacks import ModelCheckpoint
 from main import get_args_parser
 from models import build_model
-from torch.utils.data import DataLoader, SequentialSampler
+from torch.utils.data import BatchSampler, DataLoader, DistributedSampler
 
 
 class LitDETR(L.LightningModule):
@@ -63,13 +63,12 @@ class LitDETR(L.LightningModule):
 
     def train_dataloader(self):
         dataset_train = build_dataset(image_set="train", args=self.args)
-        # Lightning puts a DistributedSampler in place of the shuffling sampler under DDP; it rebuilds the loader
-        # without a plain BatchSampler (and its batch size), so the per-rank batch size is given to the DataLoader
+        # main.py's own samplers (DistributedSampler's seed 0, not the PL_GLOBAL_SEED Lightning would seed one with)
+        sampler_train = DistributedSampler(dataset_train)
+        batch_sampler_train = BatchSampler(sampler_train, self.args.batch_size, drop_last=True)
         return DataLoader(
             dataset_train,
-            self.args.batch_size,
-            shuffle=True,
-            drop_last=True,
+            batch_sampler=batch_sampler_train,
             collate_fn=utils.collate_fn,
             num_workers=self.args.num_workers,
         )
@@ -79,7 +78,7 @@ class LitDETR(L.LightningModule):
         return DataLoader(
             dataset_val,
             self.args.batch_size,
-            sampler=SequentialSampler(dataset_val),
+            sampler=DistributedSampler(dataset_val, shuffle=False),
             drop_last=False,
             collate_fn=utils.collate_fn,
             num_workers=self.args.num_workers,
@@ -92,6 +91,7 @@ def main(args):
     checkpoint = ModelCheckpoint(dirpath=args.output_dir or None, filename="checkpoint", save_last=True)
     trainer = L.Trainer(
         strategy="ddp",
+        use_distributed_sampler=False,  # the samplers are main.py's
         accelerator="cpu",
         devices=2,
         max_epochs=args.epochs,
