@@ -5,9 +5,11 @@ matcher, auxiliary losses), the data set, its transforms and the collate_fn are 
 from __future__ import annotations
 
 import argparse
+import random
 from pathlib import Path
 
 import lightning as L
+import numpy as np
 import torch
 import util.misc as utils
 from datasets import build_dataset
@@ -86,8 +88,6 @@ class LitDETR(L.LightningModule):
 
 
 def main(args):
-    L.seed_everything(args.seed)
-    model = LitDETR(args)
     checkpoint = ModelCheckpoint(dirpath=args.output_dir or None, filename="checkpoint", save_last=True)
     trainer = L.Trainer(
         strategy="ddp",
@@ -100,6 +100,13 @@ def main(args):
         callbacks=[checkpoint],
         default_root_dir=args.output_dir or None,
     )
+    # main.py's seeding: seed + rank on each rank, before the model is built (seed_everything would seed every rank
+    # alike, and Lightning re-seeds from PL_GLOBAL_SEED after the model is built)
+    seed = args.seed + trainer.global_rank
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    model = LitDETR(args)
     trainer.fit(model)
 
 
