@@ -113,6 +113,10 @@ SWAV_TINY += ["--freeze_prototypes_niters=3", "--wd=1e-6", "--warmup_epochs=1", 
 SWAV_TINY += ["--arch=resnet_tiny", "--hidden_mlp=32", "--workers=0", "--checkpoint_freq=1", "--use_fp16=false"]
 SWAV_TINY += ["--sync_bn=pytorch", "--dump_path={out}/dump"]
 
+DETR_TINY = ["--device=cpu", "--coco_path=data", "--num_workers=0", "--backbone=resnet_tiny", "--hidden_dim=32"]
+DETR_TINY += ["--nheads=2", "--enc_layers=1", "--dec_layers=2", "--dim_feedforward=64", "--num_queries=8"]
+DETR_TINY += ["--batch_size=2", "--epochs=2", "--lr_drop=1", "--output_dir={out}/out"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -362,6 +366,24 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("dump_path",),
+        ),
+        Program(
+            name="detr",
+            folder="detr",
+            raw=["main.py", *DETR_TINY],
+            port=["lightning_port.py", *DETR_TINY],
+            style="env:// init under torchrun (utils.init_distributed_mode) with a seed per rank (seed + rank); AdamW "
+            "over two param groups (the backbone at lr_backbone, its stem and layer1 frozen: requires_grad off, "
+            "FrozenBatchNorm2d buffers); clip_grad_norm_ over model.parameters() at clip_max_norm; StepLR stepped per "
+            "epoch (lr_drop); BatchSampler(DistributedSampler, drop_last=True) with a collate_fn padding images into a "
+            "NestedTensor with a mask; transforms drawing from Python's random and torch's generator; a Hungarian "
+            "matcher; auxiliary decoder losses weighted by a dict; num_boxes all_reduced inside the loss; the loss "
+            "dict all_reduced for logging (reduce_dict); an evaluation pass and a checkpoint (rank 0) each epoch",
+            source="facebookresearch/detr main.py, engine.py, models/, util/misc.py, util/box_ops.py, datasets/ "
+            "(Apache-2.0, 29901c5); torchvision, scipy's linear_sum_assignment, pycocotools and COCO stood in for "
+            "(standins.py), the COCO evaluation trimmed",
+            recording="hooks",
+            suite=False,
         ),
     ]
 }
