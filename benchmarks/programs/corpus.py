@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
@@ -103,6 +104,12 @@ IMPROVED_DIFFUSION_TINY = ["--data_dir=data", "--image_size=8", "--num_channels=
 IMPROVED_DIFFUSION_TINY += ["--attention_resolutions=4", "--diffusion_steps=100", "--batch_size=4", "--microbatch=2"]
 IMPROVED_DIFFUSION_TINY += ["--lr_anneal_steps=6", "--save_interval=3", "--log_interval=1", "--ema_rate=0.9,0.99"]
 IMPROVED_DIFFUSION_TINY += ["--log_dir={out}/logs"]
+
+# hifi-gan reads one JSON config (--config): the tiny one, by its absolute path (each side runs in its own cwd)
+HIFIGAN_TINY = ["--config=" + str(Path(__file__).parent / "hifigan" / "config_tiny.json")]
+HIFIGAN_TINY += ["--input_wavs_dir=data/wavs", "--input_training_file=data/training.txt"]
+HIFIGAN_TINY += ["--input_validation_file=data/validation.txt", "--checkpoint_path={out}/cp", "--training_epochs=2"]
+HIFIGAN_TINY += ["--stdout_interval=1", "--checkpoint_interval=3", "--summary_interval=1", "--validation_interval=1000"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -332,6 +339,25 @@ PROGRAMS = {
             "mpi4py and the image set stood in for (improved_diffusion/standins.py, torch.distributed)",
             prepare=lambda work: write_images(str(work / "data")),
             recording="hooks",
+            suite=False,
+        ),
+        Program(
+            name="hifigan",
+            folder="hifigan",
+            raw=["train.py", *HIFIGAN_TINY],
+            port=["lightning_port.py", *HIFIGAN_TINY],
+            style="a GAN: a generator and two discriminators (MPD, MSD), each in its own DDP wrapper; two AdamW "
+            "optimizers (generator; both discriminators chained), the discriminators stepped first on the detached "
+            "generator output, then the generator; two ExponentialLR schedulers stepped per epoch; ranks by "
+            "torch.multiprocessing.spawn (init from the config's dist_config, env:// here); DistributedSampler + "
+            "set_epoch with random crops drawn from Python's generator in the data set; weight_norm/spectral_norm "
+            "layers; a validation on rank 0 at step 0; checkpoints (generator; discriminators + both optimizers) "
+            "every --checkpoint_interval steps on rank 0",
+            source="jik876/hifi-gan train.py, models.py, meldataset.py, utils.py, env.py (MIT, 4769534); librosa, "
+            "scipy.io.wavfile, tensorboard and LJSpeech stood in for (standins.py), the discriminators narrowed",
+            prepare=lambda work: write_wavs(str(work / "data")),
+            recording="hooks",
+            raw_launch="python",
             suite=False,
         ),
     ]

@@ -5,9 +5,9 @@ import random
 import torch
 import torch.utils.data
 import numpy as np
-from librosa.util import normalize
-from scipy.io.wavfile import read
-from librosa.filters import mel as librosa_mel_fn
+from standins import normalize  # changed: librosa stood in for (standins.py)
+from standins import read  # changed: scipy stood in for (standins.py)
+from standins import mel as librosa_mel_fn  # changed: librosa stood in for (standins.py)
 
 MAX_WAV_VALUE = 32768.0
 
@@ -74,7 +74,9 @@ def mel_spectrogram(y, n_fft, num_mels, sampling_rate, hop_size, win_size, fmin,
         pad_mode="reflect",
         normalized=False,
         onesided=True,
+        return_complex=True,  # changed: torch 2 requires it for real input (the old real view, below)
     )
+    spec = torch.view_as_real(spec)  # changed: the (..., 2) layout torch 1.x's stft returned
 
     spec = torch.sqrt(spec.pow(2).sum(-1) + (1e-9))
 

@@ -190,14 +190,22 @@ class DiscriminatorP(torch.nn.Module):
         norm_f = weight_norm if use_spectral_norm == False else spectral_norm
         self.convs = nn.ModuleList(
             [
-                norm_f(Conv2d(1, 32, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))),
-                norm_f(Conv2d(32, 128, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))),
-                norm_f(Conv2d(128, 512, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))),
-                norm_f(Conv2d(512, 1024, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))),
-                norm_f(Conv2d(1024, 1024, (kernel_size, 1), 1, padding=(2, 0))),
+                norm_f(
+                    Conv2d(1, 4, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))
+                ),  # changed: tiny (was 32)
+                norm_f(
+                    Conv2d(4, 8, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))
+                ),  # changed: tiny (was 32, 128)
+                norm_f(
+                    Conv2d(8, 16, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))
+                ),  # changed: tiny (was 128, 512)
+                norm_f(
+                    Conv2d(16, 32, (kernel_size, 1), (stride, 1), padding=(get_padding(5, 1), 0))
+                ),  # changed: tiny (was 512, 1024)
+                norm_f(Conv2d(32, 32, (kernel_size, 1), 1, padding=(2, 0))),  # changed: tiny (was 1024, 1024)
             ]
         )
-        self.conv_post = norm_f(Conv2d(1024, 1, (3, 1), 1, padding=(1, 0)))
+        self.conv_post = norm_f(Conv2d(32, 1, (3, 1), 1, padding=(1, 0)))  # changed: tiny (was 1024)
 
     def forward(self, x):
         fmap = []
@@ -256,16 +264,16 @@ class DiscriminatorS(torch.nn.Module):
         norm_f = weight_norm if use_spectral_norm == False else spectral_norm
         self.convs = nn.ModuleList(
             [
-                norm_f(Conv1d(1, 128, 15, 1, padding=7)),
-                norm_f(Conv1d(128, 128, 41, 2, groups=4, padding=20)),
-                norm_f(Conv1d(128, 256, 41, 2, groups=16, padding=20)),
-                norm_f(Conv1d(256, 512, 41, 4, groups=16, padding=20)),
-                norm_f(Conv1d(512, 1024, 41, 4, groups=16, padding=20)),
-                norm_f(Conv1d(1024, 1024, 41, 1, groups=16, padding=20)),
-                norm_f(Conv1d(1024, 1024, 5, 1, padding=2)),
+                norm_f(Conv1d(1, 16, 15, 1, padding=7)),  # changed: tiny (was 128)
+                norm_f(Conv1d(16, 16, 41, 2, groups=4, padding=20)),  # changed: tiny (was 128, 128)
+                norm_f(Conv1d(16, 32, 41, 2, groups=16, padding=20)),  # changed: tiny (was 128, 256)
+                norm_f(Conv1d(32, 32, 41, 4, groups=16, padding=20)),  # changed: tiny (was 256, 512)
+                norm_f(Conv1d(32, 64, 41, 4, groups=16, padding=20)),  # changed: tiny (was 512, 1024)
+                norm_f(Conv1d(64, 64, 41, 1, groups=16, padding=20)),  # changed: tiny (was 1024, 1024)
+                norm_f(Conv1d(64, 64, 5, 1, padding=2)),  # changed: tiny (was 1024, 1024)
             ]
         )
-        self.conv_post = norm_f(Conv1d(1024, 1, 3, 1, padding=1))
+        self.conv_post = norm_f(Conv1d(64, 1, 3, 1, padding=1))  # changed: tiny (was 1024)
 
     def forward(self, x):
         fmap = []

@@ -9,7 +9,7 @@ import argparse
 import json
 import torch
 import torch.nn.functional as F
-from torch.utils.tensorboard import SummaryWriter
+from standins import SummaryWriter  # changed: tensorboard stood in for (standins.py)
 from torch.utils.data import DistributedSampler, DataLoader
 import torch.multiprocessing as mp
 from torch.distributed import init_process_group
@@ -38,8 +38,8 @@ def train(rank, a, h):
             rank=rank,
         )
 
-    torch.cuda.manual_seed(h.seed)
-    device = torch.device("cuda:{:d}".format(rank))
+    torch.manual_seed(h.seed)  # changed: CPU, the rank's device generator is the CPU one (was torch.cuda.manual_seed)
+    device = torch.device("cpu")  # changed: CPU (was cuda:rank)
 
     generator = Generator(h).to(device)
     mpd = MultiPeriodDiscriminator().to(device)
@@ -68,9 +68,9 @@ def train(rank, a, h):
         last_epoch = state_dict_do["epoch"]
 
     if h.num_gpus > 1:
-        generator = DistributedDataParallel(generator, device_ids=[rank]).to(device)
-        mpd = DistributedDataParallel(mpd, device_ids=[rank]).to(device)
-        msd = DistributedDataParallel(msd, device_ids=[rank]).to(device)
+        generator = DistributedDataParallel(generator).to(device)  # changed: no device_ids on CPU
+        mpd = DistributedDataParallel(mpd).to(device)  # changed: no device_ids on CPU
+        msd = DistributedDataParallel(msd).to(device)  # changed: no device_ids on CPU
 
     optim_g = torch.optim.AdamW(generator.parameters(), h.learning_rate, betas=[h.adam_b1, h.adam_b2])
     optim_d = torch.optim.AdamW(
