@@ -174,7 +174,8 @@ def main():
     trainer = L.Trainer(
         accelerator="cpu",
         devices=h.num_gpus,
-        strategy="ddp",
+        # Lightning's error on the first run: the generator gets no gradient from the discriminators' loss
+        strategy="ddp_find_unused_parameters_true",
         max_epochs=a.training_epochs,
         default_root_dir=os.path.join(a.checkpoint_path, "logs"),
         log_every_n_steps=a.summary_interval,
