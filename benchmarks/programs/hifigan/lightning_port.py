@@ -21,7 +21,7 @@ from models import (
     feature_loss,
     generator_loss,
 )
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 
 
 class HifiGan(L.LightningModule):
@@ -66,9 +66,17 @@ class HifiGan(L.LightningModule):
             fine_tuning=a.fine_tuning,
             base_mels_path=a.input_mels_dir,
         )
-        # Lightning adds the DistributedSampler (and calls set_epoch)
+        # the program's own DistributedSampler (seed 0): Lightning's would be seeded from the global seed; Lightning
+        # calls its set_epoch
+        train_sampler = DistributedSampler(trainset) if h.num_gpus > 1 else None
         return DataLoader(
-            trainset, num_workers=h.num_workers, shuffle=False, batch_size=h.batch_size, pin_memory=True, drop_last=True
+            trainset,
+            num_workers=h.num_workers,
+            shuffle=False,
+            sampler=train_sampler,
+            batch_size=h.batch_size,
+            pin_memory=True,
+            drop_last=True,
         )
 
     def val_dataloader(self):
@@ -180,6 +188,7 @@ def main():
         default_root_dir=os.path.join(a.checkpoint_path, "logs"),
         log_every_n_steps=a.summary_interval,
         callbacks=[checkpoint],
+        use_distributed_sampler=False,  # the train loader brings its own
     )
     trainer.fit(model)
 
