@@ -11,7 +11,6 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from env import AttrDict, build_env
-from lightning.pytorch.callbacks import ModelCheckpoint
 from meldataset import MelDataset, get_dataset_filelist, mel_spectrogram
 from models import (
     Generator,
@@ -22,6 +21,7 @@ from models import (
     generator_loss,
 )
 from torch.utils.data import DataLoader, DistributedSampler
+from utils import save_checkpoint
 
 
 class HifiGan(L.LightningModule):
@@ -33,6 +33,7 @@ class HifiGan(L.LightningModule):
         self.generator = Generator(h)
         self.mpd = MultiPeriodDiscriminator()
         self.msd = MultiScaleDiscriminator()
+        self.steps = 0  # the program's own step count (one per batch), for its checkpoint schedule
 
     def configure_optimizers(self):
         h = self.h
@@ -140,6 +141,23 @@ class HifiGan(L.LightningModule):
             mel_error = F.l1_loss(y_mel, y_g_hat_mel)
         self.log_dict({"training/gen_loss_total": loss_gen_all, "training/mel_spec_error": mel_error}, prog_bar=True)
 
+        # the program's checkpoints, on its schedule (Lightning's global_step counts both optimizers' steps)
+        a, steps = self.a, self.steps
+        if self.global_rank == 0 and steps % a.checkpoint_interval == 0 and steps != 0:
+            save_checkpoint(f"{a.checkpoint_path}/g_{steps:08d}", {"generator": self.generator.state_dict()})
+            save_checkpoint(
+                f"{a.checkpoint_path}/do_{steps:08d}",
+                {
+                    "mpd": self.mpd.state_dict(),
+                    "msd": self.msd.state_dict(),
+                    "optim_g": optim_g.state_dict(),
+                    "optim_d": optim_d.state_dict(),
+                    "steps": steps,
+                    "epoch": self.current_epoch,
+                },
+            )
+        self.steps += 1
+
     def on_train_epoch_end(self):
         scheduler_g, scheduler_d = self.lr_schedulers()
         scheduler_g.step()
@@ -178,7 +196,6 @@ def main():
 
     L.seed_everything(h.seed)
     model = HifiGan(a, h)
-    checkpoint = ModelCheckpoint(dirpath=a.checkpoint_path, every_n_train_steps=a.checkpoint_interval, save_top_k=-1)
     trainer = L.Trainer(
         accelerator="cpu",
         devices=h.num_gpus,
@@ -187,7 +204,7 @@ def main():
         max_epochs=a.training_epochs,
         default_root_dir=os.path.join(a.checkpoint_path, "logs"),
         log_every_n_steps=a.summary_interval,
-        callbacks=[checkpoint],
+        enable_checkpointing=False,  # the module saves the program's own checkpoints
         use_distributed_sampler=False,  # the train loader brings its own
     )
     trainer.fit(model)
