@@ -80,7 +80,7 @@ class HifiGan(L.LightningModule):
             drop_last=True,
         )
 
-    def val_dataloader(self):
+    def validation_loader(self):
         h, a = self.h, self.a
         _, validation_filelist = get_dataset_filelist(a)
         validset = MelDataset(
@@ -156,6 +156,29 @@ class HifiGan(L.LightningModule):
                     "epoch": self.current_epoch,
                 },
             )
+        # the program's validation: on rank 0 only, inside the training loop, every validation_interval steps
+        # (step 0 included)
+        if self.global_rank == 0 and steps % a.validation_interval == 0:
+            self.generator.eval()
+            val_err_tot = 0
+            with torch.no_grad():
+                for j, batch in enumerate(self.validation_loader_):  # noqa: B007 (j counts the batches)
+                    x, y, _, y_mel = batch
+                    y_g_hat = self.generator(x)
+                    y_g_hat_mel = mel_spectrogram(
+                        y_g_hat.squeeze(1),
+                        h.n_fft,
+                        h.num_mels,
+                        h.sampling_rate,
+                        h.hop_size,
+                        h.win_size,
+                        h.fmin,
+                        h.fmax_for_loss,
+                    )
+                    val_err_tot += F.l1_loss(y_mel, y_g_hat_mel).item()
+                val_err = val_err_tot / (j + 1)
+            self.log("validation/mel_spec_error", val_err, rank_zero_only=True)
+            self.generator.train()
         self.steps += 1
 
     def on_train_epoch_end(self):
@@ -163,14 +186,9 @@ class HifiGan(L.LightningModule):
         scheduler_g.step()
         scheduler_d.step()
 
-    def validation_step(self, batch, batch_idx):
-        h = self.h
-        x, y, _, y_mel = batch
-        y_g_hat = self.generator(x)
-        y_g_hat_mel = mel_spectrogram(
-            y_g_hat.squeeze(1), h.n_fft, h.num_mels, h.sampling_rate, h.hop_size, h.win_size, h.fmin, h.fmax_for_loss
-        )
-        self.log("validation/mel_spec_error", F.l1_loss(y_mel, y_g_hat_mel), sync_dist=True)
+    def on_fit_start(self):
+        if self.global_rank == 0:
+            self.validation_loader_ = self.validation_loader()
 
 
 def main():
