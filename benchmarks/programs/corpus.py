@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
@@ -116,6 +117,12 @@ SWAV_TINY += ["--sync_bn=pytorch", "--dump_path={out}/dump"]
 DETR_TINY = ["--device=cpu", "--coco_path=data", "--num_workers=0", "--backbone=resnet_tiny", "--hidden_dim=32"]
 DETR_TINY += ["--nheads=2", "--enc_layers=1", "--dec_layers=2", "--dim_feedforward=64", "--num_queries=8"]
 DETR_TINY += ["--batch_size=2", "--epochs=2", "--lr_drop=1", "--output_dir={out}/out"]
+
+# hifi-gan reads one JSON config (--config): the tiny one, by its absolute path (each side runs in its own cwd)
+HIFIGAN_TINY = ["--config=" + str(Path(__file__).parent / "hifigan" / "config_tiny.json")]
+HIFIGAN_TINY += ["--input_wavs_dir=data/wavs", "--input_training_file=data/training.txt"]
+HIFIGAN_TINY += ["--input_validation_file=data/validation.txt", "--checkpoint_path={out}/cp", "--training_epochs=2"]
+HIFIGAN_TINY += ["--stdout_interval=1", "--checkpoint_interval=3", "--summary_interval=1", "--validation_interval=1000"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -383,6 +390,25 @@ PROGRAMS = {
             "(Apache-2.0, 29901c5); torchvision, scipy's linear_sum_assignment, pycocotools and COCO stood in for "
             "(standins.py), the COCO evaluation trimmed",
             recording="hooks",
+            suite=False,
+        ),
+        Program(
+            name="hifigan",
+            folder="hifigan",
+            raw=["train.py", *HIFIGAN_TINY],
+            port=["lightning_port.py", *HIFIGAN_TINY],
+            style="a GAN: a generator and two discriminators (MPD, MSD), each in its own DDP wrapper; two AdamW "
+            "optimizers (generator; both discriminators chained), the discriminators stepped first on the detached "
+            "generator output, then the generator; two ExponentialLR schedulers stepped per epoch; ranks by "
+            "torch.multiprocessing.spawn (init from the config's dist_config, env:// here); DistributedSampler + "
+            "set_epoch with random crops drawn from Python's generator in the data set; weight_norm/spectral_norm "
+            "layers; a validation on rank 0 at step 0; checkpoints (generator; discriminators + both optimizers) "
+            "every --checkpoint_interval steps on rank 0",
+            source="jik876/hifi-gan train.py, models.py, meldataset.py, utils.py, env.py (MIT, 4769534); librosa, "
+            "scipy.io.wavfile, tensorboard and LJSpeech stood in for (standins.py), the discriminators narrowed",
+            prepare=lambda work: write_wavs(str(work / "data")),
+            recording="hooks",
+            raw_launch="python",
             suite=False,
         ),
     ]
