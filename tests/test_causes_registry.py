@@ -44,6 +44,7 @@ KINDS = {
         "gradients.accumulation_sync",
         "module_state",
         "module_state.evaluation_mode",
+        "module_state.training_mode",
         "rng",
         "numerics.module",
         "numerics",

@@ -5,7 +5,9 @@ guessed, and parameters read as the step's forward used them."""
 
 from __future__ import annotations
 
-from test_diagnosis import INIT, make_meta, pair, run_diagnosis
+import json
+
+from test_diagnosis import INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
 
 
 def test_initial_weights_apart_on_another_rank_than_0_are_no_cause_of_an_equal_training(tmp_path):
@@ -17,3 +19,56 @@ def test_initial_weights_apart_on_another_rank_than_0_are_no_cause_of_an_equal_t
     assert report["verdict"] == "equivalent", d
     assert d["category"] == "equivalent", (d["kind"], d["explanation"], d["advice"])
     assert "other than 0" in d["evidence"]["init_note"], d["evidence"]
+
+
+def _evaluated_then_trained_in_eval_mode(records: dict, from_step: int) -> dict:
+    """Each step's generator digest as the hooks take it: at the step's first training forward ("forward"), or,
+    where none ran (a model left in eval mode), at the update."""
+    for recs in records.values():
+        for rec in recs:
+            rec["rng"] = {"at": "forward", "torch": f"{rec['step']:016x}", "numpy": "0" * 16, "random": "1" * 16}
+            if from_step and rec["step"] >= from_step:
+                rec["rng"]["at"] = "update"
+    return records
+
+
+def _hooks(run, loader_draws_before_step_1: int, eval_before: int | None) -> None:
+    for rank in (0, 1):
+        facts = {
+            "seeds": {"items": [{"before_step": 1, "order": 0, "seed": 42}]},
+            "loader_iterators": {
+                "items": [
+                    {"before_step": 1, "dataset": "Boxes", "global_draw": True, "order": 1 + i}
+                    for i in range(loader_draws_before_step_1)
+                ]
+                + [{"before_step": 5, "dataset": "Boxes", "global_draw": True, "order": 9}]
+            },
+            "modes": {"items": [{"before_step": 1, "module": "DistributedDataParallel", "order": 5, "training": True}]},
+        }
+        if eval_before is not None:
+            facts["modes"]["items"].append(
+                {"before_step": eval_before, "module": "DistributedDataParallel", "order": 8, "training": False}
+            )
+        (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps(facts))
+
+
+def test_a_step_run_with_no_training_forward_is_named_before_loader_draws_the_generator_digest_refutes(tmp_path):
+    """detr's slip: raw's evaluate() leaves the model in eval mode and its second epoch (steps 5..8) trains so; the
+    port's sanity check iterated its loader once more before step 1 (under isolate_rng: the generator digests at
+    every step's start are equal). The headline is the mode raw ran step 5 in, never the loader draws."""
+    records_a = _evaluated_then_trained_in_eval_mode(make_records(), from_step=5)
+    records_b = _evaluated_then_trained_in_eval_mode(make_records(), from_step=0)
+    for recs in records_a.values():
+        for rec in recs:
+            if rec["step"] >= 5:
+                rec["loss"] += 0.25  # dropout off
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(records_a, 5), records_b=records_b)
+    _hooks(a, 1, eval_before=5)
+    _hooks(b, 2, eval_before=None)
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("module_state.training_mode", 5), (d["kind"], d["explanation"])
+    assert "raw ran step 5 with no forward in training mode" in d["explanation"], d["explanation"]
+    assert "eval() on DistributedDataParallel before step 5" in d["explanation"], d["explanation"]
+    assert "model.train()" in d["advice"] and "raw" in d["advice"], d["advice"]

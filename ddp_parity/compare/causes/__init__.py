@@ -61,6 +61,7 @@ CAUSES: tuple[Cause, ...] = (
     per_step.DATA_BATCH_SIZE,
     seeds.RNG_SEED,
     seeds.RNG_RESEED,
+    forward.TRAINING_MODE,
     seeds.RNG_LOADER_DRAWS,
     data.RECORDED_STEP_OFFSET,
     data.STEP_COUNT_STOP,

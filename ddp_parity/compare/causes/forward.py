@@ -27,6 +27,8 @@ from ddp_parity.compare.causes.undetermined import earlier_update_candidates, un
 from ddp_parity.compare.evaluations import model_evaluations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import display
+from ddp_parity.compare.walk import records_of
+from ddp_parity.trace_files import read_hook_facts
 
 # module readings (modules.reading_kind) that name a module's own computation as where a difference is born
 COMPUTATION_READINGS = (
@@ -575,4 +577,89 @@ EVALUATION_TRAIN_MODE = Cause(
     fix=_FIX,
     doc="The hooks' evaluations: one side evaluates with the model in training mode, the other in eval mode "
     "(model.eval() forgotten before evaluating): BatchNorm buffers updated by evaluation data, dropout active.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# a step trained in eval mode
+#
+# The hooks take each step's generator digest at the step's first training forward (train mode, gradients on:
+# `rng.at` "forward"), or at the update where none ran. A side that ran a step with no training forward while it
+# had one at the step before, and the other side had one at both, switched its model out of training mode in
+# between: a loop that evaluates with model.eval() and never calls model.train() again trains with dropout off and
+# BatchNorm on its running statistics. Said with the eval() the hooks saw before that step, where they saw one.
+
+
+def check_training_mode(ctx: Context) -> Finding | None:
+    first = ctx.earliest
+    if first is None or not isinstance(first.get("step"), int) or first["step"] < 2:
+        return None
+    step, rank = first["step"], first.get("rank") if isinstance(first.get("rank"), int) else 0
+    at = [_forward_points(ctx.run(s), rank, (step - 1, step)) for s in ("a", "b")]
+    before, now = [a.get(step - 1) for a in at], [a.get(step) for a in at]
+    if before != ["forward", "forward"] or sorted(map(str, now)) != ["forward", "update"]:
+        return None
+    side = "a" if now[0] == "update" else "b"
+    label, other = ctx.label(side), ctx.label("b" if side == "a" else "a")
+    untrained = sorted(
+        s for s, point in _forward_points(ctx.run(side), rank, None).items() if s >= step and point == "update"
+    )
+    switch = _eval_before(ctx.run(side), rank, step)
+    facts = (
+        f"{label} ran step {step} with no forward in training mode (rank {rank}; the hooks take each step's generator "
+        f"digest at its first forward with the model in training mode and gradients on, and took {label}'s at the "
+        f"update at step(s) {_spans(untrained)}, {other}'s at a training forward, as both at step {step - 1})"
+    )
+    facts += (
+        f", after eval() on {switch['module']} before step {switch['before_step']} with no train() after it."
+        if switch
+        else "."
+    )
+    evidence = {"steps_without_training_forward": {label: untrained}, "rank": rank}
+    if switch:
+        evidence["eval_switch"] = {label: switch}
+    return finding(ctx, TRAINING_MODE, step, rank, evidence, facts, side=label)
+
+
+def _forward_points(run, rank: int, steps) -> dict:
+    """{step: where its generator digest was taken ("forward" or "update")}, for `steps` (None: every step)."""
+    out = {}
+    for rec in records_of(run, rank):
+        point = (rec.get("rng") or {}).get("at") if isinstance(rec.get("rng"), dict) else None
+        if isinstance(rec.get("step"), int) and (steps is None or rec["step"] in steps) and point:
+            out[rec["step"]] = point
+    return out
+
+
+def _eval_before(run, rank: int, step: int) -> dict | None:
+    """The last train()/eval() switch the hooks saw before `step`, where it is an eval()."""
+    items = ((read_hook_facts(run, rank) or {}).get("modes") or {}).get("items") or []
+    switches = [
+        i for i in items if isinstance(i, dict) and isinstance(i.get("before_step"), int) and i["before_step"] <= step
+    ]
+    last = max(switches, key=lambda i: (i["before_step"], i.get("order", 0)), default=None)
+    return last if last is not None and last.get("training") is False else None
+
+
+def _spans(steps: list[int]) -> str:
+    if len(steps) > 1 and steps == list(range(steps[0], steps[-1] + 1)):
+        return f"{steps[0]}..{steps[-1]}"
+    return ", ".join(map(str, steps))
+
+
+TRAINING_MODE = Cause(
+    "module_state.training_mode",
+    check_training_mode,
+    why="In eval mode dropout passes its input through and BatchNorm normalises with its running statistics, so the "
+    "same batch gives another loss and other gradients; the usual slip is a loop that calls model.eval() to evaluate "
+    "and never model.train() again (Lightning switches back after its validation loop).",
+    fix="On {side}, put the model back in training mode before training goes on: call model.train() after each "
+    "evaluation (or at the start of every epoch).",
+    doc="The hooks took a step's generator digest at the update, not at a training forward, on one side only, "
+    "after a step where both had one: that side ran the step with its model in eval mode (an eval() the hooks saw "
+    "before it is named).",
+    requires=Evidence(
+        "the steps each side ran with no training forward",
+        lambda d: "steps_without_training_forward" in d.evidence,
+    ),
 )
