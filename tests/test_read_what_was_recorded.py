@@ -5,6 +5,7 @@ guessed, and parameters read as the step's forward used them."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 from test_diagnosis import INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
@@ -72,3 +73,41 @@ def test_a_step_run_with_no_training_forward_is_named_before_loader_draws_the_ge
     assert "raw ran step 5 with no forward in training mode" in d["explanation"], d["explanation"]
     assert "eval() on DistributedDataParallel before step 5" in d["explanation"], d["explanation"]
     assert "model.train()" in d["advice"] and "raw" in d["advice"], d["advice"]
+
+
+def test_gradients_another_optimizer_leaves_in_place_are_no_frozen_parameters(tmp_path):
+    """hifigan's slip (its schedulers stepped per batch): a GAN steps its discriminators' optimizer (the recorded
+    steps), then its generator's. The hooks watch the program's first DDP wrapper (the generator, its names without
+    `gen.`) on raw and the whole LightningModule on the port. At the discriminators' step the generator's gradients
+    are there on both sides, the discriminators' unwatched on raw: no parameter both watches hold has a gradient on
+    one side only, so nothing is `frozen` (it was said of every discriminator parameter, "raw computes no gradient
+    for them"); nor of a gradient the recorded optimizer does not step (the generator's, left in place on one side
+    by its own optimizer)."""
+    names = ["gen.g.weight", "gen.g.bias", "disc.d.weight", "disc.d.bias"]
+    optimizer = {"class": "AdamW", "named": True, "param_groups": [{"params": names[2:], "lr": 0.001}]}
+    metas = []
+    for side in ("raw", "lightning"):
+        meta = make_meta(side)
+        meta["recorded_by"], meta["optimizer"] = "hooks", optimizer
+        meta["layers"] = {"names": names, "fields": ["norm", "grad_norm", "sketch0", "sketch1", "sketch2", "sketch3"]}
+        metas.append(meta)
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec["lr"] = 0.001 * 0.9 ** (rec["step"] - 1)  # a scheduler stepped every step, the other side's per epoch
+    for lightning_grads in (names, names[:1] + names[2:]):  # every gradient; one of the generator's cleared
+        where = tmp_path / str(len(lightning_grads))
+        a, b = pair(where, meta_a=metas[0], meta_b=metas[1], records_b=trained_apart(copy.deepcopy(records_b), 2))
+        watched = {a: (["g.weight", "g.bias"], ["g.weight", "g.bias"]), b: (names, lightning_grads)}
+        for run, (held, with_grad) in watched.items():
+            for rank in (0, 1):
+                line = {
+                    "step": 2,
+                    "calls": [{"name": "g", "type": "Linear", "phase": "forward", "input": "i", "output": "o"}],
+                    "params_before": {n: "p-" + n.rsplit(".", 1)[-1] for n in held},
+                    "param_grads": {n: "g-" + n.rsplit(".", 1)[-1] for n in with_grad},
+                    "params_after": {n: "q-" + n.rsplit(".", 1)[-1] for n in held},
+                }
+                (run / "trace" / f"rank{rank}.modules.jsonl").write_text(json.dumps(line) + "\n")
+        _, d = run_diagnosis(a, b)
+        assert d["kind"] != "frozen", (len(lightning_grads), d["explanation"])

@@ -64,12 +64,41 @@ def _one_sided_grads(ctx: Context, step: int, rank) -> relations.Relation | None
     grads_a, grads_b = (w.get("param_grads") or {} for w in watched)
     if not grads_a or not grads_b:
         return None  # unrecorded (or nothing had a gradient): no relation to read
-    pairs = match_keys(list(grads_a), list(grads_b), None)
-    only_a, only_b = pairs.get("__only_a__") or [], pairs.get("__only_b__") or []
+    # only the parameters both watches hold: a program of several DDP wrappers (a GAN's generator and
+    # discriminators) is watched through its first wrapper, a LightningModule whole
+    held_a, held_b = ({**(w.get("params_after") or {}), **(w.get("params_before") or {})} for w in watched)
+    pairs = match_keys(list(held_a or grads_a), list(held_b or grads_b), None)
+    pairs.pop("__only_a__", None), pairs.pop("__only_b__", None)
+    # a .grad only the step's optimizer reads matters (a GAN's other optimizer leaves its gradients in place)
+    stepped = [_stepped_of(ctx.meta(s), held) for s, held in (("a", held_a or grads_a), ("b", held_b or grads_b))]
+    paired = list(pairs.values())  # (a's name, b's name)
+    only_a = [a for a, b in paired if a in grads_a and b not in grads_b and (stepped[0] is None or a in stepped[0])]
+    only_b = [b for a, b in paired if b in grads_b and a not in grads_a and (stepped[1] is None or b in stepped[1])]
     if only_a and not only_b:  # b lacks them
         return relations.one_side_relation(ctx.names[1], ctx.names[0], list(only_a), step)
     if only_b and not only_a:
         return relations.one_side_relation(ctx.names[0], ctx.names[1], list(only_b), step)
+    return None
+
+
+def _stepped_of(meta: dict, watched) -> set[str] | None:
+    """Which of the watch's parameter names the recorded optimizer steps (meta.optimizer, by name), None where
+    that is unknown. The watch may hold one DDP wrapper's module (names without its attribute in the program:
+    `conv_pre.bias`) where the optimizer's and the layers' names are the whole program's (`generator.conv_pre.bias`):
+    the attribute is the one that makes every watched name a recorded layer's."""
+    optimizer = meta.get("optimizer") if isinstance(meta, dict) else None
+    if not isinstance(optimizer, dict) or not optimizer.get("named"):
+        return None
+    groups = optimizer.get("param_groups") if isinstance(optimizer.get("param_groups"), list) else []
+    stepped = {str(n) for g in groups if isinstance(g, dict) for n in (g.get("params") or [])}
+    layers = meta.get("layers") if isinstance(meta.get("layers"), dict) else {}
+    known = {str(n) for n in (layers.get("names") or [])} | stepped
+    watched = list(watched)
+    if all(n in known for n in watched):
+        return {n for n in watched if n in stepped}
+    for prefix in sorted({k.split(".", 1)[0] for k in known if "." in k}):
+        if all(f"{prefix}.{n}" in known for n in watched):
+            return {n for n in watched if f"{prefix}.{n}" in stepped}
     return None
 
 
