@@ -10,6 +10,10 @@ import json
 
 from test_diagnosis import INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
 
+from ddp_parity.compare.causes import setup
+from ddp_parity.compare.causes.base import Context
+from ddp_parity.compare.comparator import compare_runs
+
 
 def test_initial_weights_apart_on_another_rank_than_0_are_no_cause_of_an_equal_training(tmp_path):
     """detr's equal pair: rank 1's initial digest apart across the sides (each rank seeds and builds before DDP
@@ -111,3 +115,40 @@ def test_gradients_another_optimizer_leaves_in_place_are_no_frozen_parameters(tm
                 (run / "trace" / f"rank{rank}.modules.jsonl").write_text(json.dumps(line) + "\n")
         _, d = run_diagnosis(a, b)
         assert d["kind"] != "frozen", (len(lightning_grads), d["explanation"])
+
+
+def test_a_discriminator_left_out_of_the_optimizer_is_named_not_other_initial_weights(tmp_path):
+    """hifigan's slip (the multi-period discriminator left out of the discriminators' optimizer). Raw's hooks
+    record its first DDP wrapper's initial weights (the generator) and its optimizer's parameters by their own
+    module's names; the port's the whole LightningModule. Every initial weight both hold is equal, so not `init`
+    ("the initial weights differ ... seed identically"); the optimizers as constructed hold 2 parameters on the
+    port that raw's does not, every one of raw's being the port's: that is the finding, with the side to change."""
+    gen = {"conv.weight": "1" * 16, "conv.bias": "2" * 16}
+    mpd, msd = {"mpd.p.weight": "3" * 16, "mpd.p.bias": "4" * 16}, {"msd.d.weight": "5" * 16, "msd.d.bias": "6" * 16}
+
+    def built(names):
+        return [
+            {"class": "AdamW", "named": True, "stepped": False, "param_groups": [{"params": ["g0"], "lr": 2e-4}]},
+            {"class": "AdamW", "named": True, "stepped": True, "param_groups": [{"params": names, "lr": 2e-4}]},
+        ]
+
+    meta_a, meta_b = make_meta("raw", init="a" * 64), make_meta("lightning", init="b" * 64)
+    meta_a["optimizer_built"] = built(["d.weight", "d.bias"])  # msd's, named by its own module
+    meta_b["optimizer_built"] = built([*mpd, *msd])
+    for meta, by_name in ((meta_a, gen), (meta_b, {**{f"generator.{k}": v for k, v in gen.items()}, **mpd, **msd})):
+        meta["recorded_by"], meta["params_frozen"] = "hooks", []
+        for facts in meta["ranks"]:
+            facts["init_parameters_by_name"], facts["init_buffers_sha256"] = by_name, {}
+            facts["init_parameters_sha256"] = facts["init_params_sha256"]
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec["loss"] += 0.1 if rec["step"] >= 3 else 0.0
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_b=trained_apart(records_b, 2))
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert d["evidence"]["optimizer_params_alone"] == {"lightning": sorted(mpd)}, d["evidence"]
+    assert d["advice"].startswith("On raw, give the optimizer the same parameters as on lightning"), d["advice"]
+    ctx = Context(compare_runs(a, b), ("raw", "lightning"))
+    assert setup.check_init(ctx) is None  # every initial weight both hold is equal
+    assert "the initial states cover other parameters" in ctx.cache["init_note"], ctx.cache

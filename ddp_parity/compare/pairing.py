@@ -17,13 +17,19 @@ from collections.abc import Iterator
 
 
 def optimizer_names(meta: dict | None) -> set[str] | None:
-    """The names of the parameters in a side's optimizer (meta.json `optimizer`, named), None unknown."""
+    """The names of the parameters a side's optimizers train (meta.json `optimizer`, named, and every other
+    optimizer the hooks saw built, `optimizer_built`: a GAN's generator is in the optimizer not recorded), None
+    unknown."""
     optimizer = (meta or {}).get("optimizer")
     if not isinstance(optimizer, dict) or not optimizer.get("named"):
         return None
     groups = optimizer.get("param_groups")
     if not isinstance(groups, list):
         return None
+    built = (meta or {}).get("optimizer_built")
+    for other in built if isinstance(built, list) else []:
+        if isinstance(other, dict) and other.get("named"):
+            groups = [*groups, *(other.get("param_groups") or [])]
     return {p for g in groups if isinstance(g, dict) for p in g.get("params") or [] if isinstance(p, str)}
 
 

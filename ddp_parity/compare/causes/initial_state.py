@@ -77,7 +77,8 @@ def apart_by_names_only(ctx: Context, rank) -> str | None:
 
 def _apart_by_untrained_parameters(ctx: Context, by_name: list) -> str | None:
     """NOTE_PARAMETERS where every parameter both initial states hold (paired by name as the final
-    states are) is equal and those one side holds alone are untrained by its records; else None."""
+    states are) is equal and those one side holds alone are untrained by its records, NOTE_COVERED where some
+    of them are trained (the sides recorded other modules); None where a parameter both hold differs."""
     if not all(isinstance(d, dict) for d in by_name):
         return None  # an older trace, or a program's own recorder: the parameters are not known by name
     metas = ctx.meta("a"), ctx.meta("b")
@@ -86,9 +87,11 @@ def _apart_by_untrained_parameters(ctx: Context, by_name: list) -> str | None:
     only = {"a": pairs.pop("__only_a__"), "b": pairs.pop("__only_b__")}
     if not pairs or any(by_name[0][ka] != by_name[1][kb] for ka, kb in pairs.values()):
         return None
-    if any(pairing.untrained_alone(only[s], m)[1] for s, m in zip(("a", "b"), metas)):
-        return None  # one side holds a parameter alone that its records do not prove untrained
     said = "; ".join(f"{only[s][:5]} on {ctx.label(s)} only" for s in ("a", "b") if only[s])
+    if any(pairing.untrained_alone(only[s], m)[1] for s, m in zip(("a", "b"), metas)):
+        # one side's records cover parameters the other's do not (a program of several DDP wrappers records
+        # its first at construction, a LightningModule whole): no weight both hold differs
+        return NOTE_COVERED.format(names=said, count=len(pairs))
     return NOTE_PARAMETERS.format(names=said, count=len(pairs))
 
 
@@ -101,6 +104,10 @@ def _rank_facts(meta: dict, rank) -> dict:
 NOTE_PARAMETERS = (
     "init_params_sha256 differs, but only by parameters one side holds untrained ({names}); the {count} "
     "parameters both hold (init_parameters_by_name) are equal: the modules recorded differ, not the weights"
+)
+NOTE_COVERED = (
+    "init_params_sha256 differs, but the initial states cover other parameters ({names}); the {count} parameters "
+    "both hold (init_parameters_by_name) are equal: what each side recorded differs, not the weights both hold"
 )
 NOTE = (
     "init_params_sha256 differs, but only by buffers one side holds ({names}); the initial parameters "

@@ -393,7 +393,11 @@ def check_param_groups(ctx: Context) -> Finding | None:
         return finding(ctx, PARAM_GROUPS_CLASS, None, None, evidence, facts, a=na, b=nb, b_class=opt_b["class"])
     settings_a, settings_b = _settings_by_param(opt_a), _settings_by_param(opt_b)
     pairs = match_keys(list(settings_a), list(settings_b), None)
-    pairs.pop("__only_a__"), pairs.pop("__only_b__")
+    only = {"a": pairs.pop("__only_a__"), "b": pairs.pop("__only_b__")}
+    if at_construction and pairs:
+        left_out = _trained_by_one_optimizer(ctx, only)
+        if left_out is not None:
+            return left_out
     # a key both sides recorded alike as every step ran: the value it was built with never reached an update
     # (the loop sets it before each step); one recorded apart is dated from the step it parts at
     overwritten = keys_used_alike_every_step(ctx)
@@ -430,6 +434,35 @@ def check_param_groups(ctx: Context) -> Finding | None:
     only_lr = all(s.split(":", 1)[0] == "lr" for s in differing)
     if only_lr and _lr_ratio(settings_a, settings_b, pairs, every=True) is not None:
         fix = GROUPS_SCALED_FIX  # the same split on both sides, one rate scaled: no split to change
+    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
+
+
+def _trained_by_one_optimizer(ctx: Context, only: dict) -> Finding | None:
+    """The stepped optimizers as constructed, every parameter of one paired with the other's, where the other
+    also holds parameters of its own that it trains (frozen ones aside): the first side's optimizer leaves them
+    out, so they keep their initial values there (a GAN's discriminators chained into one optimizer, one left
+    out)."""
+    extra = {s: [n for n in only[s] if n not in set(ctx.meta(s).get("params_frozen") or [])] for s in ("a", "b")}
+    if bool(extra["a"]) == bool(extra["b"]):
+        return None  # none, or each side has its own: the pairing, not the optimizers, is what differs
+    holder = "a" if extra["a"] else "b"
+    lacking = "b" if holder == "a" else "a"
+    names = extra[holder]
+    facts = (
+        f"The optimizers as constructed train other parameters: {ctx.label(holder)}'s holds {len(names)} parameter(s) "
+        f"that {ctx.label(lacking)}'s does not ({_name_list(names)}), every one of {ctx.label(lacking)}'s being "
+        f"{ctx.label(holder)}'s too."
+    )
+    side, other = ctx.label(lacking), ctx.label(holder)
+    why = (
+        f"An optimizer updates only the parameters it is given: on {side} those parameters keep what they had "
+        f"(whatever gradients they get, no step applies them), on {other} they train."
+    )
+    fix = (
+        f"On {side}, give the optimizer the same parameters as on {other} ({_name_list(names, 3)}): build it over "
+        "every module it should train (itertools.chain of each module's parameters())."
+    )
+    evidence = {"optimizer_params_alone": {ctx.label(holder): names}, "compared": "as constructed"}
     return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
 
 
