@@ -367,6 +367,107 @@ VARIANTS = [
             )
         },
     ),
+    ("swav", "round 1", {"lightning_port.py": ("PORT", "4872b1d")}),
+    ("swav", "round 2", {"lightning_port.py": ("PORT", "5be91b7")}),
+    ("swav", "round 3 (equal pair)", {}),
+    (
+        "swav",
+        "slip: freeze off by one",
+        {
+            "main_swav.py": (
+                "        if iteration < args.freeze_prototypes_niters:\n",
+                "        if iteration <= args.freeze_prototypes_niters:\n",
+            )
+        },
+    ),
+    (
+        "swav",
+        "slip: lr indexed by the epoch's iteration",
+        {
+            "main_swav.py": (
+                '            param_group["lr"] = lr_schedule[iteration]\n',
+                '            param_group["lr"] = lr_schedule[it]\n',
+            )
+        },
+    ),
+    (
+        "swav",
+        "slip: SyncBatchNorm dropped",
+        {
+            "main_swav.py": (
+                "        model = convert_sync_batchnorm(model)  # changed: torch's SyncBatchNorm refuses CPU tensors\n",
+                "        pass\n",
+            )
+        },
+    ),
+    ("detr", "round 1", {"lightning_port.py": ("PORT", "fcf95dc")}),
+    ("detr", "round 2", {"lightning_port.py": ("PORT", "d3c65d7")}),
+    ("detr", "round 3", {"lightning_port.py": ("PORT", "e951fba")}),
+    ("detr", "round 4 (equal pair)", {}),
+    ("detr", "slip: backbone lr dropped", {"main.py": ('            "lr": args.lr_backbone,\n', "")}),
+    (
+        "detr",
+        "slip: clip norm dropped from raw's call (2b)",
+        {"main.py": ("optimizer, device, epoch, args.clip_max_norm)\n", "optimizer, device, epoch)\n")},
+    ),
+    (
+        "detr",
+        "slip: model.train() hoisted out of train_one_epoch",
+        {
+            "engine.py": ("    model.train()\n    criterion.train()\n", ""),
+            "main.py": (
+                "    start_time = time.time()\n    for epoch in range(args.start_epoch, args.epochs):\n",
+                (
+                    "    start_time = time.time()\n    model.train()\n"
+                    "    for epoch in range(args.start_epoch, args.epochs):\n"
+                ),
+            ),
+        },
+    ),
+    ("hifigan", "round 1", {"lightning_port.py": ("PORT", "3b4e6eb")}),
+    (
+        "hifigan",
+        "round 2 (EQUIVALENT, the port checkpointed by ModelCheckpoint, validated by Lightning's loop)",
+        {"lightning_port.py": ("PORT", "759efee")},
+    ),
+    (
+        "hifigan",
+        "round 3 (EQUIVALENT, the port validated by Lightning's loop)",
+        {"lightning_port.py": ("PORT", "1f83df5")},
+    ),
+    ("hifigan", "round 4 (equal pair)", {}),
+    (
+        "hifigan",
+        "slip: the schedulers stepped every batch",
+        {
+            "train.py": (
+                "        scheduler_g.step()\n        scheduler_d.step()\n",
+                "",
+                "            optim_g.step()\n",
+                "            optim_g.step()\n            scheduler_g.step()\n            scheduler_d.step()\n",
+            )
+        },
+    ),
+    (
+        "hifigan",
+        "slip: the MPD left out of optim_d",
+        {
+            "train.py": (
+                "itertools.chain(msd.parameters(), mpd.parameters()), h.learning_rate",
+                "msd.parameters(), h.learning_rate",
+            )
+        },
+    ),
+    (
+        "hifigan",
+        "slip: the generator checkpoint saved from the DDP wrapper",
+        {
+            "train.py": (
+                '{"generator": (generator.module if h.num_gpus > 1 else generator).state_dict()}',
+                '{"generator": generator.state_dict()}',
+            )
+        },
+    ),
 ]
 
 
