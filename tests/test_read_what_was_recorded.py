@@ -152,3 +152,24 @@ def test_a_discriminator_left_out_of_the_optimizer_is_named_not_other_initial_we
     ctx = Context(compare_runs(a, b), ("raw", "lightning"))
     assert setup.check_init(ctx) is None  # every initial weight both hold is equal
     assert "the initial states cover other parameters" in ctx.cache["init_note"], ctx.cache
+
+
+def test_a_module_of_another_class_with_equal_input_is_named_by_its_class(tmp_path):
+    """swav's slip (SyncBatchNorm left out on raw): the module watch's first call apart is a norm layer whose input
+    is equal and whose output differs, BatchNorm1d on one side and SyncBatchNorm on the other, every state it records
+    equal. The watch recorded both classes: that is the finding, with the conversion as its fix."""
+    from test_localise import step_record
+
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec["loss"] += 0.5
+    a, b = pair(tmp_path, records_b=trained_apart(records_b, 1))
+    changed = {"forward:bn:output": "other", "forward:bn:type": "SyncBatchNorm", "forward:head:input": "other"}
+    for run, record in ((a, step_record(1)), (b, step_record(1, **changed))):
+        for rank in (0, 1):
+            (run / "trace" / f"rank{rank}.modules.jsonl").write_text(json.dumps(record) + "\n")
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("module_state", 1), (d["kind"], d["explanation"])
+    assert "type=BatchNorm1d" in d["explanation"] and "SyncBatchNorm" in d["explanation"], d["explanation"]
+    assert "Build bn as the same class on both sides (BatchNorm1d vs SyncBatchNorm)" in d["advice"], d["advice"]

@@ -204,6 +204,8 @@ def _compare_call(a: dict, b: dict) -> dict | None:
             return {**base, "what": "input", "input_equal": False}
         changed = a.get("output") != b.get("output") or a.get("buffers") != b.get("buffers")
         state = state_differences(a, b)
+        if a.get("type") != b.get("type") and a.get("type") and b.get("type"):
+            state = {"type": [a["type"], b["type"]], **state}  # another class (BatchNorm2d vs SyncBatchNorm)
         if changed and state:
             # the module computed another result from the same input because it ran in another mode
             # (training flag, autocast, dtype): that, not its numerics or a random stream, is the cause

@@ -315,6 +315,14 @@ def _module_state(ctx: Context, f: dict, module: dict, where: str) -> Finding:
 # a module that runs in another mode than its twin: why that changes its output, and the fix
 # ({name}: the module, {side}: the side whose mode is the usual slip, {a}/{b}: the two values)
 MODULE_MODES = {
+    "type": Words(
+        "the module is another class on each side, so the same input runs through another computation (a "
+        "SyncBatchNorm normalises by the statistics of every rank's batch, a BatchNorm by its own rank's; another "
+        "activation or norm layer computes another function).",
+        "Build {name} as the same class on both sides ({a} vs {b}): convert the model the same way on both "
+        "(nn.SyncBatchNorm.convert_sync_batchnorm, or Lightning's Trainer(sync_batchnorm=True), on both or neither; "
+        "the same layer classes).",
+    ),
     "training": Words(
         "in eval mode dropout passes its input through and BatchNorm normalises with its running statistics; "
         "the usual slip is a loop that calls model.eval() for validation and never model.train() again "
@@ -353,8 +361,8 @@ MODULE_STATE = Cause(
     check_module,
     why="With equal inputs and parameters a module computes what its mode makes it compute: {what}",
     fix="{fix}",
-    doc="The watch: equal input, other output, and the module's `training`, `arguments`, `autocast` or "
-    "dtypes differ (eval mode left on after validation, the precision).",
+    doc="The watch: equal input, other output, and the module's class, `training`, `arguments`, `autocast` or "
+    "dtypes differ (eval mode left on after validation, the precision, a SyncBatchNorm on one side).",
     requires=Evidence("a module state that differs", lambda d: _module_kind(d) == "state"),
 )
 RNG = Cause(
