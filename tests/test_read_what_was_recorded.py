@@ -173,3 +173,38 @@ def test_a_module_of_another_class_with_equal_input_is_named_by_its_class(tmp_pa
     assert (d["kind"], d["step"]) == ("module_state", 1), (d["kind"], d["explanation"])
     assert "type=BatchNorm1d" in d["explanation"] and "SyncBatchNorm" in d["explanation"], d["explanation"]
     assert "Build bn as the same class on both sides (BatchNorm1d vs SyncBatchNorm)" in d["advice"], d["advice"]
+
+
+def test_a_checkpoint_saved_from_the_ddp_wrapper_on_one_side_is_said(tmp_path):
+    """hifigan's slip (the generator saved as generator.state_dict(), its DDP wrapper): the training and every saved
+    value equal, raw's save holds each tensor under `module.`. Said as a checkpoint_keys warning with the fix, beside
+    EQUIVALENT; nothing said where both sides save the bare model's keys."""
+    for wrapped in (True, False):
+        a, b = pair(tmp_path / str(wrapped))
+        for run, prefix in ((a, "generator.module." if wrapped else "generator."), (b, "generator.")):
+            for rank in (0, 1):
+                contents = {f"{prefix}conv.weight": "1" * 16, f"{prefix}conv.bias": "2" * 16, "steps": "3" * 16}
+                save = {"op": "torch.save", "after_step": 3, "order": 1, "path": "cp/g_00000003", "contents": contents}
+                facts = {"checkpoints": {"items": [save] if rank == 0 else []}}
+                (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps(facts))
+        report, _ = run_diagnosis(a, b)
+        said = [w for w in report["warnings"] if w["kind"] == "checkpoint_keys"]
+        assert report["verdict"] == "equivalent"
+        assert bool(said) == wrapped, said
+        if wrapped:
+            assert "raw saved the state_dict() of its DistributedDataParallel wrapper" in said[0]["message"], said
+            assert "(generator.module.conv.bias against generator.conv.bias)" in said[0]["message"], said
+
+
+def test_an_evaluation_one_side_records_alone_is_never_said_to_be_missing_on_the_other(tmp_path):
+    """hifigan's equal pair: the port evaluates its generator by calling it inside its LightningModule (a part of
+    the model the steps train, which the hooks do not see as an evaluation). The warning says what the records hold
+    ("records no evaluation there", and what is seen), never "the other side does not evaluate there"."""
+    a, b = pair(tmp_path)
+    for rank in (0, 1):
+        evaluation = {"step": 1, "micro_batch": 0, "epoch": 0, "forwards": 1, "output_digest": "0" * 64}
+        (a / "trace" / f"rank{rank}.evaluations.jsonl").write_text(json.dumps(evaluation) + "\n")
+    report, _ = run_diagnosis(a, b)
+    said = [w["message"] for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert said and all("the other side records no evaluation there" in m for m in said), said
+    assert not any("does not evaluate" in m or "the other side's ranks gave other ones" in m for m in said), said

@@ -63,11 +63,11 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
         for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
             said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role)
             if said is not None:
-                unsplit = [n for n, found in zip(names, evaluations) if _every_rank_alike(found, said)]
-                if len(unsplit) == 1:
+                unsplit = [i for i, found in enumerate(evaluations) if _every_rank_alike(found, said)]
+                if len(unsplit) == 1 and _ranks_apart(evaluations[1 - unsplit[0]], said):
                     said["message"] += (
-                        f"; every rank of {unsplit[0]} gave the same outputs there (as when its evaluation is not "
-                        "split by rank), the other side's ranks gave other ones"
+                        f"; every rank of {names[unsplit[0]]} gave the same outputs there (as when its evaluation is "
+                        "not split by rank), the other side's ranks gave other ones"
                     )
                 out.append({"kind": "evaluation_differs", "rank": rank, "role": role, **said})
                 out[-1]["message"] = f"rank {rank}: {said['message']}"
@@ -92,18 +92,24 @@ def _copy_on_one_side(evaluations, names) -> dict:
     }
 
 
+def _digests_at(found: dict[int, list[dict]], said: dict) -> list:
+    """Each rank's first output digest at the point `said` names (ranks that evaluated there)."""
+    at = (said["step"], said["micro_batch"])
+    digests = [
+        [r.get("output_digest") for r in records if (r["step"], r["micro_batch"]) == at] for records in found.values()
+    ]
+    return [d[0] for d in digests if d]
+
+
 def _every_rank_alike(found: dict[int, list[dict]], said: dict) -> bool:
     """Two ranks or more evaluated at that point, with one output digest."""
-    digests = [
-        [
-            r.get("output_digest")
-            for r in records
-            if (r["step"], r["micro_batch"]) == (said["step"], said["micro_batch"])
-        ]
-        for records in found.values()
-    ]
-    digests = [d[0] for d in digests if d]
+    digests = _digests_at(found, said)
     return len(digests) > 1 and len(set(digests)) == 1
+
+
+def _ranks_apart(found: dict[int, list[dict]], said: dict) -> bool:
+    """Two ranks or more evaluated at that point, with other output digests."""
+    return len(set(_digests_at(found, said))) > 1
 
 
 def _where(record: dict) -> str:
@@ -116,6 +122,13 @@ def _what(role: str, record: dict) -> str:
     if role == COPY:
         return f"the evaluation of a copy of the trained model ({record.get('module')}, an EMA)"
     return "the evaluation"
+
+
+# what "no evaluation recorded" can mean: the hooks see an evaluation as forwards of the model the steps train
+NOT_SEEN = (
+    " (an evaluation is recorded as forwards of the model the steps train, or of a copy of it, with gradients off or "
+    "under eval(): one that calls a part of that model directly is not seen)"
+)
 
 
 def _mode_difference(ra: dict, rb: dict, names) -> dict:
@@ -136,8 +149,8 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
             return {
                 "step": first[0]["step"],
                 "micro_batch": first[0]["micro_batch"],
-                "message": f"{first[1]} evaluates{copy} {_where(first[0])} and the other side does not evaluate "
-                f"{'one ' if copy else ''}there",
+                "message": f"{first[1]} evaluates{copy} {_where(first[0])} and the other side records no evaluation "
+                f"{'of one ' if copy else ''}there{NOT_SEEN}",
             }
         if ra.get("forwards") != rb.get("forwards") or ra.get("output_digest") != rb.get("output_digest"):
             if isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool):
@@ -163,7 +176,7 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
         return {
             "step": extra["step"],
             "micro_batch": extra["micro_batch"],
-            "message": f"{name} evaluates{copy} {_where(extra)} and the other side does not evaluate "
-            f"{'one ' if copy else ''}there",
+            "message": f"{name} evaluates{copy} {_where(extra)} and the other side records no evaluation "
+            f"{'of one ' if copy else ''}there{NOT_SEEN}",
         }
     return None

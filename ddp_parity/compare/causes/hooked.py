@@ -538,7 +538,58 @@ def _hook_warnings(run_a, run_b, names, equal_through: float) -> list[dict]:
     if contents is not None:
         message = checkpoint_contents_words(contents, names)
         out.append({"kind": "checkpoint_contents", "message": message, "evidence": contents})
+    wrapped = checkpoint_wrapper_keys(run_a, run_b)
+    if wrapped is not None:
+        out.append(
+            {"kind": "checkpoint_keys", "message": checkpoint_wrapper_words(wrapped, names), "evidence": wrapped}
+        )
     return out
+
+
+def checkpoint_wrapper_keys(run_a, run_b) -> dict | None:
+    """The first save (by step, then rank) both sides made after the same step on the same rank where one side's
+    tensors carry a `module` component that the other's same tensors do not (`generator.module.conv.weight`
+    against `generator.conv.weight`): a state_dict() of the DistributedDataParallel wrapper on that side.
+    {step, rank, side (0 or 1), paths, count, example: [its name, the other's]}."""
+    ranks = sorted(set(trace_ranks(run_a)) & set(trace_ranks(run_b)))
+    for rank in ranks:
+        saves = _saved_contents(run_a, rank), _saved_contents(run_b, rank)
+        for step in sorted(set(saves[0]) & set(saves[1])):
+            keys = set(saves[0][step][1]), set(saves[1][step][1])
+            for side in (0, 1):
+                mine, other = keys[side], keys[1 - side]
+                unwrapped = {n: _without_module(n) for n in mine if _without_module(n) is not None}
+                if unwrapped and all(u in other for u in unwrapped.values()):
+                    first = sorted(unwrapped)[0]
+                    return {
+                        "step": step,
+                        "rank": rank,
+                        "side": side,
+                        "paths": [saves[0][step][0], saves[1][step][0]],
+                        "count": len(unwrapped),
+                        "example": [first, unwrapped[first]],
+                    }
+    return None
+
+
+def _without_module(name: str) -> str | None:
+    """`name` with its `module` component dropped (the one a DDP wrapper's state_dict adds), None where it has
+    none."""
+    parts = name.split(".")
+    return ".".join(parts[: parts.index("module")] + parts[parts.index("module") + 1 :]) if "module" in parts else None
+
+
+def checkpoint_wrapper_words(found: dict, names) -> str:
+    side, other = names[found["side"]], names[1 - found["side"]]
+    name, plain = found["example"]
+    files = _saved_files(found["paths"][found["side"]])
+    return (
+        f"{side}'s save after step {found['step']} on rank {found['rank']} ({files}) "
+        f"holds {found['count']} tensor(s) under a `module.` that {other}'s same save holds without it ({name} against "
+        f"{plain}): {side} saved the state_dict() of its DistributedDataParallel wrapper, whose keys all begin with "
+        "`module.`, and a model not wrapped in DDP refuses them in load_state_dict(strict=True). Save "
+        "model.module.state_dict() on that side (or load them into the wrapper on resume)"
+    )
 
 
 # findings whose own evidence is the same computation up to an exact factor, so the same random draws: a
