@@ -208,3 +208,31 @@ def test_an_evaluation_one_side_records_alone_is_never_said_to_be_missing_on_the
     said = [w["message"] for w in report["warnings"] if w["kind"] == "evaluation_differs"]
     assert said and all("the other side records no evaluation there" in m for m in said), said
     assert not any("does not evaluate" in m or "the other side's ranks gave other ones" in m for m in said), said
+
+
+def test_a_parameter_without_a_gradient_at_one_step_on_one_side_is_named_from_the_layer_rows(tmp_path):
+    """swav's slip (its prototypes' .grad set to None one iteration longer on raw): at step 4 raw's layer row for the
+    prototypes holds no gradient norm (NaN: no .grad as the optimizer stepped), the port's one; no module watch holds
+    step 4. That parameter, at that step, is the finding, with the .grad set to None among its mechanisms."""
+    names = ["net.0.weight", "prototypes.weight"]
+    metas = []
+    for side in ("raw", "lightning"):
+        meta = make_meta(side)
+        meta["recorded_by"] = "hooks"
+        meta["layers"] = {"names": names, "fields": ["norm", "grad_norm", "sketch0", "sketch1", "sketch2", "sketch3"]}
+        metas.append(meta)
+    records = make_records(), make_records()
+    for i, side in enumerate(records):
+        for recs in side.values():
+            for rec in recs:
+                frozen = rec["step"] <= (4 if i == 0 else 3)
+                rec["layers"] = [[1.0, 0.5, 0, 0, 0, 0], [2.0, float("nan") if frozen else 0.25, 0, 0, 0, 0]]
+                if i == 0 and rec["step"] == 4:
+                    rec["grad_norm"] -= 0.0625  # the total without the prototypes' gradient
+    a, b = pair(
+        tmp_path, meta_a=metas[0], meta_b=metas[1], records_a=trained_apart(records[0], 4), records_b=records[1]
+    )
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("frozen", 4), (d["kind"], d["explanation"])
+    assert "prototypes.weight get(s) a gradient on lightning and none on raw at step 4" in d["explanation"], d
+    assert "set their .grad to None at the same iterations on both sides" in d["advice"], d["advice"]

@@ -31,6 +31,7 @@ from ddp_parity.compare.causes.undetermined import earlier_update_candidates, un
 from ddp_parity.compare.comparator import match_keys
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.walk import records_of
 from ddp_parity.watch import read_module_trace
 
 ROUNDED_QUANTITIES = ("loss", "grad_norm", "param_digest", "validation", "final_params")
@@ -48,11 +49,13 @@ def check_frozen(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f.get("step") is None:
         return None
-    relation = _one_sided_grads(ctx, f["step"], f["rank"])
+    relation = _one_sided_grads(ctx, f["step"], f["rank"]) or _one_sided_grad_rows(ctx, f["step"], f["rank"])
     if relation is None:
         return None
     names = relation.value.split(", ")
-    facts = f"{relation.sentence[:-1]}: {relation.side} computes no gradient for them, so it never updates them."
+    facts = (
+        f"{relation.sentence[:-1]}: {relation.side}'s step has no gradient for them, so it leaves them as they were."
+    )
     evidence = {"relation": relation.to_json(), "frozen_side": relation.side, "params": names}
     return finding(ctx, FROZEN, f["step"], f["rank"], evidence, facts, side=relation.side, params=", ".join(names))
 
@@ -81,6 +84,37 @@ def _one_sided_grads(ctx: Context, step: int, rank) -> relations.Relation | None
     return None
 
 
+def _one_sided_grad_rows(ctx: Context, step: int, rank) -> relations.Relation | None:
+    """The parameters whose layer row at `step` holds a gradient norm on one side and none (NaN: no .grad as the
+    optimizer stepped) on the other, rows paired by name, among those the recorded optimizer steps: where no
+    module watch holds the step (a loop that sets a parameter's .grad to None for its first iterations)."""
+    rows = []
+    for s in ("a", "b"):
+        names = ((ctx.meta(s).get("layers") or {}).get("names")) or []
+        record = next((r for r in records_of(ctx.run(s), rank) if r.get("step") == step), None)
+        layers = record.get("layers") if isinstance(record, dict) else None
+        if not isinstance(layers, list) or len(layers) != len(names):
+            return None
+        rows.append({str(n): row for n, row in zip(names, layers) if isinstance(row, list) and len(row) > 1})
+    stepped = [_stepped_of(ctx.meta(s), rows[i]) for i, s in enumerate(("a", "b"))]
+    pairs = match_keys(list(rows[0]), list(rows[1]), None)
+    pairs.pop("__only_a__", None), pairs.pop("__only_b__", None)
+    only = ([], [])
+    for a, b in pairs.values():
+        graded = (_has_grad(rows[0][a][1]), _has_grad(rows[1][b][1]))
+        if graded[0] != graded[1] and all(st is None or n in st for st, n in zip(stepped, (a, b))):
+            only[0 if graded[0] else 1].append(a if graded[0] else b)
+    if only[0] and not only[1]:
+        return relations.one_side_relation(ctx.names[1], ctx.names[0], only[0], step)
+    if only[1] and not only[0]:
+        return relations.one_side_relation(ctx.names[0], ctx.names[1], only[1], step)
+    return None
+
+
+def _has_grad(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN: no gradient
+
+
 def _stepped_of(meta: dict, watched) -> set[str] | None:
     """Which of the watch's parameter names the recorded optimizer steps (meta.optimizer, by name), None where
     that is unknown. The watch may hold one DDP wrapper's module (names without its attribute in the program:
@@ -105,12 +139,15 @@ def _stepped_of(meta: dict, watched) -> set[str] | None:
 FROZEN = Cause(
     "frozen",
     check_frozen,
-    why="A parameter without requires_grad gets no gradient and no update; every module whose backward "
-    "would have fed it then differs only as a consequence.",
-    fix="On {side}, train the same parameters as the other side: do not set requires_grad_(False) on {params} "
-    "(or freeze the same parameters on both sides: freeze the same parameters, and build the optimizer after).",
-    doc="A parameter has a `.grad` on one side only at the first divergence's watched step: frozen "
-    "(`requires_grad_(False)`), detached or unused on that side; the parameters named.",
+    why="A parameter with no gradient at a step (requires_grad off, a part of the model its loss does not use, or "
+    "its .grad set to None before the step, as a loop that keeps a layer still for its first iterations does) is "
+    "not updated there; every module whose backward would have fed it then differs only as a consequence.",
+    fix="On {side}, give these parameters a gradient at the same steps as the other side: do not set "
+    "requires_grad_(False) on {params}, or set their .grad to None at the same iterations on both sides (or freeze "
+    "the same parameters on both sides, and build the optimizer after).",
+    doc="A parameter has a `.grad` on one side only at the first divergence's step (the module watch, or the "
+    "step's layer rows): frozen (`requires_grad_(False)`), detached, unused or its `.grad` set to None on that "
+    "side; the parameters named.",
     requires=Evidence("a parameter with a gradient on one side only", lambda d: bool(d.evidence.get("params"))),
 )
 
