@@ -45,6 +45,7 @@ KINDS = {
         "module_state",
         "module_state.evaluation_mode",
         "module_state.training_mode",
+        "optimizer.lr_restart",
         "rng",
         "numerics.module",
         "numerics",

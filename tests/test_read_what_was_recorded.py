@@ -236,3 +236,19 @@ def test_a_parameter_without_a_gradient_at_one_step_on_one_side_is_named_from_th
     assert (d["kind"], d["step"]) == ("frozen", 4), (d["kind"], d["explanation"])
     assert "prototypes.weight get(s) a gradient on lightning and none on raw at step 4" in d["explanation"], d
     assert "set their .grad to None at the same iterations on both sides" in d["advice"], d["advice"]
+
+
+def test_a_schedule_that_starts_again_at_each_epoch_is_named(tmp_path):
+    """swav's slip (its lr array indexed by the iteration within the epoch): the rates part at the second epoch's
+    first step, where raw's rates repeat its first epoch's and the port's go on decaying. Named as a restart, with
+    the global step as its fix, never a generic "build and step the same schedule"."""
+    records_a, records_b = make_records(), make_records()
+    for records, restart in ((records_a, True), (records_b, False)):
+        for recs in records.values():
+            for i, rec in enumerate(recs):
+                index = i % 4 if restart else i  # make_records: 4 steps an epoch
+                rec["lr"] = 0.3 + 0.1 * index if index < 4 else 0.6 * 0.8 ** (index - 3)
+    _, d = run_diagnosis(*pair(tmp_path, records_a=trained_apart(records_a, 5), records_b=records_b))
+    assert (d["kind"], d["step"]) == ("optimizer.lr_restart", 5), (d["kind"], d["explanation"])
+    assert "raw's schedule starts again at each epoch" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("On raw, compute each step's lr from the global step"), d["advice"]

@@ -105,6 +105,7 @@ CAUSES: tuple[Cause, ...] = (
     update.RECORDED_LR,
     update.OPTIMIZER_LR_AHEAD,
     update.OPTIMIZER_LR_SHIFT,
+    update.OPTIMIZER_LR_RESTART,
     update.OPTIMIZER_LR,
     update.OPTIMIZER_EFFECTIVE_LR,
     update.OPTIMIZER_CLIP,

@@ -181,6 +181,51 @@ OPTIMIZER_LR_SHIFT = Cause(
 )
 
 
+def check_lr_restart(ctx: Context) -> Finding | None:
+    """The lrs part at the first step of an epoch, where one side's rates over that epoch repeat its own rates from
+    step 1 and the other side's go on: that side's schedule starts again at each epoch (indexed by the step within
+    the epoch, or a scheduler built again each epoch)."""
+    f = ctx.earliest
+    if f is None or f["quantity"] != "lr" or not isinstance(f.get("step"), int) or f["step"] < 2:
+        return None
+    pairs = list(aligned_records(ctx, f["rank"]))
+    steps, epochs = [ra.get("step") for ra, _ in pairs], [ra.get("epoch") for ra, _ in pairs]
+    if f["step"] not in steps or [rb.get("epoch") for _, rb in pairs] != epochs:
+        return None
+    at = steps.index(f["step"])
+    if at == 0 or epochs[at] == epochs[at - 1] or not isinstance(epochs[at], int):
+        return None  # not the first step of an epoch
+    _, la, lb = relations.series(pairs, "lr")
+    span = [i for i in range(at, len(steps)) if epochs[i] == epochs[at]][:at]  # this epoch, at most an epoch long
+    restarts = [side for side, lr in (("a", la), ("b", lb)) if all(lr[i] == lr[i - at] for i in span)]
+    if len(restarts) != 1:
+        return None
+    side = restarts[0]
+    mine, other = (la, lb) if side == "a" else (lb, la)
+    shown = ", ".join(fmt(mine[i]) for i in span[:4])
+    facts = (
+        f"The learning rate first differs at step {f['step']} rank {f['rank']}, the first step of epoch {epochs[at]}: "
+        f"{ctx.label(side)}'s rates over steps {steps[span[0]]}..{steps[span[-1]]} ({shown}) are its rates of steps "
+        f"{steps[0]}..{steps[len(span) - 1]} again, where {ctx.label('b' if side == 'a' else 'a')}'s go on "
+        f"({fmt(other[at])} at step {f['step']}): {ctx.label(side)}'s schedule starts again at each epoch."
+    )
+    evidence = {"lr": ctx.both(f["a"], f["b"]), "restarts": ctx.label(side), "epoch": epochs[at]}
+    return finding(ctx, OPTIMIZER_LR_RESTART, f["step"], f["rank"], evidence, facts, side=ctx.label(side))
+
+
+OPTIMIZER_LR_RESTART = Cause(
+    "optimizer.lr_restart",
+    check_lr_restart,
+    why="A schedule indexed by the step within the epoch (or a scheduler built again at each epoch) hands every "
+    "epoch the first epoch's rates, where a schedule over the whole training goes on decaying.",
+    fix="On {side}, compute each step's lr from the global step (epoch × steps per epoch + the step within the "
+    "epoch), and build the scheduler once, before the first epoch, as the other side does.",
+    doc="The lrs part at an epoch's first step, where one side's rates repeat its own rates from step 1 and the "
+    "other's go on: that side's schedule restarts each epoch.",
+    requires=Evidence("the side whose rates restart", lambda d: "restarts" in d.evidence),
+)
+
+
 def _never_stepped_a_scheduler(ctx: Context, rank, side: str) -> bool:
     """`side` recorded, at every aligned step, how many scheduler.step() calls came before it, and every count
     is 0: it never stepped a scheduler (the hooks see every call)."""
