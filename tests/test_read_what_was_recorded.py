@@ -252,3 +252,17 @@ def test_a_schedule_that_starts_again_at_each_epoch_is_named(tmp_path):
     assert (d["kind"], d["step"]) == ("optimizer.lr_restart", 5), (d["kind"], d["explanation"])
     assert "raw's schedule starts again at each epoch" in d["explanation"], d["explanation"]
     assert d["advice"].startswith("On raw, compute each step's lr from the global step"), d["advice"]
+
+
+def test_one_sample_a_step_on_one_side_names_the_batch_sampler_lightning_does_not_carry_over(tmp_path):
+    """detr's round 1: the port's DataLoader(batch_sampler=BatchSampler(RandomSampler, 2)), re-created by Lightning
+    for its DistributedSampler with batch_size 1. The finding gives that mechanism beside the global batch divided by
+    the world size (which the port does not do), and its fix."""
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec["indices"] = rec["indices"][:1]
+    _, d = run_diagnosis(*pair(tmp_path, records_b=records_b))
+    assert (d["kind"], d["step"]) == ("data_order.batch_size", 1), (d["kind"], d["explanation"])
+    assert "lightning takes 1 sample a step, a DataLoader's default batch_size" in d["explanation"], d["explanation"]
+    assert "where lightning's DataLoader is given batch_sampler=, give it batch_size= and drop_last=" in d["advice"]

@@ -48,6 +48,9 @@ def check_batch_size(ctx: Context) -> Finding | None:
             f" {ctx.label(big)}'s batch is {ctx.label(small)}'s next {k} batches end to end (the same samples in the "
             "same order): the same data, cut into larger batches."
         )
+    if len(a if small == "a" else b) == 1:  # a DataLoader's default batch_size: a batch sampler lost
+        facts += ONE_SAMPLE.format(side=ctx.label(small))
+        more += ONE_SAMPLE_FIX.format(side=ctx.label(small))
     facts += seeds_beside(ctx)
     return finding(
         ctx,
@@ -75,6 +78,19 @@ def _batches_end_to_end(ctx: Context, rank, step, big: str) -> int | None:
         if len(joined) >= len(mine):
             return k if joined == mine and k > 1 else None
     return None
+
+
+# one sample a step: the DataLoader's default batch_size, which a loader built around a batch sampler falls back to
+# where Lightning re-creates it for the DistributedSampler it injects (the batch sampler is not carried over)
+ONE_SAMPLE = (
+    " {side} takes 1 sample a step, a DataLoader's default batch_size: where its DataLoader was built with "
+    "batch_sampler= (a BatchSampler around a sampler of its own), Lightning re-creates it to inject its "
+    "DistributedSampler without the batch sampler, one sample at a time."
+)
+ONE_SAMPLE_FIX = (
+    "; where {side}'s DataLoader is given batch_sampler=, give it batch_size= and drop_last= instead, or build the "
+    "DistributedSampler and the BatchSampler around it yourself with Trainer(use_distributed_sampler=False)"
+)
 
 
 # where neither side recorded its micro-batches, a step's larger share is a larger batch or more of them
