@@ -266,3 +266,20 @@ def test_one_sample_a_step_on_one_side_names_the_batch_sampler_lightning_does_no
     assert (d["kind"], d["step"]) == ("data_order.batch_size", 1), (d["kind"], d["explanation"])
     assert "lightning takes 1 sample a step, a DataLoader's default batch_size" in d["explanation"], d["explanation"]
     assert "where lightning's DataLoader is given batch_sampler=, give it batch_size= and drop_last=" in d["advice"]
+
+
+def test_an_lr_apart_in_one_group_is_never_said_to_be_apart_in_every_group(tmp_path):
+    """detr's slip (the backbone's group lost its own lr): group 1's lr is 10 × on raw, group 0's equal. The words
+    say which parameters' lr is k ×, never "in every group"."""
+
+    def built(backbone_lr):
+        groups = [{"params": ["net.0.weight"], "lr": 1e-4}, {"params": ["net.0.bias"], "lr": backbone_lr}]
+        return [{"class": "AdamW", "named": True, "stepped": True, "param_groups": groups}]
+
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["optimizer_built"], meta_b["optimizer_built"] = built(1e-4), built(1e-5)
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    _, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(make_records(), 1)))
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert "raw's lr is 10 × lightning's for the 1 parameter(s) whose lr differs" in d["explanation"], d["explanation"]
+    assert "in every group" not in d["explanation"], d["explanation"]

@@ -537,8 +537,11 @@ def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: di
     k = abs(ratio)
     big, small = (ctx.names[0], ctx.names[1]) if ratio > 0 else (ctx.names[1], ctx.names[0])
     world = ctx.meta("a").get("world_size")
-    said = f" {big}'s lr is {round(k)} × {small}'s in every group"
-    if isinstance(world, int) and round(k) == world:
+    every = _lr_ratio(settings_a, settings_b, pairs, every=True) is not None
+    apart = sum(1 for ka, kb in pairs.values() if settings_a[ka].get("lr") != settings_b[kb].get("lr"))
+    scope = "in every group" if every else f"for the {apart} parameter(s) whose lr differs (the others' are equal)"
+    said = f" {big}'s lr is {round(k)} × {small}'s {scope}"
+    if every and isinstance(world, int) and round(k) == world:
         said += (
             f"; {round(k)} is the world size: an lr scaled by the world size on one side, or worked out from the "
             "global batch on one side and from each rank's share on the other (lr × batch_size / 256 before or "
