@@ -283,3 +283,14 @@ def test_an_lr_apart_in_one_group_is_never_said_to_be_apart_in_every_group(tmp_p
     assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
     assert "raw's lr is 10 × lightning's for the 1 parameter(s) whose lr differs" in d["explanation"], d["explanation"]
     assert "in every group" not in d["explanation"], d["explanation"]
+
+
+def test_what_every_rank_could_not_record_alike_is_said_once_with_its_ranks(tmp_path):
+    """detr's batches hold a NestedTensor, which no rank's hooks can digest: each rank notes it alike, and the
+    comparison said it twice per side without a rank. Said once per side, naming the ranks."""
+    meta_b = make_meta("lightning")
+    why = "from step 1: batch[0][0]: NestedTensor cannot be digested by value (see batch_undigested)"
+    meta_b["unrecorded"] = [{"rank": r, "what": "batch_digest", "why": why} for r in (0, 1)]
+    report, _ = run_diagnosis(*pair(tmp_path, meta_b=meta_b))
+    said = [w["message"] for w in report["warnings"] if w["kind"] == "recorder_unrecorded"]
+    assert len(said) == 1 and said[0].startswith("lightning (rank(s) 0, 1): the recorder could not record"), said

@@ -188,6 +188,20 @@ def _unrecorded(meta) -> list[dict]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
+def _unrecorded_by_ranks(meta) -> dict[tuple, str]:
+    """{(what, why): " (rank(s) 0, 1)" or ""}: what a side's recorder could not take, once for every rank that
+    noted the same (each rank's hooks note it alike)."""
+    ranks: dict[tuple, list] = {}
+    for item in _unrecorded(meta):
+        ranks.setdefault((item.get("what"), item.get("why")), []).append(item.get("rank"))
+    return {
+        key: f" (rank(s) {', '.join(map(str, sorted(r for r in seen if isinstance(r, int))))})"
+        if any(isinstance(r, int) for r in seen)
+        else ""
+        for key, seen in ranks.items()
+    }
+
+
 def _zero_gradients_words(facts) -> str:
     """Every gradient norm zero, said with what the records show of the loss and the parameters: "nothing
     trains" only where the parameter digests never change (or none was recorded); where they do move, they
@@ -252,11 +266,11 @@ def find_warnings(cmp, names) -> list[dict]:
     out += [
         {
             "kind": "recorder_unrecorded",
-            "message": f"{name}: the recorder could not record {item.get('what')} ({item.get('why')}); training went "
-            "on, and what needs it is not compared on this side",
+            "message": f"{name}{ranks}: the recorder could not record {what} ({why}); training went on, and what "
+            "needs it is not compared on this side",
         }
         for side, name in zip(("a", "b"), names)
-        for item in _unrecorded(cmp.metas.get(side))
+        for (what, why), ranks in _unrecorded_by_ranks(cmp.metas.get(side)).items()
     ]
     out += hook_warnings(cmp.run_a, cmp.run_b, names, _bitwise_equal_through(cmp))
     if cmp.walk is None:
