@@ -31,8 +31,10 @@ def batch_contents(batch: Any) -> tuple[str | StagedDigest, list[str]]:
     """(`batch_digest`, the parts left out of it): hex sha256 over every leaf of a batch except its
     `index` field or key, in a fixed order (sequences in order, dict keys sorted). A tensor enters as
     dtype, shape and raw bytes; a string, bytes, a number, a bool or None by its type and value (a
-    file name, a token count). Anything else (a generator: reading it would consume the user's data;
-    an object; a set, whose order changes between processes) cannot be digested deterministically:
+    file name, a token count). An object of a plain class whose attributes hold a tensor (DETR's
+    NestedTensor) enters by its public attributes in name order. Anything else (a generator: reading it
+    would consume the user's data; another object; a set, whose order changes between processes) cannot
+    be digested deterministically:
     its path (`batch[2]`, `batch['meta']`) and type are returned, and a digest that does not cover the
     whole batch must not be called the batch's (trace.py leaves it out of the record).
 
@@ -122,8 +124,22 @@ def _leaves_in(obj: Any, path: str) -> Iterator[tuple[str, Any]]:
         for field in dataclasses.fields(obj):
             if field.name not in INDEX_KEYS:
                 yield from _leaves_in(getattr(obj, field.name), f"{path}.{field.name}")
+    elif _holds_tensors(obj):  # a container class of the program's own (DETR's NestedTensor: tensors and a mask)
+        for key in sorted(vars(obj)):
+            if key not in INDEX_KEYS and not key.startswith("_"):
+                yield from _leaves_in(vars(obj)[key], f"{path}.{key}")
     else:
         yield path, obj
+
+
+def _holds_tensors(obj: Any) -> bool:
+    """An object of a plain class whose attributes hold a tensor (never a module, a tensor subclass or a type)."""
+    if isinstance(obj, (torch.Tensor, torch.nn.Module, type)) or not hasattr(obj, "__dict__"):
+        return False
+    try:
+        return any(isinstance(v, torch.Tensor) for v in vars(obj).values())
+    except TypeError:
+        return False
 
 
 def batch_indices(batch: Any) -> torch.Tensor | None:

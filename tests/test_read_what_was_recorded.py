@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 
+import torch
 from test_diagnosis import INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
 
 from ddp_parity.compare.causes import setup
@@ -294,3 +295,21 @@ def test_what_every_rank_could_not_record_alike_is_said_once_with_its_ranks(tmp_
     report, _ = run_diagnosis(*pair(tmp_path, meta_b=meta_b))
     said = [w["message"] for w in report["warnings"] if w["kind"] == "recorder_unrecorded"]
     assert len(said) == 1 and said[0].startswith("lightning (rank(s) 0, 1): the recorder could not record"), said
+
+
+def test_a_batch_holding_a_container_class_of_the_programs_own_is_digested_by_its_tensors():
+    """detr's batches: a NestedTensor (padded images and their mask) beside a list of target dicts. The batch digest
+    covers the container's tensors by attribute name, so equal batches digest alike and another mask does not; an
+    object holding no tensor stays undigested, by its path."""
+    from ddp_parity.fingerprints import batch_contents
+
+    class Padded:  # DETR's NestedTensor, as util/misc.py defines it
+        def __init__(self, tensors, mask):
+            self.tensors, self.mask = tensors, mask
+
+    images, mask = torch.arange(12.0).reshape(1, 3, 4), torch.zeros(1, 3, 4, dtype=torch.bool)
+    targets = [{"boxes": torch.ones(2, 4), "labels": torch.tensor([1, 2])}]
+    digests = [batch_contents((Padded(images.clone(), m), targets)) for m in (mask, mask.clone(), ~mask)]
+    assert [d[1] for d in digests] == [[], [], []], digests
+    assert digests[0][0] == digests[1][0] != digests[2][0]
+    assert batch_contents((object(), targets))[1] == ["batch[0]: object"]
