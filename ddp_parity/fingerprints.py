@@ -134,11 +134,11 @@ def _leaves_in(obj: Any, path: str) -> Iterator[tuple[str, Any]]:
 
 def _holds_tensors(obj: Any) -> bool:
     """An object of a plain class whose attributes hold a tensor (never a module, a tensor subclass or a type)."""
-    if isinstance(obj, (torch.Tensor, torch.nn.Module, type)) or not hasattr(obj, "__dict__"):
+    if isinstance(obj, (torch.Tensor, torch.nn.Module, type)):
         return False
-    try:
+    try:  # an object whose attribute lookup raises stays a leaf (undigested), never an error in the user's step
         return any(isinstance(v, torch.Tensor) for v in vars(obj).values())
-    except TypeError:
+    except Exception:  # noqa: BLE001
         return False
 
 

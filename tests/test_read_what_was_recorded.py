@@ -313,3 +313,10 @@ def test_a_batch_holding_a_container_class_of_the_programs_own_is_digested_by_it
     assert [d[1] for d in digests] == [[], [], []], digests
     assert digests[0][0] == digests[1][0] != digests[2][0]
     assert batch_contents((object(), targets))[1] == ["batch[0]: object"]
+
+    class Hostile:  # an object whose attributes cannot be listed stays a leaf: never an error in the user's step
+        @property
+        def __dict__(self):
+            raise RuntimeError("no attributes")
+
+    assert batch_contents((Hostile(), targets))[1] == ["batch[0]: Hostile"]

@@ -16,20 +16,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 
-def optimizer_names(meta: dict | None) -> set[str] | None:
-    """The names of the parameters a side's optimizers train (meta.json `optimizer`, named, and every other
-    optimizer the hooks saw built, `optimizer_built`: a GAN's generator is in the optimizer not recorded), None
+def recorded_optimizer_names(meta: dict | None) -> set[str] | None:
+    """The names of the parameters in the optimizer a side's steps record (meta.json `optimizer`, named), None
     unknown."""
     optimizer = (meta or {}).get("optimizer")
     if not isinstance(optimizer, dict) or not optimizer.get("named"):
         return None
     groups = optimizer.get("param_groups")
-    if not isinstance(groups, list):
-        return None
+    return _group_names(groups) if isinstance(groups, list) else None
+
+
+def optimizer_names(meta: dict | None) -> set[str] | None:
+    """The names of the parameters a side's optimizers train: the recorded one's, and every other optimizer's the
+    hooks saw built (`optimizer_built`: a GAN's generator is in the optimizer not recorded), None unknown."""
+    names = recorded_optimizer_names(meta)
     built = (meta or {}).get("optimizer_built")
-    for other in built if isinstance(built, list) else []:
-        if isinstance(other, dict) and other.get("named"):
-            groups = [*groups, *(other.get("param_groups") or [])]
+    for other in built if names is not None and isinstance(built, list) else []:
+        if isinstance(other, dict) and other.get("named") and isinstance(other.get("param_groups"), list):
+            names |= _group_names(other["param_groups"])
+    return names
+
+
+def _group_names(groups: list) -> set[str]:
     return {p for g in groups if isinstance(g, dict) for p in g.get("params") or [] if isinstance(p, str)}
 
 

@@ -7,7 +7,7 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 
 from __future__ import annotations
 
-from ddp_parity.compare import relations
+from ddp_parity.compare import pairing, relations
 from ddp_parity.compare.causes.base import (
     FEW_ULPS,
     Cause,
@@ -73,15 +73,7 @@ def _one_sided_grads(ctx: Context, step: int, rank) -> relations.Relation | None
     pairs = match_keys(list(held_a or grads_a), list(held_b or grads_b), None)
     pairs.pop("__only_a__", None), pairs.pop("__only_b__", None)
     # a .grad only the step's optimizer reads matters (a GAN's other optimizer leaves its gradients in place)
-    stepped = [_stepped_of(ctx.meta(s), held) for s, held in (("a", held_a or grads_a), ("b", held_b or grads_b))]
-    paired = list(pairs.values())  # (a's name, b's name)
-    only_a = [a for a, b in paired if a in grads_a and b not in grads_b and (stepped[0] is None or a in stepped[0])]
-    only_b = [b for a, b in paired if b in grads_b and a not in grads_a and (stepped[1] is None or b in stepped[1])]
-    if only_a and not only_b:  # b lacks them
-        return relations.one_side_relation(ctx.names[1], ctx.names[0], list(only_a), step)
-    if only_b and not only_a:
-        return relations.one_side_relation(ctx.names[0], ctx.names[1], list(only_b), step)
-    return None
+    return _one_side(ctx, step, pairs, (held_a or grads_a, held_b or grads_b), (set(grads_a), set(grads_b)))
 
 
 def _one_sided_grad_rows(ctx: Context, step: int, rank) -> relations.Relation | None:
@@ -96,15 +88,22 @@ def _one_sided_grad_rows(ctx: Context, step: int, rank) -> relations.Relation | 
         if not isinstance(layers, list) or len(layers) != len(names):
             return None
         rows.append({str(n): row for n, row in zip(names, layers) if isinstance(row, list) and len(row) > 1})
-    stepped = [_stepped_of(ctx.meta(s), rows[i]) for i, s in enumerate(("a", "b"))]
     pairs = match_keys(list(rows[0]), list(rows[1]), None)
     pairs.pop("__only_a__", None), pairs.pop("__only_b__", None)
-    only = ([], [])
+    graded = tuple({n for n, row in r.items() if _has_grad(row[1])} for r in rows)
+    return _one_side(ctx, step, pairs, rows, graded)
+
+
+def _one_side(ctx: Context, step: int, pairs: dict, held: tuple, graded: tuple) -> relations.Relation | None:
+    """The relation where paired parameters (`pairs`' (a's name, b's name)) that the recorded optimizer steps have
+    a gradient on one side only (`graded`: each side's names with one), all on the same side; None otherwise."""
+    stepped = [_stepped_of(ctx.meta(s), names) for s, names in zip(("a", "b"), held)]
+    only: tuple[list, list] = ([], [])
     for a, b in pairs.values():
-        graded = (_has_grad(rows[0][a][1]), _has_grad(rows[1][b][1]))
-        if graded[0] != graded[1] and all(st is None or n in st for st, n in zip(stepped, (a, b))):
-            only[0 if graded[0] else 1].append(a if graded[0] else b)
-    if only[0] and not only[1]:
+        has = (a in graded[0], b in graded[1])
+        if has[0] != has[1] and all(st is None or n in st for st, n in zip(stepped, (a, b))):
+            only[0 if has[0] else 1].append(a if has[0] else b)
+    if only[0] and not only[1]:  # b lacks them
         return relations.one_side_relation(ctx.names[1], ctx.names[0], only[0], step)
     if only[1] and not only[0]:
         return relations.one_side_relation(ctx.names[0], ctx.names[1], only[1], step)
@@ -120,11 +119,9 @@ def _stepped_of(meta: dict, watched) -> set[str] | None:
     that is unknown. The watch may hold one DDP wrapper's module (names without its attribute in the program:
     `conv_pre.bias`) where the optimizer's and the layers' names are the whole program's (`generator.conv_pre.bias`):
     the attribute is the one that makes every watched name a recorded layer's."""
-    optimizer = meta.get("optimizer") if isinstance(meta, dict) else None
-    if not isinstance(optimizer, dict) or not optimizer.get("named"):
+    stepped = pairing.recorded_optimizer_names(meta)
+    if stepped is None:
         return None
-    groups = optimizer.get("param_groups") if isinstance(optimizer.get("param_groups"), list) else []
-    stepped = {str(n) for g in groups if isinstance(g, dict) for n in (g.get("params") or [])}
     layers = meta.get("layers") if isinstance(meta.get("layers"), dict) else {}
     known = {str(n) for n in (layers.get("names") or [])} | stepped
     watched = list(watched)
