@@ -364,6 +364,8 @@ class TraceRecorder:
         self._resolve_start(step - 1)
         if self._watch is not None:
             self._watch.end_step(step)  # module watch: the step's calls are complete
+            if self._watch.failure is not None:
+                self.note_unrecorded("module watch", self._watch.failure)
         now = time.perf_counter()
         if lr is None and optimizer is not None:
             lr = optimizer_lr(optimizer, self.note_unrecorded)

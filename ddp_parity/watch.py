@@ -40,6 +40,7 @@ in eval mode (validation) are not recorded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ from typing import Any
 
 import torch
 
+from ddp_parity.module_hooks import ours
 from ddp_parity.sharding import full_tensor
 from ddp_parity.trace_files import ALL, WATCH_STEP_ENV, malformed, parse_watch_steps  # noqa: F401  (public here too)
 
@@ -110,7 +112,9 @@ class Digester:
             flat = torch.view_as_real(flat).reshape(-1)
         if flat.dtype == torch.bool:
             flat = flat.view(torch.uint8)
-        bits = flat.view(_INT_OF_SIZE[flat.element_size()]) if flat.numel() else flat.to(torch.int32)
+        if not flat.numel():  # hash_tensor has no value for no elements; the shape is kept beside (_shape_key)
+            return torch.zeros((), dtype=torch.uint64, device=flat.device)
+        bits = flat.view(_INT_OF_SIZE[flat.element_size()])
         if bits.dtype == torch.uint8:
             bits = bits.to(torch.int32)
         return torch.hash_tensor(bits * self.weights(bits.numel(), bits.dtype, bits.device))
@@ -240,6 +244,7 @@ class ModuleWatch:
         self._done: list[dict] = []  # closed steps waiting for the flush
         self._trimmed = False
         self._start_step = start_step
+        self.failure: str | None = None  # why the watch stopped (a hook of its own raised), for meta.json
         if self._watching_any_from(self._step):
             self._attach()
 
@@ -258,9 +263,32 @@ class ModuleWatch:
     # -- hooks -----------------------------------------------------------------------------
 
     def _attach(self) -> None:
+        before, after = ours(self._guarded(self._before_call)), ours(self._guarded(self._after_call))
         for module in self._names:
-            self._handles.append(module.register_forward_pre_hook(self._before_call, with_kwargs=True))
-            self._handles.append(module.register_forward_hook(self._after_call, with_kwargs=True))
+            self._handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+            self._handles.append(module.register_forward_hook(after, with_kwargs=True))
+
+    def _guarded(self, hook):
+        """A hook of the watch that raises stops the watch (its hooks removed, the step in progress dropped)
+        and says why in `failure`, which the recorder notes in meta.json `unrecorded`: the program's own
+        call goes on as if nothing watched it."""
+
+        @functools.wraps(hook)
+        def run(*args, **kwargs):
+            if self.failure is not None:
+                return None
+            try:
+                return hook(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - a guest in the user's forward: never end their training
+                self._fail(exc)
+                return None
+
+        return run
+
+    def _fail(self, exc: Exception) -> None:
+        self.failure = f"stopped at step {self._step}: {exc!r:.300}"
+        self.detach()
+        self._calls, self._param_grads, self._params_before, self._open = [], None, None, {}
 
     def detach(self) -> None:
         for handle in self._handles:
@@ -313,6 +341,7 @@ class ModuleWatch:
         return None
 
     def _grad_hook(self, backward: dict, key: str):
+        @self._guarded
         def hook(grad):
             if grad is None:
                 return None
@@ -334,7 +363,8 @@ class ModuleWatch:
             return
         self._callback_queued = True
         engine = torch.autograd.Variable._execution_engine
-        engine.queue_callback(lambda: engine.queue_callback(self._read_param_grads))
+        read = self._guarded(self._read_param_grads)
+        engine.queue_callback(lambda: engine.queue_callback(read))
 
     def _read_param_grads(self) -> None:
         self._callback_queued = False

@@ -15,6 +15,7 @@ from ddp_parity.watch import (
     WATCH_STEP_ENV,
     Digester,
     ModuleWatch,
+    _Digests,
     parse_watch_steps,
     read_module_trace,
     resolve_steps,
@@ -57,6 +58,15 @@ def test_digest_is_exact_and_position_sensitive():
     assert not torch.equal(d(x), d(swapped))  # an xor or a sum of the values would tie here
     assert torch.equal(d(torch.zeros(3, dtype=torch.bfloat16)), d(torch.zeros(3, dtype=torch.bfloat16)))
     assert d(torch.tensor([True, False])).dtype == torch.uint64
+
+
+def test_digest_of_an_empty_tensor_is_a_value():
+    # a batch's labels of shape [batch, 0] (a model with no classes to condition on) went through the watch
+    d = Digester()
+    for empty in (torch.zeros(4, 0), torch.zeros(0, dtype=torch.int64), torch.zeros(2, 0, dtype=torch.bool)):
+        assert d(empty).dtype == torch.uint64 and d(empty).shape == ()
+    digests = _Digests([torch.zeros(4, 0), torch.ones(3)], d)
+    assert "(4, 0)" in digests.shapes and len(digests.scalars) == 2
 
 
 # -- which steps ----------------------------------------------------------------------------
@@ -209,3 +219,37 @@ def test_a_parameter_changed_inside_a_wrappers_forward_is_read_as_its_module_use
         watch.flush(tmp_path / str(inside), 0)
         digests.append(read_module_trace(tmp_path / str(inside), 0)[1]["params_before"])
     assert digests[0] == digests[1]
+
+
+class _Refuses(nn.Module):
+    """A layer whose input the watch cannot take (a tensor subclass that raises when reshaped)."""
+
+    def forward(self, x):
+        return x
+
+
+class _Unreadable(torch.Tensor):
+    def reshape(self, *args, **kwargs):
+        raise RuntimeError("no reshape here")
+
+
+def test_a_watch_that_fails_stops_and_says_so_while_training_goes_on(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), _Refuses())
+    recorder = TraceRecorder(tmp_path, side="t")
+    recorder.start()
+    watch = recorder.watch(model, steps="all")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in (1, 2):
+        x = torch.randn(2, 4).as_subclass(_Unreadable) if step == 2 else torch.randn(2, 4)
+        loss = model(x).pow(2).sum()  # the program's forward goes on although the watch raised inside it
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        recorder.record(step, loss.detach(), torch.arange(2))
+    recorder.finish(model)
+    assert watch.failure is not None and "step 2" in watch.failure and "no reshape here" in watch.failure
+    assert not watch.active
+    unrecorded = json.loads((tmp_path / "meta.json").read_text())["unrecorded"]
+    assert any(u["what"] == "module watch" and "no reshape here" in u["why"] for u in unrecorded)
+    assert list(read_module_trace(tmp_path, 0)) == [1]  # the step it saw whole, never a part of step 2

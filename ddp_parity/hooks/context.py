@@ -16,6 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ddp_parity.fingerprints import buffers_sha256, hash_full_state, parameters_sha256, sha256_of
 from ddp_parity.hooks import evaluation, modules, rng
 from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.module_hooks import ours
 from ddp_parity.watch import ModuleWatch
 
 DDP_ARGUMENTS = (
@@ -234,13 +235,13 @@ def watch_training_inputs(live) -> None:
 
     for wrapper in live.wrapped_modules:
         if wrapper() is not None:
-            wrapper().register_forward_pre_hook(outer)
+            wrapper().register_forward_pre_hook(ours(outer))
     model = live.model
     if isinstance(model, modules.Wrapped):  # never called: its first part a step called takes the step's inputs
         model = _entry_of(live, model)
         if model is None:
             return
-    model.register_forward_pre_hook(pre, with_kwargs=True)
+    model.register_forward_pre_hook(ours(pre), with_kwargs=True)
 
 
 def _entry_of(live, model) -> torch.nn.Module | None:

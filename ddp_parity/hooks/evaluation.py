@@ -36,6 +36,7 @@ from torch.nn.modules import module as torch_module
 
 from ddp_parity.fingerprints import StagedDigest, batch_contents, normalised_name
 from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.module_hooks import ours
 from ddp_parity.trace_files import EVALUATION_COPY, EVALUATION_MODEL, evaluations_path
 
 _PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
@@ -227,7 +228,7 @@ def settle(live) -> None:
         forward_done(live, module, output)
 
     for ref in live.eval_cores:
-        ref().register_forward_hook(after_forward)
+        ref().register_forward_hook(ours(after_forward))
     for copy in copies:
         _hook_copy(live, copy)
     _relabel_copies(live, copies)
@@ -325,7 +326,7 @@ def _hook_copy(live, module: torch.nn.Module) -> None:
         if not module.training:  # in training mode (a teacher's targets) it is the training's
             forward_done(live, module, output, role=COPY)
 
-    module.register_forward_hook(after_copy_forward)
+    module.register_forward_hook(ours(after_copy_forward))
 
 
 def _ids(module: torch.nn.Module) -> set[int]:

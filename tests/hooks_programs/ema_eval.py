@@ -4,9 +4,12 @@ one. It knows nothing of any recorder. Each rank seeds seed + rank before buildi
 programs do): DDP's broadcast makes the replicas equal. The EMA is copied after DDP's wrap (rank 0's weights on every
 rank) or, with --ema-before-ddp, before it (each rank's own: rank 1's EMA starts from other weights and the training
 is untouched). With --ema-left-in-train-mode, eval() is never called on the EMA (a copy of the model in training
-mode, evaluated so, as a copy kept outside the module tree and never switched is).
+mode, evaluated so, as a copy kept outside the module tree and never switched is). With --snapshots, rank 0 ends by
+saving the EMA, the model and a deepcopy of the model made then (as EDM pickles its EMA) and prints each file's
+sha256: a recording must leave them as they are without it.
 
     torchrun --nproc_per_node=2 tests/hooks_programs/ema_eval.py [--ema-before-ddp] [--ema-left-in-train-mode]
+                                                                 [--snapshots]
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import hashlib
+import io
 
 import torch
 import torch.distributed as dist
@@ -34,10 +39,19 @@ def update(ema: nn.Module, model: nn.Module) -> None:
         e.copy_(e * DECAY + p * (1 - DECAY))
 
 
+def print_snapshots(ema: nn.Module, model: nn.Module) -> None:
+    """torch.save (a pickle) of whole modules, and each file's sha256."""
+    for name, module in (("ema", ema), ("model", model), ("copy", copy.deepcopy(model))):
+        saved = io.BytesIO()
+        torch.save(module, saved)
+        print(f"{name} saved {hashlib.sha256(saved.getvalue()).hexdigest()}", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--ema-before-ddp", action="store_true", help="copy each rank's own weights, before the wrap")
     p.add_argument("--ema-left-in-train-mode", action="store_true", help="never call eval() on the EMA")
+    p.add_argument("--snapshots", action="store_true", help="rank 0 saves whole modules at the end")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -63,6 +77,8 @@ def main() -> None:
                 accuracy = (ema(held_out).argmax(-1) == 0).float().mean().item()
             if rank == 0:
                 print(f"step {step} loss {loss.item():.8f} ema {accuracy:.4f}", flush=True)
+    if args.snapshots and rank == 0:
+        print_snapshots(ema, model)
     del ddp
     gc.collect()  # DDP's reducer goes before the group, never joined at interpreter exit (gloo then aborts)
     dist.barrier()  # no rank leaves while its peer still talks: gloo aborts one that does (SIGABRT)
