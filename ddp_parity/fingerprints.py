@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -197,19 +198,40 @@ def tied_names(model: torch.nn.Module) -> dict[str, str]:
 
 def param_digest(model: torch.nn.Module) -> torch.Tensor:
     """A cheap per-step fingerprint of the parameters: float64 sums of the first and the last
-    parameter tensors, kept on the device (no sync) until the trace is flushed."""
+    parameter tensors, and of the first and last that take a gradient where those are others (LoRA's
+    first and last are frozen: a digest of them alone stays equal while the training parts), kept on the
+    device (no sync) until the trace is flushed."""
     params = list(unwrap(model).parameters())
     if not params:  # a module without parameters (a loss module handed in by mistake): nothing to digest
         return torch.zeros(0, dtype=torch.float64)
-    params = [full_tensor(params[0].detach()), full_tensor(params[-1].detach())]  # whole tensors under FSDP2
-    return torch.stack([_sum64(params[0]), _sum64(params[-1])])
+    picked = [full_tensor(params[i].detach()) for i in _digest_picks(model, params)]  # whole tensors under FSDP2
+    return torch.stack([_sum64(p) for p in picked])
 
 
 def param_digest_names(model: torch.nn.Module) -> list[str]:
-    """The normalised names of the parameters `param_digest` sums (its first and last), so that a
-    comparison pairs a digest with the other side's only where both digest the same parameters."""
+    """The normalised names of the parameters `param_digest` sums, in its order, so that a comparison
+    pairs a digest with the other side's only where both digest the same parameters."""
     named = list(unwrap(model).named_parameters())
-    return [normalised_name(named[0][0]), normalised_name(named[-1][0])] if named else []
+    return [normalised_name(named[i][0]) for i in _digest_picks(model, [p for _, p in named])] if named else []
+
+
+_picks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model: (its parameters' count, the picks)
+
+
+def _digest_picks(model: torch.nn.Module, params: list[torch.Tensor]) -> list[int]:
+    """The positions `param_digest` sums: the first and the last parameter, then the first and the last
+    with requires_grad where those are others. Chosen at the first call for a model and kept (a layer
+    unfrozen later must not change what the recorded names mean), chosen again only where the model's
+    parameters changed in number."""
+    key = unwrap(model)
+    kept = _picks.get(key)
+    if kept is not None and kept[0] == len(params):
+        return kept[1]
+    picks = [0, len(params) - 1]  # twice the one parameter of a one-tensor model, as digests always were
+    trained = [i for i, p in enumerate(params) if p.requires_grad]
+    picks += [i for i in dict.fromkeys(trained[:1] + trained[-1:]) if i not in picks]
+    _picks[key] = (len(params), picks)
+    return picks
 
 
 def frozen_names(model: torch.nn.Module) -> list[str]:
