@@ -60,3 +60,37 @@ def test_a_scheduler_stepped_per_epoch_against_per_step_says_once_per_epoch(tmp_
     assert "lightning 0 times per optimizer step but 1 at step" in d["explanation"], d["explanation"]
     assert "(each the first step of an epoch: once per epoch)" in d["explanation"], d["explanation"]
     assert d["advice"].startswith("On lightning, step the scheduler as raw does"), d["advice"]
+
+
+def test_a_scheduler_stepped_per_micro_batch_parts_the_rates_at_step_1_and_is_named_from_the_counts(tmp_path):
+    """LoRA's loop steps its schedule after every micro-batch (accumulation 2): one scheduler step before the first
+    optimizer step, two before each later one; its port once per optimizer step. The rates part at step 1, where
+    the first count alone cannot tell this from a schedule one step ahead: the usual counts after it do."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for i, rec in enumerate(recs):
+                rec["scheduler_steps_before"] = (1 if i == 0 else 2) if side == "a" else (0 if i == 0 else 1)
+                position = 2 * i + 1 if side == "a" else i
+                rec["lr"] = 0.1 * 0.9**position
+    a, b = hand_made_pair(tmp_path, records_a=records["a"], records_b=trained_apart(records["b"], from_step=1))
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("optimizer.scheduler_steps", 1), d["explanation"]
+    said = "raw stepped its scheduler 2 times per optimizer step, lightning 1 time per optimizer step"
+    assert said in d["explanation"], d["explanation"]
+    assert d["evidence"]["scheduler_steps_before"]["raw"][:3] == [1, 2, 2], d["evidence"]
+    assert d["advice"].startswith("On raw, step the scheduler as lightning does"), d["advice"]
+
+
+def test_a_schedule_one_step_ahead_is_not_said_to_be_stepped_more_often(tmp_path):
+    """The first count apart (1 vs 0) and the same count after it: a scheduler stepped before the first optimizer
+    step, not more often; left to the causes of a schedule ahead."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for i, rec in enumerate(recs):
+                rec["scheduler_steps_before"] = 1 if side == "a" or i > 0 else 0
+                rec["lr"] = 0.1 * 0.9 ** (i + 1 if side == "a" else i)
+    a, b = hand_made_pair(tmp_path, records_a=records["a"], records_b=trained_apart(records["b"], from_step=1))
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] != "optimizer.scheduler_steps", d["explanation"]

@@ -18,23 +18,28 @@ COUNTS_READ = 10_000  # the aligned steps read for the counts: enough to see a p
 
 def check_scheduler_steps(ctx: Context) -> Finding | None:
     """The lr (or, with no lr recorded, the parameters) first parts at step s, both sides recorded how many
-    scheduler.step() calls came before each optimizer step, the counts differ at some step after the first and
-    at or before s, and the schedulers' positions (the calls summed up to s) differ there: the schedules ran
-    apart because one side stepped its scheduler more often. The first step's count is left to the causes of
-    a scheduler stepped before the optimizer (optimizer.lr_ahead, optimizer.effective_lr)."""
+    scheduler.step() calls came before each optimizer step, the schedulers' positions (the calls summed up to s)
+    differ there, and the counts differ at some step after the first and at or before s, or (s the first step)
+    the usual count per optimizer step after the first differs: the schedules ran apart because one side
+    stepped its scheduler more often (per micro-batch under accumulation steps it before the first optimizer
+    step too, so the rates part at step 1). A first step's count apart with the same usual count is left to
+    the causes of a scheduler stepped before the optimizer (optimizer.lr_ahead, optimizer.effective_lr)."""
     f = ctx.earliest
     if f is None or not isinstance(f.get("step"), int) or not _rate_parts(ctx, f):
         return None
     every = recorded_counts(ctx, f["rank"])
     rows = [r for r in every if r[0] <= f["step"]]
-    if len(rows) < 2 or all(ca == cb for _, ca, cb, _ in rows[1:]):
+    if not rows or len(every) < 2:
+        return None
+    apart_after_first = any(ca != cb for _, ca, cb, _ in rows[1:])
+    if not apart_after_first and (len(rows) > 1 or _usual(every, 1) == _usual(every, 2)):
         return None
     if sum(r[1] for r in rows) == sum(r[2] for r in rows):
         return None  # both schedulers took as many steps in all by then: the counts do not part the rates
     if any(all(r[i] == 0 for r in every) for i in (1, 2)):
         return None  # a side that never steps a scheduler sets its lr by hand: the counts say nothing of its rate
     said = {side: _per_step(every, i) for side, i in (("a", 1), ("b", 2))}
-    first = next(step for step, ca, cb, _ in rows[1:] if ca != cb)
+    first = next((step for step, ca, cb, _ in rows[1:] if ca != cb), rows[0][0])
     side, other = _side_that_differs(every)
     what = "learning rate" if f["quantity"] == "lr" else "parameters (no lr recorded there)"
     facts = (
@@ -44,9 +49,10 @@ def check_scheduler_steps(ctx: Context) -> Finding | None:
         f"{said['b']} (up to step {f['step']}: {sum(r[1] for r in rows)} vs {sum(r[2] for r in rows)} scheduler "
         "steps in all)."
     )
+    shown = rows if len(rows) > 1 else every[:8]  # parted at the first step: the steps after it show the rates
     evidence = {
-        COUNT: {ctx.label(s): [r[i] for r in rows] for s, i in (("a", 1), ("b", 2))},
-        "steps": [r[0] for r in rows],
+        COUNT: {ctx.label(s): [r[i] for r in shown] for s, i in (("a", 1), ("b", 2))},
+        "steps": [r[0] for r in shown],
         "per_step": {ctx.label(s): said[s] for s in ("a", "b")},
         f["quantity"]: ctx.both(f["a"], f["b"]),
     }
@@ -96,10 +102,15 @@ def _per_step(rows: list[tuple], i: int) -> str:
     return f"{said} but {shown}" + (" (each the first step of an epoch: once per epoch)" if at_epochs else "")
 
 
+def _usual(rows: list[tuple], i: int) -> int:
+    """One side's most common count per optimizer step after the first."""
+    return Counter(r[i] for r in rows[1:]).most_common(1)[0][0]
+
+
 def _side_that_differs(rows: list[tuple]) -> tuple[str, str]:
     """(side, other): the side whose usual count is not 1 where the other's is (one scheduler.step() per
     optimizer step is what both frameworks do for a per-step schedule); else the side that stepped more."""
-    usual = {s: Counter(r[i] for r in rows[1:]).most_common(1)[0][0] for s, i in (("a", 1), ("b", 2))}
+    usual = {s: _usual(rows, i) for s, i in (("a", 1), ("b", 2))}
     if usual["a"] != 1 and usual["b"] == 1:
         return "a", "b"
     if usual["b"] != 1 and usual["a"] == 1:
