@@ -17,7 +17,7 @@ from torch.optim.swa_utils import AveragedModel
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import evaluation, recording_env
-from ddp_parity.trace_files import read_evaluations
+from ddp_parity.trace_files import read_evaluations, read_hook_facts
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "ema_eval.py"
 # "again" also saves whole modules at its end (--snapshots), compared with the same program run with no recording
@@ -125,3 +125,16 @@ def test_whole_modules_saved_under_the_hooks_are_the_bytes_saved_without_them(ru
     saved = {n: [line for line in runs["stdout"][n].splitlines() if " saved " in line] for n in ("again", "unrecorded")}
     assert [line.split()[0] for line in saved["again"]] == ["ema", "model", "copy"], runs["stdout"]["again"]
     assert saved["again"] == saved["unrecorded"]
+    pickled = {
+        n: [line for line in runs["stdout"][n].splitlines() if " pickled " in line] for n in ("again", "unrecorded")
+    }
+    assert len(pickled["again"]) == 1 and pickled["again"] == pickled["unrecorded"]
+
+
+@pytest.mark.slow
+def test_a_module_pickled_is_no_checkpoint_save_of_each_tensor(runs):
+    """pickle.dumps(ema) pickles each storage by a torch.save of its own into a buffer (torch.storage's __reduce__):
+    those were recorded as checkpoint saves, one per tensor. The three torch.save calls of the program are the
+    saves."""
+    saves = read_hook_facts(runs["again"], 0)["checkpoints"]["items"]
+    assert [(c["op"], c["kinds"]) for c in saves] == [("torch.save", ["model"])] * 3, saves

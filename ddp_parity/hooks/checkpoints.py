@@ -85,6 +85,8 @@ def _checkpoint_call(op: str, original, given, path_at: int = 1):
         live = recording()
         if live is None or getattr(live.local, "ours", False) or getattr(live.local, "in_checkpoint", False):
             return original(*args, **kwargs)  # not recorded, or inside a checkpoint call (DCP saves tensor by tensor)
+        if sys._getframe(1).f_globals.get("__name__") == "torch.storage":
+            return original(*args, **kwargs)  # a storage pickled by plain pickle or deepcopy, one tensor at a time
         live.local.in_checkpoint = True
         try:
             result = original(*args, **kwargs)

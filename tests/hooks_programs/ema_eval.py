@@ -19,6 +19,7 @@ import copy
 import gc
 import hashlib
 import io
+import pickle
 
 import torch
 import torch.distributed as dist
@@ -40,11 +41,16 @@ def update(ema: nn.Module, model: nn.Module) -> None:
 
 
 def print_snapshots(ema: nn.Module, model: nn.Module) -> None:
-    """torch.save (a pickle) of whole modules, and each file's sha256."""
+    """torch.save (a pickle) of whole modules, and a plain pickle of the EMA (as EDM's snapshot is): the sha256 of
+    each file, and of the pickled EMA's tensors with the count of forward hooks it came back with."""
     for name, module in (("ema", ema), ("model", model), ("copy", copy.deepcopy(model))):
         saved = io.BytesIO()
         torch.save(module, saved)
         print(f"{name} saved {hashlib.sha256(saved.getvalue()).hexdigest()}", flush=True)
+    # a plain pickle's bytes hold storage addresses (torch's legacy format): its unpickled tensors are what is compared
+    back = pickle.loads(pickle.dumps(ema))
+    tensors = b"".join(t.numpy().tobytes() for t in back.state_dict().values())
+    print(f"ema pickled {hashlib.sha256(tensors).hexdigest()} hooks {len(back._forward_hooks)}", flush=True)
 
 
 def main() -> None:
