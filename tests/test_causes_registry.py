@@ -75,6 +75,7 @@ KINDS = {
         "optimizer.scheduler_steps",
         "gradients.sync_pattern",
     ),  # issue 46: the scheduler steps and DDP syncs each step recorded
+    "rng.drawn_before_step_1",  # issue 46: the fifth first pass (KAIR's EMA network built again)
 }
 
 

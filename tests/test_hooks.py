@@ -78,6 +78,8 @@ def test_a_hook_recorded_run_is_a_trace_the_comparison_reads(raw_runs):
     assert [e["epoch"] for e in facts["set_epoch"]["items"]] == [0, 1]
     assert facts["optimizer_built"][0]["param_groups"][0]["params"][0] == "features.0.weight"
     assert [s["seed"] for s in facts["seeds"]["items"]] == [42, 42]
+    # the model is built between the two seeds: its weights drew from torch's generator before the second
+    assert [s.get("drawn_since_last_seed") for s in facts["seeds"]["items"]] == [None, True]
     # the model DDP wraps is watched as recorder.watch(model) watches it: steps 1 and 2, every module call
     watched = [json.loads(line) for line in (run_dir / "trace" / "rank1.modules.jsonl").read_text().splitlines()]
     assert [w["step"] for w in watched] == [1, 2] and watched[0]["calls"][0]["name"] == "features.0", watched[0]

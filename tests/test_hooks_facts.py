@@ -79,6 +79,8 @@ def test_a_seed_set_twice_is_no_reseed_where_the_generator_is_recorded_equal(loo
     d = compare_traces(loops["plain"], twice)["diagnosis"]
     assert (d["step"], d["kind"]) == (1, "data_order.unrecorded"), d
     assert "rng_state" not in d["evidence"] and "global RNG" not in d["advice"]
+    # nothing drew between the two seeds: recorded, so the repeat is known inert
+    assert [s.get("drawn_since_last_seed") for s in hook_facts(twice)["seeds"]["items"]] == [None, False]
 
 
 def test_checkpoints_are_recorded_with_the_kinds_they_hold(loops):

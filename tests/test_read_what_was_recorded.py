@@ -9,7 +9,7 @@ import copy
 import json
 
 import torch
-from test_diagnosis import INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
+from test_diagnosis import EPOCHS, INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
 
 from ddp_parity.compare.causes import setup
 from ddp_parity.compare.causes.base import Context
@@ -320,3 +320,107 @@ def test_a_batch_holding_a_container_class_of_the_programs_own_is_digested_by_it
             raise RuntimeError("no attributes")
 
     assert batch_contents((Hostile(), targets))[1] == ["batch[0]: Hostile"]
+
+
+def test_samples_apart_by_the_recorded_epochs_are_never_put_on_the_loaders_global_draws(tmp_path):
+    """LoRA's loop counts its epochs from 1 (set_epoch(1) first) and its port from 0; the port's sanity check also
+    iterated one loader more before step 1. A DistributedSampler draws its order from seed + epoch, never from the
+    global generator, so the records' epochs part the samples: data_order.epoch, not rng.loader_draws."""
+    shifted = make_records(epochs=EPOCHS + 1)
+    per_epoch = len(shifted[0]) // (EPOCHS + 1)
+    records_a = {
+        rank: [dict(rec, step=rec["step"] - per_epoch) for rec in recs if rec["epoch"] >= 1]
+        for rank, recs in shifted.items()
+    }
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=records_a, records_b=make_records())
+    _hooks(a, 1, eval_before=None)
+    _hooks(b, 2, eval_before=None)
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("data_order.epoch", 1), (d["kind"], d["explanation"])
+    assert "raw records epoch 1 and lightning epoch 0" in d["explanation"], d["explanation"]
+
+
+def _batch_apart_at_step_1(tmp_path, lightning_drew_between_its_seeds: bool):
+    """KAIR's round: raw builds its EMA network a second time (its weights draw from torch's generator), the port
+    deep-copies it; the dataset's random crops and noise then draw other numbers: the batch parts at step 1 at
+    equal indices. Both seeded 42 last; the port's DDP setup seeded 42 again, with the model built after it."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for rec in recs:
+                rec["batch_digest"] = f"{side if rec['step'] == 1 else 'x'}{rec['step']:015d}"
+                torch_state = f"{side if rec['step'] == 1 else 'f'}{rec['step']:015x}"
+                rec["rng"] = {"at": "forward", "torch": torch_state, "numpy": "0" * 16, "random": "1" * 16}
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    a, b = pair(
+        tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=records["a"], records_b=trained_apart(records["b"], 1)
+    )
+    _hooks(a, 1, eval_before=None)
+    _hooks(b, 1, eval_before=None)
+    for rank in (0, 1):
+        path = b / "trace" / f"rank{rank}.hooks.json"
+        facts = json.loads(path.read_text())
+        facts["seeds"]["items"].append(
+            {"before_step": 1, "order": 0, "seed": 42, "drawn_since_last_seed": lightning_drew_between_its_seeds}
+        )
+        path.write_text(json.dumps(facts))
+    return run_diagnosis(a, b)[1]
+
+
+def test_a_batch_apart_at_equal_indices_after_the_same_last_seed_names_what_drew_between(tmp_path):
+    d = _batch_apart_at_step_1(tmp_path, lightning_drew_between_its_seeds=False)
+    assert (d["kind"], d["step"]) == ("rng.drawn_before_step_1", 1), (d["kind"], d["explanation"])
+    assert "both sides seeded it last with 42" in d["explanation"], d["explanation"]
+    assert "deep-copied on both" in d["advice"] and "worker" not in d["advice"], d["advice"]
+
+
+def test_a_repeated_seed_that_came_after_a_draw_is_still_the_reseed(tmp_path):
+    d = _batch_apart_at_step_1(tmp_path, lightning_drew_between_its_seeds=True)
+    assert d["kind"] == "rng.reseed", (d["kind"], d["explanation"])
+
+
+def test_a_batch_apart_with_every_loader_in_the_main_process_blames_no_worker_seeding(tmp_path):
+    """EDM's round: the port left an empty label tensor None, the raw loop kept it: the batches part at equal indices,
+    every DataLoader at num_workers=0 on both sides. Worker seeding cannot be it; the batch's making is."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for rec in recs:
+                rec["batch_digest"] = f"{side}{rec['step']:015d}"
+    a, b = pair(tmp_path, records_a=records["a"], records_b=trained_apart(records["b"], 1))
+    for run in (a, b):
+        for rank in (0, 1):
+            facts = {"loader_iterators": {"items": [{"before_step": 1, "dataset": "Images", "num_workers": 0}]}}
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps(facts))
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("data_pipeline", 1), (d["kind"], d["explanation"])
+    assert "num_workers=0" in d["explanation"] and "no worker seeding is involved" in d["explanation"]
+    assert "worker_init_fn" not in d["advice"] and "collate_fn" in d["advice"], d["advice"]
+
+
+def test_initial_weights_apart_after_a_loader_drew_between_the_seed_and_the_model_name_that_draw(tmp_path):
+    """EDM's loop iterates its DataLoader (one base-seed draw from the global generator) between its seed and the
+    network's construction; the port built first. The same seed on both sides: the headline names the recorded draw,
+    never another seed."""
+    runs = pair(tmp_path, meta_b=make_meta("lightning", init=["e" * 64, "f" * 64]))
+    for run, draws in zip(runs, (1, 0)):
+        for rank in (0, 1):
+            facts = {
+                "seeds": {"items": [{"before_step": 1, "order": 1, "seed": 7}]},
+                "loader_iterators": {
+                    "items": [{"before_step": 1, "dataset": "Images", "global_draw": True, "order": 2}] * draws
+                    + [{"before_step": 1, "dataset": "Images", "global_draw": True, "order": 9}]
+                },
+                "ddp": {"items": [{"before_step": 1, "order": 5}]},
+            }
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps(facts))
+    _, d = run_diagnosis(*runs)
+    assert d["kind"] == "init", (d["kind"], d["explanation"])
+    headline = d["explanation"].split(". ")[0]
+    assert "rank 0 iterated 1 DataLoader(s) drawing from the global generator on raw (Images) and 0 on lightning" in (
+        headline
+    ), d["explanation"]
+    assert d["evidence"]["loader_draws_before_the_model"] == {"raw": ["Images"], "lightning": []}

@@ -37,7 +37,9 @@ def install() -> None:
     @functools.wraps(original_seed)
     def manual_seed(seed):
         _note_seed(seed)
-        return original_seed(seed)
+        generator = original_seed(seed)
+        _seeded()
+        return generator
 
     torch.manual_seed = manual_seed
     torch.random.manual_seed = manual_seed
@@ -45,12 +47,25 @@ def install() -> None:
     _wrap_ddp()
     _wrap_autocast()
     _watch_top_calls()
+    rng.arm()  # step 1's digests: its first network forward
 
 
 @guarded("seeds")
 def _note_seed(seed) -> None:
+    """The seed, and whether torch's generator drew since the previous seed (a model built between two seeds, as
+    Lightning's DDP setup seeds again after a LightningModule's __init__ built one): a seed repeated with nothing
+    drawn between changes nothing that follows."""
     if (live := recording()) is not None:
-        live.note("seeds", {"seed": int(seed)})
+        fact = {"seed": int(seed)}
+        if live.facts.get("_seeded_state") is not None:
+            fact["drawn_since_last_seed"] = rng.torch_state() != live.facts["_seeded_state"]
+        live.note("seeds", fact)
+
+
+@guarded("seeds")
+def _seeded() -> None:
+    if (live := recording()) is not None:
+        live.facts["_seeded_state"] = rng.torch_state()
 
 
 def _wrap_train() -> None:
@@ -200,7 +215,6 @@ def _watch_top_calls() -> None:
             if not any(seen() is module for seen in live.root_modules):
                 live.root_modules.append(weakref.ref(module))
             if module.training and torch.is_grad_enabled():
-                rng.take(live, "forward")  # step 1's start: its first training forward
                 live.forward_inputs.append(args)  # step 1's batch, where no DataLoader gives it
                 live.forward_callers.append(id(module))
         depth["n"] += 1
@@ -226,16 +240,8 @@ def watch_training_inputs(live) -> None:
 
     def pre(module, args, kwargs):
         if module.training and torch.is_grad_enabled() and not getattr(live.local, "ours", False):
-            rng.take(live, "forward")
             live.forward_inputs.append((args, kwargs) if kwargs else args)
 
-    def outer(module, args):  # DDP's wrapper is called before the model: the step's start is there
-        if module.training and torch.is_grad_enabled():
-            rng.take(live, "forward")
-
-    for wrapper in live.wrapped_modules:
-        if wrapper() is not None:
-            wrapper().register_forward_pre_hook(ours(outer))
     model = live.model
     if isinstance(model, modules.Wrapped):  # never called: its first part a step called takes the step's inputs
         model = _entry_of(live, model)

@@ -135,7 +135,11 @@ def _note_iterator(loader) -> None:
         return
     live.note(
         "loader_iterators",
-        {"dataset": type(loader.dataset).__name__, "global_draw": loader.generator is None},
+        {
+            "dataset": type(loader.dataset).__name__,
+            "global_draw": loader.generator is None,
+            "num_workers": loader.num_workers,  # 0: __getitem__ and collate run in the main process
+        },
     )
 
 

@@ -151,6 +151,8 @@ def _post_step(optimizer, args, kwargs) -> None:
         _record_step(live, optimizer)
     finally:
         live.new_step()
+        if live.active:
+            rng.arm()  # the next step's digests: its first network forward
 
 
 @guarded("the step record")

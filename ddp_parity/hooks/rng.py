@@ -1,10 +1,15 @@
 """The random generators' state at each optimizer step's start, as digests: the step record's `rng`.
 
-The moment is the step's first training forward (a module called at the top in train mode with
-gradients on: DDP's wrapper, the model), after its batch was drawn and before any layer of the step
-draws; where no such forward is seen (a Lightning module whose training_step never calls the wrapped
-module), right before the update (`at: "update"`). Two sides' digests are compared only where both
-were taken at the same moment.
+The moment is the step's first training forward (train mode, gradients on) of a module that computes:
+not a wrapper that only dispatches (DDP's, DataParallel's, FSDP1's, Lightning's around training_step,
+Fabric's), whose call comes at another point of the step on each side. A raw loop calls DDP's
+wrapper from its own code, maybe after drawing (EDM's loss draws its noise, then calls the network);
+Lightning calls its wrapper before training_step, where the same draws come after. So the moment is
+the network's own first call on both sides: after the batch and whatever the loop draws before the
+network, before any layer draws. Where no such forward is seen, right before the update (`at:
+"update"`). Two sides' digests are compared only where both were taken at the same moment. A hook on
+every module's call waits for that first forward from the end of the previous step and is removed
+there: a few calls a step (the wrappers'), never every layer's.
 
 Each generator is digested where reading it is cheap, with no device sync: torch's global CPU
 generator (its 5056 state bytes), the current CUDA device's default generator where CUDA is
@@ -22,7 +27,7 @@ import sys
 
 import torch
 
-from ddp_parity.hooks.state import guarded
+from ddp_parity.hooks.state import guarded, recording
 
 MT19937_BYTES = 624 * 4 + 4  # numpy's mt19937_state: uint32 key[624], int pos
 
@@ -30,12 +35,17 @@ MT19937_BYTES = 624 * 4 + 4  # numpy's mt19937_state: uint32 key[624], int pos
 def digests(at: str) -> dict:
     """{at, torch, cuda?, numpy?, random?}: 16 hex digits per generator; a generator that could not be
     read is left out (and said once in `unrecorded`)."""
-    out = {"at": at, "torch": _hex(torch.default_generator.get_state().numpy())}
+    out = {"at": at, "torch": torch_state()}
     for name, read in READERS:
         value = read()
         if value is not None:
             out[name] = value
     return out
+
+
+def torch_state() -> str:
+    """The digest of torch's global CPU generator alone (what a model's initial weights draw from)."""
+    return _hex(torch.default_generator.get_state().numpy())
 
 
 def _hex(buffer) -> str:
@@ -77,6 +87,39 @@ def take(live, at: str) -> None:
     """The step's digests, once per step (the first training forward, or the update)."""
     if live.rng is None and not getattr(live.local, "ours", False):
         live.rng = _take(at)
+
+
+# wrappers whose forward only hands the call on (to their module, or to training_step): by class name, so that
+# neither Lightning nor FSDP1 is imported to tell them
+DISPATCHERS = frozenset(
+    {"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "_LightningModuleWrapperBase",
+     "_FabricModule"}
+)  # fmt: skip
+_armed: list = []  # the handle of the hook that waits for the step's first network forward
+
+
+def arm() -> None:
+    """From now until the next training forward of a module that computes: take the step's digests there."""
+    if not _armed:
+        _armed.append(torch.nn.modules.module.register_module_forward_pre_hook(_first_forward))
+
+
+def disarm() -> None:
+    while _armed:
+        _armed.pop().remove()
+
+
+def _first_forward(module, args) -> None:
+    live = recording()
+    if live is None or live.rng is not None or not live.active:
+        disarm()
+        return
+    if not (module.training and torch.is_grad_enabled()) or getattr(live.local, "ours", False):
+        return  # an evaluation's forward, or the recording's own: the step's first training forward is still to come
+    if any(cls.__name__ in DISPATCHERS for cls in type(module).__mro__):
+        return
+    take(live, "forward")
+    disarm()
 
 
 @guarded("the generators' state")

@@ -77,6 +77,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_SHARED,
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
+    seeds.RNG_DRAWN_BEFORE_STEP_1,
     data.DATA_INDICES_UNRECORDED,
     data.DATA_PIPELINE,
     forward.EVALUATION_TRAIN_MODE,

@@ -38,6 +38,7 @@ from ddp_parity.compare.causes.seed_records import seeds_beside
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
+from ddp_parity.trace_files import read_hook_facts
 
 # ---------------------------------------------------------------------------------------------
 # step numbers offset by a constant: a recording, not a training difference
@@ -696,7 +697,49 @@ def check_batch(ctx: Context) -> Finding | None:
     )
     if workers:
         facts += f" DataLoader settings: {fmt(workers)}."
-    return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts)
+    return pipeline_finding(ctx, f, evidence, facts)
+
+
+def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
+    """data_pipeline: the batch differs at equal indices; DataLoader workers are blamed only where one may have
+    run (the hooks recorded every DataLoader at num_workers=0 on both sides: then the dataset, collate or the loop)."""
+    in_main = _loaders_in_main_process(ctx, f["rank"])
+    if in_main:
+        evidence["num_workers"] = ctx.both(0, 0)
+        facts += " Every DataLoader both sides iterated ran in the main process (num_workers=0, as the hooks recorded)."
+    return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS[in_main])
+
+
+def _loaders_in_main_process(ctx: Context, rank) -> bool:
+    """Both sides' hooks recorded the DataLoader iterators they made, each with num_workers 0."""
+    rank = rank if isinstance(rank, int) else 0
+    for side in ("a", "b"):
+        items = ((read_hook_facts(ctx.run(side), rank) or {}).get("loader_iterators") or {}).get("items")
+        if not items or any(not isinstance(i, dict) or i.get("num_workers") != 0 for i in items):
+            return False
+    return True
+
+
+PIPELINE_WORDS = {
+    False: {
+        "source": "`__getitem__` or collate draws random numbers (a random augmentation) from a stream that differs "
+        "between the sides, typically because DataLoader workers are seeded differently (seed_everything(workers="
+        "True) on one side, a worker_init_fn on one side only, a generator passed to one DataLoader, persistent "
+        "workers).",
+        "fix": "Seed DataLoader workers the same way on both sides: the same worker_init_fn (Lightning's "
+        "`seed_everything(seed, workers=True)` installs pl_worker_init_function) and the same `generator=` and "
+        "`persistent_workers` on both DataLoaders.",
+    },
+    True: {
+        "source": "with no DataLoader worker on either side, no worker seeding is involved: `__getitem__`, collate, "
+        "or what the loop does to the batch before the model (a transform, a field built otherwise or left None, a "
+        "dtype or device move) makes other tensors.",
+        "fix": "Build the batch the same way on both sides: the same dataset transforms and collate_fn, and the same "
+        "handling of the batch before the model (Lightning's on_before_batch_transfer, on_after_batch_transfer and "
+        "training_step; the raw loop's own lines); print one batch of this step on each side to see which field "
+        "differs.",
+    },
+}
 
 
 DATA_INDICES_UNRECORDED = Cause(
@@ -716,16 +759,11 @@ DATA_INDICES_UNRECORDED = Cause(
 DATA_PIPELINE = Cause(
     "data_pipeline",
     check_batch,
-    why="The indices are the same, so the sampler agrees; the tensors built from them are not: "
-    "`__getitem__` or collate draws random numbers (a random augmentation) from a stream that "
-    "differs between the sides, typically because DataLoader workers are seeded differently "
-    "(seed_everything(workers=True) on one side, a worker_init_fn on one side only, a generator "
-    "passed to one DataLoader, persistent workers).",
-    fix="Seed DataLoader workers the same way on both sides: the same worker_init_fn (Lightning's "
-    "`seed_everything(seed, workers=True)` installs pl_worker_init_function) and the same "
-    "`generator=` and `persistent_workers` on both DataLoaders.",
+    why="The indices are the same, so the sampler agrees; the tensors built from them are not: {source}",
+    fix="{fix}",
     doc="Equal `indices`, another `batch_digest` (or the watch's first module input): random transforms "
-    "drawn from differently seeded DataLoader workers.",
+    "drawn from differently seeded DataLoader workers; where the hooks recorded every DataLoader at num_workers=0 "
+    "on both sides, no worker is blamed: the dataset, collate or the loop's handling of the batch.",
     requires=Evidence(
         "batch digests, or the module watch's first input",
         lambda d: "batch_digest" in d.evidence or (d.module or {}).get("reading_kind") == "batch",

@@ -21,7 +21,7 @@ from ddp_parity.compare.causes.base import (
     finding,
     nonzero,
 )
-from ddp_parity.compare.causes.data import DATA_PIPELINE, batch_without_indices
+from ddp_parity.compare.causes.data import batch_without_indices, pipeline_finding
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.evaluations import model_evaluations
@@ -246,7 +246,7 @@ def check_module(ctx: Context) -> Finding | None:
             f"The sample indices are equal, but {where} already receives another input: the first module's input "
             "differs, so the batch contents differ before the model."
         )
-        return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts)
+        return pipeline_finding(ctx, f, evidence, facts)
     if kind == "state":
         return _module_state(ctx, f, module, where)
     if kind == "params":

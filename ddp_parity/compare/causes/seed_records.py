@@ -43,6 +43,37 @@ def seeds_by_rank(ctx: Context) -> dict | None:
     return out or None
 
 
+def reseeds_inert(run, rank, step: int = 1) -> bool:
+    """Every seed after the first before `step` came with nothing drawn from torch's generator since the
+    previous one (the hooks' `drawn_since_last_seed`, recorded since 2026-12-07): seeding again changed nothing
+    that follows. False where a seed drew between, or the fact is not recorded (older traces)."""
+    facts = read_hook_facts(run, rank)
+    seeds = (facts or {}).get("seeds")
+    items = [i for i in (seeds.get("items") if isinstance(seeds, dict) else None) or [] if isinstance(i, dict)]
+    later = [i for i in items if i.get("before_step") == step][1:]
+    return bool(later) and all(i.get("drawn_since_last_seed") is False for i in later)
+
+
+def draws_before_wrap(run, rank) -> list | None:
+    """The datasets of the DataLoader iterators that drew from the global generator between the last seed before
+    step 1 and the first DDP wrap (where the hooks take the initial weights' digest), in order; None where the
+    hooks recorded no seed, no DDP wrap or no iterator list (explicit recordings, older traces)."""
+    facts = read_hook_facts(run, rank) or {}
+    items = {
+        key: [i for i in ((facts.get(key) or {}).get("items") or []) if isinstance(i, dict) and "order" in i]
+        for key in ("seeds", "ddp", "loader_iterators")
+    }
+    if not items["seeds"] or not items["ddp"] or not isinstance(facts.get("loader_iterators"), dict):
+        return None
+    wrap = min(i["order"] for i in items["ddp"])
+    seeded = [i["order"] for i in items["seeds"] if i["order"] < wrap]
+    if not seeded:
+        return None
+    return [
+        i.get("dataset") for i in items["loader_iterators"] if i.get("global_draw") and max(seeded) < i["order"] < wrap
+    ]
+
+
 def other_values(pair: list) -> bool:
     """The two sides' seeds hold other values (not only the same values set more often)."""
     return set(map(str, pair[0])) != set(map(str, pair[1]))

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from ddp_parity.compare import relations
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
-from ddp_parity.compare.causes.hooked import global_rng_equal
+from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import sampler_differences
 from ddp_parity.compare.causes.seed_records import (
     initial_weights_words,
     other_values,
+    reseeds_inert,
     sampler_seeds,
     samples_per_step_apart,
     seeds_before_step,
@@ -75,6 +76,8 @@ def check_reseed(ctx: Context) -> Finding | None:
         return None  # the same seeds there, or the generator's state equal at step 1's start: nothing drawn apart
     seeds = by_rank[rank]
     more = "a" if len(seeds[0]) > len(seeds[1]) else "b"
+    if reseeds_inert(ctx.run(more), rank):
+        return None  # nothing drew between its seeds (the model built after the last): the re-seed changed nothing
     evidence = {
         "seeds_before_step_1": ctx.both(*seeds),
         "seeds_before_step_1_by_rank": {str(r): ctx.both(*pair) for r, pair in by_rank.items()},
@@ -162,6 +165,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         return None
     if samples_per_step_apart(ctx) is not None:
         return None  # another accumulation or batch size parts the samples whatever was drawn: named first
+    if first.get("quantity") == "samples" and first.get("epoch_b", first.get("epoch")) != first.get("epoch"):
+        return None  # the records' epochs (set_epoch's values) part the samples whatever was drawn (data_order.epoch)
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
@@ -201,6 +206,67 @@ def _draws_words(draws: list) -> str:
         counted[(dataset, before)] = counted.get((dataset, before), 0) + 1
     words = [f"{d}{f' ×{n}' if n > 1 else ''} before step {s}" for (d, s), n in counted.items()]
     return ", ".join(words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "") if words else "none"
+
+
+def check_drawn_before_step_1(ctx: Context) -> Finding | None:
+    """The batch parts at step 1 at equal sample indices, before any update; the last seed before step 1 is the
+    same value on both sides (a repeat on one side drawing nothing between, where the hooks say so), as many
+    DataLoader iterators drew from the global generator since it, and yet torch's generator is recorded in
+    another state at step 1's first network forward: something else drew from it between the last seed and the
+    first batch on one side (a model or a copy built again where the other deep-copies it), so the batch's random
+    transforms drew other numbers."""
+    first = ctx.earliest
+    if first is None or first.get("quantity") != "batch" or first.get("step") != 1:
+        return None
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == 1), None)
+    if pair is None or any(r.get("indices") is None for r in pair) or pair[0]["indices"] != pair[1]["indices"]:
+        return None  # the samples are not both recorded, or not equal: the data causes tell
+    compared = rng_at(ctx, 1, rank)
+    if compared is None or "torch" not in compared["differ"]:
+        return None  # unrecorded, taken at other moments, or equal: the generator is not what parts the batch
+    seeds = [_seeds_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
+    draws = [loader_draws_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
+    if None in seeds or None in draws or not all(seeds) or seeds[0][-1] != seeds[1][-1]:
+        return None  # unrecorded, or another last seed (its own cause)
+    if len(draws[0]) != len(draws[1]):
+        return None  # the loaders drew apart: rng.loader_draws
+    for side, mine in zip(("a", "b"), seeds):
+        if len(mine) > 1 and len(mine) > min(len(x) for x in seeds) and not reseeds_inert(ctx.run(side), rank):
+            return None  # a seed repeated after drawing on one side: rng.reseed's
+    evidence = {
+        "rng_at_step_1": {n: ctx.both(*v) for n, v in compared["generators"].items()},
+        "seeds_before_step_1": ctx.both(*seeds),
+        "loader_draws_before_step_1": ctx.both(*[[d for _, d in side] for side in draws]),
+        "batch_digest": ctx.both(first.get("a"), first.get("b")),
+    }
+    torch_a, torch_b = compared["generators"]["torch"]
+    facts = (
+        f"At step 1 rank {rank}, before any update, the batch tensors part at the same sample indices, and torch's "
+        f"generator is in another state at step 1's first network forward ({torch_a} vs {torch_b}) although both "
+        f"sides seeded it last with {seeds[0][-1]!r} and iterated as many DataLoaders drawing from it since "
+        f"({len(draws[0])}): between the last seed and the first batch one side drew from it more than the other."
+    )
+    return finding(ctx, RNG_DRAWN_BEFORE_STEP_1, 1, rank, evidence, facts)
+
+
+RNG_DRAWN_BEFORE_STEP_1 = Cause(
+    "rng.drawn_before_step_1",
+    check_drawn_before_step_1,
+    why="A batch's random transforms (a random crop, added noise, a flip, drawn in the main process, or the "
+    "workers' base seed) draw from the global generator where it stands when the batch is made. With the same "
+    "last seed and the same loaders, it stands elsewhere only because one side drew more from it in between: "
+    "a model or an EMA copy built again (its initial weights draw) where the other side copies it with "
+    "copy.deepcopy (which draws nothing), a layer initialised twice, a random draw of the setup.",
+    fix="Draw as much between the last seed and the first batch on both sides: build the same modules, in the "
+    "same order, after the last seed (a copy built again on one side is built again on the other, or deep-copied "
+    "on both), or give the data's random transforms a generator of their own so that building the model no "
+    "longer moves them.",
+    doc="The batch parts at step 1 at equal indices; the last seed before step 1 is the same value on both sides "
+    "(a repeat drawing nothing between, where recorded), as many DataLoader iterators drew from the global "
+    "generator since, and the hooks' digest of torch's generator at step 1's first network forward differs.",
+    requires=Evidence("the generators' digests at step 1", lambda d: "rng_at_step_1" in d.evidence),
+)
 
 
 RNG_LOADER_DRAWS = Cause(

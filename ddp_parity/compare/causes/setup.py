@@ -13,6 +13,7 @@ from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_rec
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
 from ddp_parity.compare.causes.implicated import stable
 from ddp_parity.compare.causes.initial_state import init_digests, init_finding
+from ddp_parity.compare.causes.seed_records import draws_before_wrap
 from ddp_parity.compare.comparator import match_keys, missing_meta, strip_known_prefixes
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import params_differing_before
@@ -676,6 +677,19 @@ def check_init(ctx: Context) -> Finding | None:
         )
     if found["rank0_differs"]:
         parts.append("Rank 0's weights differ across the sides, so each side trains from its own start.")
+        drawn = [draws_before_wrap(ctx.run(s), 0) for s in ("a", "b")]
+        if None not in drawn and len(drawn[0]) != len(drawn[1]) and parts:
+            evidence["loader_draws_before_the_model"] = ctx.both(*drawn)
+            parts[0] = parts[0].rstrip(".") + (  # the headline: the one recorded draw that differs
+                ", and between the last seed and DDP's wrap of the model (where the hooks digest the initial weights) "
+                f"rank 0 iterated {len(drawn[0])} DataLoader(s) drawing from the global generator on {ctx.names[0]} "
+                f"({', '.join(drawn[0]) or 'none'}) and {len(drawn[1])} on {ctx.names[1]} "
+                f"({', '.join(drawn[1]) or 'none'})."
+            )
+            parts.append(
+                "Each such iterator draws one number (its workers' base seed), so a model built after it draws other "
+                "initial weights: iterate the loaders after building the model, or alike on both sides."
+            )
         one = one_parameter_apart(ctx, 1, 0)
         if one is not None:
             evidence["params_differing"] = one
