@@ -4,5 +4,6 @@
 # Attribution-NonCommercial-ShareAlike 4.0 International License.
 # You should have received a copy of the license along with this
 # work. If not, see http://creativecommons.org/licenses/by-nc-sa/4.0/
+# ruff: noqa
 
 from .util import EasyDict, make_cache_dir_path

@@ -4,6 +4,7 @@
 # Attribution-NonCommercial-ShareAlike 4.0 International License.
 # You should have received a copy of the license along with this
 # work. If not, see http://creativecommons.org/licenses/by-nc-sa/4.0/
+# ruff: noqa
 
 """Facilities for pickling Python code alongside other data.
 
@@ -21,15 +22,16 @@ import uuid
 import types
 import dnnlib
 
-#----------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
 
-_version            = 6         # internal version number
-_decorators         = set()     # {decorator_class, ...}
-_import_hooks       = []        # [hook_function, ...]
-_module_to_src_dict = dict()    # {module: src, ...}
-_src_to_module_dict = dict()    # {src: module, ...}
+_version = 6  # internal version number
+_decorators = set()  # {decorator_class, ...}
+_import_hooks = []  # [hook_function, ...]
+_module_to_src_dict = dict()  # {module: src, ...}
+_src_to_module_dict = dict()  # {src: module, ...}
 
-#----------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
+
 
 def persistent_class(orig_class):
     r"""Class decorator that extends a given class to save its source code
@@ -104,7 +106,7 @@ def persistent_class(orig_class):
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            record_init_args = getattr(self, '_record_init_args', True)
+            record_init_args = getattr(self, "_record_init_args", True)
             self._init_args = copy.deepcopy(args) if record_init_args else None
             self._init_kwargs = copy.deepcopy(kwargs) if record_init_args else None
             assert orig_class.__name__ in orig_module.__dict__
@@ -124,10 +126,16 @@ def persistent_class(orig_class):
             fields = list(super().__reduce__())
             fields += [None] * max(3 - len(fields), 0)
             if fields[0] is not _reconstruct_persistent_obj:
-                meta = dict(type='class', version=_version, module_src=self._orig_module_src, class_name=self._orig_class_name, state=fields[2])
-                fields[0] = _reconstruct_persistent_obj # reconstruct func
-                fields[1] = (meta,) # reconstruct args
-                fields[2] = None # state dict
+                meta = dict(
+                    type="class",
+                    version=_version,
+                    module_src=self._orig_module_src,
+                    class_name=self._orig_class_name,
+                    state=fields[2],
+                )
+                fields[0] = _reconstruct_persistent_obj  # reconstruct func
+                fields[1] = (meta,)  # reconstruct args
+                fields[2] = None  # state dict
             return tuple(fields)
 
     Decorator.__name__ = orig_class.__name__
@@ -135,7 +143,9 @@ def persistent_class(orig_class):
     _decorators.add(Decorator)
     return Decorator
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def is_persistent(obj):
     r"""Test whether the given object or class is persistent, i.e.,
@@ -146,9 +156,11 @@ def is_persistent(obj):
             return True
     except TypeError:
         pass
-    return type(obj) in _decorators # pylint: disable=unidiomatic-typecheck
+    return type(obj) in _decorators  # pylint: disable=unidiomatic-typecheck
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def import_hook(hook):
     r"""Register an import hook that is called whenever a persistent object
@@ -180,7 +192,9 @@ def import_hook(hook):
     assert callable(hook)
     _import_hooks.append(hook)
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def _reconstruct_persistent_obj(meta):
     r"""Hook that is called internally by the `pickle` module to unpickle
@@ -195,23 +209,24 @@ def _reconstruct_persistent_obj(meta):
     assert meta.version == _version
     module = _src_to_module(meta.module_src)
 
-    assert meta.type == 'class'
+    assert meta.type == "class"
     orig_class = module.__dict__[meta.class_name]
     decorator_class = persistent_class(orig_class)
     obj = decorator_class.__new__(decorator_class)
 
-    setstate = getattr(obj, '__setstate__', None)
+    setstate = getattr(obj, "__setstate__", None)
     if callable(setstate):
-        setstate(meta.state) # pylint: disable=not-callable
+        setstate(meta.state)  # pylint: disable=not-callable
     else:
         obj.__dict__.update(meta.state)
     return obj
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def _module_to_src(module):
-    r"""Query the source code of a given Python module.
-    """
+    r"""Query the source code of a given Python module."""
     src = _module_to_src_dict.get(module, None)
     if src is None:
         src = inspect.getsource(module)
@@ -219,9 +234,9 @@ def _module_to_src(module):
         _src_to_module_dict[src] = module
     return src
 
+
 def _src_to_module(src):
-    r"""Get or create a Python module for the given source code.
-    """
+    r"""Get or create a Python module for the given source code."""
     module = _src_to_module_dict.get(src, None)
     if module is None:
         module_name = "_imported_module_" + uuid.uuid4().hex
@@ -229,29 +244,38 @@ def _src_to_module(src):
         sys.modules[module_name] = module
         _module_to_src_dict[module] = src
         _src_to_module_dict[src] = module
-        exec(src, module.__dict__) # pylint: disable=exec-used
+        exec(src, module.__dict__)  # pylint: disable=exec-used
     return module
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def _check_pickleable(obj):
     r"""Check that the given object is pickleable, raising an exception if
     it is not. This function is expected to be considerably more efficient
     than actually pickling the object.
     """
+
     def recurse(obj):
         if isinstance(obj, (list, tuple, set)):
             return [recurse(x) for x in obj]
         if isinstance(obj, dict):
             return [[recurse(x), recurse(y)] for x, y in obj.items()]
         if isinstance(obj, (str, int, float, bool, bytes, bytearray)):
-            return None # Python primitive types are pickleable.
-        if f'{type(obj).__module__}.{type(obj).__name__}' in ['numpy.ndarray', 'torch.Tensor', 'torch.nn.parameter.Parameter']:
-            return None # NumPy arrays and PyTorch tensors are pickleable.
+            return None  # Python primitive types are pickleable.
+        if f"{type(obj).__module__}.{type(obj).__name__}" in [
+            "numpy.ndarray",
+            "torch.Tensor",
+            "torch.nn.parameter.Parameter",
+        ]:
+            return None  # NumPy arrays and PyTorch tensors are pickleable.
         if is_persistent(obj):
-            return None # Persistent objects are pickleable, by virtue of the constructor check.
+            return None  # Persistent objects are pickleable, by virtue of the constructor check.
         return obj
+
     with io.BytesIO() as f:
         pickle.dump(recurse(obj), f)
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 # Attribution-NonCommercial-ShareAlike 4.0 International License.
 # You should have received a copy of the license along with this
 # work. If not, see http://creativecommons.org/licenses/by-nc-sa/4.0/
+# ruff: noqa
 
 """Facilities for reporting and collecting training statistics across
 multiple processes and devices. The interface is designed to minimize
@@ -17,18 +18,19 @@ import dnnlib
 
 from . import misc
 
-#----------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
 
-_num_moments    = 3             # [num_scalars, sum_of_scalars, sum_of_squares]
-_reduce_dtype   = torch.float32 # Data type to use for initial per-tensor reduction.
-_counter_dtype  = torch.float64 # Data type to use for the internal counters.
-_rank           = 0             # Rank of the current process.
-_sync_device    = None          # Device to use for multiprocess communication. None = single-process.
-_sync_called    = False         # Has _sync() been called yet?
-_counters       = dict()        # Running counters on each device, updated by report(): name => device => torch.Tensor
-_cumulative     = dict()        # Cumulative counters on the CPU, updated by _sync(): name => torch.Tensor
+_num_moments = 3  # [num_scalars, sum_of_scalars, sum_of_squares]
+_reduce_dtype = torch.float32  # Data type to use for initial per-tensor reduction.
+_counter_dtype = torch.float64  # Data type to use for the internal counters.
+_rank = 0  # Rank of the current process.
+_sync_device = None  # Device to use for multiprocess communication. None = single-process.
+_sync_called = False  # Has _sync() been called yet?
+_counters = dict()  # Running counters on each device, updated by report(): name => device => torch.Tensor
+_cumulative = dict()  # Cumulative counters on the CPU, updated by _sync(): name => torch.Tensor
 
-#----------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
+
 
 def init_multiprocessing(rank, sync_device):
     r"""Initializes `torch_utils.training_stats` for collecting statistics
@@ -49,7 +51,9 @@ def init_multiprocessing(rank, sync_device):
     _rank = rank
     _sync_device = sync_device
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 @misc.profiled_function
 def report(name, value):
@@ -83,11 +87,13 @@ def report(name, value):
         return value
 
     elems = elems.detach().flatten().to(_reduce_dtype)
-    moments = torch.stack([
-        torch.ones_like(elems).sum(),
-        elems.sum(),
-        elems.square().sum(),
-    ])
+    moments = torch.stack(
+        [
+            torch.ones_like(elems).sum(),
+            elems.sum(),
+            elems.square().sum(),
+        ]
+    )
     assert moments.ndim == 1 and moments.shape[0] == _num_moments
     moments = moments.to(_counter_dtype)
 
@@ -97,7 +103,9 @@ def report(name, value):
     _counters[name][device].add_(moments)
     return value
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def report0(name, value):
     r"""Broadcasts the given set of scalars by the first process (`rank = 0`),
@@ -107,7 +115,9 @@ def report0(name, value):
     report(name, value if _rank == 0 else [])
     return value
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 class Collector:
     r"""Collects the scalars broadcasted by `report()` and `report0()` and
@@ -129,7 +139,8 @@ class Collector:
                         scalars were collected on a given round
                         (default: True).
     """
-    def __init__(self, regex='.*', keep_previous=True):
+
+    def __init__(self, regex=".*", keep_previous=True):
         self._regex = re.compile(regex)
         self._keep_previous = keep_previous
         self._cumulative = dict()
@@ -191,7 +202,7 @@ class Collector:
         """
         delta = self._get_delta(name)
         if int(delta[0]) == 0:
-            return float('nan')
+            return float("nan")
         return float(delta[1] / delta[0])
 
     def std(self, name):
@@ -201,7 +212,7 @@ class Collector:
         """
         delta = self._get_delta(name)
         if int(delta[0]) == 0 or not np.isfinite(float(delta[1])):
-            return float('nan')
+            return float("nan")
         if int(delta[0]) == 1:
             return float(0)
         mean = float(delta[1] / delta[0])
@@ -228,7 +239,9 @@ class Collector:
         """
         return self.mean(name)
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
+
 
 def _sync(names):
     r"""Synchronize the global cumulative counters across devices and
@@ -241,7 +254,7 @@ def _sync(names):
 
     # Collect deltas within current rank.
     deltas = []
-    device = _sync_device if _sync_device is not None else torch.device('cpu')
+    device = _sync_device if _sync_device is not None else torch.device("cpu")
     for name in names:
         delta = torch.zeros([_num_moments], dtype=_counter_dtype, device=device)
         for counter in _counters[name].values():
@@ -264,9 +277,10 @@ def _sync(names):
     # Return name-value pairs.
     return [(name, _cumulative[name]) for name in names]
 
-#----------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------
 # Convenience.
 
 default_collector = Collector()
 
-#----------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
