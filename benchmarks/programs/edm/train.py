@@ -12,7 +12,8 @@ paper "Elucidating the Design Space of Diffusion-Based Generative Models"."""
 import os
 import re
 import json
-import click
+import argparse  # changed: click not installed (argparse below)
+from standins import click  # changed: click.ClickException stood in for
 import torch
 import dnnlib
 from torch_utils import distributed as dist
@@ -46,125 +47,51 @@ def parse_int_list(s):
 # ----------------------------------------------------------------------------
 
 
-@click.command()
-# Main options.
-@click.option("--outdir", help="Where to save the results", metavar="DIR", type=str, required=True)
-@click.option("--data", help="Path to the dataset", metavar="ZIP|DIR", type=str, required=True)
-@click.option(
-    "--cond", help="Train class-conditional model", metavar="BOOL", type=bool, default=False, show_default=True
-)
-@click.option(
-    "--arch",
-    help="Network architecture",
-    metavar="ddpmpp|ncsnpp|adm",
-    type=click.Choice(["ddpmpp", "ncsnpp", "adm"]),
-    default="ddpmpp",
-    show_default=True,
-)
-@click.option(
-    "--precond",
-    help="Preconditioning & loss function",
-    metavar="vp|ve|edm",
-    type=click.Choice(["vp", "ve", "edm"]),
-    default="edm",
-    show_default=True,
-)
-# Hyperparameters.
-@click.option(
-    "--duration",
-    help="Training duration",
-    metavar="MIMG",
-    type=click.FloatRange(min=0, min_open=True),
-    default=200,
-    show_default=True,
-)
-@click.option(
-    "--batch", help="Total batch size", metavar="INT", type=click.IntRange(min=1), default=512, show_default=True
-)
-@click.option("--batch-gpu", help="Limit batch size per GPU", metavar="INT", type=click.IntRange(min=1))
-@click.option("--cbase", help="Channel multiplier  [default: varies]", metavar="INT", type=int)
-@click.option("--cres", help="Channels per resolution  [default: varies]", metavar="LIST", type=parse_int_list)
-@click.option(
-    "--lr",
-    help="Learning rate",
-    metavar="FLOAT",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10e-4,
-    show_default=True,
-)
-@click.option(
-    "--ema", help="EMA half-life", metavar="MIMG", type=click.FloatRange(min=0), default=0.5, show_default=True
-)
-@click.option(
-    "--dropout",
-    help="Dropout probability",
-    metavar="FLOAT",
-    type=click.FloatRange(min=0, max=1),
-    default=0.13,
-    show_default=True,
-)
-@click.option(
-    "--augment",
-    help="Augment probability",
-    metavar="FLOAT",
-    type=click.FloatRange(min=0, max=1),
-    default=0.12,
-    show_default=True,
-)
-@click.option("--xflip", help="Enable dataset x-flips", metavar="BOOL", type=bool, default=False, show_default=True)
-# Performance-related.
-@click.option(
-    "--fp16", help="Enable mixed-precision training", metavar="BOOL", type=bool, default=False, show_default=True
-)
-@click.option(
-    "--ls",
-    help="Loss scaling",
-    metavar="FLOAT",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1,
-    show_default=True,
-)
-@click.option("--bench", help="Enable cuDNN benchmarking", metavar="BOOL", type=bool, default=True, show_default=True)
-@click.option("--cache", help="Cache dataset in CPU memory", metavar="BOOL", type=bool, default=True, show_default=True)
-@click.option(
-    "--workers",
-    help="DataLoader worker processes",
-    metavar="INT",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-)
-# I/O-related.
-@click.option("--desc", help="String to include in result dir name", metavar="STR", type=str)
-@click.option("--nosubdir", help="Do not create a subdirectory for results", is_flag=True)
-@click.option(
-    "--tick",
-    help="How often to print progress",
-    metavar="KIMG",
-    type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-)
-@click.option(
-    "--snap",
-    help="How often to save snapshots",
-    metavar="TICKS",
-    type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-)
-@click.option(
-    "--dump",
-    help="How often to dump state",
-    metavar="TICKS",
-    type=click.IntRange(min=1),
-    default=500,
-    show_default=True,
-)
-@click.option("--seed", help="Random seed  [default: random]", metavar="INT", type=int)
-@click.option("--transfer", help="Transfer learning from network pickle", metavar="PKL|URL", type=str)
-@click.option("--resume", help="Resume from previous training state", metavar="PT", type=str)
-@click.option("-n", "--dry-run", help="Print training options and exit", is_flag=True)
+# changed: click is not installed here: the same options parsed by argparse (names, defaults, ranges as click's)
+def _bool(v):  # changed: click's BOOL (1/0, true/false, yes/no)
+    return str(v).lower() in ("1", "true", "t", "yes", "y", "on")  # changed: as above
+
+
+def parse_args(argv=None):  # changed: the click options below, as argparse
+    p = argparse.ArgumentParser()  # changed: as above
+    # Main options.
+    p.add_argument("--outdir", type=str, required=True)  # changed: as above
+    p.add_argument("--data", type=str, required=True)  # changed: as above
+    p.add_argument("--cond", type=_bool, default=False)  # changed: as above
+    p.add_argument("--arch", choices=["ddpmpp", "ncsnpp", "adm"], default="ddpmpp")  # changed: as above
+    p.add_argument("--precond", choices=["vp", "ve", "edm"], default="edm")  # changed: as above
+    # Hyperparameters.
+    p.add_argument("--duration", type=float, default=200)  # changed: as above (MIMG)
+    p.add_argument("--batch", type=int, default=512)  # changed: as above
+    p.add_argument("--batch-gpu", type=int, default=None)  # changed: as above
+    p.add_argument("--cbase", type=int, default=None)  # changed: as above
+    p.add_argument("--cres", type=parse_int_list, default=None)  # changed: as above
+    p.add_argument("--lr", type=float, default=10e-4)  # changed: as above
+    # changed: training_loop's lr_rampup_kimg made an option (KIMG), so that a tiny run ramps within its steps
+    p.add_argument("--lr-rampup", type=float, default=10000)  # changed: as above
+    p.add_argument("--ema", type=float, default=0.5)  # changed: as above (MIMG)
+    p.add_argument("--dropout", type=float, default=0.13)  # changed: as above
+    p.add_argument("--augment", type=float, default=0.12)  # changed: as above
+    p.add_argument("--xflip", type=_bool, default=False)  # changed: as above
+    # Performance-related.
+    p.add_argument("--fp16", type=_bool, default=False)  # changed: as above
+    p.add_argument("--ls", type=float, default=1)  # changed: as above
+    p.add_argument("--bench", type=_bool, default=True)  # changed: as above
+    p.add_argument("--cache", type=_bool, default=True)  # changed: as above
+    p.add_argument("--workers", type=int, default=1)  # changed: as above
+    # I/O-related.
+    p.add_argument("--desc", type=str, default=None)  # changed: as above
+    p.add_argument("--nosubdir", action="store_true")  # changed: as above
+    p.add_argument("--tick", type=int, default=50)  # changed: as above
+    p.add_argument("--snap", type=int, default=50)  # changed: as above
+    p.add_argument("--dump", type=int, default=500)  # changed: as above
+    p.add_argument("--seed", type=int, default=None)  # changed: as above
+    p.add_argument("--transfer", type=str, default=None)  # changed: as above
+    p.add_argument("--resume", type=str, default=None)  # changed: as above
+    p.add_argument("-n", "--dry-run", action="store_true")  # changed: as above
+    return vars(p.parse_args(argv))  # changed: as above
+
+
 def main(**kwargs):
     """Train diffusion-based generative model using the techniques described in the
     paper "Elucidating the Design Space of Diffusion-Based Generative Models".
@@ -183,7 +110,7 @@ def main(**kwargs):
     # Initialize config dict.
     c = dnnlib.EasyDict()
     c.dataset_kwargs = dnnlib.EasyDict(
-        class_name="training.dataset.ImageFolderDataset",
+        class_name="standins.SyntheticImageFolderDataset",  # changed: images generated in-process (standins.py)
         path=opts.data,
         use_labels=opts.cond,
         xflip=opts.xflip,
@@ -249,8 +176,9 @@ def main(**kwargs):
     c.network_kwargs.update(dropout=opts.dropout, use_fp16=opts.fp16)
 
     # Training options.
-    c.total_kimg = max(int(opts.duration * 1000), 1)
+    c.total_kimg = opts.duration * 1000  # changed: a fraction of a kimg allowed, for a run of a few steps
     c.ema_halflife_kimg = int(opts.ema * 1000)
+    c.lr_rampup_kimg = opts.lr_rampup  # changed: training_loop's ramp-up read from --lr-rampup
     c.update(batch_size=opts.batch, batch_gpu=opts.batch_gpu)
     c.update(loss_scaling=opts.ls, cudnn_benchmark=opts.bench)
     c.update(kimg_per_tick=opts.tick, snapshot_ticks=opts.snap, state_dump_ticks=opts.dump)
@@ -259,7 +187,7 @@ def main(**kwargs):
     if opts.seed is not None:
         c.seed = opts.seed
     else:
-        seed = torch.randint(1 << 31, size=[], device=torch.device("cuda"))
+        seed = torch.randint(1 << 31, size=[])  # changed: no cuda
         torch.distributed.broadcast(seed, src=0)
         c.seed = int(seed)
 
@@ -334,6 +262,6 @@ def main(**kwargs):
 # ----------------------------------------------------------------------------
 
 if __name__ == "__main__":
-    main()
+    main(**parse_args())  # changed: argparse instead of click
 
 # ----------------------------------------------------------------------------

@@ -20,7 +20,11 @@ import types
 import io
 import pickle
 import re
-import requests
+
+try:  # changed: requests not installed; only open_url of an http URL uses it
+    import requests  # changed: as above
+except ImportError:  # changed: as above
+    requests = None  # changed: as above
 import html
 import hashlib
 import glob

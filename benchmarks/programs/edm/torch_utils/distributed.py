@@ -25,11 +25,11 @@ def init():
     if "WORLD_SIZE" not in os.environ:
         os.environ["WORLD_SIZE"] = "1"
 
-    backend = "gloo" if os.name == "nt" else "nccl"
+    backend = "gloo"  # changed: CPU, gloo
     torch.distributed.init_process_group(backend=backend, init_method="env://")
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    # changed: no cuda device to set (was torch.cuda.set_device(LOCAL_RANK))
 
-    sync_device = torch.device("cuda") if get_world_size() > 1 else None
+    sync_device = torch.device("cpu") if get_world_size() > 1 else None  # changed: statistics synced on the CPU (gloo)
     training_stats.init_multiprocessing(rank=get_rank(), sync_device=sync_device)
 
 

@@ -127,7 +127,7 @@ class InfiniteSampler(torch.utils.data.Sampler):
         assert num_replicas > 0
         assert 0 <= rank < num_replicas
         assert 0 <= window_size <= 1
-        super().__init__(dataset)
+        super().__init__()  # changed: torch 2.13 Sampler.__init__ takes no data_source
         self.dataset = dataset
         self.rank = rank
         self.num_replicas = num_replicas

@@ -13,7 +13,7 @@ import time
 import copy
 import json
 import pickle
-import psutil
+from standins import psutil  # changed: psutil not installed (standins.py)
 import numpy as np
 import torch
 import dnnlib
@@ -47,7 +47,7 @@ def training_loop(
     resume_state_dump=None,  # Start from the given training state, None = reset training state.
     resume_kimg=0,  # Start from the given training progress.
     cudnn_benchmark=True,  # Enable torch.backends.cudnn.benchmark?
-    device=torch.device("cuda"),
+    device=torch.device("cpu"),  # changed: CPU
 ):
     # Initialize.
     start_time = time.time()
@@ -100,7 +100,7 @@ def training_loop(
     augment_pipe = (
         dnnlib.util.construct_class_by_name(**augment_kwargs) if augment_kwargs is not None else None
     )  # training.augment.AugmentPipe
-    ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[device])
+    ddp = torch.nn.parallel.DistributedDataParallel(net)  # changed: no device_ids on the CPU
     ema = copy.deepcopy(net).eval().requires_grad_(False)
 
     # Resume training from previous snapshot.
@@ -183,12 +183,12 @@ def training_loop(
             f"cpumem {training_stats.report0('Resources/cpu_mem_gb', psutil.Process(os.getpid()).memory_info().rss / 2**30):<6.2f}"
         ]
         fields += [
-            f"gpumem {training_stats.report0('Resources/peak_gpu_mem_gb', torch.cuda.max_memory_allocated(device) / 2**30):<6.2f}"
+            f"gpumem {training_stats.report0('Resources/peak_gpu_mem_gb', 0.0):<6.2f}"  # changed: no cuda (was torch.cuda.max_memory_allocated)
         ]
         fields += [
-            f"reserved {training_stats.report0('Resources/peak_gpu_mem_reserved_gb', torch.cuda.max_memory_reserved(device) / 2**30):<6.2f}"
+            f"reserved {training_stats.report0('Resources/peak_gpu_mem_reserved_gb', 0.0):<6.2f}"  # changed: no cuda (was torch.cuda.max_memory_reserved)
         ]
-        torch.cuda.reset_peak_memory_stats()
+        # changed: no cuda (was torch.cuda.reset_peak_memory_stats())
         dist.print0(" ".join(fields))
 
         # Check for abort.
