@@ -80,6 +80,9 @@ class EDMLoss:
         weight = (sigma**2 + self.sigma_data**2) / (sigma * self.sigma_data) ** 2
         y, augment_labels = augment_pipe(images) if augment_pipe is not None else (images, None)
         n = torch.randn_like(y) * sigma
+        # changed: ddp-parity's module watch raises on the [batch, 0] labels of an unconditional set (edm round 1);
+        # EDMPrecond ignores the labels when label_dim == 0, so None trains bitwise the same
+        labels = labels if labels is None or labels.numel() > 0 else None  # changed: as above
         D_yn = net(y + n, sigma, labels, augment_labels=augment_labels)
         loss = weight * ((D_yn - y) ** 2)
         return loss
