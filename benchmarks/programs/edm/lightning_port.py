@@ -13,6 +13,7 @@ import pickle
 import dnnlib
 import lightning as L
 import torch
+from standins import drop_forward_hooks
 from torch_utils import misc
 from train import parse_args
 
@@ -143,7 +144,8 @@ class EDM(L.LightningModule):
             return
         run_dir = self.trainer.default_root_dir
         if (self.c.snapshot_ticks is not None) and (done or self.cur_tick % self.c.snapshot_ticks == 0):
-            data = dict(ema=copy.deepcopy(self.ema).eval().requires_grad_(False).cpu(), loss_fn=self.loss_fn)
+            ema = drop_forward_hooks(copy.deepcopy(self.ema))  # the recording's hooks are unpicklable (round 2)
+            data = dict(ema=ema.eval().requires_grad_(False).cpu(), loss_fn=self.loss_fn)
             data["dataset_kwargs"] = dict(self.c.dataset_kwargs)
             if self.trainer.is_global_zero:
                 with open(os.path.join(run_dir, f"network-snapshot-{int(self.cur_nimg // 1000):06d}.pkl"), "wb") as f:

@@ -67,3 +67,14 @@ class SyntheticImageFolderDataset(Dataset):
 
     def _load_raw_labels(self):
         return None  # no dataset.json: unconditional
+
+
+def drop_forward_hooks(module):
+    """Not a stand-in: a workaround (edm round 2). Under `ddp-parity record` the hooks leave a forward hook that is a
+    local function on the EMA copy, and pickling the snapshot then raises (Can't pickle local object
+    '_hook_copy.<locals>.after_copy_forward'). The authors' modules register no hook of their own that outlives a
+    call (print_module_summary removes its own), so the pickled snapshot is the same without them."""
+    for m in module.modules():
+        m._forward_hooks.clear()
+        m._forward_pre_hooks.clear()
+    return module

@@ -13,6 +13,7 @@ import time
 import copy
 import json
 import pickle
+from standins import drop_forward_hooks  # changed: edm round 2 (standins.py)
 from standins import psutil  # changed: psutil not installed (standins.py)
 import numpy as np
 import torch
@@ -203,6 +204,9 @@ def training_loop(
             for key, value in data.items():
                 if isinstance(value, torch.nn.Module):
                     value = copy.deepcopy(value).eval().requires_grad_(False)
+                    drop_forward_hooks(
+                        value
+                    )  # changed: edm round 2, the recording's hooks are unpicklable (standins.py)
                     misc.check_ddp_consistency(value)
                     data[key] = value.cpu()
                 del value  # conserve memory
