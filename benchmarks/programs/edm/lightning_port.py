@@ -156,7 +156,8 @@ class EDM(L.LightningModule):
             and self.cur_tick != 0
             and self.trainer.is_global_zero
         ):
-            state = dict(net=self.net, optimizer_state=self.trainer.optimizers[0].state_dict())
+            net = drop_forward_hooks(copy.deepcopy(self.net))  # the recording's hooks are unpicklable (round 3)
+            state = dict(net=net, optimizer_state=self.trainer.optimizers[0].state_dict())
             torch.save(state, os.path.join(run_dir, f"training-state-{int(self.cur_nimg // 1000):06d}.pt"))
         self.cur_tick += 1
         self.tick_start_nimg = self.cur_nimg

@@ -204,9 +204,8 @@ def training_loop(
             for key, value in data.items():
                 if isinstance(value, torch.nn.Module):
                     value = copy.deepcopy(value).eval().requires_grad_(False)
-                    drop_forward_hooks(
-                        value
-                    )  # changed: edm round 2, the recording's hooks are unpicklable (standins.py)
+                    # changed: edm round 2, the recording's hooks are unpicklable (standins.py)
+                    drop_forward_hooks(value)  # changed: as above
                     misc.check_ddp_consistency(value)
                     data[key] = value.cpu()
                 del value  # conserve memory
@@ -223,7 +222,8 @@ def training_loop(
             and dist.get_rank() == 0
         ):
             torch.save(
-                dict(net=net, optimizer_state=optimizer.state_dict()),
+                # changed: edm round 3, the recording's hooks on net are unpicklable: a copy without them (standins.py)
+                dict(net=drop_forward_hooks(copy.deepcopy(net)), optimizer_state=optimizer.state_dict()),
                 os.path.join(run_dir, f"training-state-{cur_nimg // 1000:06d}.pt"),
             )
 
