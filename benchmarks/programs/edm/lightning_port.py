@@ -155,8 +155,9 @@ class EDM(L.LightningModule):
             return
         run_dir = self.trainer.default_root_dir
         if (self.c.snapshot_ticks is not None) and (done or self.cur_tick % self.c.snapshot_ticks == 0):
-            ema = drop_forward_hooks(copy.deepcopy(self.ema))  # the recording's hooks are unpicklable (round 2)
-            data = dict(ema=ema.eval().requires_grad_(False).cpu(), loss_fn=self.loss_fn)
+            # the recording's hooks are unpicklable (round 2), and eval() on the copy gives it one more (round 5)
+            ema = drop_forward_hooks(copy.deepcopy(self.ema).eval().requires_grad_(False).cpu())
+            data = dict(ema=ema, loss_fn=self.loss_fn)
             data["dataset_kwargs"] = dict(self.c.dataset_kwargs)
             if self.trainer.is_global_zero:
                 with open(os.path.join(run_dir, f"network-snapshot-{int(self.cur_nimg // 1000):06d}.pkl"), "wb") as f:
