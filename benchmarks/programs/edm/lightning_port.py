@@ -12,6 +12,7 @@ import pickle
 
 import dnnlib
 import lightning as L
+import numpy as np
 import torch
 from standins import drop_forward_hooks
 from torch_utils import misc
@@ -90,17 +91,25 @@ class EDM(L.LightningModule):
         self.num_accumulation_rounds = self.batch_gpu_total // self.batch_gpu
 
         self.dataset_obj = dnnlib.util.construct_class_by_name(**c.dataset_kwargs)
+        self.net = None  # built in setup(), right after the loop's per-rank seeding (round 6)
+        self.loss_fn = dnnlib.util.construct_class_by_name(**c.loss_kwargs)
+        self.cur_tick = 0
+        self.tick_start_nimg = 0
+
+    def setup(self, stage):
+        # The loop's seeding, each rank its own seed (the tool, round 6: "Seed identically and build the model right
+        # after seeding on both sides"); DDP broadcasts rank 0's weights.
+        rank, world = self.trainer.global_rank, self.trainer.world_size
+        np.random.seed((self.c.seed * world + rank) % (1 << 31))
+        torch.manual_seed(np.random.randint(1 << 31))
         interface_kwargs = dict(
             img_resolution=self.dataset_obj.resolution,
             img_channels=self.dataset_obj.num_channels,
             label_dim=self.dataset_obj.label_dim,
         )
-        self.net = dnnlib.util.construct_class_by_name(**c.network_kwargs, **interface_kwargs)
+        self.net = dnnlib.util.construct_class_by_name(**self.c.network_kwargs, **interface_kwargs)
         self.net.train().requires_grad_(True)
         self.ema = copy.deepcopy(self.net).eval().requires_grad_(False)
-        self.loss_fn = dnnlib.util.construct_class_by_name(**c.loss_kwargs)
-        self.cur_tick = 0
-        self.tick_start_nimg = 0
 
     @property
     def cur_nimg(self):
@@ -178,7 +187,6 @@ class EDM(L.LightningModule):
 def main():
     opts = dnnlib.EasyDict(parse_args())
     c = build_config(opts)
-    L.seed_everything(c.seed)
 
     devices = 2
     run_dir = opts.outdir if opts.nosubdir else os.path.join(opts.outdir, f"{opts.data}-lightning")
