@@ -102,6 +102,10 @@ class EDM(L.LightningModule):
         rank, world = self.trainer.global_rank, self.trainer.world_size
         np.random.seed((self.c.seed * world + rank) % (1 << 31))
         torch.manual_seed(np.random.randint(1 << 31))
+        # The loop iterates its DataLoader before building the network: the iterator draws its base seed from the
+        # global generator there (round 7: weights still differ with equal seeds; raw's hooks record the loader
+        # iterated between the seed and the model). The same draw here.
+        torch.empty((), dtype=torch.int64).random_()
         interface_kwargs = dict(
             img_resolution=self.dataset_obj.resolution,
             img_channels=self.dataset_obj.num_channels,
