@@ -107,6 +107,15 @@ class EDM(L.LightningModule):
         self.net = dnnlib.util.construct_class_by_name(**self.c.network_kwargs, **interface_kwargs)
         self.net.train().requires_grad_(True)
         self.ema = copy.deepcopy(self.net).eval().requires_grad_(False)
+        # The loop's module summary on rank 0, a forward in training mode (its dropout draws from the global
+        # generator) before training (round 9: the random stream differs at step 1's start).
+        if rank == 0:
+            with torch.no_grad():
+                res = self.net.img_resolution
+                images = torch.zeros([self.batch_gpu, self.net.img_channels, res, res])
+                sigma = torch.ones([self.batch_gpu])
+                labels = torch.zeros([self.batch_gpu, self.net.label_dim])
+                misc.print_module_summary(self.net, [images, sigma, labels], max_nesting=2)
 
     @property
     def cur_nimg(self):
@@ -123,6 +132,9 @@ class EDM(L.LightningModule):
             dataset=self.dataset_obj,
             sampler=sampler,
             batch_size=self.batch_gpu,
+            # its own generator: the loop's one draw from the global generator for its iterator is made in setup()
+            # (round 7); Lightning's iterator must not draw a second one (round 9)
+            generator=torch.Generator().manual_seed(self.c.seed),
             **self.c.data_loader_kwargs,
         )
 
