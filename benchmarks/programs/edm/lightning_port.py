@@ -153,7 +153,10 @@ class EDM(L.LightningModule):
         images = images.to(torch.float32) / 127.5 - 1
         loss = self.loss_fn(net=self.net, images=images, labels=labels, augment_pipe=None)
         self.log("loss", loss.mean(), prog_bar=True)
-        return loss.sum().mul(self.c.loss_scaling / self.batch_gpu_total)
+        # Lightning divides what training_step returns by accumulate_grad_batches before backward: the loop's
+        # loss.sum() * loss_scaling / batch_gpu_total per micro-batch is this divided by the accumulation rounds
+        # (round 10: loss and gradient norm exactly half the loop's at every step, on every rank)
+        return loss.sum().mul(self.c.loss_scaling / self.batch_gpu)
 
     def on_before_optimizer_step(self, optimizer):
         for g in optimizer.param_groups:
