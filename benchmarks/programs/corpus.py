@@ -124,6 +124,11 @@ HIFIGAN_TINY += ["--input_wavs_dir=data/wavs", "--input_training_file=data/train
 HIFIGAN_TINY += ["--input_validation_file=data/validation.txt", "--checkpoint_path={out}/cp", "--training_epochs=2"]
 HIFIGAN_TINY += ["--stdout_interval=1", "--checkpoint_interval=3", "--summary_interval=1", "--validation_interval=1000"]
 
+EDM_TINY = ["--outdir={out}/training-runs", "--data=synthetic-8x8", "--arch=ddpmpp", "--precond=edm", "--cbase=16"]
+EDM_TINY += ["--cres=1,1", "--duration=0.000064", "--batch=8", "--batch-gpu=2", "--lr=1e-3", "--lr-rampup=0.032"]
+EDM_TINY += ["--ema=0.5", "--dropout=0.13", "--augment=0", "--seed=0", "--workers=1", "--tick=1", "--snap=1"]
+EDM_TINY += ["--dump=1"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -409,6 +414,28 @@ PROGRAMS = {
             prepare=lambda work: write_wavs(str(work / "data")),
             recording="hooks",
             raw_launch="python",
+            suite=False,
+        ),
+        Program(
+            name="edm",
+            folder="edm",
+            raw=["train.py", *EDM_TINY],
+            port=["lightning_port.py", *EDM_TINY],
+            style="torchrun (env:// init) with each rank seeded differently (np.random.seed(seed * world + rank), then "
+            "torch.manual_seed(np.random.randint(...))); its own misc.InfiniteSampler (a windowed shuffle looping "
+            "forever, split by idx % world) read by one DataLoader worker; gradient accumulation over batch_gpu "
+            "micro-batches through misc.ddp_sync (DDP's no_sync on all but the last), each backward of "
+            "loss.sum() * loss_scaling / batch_gpu_total; the lr set by hand before each step (a ramp-up on images "
+            "seen, 0 at the first step); torch.nan_to_num on every .grad before Adam's step; an EMA copy lerped after "
+            "each step (half-life ramped on images seen); the noise level and the noise drawn with torch.randn inside "
+            "the loss; dropout; a module summary forward on rank 0 only before training; training_stats all-reduced "
+            "every tick; snapshots pickling the EMA (check_ddp_consistency broadcasts) and training-state-*.pt (net + "
+            "optimizer state) on rank 0",
+            source="NVlabs/edm train.py, training/training_loop.py, loss.py, networks.py, dataset.py, torch_utils/"
+            "distributed.py, misc.py, persistence.py, training_stats.py, dnnlib/ (CC BY-NC-SA 4.0, 008a4e5); click, "
+            "psutil, requests and the image set stood in for (standins.py: argparse, 32 images of 8 x 8 drawn from a "
+            "fixed seed), a SongUNet (DDPM++) of 16 channels at two resolutions",
+            recording="hooks",
             suite=False,
         ),
     ]
