@@ -2,10 +2,11 @@
 #  Copyright (c) Microsoft Corporation. All rights reserved.
 #  Licensed under the MIT License (MIT). See LICENSE in the repo root for license information.
 #  ------------------------------------------------------------------------------------------
+# ruff: noqa
 import logging
 import math
 import os
-from collections import OrderedDict 
+from collections import OrderedDict
 import copy
 import math
 
@@ -29,8 +30,8 @@ def gelu_fast(x):
 
 
 def gelu_new(x):
-    """ Implementation of the gelu activation function currently in Google Bert repo (identical to OpenAI GPT).
-        Also see https://arxiv.org/abs/1606.08415
+    """Implementation of the gelu activation function currently in Google Bert repo (identical to OpenAI GPT).
+    Also see https://arxiv.org/abs/1606.08415
     """
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
@@ -40,11 +41,11 @@ def swish(x):
 
 
 def _gelu_python(x):
-    """ Original Implementation of the gelu activation function in Google Bert repo when initially created.
-        For information: OpenAI GPT's gelu is slightly different (and gives slightly different results):
-        0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
-        This is now written in C in torch.nn.functional
-        Also see https://arxiv.org/abs/1606.08415
+    """Original Implementation of the gelu activation function in Google Bert repo when initially created.
+    For information: OpenAI GPT's gelu is slightly different (and gives slightly different results):
+    0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
+    This is now written in C in torch.nn.functional
+    Also see https://arxiv.org/abs/1606.08415
     """
     return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
@@ -85,31 +86,32 @@ class Attention(nn.Module):
         super(Attention, self).__init__()
         n_state = nx  # in Attention: n_state=768 (nx=n_embd)
         # [switch nx => n_state from Block to Attention to keep identical to TF implem]
-        
+
         assert n_state % config.n_head == 0
         self.register_buffer("bias", torch.tril(torch.ones(n_ctx, n_ctx)).view(1, 1, n_ctx, n_ctx))
         self.n_head = config.n_head
         self.split_size = n_state
         self.scale = scale
         self.c_attn = lora.MergedLinear(
-            nx, n_state * 3, 
-            r=config.lora_attn_dim, 
-            lora_alpha=config.lora_attn_alpha, 
-            lora_dropout=config.lora_dropout, 
-            enable_lora=[True, False, True], 
+            nx,
+            n_state * 3,
+            r=config.lora_attn_dim,
+            lora_alpha=config.lora_attn_alpha,
+            lora_dropout=config.lora_dropout,
+            enable_lora=[True, False, True],
             fan_in_fan_out=True,
-            merge_weights=False
+            merge_weights=False,
         )
         self.c_proj = Conv1D(n_state, nx)
 
         self.config = config
-    
+
     def _attn(self, q, k, v, len_kv=None):
         w = torch.matmul(q, k)
         if self.scale:
             w = w / math.sqrt(v.size(-1))
         nd, ns = w.size(-2), w.size(-1)
-        b = self.bias[:, :, ns-nd:ns, :ns]
+        b = self.bias[:, :, ns - nd : ns, :ns]
         w = w * b - 1e10 * (1 - b)
 
         # q : (batch, head, q_seq_length, head_features)
@@ -118,8 +120,8 @@ class Attention(nn.Module):
         # v : (batch, head, kv_seq_length, head_features)
         if len_kv is not None:
             _len = torch.arange(k.size(-1), device=k.device)
-            _input_msk =  _len[None, :] >= (len_kv)[:, None]
-            w = w.masked_fill(_input_msk.unsqueeze(1).unsqueeze(2), -1.0e10) 
+            _input_msk = _len[None, :] >= (len_kv)[:, None]
+            w = w.masked_fill(_input_msk.unsqueeze(1).unsqueeze(2), -1.0e10)
 
         w = nn.Softmax(dim=-1)(w)
         return torch.matmul(w, v)
@@ -147,7 +149,7 @@ class Attention(nn.Module):
         key = self.split_heads(key, k=True)
         value = self.split_heads(value)
 
-        #_input_msk = None
+        # _input_msk = None
 
         len_kv = None
 
@@ -167,8 +169,8 @@ class Attention(nn.Module):
 
                 past_key, past_value = layer_past[0], layer_past[1]
 
-                past_key[_batch,:,len_past,:] = key.squeeze(-1)
-                past_value[_batch,:,len_past,:] = value.squeeze(-2)
+                past_key[_batch, :, len_past, :] = key.squeeze(-1)
+                past_value[_batch, :, len_past, :] = value.squeeze(-2)
 
                 key = past_key.transpose(-2, -1)
                 value = past_value
@@ -176,7 +178,7 @@ class Attention(nn.Module):
                 len_kv = len_past + 1
 
         present = torch.stack((key.transpose(-2, -1), value))  # transpose to have same shapes for stacking
-        a = self._attn(query, key, value, len_kv = len_kv)
+        a = self._attn(query, key, value, len_kv=len_kv)
         a = self.merge_heads(a)
         a = self.c_proj(a)
         return a, present
@@ -228,15 +230,7 @@ class GPT2Model(nn.Module):
 
         self.config = config
 
-
-    def forward(
-        self, 
-        input_ids, 
-        position_ids=None, 
-        token_type_ids=None, 
-        past=None, 
-        len_past=None
-    ):
+    def forward(self, input_ids, position_ids=None, token_type_ids=None, past=None, len_past=None):
         if past is None:
             past_length = 0
             past = [None] * len(self.h)
@@ -246,18 +240,17 @@ class GPT2Model(nn.Module):
 
         if position_ids is None and len_past is None:
             position_ids = torch.arange(
-                past_length, input_ids.size(-1) + past_length, 
-                dtype=torch.long, device=input_ids.device
+                past_length, input_ids.size(-1) + past_length, dtype=torch.long, device=input_ids.device
             )
             position_ids = position_ids.unsqueeze(0).expand_as(input_ids)
         elif len_past is not None:
-            position_ids = (len_past).unsqueeze(1) #.long()
+            position_ids = (len_past).unsqueeze(1)  # .long()
 
         input_shape = input_ids.size()
         input_ids = input_ids.view(-1, input_ids.size(-1))
         position_ids = position_ids.view(-1, position_ids.size(-1))
 
-        inputs_embeds = self.wte(input_ids)     
+        inputs_embeds = self.wte(input_ids)
 
         position_embeds = self.wpe(position_ids)
 
@@ -269,7 +262,7 @@ class GPT2Model(nn.Module):
         hidden_states = inputs_embeds + position_embeds + token_type_embeds
         presents = []
         for block, layer_past in zip(self.h, past):
-            hidden_states, present = block(hidden_states, layer_past = layer_past, len_past=len_past)
+            hidden_states, present = block(hidden_states, layer_past=layer_past, len_past=len_past)
             presents.append(present)
         hidden_states = self.ln_f(hidden_states)
         output_shape = input_shape + (hidden_states.size(-1),)
@@ -335,18 +328,18 @@ class GPT2LMModel(nn.Module):
         self.apply(self._init_weights)
 
     def set_tied(self):
-        """ Make sure we are sharing the embeddings"""
+        """Make sure we are sharing the embeddings"""
         self.lm_head.set_embeddings_weights(self.transformer.wte.weight)
 
     def forward(
-        self, 
-        input_ids, 
-        lm_labels=None, 
-        lm_mask=None, 
-        past=None, 
-        len_past=None, 
+        self,
+        input_ids,
+        lm_labels=None,
+        lm_mask=None,
+        past=None,
+        len_past=None,
         label_smooth=0.0,
-        is_report_accuracy=False
+        is_report_accuracy=False,
     ):
         _batch, _len = input_ids.shape
         hidden_states, presents = self.transformer(input_ids, past=past, len_past=len_past)
@@ -355,20 +348,19 @@ class GPT2LMModel(nn.Module):
         lm_logits = self.lm_head(hidden_states)
 
         if lm_labels is not None:
-
             if is_report_accuracy:
                 _pred_token = torch.argmax(lm_logits, dim=-1)
                 _hit = (_pred_token == lm_labels) * lm_mask
 
                 _t1_acc = torch.zeros(_batch, dtype=torch.float, device=input_ids.device)
                 _all_acc = torch.zeros(_batch, dtype=torch.float, device=input_ids.device)
-                
+
                 for _b in range(0, _batch):
                     for _i in range(0, _len):
                         if lm_mask[_b, _i] >= 1.0:
                             if _hit[_b, _i] > 0:
                                 _t1_acc[_b] = 1.0
-                            break  
+                            break
 
                     _is_succ = True
                     for _i in range(0, _len):
@@ -380,8 +372,8 @@ class GPT2LMModel(nn.Module):
                     if _is_succ:
                         _all_acc[_b] = 1.0
 
-                #_t1_acc = _t1_acc * 1.0 / _batch
-                #_all_acc = _all_acc * 1.0 / _batch
+                # _t1_acc = _t1_acc * 1.0 / _batch
+                # _all_acc = _all_acc * 1.0 / _batch
 
             if label_smooth > 0.0001:
                 logprobs = torch.nn.functional.log_softmax(lm_logits.view(-1, lm_logits.size(-1)), dim=-1)
@@ -396,7 +388,7 @@ class GPT2LMModel(nn.Module):
 
             if lm_mask is None:
                 lm_mask = torch.ones(loss.shape, dtype=loss.dtype, device=loss.device)
-            loss = loss * lm_mask 
+            loss = loss * lm_mask
 
             loss = loss.sum() / (lm_mask.sum() + 0.0001)
 
@@ -405,7 +397,7 @@ class GPT2LMModel(nn.Module):
             else:
                 return lm_logits, loss
         return lm_logits, presents
-           
+
     def _init_weights(self, module):
         if isinstance(module, (nn.Linear, nn.Embedding)):
             module.weight.data.normal_(mean=0.0, std=0.02)
@@ -416,9 +408,9 @@ class GPT2LMModel(nn.Module):
             module.bias.data.zero_()
 
     def load_weight(self, state_dict):
-        if 'model_state_dict' in state_dict:
-            state_dict = state_dict['model_state_dict']
-    
+        if "model_state_dict" in state_dict:
+            state_dict = state_dict["model_state_dict"]
+
         state_dict_tmp = copy.deepcopy(state_dict)
         old_keys = []
         new_keys = []
@@ -430,9 +422,9 @@ class GPT2LMModel(nn.Module):
                 new_key = key[:-2] + ".bias"
             elif key.endswith(".w"):
                 new_key = key[:-2] + ".weight"
-            
+
             if key.startswith("module.transformer."):
-                new_key = key[len("module.transformer."):]
+                new_key = key[len("module.transformer.") :]
 
             if new_key:
                 old_keys.append(key)
@@ -440,7 +432,7 @@ class GPT2LMModel(nn.Module):
 
         for old_key, new_key in zip(old_keys, new_keys):
             state_dict[new_key] = state_dict.pop(old_key)
-        
+
         for n, p in self.transformer.named_parameters():
             if n not in state_dict:
                 state_dict[n] = p

@@ -1,3 +1,4 @@
+# ruff: noqa
 name = "lora"
 
 from .layers import *
