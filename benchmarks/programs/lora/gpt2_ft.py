@@ -49,7 +49,9 @@ parser.add_argument("--clip", type=float, default=0.0, help="gradient clip")
 
 parser.add_argument("--seq_len", type=int, default=512, help="number of tokens to predict.")
 
-parser.add_argument("--model_card", default="gpt2.md", choices=["gpt2.sm", "gpt2.md", "gpt2.lg"], help="model names")
+parser.add_argument(
+    "--model_card", default="gpt2.md", choices=["gpt2.sm", "gpt2.md", "gpt2.lg", "gpt2.tiny"], help="model names"
+)  # changed: the tiny card
 
 parser.add_argument("--init_checkpoint", default=None, help="pretrained checkpoint path")
 
@@ -287,7 +289,19 @@ if __name__ == "__main__":
         sampler=torch.utils.data.distributed.DistributedSampler(valid_data, seed=args.random_seed),
     )
 
-    if args.model_card == "gpt2.sm":
+    if args.model_card == "gpt2.tiny":  # changed: a tiny GPT-2 for a CPU (a 64-token vocabulary, 16 positions)
+        config = GPT2Config(  # changed: as above
+            vocab_size_or_config_json_file=64,  # changed: as above
+            n_positions=16,  # changed: as above
+            n_ctx=16,  # changed: as above
+            n_embd=32,  # changed: as above
+            n_layer=2,  # changed: as above
+            n_head=2,  # changed: as above
+            lora_attn_dim=args.lora_dim,  # changed: as above
+            lora_attn_alpha=args.lora_alpha,  # changed: as above
+            lora_dropout=args.lora_dropout,  # changed: as above
+        )  # changed: as above
+    elif args.model_card == "gpt2.sm":  # changed: elif (the tiny card first)
         config = GPT2Config(
             n_embd=768,
             n_layer=12,
@@ -320,7 +334,7 @@ if __name__ == "__main__":
         print("loading model pretrained weight.")
         lm_net.load_weight(torch.load(args.init_checkpoint))
 
-    lm_net = lm_net.cuda()
+    lm_net = lm_net.to(args.device)  # changed: CPU, not .cuda()
 
     if args.lora_dim > 0:
         lora.mark_only_lora_as_trainable(lm_net)

@@ -35,8 +35,7 @@ def distributed_opt(args, model, opt, grad_acc=1):
     elif args.platform == "philly" or args.platform == "k8s" or args.platform == "local":
         model = torch.nn.parallel.DistributedDataParallel(
             model,
-            device_ids=[args.local_rank],
-            output_device=args.local_rank,
+            # changed: CPU (gloo): no device_ids, no output_device
             find_unused_parameters=False,
             broadcast_buffers=False,
         )
@@ -60,10 +59,9 @@ def parse_gpu(args):
     torch.manual_seed(args.random_seed)
 
     if args.platform == "local":
-        dist.init_process_group(backend="nccl")
+        dist.init_process_group(backend="gloo")  # changed: CPU, gloo instead of nccl
         local_rank = torch.distributed.get_rank()
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
+        device = torch.device("cpu")  # changed: CPU, no torch.cuda.set_device
         args.rank = local_rank
         args.device = device
         args.world_size = torch.distributed.get_world_size()
