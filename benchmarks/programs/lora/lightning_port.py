@@ -1,0 +1,110 @@
+"""gpt2_ft.py (microsoft/LoRA examples/NLG) as a LightningModule: the same arguments, the same GPT-2 with LoRA
+layers, data set, AdamW and linear warmup/decay schedule (imported from the program's own files), trained by
+`Trainer(strategy="ddp", accelerator="cpu", devices=2)` and Lightning's own launcher:
+
+    python lightning_port.py --train_data ... (the arguments of gpt2_ft.py)
+"""
+
+from __future__ import annotations
+
+import os
+
+import lightning as L
+import loralib as lora
+import torch
+from data_utils import FT_Dataset
+from gpt2_ft import parser
+from model import GPT2Config, GPT2LMModel
+from optimizer import create_adam_optimizer_from_args, create_optimizer_scheduler
+from torch.utils.data import DataLoader
+
+CARDS = {  # gpt2_ft.py's --model_card
+    "gpt2.tiny": dict(vocab_size_or_config_json_file=64, n_positions=16, n_ctx=16, n_embd=32, n_layer=2, n_head=2),
+    "gpt2.sm": dict(n_embd=768, n_layer=12, n_head=12),
+    "gpt2.md": dict(n_embd=1024, n_layer=24, n_head=16),
+    "gpt2.lg": dict(n_embd=1280, n_layer=36, n_head=20),
+}
+
+
+class LoRAGPT2(L.LightningModule):
+    def __init__(self, args):
+        super().__init__()
+        self.args = args
+        config = GPT2Config(
+            **CARDS[args.model_card],
+            lora_attn_dim=args.lora_dim,
+            lora_attn_alpha=args.lora_alpha,
+            lora_dropout=args.lora_dropout,
+        )
+        self.model = GPT2LMModel(config)
+        if args.init_checkpoint is not None:
+            self.model.load_weight(torch.load(args.init_checkpoint))
+        if args.lora_dim > 0:
+            lora.mark_only_lora_as_trainable(self.model)
+
+    def training_step(self, batch, batch_idx):
+        _, loss = self.model(
+            batch["input"], lm_labels=batch["target"], lm_mask=batch["mask"], label_smooth=self.args.label_smooth
+        )
+        loss = loss.mean()
+        self.log("train_loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        _, loss = self.model(batch["input"], lm_labels=batch["target"], lm_mask=batch["mask"])
+        self.log("valid_loss", loss.mean(), sync_dist=True)
+
+    def configure_optimizers(self):
+        optimizer = create_adam_optimizer_from_args(self.model, self.args)
+        scheduler = create_optimizer_scheduler(optimizer, self.args)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+class LoRACheckpoints(L.Callback):
+    """gpt2_ft.py's checkpoints: the LoRA weights every --save_interval steps, the whole model at the end."""
+
+    def __init__(self, args):
+        self.args = args
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        step = trainer.global_step
+        if step > 0 and step % self.args.save_interval == 0 and trainer.is_global_zero:
+            path = os.path.join(self.args.work_dir, f"model.{step}.pt")
+            torch.save({"model_state_dict": lora.lora_state_dict(pl_module.model)}, path)
+
+    def on_train_end(self, trainer, pl_module):
+        if trainer.is_global_zero:
+            path = os.path.join(self.args.work_dir, f"model.{trainer.global_step}.pt")
+            torch.save({"model_state_dict": pl_module.model.state_dict()}, path)
+
+
+def main():
+    args = parser.parse_args()
+    L.seed_everything(args.random_seed)
+    os.makedirs(args.work_dir, exist_ok=True)
+
+    train_data = FT_Dataset(args.train_data, args.train_batch_size, args.seq_len, joint_lm=args.obj == "jlm")
+    valid_data = FT_Dataset(args.valid_data, args.valid_batch_size, args.seq_len)
+    train_loader = DataLoader(train_data, batch_size=args.train_batch_size, shuffle=True, drop_last=True)
+    valid_loader = DataLoader(valid_data, batch_size=args.valid_batch_size, shuffle=False, drop_last=False)
+
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=2,
+        max_epochs=args.max_epoch,
+        accumulate_grad_batches=args.grad_acc,
+        gradient_clip_val=args.clip if args.clip > 0 else None,
+        val_check_interval=args.eval_interval,
+        log_every_n_steps=args.log_interval,
+        default_root_dir=args.work_dir,
+        enable_checkpointing=False,
+        callbacks=[LoRACheckpoints(args)],
+    )
+    if args.max_step is None:  # as gpt2_ft.py: the schedule's length
+        args.max_step = (args.max_epoch * train_data.num_batches + trainer.world_size - 1) // trainer.world_size
+    trainer.fit(LoRAGPT2(args), train_loader, valid_loader)
+
+
+if __name__ == "__main__":
+    main()
