@@ -17,6 +17,7 @@ from gpt2_ft import parser
 from model import GPT2Config, GPT2LMModel
 from optimizer import create_adam_optimizer_from_args, create_optimizer_scheduler
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 
 CARDS = {  # gpt2_ft.py's --model_card
     "gpt2.tiny": dict(vocab_size_or_config_json_file=64, n_positions=16, n_ctx=16, n_embd=32, n_layer=2, n_head=2),
@@ -26,10 +27,19 @@ CARDS = {  # gpt2_ft.py's --model_card
 }
 
 
+class EpochFromOneSampler(DistributedSampler):
+    """gpt2_ft.py counts its epochs from 1 (itertools.count(start=1)) and calls set_epoch(epoch); Lightning calls
+    set_epoch(current_epoch), from 0."""
+
+    def set_epoch(self, epoch):
+        super().set_epoch(epoch + 1)
+
+
 class LoRAGPT2(L.LightningModule):
-    def __init__(self, args):
+    def __init__(self, args, train_data, valid_data):
         super().__init__()
         self.args = args
+        self.train_data, self.valid_data = train_data, valid_data
         config = GPT2Config(
             **CARDS[args.model_card],
             lora_attn_dim=args.lora_dim,
@@ -53,6 +63,14 @@ class LoRAGPT2(L.LightningModule):
     def validation_step(self, batch, batch_idx):
         _, loss = self.model(batch["input"], lm_labels=batch["target"], lm_mask=batch["mask"])
         self.log("valid_loss", loss.mean(), sync_dist=True)
+
+    def train_dataloader(self):  # gpt2_ft.py's loaders, its samplers (seed=random_seed)
+        sampler = EpochFromOneSampler(self.train_data, seed=self.args.random_seed)
+        return DataLoader(self.train_data, batch_size=self.args.train_batch_size, sampler=sampler, drop_last=True)
+
+    def val_dataloader(self):
+        sampler = DistributedSampler(self.valid_data, seed=self.args.random_seed)
+        return DataLoader(self.valid_data, batch_size=self.args.valid_batch_size, sampler=sampler, drop_last=False)
 
     def configure_optimizers(self):
         optimizer = create_adam_optimizer_from_args(self.model, self.args)
@@ -85,8 +103,6 @@ def main():
 
     train_data = FT_Dataset(args.train_data, args.train_batch_size, args.seq_len, joint_lm=args.obj == "jlm")
     valid_data = FT_Dataset(args.valid_data, args.valid_batch_size, args.seq_len)
-    train_loader = DataLoader(train_data, batch_size=args.train_batch_size, shuffle=True, drop_last=True)
-    valid_loader = DataLoader(valid_data, batch_size=args.valid_batch_size, shuffle=False, drop_last=False)
 
     trainer = L.Trainer(
         strategy="ddp",
@@ -99,11 +115,12 @@ def main():
         log_every_n_steps=args.log_interval,
         default_root_dir=args.work_dir,
         enable_checkpointing=False,
+        use_distributed_sampler=False,  # the samplers are gpt2_ft.py's own (train_dataloader, val_dataloader)
         callbacks=[LoRACheckpoints(args)],
     )
     if args.max_step is None:  # as gpt2_ft.py: the schedule's length
         args.max_step = (args.max_epoch * train_data.num_batches + trainer.world_size - 1) // trainer.world_size
-    trainer.fit(LoRAGPT2(args), train_loader, valid_loader)
+    trainer.fit(LoRAGPT2(args, train_data, valid_data))
 
 
 if __name__ == "__main__":
