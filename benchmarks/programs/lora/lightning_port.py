@@ -40,6 +40,13 @@ class LoRAGPT2(L.LightningModule):
         super().__init__()
         self.args = args
         self.train_data, self.valid_data = train_data, valid_data
+
+    def configure_model(self):
+        # built here, after the Trainer's reset_seed(): the global stream is then where gpt2_ft.py's is, its model
+        # built right after torch.manual_seed(random_seed)
+        if hasattr(self, "model"):
+            return
+        args = self.args
         config = GPT2Config(
             **CARDS[args.model_card],
             lora_attn_dim=args.lora_dim,
