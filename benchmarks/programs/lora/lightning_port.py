@@ -81,8 +81,14 @@ class LoRAGPT2(L.LightningModule):
 
     def configure_optimizers(self):
         optimizer = create_adam_optimizer_from_args(self.model, self.args)
-        scheduler = create_optimizer_scheduler(optimizer, self.args)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        # gpt2_ft.py steps its schedule after every micro-batch (optimizer_step: outside `if is_update`), over
+        # max_step micro-batches: stepped by hand in on_train_batch_end, not by Lightning at each optimizer step
+        self.schedule = create_optimizer_scheduler(optimizer, self.args)
+        return optimizer
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if self.schedule is not None:
+            self.schedule.step()
 
 
 class LoRACheckpoints(L.Callback):
