@@ -8,12 +8,14 @@ layers, data set, AdamW and linear warmup/decay schedule (imported from the prog
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import lightning as L
 import loralib as lora
 import torch
 from data_utils import FT_Dataset
 from gpt2_ft import parser
+from lightning.pytorch.strategies import DDPStrategy
 from model import GPT2Config, GPT2LMModel
 from optimizer import create_adam_optimizer_from_args, create_optimizer_scheduler
 from torch.utils.data import DataLoader
@@ -25,6 +27,15 @@ CARDS = {  # gpt2_ft.py's --model_card
     "gpt2.md": dict(n_embd=1024, n_layer=24, n_head=16),
     "gpt2.lg": dict(n_embd=1280, n_layer=36, n_head=20),
 }
+
+
+class SyncEveryMicroBatch(DDPStrategy):
+    """gpt2_ft.py accumulates with DDP reducing every backward (no no_sync); Lightning's accumulate_grad_batches
+    blocks the sync on all but the last micro-batch of a step."""
+
+    @contextmanager
+    def block_backward_sync(self):
+        yield None
 
 
 class EpochFromOneSampler(DistributedSampler):
@@ -118,7 +129,7 @@ def main():
     valid_data = FT_Dataset(args.valid_data, args.valid_batch_size, args.seq_len)
 
     trainer = L.Trainer(
-        strategy="ddp",
+        strategy=SyncEveryMicroBatch(),
         accelerator="cpu",
         devices=2,
         max_epochs=args.max_epoch,
