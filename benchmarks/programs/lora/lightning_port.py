@@ -136,6 +136,7 @@ def main():
         accumulate_grad_batches=args.grad_acc,
         gradient_clip_val=args.clip if args.clip > 0 else None,
         val_check_interval=args.eval_interval,
+        check_val_every_n_epoch=None,  # gpt2_ft.py evaluates every eval_interval micro-batches counted across epochs
         log_every_n_steps=args.log_interval,
         default_root_dir=args.work_dir,
         enable_checkpointing=False,
