@@ -103,20 +103,22 @@ class LoRAGPT2(L.LightningModule):
 
 
 class LoRACheckpoints(L.Callback):
-    """gpt2_ft.py's checkpoints: the LoRA weights every --save_interval steps, the whole model at the end."""
+    """gpt2_ft.py's checkpoints, named by its train_step (micro-batches, across epochs): the LoRA weights every
+    --save_interval micro-batches, the whole model at the end of every epoch (train_validate's last save)."""
 
     def __init__(self, args):
         self.args = args
+        self.train_step = 0
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        step = trainer.global_step
-        if step > 0 and step % self.args.save_interval == 0 and trainer.is_global_zero:
-            path = os.path.join(self.args.work_dir, f"model.{step}.pt")
+        self.train_step += 1
+        if self.train_step % self.args.save_interval == 0 and trainer.is_global_zero:
+            path = os.path.join(self.args.work_dir, f"model.{self.train_step}.pt")
             torch.save({"model_state_dict": lora.lora_state_dict(pl_module.model)}, path)
 
-    def on_train_end(self, trainer, pl_module):
+    def on_train_epoch_end(self, trainer, pl_module):
         if trainer.is_global_zero:
-            path = os.path.join(self.args.work_dir, f"model.{trainer.global_step}.pt")
+            path = os.path.join(self.args.work_dir, f"model.{self.train_step}.pt")
             torch.save({"model_state_dict": pl_module.model.state_dict()}, path)
 
 
