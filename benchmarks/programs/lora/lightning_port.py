@@ -102,6 +102,12 @@ class LoRAGPT2(L.LightningModule):
             self.schedule.step()
 
 
+def ddp_keys(state_dict):
+    """gpt2_ft.py saves the state_dict of its DDP wrapper: every key under `module.`, which model.load_weight
+    (gpt2_beam.py) maps back; a key without it would be dropped there by load_state_dict(strict=False)."""
+    return {"module." + k: v for k, v in state_dict.items()}
+
+
 class LoRACheckpoints(L.Callback):
     """gpt2_ft.py's checkpoints, named by its train_step (micro-batches, across epochs): the LoRA weights every
     --save_interval micro-batches, the whole model at the end of every epoch (train_validate's last save)."""
@@ -114,12 +120,12 @@ class LoRACheckpoints(L.Callback):
         self.train_step += 1
         if self.train_step % self.args.save_interval == 0 and trainer.is_global_zero:
             path = os.path.join(self.args.work_dir, f"model.{self.train_step}.pt")
-            torch.save({"model_state_dict": lora.lora_state_dict(pl_module.model)}, path)
+            torch.save({"model_state_dict": ddp_keys(lora.lora_state_dict(pl_module.model))}, path)
 
     def on_train_epoch_end(self, trainer, pl_module):
         if trainer.is_global_zero:
             path = os.path.join(self.args.work_dir, f"model.{self.train_step}.pt")
-            torch.save({"model_state_dict": pl_module.model.state_dict()}, path)
+            torch.save({"model_state_dict": ddp_keys(pl_module.model.state_dict())}, path)
 
 
 def main():
@@ -139,6 +145,7 @@ def main():
         gradient_clip_val=args.clip if args.clip > 0 else None,
         val_check_interval=args.eval_interval,
         check_val_every_n_epoch=None,  # gpt2_ft.py evaluates every eval_interval micro-batches counted across epochs
+        num_sanity_val_steps=0,  # gpt2_ft.py does not evaluate before training
         log_every_n_steps=args.log_interval,
         default_root_dir=args.work_dir,
         enable_checkpointing=False,
