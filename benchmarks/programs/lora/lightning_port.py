@@ -46,6 +46,13 @@ class EpochFromOneSampler(DistributedSampler):
         super().set_epoch(epoch + 1)
 
 
+class EpochZeroSampler(DistributedSampler):
+    """gpt2_ft.py never calls set_epoch on its validation sampler: every evaluation reads the order of epoch 0."""
+
+    def set_epoch(self, epoch):
+        pass
+
+
 class LoRAGPT2(L.LightningModule):
     def __init__(self, args, train_data, valid_data):
         super().__init__()
@@ -87,7 +94,7 @@ class LoRAGPT2(L.LightningModule):
         return DataLoader(self.train_data, batch_size=self.args.train_batch_size, sampler=sampler, drop_last=True)
 
     def val_dataloader(self):
-        sampler = DistributedSampler(self.valid_data, seed=self.args.random_seed)
+        sampler = EpochZeroSampler(self.valid_data, seed=self.args.random_seed)
         return DataLoader(self.valid_data, batch_size=self.args.valid_batch_size, sampler=sampler, drop_last=False)
 
     def configure_optimizers(self):
