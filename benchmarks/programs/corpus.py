@@ -7,6 +7,7 @@ from pathlib import Path
 
 from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
+from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
 from benchmarks.programs.swav.standins import write_images as write_swav_images
@@ -128,6 +129,12 @@ EDM_TINY = ["--outdir={out}/training-runs", "--data=synthetic-8x8", "--arch=ddpm
 EDM_TINY += ["--cres=1,1", "--duration=0.000064", "--batch=8", "--batch-gpu=2", "--lr=1e-3", "--lr-rampup=0.032"]
 EDM_TINY += ["--ema=0.5", "--dropout=0.13", "--augment=0", "--seed=0", "--workers=1", "--tick=1", "--snap=1"]
 EDM_TINY += ["--dump=1"]
+LORA_TINY = ["--train_data=data/train.jsonl", "--valid_data=data/valid.jsonl", "--train_batch_size=4"]
+LORA_TINY += ["--valid_batch_size=4", "--grad_acc=2", "--seq_len=16", "--model_card=gpt2.tiny", "--platform=local"]
+LORA_TINY += ["--clip=1.0", "--lr=0.01", "--weight_decay=0.01", "--correct_bias", "--adam_beta2=0.999"]
+LORA_TINY += ["--scheduler=linear", "--warmup_step=4", "--max_epoch=2", "--save_interval=4", "--eval_interval=6"]
+LORA_TINY += ["--log_interval=2", "--lora_dim=4", "--lora_alpha=32", "--lora_dropout=0.1", "--label_smooth=0.1"]
+LORA_TINY += ["--random_seed=110", "--work_dir={out}/work"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -437,6 +444,30 @@ PROGRAMS = {
             "fixed seed), a SongUNet (DDPM++) of 16 channels at two resolutions",
             recording="hooks",
             suite=False,
+        ),
+        Program(
+            name="lora",
+            folder="lora",
+            raw=["gpt2_ft.py", *LORA_TINY],
+            port=["lightning_port.py", *LORA_TINY],
+            style="torchrun (env:// init, --platform local) with one seed for every rank; a GPT-2 of its own with LoRA "
+            "layers (MergedLinear on q and v, lora dropout) and lora.mark_only_lora_as_trainable (every other "
+            "parameter frozen, tied embeddings); its own AdamW (correct_bias, decoupled weight decay after the "
+            "update) over all parameters, the frozen ones skipped for lack of a gradient; a linear warmup/decay "
+            "LambdaLR stepped every micro-batch; accumulation by hand (--grad_acc: backward every micro-batch with no "
+            "no_sync, the step when train_step % grad_acc == 0); clip_grad_norm_ over model.parameters(); label "
+            "smoothing in the loss; DistributedSampler(seed=random_seed) with set_epoch(epoch), the epoch counted "
+            "from 1; a data set padding its last batch with items drawn from its own random.Random(911); evaluation "
+            "every --eval_interval micro-batches then model.train(); lora_state_dict checkpoints every "
+            "--save_interval micro-batches and a full state_dict at the end of every epoch, on rank 0 behind a "
+            "barrier",
+            source="microsoft/LoRA examples/NLG/src/gpt2_ft.py, gpu.py, model.py, optimizer.py, data_utils.py, "
+            "exp_utils.py and loralib/ (MIT, c4593f0); the E2E data stood in for by token ids drawn from a fixed seed "
+            "(prepare.py), a tiny GPT-2 card (2 layers of 32, a 64-token vocabulary), no pretrained checkpoint",
+            prepare=lambda work: prepare_lora(str(work)),
+            recording="hooks",
+            suite=False,
+            ignore_config=("work_dir",),
         ),
     ]
 }

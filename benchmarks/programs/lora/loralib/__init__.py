@@ -1,0 +1,5 @@
+# ruff: noqa
+name = "lora"
+
+from .layers import *
+from .utils import *
