@@ -1,3 +1,4 @@
+# ruff: noqa
 import os.path
 import random
 import numpy as np
@@ -18,18 +19,18 @@ class DatasetDnCNN(data.Dataset):
 
     def __init__(self, opt):
         super(DatasetDnCNN, self).__init__()
-        print('Dataset: Denosing on AWGN with fixed sigma. Only dataroot_H is needed.')
+        print("Dataset: Denosing on AWGN with fixed sigma. Only dataroot_H is needed.")
         self.opt = opt
-        self.n_channels = opt['n_channels'] if opt['n_channels'] else 3
-        self.patch_size = opt['H_size'] if opt['H_size'] else 64
-        self.sigma = opt['sigma'] if opt['sigma'] else 25
-        self.sigma_test = opt['sigma_test'] if opt['sigma_test'] else self.sigma
+        self.n_channels = opt["n_channels"] if opt["n_channels"] else 3
+        self.patch_size = opt["H_size"] if opt["H_size"] else 64
+        self.sigma = opt["sigma"] if opt["sigma"] else 25
+        self.sigma_test = opt["sigma_test"] if opt["sigma_test"] else self.sigma
 
         # ------------------------------------
         # get path of H
         # return None if input is None
         # ------------------------------------
-        self.paths_H = util.get_image_paths(opt['dataroot_H'])
+        self.paths_H = util.get_image_paths(opt["dataroot_H"])
 
     def __getitem__(self, index):
 
@@ -41,7 +42,7 @@ class DatasetDnCNN(data.Dataset):
 
         L_path = H_path
 
-        if self.opt['phase'] == 'train':
+        if self.opt["phase"] == "train":
             """
             # --------------------------------
             # get L/H patch pairs
@@ -54,7 +55,7 @@ class DatasetDnCNN(data.Dataset):
             # --------------------------------
             rnd_h = random.randint(0, max(0, H - self.patch_size))
             rnd_w = random.randint(0, max(0, W - self.patch_size))
-            patch_H = img_H[rnd_h:rnd_h + self.patch_size, rnd_w:rnd_w + self.patch_size, :]
+            patch_H = img_H[rnd_h : rnd_h + self.patch_size, rnd_w : rnd_w + self.patch_size, :]
 
             # --------------------------------
             # augmentation - flip, rotate
@@ -71,7 +72,7 @@ class DatasetDnCNN(data.Dataset):
             # --------------------------------
             # add noise
             # --------------------------------
-            noise = torch.randn(img_L.size()).mul_(self.sigma/255.0)
+            noise = torch.randn(img_L.size()).mul_(self.sigma / 255.0)
             img_L.add_(noise)
 
         else:
@@ -87,7 +88,7 @@ class DatasetDnCNN(data.Dataset):
             # add noise
             # --------------------------------
             np.random.seed(seed=0)
-            img_L += np.random.normal(0, self.sigma_test/255.0, img_L.shape)
+            img_L += np.random.normal(0, self.sigma_test / 255.0, img_L.shape)
 
             # --------------------------------
             # HWC to CHW, numpy to tensor
@@ -95,7 +96,7 @@ class DatasetDnCNN(data.Dataset):
             img_L = util.single2tensor3(img_L)
             img_H = util.single2tensor3(img_H)
 
-        return {'L': img_L, 'H': img_H, 'H_path': H_path, 'L_path': L_path}
+        return {"L": img_L, "H": img_H, "H_path": H_path, "L_path": L_path}
 
     def __len__(self):
         return len(self.paths_H)

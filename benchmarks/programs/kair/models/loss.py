@@ -1,3 +1,4 @@
+# ruff: noqa
 import torch
 import torch.nn as nn
 import torchvision
@@ -52,28 +53,33 @@ Sequential(
 # Perceptual loss
 # --------------------------------------------
 class VGGFeatureExtractor(nn.Module):
-    def __init__(self, feature_layer=[2,7,16,25,34], use_input_norm=True, use_range_norm=False):
+    def __init__(self, feature_layer=[2, 7, 16, 25, 34], use_input_norm=True, use_range_norm=False):
         super(VGGFeatureExtractor, self).__init__()
-        '''
+        """
         use_input_norm: If True, x: [0, 1] --> (x - mean) / std
         use_range_norm: If True, x: [0, 1] --> x: [-1, 1]
-        '''
+        """
         model = torchvision.models.vgg19(pretrained=True)
         self.use_input_norm = use_input_norm
         self.use_range_norm = use_range_norm
         if self.use_input_norm:
             mean = torch.Tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
             std = torch.Tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
-            self.register_buffer('mean', mean)
-            self.register_buffer('std', std)
+            self.register_buffer("mean", mean)
+            self.register_buffer("std", std)
         self.list_outputs = isinstance(feature_layer, list)
         if self.list_outputs:
             self.features = nn.Sequential()
             feature_layer = [-1] + feature_layer
-            for i in range(len(feature_layer)-1):
-                self.features.add_module('child'+str(i), nn.Sequential(*list(model.features.children())[(feature_layer[i]+1):(feature_layer[i+1]+1)]))
+            for i in range(len(feature_layer) - 1):
+                self.features.add_module(
+                    "child" + str(i),
+                    nn.Sequential(
+                        *list(model.features.children())[(feature_layer[i] + 1) : (feature_layer[i + 1] + 1)]
+                    ),
+                )
         else:
-            self.features = nn.Sequential(*list(model.features.children())[:(feature_layer + 1)])
+            self.features = nn.Sequential(*list(model.features.children())[: (feature_layer + 1)])
 
         print(self.features)
 
@@ -97,19 +103,27 @@ class VGGFeatureExtractor(nn.Module):
 
 
 class PerceptualLoss(nn.Module):
-    """VGG Perceptual loss
-    """
+    """VGG Perceptual loss"""
 
-    def __init__(self, feature_layer=[2,7,16,25,34], weights=[0.1,0.1,1.0,1.0,1.0], lossfn_type='l1', use_input_norm=True, use_range_norm=False):
+    def __init__(
+        self,
+        feature_layer=[2, 7, 16, 25, 34],
+        weights=[0.1, 0.1, 1.0, 1.0, 1.0],
+        lossfn_type="l1",
+        use_input_norm=True,
+        use_range_norm=False,
+    ):
         super(PerceptualLoss, self).__init__()
-        self.vgg = VGGFeatureExtractor(feature_layer=feature_layer, use_input_norm=use_input_norm, use_range_norm=use_range_norm)
+        self.vgg = VGGFeatureExtractor(
+            feature_layer=feature_layer, use_input_norm=use_input_norm, use_range_norm=use_range_norm
+        )
         self.lossfn_type = lossfn_type
         self.weights = weights
-        if self.lossfn_type == 'l1':
+        if self.lossfn_type == "l1":
             self.lossfn = nn.L1Loss()
         else:
             self.lossfn = nn.MSELoss()
-        print(f'feature_layer: {feature_layer}  with weights: {weights}')
+        print(f"feature_layer: {feature_layer}  with weights: {weights}")
 
     def forward(self, x, gt):
         """Forward function.
@@ -129,6 +143,7 @@ class PerceptualLoss(nn.Module):
             loss += self.lossfn(x_vgg, gt_vgg.detach())
         return loss
 
+
 # --------------------------------------------
 # GAN loss: gan, ragan
 # --------------------------------------------
@@ -139,27 +154,29 @@ class GANLoss(nn.Module):
         self.real_label_val = real_label_val
         self.fake_label_val = fake_label_val
 
-        if self.gan_type == 'gan' or self.gan_type == 'ragan':
+        if self.gan_type == "gan" or self.gan_type == "ragan":
             self.loss = nn.BCEWithLogitsLoss()
-        elif self.gan_type == 'lsgan':
+        elif self.gan_type == "lsgan":
             self.loss = nn.MSELoss()
-        elif self.gan_type == 'wgan':
+        elif self.gan_type == "wgan":
+
             def wgan_loss(input, target):
                 # target is boolean
                 return -1 * input.mean() if target else input.mean()
 
             self.loss = wgan_loss
-        elif self.gan_type == 'softplusgan':
+        elif self.gan_type == "softplusgan":
+
             def softplusgan_loss(input, target):
                 # target is boolean
                 return F.softplus(-input).mean() if target else F.softplus(input).mean()
 
             self.loss = softplusgan_loss
         else:
-            raise NotImplementedError('GAN type [{:s}] is not found'.format(self.gan_type))
+            raise NotImplementedError("GAN type [{:s}] is not found".format(self.gan_type))
 
     def get_target_label(self, input, target_is_real):
-        if self.gan_type in ['wgan', 'softplusgan']:
+        if self.gan_type in ["wgan", "softplusgan"]:
             return target_is_real
         if target_is_real:
             return torch.empty_like(input).fill_(self.real_label_val)
@@ -192,8 +209,8 @@ class TVLoss(nn.Module):
         w_x = x.size()[3]
         count_h = self.tensor_size(x[:, :, 1:, :])
         count_w = self.tensor_size(x[:, :, :, 1:])
-        h_tv = torch.pow((x[:, :, 1:, :] - x[:, :, :h_x - 1, :]), 2).sum()
-        w_tv = torch.pow((x[:, :, :, 1:] - x[:, :, :, :w_x - 1]), 2).sum()
+        h_tv = torch.pow((x[:, :, 1:, :] - x[:, :, : h_x - 1, :]), 2).sum()
+        w_tv = torch.pow((x[:, :, :, 1:] - x[:, :, :, : w_x - 1]), 2).sum()
         return self.tv_loss_weight * 2 * (h_tv / count_h + w_tv / count_w) / batch_size
 
     @staticmethod
@@ -217,33 +234,28 @@ class CharbonnierLoss(nn.Module):
         return loss
 
 
-
 def r1_penalty(real_pred, real_img):
     """R1 regularization for discriminator. The core idea is to
-        penalize the gradient on real data alone: when the
-        generator distribution produces the true data distribution
-        and the discriminator is equal to 0 on the data manifold, the
-        gradient penalty ensures that the discriminator cannot create
-        a non-zero gradient orthogonal to the data manifold without
-        suffering a loss in the GAN game.
-        Ref:
-        Eq. 9 in Which training methods for GANs do actually converge.
-        """
-    grad_real = autograd.grad(
-        outputs=real_pred.sum(), inputs=real_img, create_graph=True)[0]
+    penalize the gradient on real data alone: when the
+    generator distribution produces the true data distribution
+    and the discriminator is equal to 0 on the data manifold, the
+    gradient penalty ensures that the discriminator cannot create
+    a non-zero gradient orthogonal to the data manifold without
+    suffering a loss in the GAN game.
+    Ref:
+    Eq. 9 in Which training methods for GANs do actually converge.
+    """
+    grad_real = autograd.grad(outputs=real_pred.sum(), inputs=real_img, create_graph=True)[0]
     grad_penalty = grad_real.pow(2).view(grad_real.shape[0], -1).sum(1).mean()
     return grad_penalty
 
 
 def g_path_regularize(fake_img, latents, mean_path_length, decay=0.01):
-    noise = torch.randn_like(fake_img) / math.sqrt(
-        fake_img.shape[2] * fake_img.shape[3])
-    grad = autograd.grad(
-        outputs=(fake_img * noise).sum(), inputs=latents, create_graph=True)[0]
+    noise = torch.randn_like(fake_img) / math.sqrt(fake_img.shape[2] * fake_img.shape[3])
+    grad = autograd.grad(outputs=(fake_img * noise).sum(), inputs=latents, create_graph=True)[0]
     path_lengths = torch.sqrt(grad.pow(2).sum(2).mean(1))
 
-    path_mean = mean_path_length + decay * (
-        path_lengths.mean() - mean_path_length)
+    path_mean = mean_path_length + decay * (path_lengths.mean() - mean_path_length)
 
     path_penalty = (path_lengths - path_mean).pow(2).mean()
 
@@ -265,7 +277,7 @@ def gradient_penalty_loss(discriminator, real_data, fake_data, weight=None):
     alpha = real_data.new_tensor(torch.rand(batch_size, 1, 1, 1))
 
     # interpolate between real_data and fake_data
-    interpolates = alpha * real_data + (1. - alpha) * fake_data
+    interpolates = alpha * real_data + (1.0 - alpha) * fake_data
     interpolates = autograd.Variable(interpolates, requires_grad=True)
 
     disc_interpolates = discriminator(interpolates)
@@ -275,12 +287,13 @@ def gradient_penalty_loss(discriminator, real_data, fake_data, weight=None):
         grad_outputs=torch.ones_like(disc_interpolates),
         create_graph=True,
         retain_graph=True,
-        only_inputs=True)[0]
+        only_inputs=True,
+    )[0]
 
     if weight is not None:
         gradients = gradients * weight
 
-    gradients_penalty = ((gradients.norm(2, dim=1) - 1)**2).mean()
+    gradients_penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean()
     if weight is not None:
         gradients_penalty /= torch.mean(weight)
 

@@ -1,3 +1,4 @@
+# ruff: noqa
 import torch
 import torch.nn.functional as F
 from torch.autograd import Variable
@@ -13,8 +14,8 @@ from math import exp
 
 
 def gaussian(window_size, sigma):
-    gauss = torch.Tensor([exp(-(x - window_size//2)**2/float(2*sigma**2)) for x in range(window_size)])
-    return gauss/gauss.sum()
+    gauss = torch.Tensor([exp(-((x - window_size // 2) ** 2) / float(2 * sigma**2)) for x in range(window_size)])
+    return gauss / gauss.sum()
 
 
 def create_window(window_size, channel):
@@ -25,21 +26,21 @@ def create_window(window_size, channel):
 
 
 def _ssim(img1, img2, window, window_size, channel, size_average=True):
-    mu1 = F.conv2d(img1, window, padding=window_size//2, groups=channel)
-    mu2 = F.conv2d(img2, window, padding=window_size//2, groups=channel)
+    mu1 = F.conv2d(img1, window, padding=window_size // 2, groups=channel)
+    mu2 = F.conv2d(img2, window, padding=window_size // 2, groups=channel)
 
     mu1_sq = mu1.pow(2)
     mu2_sq = mu2.pow(2)
-    mu1_mu2 = mu1*mu2
+    mu1_mu2 = mu1 * mu2
 
-    sigma1_sq = F.conv2d(img1*img1, window, padding=window_size//2, groups=channel) - mu1_sq
-    sigma2_sq = F.conv2d(img2*img2, window, padding=window_size//2, groups=channel) - mu2_sq
-    sigma12 = F.conv2d(img1*img2, window, padding=window_size//2, groups=channel) - mu1_mu2
+    sigma1_sq = F.conv2d(img1 * img1, window, padding=window_size // 2, groups=channel) - mu1_sq
+    sigma2_sq = F.conv2d(img2 * img2, window, padding=window_size // 2, groups=channel) - mu2_sq
+    sigma12 = F.conv2d(img1 * img2, window, padding=window_size // 2, groups=channel) - mu1_mu2
 
     C1 = 0.01**2
     C2 = 0.03**2
 
-    ssim_map = ((2*mu1_mu2 + C1)*(2*sigma12 + C2))/((mu1_sq + mu2_sq + C1)*(sigma1_sq + sigma2_sq + C2))
+    ssim_map = ((2 * mu1_mu2 + C1) * (2 * sigma12 + C2)) / ((mu1_sq + mu2_sq + C1) * (sigma1_sq + sigma2_sq + C2))
     if size_average:
         return ssim_map.mean()
     else:
@@ -74,21 +75,22 @@ class SSIMLoss(torch.nn.Module):
 def ssim(img1, img2, window_size=11, size_average=True):
     (_, channel, _, _) = img1.size()
     window = create_window(window_size, channel)
-    
+
     if img1.is_cuda:
         window = window.cuda(img1.get_device())
     window = window.type_as(img1)
-    
+
     return _ssim(img1, img2, window, window_size, channel, size_average)
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     import cv2
     from torch import optim
     from skimage import io
+
     npImg1 = cv2.imread("einstein.png")
 
-    img1 = torch.from_numpy(np.rollaxis(npImg1, 2)).float().unsqueeze(0)/255.0
+    img1 = torch.from_numpy(np.rollaxis(npImg1, 2)).float().unsqueeze(0) / 255.0
     img2 = torch.rand(img1.size())
 
     if torch.cuda.is_available():
@@ -108,8 +110,8 @@ if __name__ == '__main__':
         optimizer.zero_grad()
         ssim_out = -ssim_loss(img1, img2)
         ssim_value = -ssim_out.item()
-        print('{:<4.4f}'.format(ssim_value))
+        print("{:<4.4f}".format(ssim_value))
         ssim_out.backward()
         optimizer.step()
-    img = np.transpose(img2.detach().cpu().squeeze().float().numpy(), (1,2,0))
-    io.imshow(np.uint8(np.clip(img*255, 0, 255)))
+    img = np.transpose(img2.detach().cpu().squeeze().float().numpy(), (1, 2, 0))
+    io.imshow(np.uint8(np.clip(img * 255, 0, 255)))

@@ -1,4 +1,4 @@
-
+# ruff: noqa
 import torch.nn as nn
 import models.basicblock as B
 
@@ -38,7 +38,7 @@ import models.basicblock as B
 # DnCNN
 # --------------------------------------------
 class DnCNN(nn.Module):
-    def __init__(self, in_nc=1, out_nc=1, nc=64, nb=17, act_mode='BR'):
+    def __init__(self, in_nc=1, out_nc=1, nc=64, nb=17, act_mode="BR"):
         """
         # ------------------------------------
         in_nc: channel number of input
@@ -57,18 +57,18 @@ class DnCNN(nn.Module):
         # ------------------------------------
         """
         super(DnCNN, self).__init__()
-        assert 'R' in act_mode or 'L' in act_mode, 'Examples of activation function: R, L, BR, BL, IR, IL'
+        assert "R" in act_mode or "L" in act_mode, "Examples of activation function: R, L, BR, BL, IR, IL"
         bias = True
 
-        m_head = B.conv(in_nc, nc, mode='C'+act_mode[-1], bias=bias)
-        m_body = [B.conv(nc, nc, mode='C'+act_mode, bias=bias) for _ in range(nb-2)]
-        m_tail = B.conv(nc, out_nc, mode='C', bias=bias)
+        m_head = B.conv(in_nc, nc, mode="C" + act_mode[-1], bias=bias)
+        m_body = [B.conv(nc, nc, mode="C" + act_mode, bias=bias) for _ in range(nb - 2)]
+        m_tail = B.conv(nc, out_nc, mode="C", bias=bias)
 
         self.model = B.sequential(m_head, *m_body, m_tail)
 
     def forward(self, x):
         n = self.model(x)
-        return x-n
+        return x - n
 
 
 # --------------------------------------------
@@ -95,8 +95,10 @@ class IRCNN(nn.Module):
         # ------------------------------------
         """
         super(IRCNN, self).__init__()
-        L =[]
-        L.append(nn.Conv2d(in_channels=in_nc, out_channels=nc, kernel_size=3, stride=1, padding=1, dilation=1, bias=True))
+        L = []
+        L.append(
+            nn.Conv2d(in_channels=in_nc, out_channels=nc, kernel_size=3, stride=1, padding=1, dilation=1, bias=True)
+        )
         L.append(nn.ReLU(inplace=True))
         L.append(nn.Conv2d(in_channels=nc, out_channels=nc, kernel_size=3, stride=1, padding=2, dilation=2, bias=True))
         L.append(nn.ReLU(inplace=True))
@@ -108,12 +110,14 @@ class IRCNN(nn.Module):
         L.append(nn.ReLU(inplace=True))
         L.append(nn.Conv2d(in_channels=nc, out_channels=nc, kernel_size=3, stride=1, padding=2, dilation=2, bias=True))
         L.append(nn.ReLU(inplace=True))
-        L.append(nn.Conv2d(in_channels=nc, out_channels=out_nc, kernel_size=3, stride=1, padding=1, dilation=1, bias=True))
+        L.append(
+            nn.Conv2d(in_channels=nc, out_channels=out_nc, kernel_size=3, stride=1, padding=1, dilation=1, bias=True)
+        )
         self.model = B.sequential(*L)
 
     def forward(self, x):
         n = self.model(x)
-        return x-n
+        return x - n
 
 
 # --------------------------------------------
@@ -126,7 +130,7 @@ class IRCNN(nn.Module):
 # may need more training time, but will not reduce the final PSNR too much.
 # --------------------------------------------
 class FDnCNN(nn.Module):
-    def __init__(self, in_nc=2, out_nc=1, nc=64, nb=20, act_mode='R'):
+    def __init__(self, in_nc=2, out_nc=1, nc=64, nb=20, act_mode="R"):
         """
         in_nc: channel number of input
         out_nc: channel number of output
@@ -135,12 +139,12 @@ class FDnCNN(nn.Module):
         act_mode: batch norm + activation function; 'BR' means BN+ReLU.
         """
         super(FDnCNN, self).__init__()
-        assert 'R' in act_mode or 'L' in act_mode, 'Examples of activation function: R, L, BR, BL, IR, IL'
+        assert "R" in act_mode or "L" in act_mode, "Examples of activation function: R, L, BR, BL, IR, IL"
         bias = True
 
-        m_head = B.conv(in_nc, nc, mode='C'+act_mode[-1], bias=bias)
-        m_body = [B.conv(nc, nc, mode='C'+act_mode, bias=bias) for _ in range(nb-2)]
-        m_tail = B.conv(nc, out_nc, mode='C', bias=bias)
+        m_head = B.conv(in_nc, nc, mode="C" + act_mode[-1], bias=bias)
+        m_body = [B.conv(nc, nc, mode="C" + act_mode, bias=bias) for _ in range(nb - 2)]
+        m_tail = B.conv(nc, out_nc, mode="C", bias=bias)
 
         self.model = B.sequential(m_head, *m_body, m_tail)
 
@@ -149,13 +153,14 @@ class FDnCNN(nn.Module):
         return x
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     from utils import utils_model
     import torch
-    model1 = DnCNN(in_nc=1, out_nc=1, nc=64, nb=20, act_mode='BR')
+
+    model1 = DnCNN(in_nc=1, out_nc=1, nc=64, nb=20, act_mode="BR")
     print(utils_model.describe_model(model1))
 
-    model2 = FDnCNN(in_nc=2, out_nc=1, nc=64, nb=20, act_mode='R')
+    model2 = FDnCNN(in_nc=2, out_nc=1, nc=64, nb=20, act_mode="R")
     print(utils_model.describe_model(model2))
 
     x = torch.randn((1, 1, 240, 240))

@@ -1,3 +1,4 @@
+# ruff: noqa
 # -*- coding: utf-8 -*-
 import numpy as np
 import torch
@@ -7,17 +8,17 @@ import glob
 import os
 
 
-'''
+"""
 # --------------------------------------------
 # Model
 # --------------------------------------------
 # Kai Zhang (github: https://github.com/cszn)
 # 03/Mar/2019
 # --------------------------------------------
-'''
+"""
 
 
-def find_last_checkpoint(save_dir, net_type='G', pretrained_path=None):
+def find_last_checkpoint(save_dir, net_type="G", pretrained_path=None):
     """
     # ---------------------------------------
     # Kai Zhang (github: https://github.com/cszn)
@@ -34,14 +35,14 @@ def find_last_checkpoint(save_dir, net_type='G', pretrained_path=None):
     # ---------------------------------------
     """
 
-    file_list = glob.glob(os.path.join(save_dir, '*_{}.pth'.format(net_type)))
+    file_list = glob.glob(os.path.join(save_dir, "*_{}.pth".format(net_type)))
     if file_list:
         iter_exist = []
         for file_ in file_list:
             iter_current = re.findall(r"(\d+)_{}.pth".format(net_type), file_)
             iter_exist.append(int(iter_current[0]))
         init_iter = max(iter_exist)
-        init_path = os.path.join(save_dir, '{}_{}.pth'.format(init_iter, net_type))
+        init_path = os.path.join(save_dir, "{}_{}.pth".format(init_iter, net_type))
     else:
         init_iter = 0
         init_path = pretrained_path
@@ -49,7 +50,7 @@ def find_last_checkpoint(save_dir, net_type='G', pretrained_path=None):
 
 
 def test_mode(model, L, mode=0, refield=32, min_size=256, sf=1, modulo=1):
-    '''
+    """
     # ---------------------------------------
     # Kai Zhang (github: https://github.com/cszn)
     # 03/Mar/2019
@@ -74,7 +75,7 @@ def test_mode(model, L, mode=0, refield=32, min_size=256, sf=1, modulo=1):
     Returns:
         E: estimated image
     # ---------------------------------------
-    '''
+    """
     if mode == 0:
         E = test(model, L)
     elif mode == 1:
@@ -88,11 +89,11 @@ def test_mode(model, L, mode=0, refield=32, min_size=256, sf=1, modulo=1):
     return E
 
 
-'''
+"""
 # --------------------------------------------
 # normal (0)
 # --------------------------------------------
-'''
+"""
 
 
 def test(model, L):
@@ -100,28 +101,28 @@ def test(model, L):
     return E
 
 
-'''
+"""
 # --------------------------------------------
 # pad (1)
 # --------------------------------------------
-'''
+"""
 
 
 def test_pad(model, L, modulo=16, sf=1):
     h, w = L.size()[-2:]
-    paddingBottom = int(np.ceil(h/modulo)*modulo-h)
-    paddingRight = int(np.ceil(w/modulo)*modulo-w)
+    paddingBottom = int(np.ceil(h / modulo) * modulo - h)
+    paddingRight = int(np.ceil(w / modulo) * modulo - w)
     L = torch.nn.ReplicationPad2d((0, paddingRight, 0, paddingBottom))(L)
     E = model(L)
-    E = E[..., :h*sf, :w*sf]
+    E = E[..., : h * sf, : w * sf]
     return E
 
 
-'''
+"""
 # --------------------------------------------
 # split (function)
 # --------------------------------------------
-'''
+"""
 
 
 def test_split_fn(model, L, refield=32, min_size=256, sf=1, modulo=1):
@@ -138,37 +139,41 @@ def test_split_fn(model, L, refield=32, min_size=256, sf=1, modulo=1):
         E: estimated result
     """
     h, w = L.size()[-2:]
-    if h*w <= min_size**2:
-        L = torch.nn.ReplicationPad2d((0, int(np.ceil(w/modulo)*modulo-w), 0, int(np.ceil(h/modulo)*modulo-h)))(L)
+    if h * w <= min_size**2:
+        L = torch.nn.ReplicationPad2d(
+            (0, int(np.ceil(w / modulo) * modulo - w), 0, int(np.ceil(h / modulo) * modulo - h))
+        )(L)
         E = model(L)
-        E = E[..., :h*sf, :w*sf]
+        E = E[..., : h * sf, : w * sf]
     else:
-        top = slice(0, (h//2//refield+1)*refield)
-        bottom = slice(h - (h//2//refield+1)*refield, h)
-        left = slice(0, (w//2//refield+1)*refield)
-        right = slice(w - (w//2//refield+1)*refield, w)
+        top = slice(0, (h // 2 // refield + 1) * refield)
+        bottom = slice(h - (h // 2 // refield + 1) * refield, h)
+        left = slice(0, (w // 2 // refield + 1) * refield)
+        right = slice(w - (w // 2 // refield + 1) * refield, w)
         Ls = [L[..., top, left], L[..., top, right], L[..., bottom, left], L[..., bottom, right]]
 
-        if h * w <= 4*(min_size**2):
+        if h * w <= 4 * (min_size**2):
             Es = [model(Ls[i]) for i in range(4)]
         else:
-            Es = [test_split_fn(model, Ls[i], refield=refield, min_size=min_size, sf=sf, modulo=modulo) for i in range(4)]
+            Es = [
+                test_split_fn(model, Ls[i], refield=refield, min_size=min_size, sf=sf, modulo=modulo) for i in range(4)
+            ]
 
         b, c = Es[0].size()[:2]
         E = torch.zeros(b, c, sf * h, sf * w).type_as(L)
 
-        E[..., :h//2*sf, :w//2*sf] = Es[0][..., :h//2*sf, :w//2*sf]
-        E[..., :h//2*sf, w//2*sf:w*sf] = Es[1][..., :h//2*sf, (-w + w//2)*sf:]
-        E[..., h//2*sf:h*sf, :w//2*sf] = Es[2][..., (-h + h//2)*sf:, :w//2*sf]
-        E[..., h//2*sf:h*sf, w//2*sf:w*sf] = Es[3][..., (-h + h//2)*sf:, (-w + w//2)*sf:]
+        E[..., : h // 2 * sf, : w // 2 * sf] = Es[0][..., : h // 2 * sf, : w // 2 * sf]
+        E[..., : h // 2 * sf, w // 2 * sf : w * sf] = Es[1][..., : h // 2 * sf, (-w + w // 2) * sf :]
+        E[..., h // 2 * sf : h * sf, : w // 2 * sf] = Es[2][..., (-h + h // 2) * sf :, : w // 2 * sf]
+        E[..., h // 2 * sf : h * sf, w // 2 * sf : w * sf] = Es[3][..., (-h + h // 2) * sf :, (-w + w // 2) * sf :]
     return E
 
 
-'''
+"""
 # --------------------------------------------
 # split (2)
 # --------------------------------------------
-'''
+"""
 
 
 def test_split(model, L, refield=32, min_size=256, sf=1, modulo=1):
@@ -176,11 +181,11 @@ def test_split(model, L, refield=32, min_size=256, sf=1, modulo=1):
     return E
 
 
-'''
+"""
 # --------------------------------------------
 # x8 (3)
 # --------------------------------------------
-'''
+"""
 
 
 def test_x8(model, L, modulo=1, sf=1):
@@ -195,18 +200,23 @@ def test_x8(model, L, modulo=1, sf=1):
     return E
 
 
-'''
+"""
 # --------------------------------------------
 # split and x8 (4)
 # --------------------------------------------
-'''
+"""
 
 
 def test_split_x8(model, L, refield=32, min_size=256, sf=1, modulo=1):
-    E_list = [test_split_fn(model, util.augment_img_tensor4(L, mode=i), refield=refield, min_size=min_size, sf=sf, modulo=modulo) for i in range(8)]
+    E_list = [
+        test_split_fn(
+            model, util.augment_img_tensor4(L, mode=i), refield=refield, min_size=min_size, sf=sf, modulo=modulo
+        )
+        for i in range(8)
+    ]
     for k, i in enumerate(range(len(E_list))):
-        if i==3 or i==5:
-            E_list[k] = util.augment_img_tensor4(E_list[k], mode=8-i)
+        if i == 3 or i == 5:
+            E_list[k] = util.augment_img_tensor4(E_list[k], mode=8 - i)
         else:
             E_list[k] = util.augment_img_tensor4(E_list[k], mode=i)
     output_cat = torch.stack(E_list, dim=0)
@@ -214,18 +224,18 @@ def test_split_x8(model, L, refield=32, min_size=256, sf=1, modulo=1):
     return E
 
 
-'''
+"""
 # ^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-
 # _^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^
 # ^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-^_^-
-'''
+"""
 
 
-'''
+"""
 # --------------------------------------------
 # print
 # --------------------------------------------
-'''
+"""
 
 
 # --------------------------------------------
@@ -244,11 +254,11 @@ def print_params(model):
     print(msg)
 
 
-'''
+"""
 # --------------------------------------------
 # information
 # --------------------------------------------
-'''
+"""
 
 
 # --------------------------------------------
@@ -267,11 +277,11 @@ def info_params(model):
     return msg
 
 
-'''
+"""
 # --------------------------------------------
 # description
 # --------------------------------------------
-'''
+"""
 
 
 # --------------------------------------------
@@ -280,10 +290,10 @@ def info_params(model):
 def describe_model(model):
     if isinstance(model, torch.nn.DataParallel):
         model = model.module
-    msg = '\n'
-    msg += 'models name: {}'.format(model.__class__.__name__) + '\n'
-    msg += 'Params number: {}'.format(sum(map(lambda x: x.numel(), model.parameters()))) + '\n'
-    msg += 'Net structure:\n{}'.format(str(model)) + '\n'
+    msg = "\n"
+    msg += "models name: {}".format(model.__class__.__name__) + "\n"
+    msg += "Params number: {}".format(sum(map(lambda x: x.numel(), model.parameters()))) + "\n"
+    msg += "Net structure:\n{}".format(str(model)) + "\n"
     return msg
 
 
@@ -293,16 +303,24 @@ def describe_model(model):
 def describe_params(model):
     if isinstance(model, torch.nn.DataParallel):
         model = model.module
-    msg = '\n'
-    msg += ' | {:^6s} | {:^6s} | {:^6s} | {:^6s} || {:<20s}'.format('mean', 'min', 'max', 'std', 'shape', 'param_name') + '\n'
+    msg = "\n"
+    msg += (
+        " | {:^6s} | {:^6s} | {:^6s} | {:^6s} || {:<20s}".format("mean", "min", "max", "std", "shape", "param_name")
+        + "\n"
+    )
     for name, param in model.state_dict().items():
-        if not 'num_batches_tracked' in name:
+        if not "num_batches_tracked" in name:
             v = param.data.clone().float()
-            msg += ' | {:>6.3f} | {:>6.3f} | {:>6.3f} | {:>6.3f} | {} || {:s}'.format(v.mean(), v.min(), v.max(), v.std(), v.shape, name) + '\n'
+            msg += (
+                " | {:>6.3f} | {:>6.3f} | {:>6.3f} | {:>6.3f} | {} || {:s}".format(
+                    v.mean(), v.min(), v.max(), v.std(), v.shape, name
+                )
+                + "\n"
+            )
     return msg
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
 
     class Net(torch.nn.Module):
         def __init__(self, in_channels=3, out_channels=3):
@@ -320,7 +338,7 @@ if __name__ == '__main__':
     model = model.eval()
     print_model(model)
     print_params(model)
-    x = torch.randn((2,3,401,401))
+    x = torch.randn((2, 3, 401, 401))
     torch.cuda.empty_cache()
     with torch.no_grad():
         for mode in range(5):
