@@ -50,7 +50,7 @@ def main(json_path="options/train_msrresnet_psnr.json"):
     # distributed settings
     # ----------------------------------------
     if opt["dist"]:
-        init_dist("pytorch")
+        init_dist("pytorch", backend="gloo")  # changed: CPU, gloo
     opt["rank"], opt["world_size"] = get_dist_info()
 
     if opt["rank"] == 0:
@@ -254,6 +254,11 @@ def main(json_path="options/train_msrresnet_psnr.json"):
                 logger.info(
                     "<epoch:{:3d}, iter:{:8,d}, Average PSNR : {:<.2f}dB\n".format(epoch, current_step, avg_psnr)
                 )
+
+            if (
+                current_step >= opt["train"]["max_iter"]
+            ):  # changed: stop after max_iter iterations (the loop runs forever)
+                return  # changed: (as above)
 
 
 if __name__ == "__main__":

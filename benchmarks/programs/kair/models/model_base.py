@@ -10,7 +10,7 @@ class ModelBase:
     def __init__(self, opt):
         self.opt = opt  # opt
         self.save_dir = opt["path"]["models"]  # save models
-        self.device = torch.device("cuda" if opt["gpu_ids"] is not None else "cpu")
+        self.device = torch.device("cpu")  # changed: CPU, 2 ranks on gloo
         self.is_train = opt["is_train"]  # training or not
         self.schedulers = []  # schedulers
 
@@ -106,7 +106,8 @@ class ModelBase:
             find_unused_parameters = self.opt.get("find_unused_parameters", True)
             use_static_graph = self.opt.get("use_static_graph", False)
             network = DistributedDataParallel(
-                network, device_ids=[torch.cuda.current_device()], find_unused_parameters=find_unused_parameters
+                network,  # changed: no device_ids on a CPU
+                find_unused_parameters=find_unused_parameters,
             )
             if use_static_graph:
                 print('Using static graph. Make sure that "unused parameters" will not change during training loop.')

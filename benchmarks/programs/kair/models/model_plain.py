@@ -184,7 +184,9 @@ class ModelPlain(ModelBase):
         G_optimizer_clipgrad = self.opt_train["G_optimizer_clipgrad"] if self.opt_train["G_optimizer_clipgrad"] else 0
         if G_optimizer_clipgrad > 0:
             torch.nn.utils.clip_grad_norm_(
-                self.parameters(), max_norm=self.opt_train["G_optimizer_clipgrad"], norm_type=2
+                self.netG.parameters(),  # changed: self.parameters() raises AttributeError (ModelPlain is no nn.Module)
+                max_norm=self.opt_train["G_optimizer_clipgrad"],
+                norm_type=2,
             )
 
         self.G_optimizer.step()

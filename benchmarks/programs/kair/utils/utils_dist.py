@@ -25,7 +25,8 @@ def init_dist(launcher, backend="nccl", **kwargs):
 def _init_dist_pytorch(backend, **kwargs):
     rank = int(os.environ["RANK"])
     num_gpus = torch.cuda.device_count()
-    torch.cuda.set_device(rank % num_gpus)
+    if num_gpus:  # changed: a CPU run has no device to set
+        torch.cuda.set_device(rank % num_gpus)  # changed: indented under the test above
     dist.init_process_group(backend=backend, **kwargs)
 
 

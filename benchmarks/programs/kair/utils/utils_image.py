@@ -4,7 +4,7 @@ import math
 import random
 import numpy as np
 import torch
-import cv2
+from standins import cv2  # changed: OpenCV is not installed; PIL stands in for the calls made here
 
 # from torchvision.utils import make_grid
 from datetime import datetime
