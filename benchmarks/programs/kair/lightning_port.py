@@ -1,0 +1,120 @@
+"""A Lightning port of KAIR's main_train_psnr.py for the plain model (DnCNN, L1 loss, Adam, MultiStepLR), written from
+the program and Lightning's documentation: the same option file, the same network, data set, loss and regularizers
+reused by import, run by Lightning's own launcher (`python lightning_port.py --opt OPT --dist True`)."""
+
+import argparse
+import copy
+import os
+
+import lightning as L
+import torch
+import torch.nn as nn
+from data.select_dataset import define_Dataset
+from lightning.pytorch.callbacks import ModelCheckpoint
+from models.select_network import define_G
+from torch.optim import Adam, lr_scheduler
+from torch.utils.data import DataLoader
+from utils import utils_option as option
+from utils.utils_regularizers import regularizer_clip, regularizer_orth
+
+
+class PlainModel(L.LightningModule):
+    """KAIR's ModelPlain as a LightningModule: netG trained, netE its exponential moving average."""
+
+    def __init__(self, opt):
+        super().__init__()
+        self.opt = opt
+        self.opt_train = opt["train"]
+        self.netG = define_G(opt)
+        if self.opt_train["E_decay"] > 0:
+            self.netE = copy.deepcopy(self.netG).eval()
+            self.netE.requires_grad_(False)  # updated by hand, never by the optimizer
+        self.G_lossfn = nn.L1Loss()
+        self.G_lossfn_weight = self.opt_train["G_lossfn_weight"]
+
+    def training_step(self, batch, batch_idx):
+        E = self.netG(batch["L"])
+        G_loss = self.G_lossfn_weight * self.G_lossfn(E, batch["H"])
+        self.log("G_loss", G_loss, prog_bar=True)
+        return G_loss
+
+    def configure_optimizers(self):
+        optimizer = Adam(
+            [p for p in self.netG.parameters() if p.requires_grad],
+            lr=self.opt_train["G_optimizer_lr"],
+            betas=self.opt_train["G_optimizer_betas"],
+            weight_decay=self.opt_train["G_optimizer_wd"],
+        )
+        scheduler = lr_scheduler.MultiStepLR(
+            optimizer, self.opt_train["G_scheduler_milestones"], self.opt_train["G_scheduler_gamma"]
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        current_step = self.global_step  # optimizer steps done, as KAIR's current_step after the step
+        orthstep = self.opt_train["G_regularizer_orthstep"] or 0
+        save_every = self.opt_train["checkpoint_save"]
+        if orthstep > 0 and current_step % orthstep == 0 and current_step % save_every != 0:
+            self.netG.apply(regularizer_orth)
+        clipstep = self.opt_train["G_regularizer_clipstep"] or 0
+        if clipstep > 0 and current_step % clipstep == 0 and current_step % save_every != 0:
+            self.netG.apply(regularizer_clip)
+        if self.opt_train["E_decay"] > 0:
+            self.update_E(self.opt_train["E_decay"])
+
+    @torch.no_grad()
+    def update_E(self, decay):
+        netE_params = dict(self.netE.named_parameters())
+        for k, v in self.netG.named_parameters():
+            netE_params[k].mul_(decay).add_(v, alpha=1 - decay)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--opt", type=str, default="options/train_dncnn.json", help="Path to option JSON file.")
+    parser.add_argument("--launcher", default="pytorch", help="job launcher")
+    parser.add_argument("--local_rank", type=int, default=0)
+    parser.add_argument("--dist", default=False)
+    args = parser.parse_args()
+
+    opt = option.parse(args.opt, is_train=True)
+    opt["dist"] = args.dist
+    opt = option.dict_to_nonedict(opt)
+
+    seed = opt["train"]["manual_seed"]
+    L.seed_everything(seed)
+
+    dataset_opt = opt["datasets"]["train"]
+    train_set = define_Dataset(dataset_opt)
+    train_loader = DataLoader(
+        train_set,
+        batch_size=dataset_opt["dataloader_batch_size"] // opt["num_gpu"],
+        shuffle=dataset_opt["dataloader_shuffle"],
+        num_workers=dataset_opt["dataloader_num_workers"] // opt["num_gpu"],
+        drop_last=True,
+        pin_memory=True,
+    )
+
+    model = PlainModel(opt)
+    clipgrad = opt["train"]["G_optimizer_clipgrad"] or None
+    checkpoint = ModelCheckpoint(
+        dirpath=os.path.join("lightning", opt["path"]["models"]),  # beside the raw run's folder, not in it
+        every_n_train_steps=opt["train"]["checkpoint_save"],
+        save_top_k=-1,
+    )
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=2,
+        max_steps=opt["train"]["max_iter"],
+        gradient_clip_val=clipgrad,
+        gradient_clip_algorithm="norm",
+        callbacks=[checkpoint],
+        log_every_n_steps=opt["train"]["checkpoint_print"],
+        default_root_dir="lightning",
+    )
+    trainer.fit(model, train_loader)
+
+
+if __name__ == "__main__":
+    main()
