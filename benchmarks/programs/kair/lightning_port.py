@@ -14,6 +14,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from models.select_network import define_G
 from torch.optim import Adam, lr_scheduler
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 from utils import utils_option as option
 from utils.utils_regularizers import regularizer_clip, regularizer_orth
 
@@ -31,6 +32,28 @@ class PlainModel(L.LightningModule):
             self.netE.requires_grad_(False)  # updated by hand, never by the optimizer
         self.G_lossfn = nn.L1Loss()
         self.G_lossfn_weight = self.opt_train["G_lossfn_weight"]
+
+    def train_dataloader(self):
+        # the program's own sampler (use_distributed_sampler=False): seeded, drop_last, set_epoch(epoch + seed);
+        # built here, once the process group exists
+        dataset_opt = self.opt["datasets"]["train"]
+        train_set = define_Dataset(dataset_opt)
+        train_sampler = DistributedSampler(
+            train_set, shuffle=dataset_opt["dataloader_shuffle"], drop_last=True, seed=self.opt["train"]["manual_seed"]
+        )
+        return DataLoader(
+            train_set,
+            batch_size=dataset_opt["dataloader_batch_size"] // self.opt["num_gpu"],
+            shuffle=False,
+            sampler=train_sampler,
+            num_workers=dataset_opt["dataloader_num_workers"] // self.opt["num_gpu"],
+            drop_last=True,
+            pin_memory=True,
+        )
+
+    def on_train_epoch_start(self):
+        # KAIR's loop: train_sampler.set_epoch(epoch + seed), on a sampler already seeded with seed
+        self.trainer.train_dataloader.sampler.set_epoch(self.current_epoch + self.opt["train"]["manual_seed"])
 
     def training_step(self, batch, batch_idx):
         E = self.netG(batch["L"])
@@ -84,17 +107,6 @@ def main():
     seed = opt["train"]["manual_seed"]
     L.seed_everything(seed)
 
-    dataset_opt = opt["datasets"]["train"]
-    train_set = define_Dataset(dataset_opt)
-    train_loader = DataLoader(
-        train_set,
-        batch_size=dataset_opt["dataloader_batch_size"] // opt["num_gpu"],
-        shuffle=dataset_opt["dataloader_shuffle"],
-        num_workers=dataset_opt["dataloader_num_workers"] // opt["num_gpu"],
-        drop_last=True,
-        pin_memory=True,
-    )
-
     model = PlainModel(opt)
     clipgrad = opt["train"]["G_optimizer_clipgrad"] or None
     checkpoint = ModelCheckpoint(
@@ -112,8 +124,9 @@ def main():
         callbacks=[checkpoint],
         log_every_n_steps=opt["train"]["checkpoint_print"],
         default_root_dir="lightning",
+        use_distributed_sampler=False,
     )
-    trainer.fit(model, train_loader)
+    trainer.fit(model)
 
 
 if __name__ == "__main__":
