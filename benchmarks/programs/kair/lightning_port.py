@@ -26,12 +26,17 @@ class PlainModel(L.LightningModule):
         super().__init__()
         self.opt = opt
         self.opt_train = opt["train"]
-        self.netG = define_G(opt)
+        self.netG = None  # built in configure_model, after Lightning's DDP setup re-seeds
+        self.G_lossfn = nn.L1Loss()
+        self.G_lossfn_weight = self.opt_train["G_lossfn_weight"]
+
+    def configure_model(self):
+        if self.netG is not None:
+            return
+        self.netG = define_G(self.opt)
         if self.opt_train["E_decay"] > 0:
             self.netE = copy.deepcopy(self.netG).eval()
             self.netE.requires_grad_(False)  # updated by hand, never by the optimizer
-        self.G_lossfn = nn.L1Loss()
-        self.G_lossfn_weight = self.opt_train["G_lossfn_weight"]
 
     def train_dataloader(self):
         # the program's own sampler (use_distributed_sampler=False): seeded, drop_last, set_epoch(epoch + seed);
