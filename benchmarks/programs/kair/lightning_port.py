@@ -3,7 +3,6 @@ the program and Lightning's documentation: the same option file, the same networ
 reused by import, run by Lightning's own launcher (`python lightning_port.py --opt OPT --dist True`)."""
 
 import argparse
-import copy
 import os
 
 import lightning as L
@@ -35,8 +34,10 @@ class PlainModel(L.LightningModule):
             return
         self.netG = define_G(self.opt)
         if self.opt_train["E_decay"] > 0:
-            self.netE = copy.deepcopy(self.netG).eval()
+            # as ModelPlain: a second define_G (its own initial draws), then netG's weights copied in (update_E(0))
+            self.netE = define_G(self.opt).eval()
             self.netE.requires_grad_(False)  # updated by hand, never by the optimizer
+            self.update_E(0)
 
     def train_dataloader(self):
         # the program's own sampler (use_distributed_sampler=False): seeded, drop_last, set_epoch(epoch + seed);
