@@ -74,10 +74,16 @@ class PlainModel(L.LightningModule):
             betas=self.opt_train["G_optimizer_betas"],
             weight_decay=self.opt_train["G_optimizer_wd"],
         )
-        scheduler = lr_scheduler.MultiStepLR(
+        # stepped by hand in on_train_batch_start, before the optimizer step, as KAIR's update_learning_rate: not
+        # handed to Lightning, which would step it after the optimizer
+        self.G_scheduler = lr_scheduler.MultiStepLR(
             optimizer, self.opt_train["G_scheduler_milestones"], self.opt_train["G_scheduler_gamma"]
         )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        return optimizer
+
+    def on_train_batch_start(self, batch, batch_idx):
+        # KAIR: current_step += 1; model.update_learning_rate(current_step) -> scheduler.step(current_step)
+        self.G_scheduler.step(self.global_step + 1)
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         current_step = self.global_step  # optimizer steps done, as KAIR's current_step after the step
