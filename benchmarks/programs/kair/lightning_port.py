@@ -85,8 +85,12 @@ class PlainModel(L.LightningModule):
         # KAIR: current_step += 1; model.update_learning_rate(current_step) -> scheduler.step(current_step)
         self.G_scheduler.step(self.global_step + 1)
 
-    def on_train_batch_end(self, outputs, batch, batch_idx):
-        current_step = self.global_step  # optimizer steps done, as KAIR's current_step after the step
+    def optimizer_step(self, *args, **kwargs):
+        super().optimizer_step(*args, **kwargs)
+        # right after optimizer.step(), before any callback's on_train_batch_end (ModelCheckpoint saves there): the
+        # regularizers and the EMA as ModelPlain.optimize_parameters runs them. global_step counts this step only
+        # once the hook returns, so KAIR's current_step is global_step + 1 here
+        current_step = self.global_step + 1
         orthstep = self.opt_train["G_regularizer_orthstep"] or 0
         save_every = self.opt_train["checkpoint_save"]
         if orthstep > 0 and current_step % orthstep == 0 and current_step % save_every != 0:
