@@ -7,6 +7,7 @@ from pathlib import Path
 
 from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
+from benchmarks.programs.kair.standins import write_images as write_kair_images
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
@@ -135,6 +136,9 @@ LORA_TINY += ["--clip=1.0", "--lr=0.01", "--weight_decay=0.01", "--correct_bias"
 LORA_TINY += ["--scheduler=linear", "--warmup_step=4", "--max_epoch=2", "--save_interval=4", "--eval_interval=6"]
 LORA_TINY += ["--log_interval=2", "--lora_dim=4", "--lora_alpha=32", "--lora_dropout=0.1", "--label_smooth=0.1"]
 LORA_TINY += ["--random_seed=110", "--work_dir={out}/work"]
+# KAIR reads one JSON option file with // comments (--opt): the tiny one, by its absolute path (each side runs in its
+# own cwd); --dist True: init_dist('pytorch') under torchrun
+KAIR_TINY = ["--opt", str(Path(__file__).parent / "kair" / "options" / "train_dncnn.json"), "--dist", "True"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -468,6 +472,26 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("work_dir",),
+        ),
+        Program(
+            name="kair",
+            folder="kair",
+            raw=["main_train_psnr.py", *KAIR_TINY],
+            port=["lightning_port.py", *KAIR_TINY],
+            style="options from a JSON file with // comments (utils_option.parse); torchrun, init_dist('pytorch'); "
+            "DistributedSampler(shuffle, drop_last=True, seed=seed) with set_epoch(epoch + seed); the scheduler "
+            "stepped with the iteration (MultiStepLR.step(current_step), its closed form) BEFORE each "
+            "optimize_parameters; clip_grad_norm_; the orthogonal (SVD) and clip regularizers applied to the "
+            "weights after optimizer.step() every k iterations, outside the optimizer, skipped at checkpoint "
+            "iterations; an EMA network netE outside DDP; random crops and flips drawn from Python's random and "
+            "the noise from torch's generator in the data set; BatchNorm (DnCNN 'BR'); G, E and optimizer "
+            "checkpoints on rank 0",
+            source="cszn/KAIR main_train_psnr.py, options/train_dncnn.json, models/ (model_plain, model_base, "
+            "select_network, network_dncnn, basicblock, loss), data/dataset_dncnn.py, utils/ (MIT, fc1732f); OpenCV, "
+            "torchvision and BSD400 stood in for (standins.py), a DnCNN of 8 channels and 3 layers",
+            prepare=lambda work: write_kair_images(str(work / "data")),
+            recording="hooks",
+            suite=False,
         ),
     ]
 }
