@@ -107,6 +107,14 @@ def test_a_lightning_port_recorded_by_hooks_is_equivalent_to_the_raw_loop(raw_ru
     assert report["per_step"]["grad_norm"]["compared"] == 16 and report["per_step"]["batch"]["equal"] == 16
     records = read_records(lightning_run[1], 0)
     assert records[0]["clip_order"] == "param_groups" and "grad_norm_seen" in records[0]  # clipped in the closure
+    # each step's generator digest is taken at the network's first call on both sides, after the draw both loops make
+    # before it: the raw loop calls DDP's wrapper after the draw, Lightning calls it before training_step
+    for rank in (0, 1):
+        digests = [
+            [(r["rng"]["at"], r["rng"]["torch"]) for r in read_records(run, rank)]
+            for run in (raw_runs["first"][1], lightning_run[1])
+        ]
+        assert digests[0] == digests[1] and digests[0][0][0] == "forward", digests
 
 
 @pytest.mark.slow

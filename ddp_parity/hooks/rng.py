@@ -9,7 +9,9 @@ the network's own first call on both sides: after the batch and whatever the loo
 network, before any layer draws. Where no such forward is seen, right before the update (`at:
 "update"`). Two sides' digests are compared only where both were taken at the same moment. A hook on
 every module's call waits for that first forward from the end of the previous step and is removed
-there: a few calls a step (the wrappers'), never every layer's.
+there: a few calls a step (the wrappers'), never every layer's. The network found then keeps a hook of
+its own: a later call of it before the step's first backward takes the digests again, so that a forward
+run before training (a model summary, a dry run) is not step 1's start.
 
 Each generator is digested where reading it is cheap, with no device sync: torch's global CPU
 generator (its 5056 state bytes), the current CUDA device's default generator where CUDA is
@@ -24,10 +26,12 @@ import array
 import ctypes
 import hashlib
 import sys
+import weakref
 
 import torch
 
 from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.module_hooks import ours
 
 MT19937_BYTES = 624 * 4 + 4  # numpy's mt19937_state: uint32 key[624], int pos
 
@@ -116,10 +120,37 @@ def _first_forward(module, args) -> None:
         return
     if not (module.training and torch.is_grad_enabled()) or getattr(live.local, "ours", False):
         return  # an evaluation's forward, or the recording's own: the step's first training forward is still to come
-    if any(cls.__name__ in DISPATCHERS for cls in type(module).__mro__):
+    if _dispatches(module):
         return
-    take(live, "forward")
     disarm()
+    if module in _followed:
+        return  # its own hook (below, run right after this one) takes them
+    take(live, "forward")
+    _followed.add(module)
+    module.register_forward_pre_hook(ours(_again))
+
+
+def _dispatches(module) -> bool:
+    """A wrapper that only hands the call on, or a LightningModule whose forward Lightning's forward redirection
+    replaced by one that runs training_step (an instance attribute `wrapped_forward`: the strategy calls the DDP
+    wrapper, which calls the LightningModule, whose call runs training_step)."""
+    if any(cls.__name__ in DISPATCHERS for cls in type(module).__mro__):
+        return True
+    return getattr(module.__dict__.get("forward"), "__name__", None) == "wrapped_forward"
+
+
+# the networks whose first training forward took a step's digests: each call of one before the step's first backward
+# takes them again, so that forwards a program runs before its training (a model summary, a dry run: EDM's on rank
+# 0) are not step 1's start, the forward whose loss is backpropagated is
+_followed: weakref.WeakSet = weakref.WeakSet()
+
+
+def _again(module, args) -> None:
+    live = recording()
+    if live is None or not live.active or live.roots or getattr(live.local, "ours", False):
+        return
+    if module.training and torch.is_grad_enabled():
+        live.rng = _take("forward")
 
 
 @guarded("the generators' state")

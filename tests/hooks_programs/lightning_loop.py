@@ -34,6 +34,7 @@ class LitCNN(L.LightningModule):
         self.loss_fn = torch.nn.CrossEntropyLoss()
 
     def training_step(self, batch, batch_idx):
+        torch.rand(1)  # raw_loop.py's draw before the network
         return self.loss_fn(self.net(batch.x), batch.y)
 
     def on_train_batch_end(self, outputs, batch, batch_idx):

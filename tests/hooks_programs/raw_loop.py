@@ -55,6 +55,7 @@ def main() -> int:
         sampler.set_epoch(epoch)
         model.train(args.slip != "eval")  # the slip: trained in eval mode (BatchNorm's running stats, no dropout)
         for batch in loader:
+            torch.rand(1)  # a draw before the network, as a diffusion loss draws its noise: the same on both sides
             loss = loss_fn(ddp_model(batch.x), batch.y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
