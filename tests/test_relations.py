@@ -146,6 +146,9 @@ def test_a_loss_exactly_twice_the_other_names_the_factor_and_the_accumulation(tm
     assert d["evidence"]["relation"]["count"] == "accumulate_grad_batches=2"
     assert "raw's loss is 2.000 × lightning's at every step" in d["explanation"]
     assert "On raw, divide each micro-batch's loss" in d["advice"]
+    # the same count fits the other side dividing twice (EDM's port: Lightning divides by accumulate_grad_batches too)
+    assert "lightning divides its loss by the accumulation count (2) twice" in d["explanation"], d["explanation"]
+    assert "On lightning, return each micro-batch's loss from training_step without dividing" in d["advice"]
 
 
 def test_an_lr_one_step_ahead_with_parameters_parting_is_the_schedule_not_the_recording(tmp_path):

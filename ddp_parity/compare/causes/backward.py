@@ -580,6 +580,8 @@ def _clipped_on_one_side(ctx: Context, f: dict, evidence: dict, facts: str) -> F
 # what a gradient-norm factor equal to each count means
 FACTOR_WORDS = {
     "accumulation": "{side} sums its micro-batches' gradients without dividing the loss by the accumulation count",
+    "accumulation_twice": "{small} divides its loss by the accumulation count twice (Lightning divides what "
+    "training_step returns by accumulate_grad_batches itself)",
     "world_size": "the gradients are averaged over the world size on {small} once too often ({side} not at all)",
     "batch_size": "{side} sums the loss over the batch (reduction='sum') where {small} averages it",
     "": "no recorded count equals the factor",
@@ -590,6 +592,8 @@ FACTOR_WORDS = {
 FACTOR_FIX = {
     "accumulation": "On {side}, divide each micro-batch's loss by the number of accumulated micro-batches before "
     "backward: Divide the loss by accumulate_grad_batches, as Lightning does.",
+    "accumulation_twice": "On {small}, return each micro-batch's loss from training_step without dividing it by the "
+    "accumulation: Lightning divides it by accumulate_grad_batches itself.",
     "world_size": "Average the gradients over the ranks exactly once on both sides: under DDP add no division "
     "by the world size (DDP averages); where the gradients are all-reduced by hand, divide the sum by the world "
     "size (all_reduce(ReduceOp.SUM), then /= world_size). {side}'s are the larger: it averages too little, or "

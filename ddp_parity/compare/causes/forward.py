@@ -125,6 +125,12 @@ FACTOR_MECHANISMS = {
         "On {side}, divide each micro-batch's loss by the number of accumulated micro-batches ({k}) before "
         "backward: Divide the loss by accumulate_grad_batches, as Lightning does.",
     ),
+    "accumulation_twice": Words(
+        "{small} divides its loss by the accumulation count ({k}) twice: Lightning's automatic optimization divides "
+        "what training_step returns by accumulate_grad_batches itself, after a port divided it by the micro-batches",
+        "On {small}, return each micro-batch's loss from training_step without dividing it by the accumulation: "
+        "Lightning divides it by accumulate_grad_batches itself.",
+    ),
     "world_size": Words(
         "{small} divides its loss by the world size ({k}) although DDP already averages the gradients over the ranks",
         "On {small}, do not divide the loss by the world size: DDP averages the gradients over the ranks, so "
@@ -161,6 +167,8 @@ def factor_mechanisms(relation: relations.Relation) -> list[str]:
         mechanism = "accumulation" if name in ACCUMULATION_KEYS or name == "micro-batches per step" else name
         if mechanism in FACTOR_MECHANISMS and mechanism not in out:
             out.append(mechanism)
+            if mechanism == "accumulation":  # the same count divided twice on the other side fits it as well
+                out.append("accumulation_twice")
     return out
 
 
