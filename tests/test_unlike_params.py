@@ -68,8 +68,10 @@ def test_a_port_holding_the_frozen_teacher_too_is_equivalent_and_says_so(runs):
     [alone] = _notes(report, "one_side_only")
     assert "4 parameter(s) on lightning only, untrained (requires_grad False and in no param group)" in alone
     assert "teacher.1.weight" in alone and "teacher.3.bias" in alone
-    [narrowed] = _notes(report, "narrowed_digests")  # the digests' last parameter is the teacher's there
-    assert "compared on 1.weight only" in narrowed, narrowed
+    assert "their own values are not" in alone  # an EMA's values are never said to be compared
+    # the digests' last parameter is the teacher's there; the student's last trained one is digested beside it
+    [narrowed] = _notes(report, "narrowed_digests")
+    assert "compared on 1.weight, 3.bias only" in narrowed, narrowed
     assert len(report["params"]["tensors"]) == 4  # the student's tensors, paired under `student.`
     assert report["per_step"]["param_digest"]["compared"] == 16
     d = report["diagnosis"]  # the initial states are compared on the student's parameters too

@@ -95,8 +95,9 @@ def alone_note(side_name: str, names: list[str], meta: dict | None) -> str:
     how = said[0] if len(set(said)) == 1 else "requires_grad False, or in no param group of its optimizer"
     return (
         f"{len(names)} parameter(s) on {side_name} only, untrained ({how}): {shown}. They were not compared; "
-        "what they change (a teacher's targets, a loss module's weights) is compared in what both sides hold "
-        "(losses, the shared parameters)"
+        "what they change in the training (a teacher's targets, a loss module's weights) is compared in what both "
+        "sides hold (losses, the shared parameters), but their own values are not: an EMA copy kept there and "
+        "saved is compared only where a checkpoint both sides save holds it (its contents)"
     )
 
 
