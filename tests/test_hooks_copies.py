@@ -17,7 +17,7 @@ from torch.optim.swa_utils import AveragedModel
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import evaluation, recording_env
-from ddp_parity.trace_files import read_evaluations, read_hook_facts
+from ddp_parity.trace_files import read_evaluations, read_hook_facts, read_records
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "ema_eval.py"
 # "again" also saves whole modules at its end (--snapshots), compared with the same program run with no recording
@@ -57,7 +57,9 @@ def test_an_ema_evaluated_beside_the_model_is_recorded_as_a_copy_on_every_rank(r
 def test_the_same_ema_twice_is_equivalent_with_nothing_said(runs):
     report = compare_traces(runs["after"], runs["again"])
     assert report["verdict"] == "equivalent", report["diagnosis"]
-    assert not [w for w in report["warnings"] if w["kind"] == "evaluation_differs"], report["warnings"]
+    said = [w for w in report["warnings"] if w["kind"] in ("evaluation_differs", "copy_differs")]
+    assert not said, said
+    assert all(len(r["copy_digest"]) == 2 for r in read_records(runs["after"], 1))  # the EMA's first and last
 
 
 @pytest.mark.slow
@@ -72,6 +74,9 @@ def test_an_ema_copied_before_the_broadcast_is_said_on_the_rank_it_differs_on(ru
     message = said["message"]
     assert message.startswith("rank 1: the evaluation of a copy of the trained model (Sequential, an EMA) after step 2")
     assert "before DDP's broadcast" in message, message
+    # the copy's own values, digested after every step: apart on rank 1 from the first step, equal on rank 0
+    [copy] = [w for w in report["warnings"] if w["kind"] == "copy_differs"]
+    assert (copy["rank"], copy["step"]) == (1, 1) and "while the training is equal" in copy["message"], copy
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ddp_parity.compare.causes.hooked import collectives_section
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
+from ddp_parity.compare.copies import copy_differences
 from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
 from ddp_parity.compare.evaluations import evaluation_differences
 from ddp_parity.compare.findings import FIGURE_KEYS, Report
@@ -80,6 +81,7 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
             report.sections["collectives"] = collectives
     if report.verdict == "equivalent":  # the training equal: an evaluation that differs is the program's doing
         report.warnings += evaluation_differences(comparison.run_a, comparison.run_b, names)
+        report.warnings += copy_differences(comparison.run_a, comparison.run_b, names)
     if noise is not None:
         judge_against_noise(report, comparison, noise, names, ignore_config)
     if report.verdict == "equivalent" and comparison.measured_differ:

@@ -227,6 +227,11 @@ def _step_loss(roots: list):
 
 def _step_digests(live) -> dict:
     out = {}
+    copies = [copy for copy in (ref() for ref in live.copies) if copy is not None]
+    if copies:  # an EMA's first and last parameter after the step (compare/copies.py)
+        digest = _guarded_value("copy_digest", lambda: torch.cat([param_digest(copy) for copy in copies]))
+        if digest is not None:
+            out["copy_digest"] = digest
     if live.model is not None:
         digest = _guarded_value("param_digest", param_digest, live.model)
         if digest is not None:

@@ -1,0 +1,61 @@
+"""The copies of the trained model a run keeps beside it (an EMA), compared step by step: the hooks of
+`ddp-parity record` digest each copy they found (its first and last parameter, as `param_digest` does) after every
+optimizer step, in the record's `copy_digest`. A copy takes no part in the training, so a copy apart never changes
+the verdict; where the training is equal it is a warning (`copy_differs`): the program's EMA, and every snapshot
+or sample made from it, differ while the model does not.
+"""
+
+from __future__ import annotations
+
+from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks
+
+KEY = "copy_digest"
+
+
+def copy_differences(run_a, run_b, names) -> list[dict]:
+    """Per rank, the first step whose copy digests both sides recorded (the same number of copies) differ."""
+    out = []
+    for rank in sorted(set(_ranks(run_a)) & set(_ranks(run_b))):
+        parted = _first_apart(run_a, run_b, rank)
+        if parted is not None:
+            step, compared = parted
+            out.append(
+                {
+                    "kind": "copy_differs",
+                    "rank": rank,
+                    "step": step,
+                    "message": (
+                        f"rank {rank}: the copy of the trained model the hooks found (an EMA kept beside it) holds "
+                        f"other values after step {step} on {names[0]} and {names[1]}, equal after the {compared} "
+                        "step(s) before it, while the training is equal: its update differs (when it runs against "
+                        "the optimizer step: per micro-batch or per step, before or after a change made to the "
+                        "weights outside the optimizer; its decay; the step count its decay reads). Every snapshot "
+                        "or sample made from it differs too. Fix: update the copy at the same point of each "
+                        "optimizer step on both sides, from the same weights, with the same decay."
+                    ),
+                }
+            )
+    return out
+
+
+def _ranks(run) -> list[int]:
+    try:
+        return trace_ranks(run)
+    except (TraceFormatError, OSError):
+        return []
+
+
+def _first_apart(run_a, run_b, rank) -> tuple[int, int] | None:
+    try:
+        by_step = {r.get("step"): r.get(KEY) for r in iter_records(run_b, rank) if isinstance(r.get(KEY), list)}
+        compared = 0
+        for record in iter_records(run_a, rank):
+            mine, theirs = record.get(KEY), by_step.get(record.get("step"))
+            if not isinstance(mine, list) or not isinstance(theirs, list) or len(mine) != len(theirs):
+                continue
+            if mine != theirs:
+                return record["step"], compared
+            compared += 1
+    except (TraceFormatError, OSError):
+        return None
+    return None
