@@ -424,3 +424,41 @@ def test_initial_weights_apart_after_a_loader_drew_between_the_seed_and_the_mode
         headline
     ), d["explanation"]
     assert d["evidence"]["loader_draws_before_the_model"] == {"raw": ["Images"], "lightning": []}
+
+
+def test_an_evaluation_loader_iterated_before_another_step_is_named_between_the_steps_it_parts(tmp_path):
+    """LoRA's loop evaluates every 6 micro-batches counted across epochs, its port at the 6th batch of each epoch: the
+    validation loader's iterator (one draw from the global generator) comes before step 5 on one side and before
+    step 6 on the other; the port's sanity check drew once more before step 1 under isolate_rng. As many draws in
+    all up to step 5, the generators equal at step 4's start and apart at step 5's: the draw between is named."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for rec in recs:
+                apart = side == "a" and rec["step"] == 5
+                rec["rng"] = {"at": "forward", "torch": f"{'a' if apart else 'f'}{rec['step']:015x}"}
+                if rec["step"] >= 5 and side == "a":
+                    rec["loss"] += 1e-4  # dropout drew another mask
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["recorded_by"] = meta_b["recorded_by"] = "hooks"
+    a, b = pair(
+        tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(records["a"], 5), records_b=records["b"]
+    )
+    for run, draws in ((a, [(1, 1), (5, 2)]), (b, [(1, 1), (1, 2), (6, 3)])):
+        for rank in (0, 1):
+            facts = {
+                "seeds": {"items": [{"before_step": 1, "order": 0, "seed": 42}]},
+                "loader_iterators": {
+                    "items": [
+                        {"before_step": s, "dataset": "Tokens", "global_draw": True, "order": o} for s, o in draws
+                    ]
+                },
+            }
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps(facts))
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("rng.loader_draws", 5), (d["kind"], d["explanation"])
+    assert "between step 4 and step 5" in d["explanation"], d["explanation"]
+    assert (
+        "1 DataLoader(s) drawing from the global generator on raw (Tokens before step 5) and 0 on lightning"
+        in (d["explanation"])
+    )

@@ -173,10 +173,16 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     # the draws are counted from the last seed: what the generator holds there is that seed's value alone, so a
     # seed repeated with nothing drawn between (Lightning's DDP setup seeding again) is no other seed
     last = [side[-1:] if side is not None else None for side in seeds]
-    if None in draws or None in last or last[0] != last[1] or len(draws[0]) == len(draws[1]):
-        return None  # unrecorded, another last seed (its own cause), or as many draws
-    if sampler_differences(ctx):
-        return None  # another sampler
+    if None in draws or None in last or last[0] != last[1]:
+        return None  # unrecorded, or another last seed (its own cause)
+    if len(draws[0]) == len(draws[1]):
+        # as many in all, but the generators agreed at the previous step's start and the draws since differ (an
+        # evaluation's loader iterated before this step on one side, before a later one on the other)
+        draws = [[d for d in side if d[0] == step] for side in draws]
+        if step == 1 or len(draws[0]) == len(draws[1]) or not _generators_agreed(ctx, step - 1, rank):
+            return None
+    if first.get("quantity") != "loss" and sampler_differences(ctx):
+        return None  # another sampler (at equal samples, a loss apart is no sampler's doing)
     if global_rng_equal(ctx, step, rank):
         return None  # the draws left the global generator as the other side's (Lightning isolates its sanity check's)
     more = "a" if len(draws[0]) > len(draws[1]) else "b"
@@ -189,14 +195,24 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     else:
         evidence["loader_draws_up_to_step"] = {"step": step, **ctx.both(*[[list(x) for x in side] for side in draws])}
         when = f"at step {step}, every step before it equal,"
+    since = (
+        f"between step {step - 1} and step {step} (the generators recorded equal at step {step - 1}'s start)"
+        if step > 1 and all(d[0] == step for side in draws for d in side)
+        else f"since the last seed up to step {step}"
+    )
     facts = (
-        f"The runs part {when} in the {first.get('quantity')} with the same seeds, and since the last seed rank "
-        f"{rank} iterated {len(draws[0])} DataLoader(s) drawing from the global generator on {na} ({shown[0]}) and "
-        f"{len(draws[1])} on {nb} ({shown[1]}) up to step {step} (as the hooks recorded)."
+        f"The runs part {when} in the {first.get('quantity')} with the same seeds, and {since} rank {rank} iterated "
+        f"{len(draws[0])} DataLoader(s) drawing from the global generator on {na} ({shown[0]}) and {len(draws[1])} "
+        f"on {nb} ({shown[1]}) (as the hooks recorded)."
     )
     return finding(
         ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, side=ctx.label(more), k=abs(len(draws[0]) - len(draws[1]))
     )
+
+
+def _generators_agreed(ctx: Context, step: int, rank) -> bool:
+    compared = rng_at(ctx, step, rank)
+    return compared is not None and "torch" in compared["generators"] and not compared["differ"]
 
 
 def _draws_words(draws: list) -> str:
