@@ -462,3 +462,27 @@ def test_an_evaluation_loader_iterated_before_another_step_is_named_between_the_
         "1 DataLoader(s) drawing from the global generator on raw (Tokens before step 5) and 0 on lightning"
         in (d["explanation"])
     )
+
+
+def test_a_schedule_ahead_says_the_step_the_training_parts_from_the_digests_both_sides_share(tmp_path):
+    """KAIR's port holds its EMA network beside the model, so its per-step digest sums another last parameter (the
+    EMA's) than the raw loop's: the digests compared whole differ from step 1 whatever the training does. The
+    schedule one step ahead is said with the step the shared digests part at (4), never "the parameters part at
+    step 1"."""
+    records = {side: make_records() for side in ("a", "b")}
+    for side, per_rank in records.items():
+        for recs in per_rank.values():
+            for rec in recs:
+                rec["lr"] = 0.1 if rec["step"] < (4 if side == "a" else 5) else 0.05
+                if side == "b":  # the EMA's last parameter between the shared first and last
+                    rec["param_digest"] = [rec["param_digest"][0], 7.0 + 0.01 * rec["step"], rec["param_digest"][1]]
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["param_digest_names"] = ["0.weight", "3.bias"]
+    meta_b["param_digest_names"] = ["0.weight", "ema.3.bias", "3.bias"]
+    a, b = pair(
+        tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=trained_apart(records["a"], 4), records_b=records["b"]
+    )
+    report, d = run_diagnosis(a, b)
+    assert d["kind"] == "optimizer.lr_ahead" and d["step"] == 4, (d["kind"], d["explanation"])
+    assert "the parameters part at step 4" in d["explanation"], d["explanation"]
+    assert d["evidence"]["params_part_at"] == 4

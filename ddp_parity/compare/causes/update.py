@@ -86,6 +86,19 @@ OPTIMIZER_STALE_PARAMS = Cause(
 # the learning rate recorded after scheduler.step()
 
 
+def _parameters_part_at(ctx: Context, steps: list, da: list, db: list) -> int | None:
+    """The first step whose training differs, as the walk found it (the per-step digests narrowed to the parameters
+    both sides digest, the layer sketches beside them); without the walk, the digests where both sides digest the same
+    parameters. None where the parameters stay equal (or are not recorded)."""
+    walk = ctx.walk
+    if walk is not None:
+        trained = walk.first_trained
+        return trained.get("step") if trained is not None and isinstance(trained.get("step"), int) else None
+    if (ctx.meta("a").get("param_digest_names") or None) != (ctx.meta("b").get("param_digest_names") or None):
+        return None  # other parameters digested on each side: their sums differ whatever the training did
+    return next((s for s, x, y in zip(steps, da, db) if x != y), None)
+
+
 def check_lr_shift(ctx: Context) -> Finding | None:
     """The learning rates are one series shifted by k steps. Which mechanism, the parameters say: a
     schedule k iterations ahead changes the update it applies (the parameters part), a rate read after
@@ -101,7 +114,7 @@ def check_lr_shift(ctx: Context) -> Finding | None:
     evidence = {"lr": ctx.both(f["a"], f["b"]), "ahead": relation.side, "relation": relation.to_json()}
     _, da, db = relations.series(pairs, "param_digest")
     recorded = all(d is not None for d in da + db)
-    parted = next((s for s, x, y in zip(steps, da, db) if x != y), None) if recorded else None
+    parted = _parameters_part_at(ctx, steps, da, db) if recorded else None
     if parted is not None:
         facts = (
             f"{relation.sentence[:-1]}, and the parameters part at step {parted}: the optimizer applied the "
