@@ -70,6 +70,9 @@ class Loop:
     lr_from: tuple | None = None  # (step, lr): from this step on the lr is set to lr (the training parts there)
     lr_floor: float | None = None  # by hand: lr × step / 3 for steps 1-3, then lr / 2 + this floor (a schedule
     # whose floor, like a cosine's min_lr, is not scaled with the base rate)
+    input_noise: float = 0.0  # noise × this added to the inputs before the model, drawn from the global generator
+    # (EDM's loss draws its noise before calling the network): not in the batch, which record_batch records
+    record_batch: bool = False  # record(batch=) the step's inputs as drawn from the data
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -189,8 +192,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             model.train()
         loss_sum = 0.0
         for micro in indices.split(s.batch):
+            inputs = x[micro] + s.input_noise * torch.randn_like(x[micro]) if s.input_noise else x[micro]
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.autocast):
-                out = model(x[micro])
+                out = model(inputs)
             loss = nn.functional.cross_entropy(out.float(), y[micro]) / (s.accumulate if s.divide_loss else 1)
             (loss * s.loss_scale).backward()
             loss_sum = loss_sum + loss.detach()
@@ -216,6 +220,7 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             lr=lr,
             optimizer=optimizer if s.record_optimizer == "first" or step == s.steps else None,
             model=model if s.record_model else None,
+            batch=x[indices] if s.record_batch else None,
             **clip,
         )
         optimizer.zero_grad()

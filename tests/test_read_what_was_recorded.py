@@ -9,8 +9,11 @@ import copy
 import json
 
 import torch
+from loops_of_our_own import Loop
+from loops_of_our_own import pair as loop_pair
 from test_diagnosis import EPOCHS, INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
 
+from ddp_parity import compare_traces
 from ddp_parity.compare.causes import setup
 from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.comparator import compare_runs
@@ -486,3 +489,16 @@ def test_a_schedule_ahead_says_the_step_the_training_parts_from_the_digests_both
     assert d["kind"] == "optimizer.lr_ahead" and d["step"] == 4, (d["kind"], d["explanation"])
     assert "the parameters part at step 4" in d["explanation"], d["explanation"]
     assert d["evidence"]["params_part_at"] == 4
+
+
+def test_a_first_input_apart_at_an_equal_batch_is_the_steps_handling_of_the_batch(tmp_path):
+    """EDM round 9: the loss draws noise before calling the network, so the first module's input differs while the
+    batch digests are equal. That was left undetermined, its advice "watch the model" though both sides had watched
+    the step, against the report's own module finding. It is data_pipeline: what the step does to the batch before
+    the model, with no worker blamed."""
+    base = Loop(watch=True, record_batch=True)
+    d = compare_traces(*loop_pair(tmp_path, base, base.changed(input_noise=0.01)))["diagnosis"]
+    assert (d["kind"], d["step"]) == ("data_pipeline", 1), (d["kind"], d["explanation"])
+    assert "The step's batch is the same on both sides (batch_digest)" in d["explanation"], d["explanation"]
+    assert "the same draws before the model" in d["advice"] and "worker" not in d["advice"], d["advice"]
+    assert "watch the model" not in d["advice"]

@@ -700,9 +700,12 @@ def check_batch(ctx: Context) -> Finding | None:
     return pipeline_finding(ctx, f, evidence, facts)
 
 
-def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
+def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step: bool = False) -> Finding:
     """data_pipeline: the batch differs at equal indices; DataLoader workers are blamed only where one may have
-    run (the hooks recorded every DataLoader at num_workers=0 on both sides: then the dataset, collate or the loop)."""
+    run (the hooks recorded every DataLoader at num_workers=0 on both sides: then the dataset, collate or the loop).
+    `in_step`: the batch itself is equal and the model's first input is not: the step's own handling of it."""
+    if in_step:
+        return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS["step"])
     in_main = _loaders_in_main_process(ctx, f["rank"])
     if in_main:
         evidence["num_workers"] = ctx.both(0, 0)
@@ -721,6 +724,14 @@ def _loaders_in_main_process(ctx: Context, rank) -> bool:
 
 
 PIPELINE_WORDS = {
+    "step": {
+        "source": "between the batch and the model the step builds another input on one side: a random draw of the "
+        "loop's own (a diffusion loss's noise, a mask) from a generator in another state, or a transform applied on "
+        "one side only.",
+        "fix": "Build the model's input from the batch the same way on both sides: the same draws before the model, "
+        "from the same generator state (Lightning: in training_step, as the loop draws them), and the same "
+        "transforms (on_after_batch_transfer on one side is a transform the other may not make).",
+    },
     False: {
         "source": "`__getitem__` or collate draws random numbers (a random augmentation) from a stream that differs "
         "between the sides, typically because DataLoader workers are seeded differently (seed_everything(workers="

@@ -245,8 +245,12 @@ def check_module(ctx: Context) -> Finding | None:
     evidence = {"module": module}
     where = f"at step {f['step']} rank {f['rank']}, {module['phase']} of {display(module['name'])} ({module['type']})"
     if kind == "batch":
-        if _step_batches_equal(ctx, f):  # the differing input is no training batch's (a validation within the step)
-            return None
+        if _step_batches_equal(ctx, f):  # the batch is equal: what the step does to it before the model is not
+            facts = (
+                f"The step's batch is the same on both sides (batch_digest), yet {where} already receives another "
+                "input: the step changes the batch before the model."
+            )
+            return pipeline_finding(ctx, f, evidence, facts, in_step=True)
         unrecorded = batch_without_indices(ctx, f, evidence, f"The first module's input differs {where}")
         if unrecorded is not None:
             return unrecorded
