@@ -48,6 +48,8 @@ def _ranks(run) -> list[int]:
 def _first_apart(run_a, run_b, rank) -> tuple[int, int] | None:
     try:
         by_step = {r.get("step"): r.get(KEY) for r in iter_records(run_b, rank) if isinstance(r.get(KEY), list)}
+        if not by_step:
+            return None  # no copy recorded on that side: nothing to read on the other
         compared = 0
         for record in iter_records(run_a, rank):
             mine, theirs = record.get(KEY), by_step.get(record.get("step"))

@@ -175,11 +175,12 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     last = [side[-1:] if side is not None else None for side in seeds]
     if None in draws or None in last or last[0] != last[1]:
         return None  # unrecorded, or another last seed (its own cause)
-    if len(draws[0]) == len(draws[1]):
+    between = len(draws[0]) == len(draws[1])
+    if between:
         # as many in all, but the generators agreed at the previous step's start and the draws since differ (an
         # evaluation's loader iterated before this step on one side, before a later one on the other)
         draws = [[d for d in side if d[0] == step] for side in draws]
-        if step == 1 or len(draws[0]) == len(draws[1]) or not _generators_agreed(ctx, step - 1, rank):
+        if step == 1 or len(draws[0]) == len(draws[1]) or not global_rng_equal(ctx, step - 1, rank):
             return None
     if first.get("quantity") != "loss" and sampler_differences(ctx):
         return None  # another sampler (at equal samples, a loss apart is no sampler's doing)
@@ -197,7 +198,7 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         when = f"at step {step}, every step before it equal,"
     since = (
         f"between step {step - 1} and step {step} (the generators recorded equal at step {step - 1}'s start)"
-        if step > 1 and all(d[0] == step for side in draws for d in side)
+        if between
         else f"since the last seed up to step {step}"
     )
     facts = (
@@ -208,11 +209,6 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     return finding(
         ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, side=ctx.label(more), k=abs(len(draws[0]) - len(draws[1]))
     )
-
-
-def _generators_agreed(ctx: Context, step: int, rank) -> bool:
-    compared = rng_at(ctx, step, rank)
-    return compared is not None and "torch" in compared["generators"] and not compared["differ"]
 
 
 def _draws_words(draws: list) -> str:
