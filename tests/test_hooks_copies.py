@@ -26,6 +26,7 @@ VARIANTS = {
     "again": ("--snapshots",),
     "before": ("--ema-before-ddp",),
     "train-mode": ("--ema-left-in-train-mode",),
+    "last-skipped": ("--ema-skips-last-update",),
 }
 
 
@@ -77,6 +78,18 @@ def test_an_ema_copied_before_the_broadcast_is_said_on_the_rank_it_differs_on(ru
     # the copy's own values, digested after every step: apart on rank 1 from the first step, equal on rank 0
     [copy] = [w for w in report["warnings"] if w["kind"] == "copy_differs"]
     assert (copy["rank"], copy["step"]) == (1, 1) and "while the training is equal" in copy["message"], copy
+
+
+@pytest.mark.slow
+def test_an_ema_not_updated_after_the_last_step_is_said_at_the_end(runs):
+    """A step's copy digest is taken at its optimizer step, before the update after it: the last update is seen only
+    in the copies' state at the end, which both ranks of the loop that skips it hold apart from the other side's."""
+    report = compare_traces(runs["after"], runs["last-skipped"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    said = [w for w in report["warnings"] if w["kind"] == "copy_differs"]
+    assert [(w["rank"], w["step"]) for w in said] == [(0, 8), (1, 8)], said
+    assert "at the end on after and last-skipped, equal at every optimizer step before" in said[0]["message"], said
+    assert "its update after the last step (8) differs" in said[0]["message"], said
 
 
 @pytest.mark.slow

@@ -2,12 +2,14 @@
 `ddp-parity record` digest each copy they found (its first and last parameter, as `param_digest` does) after every
 optimizer step, in the record's `copy_digest`. A copy takes no part in the training, so a copy apart never changes
 the verdict; where the training is equal it is a warning (`copy_differs`): the program's EMA, and every snapshot
-or sample made from it, differ while the model does not.
+or sample made from it, differ while the model does not. A step's digest is taken at its optimizer step, before the
+update that follows it, so the last update is read from each rank's hooks facts (`copies_final_sha256`, the whole
+state of each copy at the end).
 """
 
 from __future__ import annotations
 
-from ddp_parity.trace_files import TraceFormatError, iter_records, trace_ranks
+from ddp_parity.trace_files import TraceFormatError, iter_records, read_hook_facts, trace_ranks
 
 KEY = "copy_digest"
 
@@ -19,23 +21,41 @@ def copy_differences(run_a, run_b, names) -> list[dict]:
         parted = _first_apart(run_a, run_b, rank)
         if parted is not None:
             step, compared = parted
-            out.append(
-                {
-                    "kind": "copy_differs",
-                    "rank": rank,
-                    "step": step,
-                    "message": (
-                        f"rank {rank}: the copy of the trained model the hooks found (an EMA kept beside it) holds "
-                        f"other values after step {step} on {names[0]} and {names[1]}, equal after the {compared} "
-                        "step(s) before it, while the training is equal: its update differs (when it runs against "
-                        "the optimizer step: per micro-batch or per step, before or after a change made to the "
-                        "weights outside the optimizer; its decay; the step count its decay reads). Every snapshot "
-                        "or sample made from it differs too. Fix: update the copy at the same point of each "
-                        "optimizer step on both sides, from the same weights, with the same decay."
-                    ),
-                }
+            where = f"after step {step} on {names[0]} and {names[1]}, equal after the {compared} step(s) before it"
+        elif (last := _apart_at_the_end(run_a, run_b, rank)) is not None:
+            step = last
+            where = (
+                f"at the end on {names[0]} and {names[1]}, equal at every optimizer step before (each read before "
+                f"the update that follows the step): its update after the last step ({last}) differs"
             )
+        else:
+            continue
+        out.append(
+            {
+                "kind": "copy_differs",
+                "rank": rank,
+                "step": step,
+                "message": (
+                    f"rank {rank}: the copy of the trained model the hooks found (an EMA kept beside it) holds other "
+                    f"values {where}, while the training is equal: its update differs (when it runs against the "
+                    "optimizer step: per micro-batch or per step, before or after a change made to the weights "
+                    "outside the optimizer, or not after the last step; its decay; the step count its decay reads). "
+                    "Every snapshot or sample made from it differs too. Fix: update the copy at the same point of "
+                    "each optimizer step on both sides, from the same weights, with the same decay."
+                ),
+            }
+        )
     return out
+
+
+def _apart_at_the_end(run_a, run_b, rank) -> int | None:
+    """The last step, where both sides hold as many copies at the end after as many steps and their states differ."""
+    ends = [read_hook_facts(run, rank) for run in (run_a, run_b)]
+    digests = [facts.get("copies_final_sha256") for facts in ends]
+    steps = [facts.get("copies_final_after_step") for facts in ends]
+    if not all(isinstance(d, list) for d in digests) or len(digests[0]) != len(digests[1]) or steps[0] != steps[1]:
+        return None
+    return steps[0] if digests[0] != digests[1] else None
 
 
 def _ranks(run) -> list[int]:

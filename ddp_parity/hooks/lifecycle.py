@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -162,6 +163,7 @@ def finish() -> None:
     recorder = live.recorder
     evaluation.close(live)
     evaluation.write(live)
+    _note_final_copies(live)
     if recorder._ended is None:
         grouped = recorder.world_size == 1 or (dist.is_available() and dist.is_initialized())
         if live.model is not None and grouped:
@@ -175,6 +177,26 @@ def finish() -> None:
             recorder.close()
             recorder._write_meta()
     write_facts(live)
+
+
+@guarded("the copies' state at the end")
+def _note_final_copies(live: Recording) -> None:
+    """The sha256 of each copy of the trained model (an EMA) at the end: the step records digest a copy at the
+    optimizer step, before the update that follows it, so a last update is seen here only. Each rank's own
+    tensors (a shard's local part): no collective at the end."""
+    copies = [copy for copy in (ref() for ref in live.copies) if copy is not None]
+    if copies:
+        live.facts["copies_final_sha256"] = [_local_state_sha256(copy) for copy in copies]
+        live.facts["copies_final_after_step"] = live.steps
+
+
+def _local_state_sha256(module: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for tensor in module.state_dict().values():
+        if isinstance(tensor, torch.Tensor):
+            local = getattr(tensor, "_local_tensor", tensor).detach().cpu().contiguous()
+            h.update(local.view(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
 
 
 def write_facts(live: Recording) -> None:

@@ -6,10 +6,11 @@ rank) or, with --ema-before-ddp, before it (each rank's own: rank 1's EMA starts
 is untouched). With --ema-left-in-train-mode, eval() is never called on the EMA (a copy of the model in training
 mode, evaluated so, as a copy kept outside the module tree and never switched is). With --snapshots, rank 0 ends by
 saving the EMA, the model and a deepcopy of the model made then (as EDM pickles its EMA) and prints each file's
-sha256: a recording must leave them as they are without it.
+sha256: a recording must leave them as they are without it. With --ema-skips-last-update, the loop leaves the EMA as it
+was before the last step (a loop that breaks out before its update at the last step).
 
     torchrun --nproc_per_node=2 tests/hooks_programs/ema_eval.py [--ema-before-ddp] [--ema-left-in-train-mode]
-                                                                 [--snapshots]
+                                                                 [--snapshots] [--ema-skips-last-update]
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def main() -> None:
     p.add_argument("--ema-before-ddp", action="store_true", help="copy each rank's own weights, before the wrap")
     p.add_argument("--ema-left-in-train-mode", action="store_true", help="never call eval() on the EMA")
     p.add_argument("--snapshots", action="store_true", help="rank 0 saves whole modules at the end")
+    p.add_argument("--ema-skips-last-update", action="store_true", help="no EMA update after the last step")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -77,7 +79,8 @@ def main() -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        update(ema, model)
+        if not (args.ema_skips_last_update and step == 8):
+            update(ema, model)
         if step % 2 == 0:
             with torch.no_grad():
                 accuracy = (ema(held_out).argmax(-1) == 0).float().mean().item()
