@@ -207,3 +207,27 @@ def test_syncing_every_micro_batch_is_named_where_it_parts_the_runs_and_never_wh
     else:
         assert (d["kind"], d["step"]) == ("gradients.sync_pattern", 1), d["explanation"]
         assert "between [no sync, sync], every_synced [sync, sync]" in d["explanation"], d["explanation"]
+
+
+VAL_LOOP = REPO / "tests" / "hooks_programs" / "val_loop.py"
+
+
+@pytest.mark.slow
+def test_a_validation_sampler_given_set_epoch_on_one_side_only_is_named(tmp_path):
+    """LoRA's port: Lightning calls set_epoch on the validation's DistributedSampler each epoch, the program never
+    did, so the second validation ran on other samples with the training equal. The hooks digest the indices each
+    DataLoader yields and note its sampler's epoch when it is iterated: the warning names the other samples and the
+    epochs, where it said only 'other inputs or otherwise'."""
+    found = {}
+    for name, args in (("plain", ()), ("set-epoch", ("--val-set-epoch",))):
+        env = recording_env(tmp_path / name, name, child_env())
+        found[name] = check_ok(run_cmd([PYTHON, VAL_LOOP, *args], env=env)).stdout.splitlines()
+    # the program's own figures: the same first validation (epoch 0 either way), another second one
+    assert found["plain"][0] == found["set-epoch"][0] and found["plain"][1] != found["set-epoch"][1], found
+    report = compare_traces(tmp_path / "plain", tmp_path / "set-epoch")
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    [said] = [w for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert (said["rank"], said["step"]) == (0, 8), said
+    message = said["message"]
+    assert "it ran on other samples: its DataLoader (TensorDataset) yielded other sample indices" in message, message
+    assert "was at epoch 0 on plain and 1 on set-epoch: set_epoch was called on it on one side only" in message, message

@@ -13,6 +13,7 @@ from ddp_parity.trace_files import (
     EVALUATION_MODEL,
     TraceFormatError,
     read_evaluations,
+    read_hook_facts,
     read_validation,
 )
 
@@ -62,7 +63,11 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
             continue
         for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
             said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role)
+            samples = _samples(run_a, run_b, rank, said, names) if said and said.get("outputs_apart") else None
+            if samples:
+                said["message"] += f"; {samples}"
             if said is not None:
+                said.pop("outputs_apart", None)
                 unsplit = [i for i, found in enumerate(evaluations) if _every_rank_alike(found, said)]
                 if len(unsplit) == 1 and _ranks_apart(evaluations[1 - unsplit[0]], said):
                     said["message"] += (
@@ -159,6 +164,7 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
             return {
                 "step": ra["step"],
                 "micro_batch": ra["micro_batch"],
+                "outputs_apart": True,
                 "message": f"{_what(role, ra)} {_where(ra)} gave other outputs ({ra.get('forwards')} forward(s), "
                 f"output_digest {str(ra.get('output_digest'))[:16]} on {names[0]}; {rb.get('forwards')}, "
                 f"{str(rb.get('output_digest'))[:16]} on {names[1]}) with the training equal: it ran on other inputs "
@@ -180,3 +186,52 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
             f"{'of one ' if copy else ''}there{NOT_SEEN}",
         }
     return None
+
+
+def _evaluation_loaders(run, rank: int, step: int) -> list[dict]:
+    """The DataLoader iterators a rank's hooks saw start after `step` optimizer steps that no step trained from
+    and that yielded a batch: an evaluation's loaders, in the order they started."""
+    items = (read_hook_facts(run, rank).get("loader_iterators") or {}).get("items") or []
+    return [
+        i
+        for i in items
+        if isinstance(i, dict) and i.get("before_step") == step + 1 and i.get("trained") is False and i.get("batches")
+    ]
+
+
+def _samples(run_a, run_b, rank: int, said: dict, names) -> str | None:
+    """What the evaluation's own DataLoader shows where its outputs differ: other sample indices (with the sampler's
+    epoch or arguments where those differ), or the same indices on both sides; None where no loader was recorded."""
+    loaders = _evaluation_loaders(run_a, rank, said["step"]), _evaluation_loaders(run_b, rank, said["step"])
+    pairs = [
+        (a, b)
+        for a, b in zip(*loaders)
+        if isinstance(a.get("indices_sha256"), str) and isinstance(b.get("indices_sha256"), str)
+    ]
+    if not pairs or len(loaders[0]) != len(loaders[1]):
+        return None
+    apart = [(a, b) for a, b in pairs if (a["indices_sha256"], a["batches"]) != (b["indices_sha256"], b["batches"])]
+    if not apart:
+        return (
+            f"its DataLoader yielded the same sample indices on both sides ({pairs[0][0]['batches']} batch(es)), so "
+            "the samples' contents differ (a transform drawing otherwise) or it ran otherwise"
+        )
+    a, b = apart[0]
+    out = (
+        f"it ran on other samples: its DataLoader ({a.get('dataset')}) yielded other sample indices "
+        f"({a['batches']} batch(es) on {names[0]}, {b['batches']} on {names[1]})"
+    )
+    sa, sb = a.get("sampler") or {}, b.get("sampler") or {}
+    ea, eb = sa.get("epoch"), sb.get("epoch")
+    if isinstance(ea, int) and isinstance(eb, int) and ea != eb and sa.get("shuffle") is not False:
+        return out + (
+            f"; its sampler ({sa.get('class')}, shuffle {sa.get('shuffle')}) was at epoch {ea} on {names[0]} and {eb} "
+            f"on {names[1]}: set_epoch was called on it on one side only, or with another value (Lightning calls "
+            "set_epoch on the sampler of every DataLoader it iterates, the validation's too, each epoch). Fix: give "
+            "the evaluation's sampler the same epoch on both sides (call its set_epoch as the other side does), or "
+            "evaluate in a fixed order (shuffle=False)"
+        )
+    keys = [k for k in sorted(set(sa) | set(sb)) if k != "epoch" and sa.get(k) != sb.get(k)]
+    if keys:
+        return out + "; its samplers differ: " + ", ".join(f"{k} {sa.get(k)!r} vs {sb.get(k)!r}" for k in keys)
+    return out

@@ -14,6 +14,7 @@ batch) is then still paired right, and an evaluation loader's batches are never 
 from __future__ import annotations
 
 import functools
+import hashlib
 import weakref
 
 import torch
@@ -26,6 +27,7 @@ from ddp_parity.hooks.state import bounded_fifo, guarded, recording
 
 PENDING = "_ddp_parity_pending"  # on a DataLoader iterator: the index lists dispatched, not yet yielded
 YIELDED = "_ddp_parity_yielded"  # on a DataLoader iterator: (indices, batch) yielded, not yet consumed
+PASS = "_ddp_parity_pass"  # on a DataLoader iterator: its `loader_iterators` entry, the running digest of its indices
 
 
 def install() -> None:
@@ -77,6 +79,22 @@ def _yielded(iterator, batch) -> None:
         yielded = iterator.__dict__[YIELDED] = bounded_fifo()
     yielded.append((index, batch))
     live.last_iterator = weakref.ref(iterator)
+    _note_indices(iterator, index)
+
+
+def _note_indices(iterator, index) -> None:
+    """The iterator's `loader_iterators` entry: how many batches it yielded and the sha256 of their indices so far,
+    so that an evaluation's samples are compared whatever its loader (no step trains from it)."""
+    entry = iterator.__dict__.get(PASS)
+    if entry is None:
+        return
+    fact, digest = entry
+    fact["batches"] += 1
+    if index is None or fact.get("indices_sha256", "") is None:
+        fact["indices_sha256"] = None  # a batch without indices (an IterableDataset): nothing to compare
+        return
+    digest.update(repr([int(i) for i in index]).encode())
+    fact["indices_sha256"] = digest.hexdigest()
 
 
 def consume_batch(live) -> None:
@@ -87,6 +105,8 @@ def consume_batch(live) -> None:
         live.indices = None  # a backward without a batch from a DataLoader (a program's own draw)
         return
     index, batch = yielded.popleft()
+    if (entry := iterator.__dict__.get(PASS)) is not None:
+        entry[0]["trained"] = True
     live.batches.append(batch)
     note_pass(live, iterator)
     if index is None or live.indices is None:
@@ -121,26 +141,40 @@ def _iterated(original):
     @functools.wraps(original)
     def __init__(self, loader, *args, **kwargs):
         original(self, loader, *args, **kwargs)
-        _note_iterator(loader)
+        _note_iterator(self, loader)
 
     return __init__
 
 
 @guarded("DataLoader iterators")
-def _note_iterator(loader) -> None:
+def _note_iterator(iterator, loader) -> None:
     """A DataLoader was iterated: its iterator drew one number for its workers' base seed, from the global
-    generator where the loader has no generator= of its own (and a RandomSampler without one draws another)."""
+    generator where the loader has no generator= of its own (and a RandomSampler without one draws another).
+    Its sampler as it is now (a DistributedSampler's epoch: the last set_epoch on it) is noted beside, and the
+    indices it yields are digested as it yields them (`_note_indices`)."""
     live = recording()
     if live is None:
         return
-    live.note(
+    sampler = getattr(loader.batch_sampler, "sampler", None) or loader.sampler
+    fact = live.note(
         "loader_iterators",
         {
             "dataset": type(loader.dataset).__name__,
             "global_draw": loader.generator is None,
             "num_workers": loader.num_workers,  # 0: __getitem__ and collate run in the main process
+            "sampler": {**sampler_facts(sampler), "epoch": _plain_epoch(sampler)},
+            "batches": 0,
+            "indices_sha256": "",
+            "trained": False,
         },
     )
+    if fact is not None:
+        iterator.__dict__[PASS] = (fact, hashlib.sha256())
+
+
+def _plain_epoch(sampler):
+    epoch = getattr(sampler, "epoch", None)
+    return epoch if isinstance(epoch, int) else None
 
 
 def _built(original):

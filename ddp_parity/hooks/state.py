@@ -80,13 +80,16 @@ class Recording:
                 self.recorder.note_unrecorded(what, entry["why"])
         entry["count"] += 1
 
-    def note(self, kind: str, fact: dict) -> None:
-        """Append a fact to the list `kind` (at most FACT_LIMIT kept; the count goes on)."""
+    def note(self, kind: str, fact: dict) -> dict | None:
+        """Append a fact to the list `kind` (at most FACT_LIMIT kept; the count goes on): the entry kept, which a
+        hook may go on filling in (a DataLoader iterator's indices as it yields), else None."""
         facts = self.facts.setdefault(kind, {"count": 0, "items": []})
         facts["count"] += 1
         self.noted = getattr(self, "noted", 0) + 1  # one order across every kind: a seed before or after a draw
-        if len(facts["items"]) < FACT_LIMIT:
-            facts["items"].append({"before_step": self.steps + 1, "order": self.noted, **fact})
+        if len(facts["items"]) >= FACT_LIMIT:
+            return None
+        facts["items"].append({"before_step": self.steps + 1, "order": self.noted, **fact})
+        return facts["items"][-1]
 
 
 current: Recording | None = None  # this process's recording, when the environment asked for one
