@@ -587,8 +587,10 @@ def checkpoint_wrapper_words(found: dict, names) -> str:
         f"{side}'s save after step {found['step']} on rank {found['rank']} ({files}) "
         f"holds {found['count']} tensor(s) under a `module.` that {other}'s same save holds without it ({name} against "
         f"{plain}): {side} saved the state_dict() of its DistributedDataParallel wrapper, whose keys all begin with "
-        "`module.`, and a model not wrapped in DDP refuses them in load_state_dict(strict=True). Save "
-        "model.module.state_dict() on that side (or load them into the wrapper on resume)"
+        "`module.`, and a model not wrapped in DDP refuses them in load_state_dict(strict=True) (and one loaded with "
+        "strict=False silently keeps none of them). Save the same keys on both sides, those the program's own reader "
+        f"of these files expects: model.module.state_dict() on {side}, or, where that reader takes the `module.` keys "
+        f"(a load into the DDP wrapper, a loader that maps `module.*`), {other}'s state under `module.`"
     )
 
 
