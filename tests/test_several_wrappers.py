@@ -14,7 +14,7 @@ import json
 
 import pytest
 import torch
-from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cmd
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import modules, recording_env
@@ -104,3 +104,45 @@ def test_a_module_owning_every_parameter_stays_the_model():
     net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     assert modules.model_of(optimizer, [net], [net[0], net]) is net
+
+
+GAN_LOOP = REPO / "tests" / "hooks_programs" / "gan_loop.py"
+
+
+@pytest.fixture(scope="module")
+def gan_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gan")
+    out = {}
+    for name, args in (("plain", ()), ("again", ()), ("skip-last-g", ("--skip-last-g",))):
+        env = recording_env(tmp / name, name, child_env())
+        out[name] = check_ok(run_cmd([PYTHON, GAN_LOOP, tmp / f"{name}.store", *args], env=env)).stdout.splitlines()
+    return {name: tmp / name for name in out} | {"stdout": out}
+
+
+@pytest.mark.slow
+def test_a_gans_two_networks_are_both_the_model_and_equal_twice(gan_runs):
+    """StyleGAN2's loop: the generator and the discriminator each given to DDP, each with its optimizer, the
+    discriminator's stepping first. The hooks counted its steps and took it alone for the model, so the generator's
+    final weights were never compared. Both networks are the model now: eight final tensors, equal twice."""
+    report = compare_traces(gan_runs["plain"], gan_runs["again"])
+    assert report["verdict"] == "equivalent", (report["diagnosis"]["kind"], report["diagnosis"]["explanation"])
+    assert report["params"]["compared"] == report["params"]["equal"] == 8, report["params"]
+
+
+@pytest.mark.slow
+def test_a_generator_step_missing_at_the_end_is_different_and_named(gan_runs):
+    """The loop leaves before its last generator step: the discriminator trains exactly alike (the program's own
+    hashes), the generator ends one update behind. It was EQUIVALENT (the discriminator alone compared); now it is
+    DIFFERENT, and the diagnosis names the generator's optimizer and where its steps part."""
+    plain, skipped = gan_runs["stdout"]["plain"], gan_runs["stdout"]["skip-last-g"]
+    assert plain[1] == skipped[1] and plain[0] != skipped[0], (plain, skipped)  # discriminator equal, generator not
+    report = compare_traces(gan_runs["plain"], gan_runs["skip-last-g"])
+    assert report["verdict"] == "different"
+    d = report["diagnosis"]
+    assert (d["kind"], d["step"]) == ("optimizer.other_steps", 4), (d["kind"], d["explanation"])
+    assert "the optimizer Adam (built 1st, over generator.0.weight" in d["explanation"], d["explanation"]
+    assert (
+        "stepped 4 time(s) on plain and 3 on skip-last-g; its step 4 came after step 4 on plain and none"
+        in (d["explanation"])
+    ), d["explanation"]
+    assert d["advice"].startswith("Step the Adam optimizer at the same points on both sides"), d["advice"]

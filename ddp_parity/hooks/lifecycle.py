@@ -83,7 +83,8 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
         return
     candidates = [ref() for ref in live.wrapped_modules + live.root_modules]
     wrappers = [w for w in (ref() for ref in live.wrapped_modules) if w is not None]
-    live.model = modules.model_of(stepped, [m for m in candidates if m is not None], wrappers)
+    built = {i for _, ids, _ in live.facts.get("_built", []) for group in ids for i in group}
+    live.model = modules.model_of(stepped, [m for m in candidates if m is not None], wrappers, built)
     if isinstance(live.model, modules.Wrapped):
         context.wrapped_init_facts(live, live.model)
     names = modules.names_of(live.model)

@@ -38,13 +38,18 @@ def unwrapped(module: torch.nn.Module) -> torch.nn.Module:
 
 
 def model_of(
-    optimizer: torch.optim.Optimizer, candidates: list[torch.nn.Module], wrappers: list[torch.nn.Module] = ()
+    optimizer: torch.optim.Optimizer,
+    candidates: list[torch.nn.Module],
+    wrappers: list[torch.nn.Module] = (),
+    also: set[int] = frozenset(),
 ) -> torch.nn.Module | None:
-    """The candidate (unwrapped) owning the most of the optimizer's parameters; of equals, the first
-    given (a module given to DDP before one called at the top). Where none owns them all and the modules
-    given to DDP (`wrappers`, in the order they were wrapped) own more of them together, those modules
-    held as one (`Wrapped`)."""
-    wanted = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    """The candidate (unwrapped) owning the most of the optimizer's parameters and of those of the other
+    optimizers built (`also`, their ids: a GAN's generator, whose optimizer steps after the discriminator's);
+    of equals, the first given (a module given to DDP before one called at the top). Where none owns them all
+    and the modules given to DDP (`wrappers`, in the order they were wrapped) own more of them together, those
+    modules held as one (`Wrapped`): a GAN's two networks are then both the model, their final weights both
+    compared."""
+    wanted = {id(p) for group in optimizer.param_groups for p in group["params"]} | set(also)
     best, best_count = None, 0
     for candidate in candidates:
         model = unwrapped(candidate)

@@ -20,7 +20,7 @@ from torch.optim import optimizer as torch_optimizer
 
 from ddp_parity.fingerprints import optimizer_facts, param_digest
 from ddp_parity.hooks import rng
-from ddp_parity.hooks.state import guarded, recording
+from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
 from ddp_parity.record_values import note_parameter_sets, number_or_none
 from ddp_parity.sharding import total_grad_norm_parts
 
@@ -86,9 +86,20 @@ def _first_step(live, optimizer) -> None:
 
 @guarded("another optimizer's steps")
 def _note_other_step(live, optimizer) -> None:
+    """A step of an optimizer other than the one whose steps are counted (a GAN's generator's, after the
+    discriminator's): counted by class, and by the optimizer as built with the steps of the counted one done
+    at each of its steps (`other_optimizers`, keyed by its place among the optimizers built)."""
     others = live.facts.setdefault("other_optimizer_steps", {})
     name = type(optimizer).__name__
     others[name] = others.get(name, 0) + 1
+    built = live.facts.get("_built", [])
+    place = next((i for i, (o, _, _) in enumerate(built) if o is optimizer), None)
+    entry = live.facts.setdefault("other_optimizers", {}).setdefault(
+        str(place), {"class": name, "built": place, "steps": 0, "after_steps": []}
+    )
+    entry["steps"] += 1
+    if len(entry["after_steps"]) < FACT_LIMIT:
+        entry["after_steps"].append(live.steps)
 
 
 @guarded("what the optimizer saw")

@@ -58,6 +58,7 @@ CAUSES: tuple[Cause, ...] = (
     setup.INIT,
     setup.INIT_PARAMETER,
     resume.RESUME,
+    update.OPTIMIZER_OTHER_STEPS,
     per_step.DATA_BATCH_SIZE,
     seeds.RNG_SEED,
     seeds.RNG_RESEED,

@@ -29,10 +29,12 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.causes.forward import factor_of
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
+from ddp_parity.compare.causes.seed_records import common_ranks
 from ddp_parity.compare.causes.setup import constructed_optimizer, recorded_groups
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
+from ddp_parity.trace_files import read_hook_facts
 
 # ---------------------------------------------------------------------------------------------
 # an optimizer over tensors no backward reaches (FSDP2)
@@ -698,4 +700,76 @@ OPTIMIZER = Cause(
     requires=Evidence(
         "both sides' param groups", lambda d: not any(u.get("evidence") == "optimizer" for u in d.unchecked)
     ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# another optimizer's steps (a GAN's generator, stepped after the discriminator whose steps are counted)
+
+
+def check_other_optimizer_steps(ctx: Context) -> Finding | None:
+    """The hooks count the steps of the first optimizer to step; each other optimizer's steps are kept with the
+    counted steps done at each (`other_optimizers`). Where those part on a rank before the training's first
+    divergence (or every recorded step matches and the final parameters differ), that optimizer stepped at other
+    points: its network's update is the cause, whatever the counted one's records show after."""
+    earliest = ctx.earliest
+    if earliest is None and ctx.cmp.params.all_equal:
+        return None
+    for rank in common_ranks(ctx):
+        facts = [read_hook_facts(ctx.run(side), rank) for side in ("a", "b")]
+        others = [f.get("other_optimizers") for f in facts]
+        if not all(isinstance(o, dict) and o for o in others) or len(others[0]) != len(others[1]):
+            continue
+        for key_a, key_b in zip(sorted(others[0]), sorted(others[1])):
+            steps = [others[0][key_a].get("after_steps"), others[1][key_b].get("after_steps")]
+            if not all(isinstance(s, list) for s in steps) or steps[0] == steps[1]:
+                continue
+            n = next((i for i, (x, y) in enumerate(zip(*steps)) if x != y), min(map(len, steps)))
+            after = [s[n] if n < len(s) else None for s in steps]
+            parted = min(a for a in after if a is not None)
+            if earliest is not None and earliest.get("step") is not None and parted >= earliest["step"]:
+                continue  # the counted training parted first: this optimizer's steps are a consequence
+            return _other_steps_finding(ctx, rank, facts, others[0][key_a], steps, n, after)
+    return None
+
+
+def _other_steps_finding(ctx: Context, rank: int, facts: list, entry: dict, steps: list, n: int, after: list):
+    built = facts[0].get("optimizer_built") or []
+    place = entry.get("built")
+    named = built[place] if isinstance(place, int) and 0 <= place < len(built) else {}
+    params = [str(p) for g in named.get("param_groups") or [] if isinstance(g, dict) for p in g.get("params") or []]
+    over = f", over {', '.join(params[:3])}{', ...' if len(params) > 3 else ''}" if params else ""
+    counted = next((o.get("class") for o in built if isinstance(o, dict) and o.get("stepped")), "the first")
+
+    def when(side: int) -> str:
+        return f"after step {after[side]}" if after[side] is not None else "none"
+
+    facts_text = (
+        f"Rank {rank}: the optimizer {entry.get('class')} (built {_ordinal(place)}{over}), which is not the one whose "
+        f"steps are counted ({counted}, the first to step), stepped {len(steps[0])} time(s) on {ctx.label('a')} and "
+        f"{len(steps[1])} on {ctx.label('b')}; its step {n + 1} came {when(0)} on {ctx.label('a')} and {when(1)} on "
+        f"{ctx.label('b')}."
+    )
+    evidence = {"other_optimizer": entry.get("class"), "after_steps": ctx.both(*steps), "rank": rank}
+    step = min(a for a in after if a is not None)
+    return finding(ctx, OPTIMIZER_OTHER_STEPS, step, rank, evidence, facts_text, name=entry.get("class"))
+
+
+def _ordinal(place) -> str:
+    if not isinstance(place, int):
+        return "elsewhere"
+    return {0: "1st", 1: "2nd", 2: "3rd"}.get(place, f"{place + 1}th")
+
+
+OPTIMIZER_OTHER_STEPS = Cause(
+    "optimizer.other_steps",
+    check_other_optimizer_steps,
+    why="The parameters that optimizer holds were updated at other points, so its network differs from there on "
+    "(and, in a GAN, the other network's next steps train against it): a phase skipped or run twice, an iteration "
+    "that leaves before its last phase, a step taken every k iterations on one side only.",
+    fix="Step the {name} optimizer at the same points on both sides: as many steps, each after the same steps of "
+    "the other optimizer (Lightning's manual optimization: call each optimizer's step() in training_step as the "
+    "loop does, the last iteration included).",
+    doc="The hooks' steps of an optimizer other than the counted one (`other_optimizers`: the counted steps done at "
+    "each) part before the training does, or at the end: that optimizer stepped at other points.",
 )
