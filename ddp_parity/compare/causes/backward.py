@@ -705,7 +705,9 @@ REDUCTION_ORDER = Cause(
     "(`clip_gradients` iterates optimizer.param_groups), not over model.parameters().",
     fix="On {side}, compute the norm and clip over the parameters in the optimizer's order: "
     "torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], "
-    "max_norm).",
+    "max_norm). Or the mirror on the other side: clip over model.parameters() there too (in Lightning, a "
+    "configure_gradient_clipping that calls torch.nn.utils.clip_grad_norm_ over the network's parameters() in the "
+    "LightningModule: the same tensors in the same order as the other side).",
     doc="A few float32 ulps in the gradient norm (or the update, with clipping), the same parameters, "
     "samples and losses: summed in another order (Lightning clips in param-group order).",
     requires=Evidence("both sides' param groups", lambda d: "param_order" in d.evidence),
