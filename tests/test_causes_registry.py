@@ -76,6 +76,7 @@ KINDS = {
         "gradients.sync_pattern",
     ),  # issue 46: the scheduler steps and DDP syncs each step recorded
     "rng.drawn_before_step_1",  # issue 46: the fifth first pass (KAIR's EMA network built again)
+    "rng.other_generator",  # issue 46: the sixth first pass (DeiT's numpy seeded per rank, Mixup drawing from it)
     "optimizer.other_steps",  # issue 46: a GAN's second optimizer (StyleGAN2's generator) stepped at other points
 }
 

@@ -42,7 +42,7 @@ SAME_TRAINING = ("equivalent", "recording")
 
 # the module reading at the diagnosed step -> the categories a diagnosis of that step may have
 MODULE_CATEGORIES = {
-    "batch": ("data_pipeline",),
+    "batch": ("data_pipeline", "rng"),  # a batch apart at equal indices: its making, or a generator it draws from
     "data_order": ("data_order",),
     "random": ("rng", "undetermined"),
     "state": ("module_state",),

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.abc
+import importlib.machinery
+import random
+import sys
 import weakref
 
 import torch
@@ -43,6 +47,7 @@ def install() -> None:
 
     torch.manual_seed = manual_seed
     torch.random.manual_seed = manual_seed
+    _wrap_other_seeds()
     _wrap_train()
     _wrap_ddp()
     _wrap_autocast()
@@ -60,6 +65,61 @@ def _note_seed(seed) -> None:
         if live.facts.get("_seeded_state") is not None:
             fact["drawn_since_last_seed"] = rng.torch_state() != live.facts["_seeded_state"]
         live.note("seeds", fact)
+
+
+def _wrap_other_seeds() -> None:
+    """numpy's and Python's global seeds, as `numpy_seeds` and `random_seeds` (Lightning's seed_everything sets
+    all three; a program may seed numpy per rank and torch alike). numpy.random is wrapped when the program
+    imports it: importing it here would start its generator in every program, and its digest with it."""
+    random.seed = _seeding(random.seed, "random_seeds")
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        _wrap_numpy_seed(numpy_random)
+    else:
+        sys.meta_path.insert(0, AfterImport("numpy.random", _wrap_numpy_seed))
+
+
+def _wrap_numpy_seed(numpy_random) -> None:
+    numpy_random.seed = _seeding(numpy_random.seed, "numpy_seeds")
+
+
+def _seeding(original, kind: str):
+    @functools.wraps(original)
+    def seed(*args, **kwargs):
+        _note_other_seed(kind, args[0] if args else kwargs.get("seed", kwargs.get("a")))
+        return original(*args, **kwargs)
+
+    return seed
+
+
+@guarded("seeds")
+def _note_other_seed(kind: str, value) -> None:
+    if (live := recording()) is not None:
+        live.note(kind, {"seed": value if value is None or isinstance(value, int) else f"{value!r:.80}"})
+
+
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when the module `name` is first imported, it lets the import run as it would and
+    calls `then(module)` right after the module has executed, before the importer can bind a name from it."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)  # once: the real finders answer, we only follow
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module, then = spec.loader.exec_module, guarded(f"the {name} hooks")(self.then)
+
+        def exec_then(module):
+            exec_module(module)
+            then(module)
+
+        spec.loader.exec_module = exec_then
+        return spec
 
 
 @guarded("seeds")

@@ -79,6 +79,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
     seeds.RNG_DRAWN_BEFORE_STEP_1,
+    seeds.RNG_OTHER_GENERATOR,
     data.DATA_INDICES_UNRECORDED,
     data.DATA_PIPELINE,
     forward.EVALUATION_TRAIN_MODE,

@@ -35,6 +35,7 @@ from ddp_parity.compare.causes.samples import (
     unshuffled_side,
 )
 from ddp_parity.compare.causes.seed_records import seeds_beside
+from ddp_parity.compare.causes.seeds import other_generator_finding
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
@@ -704,6 +705,9 @@ def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step:
     """data_pipeline: the batch differs at equal indices; DataLoader workers are blamed only where one may have
     run (the hooks recorded every DataLoader at num_workers=0 on both sides: then the dataset, collate or the loop).
     `in_step`: the batch itself is equal and the model's first input is not: the step's own handling of it."""
+    other = other_generator_finding(ctx, f, evidence, facts)
+    if other is not None:
+        return other
     if in_step:
         return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS["step"])
     in_main = _loaders_in_main_process(ctx, f["rank"])

@@ -80,9 +80,23 @@ def global_rng_parts(ctx: Context) -> bool:
     return parted is not None and bool(set(parted[0]["differ"]) & set(GLOBAL))
 
 
-def seeds_before(ctx: Context, side: str, rank, step) -> list:
-    items = _items(read_hook_facts(ctx.run(side), rank), "seeds")
+# the hooks' list of seeds of each generator a digest names (torch.manual_seed's, np.random.seed's, random.seed's)
+SEED_LISTS = {"torch": "seeds", "numpy": "numpy_seeds", "random": "random_seeds"}
+
+
+def seeds_before(ctx: Context, side: str, rank, step, generator: str = "torch") -> list:
+    items = _items(read_hook_facts(ctx.run(side), rank), SEED_LISTS[generator])
     return [i.get("seed") for i in items if isinstance(i.get("before_step"), int) and i["before_step"] <= step]
+
+
+def seeds_words(ctx: Context, rank, step, generators) -> str:
+    """torch's seeds recorded up to `step` on each side, and those of each other generator in `generators` that the
+    hooks record seeds of: "torch's raw [1]; lightning [1]; numpy's raw [0]; lightning [1]"."""
+    parts = []
+    for name in ("torch", *[g for g in generators if g in SEED_LISTS and g != "torch"]):
+        shown = "; ".join(f"{ctx.label(s)} {seeds_before(ctx, s, rank, step, name)}" for s in ("a", "b"))
+        parts.append(f"{name}'s {shown}")
+    return "; ".join(parts)
 
 
 def rng_parting(ctx: Context) -> tuple[dict, str] | None:
@@ -103,9 +117,7 @@ def rng_parting(ctx: Context) -> tuple[dict, str] | None:
     shown = "; ".join(f"{n} {now['generators'][n][0]} vs {now['generators'][n][1]}" for n in now["differ"])
     sentence = (
         f"The random generators' state differs at step {step}'s start on rank {rank} (the hooks' digests: {shown}), "
-        f"{since}; the seeds recorded before it: "
-        + "; ".join(f"{label} {values}" for label, values in seeds.items())
-        + "."
+        f"{since}; the seeds recorded before it: {seeds_words(ctx, rank, step, now['differ'])}."
     )
     evidence = {"step": step, "rank": rank, "differ": now["differ"], "generators": now["generators"], "seeds": seeds}
     return evidence, sentence
@@ -598,6 +610,7 @@ def checkpoint_wrapper_words(found: dict, names) -> str:
 # generator digest taken at each side's first training forward (another point of the program where one side
 # draws between its batch and its model call, improved-diffusion's timesteps and noise) is not said beside them
 SAME_DRAWS_KINDS = ("loss.factor", "gradients.factor")
+RNG_STATED_KINDS = ("rng.other_generator",)  # findings that state the generators' digests themselves
 
 
 def add_hooked_facts(found: Finding, ctx: Context) -> None:
@@ -605,6 +618,8 @@ def add_hooked_facts(found: Finding, ctx: Context) -> None:
     for key, read in (("rng_state", rng_parting), ("collectives", collectives_parting)):
         if key == "rng_state" and found.kind in SAME_DRAWS_KINDS:
             continue  # the finding proves the same draws (an exact factor): digests apart were taken at other moments
+        if key == "rng_state" and found.kind in RNG_STATED_KINDS:
+            continue  # said in the finding's own facts
         try:
             shown = read(ctx)
         except (OSError, ValueError, TypeError, AttributeError):

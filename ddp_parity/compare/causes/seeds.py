@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ddp_parity.compare import relations
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
-from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at
+from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import sampler_differences
@@ -499,4 +499,66 @@ CONFIG_SEED = Cause(
     "(LightningCLI's `seed_everything: true` picks a random seed on every run).",
     fix="Pin seed_everything to an integer in the config (not `true`) on both sides.",
     doc="seed_everything differs and nothing else shows it yet.",
+)
+
+
+def other_generator_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding | None:
+    """Where the batch, or the model's first input, parts at equal sample indices at step s (data_pipeline's ground)
+    and the hooks' digests at step s's start show torch's global generator equal while numpy's or Python's `random`
+    differs, parted there (step 1, or equal at step s-1's start): the draws from that generator are what differs
+    before the model (a Mixup/CutMix lambda, an augmentation written with numpy), not the loader's workers."""
+    step, rank = f.get("step"), f.get("rank") if isinstance(f.get("rank"), int) else 0
+    if not isinstance(step, int):
+        return None
+    now = rng_at(ctx, step, rank)
+    if now is None or not global_rng_equal(ctx, step, rank):
+        return None
+    others = [n for n in now["differ"] if n in OTHER_GENERATORS]
+    before = rng_at(ctx, step - 1, rank) if step > 1 else None
+    if not others or (step > 1 and (before is None or set(before["differ"]) & set(others))):
+        return None
+    since = "from the start" if step == 1 else f"equal at step {step - 1}'s start"
+    shown = "; ".join(f"{n} {now['generators'][n][0]} vs {now['generators'][n][1]}" for n in others)
+    facts += (
+        f" The hooks' digests at step {step}'s start on rank {rank}: torch's generator equal, {' and '.join(others)} "
+        f"apart ({shown}), {since}; the seeds recorded: {seeds_words(ctx, rank, step, others)}."
+    )
+    evidence = {**evidence, "rng": {n: ctx.both(*now["generators"][n]) for n in now["generators"]}}
+    return finding(ctx, RNG_OTHER_GENERATOR, step, rank, evidence, facts, generator=others[0])
+
+
+OTHER_GENERATORS = ("numpy", "random")  # the global generators besides torch's whose state the hooks digest
+
+
+def check_other_generator(ctx: Context) -> Finding | None:
+    """The batch parts at equal sample indices (data_pipeline's ground, found here first; the module watch's
+    first input apart reaches other_generator_finding through data.pipeline_finding)."""
+    f = ctx.earliest
+    if f is None or f.get("quantity") != "batch":
+        return None
+    rank = f.get("rank") if isinstance(f.get("rank"), int) else 0
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == f.get("step")), None)
+    if pair is None or pair[0].get("indices") is None or pair[0].get("indices") != pair[1].get("indices"):
+        return None
+    facts = (
+        f"At step {f['step']} rank {rank} consumed the same sample indices on both sides, but the batch tensors "
+        f"differ (batch_digest {str(f['a'])[:16]} vs {str(f['b'])[:16]})."
+    )
+    return other_generator_finding(ctx, f, {"batch_digest": ctx.both(f["a"], f["b"])}, facts)
+
+
+RNG_OTHER_GENERATOR = Cause(
+    "rng.other_generator",
+    check_other_generator,
+    why="What the data or the step draws from {generator}'s global generator before the model (a Mixup/CutMix "
+    "lambda or box, an augmentation written with numpy or Python's random) draws other numbers: that generator is "
+    "seeded otherwise on this rank (one side seeds it per rank, seed + rank, the other alike on every rank, as "
+    "Lightning's seed_everything(seed) does) or drew more before this step. torch's generator is the same, so "
+    "nothing drawn from torch (crops, flips, dropout) parts here.",
+    fix="Seed {generator}'s global generator the same way on both sides, rank by rank (the loop's "
+    "np.random.seed(seed + rank) in the port's setup() with self.global_rank, or seed_everything(seed + rank) on "
+    "both), and draw from it as often before each step.",
+    doc="The batch, or the model's first input, parts at equal sample indices, and the hooks' digests at that "
+    "step's start show torch's generator equal and numpy's or Python's random apart: their draws differ.",
+    requires=Evidence("the generators' digests at that step", lambda d: "rng" in d.evidence),
 )
