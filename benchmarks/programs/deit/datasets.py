@@ -1,5 +1,6 @@
 # Copyright (c) 2015-present, Facebook, Inc.
 # All rights reserved.
+# ruff: noqa
 import os
 import json
 
@@ -11,18 +12,19 @@ from timm.data import create_transform
 
 
 class INatDataset(ImageFolder):
-    def __init__(self, root, train=True, year=2018, transform=None, target_transform=None,
-                 category='name', loader=default_loader):
+    def __init__(
+        self, root, train=True, year=2018, transform=None, target_transform=None, category="name", loader=default_loader
+    ):
         self.transform = transform
         self.loader = loader
         self.target_transform = target_transform
         self.year = year
         # assert category in ['kingdom','phylum','class','order','supercategory','family','genus','name']
-        path_json = os.path.join(root, f'{"train" if train else "val"}{year}.json')
+        path_json = os.path.join(root, f"{'train' if train else 'val'}{year}.json")
         with open(path_json) as json_file:
             data = json.load(json_file)
 
-        with open(os.path.join(root, 'categories.json')) as json_file:
+        with open(os.path.join(root, "categories.json")) as json_file:
             data_catg = json.load(json_file)
 
         path_json_for_targeter = os.path.join(root, f"train{year}.json")
@@ -32,17 +34,17 @@ class INatDataset(ImageFolder):
 
         targeter = {}
         indexer = 0
-        for elem in data_for_targeter['annotations']:
+        for elem in data_for_targeter["annotations"]:
             king = []
-            king.append(data_catg[int(elem['category_id'])][category])
+            king.append(data_catg[int(elem["category_id"])][category])
             if king[0] not in targeter.keys():
                 targeter[king[0]] = indexer
                 indexer += 1
         self.nb_classes = len(targeter)
 
         self.samples = []
-        for elem in data['images']:
-            cut = elem['file_name'].split('/')
+        for elem in data["images"]:
+            cut = elem["file_name"].split("/")
             target_current = int(cut[2])
             path_current = os.path.join(root, cut[0], cut[2], cut[3])
 
@@ -56,20 +58,22 @@ class INatDataset(ImageFolder):
 def build_dataset(is_train, args):
     transform = build_transform(is_train, args)
 
-    if args.data_set == 'CIFAR':
+    if args.data_set == "CIFAR":
         dataset = datasets.CIFAR100(args.data_path, train=is_train, transform=transform)
         nb_classes = 100
-    elif args.data_set == 'IMNET':
-        root = os.path.join(args.data_path, 'train' if is_train else 'val')
+    elif args.data_set == "IMNET":
+        root = os.path.join(args.data_path, "train" if is_train else "val")
         dataset = datasets.ImageFolder(root, transform=transform)
         nb_classes = 1000
-    elif args.data_set == 'INAT':
-        dataset = INatDataset(args.data_path, train=is_train, year=2018,
-                              category=args.inat_category, transform=transform)
+    elif args.data_set == "INAT":
+        dataset = INatDataset(
+            args.data_path, train=is_train, year=2018, category=args.inat_category, transform=transform
+        )
         nb_classes = dataset.nb_classes
-    elif args.data_set == 'INAT19':
-        dataset = INatDataset(args.data_path, train=is_train, year=2019,
-                              category=args.inat_category, transform=transform)
+    elif args.data_set == "INAT19":
+        dataset = INatDataset(
+            args.data_path, train=is_train, year=2019, category=args.inat_category, transform=transform
+        )
         nb_classes = dataset.nb_classes
 
     return dataset, nb_classes
@@ -92,8 +96,7 @@ def build_transform(is_train, args):
         if not resize_im:
             # replace RandomResizedCropAndInterpolation with
             # RandomCrop
-            transform.transforms[0] = transforms.RandomCrop(
-                args.input_size, padding=4)
+            transform.transforms[0] = transforms.RandomCrop(args.input_size, padding=4)
         return transform
 
     t = []

@@ -1,5 +1,6 @@
 # Copyright (c) 2015-present, Facebook, Inc.
 # All rights reserved.
+# ruff: noqa
 import torch
 import torch.distributed as dist
 import math
@@ -52,10 +53,10 @@ class RASampler(torch.utils.data.Sampler):
         assert len(indices) == self.total_size
 
         # subsample
-        indices = indices[self.rank:self.total_size:self.num_replicas]
+        indices = indices[self.rank : self.total_size : self.num_replicas]
         assert len(indices) == self.num_samples
 
-        return iter(indices[:self.num_selected_samples])
+        return iter(indices[: self.num_selected_samples])
 
     def __len__(self):
         return self.num_selected_samples
