@@ -4,11 +4,11 @@
 import os
 import json
 
-from torchvision import datasets, transforms
-from torchvision.datasets.folder import ImageFolder, default_loader
+from standins import datasets, transforms  # changed: timm/torchvision stood in (standins.py)
+from standins import ImageFolder, default_loader  # changed: timm/torchvision stood in (standins.py)
 
-from timm.data.constants import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
-from timm.data import create_transform
+from standins import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD  # changed: timm/torchvision stood in (standins.py)
+from standins import SyntheticImages, create_transform  # changed: timm/torchvision stood in (standins.py)
 
 
 class INatDataset(ImageFolder):
@@ -58,7 +58,11 @@ class INatDataset(ImageFolder):
 def build_dataset(is_train, args):
     transform = build_transform(is_train, args)
 
-    if args.data_set == "CIFAR":
+    if args.data_set == "SYNTH":  # changed: 256 training / 64 validation images of 10 classes from fixed seeds
+        n, seed = (256, 1234) if is_train else (64, 4321)  # changed
+        dataset = SyntheticImages(n, args.input_size, 10, seed, transform)  # changed
+        nb_classes = 10  # changed
+    elif args.data_set == "CIFAR":  # changed: elif, after SYNTH
         dataset = datasets.CIFAR100(args.data_path, train=is_train, transform=transform)
         nb_classes = 100
     elif args.data_set == "IMNET":

@@ -11,8 +11,8 @@ from typing import Iterable, Optional
 
 import torch
 
-from timm.data import Mixup
-from timm.utils import accuracy, ModelEma
+from standins import Mixup  # changed: timm/torchvision stood in (standins.py)
+from standins import accuracy, ModelEma  # changed: timm/torchvision stood in (standins.py)
 
 from losses import DistillationLoss
 import utils
@@ -54,7 +54,7 @@ def train_one_epoch(
         if args.bce_loss:
             targets = targets.gt(0.0).type(targets.dtype)
 
-        with torch.cuda.amp.autocast():
+        with torch.autocast("cpu", enabled=False):  # changed: no cuda (cuda autocast is off on a CPU anyway)
             outputs = model(samples)
             if not args.cosub:
                 loss = criterion(samples, outputs, targets)
@@ -77,7 +77,7 @@ def train_one_epoch(
         is_second_order = hasattr(optimizer, "is_second_order") and optimizer.is_second_order
         loss_scaler(loss, optimizer, clip_grad=max_norm, parameters=model.parameters(), create_graph=is_second_order)
 
-        torch.cuda.synchronize()
+        # torch.cuda.synchronize()  # changed: no cuda
         if model_ema is not None:
             model_ema.update(model)
 
@@ -104,7 +104,7 @@ def evaluate(data_loader, model, device):
         target = target.to(device, non_blocking=True)
 
         # compute output
-        with torch.cuda.amp.autocast():
+        with torch.autocast("cpu", enabled=False):  # changed: no cuda (cuda autocast is off on a CPU anyway)
             output = model(images)
             loss = criterion(output, target)
 

@@ -11,21 +11,21 @@ import json
 
 from pathlib import Path
 
-from timm.data import Mixup
-from timm.models import create_model
-from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
-from timm.scheduler import create_scheduler
-from timm.optim import create_optimizer
-from timm.utils import NativeScaler, get_state_dict, ModelEma
+from standins import Mixup  # changed: timm/torchvision stood in (standins.py)
+from standins import create_model  # changed: timm/torchvision stood in (standins.py)
+from standins import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy  # changed: timm stood in (standins.py)
+from standins import create_scheduler  # changed: timm/torchvision stood in (standins.py)
+from standins import create_optimizer  # changed: timm/torchvision stood in (standins.py)
+from standins import NativeScaler, get_state_dict, ModelEma  # changed: timm/torchvision stood in (standins.py)
 
 from datasets import build_dataset
 from engine import train_one_epoch, evaluate
 from losses import DistillationLoss
 from samplers import RASampler
-from augment import new_data_aug_generator
+# from augment import new_data_aug_generator  # changed: augment.py (3-Augment, torchvision) not copied; --ThreeAugment off
 
 import models
-import models_v2
+# import models_v2  # changed: models_v2.py (DeiT III models) not copied; deit's models.py is used
 
 import utils
 
@@ -222,7 +222,7 @@ def get_args_parser():
     parser.add_argument(
         "--data-set",
         default="IMNET",
-        choices=["CIFAR", "IMNET", "INAT", "INAT19"],
+        choices=["CIFAR", "IMNET", "INAT", "INAT19", "SYNTH"],  # changed: SYNTH, images drawn from a fixed seed
         type=str,
         help="Image Net dataset path",
     )
@@ -418,7 +418,7 @@ def main(args):
 
     model_without_ddp = model
     if args.distributed:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+        model = torch.nn.parallel.DistributedDataParallel(model)  # changed: CPU, no device_ids
         model_without_ddp = model.module
     n_parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     print("number of params:", n_parameters)

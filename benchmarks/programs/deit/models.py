@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 from functools import partial
 
-from timm.models.vision_transformer import VisionTransformer, _cfg
-from timm.models.registry import register_model
-from timm.models.layers import trunc_normal_
+from standins import VisionTransformer, _cfg  # changed: timm/torchvision stood in (standins.py)
+from standins import register_model  # changed: timm/torchvision stood in (standins.py)
+from standins import trunc_normal_  # changed: timm/torchvision stood in (standins.py)
 
 
 __all__ = [
@@ -62,6 +62,15 @@ class DistilledVisionTransformer(VisionTransformer):
         else:
             # during inference, return the average of both classifier predictions
             return (x + x_dist) / 2
+
+
+@register_model  # changed: a tiny DeiT for a CPU run (deit_tiny's recipe: 16 px, patch 4, 2 blocks of 32 dims)
+def deit_nano_patch4_16(pretrained=False, **kwargs):  # changed
+    model = VisionTransformer(  # changed
+        patch_size=4, embed_dim=32, depth=2, num_heads=2, mlp_ratio=4, qkv_bias=True,  # changed
+        norm_layer=partial(nn.LayerNorm, eps=1e-6), **kwargs)  # changed  # fmt: skip
+    model.default_cfg = _cfg()  # changed
+    return model  # changed
 
 
 @register_model

@@ -41,7 +41,7 @@ class SmoothedValue(object):
         """
         if not is_dist_avail_and_initialized():
             return
-        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cuda")
+        t = torch.tensor([self.count, self.total], dtype=torch.float64, device="cpu")  # changed: no cuda
         dist.barrier()
         dist.all_reduce(t)
         t = t.tolist()
@@ -224,8 +224,8 @@ def init_distributed_mode(args):
 
     args.distributed = True
 
-    torch.cuda.set_device(args.gpu)
-    args.dist_backend = "nccl"
+    # torch.cuda.set_device(args.gpu)  # changed: no cuda
+    args.dist_backend = "gloo"  # changed: CPU, gloo
     print("| distributed init (rank {}): {}".format(args.rank, args.dist_url), flush=True)
     torch.distributed.init_process_group(
         backend=args.dist_backend, init_method=args.dist_url, world_size=args.world_size, rank=args.rank
