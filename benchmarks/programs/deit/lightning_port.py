@@ -34,17 +34,8 @@ class DeiT(L.LightningModule):
         self.args = args
         self.dataset_train, args.nb_classes = build_dataset(is_train=True, args=args)
         self.dataset_val, _ = build_dataset(is_train=False, args=args)
-        self.model = create_model(
-            args.model,
-            pretrained=False,
-            num_classes=args.nb_classes,
-            drop_rate=args.drop,
-            drop_path_rate=args.drop_path,
-            drop_block_rate=None,
-            img_size=args.input_size,
-        )
-        # ModelEma is not an nn.Module: kept outside the LightningModule's children, as deit keeps it beside DDP
-        self.model_ema = ModelEma(self.model, decay=args.model_ema_decay) if args.model_ema else None
+        self.model = None  # built in configure_model, after the per-rank seed of setup()
+        self.model_ema = None
 
         self.mixup_fn = None
         mixup_active = args.mixup > 0 or args.cutmix > 0.0 or args.cutmix_minmax is not None
@@ -66,6 +57,26 @@ class DeiT(L.LightningModule):
         else:
             criterion = torch.nn.CrossEntropyLoss()
         self.criterion = DistillationLoss(criterion, None, "none", args.distillation_alpha, args.distillation_tau)
+
+    def setup(self, stage):
+        # main.py seeds each rank with seed + rank (torch and numpy) before it builds the model
+        L.seed_everything(self.args.seed + self.global_rank)
+
+    def configure_model(self):
+        if self.model is not None:
+            return
+        args = self.args
+        self.model = create_model(
+            args.model,
+            pretrained=False,
+            num_classes=args.nb_classes,
+            drop_rate=args.drop,
+            drop_path_rate=args.drop_path,
+            drop_block_rate=None,
+            img_size=args.input_size,
+        )
+        # ModelEma is not an nn.Module: kept outside the LightningModule's children, as deit keeps it beside DDP
+        self.model_ema = ModelEma(self.model, decay=args.model_ema_decay) if args.model_ema else None
 
     def forward(self, x):
         return self.model(x)
@@ -139,7 +150,6 @@ class DeiT(L.LightningModule):
 
 
 def main(args):
-    L.seed_everything(args.seed)
     model = DeiT(args)
     callbacks = []
     if args.output_dir:
