@@ -133,6 +133,11 @@ class DeiT(L.LightningModule):
         metrics = {"val_loss": loss, "acc1": acc1, "acc5": acc5}
         self.log_dict(metrics, sync_dist=True, batch_size=images.shape[0])
 
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        # deit's NativeScaler clips over model.parameters(), in the model's order (Lightning: the param groups')
+        if gradient_clip_val:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), gradient_clip_val)
+
     def configure_optimizers(self):
         args = self.args
         if not args.unscale_lr:
