@@ -140,6 +140,11 @@ LORA_TINY += ["--random_seed=110", "--work_dir={out}/work"]
 # own cwd); --dist True: init_dist('pytorch') under torchrun
 KAIR_TINY = ["--opt", str(Path(__file__).parent / "kair" / "options" / "train_dncnn.json"), "--dist", "True"]
 
+DEIT_TINY = ["--model=deit_nano_patch4_16", "--input-size=16", "--data-set=SYNTH", "--data-path=unused"]
+DEIT_TINY += ["--batch-size=64", "--epochs=3", "--warmup-epochs=1", "--lr=2e-3", "--min-lr=1e-5", "--warmup-lr=1e-6"]
+DEIT_TINY += ["--model-ema-decay=0.99", "--clip-grad=1.0", "--aa=", "--color-jitter=0", "--reprob=0", "--num_workers=0"]
+DEIT_TINY += ["--no-pin-mem", "--device=cpu", "--seed=0", "--output_dir={out}/ckpt"]
+
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
 PROGRAMS = {
@@ -492,6 +497,26 @@ PROGRAMS = {
             prepare=lambda work: write_kair_images(str(work / "data")),
             recording="hooks",
             suite=False,
+        ),
+        Program(
+            name="deit",
+            folder="deit",
+            raw=["main.py", *DEIT_TINY],
+            port=["lightning_port.py", *DEIT_TINY],
+            style="torchrun (env:// init, utils.init_distributed_mode) with a seed per rank (seed + rank, torch and "
+            "numpy) set before the model is built, so each rank's EMA starts from its own init; RASampler (repeated "
+            "augmentation: each sample 3 times across ranks, set_epoch); Mixup/CutMix per batch drawn from numpy's "
+            "generator, soft targets; drop path drawn in forward; the lr scaled by batch x world / 512 before timm's "
+            "AdamW (no weight decay on 1-D params and pos_embed/cls_token); timm's cosine scheduler with warmup "
+            "stepped per epoch by lr_scheduler.step(epoch) after the epoch; NativeScaler doing backward, unscale, "
+            "clip_grad_norm_ over model.parameters() and the step; ModelEma updated after every step; evaluation "
+            "of the whole val set on every rank each epoch (MetricLogger all-reduces); save_on_master checkpoints",
+            source="facebookresearch/deit main.py, engine.py, samplers.py, losses.py, utils.py, models.py, datasets.py "
+            "(Apache-2.0, 7e160fe); timm 0.3.2, torchvision and ImageNet stood in for (standins.py), a 2-block ViT "
+            "of 32 dims on 16 x 16 images",
+            recording="hooks",
+            suite=False,
+            ignore_config=("output_dir",),
         ),
     ]
 }
