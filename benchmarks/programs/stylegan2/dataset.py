@@ -1,3 +1,4 @@
+# ruff: noqa
 from io import BytesIO
 
 import lmdb
@@ -17,10 +18,10 @@ class MultiResolutionDataset(Dataset):
         )
 
         if not self.env:
-            raise IOError('Cannot open lmdb dataset', path)
+            raise IOError("Cannot open lmdb dataset", path)
 
         with self.env.begin(write=False) as txn:
-            self.length = int(txn.get('length'.encode('utf-8')).decode('utf-8'))
+            self.length = int(txn.get("length".encode("utf-8")).decode("utf-8"))
 
         self.resolution = resolution
         self.transform = transform
@@ -30,7 +31,7 @@ class MultiResolutionDataset(Dataset):
 
     def __getitem__(self, index):
         with self.env.begin(write=False) as txn:
-            key = f'{self.resolution}-{str(index).zfill(5)}'.encode('utf-8')
+            key = f"{self.resolution}-{str(index).zfill(5)}".encode("utf-8")
             img_bytes = txn.get(key)
 
         buffer = BytesIO(img_bytes)

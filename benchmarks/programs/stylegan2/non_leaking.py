@@ -1,3 +1,4 @@
+# ruff: noqa
 import math
 
 import torch
@@ -303,9 +304,7 @@ def get_padding(G, height, width, kernel_size):
 
     cx = (width - 1) / 2
     cy = (height - 1) / 2
-    cp = torch.tensor(
-        [(-cx, -cy, 1), (cx, -cy, 1), (cx, cy, 1), (-cx, cy, 1)], device=device
-    )
+    cp = torch.tensor([(-cx, -cy, 1), (cx, -cy, 1), (cx, cy, 1), (-cx, cy, 1)], device=device)
     cp = G @ cp.T
 
     pad_k = kernel_size // 4
@@ -339,9 +338,7 @@ def try_sample_affine_and_pad(img, p, kernel_size, G=None):
 class GridSampleForward(autograd.Function):
     @staticmethod
     def forward(ctx, input, grid):
-        out = F.grid_sample(
-            input, grid, mode="bilinear", padding_mode="zeros", align_corners=False
-        )
+        out = F.grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
         ctx.save_for_backward(input, grid)
 
         return out
@@ -393,14 +390,9 @@ def random_apply_affine(img, p, G=None, antialiasing_kernel=SYM6):
     # kernel = torch.ger(kernel, kernel).to(img)
     kernel_flip = torch.flip(kernel, (0,))
 
-    img_pad, G, (pad_x1, pad_x2, pad_y1, pad_y2) = try_sample_affine_and_pad(
-        img, p, len_k, G
-    )
+    img_pad, G, (pad_x1, pad_x2, pad_y1, pad_y2) = try_sample_affine_and_pad(img, p, len_k, G)
 
-    G_inv = (
-        translate_mat_single((pad_x1 - pad_x2).item() / 2, (pad_y1 - pad_y2).item() / 2)
-        @ G
-    )
+    G_inv = translate_mat_single((pad_x1 - pad_x2).item() / 2, (pad_y1 - pad_y2).item() / 2) @ G
     up_pad = (
         (len_k + 2 - 1) // 2,
         (len_k - 2) // 2,
@@ -428,12 +420,8 @@ def random_apply_affine(img, p, G=None, antialiasing_kernel=SYM6):
         d_p + (len_k - 2 + 1) // 2,
         d_p + (len_k - 2) // 2,
     )
-    img_down = upfirdn2d(
-        img_affine, kernel_flip.unsqueeze(0), down=(2, 1), pad=(*down_pad[:2], 0, 0)
-    )
-    img_down = upfirdn2d(
-        img_down, kernel_flip.unsqueeze(1), down=(1, 2), pad=(0, 0, *down_pad[2:])
-    )
+    img_down = upfirdn2d(img_affine, kernel_flip.unsqueeze(0), down=(2, 1), pad=(*down_pad[:2], 0, 0))
+    img_down = upfirdn2d(img_down, kernel_flip.unsqueeze(1), down=(1, 2), pad=(0, 0, *down_pad[2:]))
 
     return img_down, G
 

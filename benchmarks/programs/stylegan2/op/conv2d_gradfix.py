@@ -1,3 +1,4 @@
+# ruff: noqa
 import contextlib
 import warnings
 
@@ -101,9 +102,7 @@ def ensure_tuple(xs, ndim):
 conv2d_gradfix_cache = dict()
 
 
-def conv2d_gradfix(
-    transpose, weight_shape, stride, padding, output_padding, dilation, groups
-):
+def conv2d_gradfix(transpose, weight_shape, stride, padding, output_padding, dilation, groups):
     ndim = 2
     weight_shape = tuple(weight_shape)
     stride = ensure_tuple(stride, ndim)
@@ -115,9 +114,7 @@ def conv2d_gradfix(
     if key in conv2d_gradfix_cache:
         return conv2d_gradfix_cache[key]
 
-    common_kwargs = dict(
-        stride=stride, padding=padding, dilation=dilation, groups=groups
-    )
+    common_kwargs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
 
     def calc_output_padding(input_shape, output_shape):
         if transpose:
@@ -156,9 +153,7 @@ def conv2d_gradfix(
             grad_input, grad_weight, grad_bias = None, None, None
 
             if ctx.needs_input_grad[0]:
-                p = calc_output_padding(
-                    input_shape=input.shape, output_shape=grad_output.shape
-                )
+                p = calc_output_padding(input_shape=input.shape, output_shape=grad_output.shape)
                 grad_input = conv2d_gradfix(
                     transpose=(not transpose),
                     weight_shape=weight_shape,
@@ -210,9 +205,7 @@ def conv2d_gradfix(
                 grad_grad_output = Conv2d.apply(input, grad_grad_weight, None)
 
             if ctx.needs_input_grad[1]:
-                p = calc_output_padding(
-                    input_shape=input.shape, output_shape=grad_output.shape
-                )
+                p = calc_output_padding(input_shape=input.shape, output_shape=grad_output.shape)
                 grad_grad_input = conv2d_gradfix(
                     transpose=(not transpose),
                     weight_shape=weight_shape,
