@@ -1,20 +1,23 @@
 # ruff: noqa
 from io import BytesIO
 
-import lmdb
+# import lmdb  # changed: no lmdb here; the images are made in memory from a fixed seed (standins.lmdb_standin)
 from PIL import Image
 from torch.utils.data import Dataset
+
+from standins import lmdb_standin  # changed: an in-memory stand-in of the LMDB the data set reads
 
 
 class MultiResolutionDataset(Dataset):
     def __init__(self, path, transform, resolution=256):
-        self.env = lmdb.open(
+        self.env = lmdb_standin(  # changed: lmdb.open -> the in-memory stand-in (same keys, PNG bytes)
             path,
             max_readers=32,
             readonly=True,
             lock=False,
             readahead=False,
             meminit=False,
+            resolution=resolution,  # changed: the stand-in makes images of this size
         )
 
         if not self.env:

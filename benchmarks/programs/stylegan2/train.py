@@ -10,7 +10,7 @@ from torch import nn, autograd, optim
 from torch.nn import functional as F
 from torch.utils import data
 import torch.distributed as dist
-from torchvision import transforms, utils
+from standins import transforms, utils  # changed: no torchvision here (standins.py)
 from tqdm import tqdm
 
 try:
@@ -299,7 +299,7 @@ def train(args, loader, generator, discriminator, g_optim, d_optim, g_ema, devic
                     sample, _ = g_ema([sample_z])
                     utils.save_image(
                         sample,
-                        f"sample/{str(i).zfill(6)}.png",
+                        f"{args.work_dir}/sample/{str(i).zfill(6)}.png",  # changed: under --work_dir
                         nrow=int(args.n_sample**0.5),
                         normalize=True,
                         range=(-1, 1),
@@ -316,12 +316,12 @@ def train(args, loader, generator, discriminator, g_optim, d_optim, g_ema, devic
                         "args": args,
                         "ada_aug_p": ada_aug_p,
                     },
-                    f"checkpoint/{str(i).zfill(6)}.pt",
+                    f"{args.work_dir}/checkpoint/{str(i).zfill(6)}.pt",  # changed: under --work_dir
                 )
 
 
 if __name__ == "__main__":
-    device = "cuda"
+    device = "cpu"  # changed: CPU
 
     parser = argparse.ArgumentParser(description="StyleGAN2 trainer")
 
@@ -376,7 +376,13 @@ if __name__ == "__main__":
         help="channel multiplier factor for the model. config-f = 2, else = 1",
     )
     parser.add_argument("--wandb", action="store_true", help="use weights and biases logging")
-    parser.add_argument("--local_rank", type=int, default=0, help="local rank for distributed training")
+    parser.add_argument(
+        "--local_rank",
+        type=int,
+        default=int(os.environ.get("LOCAL_RANK", 0)),  # changed: torchrun sets LOCAL_RANK, passes no --local_rank
+        help="local rank for distributed training",
+    )
+    parser.add_argument("--work_dir", type=str, default=".")  # changed: where sample/ and checkpoint/ go
     parser.add_argument("--augment", action="store_true", help="apply non leaking augmentation")
     parser.add_argument(
         "--augment_p",
@@ -409,14 +415,19 @@ if __name__ == "__main__":
     args.distributed = n_gpu > 1
 
     if args.distributed:
-        torch.cuda.set_device(args.local_rank)
-        torch.distributed.init_process_group(backend="nccl", init_method="env://")
+        # torch.cuda.set_device(args.local_rank)  # changed: no GPU
+        torch.distributed.init_process_group(backend="gloo", init_method="env://")  # changed: gloo on a CPU
         synchronize()
 
-    args.latent = 512
-    args.n_mlp = 8
+    args.latent = 16  # changed: tiny (512)
+    args.n_mlp = 2  # changed: tiny (8)
 
     args.start_iter = 0
+
+    torch.manual_seed(0)  # changed: the program sets no seed (it cannot repeat itself without one)
+    random.seed(0)  # changed: mixing_noise and Generator.forward draw from Python's random too
+    os.makedirs(f"{args.work_dir}/sample", exist_ok=True)  # changed: the repository ships sample/ ...
+    os.makedirs(f"{args.work_dir}/checkpoint", exist_ok=True)  # changed: ... and checkpoint/ as folders
 
     if args.arch == "stylegan2":
         from model import Generator, Discriminator
@@ -466,15 +477,15 @@ if __name__ == "__main__":
     if args.distributed:
         generator = nn.parallel.DistributedDataParallel(
             generator,
-            device_ids=[args.local_rank],
-            output_device=args.local_rank,
+            # device_ids=[args.local_rank],  # changed: no GPU
+            # output_device=args.local_rank,  # changed: no GPU
             broadcast_buffers=False,
         )
 
         discriminator = nn.parallel.DistributedDataParallel(
             discriminator,
-            device_ids=[args.local_rank],
-            output_device=args.local_rank,
+            # device_ids=[args.local_rank],  # changed: no GPU
+            # output_device=args.local_rank,  # changed: no GPU
             broadcast_buffers=False,
         )
 
