@@ -32,7 +32,15 @@ class StyleGAN2(L.LightningModule):
         super().__init__()
         self.args = args
         self.automatic_optimization = False
+        self.mean_path_length = 0
+        self.accum = 0.5 ** (32 / (10 * 1000))
+        self.iteration = args.start_iter
 
+    def configure_model(self):
+        # built here, after Lightning's DDP setup re-seeds every rank, as raw builds them after its seed
+        if hasattr(self, "generator"):
+            return
+        args = self.args
         self.generator = Generator(args.size, args.latent, args.n_mlp, channel_multiplier=args.channel_multiplier)
         self.discriminator = Discriminator(args.size, channel_multiplier=args.channel_multiplier)
         self.g_ema = Generator(args.size, args.latent, args.n_mlp, channel_multiplier=args.channel_multiplier)
@@ -40,9 +48,6 @@ class StyleGAN2(L.LightningModule):
         accumulate(self.g_ema, self.generator, 0)
 
         self.sample_z = torch.randn(args.n_sample, args.latent)
-        self.mean_path_length = 0
-        self.accum = 0.5 ** (32 / (10 * 1000))
-        self.iteration = args.start_iter
 
     def configure_optimizers(self):
         args = self.args
