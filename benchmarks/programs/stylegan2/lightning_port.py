@@ -27,6 +27,11 @@ from train import (
 )
 
 
+class ReplayingDistributedSampler(data.distributed.DistributedSampler):
+    def set_epoch(self, epoch):
+        pass
+
+
 class StyleGAN2(L.LightningModule):
     def __init__(self, args):
         super().__init__()
@@ -70,7 +75,10 @@ class StyleGAN2(L.LightningModule):
             ]
         )
         dataset = MultiResolutionDataset(self.args.path, transform, self.args.size)
-        return data.DataLoader(dataset, batch_size=self.args.batch, shuffle=True, drop_last=True)
+        # raw's sample_data loops over one DistributedSampler and never calls set_epoch: every pass replays the
+        # first epoch's order. Lightning calls set_epoch each epoch; this sampler keeps epoch 0 as raw's does.
+        sampler = ReplayingDistributedSampler(dataset, shuffle=True)
+        return data.DataLoader(dataset, batch_size=self.args.batch, sampler=sampler, drop_last=True)
 
     def training_step(self, real_img, batch_idx):
         args = self.args
@@ -204,6 +212,7 @@ def main():
         max_epochs=-1,
         logger=False,
         enable_checkpointing=False,
+        use_distributed_sampler=False,  # the sampler of train_dataloader, as raw builds it
         default_root_dir=args.work_dir,
     )
     trainer.fit(model)
