@@ -48,10 +48,7 @@ class StyleGAN2(L.LightningModule):
         args = self.args
         self.generator = Generator(args.size, args.latent, args.n_mlp, channel_multiplier=args.channel_multiplier)
         self.discriminator = Discriminator(args.size, channel_multiplier=args.channel_multiplier)
-        # a plain attribute, not a registered submodule: raw keeps g_ema outside the modules it trains
-        object.__setattr__(
-            self, "g_ema", Generator(args.size, args.latent, args.n_mlp, channel_multiplier=args.channel_multiplier)
-        )
+        self.g_ema = Generator(args.size, args.latent, args.n_mlp, channel_multiplier=args.channel_multiplier)
         self.g_ema.eval()
         accumulate(self.g_ema, self.generator, 0)
 
