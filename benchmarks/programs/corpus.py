@@ -144,6 +144,10 @@ DEIT_TINY = ["--model=deit_nano_patch4_16", "--input-size=16", "--data-set=SYNTH
 DEIT_TINY += ["--batch-size=64", "--epochs=3", "--warmup-epochs=1", "--lr=2e-3", "--min-lr=1e-5", "--warmup-lr=1e-6"]
 DEIT_TINY += ["--model-ema-decay=0.99", "--clip-grad=1.0", "--aa=", "--color-jitter=0", "--reprob=0", "--num_workers=0"]
 DEIT_TINY += ["--no-pin-mem", "--device=cpu", "--seed=0", "--output_dir={out}/ckpt"]
+# stylegan2-pytorch: the LMDB path is a name only (the stand-in makes the images in memory); 3 iterations with R1 and
+# path-length regularization at iterations 0 and 2 (10 optimizer steps a rank); sample/ and checkpoint/ under {out}
+STYLEGAN2_TINY = ["data", "--iter=3", "--batch=2", "--n_sample=4", "--size=8", "--d_reg_every=2", "--g_reg_every=2"]
+STYLEGAN2_TINY += ["--channel_multiplier=1", "--work_dir={out}"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -517,6 +521,27 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("output_dir",),
+        ),
+        Program(
+            name="stylegan2",
+            folder="stylegan2",
+            raw=["train.py", *STYLEGAN2_TINY],
+            port=["lightning_port.py", *STYLEGAN2_TINY],
+            style="a GAN: a generator and a discriminator, each in its own DDP wrapper (broadcast_buffers=False), two "
+            "Adam optimizers stepped alternately every iteration with requires_grad toggled per phase; lazy "
+            "regularization (R1 on the discriminator every d_reg_every iterations, path length on the generator every "
+            "g_reg_every, each a second step of its optimizer; lr and betas scaled by the reg ratio at construction); "
+            "an EMA generator g_ema accumulated after each iteration; style-mixing noise drawn from torch.randn and "
+            "Python's random every iteration, noise injection drawn in forward; reduce_loss_dict (a dist.reduce of "
+            "the losses for logging); an endless sample_data loop over a DistributedSampler (shuffle, never "
+            "set_epoch); a g_ema sample (rank 0, drawing noise) and a checkpoint (g, d, g_ema, both optimizers) on "
+            "rank 0 at iteration 0",
+            source="rosinality/stylegan2-pytorch train.py, model.py, distributed.py, dataset.py, non_leaking.py, op/ "
+            "(MIT, op/ also NVIDIA's license; bef283a); torchvision, lmdb and the image set stood in for (standins.py: "
+            "8 RGB images of 8 x 8 drawn from a fixed seed), the CUDA ops by their own CPU paths, channels 16 wide",
+            recording="hooks",
+            suite=False,
+            ignore_config=("work_dir",),
         ),
     ]
 }

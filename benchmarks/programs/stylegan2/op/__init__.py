@@ -1,0 +1,3 @@
+# ruff: noqa
+from .fused_act import FusedLeakyReLU, fused_leaky_relu
+from .upfirdn2d import upfirdn2d
