@@ -73,6 +73,8 @@ class Loop:
     input_noise: float = 0.0  # noise × this added to the inputs before the model, drawn from the global generator
     # (EDM's loss draws its noise before calling the network): not in the batch, which record_batch records
     record_batch: bool = False  # record(batch=) the step's inputs as drawn from the data
+    loss_scale_from: int = 1  # loss_scale acts from this step on (StyleGAN2's lazy R1 weight: some steps only)
+    record_scaled: bool = False  # record the loss backward ran on (× loss_scale where it acts), as the hooks do
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -196,8 +198,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.autocast):
                 out = model(inputs)
             loss = nn.functional.cross_entropy(out.float(), y[micro]) / (s.accumulate if s.divide_loss else 1)
-            (loss * s.loss_scale).backward()
-            loss_sum = loss_sum + loss.detach()
+            scaled = loss * (s.loss_scale if step >= s.loss_scale_from else 1.0)
+            scaled.backward()
+            loss_sum = loss_sum + (scaled if s.record_scaled else loss).detach()
         norm = measured_norm(model, s)
         if s.clip is not None:
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], s.clip)

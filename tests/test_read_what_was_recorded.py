@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
 import torch
 from loops_of_our_own import Loop
 from loops_of_our_own import pair as loop_pair
@@ -507,3 +508,23 @@ def test_a_first_input_apart_at_an_equal_batch_is_the_steps_handling_of_the_batc
     assert "The step's batch is the same on both sides (batch_digest)" in d["explanation"], d["explanation"]
     assert "the same draws before the model" in d["advice"] and "worker" not in d["advice"], d["advice"]
     assert "watch the model" not in d["advice"]
+
+
+@pytest.mark.parametrize("recorded", ["scaled", "unscaled"])
+def test_a_loss_factor_from_a_later_step_is_no_count(tmp_path, recorded):
+    """StyleGAN2's slip: the R1 term lost its lazy factor (× d_reg_every = 2) at the discriminator's regularization
+    steps only. The loss backward ran on is 2 × the other side's from step 3, every step before equal; 2 is also the
+    accumulation count, which would scale every step's loss: the finding names a term of that step's loss weighted
+    otherwise, never the count (before: "sums its 2 micro-batch losses without dividing", "the training differs
+    from the first step"). Recorded as backward's root (the hooks: loss.factor) or before the weight (the gradients'
+    factor)."""
+    base = Loop(accumulate=2, batch=2, config={"data": {"batch_size": 4}, "trainer": {"accumulate_grad_batches": 2}})
+    base = base.changed(record_scaled=recorded == "scaled")
+    a, b = loop_pair(tmp_path, base, base.changed(loss_scale=2.0, loss_scale_from=3))
+    d = compare_traces(a, b)["diagnosis"]
+    kind = "loss.factor" if recorded == "scaled" else "gradients.factor"
+    assert (d["kind"], d["step"]) == (kind, 3), (d["kind"], d["explanation"])
+    assert "it holds from step 3 only, every step before it equal" in d["explanation"], d["explanation"]
+    assert "accumulat" not in d["advice"] and "2 is the" not in d["explanation"], d
+    assert "from the first step" not in d["explanation"] and "signature" not in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("Give backward the same loss at step 3 on both sides"), d["advice"]

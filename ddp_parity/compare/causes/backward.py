@@ -25,7 +25,13 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
-from ddp_parity.compare.causes.forward import factor_mechanisms, factor_of
+from ddp_parity.compare.causes.forward import (
+    LATER_FACTOR,
+    counts_ruled_out,
+    equal_nonzero_before,
+    factor_mechanisms,
+    factor_of,
+)
 from ddp_parity.compare.causes.setup import param_order
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
@@ -503,11 +509,13 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         return _norm_finding(ctx, f, evidence, facts)
     relation = factor_of(ctx, "grad_norm", f["rank"])
     if relation is not None and relation.first == f["step"]:
+        later = equal_nonzero_before(ctx, f["rank"], f["step"], "grad_norm")
+        relation = counts_ruled_out(relation) if later else relation
         evidence.update(ratio=ratio, relation=relation.to_json())
         words = [FACTOR_WORDS[m] for m in factor_mechanisms(relation) if m in FACTOR_WORDS] or [FACTOR_WORDS[""]]
-        said = f"{relation.sentence[:-1]}: " + "; or ".join(
-            w.format(side=relation.side, small=relation.other) for w in words
-        )
+        values = {"side": relation.side, "small": relation.other, "step": f["step"], "k": _k(relation.value)}
+        words = [LATER_FACTOR.why] if later else words
+        said = f"{relation.sentence[:-1]}: " + "; or ".join(w.format(**values) for w in words)
         said += "."
         module = ctx.cache.get("module")
         if module and module.get("reading_kind") == "optimizer" and module.get("step") == f["step"]:
@@ -516,15 +524,18 @@ def check_grad_norm(ctx: Context) -> Finding | None:
                 "after it, before the step (an all_reduce of the gradients by hand, a division or scaling of .grad)."
             )
         fix = _factor_fix(factor_mechanisms(relation), side=relation.side, small=relation.other)
+        fix = LATER_FACTOR.fix.format(**values) if later else fix
+        signature = LATER_SIGNATURE if later else SIGNATURE.format(factor=relation.value)
         return finding(
-            ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", factor=relation.value, fix=fix
+            ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", signature=signature, fix=fix
         )
     if ratio is not None:
         near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
         if abs(ratio / near - 1) < 0.02:
             evidence["ratio"] = ratio
+            signature = SIGNATURE.format(factor=near)
             return finding(
-                ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, factor=near, fix=FACTOR_FIX[""]
+                ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, signature=signature, fix=FACTOR_FIX[""]
             )
     module = ctx.cache.get("module")
     if module and module.get("reading_kind") == "param_grad":
@@ -741,12 +752,23 @@ GRADIENTS_NORM_TYPE = Cause(
     "gradients under another norm (`norm_type=inf`, L1) or over a subset of the parameters (docs/relations.md).",
     requires=Evidence("equal module gradients under a module watch", lambda d: "norm" in d.evidence),
 )
+SIGNATURE = (
+    "A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the number of "
+    "accumulated micro-batches, or of gradients averaged over the world size once too often or not at all."
+)
+# a factor from a later step, the earlier steps' norms equal: no count's (each would act at every step)
+LATER_SIGNATURE = "Scaled gradients scale the update from that step on."
+
+
+def _k(value):
+    found = relations.integer_of(value)
+    return found[0] if found else value
+
+
 GRADIENTS_FACTOR = Cause(
     "gradients.factor",
     check_grad_norm,
-    why="A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the "
-    "number of accumulated micro-batches, or of gradients averaged over the world size once too "
-    "often or not at all.",
+    why="{signature}",
     fix="{fix}",
     doc="The gradient norms differ by a factor 2, 3, 4, 8 (or its inverse) with equal loss: accumulation "
     "scaling, averaging over ranks.",

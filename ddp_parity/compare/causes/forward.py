@@ -144,6 +144,17 @@ FACTOR_MECHANISMS = {
 }
 
 
+# a factor from a later step, every step before it equal with a loss that is not zero: a count scales every step's
+# loss, so none is its mechanism; a term of that step's loss is weighted otherwise
+LATER_FACTOR = Words(
+    "it holds from step {step} only, every step before it equal with a loss that is not zero, and a count (the "
+    "accumulation, the world size, the batch size) would scale every step's loss: {side} weights a term of step "
+    "{step}'s loss by {k} (or {small} divides it by {k}), such as a regularizer applied every few steps with its "
+    "lazy factor, or a loss term added at some steps only",
+    "Give backward the same loss at step {step} on both sides: find the term of that step's loss {side} weights by "
+    "{k} (or {small} divides by {k}), and weight it alike on both.",
+)
+
 # a factor no recorded count equals: still exactly k × at equal batches, so a multiplier, never a module
 UNCOUNTED_FACTOR = Words(
     "no count this run records equals {k}, so {side} multiplies the loss by {k} before backward (or {small} divides "
@@ -195,8 +206,12 @@ def check_loss_factor(ctx: Context) -> Finding | None:
     if _grad_norms_equal_at(ctx, f["rank"], f["step"]):
         return None
     k = relations.integer_of(relation.value)[0]
-    values = {"side": relation.side, "small": relation.other, "k": k}
-    mechanisms = [FACTOR_MECHANISMS[m] for m in factor_mechanisms(relation)] or [UNCOUNTED_FACTOR]
+    values = {"side": relation.side, "small": relation.other, "k": k, "step": f["step"]}
+    if equal_nonzero_before(ctx, f["rank"], f["step"]):
+        mechanisms = [LATER_FACTOR]
+        relation = counts_ruled_out(relation)
+    else:
+        mechanisms = [FACTOR_MECHANISMS[m] for m in factor_mechanisms(relation)] or [UNCOUNTED_FACTOR]
     whys = [w.why.format(**values) for w in mechanisms]
     fixes = [w.fix.format(**values) for w in mechanisms]
     if len(mechanisms) == 1:
@@ -208,10 +223,27 @@ def check_loss_factor(ctx: Context) -> Finding | None:
     return finding(ctx, LOSS_FACTOR, f["step"], f["rank"], evidence, facts, fix=fix)
 
 
+def equal_nonzero_before(ctx: Context, rank, step, quantity: str = "loss") -> bool:
+    """Some step before `step` recorded the same `quantity` on both sides, and not zero (a zero hides a factor):
+    a factor from `step` on is then no count's, which would scale every step's."""
+    for ra, rb in aligned_records(ctx, rank):
+        if isinstance(ra.get("step"), int) and ra["step"] < step:
+            value = ra.get(quantity)
+            if isinstance(value, (int, float)) and value != 0 and value == rb.get(quantity):
+                return True
+    return False
+
+
+def counts_ruled_out(relation: relations.Relation) -> relations.Relation:
+    """The relation without the counts it equals (its sentence without "; 2 is the world_size"): a count would scale
+    every step, and the steps before it are equal."""
+    return replace(relation, sentence=relation.sentence.split("; ")[0].rstrip(".") + ".", count=None, counts=())
+
+
 LOSS_FACTOR = Cause(
     "loss.factor",
     check_loss_factor,
-    why="A loss scaled by a factor scales every gradient by it: the training differs from the first step.",
+    why="A loss scaled by a factor scales every gradient by it: the training differs from the step it is scaled at.",
     fix="{fix}",
     doc="One side's loss is exactly k × the other's from the first step it differs, at equal batches: the mechanism "
     "of the recorded count k equals (the accumulation, the micro-batches per step, the world size, the batch size; "
