@@ -113,7 +113,12 @@ GAN_LOOP = REPO / "tests" / "hooks_programs" / "gan_loop.py"
 def gan_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gan")
     out = {}
-    for name, args in (("plain", ()), ("again", ()), ("skip-last-g", ("--skip-last-g",))):
+    for name, args in (
+        ("plain", ()),
+        ("again", ()),
+        ("skip-last-g", ("--skip-last-g",)),
+        ("g-betas", ("--g-beta2", "0.9")),
+    ):
         env = recording_env(tmp / name, name, child_env())
         out[name] = check_ok(run_cmd([PYTHON, GAN_LOOP, tmp / f"{name}.store", *args], env=env)).stdout.splitlines()
     return {name: tmp / name for name in out} | {"stdout": out}
@@ -146,3 +151,16 @@ def test_a_generator_step_missing_at_the_end_is_different_and_named(gan_runs):
         in (d["explanation"])
     ), d["explanation"]
     assert d["advice"].startswith("Step the Adam optimizer at the same points on both sides"), d["advice"]
+
+
+@pytest.mark.slow
+def test_the_generators_optimizer_built_otherwise_is_its_param_groups(gan_runs):
+    """StyleGAN2's slip: the generator's Adam built with other betas. Only the optimizer whose steps are counted (the
+    discriminator's) was compared as constructed, so "the optimizer's param groups" were said equal and the finding
+    was undetermined. Every optimizer built is compared now, paired by the parameters it holds."""
+    report = compare_traces(gan_runs["plain"], gan_runs["g-betas"])
+    d = report["diagnosis"]
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert d["explanation"].startswith("The Adam optimizer over generator.0.weight, generator.0.bias"), d["explanation"]
+    assert "betas: [0.0, 0.99] vs [0.0, 0.9] for generator.0.weight" in d["explanation"], d["explanation"]
+    assert "the same betas on both sides" in d["advice"], d["advice"]

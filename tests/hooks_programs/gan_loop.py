@@ -2,10 +2,11 @@
 first), each with its own optimizer, stepped in turn each iteration (the discriminator first), with requires_grad
 toggled per phase. It knows nothing of any recorder. One process in a process group of one (a file store: no port).
 With --skip-last-g, the generator takes no step in the last iteration (a loop leaving before its last G phase): the
-discriminator trains exactly as without it, the generator ends one update behind. It prints the final weights'
-sha256 of each network.
+discriminator trains exactly as without it, the generator ends one update behind. --g-beta2 sets the generator
+optimizer's second beta (0.99 by default, as the discriminator's). It prints the final weights' sha256 of each
+network.
 
-    python tests/hooks_programs/gan_loop.py STORE_FILE [--skip-last-g]
+    python tests/hooks_programs/gan_loop.py STORE_FILE [--skip-last-g] [--g-beta2 B]
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("store")
     p.add_argument("--skip-last-g", action="store_true", help="no generator step in the last iteration")
+    p.add_argument("--g-beta2", type=float, default=0.99, help="the generator optimizer's second beta")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=0, world_size=1)
     torch.manual_seed(0)
     generator = DDP(nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 6)))
     discriminator = DDP(nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1)))
-    g_optim = torch.optim.Adam(generator.parameters(), lr=0.01, betas=(0.0, 0.99))
+    g_optim = torch.optim.Adam(generator.parameters(), lr=0.01, betas=(0.0, args.g_beta2))
     d_optim = torch.optim.Adam(discriminator.parameters(), lr=0.01, betas=(0.0, 0.99))
     real_data = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
     for i in range(ITERATIONS):

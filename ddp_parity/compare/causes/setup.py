@@ -417,7 +417,7 @@ def check_param_groups(ctx: Context) -> Finding | None:
             scheduled -= set(CYCLED_KEYS)  # schedules that move them move the lr), they are the groups' own
         differing = {s: n for s, n in differing.items() if s.split(":", 1)[0] not in scheduled}
     if not differing:
-        return None
+        return _other_optimizers_apart(ctx) if at_construction else None
     lines = [f"{setting} for {_name_list(names)}" for setting, names in differing.items()]
     when = (
         "as constructed"
@@ -436,6 +436,46 @@ def check_param_groups(ctx: Context) -> Finding | None:
     if only_lr and _lr_ratio(settings_a, settings_b, pairs, every=True) is not None:
         fix = GROUPS_SCALED_FIX  # the same split on both sides, one rate scaled: no split to change
     return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
+
+
+def _other_optimizers_apart(ctx: Context) -> Finding | None:
+    """The optimizers each side built besides the one whose steps are counted (a GAN's generator's beside its
+    discriminator's), each paired with the other side's holding the most of its parameters by name, compared as
+    constructed: a setting apart there is that optimizer's param groups, from its first step."""
+    others = [[o for o in _named_built(ctx.meta(s)) if not o.get("stepped")] for s in ("a", "b")]
+    na, nb = ctx.names
+    for opt_a in others[0]:
+        settings_a = _settings_by_param(opt_a)
+        best = max(others[1], key=lambda o: len(set(_settings_by_param(o)) & set(settings_a)), default=None)
+        if best is None:
+            continue
+        settings_b = _settings_by_param(best)
+        shared = [name for name in settings_a if name in settings_b]  # in the optimizer's own order
+        differing: dict[str, list] = {}
+        for name in shared:
+            sa, sb = settings_a[name], settings_b[name]
+            for key in sorted(set(sa) | set(sb)):
+                if not same_value(stable(sa.get(key)), stable(sb.get(key))):
+                    differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
+        if not differing:
+            continue
+        lines = [f"{setting} for {_name_list(names)}" for setting, names in differing.items()]
+        facts = (
+            f"The {opt_a.get('class')} optimizer over {_name_list(shared, 3)} (built besides the one whose steps are "
+            f"counted, the first to step) has other param groups as constructed ({na} vs {nb}): {'; '.join(lines)}."
+        )
+        setting, names = next(iter(differing.items()))
+        key = setting.split(":", 1)[0]
+        evidence = {"differences": differing, "compared": "as constructed", "optimizer": opt_a.get("class")}
+        why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when="from that optimizer's first step")
+        fix = GROUPS_FIX.format(names=_name_list(names), key=key)
+        return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
+    return None
+
+
+def _named_built(meta: dict) -> list[dict]:
+    built = meta.get(CONSTRUCTED_KEY)
+    return [o for o in built if isinstance(o, dict) and o.get("named")] if isinstance(built, list) else []
 
 
 def _trained_by_one_optimizer(ctx: Context, only: dict) -> Finding | None:
