@@ -360,3 +360,8 @@ def test_saves_to_file_objects_are_named_by_their_files_in_key_paths_and_words(t
     assert found["apart"] == [["ema_0_9_000001.out.weight"], ["state_dict.ema.0.out.weight"]], found
     words = hooked.checkpoint_contents_words(found, ("raw", "lightning"))
     assert "(raw: /r/model000001.pt; /r/ema_0.9_000001.pt; lightning: /p/epoch=0-step=1.ckpt)" in words, words
+    # StyleGAN2's slip (an EMA with another decay): no side's values are the other's of another save, so nothing says
+    # they were saved at another moment; the state itself is said to differ, never "save it at the same moment"
+    assert found["held_after"] == [None, None], found
+    assert "save that state at the same moment" not in words, words
+    assert "the state itself differs: a copy kept beside the model (an EMA) updated otherwise" in words, words

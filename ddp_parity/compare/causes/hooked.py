@@ -493,10 +493,18 @@ def checkpoint_contents_words(found: dict, names) -> str:
                 f" {names[i]}'s {_summary(found['apart'][i])} after step {step} hold what {names[1 - i]} saved after "
                 f"step {other}: {names[late]} saves them {abs(step - other)} step(s) behind."
             )
-    words += (
-        " A resume from these checkpoints would start from other values: save that state at the same moment on both "
-        "sides (where one side's values lag, it saves them before it updates them)."
-    )
+    if lagging:
+        words += (
+            " A resume from these checkpoints would start from other values: save that state at the same moment on "
+            "both sides (where one side's values lag, it saves them before it updates them)."
+        )
+    else:  # no side's values are the other's of another step: nothing says when they were saved
+        words += (
+            " A resume from these checkpoints would start from other values. Neither side's values are the other's "
+            "saved after another step, so the state itself differs: a copy kept beside the model (an EMA) updated "
+            "otherwise (its decay, the weights it averages, when its update runs), or a state built otherwise. Make "
+            "that state the same on both sides (where the copy is an EMA, the same decay and update point)."
+        )
     if any(_looks_lightnings(found["apart"][i]) for i in lagging):
         words += (
             " Lightning runs a callback's on_train_batch_end (ModelCheckpoint's save) before the LightningModule's: "
