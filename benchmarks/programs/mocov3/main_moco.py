@@ -26,16 +26,16 @@ import torch.optim
 import torch.multiprocessing as mp
 import torch.utils.data
 import torch.utils.data.distributed
-import torchvision.transforms as transforms
-import torchvision.datasets as datasets
-import torchvision.models as torchvision_models
-from torch.utils.tensorboard import SummaryWriter
+from standins import transforms  # changed: no torchvision here (standins.py)
+from standins import datasets  # changed: no torchvision here (standins.py)
+from standins import models as torchvision_models  # changed: no torchvision here (standins.py)
+from standins import SummaryWriter  # changed: no tensorboard here (standins.py)
 
 import moco.builder
 import moco.loader
 import moco.optimizer
 
-import vits
+# import vits  # changed: the ViT path is not taken (vits.py needs timm), vits.py not copied
 
 
 torchvision_model_names = sorted(
@@ -148,7 +148,7 @@ def main():
 
     args.distributed = args.world_size > 1 or args.multiprocessing_distributed
 
-    ngpus_per_node = torch.cuda.device_count()
+    ngpus_per_node = 2  # changed: CPU, two processes (torch.cuda.device_count() is 0)
     if args.multiprocessing_distributed:
         # Since we have ngpus_per_node processes per node, the total world_size
         # needs to be adjusted accordingly
@@ -163,6 +163,10 @@ def main():
 
 def main_worker(gpu, ngpus_per_node, args):
     args.gpu = gpu
+    # changed: spawned children start a fresh interpreter; the parent's seeds do not reach them
+    if args.seed is not None:  # changed: (as above)
+        random.seed(args.seed)  # changed: (as above)
+        torch.manual_seed(args.seed)  # changed: (as above)
 
     # suppress printing if not first GPU on each node
     if args.multiprocessing_distributed and (args.gpu != 0 or args.rank != 0):
@@ -208,6 +212,11 @@ def main_worker(gpu, ngpus_per_node, args):
 
     if not torch.cuda.is_available():
         print("using CPU, this will be slow")
+        # changed: CPU ranks (gloo): DDP with no device ids and no SyncBatchNorm (its forward needs a GPU in torch);
+        # the batch size and workers divided as the one-device-per-process branch below does
+        args.batch_size = int(args.batch_size / args.world_size)  # changed: (as above)
+        args.workers = int((args.workers + ngpus_per_node - 1) / ngpus_per_node)  # changed: (as above)
+        model = torch.nn.parallel.DistributedDataParallel(model)  # changed: (as above)
     elif args.distributed:
         # apply SyncBN
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
@@ -245,7 +254,7 @@ def main_worker(gpu, ngpus_per_node, args):
     elif args.optimizer == "adamw":
         optimizer = torch.optim.AdamW(model.parameters(), args.lr, weight_decay=args.weight_decay)
 
-    scaler = torch.cuda.amp.GradScaler()
+    scaler = torch.amp.GradScaler("cpu", enabled=False)  # changed: CPU, fp32 (no fp16 AMP on CPU)
     summary_writer = SummaryWriter() if args.rank == 0 else None
 
     # optionally resume from a checkpoint
@@ -274,7 +283,7 @@ def main_worker(gpu, ngpus_per_node, args):
 
     # follow BYOL's augmentation recipe: https://arxiv.org/abs/2006.07733
     augmentation1 = [
-        transforms.RandomResizedCrop(224, scale=(args.crop_min, 1.0)),
+        transforms.RandomResizedCrop(16, scale=(args.crop_min, 1.0)),  # changed: 16x16 crops (tiny)
         transforms.RandomApply(
             [
                 transforms.ColorJitter(0.4, 0.4, 0.2, 0.1)  # not strengthened
@@ -289,7 +298,7 @@ def main_worker(gpu, ngpus_per_node, args):
     ]
 
     augmentation2 = [
-        transforms.RandomResizedCrop(224, scale=(args.crop_min, 1.0)),
+        transforms.RandomResizedCrop(16, scale=(args.crop_min, 1.0)),  # changed: 16x16 crops (tiny)
         transforms.RandomApply(
             [
                 transforms.ColorJitter(0.4, 0.4, 0.2, 0.1)  # not strengthened
@@ -374,12 +383,12 @@ def train(train_loader, model, optimizer, scaler, summary_writer, epoch, args):
         if args.moco_m_cos:
             moco_m = adjust_moco_momentum(epoch + i / iters_per_epoch, args)
 
-        if args.gpu is not None:
+        if args.gpu is not None and torch.cuda.is_available():  # changed: args.gpu is the process index on CPU too
             images[0] = images[0].cuda(args.gpu, non_blocking=True)
             images[1] = images[1].cuda(args.gpu, non_blocking=True)
 
         # compute output
-        with torch.cuda.amp.autocast(True):
+        with torch.autocast("cpu", enabled=False):  # changed: CPU, fp32 (no fp16 AMP on CPU)
             loss = model(images[0], images[1], moco_m)
 
         losses.update(loss.item(), images[0].size(0))

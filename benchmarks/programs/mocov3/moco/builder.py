@@ -71,7 +71,7 @@ class MoCo(nn.Module):
         # Einstein sum is more intuitive
         logits = torch.einsum("nc,mc->nm", [q, k]) / self.T
         N = logits.shape[0]  # batch size per GPU
-        labels = (torch.arange(N, dtype=torch.long) + N * torch.distributed.get_rank()).cuda()
+        labels = torch.arange(N, dtype=torch.long) + N * torch.distributed.get_rank()  # changed: CPU (no .cuda())
         return nn.CrossEntropyLoss()(logits, labels) * (2 * self.T)
 
     def forward(self, x1, x2, m):

@@ -8,7 +8,7 @@
 from PIL import Image, ImageFilter, ImageOps
 import math
 import random
-import torchvision.transforms.functional as tf
+# import torchvision.transforms.functional as tf  # changed: no torchvision here; tf is unused
 
 
 class TwoCropsTransform:
