@@ -58,6 +58,14 @@ class MoCoV3(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+        self.model = None
+
+    def configure_model(self):
+        # built here, after Lightning's DDP setup re-seeds every rank, so that the augmentations draw after the
+        # initial weights' draws from the same seed, as on main_moco.py's ranks
+        if self.model is not None:
+            return
+        args = self.args
         self.model = moco.builder.MoCo_ResNet(
             partial(torchvision_models.__dict__[args.arch], zero_init_residual=True),
             args.moco_dim,
