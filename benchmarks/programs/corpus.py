@@ -148,6 +148,12 @@ DEIT_TINY += ["--no-pin-mem", "--device=cpu", "--seed=0", "--output_dir={out}/ck
 # path-length regularization at iterations 0 and 2 (10 optimizer steps a rank); sample/ and checkpoint/ under {out}
 STYLEGAN2_TINY = ["data", "--iter=3", "--batch=2", "--n_sample=4", "--size=8", "--d_reg_every=2", "--g_reg_every=2"]
 STYLEGAN2_TINY += ["--channel_multiplier=1", "--work_dir={out}"]
+# main_moco.py's own launch: one process a device by torch.multiprocessing.spawn (2 on CPU), the address from
+# MASTER_ADDR and MASTER_PORT (env://, one of its --dist-url forms); checkpoints in the side's cwd
+MOCOV3_TINY = ["data", "-a", "resnet50", "--seed=0", "--workers=0", "-b", "16", "--epochs=2", "--warmup-epochs=1"]
+MOCOV3_TINY += ["--moco-dim=16", "--moco-mlp-dim=32", "--moco-m-cos", "--moco-t=0.2", "--print-freq=1"]
+MOCOV3_SPAWN = ["--multiprocessing-distributed", "--world-size=1", "--rank=0", "--dist-url=env://"]
+MOCOV3_SPAWN += ["--dist-backend=gloo"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -542,6 +548,25 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("work_dir",),
+        ),
+        Program(
+            name="mocov3",
+            folder="mocov3",
+            raw=["main_moco.py", *MOCOV3_TINY, *MOCOV3_SPAWN],
+            port=["lightning_port.py", *MOCOV3_TINY],
+            style="ranks by torch.multiprocessing.spawn, the seed set in the parent before spawn; its own LARS (no "
+            "adaptation or weight decay on 1-D params, a step without closure); the lr set by hand every iteration "
+            "(warmup + cosine on epoch + i / iters_per_epoch); the momentum encoder's coefficient on a cosine "
+            "schedule per iteration, updated inside forward under no_grad; a symmetrized contrastive loss over keys "
+            "gathered by concat_all_gather inside forward; the global batch divided by the world size; "
+            "GradScaler/autocast (disabled on CPU); DistributedSampler + set_epoch; a checkpoint (model, optimizer, "
+            "scaler) every epoch on rank 0",
+            source="facebookresearch/moco-v3 main_moco.py, moco/builder.py, moco/loader.py, moco/optimizer.py "
+            "(CC-BY-NC 4.0, c349e6e); torchvision, tensorboard and ImageNet stood in for (standins.py), a ResNet of "
+            "one Bottleneck a stage (widths 4-8-16-32), no SyncBatchNorm on CPU",
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
         ),
     ]
 }
