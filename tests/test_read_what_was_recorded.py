@@ -12,7 +12,18 @@ import pytest
 import torch
 from loops_of_our_own import Loop
 from loops_of_our_own import pair as loop_pair
-from test_diagnosis import EPOCHS, INIT, make_meta, make_records, pair, run_diagnosis, trained_apart
+from test_diagnosis import (
+    EPOCHS,
+    INIT,
+    make_meta,
+    make_records,
+    pair,
+    run_diagnosis,
+    trained_apart,
+)
+from test_diagnosis import (
+    STEPS_PER_EPOCH as EPOCH_STEPS,
+)
 
 from ddp_parity import compare_traces
 from ddp_parity.compare.causes import setup
@@ -528,3 +539,32 @@ def test_a_loss_factor_from_a_later_step_is_no_count(tmp_path, recorded):
     assert "accumulat" not in d["advice"] and "2 is the" not in d["explanation"], d
     assert "from the first step" not in d["explanation"] and "signature" not in d["explanation"], d["explanation"]
     assert d["advice"].startswith("Give backward the same loss at step 3 on both sides"), d["advice"]
+
+
+def test_a_sampler_whose_epoch_never_moves_is_set_epoch_from_the_loader_iterators(tmp_path):
+    """StyleGAN2's endless loader (`sample_data`: `for batch in loader: yield batch`) never calls set_epoch, while
+    Lightning does: its second pass replays the first's order. The replay could not be read from the step records
+    (steps without a batch between; here, a first epoch whose indices were not recorded), and the finding was a
+    generic data_order listing set_epoch among five things to check. The hooks note each DataLoader iterator's
+    sampler epoch as the pass begins: [0, 0] against [0, 1] is set_epoch, on the side that never moves it."""
+    records = {side: make_records(set_epoch=side == "lightning") for side in ("raw", "lightning")}
+    for recs in (r for side in records.values() for r in side.values()):
+        for rec in recs:
+            if rec["epoch"] == 0:
+                rec["indices"] = None  # the first pass's order unrecorded: no replay to read
+    a, b = pair(tmp_path, records_a=trained_apart(records["raw"], EPOCH_STEPS + 1), records_b=records["lightning"])
+    for run, epochs in ((a, [0, 0]), (b, [0, 1])):
+        for rank in (0, 1):
+            passes = [
+                {
+                    "before_step": 1 + i * EPOCH_STEPS,
+                    "trained": True,
+                    "sampler": {"class": "DistributedSampler", "epoch": e},
+                }
+                for i, e in enumerate(epochs)
+            ]
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps({"loader_iterators": {"items": passes}}))
+    report, d = run_diagnosis(a, b)
+    assert (d["kind"], d["step"]) == ("set_epoch", EPOCH_STEPS + 1), (d["kind"], d["explanation"])
+    assert "at epoch 0, 0 on raw, at 0, 1 on lightning" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("On raw: call sampler.set_epoch(epoch)"), d["advice"]

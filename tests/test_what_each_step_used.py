@@ -240,6 +240,30 @@ def test_a_collective_one_side_makes_at_every_step_is_not_said_where_the_trainin
     _, d = run_diagnosis(*runs)
     assert d["evidence"]["collectives"]["step"] == 3, d["explanation"]
     assert "broadcast float32 [8] x1" in d["explanation"], d["explanation"]
+    # DeiT's port: Lightning's self.log(sync_dist=True) all-reduces made on the other side are not "none"
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs:
+            rec["collectives"] = [
+                {
+                    "op": "all_reduce",
+                    "caller": "lightning.fabric.utilities.distributed",
+                    "reduce_op": "SUM",
+                    "dtype": "float32",
+                    "shape": [],
+                    "digest": "2" * 16,
+                }
+            ] * 8
+    runs = pair(
+        tmp_path / "logged",
+        meta_a=meta_a,
+        meta_b=meta_b,
+        records_a=trained_apart(logged(make_records(), extra_at=3), 3),
+        records_b=records_b,
+    )
+    _, d = run_diagnosis(*runs)
+    assert "lightning: none of its own, 8 made by the libraries beside them" in d["explanation"], d["explanation"]
+    assert "lightning: none." not in d["explanation"], d["explanation"]
 
 
 def test_an_lr_set_by_hand_one_step_late_against_a_scheduler_is_no_scheduler_count(tmp_path):

@@ -258,6 +258,19 @@ def check_samples(ctx: Context) -> Finding | None:
             f"{ctx.label('b' if stuck == 'a' else 'a')} draws a new permutation."
         )
         return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
+    stuck_passes = _sampler_epoch_stuck(ctx, rank, step)
+    if stuck_passes is not None:
+        stuck, epochs = stuck_passes
+        evidence["pass_epochs"] = ctx.both(epochs["a"], epochs["b"])
+        klass = epochs["class"]
+        facts = (
+            f"At step {step} rank {rank} consumed other samples. Each pass over the training DataLoader began with its "
+            f"sampler ({klass}) at epoch {', '.join(map(str, epochs[stuck]))} on {ctx.label(stuck)}, at "
+            f"{', '.join(map(str, epochs[other(stuck)]))} on {ctx.label(other(stuck))} (the hooks' DataLoader "
+            f"iterators): {ctx.label(stuck)} never moves its sampler's epoch, so each of its passes replays the "
+            "first's order."
+        )
+        return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
     facts = (
         f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
@@ -509,12 +522,44 @@ def _repeats_first_epoch(run, rank, epoch) -> bool:
     return this == first or (len(this) < len(first) and this == first[: len(this)])
 
 
+def _pass_epochs(ctx: Context, side: str, rank, step) -> tuple[list, str] | None:
+    """The sampler epochs at which each pass over a training DataLoader began up to `step` (the hooks' DataLoader
+    iterators a step trained from, started before `step` + 1), and the sampler's class; None where unrecorded."""
+    items = ((read_hook_facts(ctx.run(side), rank) or {}).get("loader_iterators") or {}).get("items") or []
+    passes = [
+        i
+        for i in items
+        if isinstance(i, dict)
+        and i.get("trained") is True
+        and isinstance(i.get("before_step"), int)
+        and i["before_step"] <= step
+        and isinstance((i.get("sampler") or {}).get("epoch"), int)
+    ]
+    if not passes:
+        return None
+    return [i["sampler"]["epoch"] for i in passes], str(passes[-1]["sampler"].get("class"))
+
+
+def _sampler_epoch_stuck(ctx: Context, rank, step) -> tuple[str, dict] | None:
+    """(the side whose sampler never moved its epoch, {a: epochs, b: epochs, class}) where a side began two passes or
+    more all at its first epoch and the other's pass of `step` began at another: set_epoch never called there."""
+    found = {s: _pass_epochs(ctx, s, rank, step) for s in ("a", "b")}
+    if None in found.values() or found["a"][0][-1] == found["b"][0][-1]:
+        return None
+    for side in ("a", "b"):
+        mine, theirs = found[side][0], found[other(side)][0]
+        if len(mine) > 1 and len(set(mine)) == 1 and len(set(theirs)) > 1:
+            return side, {"a": found["a"][0], "b": found["b"][0], "class": found[side][1]}
+    return None
+
+
 SET_EPOCH = Cause(
     "set_epoch",
     check_samples,
-    why="A DistributedSampler shuffles with seed + epoch, and its epoch only changes when "
-    "set_epoch(epoch) is called; without that call every epoch replays the first epoch's order. "
-    "Lightning calls set_epoch on the sampler it injects; a hand-written loop must do it itself.",
+    why="A DistributedSampler (and a sampler of its kind, such as a repeated-augmentation sampler) shuffles with "
+    "seed + epoch, and its epoch only changes when set_epoch(epoch) is called; without that call every epoch "
+    "replays the first epoch's order. Lightning calls set_epoch on its training DataLoader's sampler each epoch (the "
+    "one it injects, or the program's own); a hand-written loop must do it itself.",
     fix="On {side}: call sampler.set_epoch(epoch) at the start of every epoch, before iterating the "
     "DataLoader (also after resuming from a checkpoint).",
     doc="A side's epoch repeats its first epoch's order: `sampler.set_epoch(epoch)` missing.",

@@ -159,6 +159,17 @@ def _describe(signature: Counter) -> str:
     return ", ".join(parts)
 
 
+def _describe_own(record: dict, signature: Counter) -> str:
+    """The program's own collectives of a step, and how many the libraries made beside them (Lightning's self.log
+    with sync_dist=True all-reduces each value): "none of its own" is never said as "none" where a library's ran."""
+    entries = record.get("collectives") if isinstance(record.get("collectives"), list) else []
+    libraries = sum(1 for e in entries if isinstance(e, dict) and not _own(e))
+    if not libraries:
+        return _describe(signature)
+    beside = f"{libraries} made by the libraries beside them (Lightning's self.log(sync_dist=True), its own checks)"
+    return f"{_describe(signature)}; {beside}" if signature else f"none of its own, {beside}"
+
+
 def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
     """The first step at or before the first divergence where the program's own collectives differ, unless the
     same difference came at an earlier step after which the training stayed equal for a step (a logging all_reduce
@@ -187,7 +198,7 @@ def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
         if sa != sb and i == 0 and _broadcasts_only(apart) and _initial_weights_equal(ctx):
             continue  # what they sent is what the initial weights hold, recorded equal after them
         if sa != sb:
-            shown = {ctx.label("a"): _describe(sa), ctx.label("b"): _describe(sb)}
+            shown = {ctx.label("a"): _describe_own(ra, sa), ctx.label("b"): _describe_own(rb, sb)}
             sentence = (
                 f"The program's own collectives differ at step {step} on rank {rank} (those made since the step "
                 f"before): " + "; ".join(f"{label}: {text}" for label, text in shown.items()) + "."
