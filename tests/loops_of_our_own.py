@@ -75,6 +75,7 @@ class Loop:
     record_batch: bool = False  # record(batch=) the step's inputs as drawn from the data
     loss_scale_from: int = 1  # loss_scale acts from this step on (StyleGAN2's lazy R1 weight: some steps only)
     record_scaled: bool = False  # record the loss backward ran on (× loss_scale where it acts), as the hooks do
+    warmup_per_epoch: bool = False  # with lr_read="warmup": the rate set once per epoch, at its first step's value
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -183,8 +184,10 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * step / 3 if step <= 3 else s.lr / 2 + s.lr_floor
         if s.lr_read == "warmup":  # a linear warmup from 0 set by hand: step 1 moves nothing
+            per_epoch = len(x) // (s.batch * s.accumulate)
+            at = (step - 1) // per_epoch * per_epoch + 1 if s.warmup_per_epoch else step  # MoCo v3's slip: per epoch
             for group in optimizer.param_groups:
-                group["lr"] = s.lr * (step - 1) / s.steps
+                group["lr"] = s.lr * (at - 1) / s.steps
         if step == s.skip_at:
             next(drawn)  # drawn, then skipped: no backward, no step (a training_step returning None)
         epoch, indices = next(drawn)

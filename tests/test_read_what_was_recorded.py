@@ -568,3 +568,18 @@ def test_a_sampler_whose_epoch_never_moves_is_set_epoch_from_the_loader_iterator
     assert (d["kind"], d["step"]) == ("set_epoch", EPOCH_STEPS + 1), (d["kind"], d["explanation"])
     assert "at epoch 0, 0 on raw, at 0, 1 on lightning" in d["explanation"], d["explanation"]
     assert d["advice"].startswith("On raw: call sampler.set_epoch(epoch)"), d["advice"]
+
+
+def test_a_rate_set_by_hand_per_epoch_against_per_step_is_said_as_set_by_hand(tmp_path):
+    """MoCo v3's slip: its lr, set by hand from `epoch + i / iters_per_epoch`, was computed from the epoch alone. The
+    rates start at 0 (a warmup from 0), which the series' shape dropped, so "changes only at epoch boundaries" was
+    not seen; and with no scheduler stepped on either side (recorded 0 before every step) the fix spoke of stepping a
+    scheduler object and OneCycleLR's total_steps."""
+    base = Loop(steps=8, batch=16, lr_read="warmup", record_scheduler_count=True)
+    a, b = loop_pair(tmp_path, base.changed(warmup_per_epoch=True), base)
+    d = compare_traces(a, b)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("optimizer.lr", 2), (d["kind"], d["explanation"])
+    assert "reference's rate changes only at epoch boundaries, the other's within an epoch" in d["explanation"], d
+    assert "Neither side stepped a scheduler" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("Set the rate at the same points on both sides"), d["advice"]
+    assert "total_steps" not in d["advice"] and "scheduler" not in d["advice"], d["advice"]

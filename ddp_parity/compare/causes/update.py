@@ -271,7 +271,8 @@ def check_lr(ctx: Context) -> Finding | None:
     pairs = list(aligned_records(ctx, f["rank"]))
     steps, la, lb = relations.series(pairs, "lr")
     shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
-    if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]):
+    by_hand = no_scheduler_steps(ctx, f["rank"])  # the hooks saw no scheduler step on either side
+    if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]) and not (shape == "per_epoch" and by_hand):
         # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
         shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
@@ -292,6 +293,8 @@ def check_lr(ctx: Context) -> Finding | None:
         f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
     )
+    if shape in ("per_epoch", "") and by_hand:
+        shape = evidence["lr_relation"] = f"{shape or 'other'}_by_hand"  # the hooks saw no scheduler step anywhere
     why, fix = LR_WORDS.get(shape, LR_WORDS[""])
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix)
 
@@ -315,7 +318,12 @@ def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
     boundaries and the other's within an epoch, "ulp" (one ulp apart wherever they differ), "factor" (a
     constant ratio at every step), "decay" (each side decays by its own constant per step, one the other's
     k-th power: stepped k times per optimizer step), or ''."""
-    pairs = [(s, x, y, e) for s, x, y, e in zip(steps, la, lb, epochs) if relations.number(x) and relations.number(y)]
+    # a rate of 0 is a rate (a warmup from 0, a rate set by hand at an epoch's start): kept, never divided by
+    pairs = [
+        (s, x, y, e)
+        for s, x, y, e in zip(steps, la, lb, epochs)
+        if relations.number(x) is not None and relations.number(y) is not None
+    ]
     if len(pairs) < 2:
         return "", ""
     differ = [(x, y) for _, x, y, _ in pairs if x != y]
@@ -330,8 +338,9 @@ def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
                 "per_epoch",
                 f"{ctx.label(side)}'s rate changes only at epoch boundaries, the other's within an epoch",
             )
-    ratios = [x / y for _, x, y, _ in pairs]
-    if all(abs(r / ratios[0] - 1) <= relations.EXACT for r in ratios):
+    ratios = [x / y for _, x, y, _ in pairs if x and y]
+    one_zero = any(bool(x) != bool(y) for _, x, y, _ in pairs)
+    if ratios and not one_zero and all(abs(r / ratios[0] - 1) <= relations.EXACT for r in ratios):
         return "factor", f"{ctx.names[0]}'s rate is {ratios[0]:.6g} × {ctx.names[1]}'s at every step"
     ga, gb = (_constant_decay([p[i] for p in pairs]) for i in (1, 2))
     if ga and gb and ga != gb:
@@ -365,6 +374,20 @@ LR_WORDS = {
         "(Lightning's `interval`).",
         "Step the scheduler with the same interval on both sides: once per epoch for interval 'epoch', once per "
         "optimizer step (after optimizer.step()) for interval 'step'.",
+    ),
+    "per_epoch_by_hand": (
+        "Neither side stepped a scheduler (no scheduler.step() recorded before any step): the rate is set by hand, "
+        "once per epoch on one side (computed from the epoch alone) and at every optimizer step on the other "
+        "(from the epoch and the step within it, such as epoch + i / iters_per_epoch).",
+        "Set the rate at the same points on both sides, by the same expression: every optimizer step, from the same "
+        "fractional epoch or step count (or once per epoch on both).",
+    ),
+    "other_by_hand": (
+        "Neither side stepped a scheduler (no scheduler.step() recorded before any step): the rate is set by hand, "
+        "and the two sides compute other rates: another expression, another warmup or length, or the rate set at "
+        "another point of the step.",
+        "Compute the rate by the same expression, from the same step or epoch count, at the same point of each step "
+        "on both sides (before optimizer.step()).",
     ),
     "factor": (
         "A rate k × the other's at every step is another base rate: the lr given to the optimizer or the "
@@ -418,7 +441,7 @@ OPTIMIZER_LR = Cause(
     fix="{fix}",
     doc="The learning rate differs with equal gradients, its shape named: a factor, another decay per step, one "
     "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp; else the "
-    "schedule's length in steps (#2643).",
+    "schedule's length in steps (#2643). Where neither side stepped a scheduler, the rate is said set by hand.",
 )
 
 
