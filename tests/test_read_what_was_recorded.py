@@ -583,3 +583,17 @@ def test_a_rate_set_by_hand_per_epoch_against_per_step_is_said_as_set_by_hand(tm
     assert "Neither side stepped a scheduler" in d["explanation"], d["explanation"]
     assert d["advice"].startswith("Set the rate at the same points on both sides"), d["advice"]
     assert "total_steps" not in d["advice"] and "scheduler" not in d["advice"], d["advice"]
+
+
+def test_a_setting_apart_under_a_warmup_from_0_is_dated_from_the_first_rate_above_0(tmp_path):
+    """MoCo v3's slip 1b (its LARS built without weight_decay), under a warmup whose step 1 has a rate of 0: the
+    param groups apart are said from step 2, the first step with a rate, not "from the first step"; and an optimizer
+    that is none of torch's is said to choose itself which of its groups' parameters a setting acts on."""
+    base = Loop(lr_read="warmup", record_optimizer="first")
+    a, b = loop_pair(tmp_path, base, base.changed(weight_decay=0.01))
+    d = compare_traces(a, b)["diagnosis"]
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert "from step 2 on (the first whose recorded lr is above 0 on both sides" in d["explanation"], d
+    assert "from the first step" not in d["explanation"], d["explanation"]
+    assert setup._own_optimizer_words({"class": "SGD"}, "weight_decay") == ""
+    assert "LARS is not one of torch's optimizers" in setup._own_optimizer_words({"class": "LARS"}, "weight_decay")

@@ -429,6 +429,7 @@ def check_param_groups(ctx: Context) -> Finding | None:
     facts += _lr_factor_words(ctx, settings_a, settings_b, pairs)
     setting, names = next(iter(differing.items()))
     key = setting.split(":", 1)[0]
+    facts += _own_optimizer_words(opt_a, key)
     evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
     why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when=_from_when(ctx, key))
     fix = GROUPS_FIX.format(names=_name_list(names), key=key)
@@ -547,8 +548,39 @@ def _from_when(ctx: Context, key: str) -> str:
     steps = recorded_groups(ctx)
     step = _first_step_apart(steps, key) if steps else None
     if step is None or step == steps[0][0]:
+        moving = _first_step_with_a_rate(ctx) if key != "lr" else None
+        if moving is not None and moving > 1:  # a warmup from 0: the steps before moved no parameter
+            return (
+                f"from step {moving} on (the first whose recorded lr is above 0 on both sides; the steps before moved "
+                "nothing)"
+            )
         return "from the first step on"
     return f"from step {step} on (the first step whose recorded {key} differs; the steps before used the same)"
+
+
+def _first_step_with_a_rate(ctx: Context) -> int | None:
+    """The first aligned step whose recorded lr is above 0 on both sides (None where a side recorded none)."""
+    for ra, rb in aligned_records(ctx, 0):
+        la, lb = ra.get("lr"), rb.get("lr")
+        if not isinstance(la, (int, float)) or not isinstance(lb, (int, float)):
+            return None
+        if la > 0 and lb > 0:
+            return ra.get("step")
+    return None
+
+
+def _own_optimizer_words(opt: dict, key: str) -> str:
+    """A sentence where the optimizer is none of torch's (MoCo v3's LARS, a program's own): which parameters it applies
+    a group's setting to is its own code's choice, so the names listed are those the groups hold."""
+    import torch  # the comparison's process has torch; the class names of its optimizers
+
+    name = str(opt.get("class") or "")
+    if not name or isinstance(getattr(torch.optim, name, None), type):
+        return ""
+    return (
+        f" {name} is not one of torch's optimizers: which of these parameters it applies {key} to is its own code's "
+        "choice (a LARS skips 1-D parameters), so the names are those its param groups hold."
+    )
 
 
 def _lr_ratio(settings_a: dict, settings_b: dict, pairs: dict, every: bool = False) -> float | None:
