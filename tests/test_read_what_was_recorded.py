@@ -597,3 +597,20 @@ def test_a_setting_apart_under_a_warmup_from_0_is_dated_from_the_first_rate_abov
     assert "from the first step" not in d["explanation"], d["explanation"]
     assert setup._own_optimizer_words({"class": "SGD"}, "weight_decay") == ""
     assert "LARS is not one of torch's optimizers" in setup._own_optimizer_words({"class": "LARS"}, "weight_decay")
+
+
+def test_a_step_the_hooks_watched_by_default_is_never_asked_for_again():
+    """StyleGAN2's raw side: the hooks watch the first model given to DDP (the generator) at steps 1 and 2 by
+    default; step 2, the discriminator's R1 step, never calls it, so no call was recorded there. "Set
+    DDP_PARITY_WATCH_STEP=2" would record the same: the unchecked line says why nothing was seen instead."""
+    from ddp_parity.compare import evidence
+    from ddp_parity.compare.causes.base import unchecked_at
+
+    have = {
+        "raw": {"watch", evidence.HOOKS_KIND, evidence.HOOKS_WATCHED_KIND},
+        "lightning": {"watch", "watch_step", "watch_state", evidence.HOOKS_KIND},
+    }
+    [line] = [u for u in unchecked_at({"quantity": "loss", "step": 2}, have) if u["evidence"] == "watch_step"]
+    assert line["sides"] == ["raw"], line
+    assert line["record"].startswith("the hooks watched step 2 (their default steps 1 and 2)"), line
+    assert "DDP_PARITY_WATCH_STEP=2" not in line["record"], line

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ddp_parity.compare.modules import has_state, watch_asked, watched_steps
 from ddp_parity.trace_files import iter_records, read_meta, trace_ranks
+from ddp_parity.watch import DEFAULT_STEPS
 
 EVIDENCE_KINDS = ("batch", "optimizer", "param_digest", "watch", "watch_step", "watch_state")
 
@@ -63,6 +64,16 @@ HOOKS_MISSING = {
     "watch_step": "DDP_PARITY_WATCH_STEP={step} in the environment of both ddp-parity record commands",
 }
 HOOKS_KIND = "recorded_by_hooks"  # not evidence: the mark of a side the hooks recorded
+# not evidence: the mark of a hooks-recorded run whose watch covered the step by default (steps 1 and 2) and saw
+# no call of the watched module there: a step that never calls it (a GAN's discriminator step, the generator
+# wrapped first) is not seen, and no variable would change that
+HOOKS_WATCHED_KIND = "hooks_watched"
+HOOKS_WATCHED = (
+    "the hooks watched step {step} (their default steps 1 and 2) on the first model the program gave DDP, and no "
+    "call of it was recorded there: that step does not call that model (a GAN's discriminator step when the "
+    "generator was wrapped first), so re-running changes nothing; an explicit recorder.watch(model) on the module "
+    "that step calls records it"
+)
 
 # not evidence: the mark of a run whose ranks were given DDP_PARITY_WATCH_STEP covering the step, so that
 # the change asked of it is never that variable again
@@ -94,6 +105,8 @@ def recorded(run, step: int | None) -> set[str]:
         watched, with_state = set(), None
     if watch_asked(run, step) is not None:
         found.add(WATCH_ASKED_KIND)
+    elif HOOKS_KIND in found and watched and step in DEFAULT_STEPS:
+        found.add(HOOKS_WATCHED_KIND)  # the hooks watched it by default: no variable to set would add a call
     if watched:
         found.add("watch")
         if step is None or step in watched:

@@ -176,8 +176,11 @@ def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
         what, change = (text.format(step=first.get("step")) for text in recorded_evidence.MISSING_EVIDENCE[kind])
         asked = [s for s in sides if recorded_evidence.WATCH_ASKED_KIND in have.get(s, ())]
         hooked = all(recorded_evidence.HOOKS_KIND in have.get(s, ()) for s in sides)
+        by_default = [s for s in sides if recorded_evidence.HOOKS_WATCHED_KIND in have.get(s, ())]
         if kind in ("watch", "watch_step") and asked:  # never ask for the variable a side already had
             change = recorded_evidence.ALREADY_ASKED.format(step=first.get("step"))
+        elif kind == "watch_step" and by_default and len(by_default) == len(sides):  # nor for steps watched already
+            change = recorded_evidence.HOOKS_WATCHED.format(step=first.get("step"))
         elif hooked and kind in recorded_evidence.HOOKS_MISSING:  # recorded with no line changed: no line to add
             change = recorded_evidence.HOOKS_MISSING[kind].format(step=first.get("step"))
         out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
