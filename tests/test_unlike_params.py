@@ -365,3 +365,19 @@ def test_saves_to_file_objects_are_named_by_their_files_in_key_paths_and_words(t
     assert found["held_after"] == [None, None], found
     assert "save that state at the same moment" not in words, words
     assert "the state itself differs: a copy kept beside the model (an EMA) updated otherwise" in words, words
+
+
+def test_a_save_after_the_last_equal_step_with_another_optimizer_stepped_since_is_not_compared(tmp_path):
+    """StyleGAN2's slip 2 (the generator's Adam with other betas): the counted steps are the discriminator's, equal
+    through step 2; the generator's optimizer stepped after step 2, then the checkpoint was saved. Its generator
+    tensors differ because the training differs, which no record of step 2 covers: "a difference in what was saved,
+    not in what trained" was false. A save at the last equal step is compared only where no other optimizer stepped
+    after it."""
+    raw = _saves(tmp_path, "raw", [(2, "/r/000000.pt", {"g.w": "g1", "d.w": "d1"})])
+    port = _saves(tmp_path, "port", [(2, "/p/000000.pt", {"g.w": "g2", "d.w": "d1"})])
+    assert hooked.checkpoint_contents_apart(raw, port, equal_through=2)["apart"] == [["g.w"], ["g.w"]]
+    facts = json.loads((port / "trace" / "rank0.hooks.json").read_text())
+    facts["other_optimizers"] = {"0": {"class": "Adam", "built": 0, "steps": 1, "after_steps": [2]}}
+    (port / "trace" / "rank0.hooks.json").write_text(json.dumps(facts))
+    assert hooked.checkpoint_contents_apart(raw, port, equal_through=2) is None
+    assert hooked.checkpoint_contents_apart(raw, port, equal_through=3)["apart"] == [["g.w"], ["g.w"]]

@@ -434,6 +434,18 @@ def _held_after(names: list[str], x: dict[str, str], saves_y: dict, step: int) -
     return None
 
 
+def _other_optimizer_after(run_a, run_b, rank, step) -> bool:
+    """An optimizer other than the counted one stepped after step `step` on either side (a GAN's generator after its
+    discriminator's step): a save after that step holds an update no record of the step covers."""
+    for run in (run_a, run_b):
+        others = read_hook_facts(run, rank).get("other_optimizers")
+        if isinstance(others, dict) and any(
+            step in (entry.get("after_steps") or []) for entry in others.values() if isinstance(entry, dict)
+        ):
+            return True
+    return False
+
+
 def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None:
     """The first save (by step, then rank) both sides made after the same step on the same rank, the training
     bitwise equal through that step, whose tensors saved under names that end alike hold other values:
@@ -442,8 +454,8 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
     saves = {rank: (_saved_contents(run_a, rank), _saved_contents(run_b, rank)) for rank in ranks}
     common = sorted({(step, rank) for rank, (a, b) in saves.items() for step in set(a) & set(b)})
     for step, rank in common:
-        if step > equal_through:
-            return None
+        if step > equal_through or (step == equal_through and _other_optimizer_after(run_a, run_b, rank, step)):
+            return None  # what trained after the step the records cover may be in the save
         (path_a, a), (path_b, b) = saves[rank][0][step], saves[rank][1][step]
         apart_a, held = _apart(a, b)
         apart_b, _ = _apart(b, a)
