@@ -535,3 +535,22 @@ def test_the_heartbeat_thread_calls_nothing_of_torch(tmp_path):
     recorder.finish(torch.nn.Linear(1, 1))
     assert torch_calls == []
     assert json.loads((tmp_path / "trace" / "rank0.progress").read_text())["total_steps"] is None
+
+
+def test_a_batch_sampler_yielding_more_than_indices_leaves_the_evaluation_digest_out():
+    """The hooks digest the indices each DataLoader iterator yields (an evaluation's samples are compared by them). A
+    batch sampler of a program's own may yield other things than indices (pairs of an index and its augmentation's
+    parameters): its iterator's digest is then left out (null), never a failure of the DataLoader hooks."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from ddp_parity.hooks import data
+
+    fact = {"batches": 0, "indices_sha256": ""}
+    iterator = SimpleNamespace(**{data.PASS: (fact, hashlib.sha256())})
+    data._note_indices(iterator, [1, 2])
+    assert fact["batches"] == 1 and len(fact["indices_sha256"]) == 64
+    data._note_indices(iterator, [("crop", 3)])
+    assert fact == {"batches": 2, "indices_sha256": None}
+    data._note_indices(iterator, [4, 5])  # once left out, it stays out: the digest no longer covers the pass
+    assert fact == {"batches": 3, "indices_sha256": None}

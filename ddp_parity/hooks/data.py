@@ -93,7 +93,11 @@ def _note_indices(iterator, index) -> None:
     if index is None or fact.get("indices_sha256", "") is None:
         fact["indices_sha256"] = None  # a batch without indices (an IterableDataset): nothing to compare
         return
-    digest.update(repr([int(i) for i in index]).encode())
+    try:
+        digest.update(repr([int(i) for i in index]).encode())
+    except (TypeError, ValueError):  # a batch sampler of the program's own yielding more than indices
+        fact["indices_sha256"] = None
+        return
     fact["indices_sha256"] = digest.hexdigest()
 
 
