@@ -546,11 +546,13 @@ def test_a_batch_sampler_yielding_more_than_indices_leaves_the_evaluation_digest
 
     from ddp_parity.hooks import data
 
-    fact = {"batches": 0, "indices_sha256": ""}
-    iterator = SimpleNamespace(**{data.PASS: (fact, hashlib.sha256())})
+    sampler = SimpleNamespace(epoch=0)
+    fact = {"batches": 0, "indices_sha256": "", "sampler": {"class": "DistributedSampler", "epoch": 0}}
+    iterator = SimpleNamespace(**{data.PASS: (fact, hashlib.sha256(), sampler)})
+    sampler.epoch = 3  # set_epoch after iter(loader), before the first batch: the epoch the order was drawn with
     data._note_indices(iterator, [1, 2])
-    assert fact["batches"] == 1 and len(fact["indices_sha256"]) == 64
+    assert fact["batches"] == 1 and len(fact["indices_sha256"]) == 64 and fact["sampler"]["epoch"] == 3
     data._note_indices(iterator, [("crop", 3)])
-    assert fact == {"batches": 2, "indices_sha256": None}
+    assert (fact["batches"], fact["indices_sha256"]) == (2, None)
     data._note_indices(iterator, [4, 5])  # once left out, it stays out: the digest no longer covers the pass
-    assert fact == {"batches": 3, "indices_sha256": None}
+    assert (fact["batches"], fact["indices_sha256"]) == (3, None)

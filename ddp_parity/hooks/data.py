@@ -88,7 +88,9 @@ def _note_indices(iterator, index) -> None:
     entry = iterator.__dict__.get(PASS)
     if entry is None:
         return
-    fact, digest = entry
+    fact, digest, sampler = entry
+    if fact["batches"] == 0 and sampler is not None:  # the order was drawn at the first batch, from this epoch
+        fact["sampler"]["epoch"] = _plain_epoch(sampler)
     fact["batches"] += 1
     if index is None or fact.get("indices_sha256", "") is None:
         fact["indices_sha256"] = None  # a batch without indices (an IterableDataset): nothing to compare
@@ -155,7 +157,8 @@ def _note_iterator(iterator, loader) -> None:
     """A DataLoader was iterated: its iterator drew one number for its workers' base seed, from the global
     generator where the loader has no generator= of its own (and a RandomSampler without one draws another).
     Its sampler as it is now (a DistributedSampler's epoch: the last set_epoch on it) is noted beside, and the
-    indices it yields are digested as it yields them (`_note_indices`)."""
+    indices it yields are digested as it yields them (`_note_indices`). The epoch is read again at the first batch,
+    where the sampler drew its order: a set_epoch between iter(loader) and the first batch is the one it used."""
     live = recording()
     if live is None:
         return
@@ -173,7 +176,7 @@ def _note_iterator(iterator, loader) -> None:
         },
     )
     if fact is not None:
-        iterator.__dict__[PASS] = (fact, hashlib.sha256())
+        iterator.__dict__[PASS] = (fact, hashlib.sha256(), sampler)
 
 
 def _plain_epoch(sampler):
