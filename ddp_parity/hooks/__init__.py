@@ -9,12 +9,12 @@ and hand the facts to one `TraceRecorder`, the one writer of the trace format.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from ddp_parity.hooks.after_import import AfterImport
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "bootstrap"
 RECORD_ENV = "DDP_PARITY_RECORD_OUT"  # the run directory every process of the command records into
@@ -45,7 +45,7 @@ def install() -> None:
     if "torch" in sys.modules:
         _install_hooks(run_dir, side)
     else:
-        sys.meta_path.insert(0, _AfterTorchImport(run_dir, side))
+        sys.meta_path.insert(0, AfterImport("torch", lambda _torch: _install_hooks(run_dir, side)))
 
 
 def _install_hooks(run_dir: str, side: str) -> None:
@@ -55,27 +55,3 @@ def _install_hooks(run_dir: str, side: str) -> None:
         lifecycle.install_hooks(run_dir, side)
     except Exception as exc:
         print(f"ddp-parity record: hooks not installed, the program runs unrecorded: {exc!r}", file=sys.stderr)
-
-
-class _AfterTorchImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when `torch` is first imported, it lets the import run as it would and
-    installs the hooks right after torch's module has executed."""
-
-    def __init__(self, run_dir: str, side: str):
-        self.run_dir, self.side = run_dir, side
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch":
-            return None
-        sys.meta_path.remove(self)  # once: the real finders answer, we only follow
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_install(module):
-            exec_module(module)
-            _install_hooks(self.run_dir, self.side)
-
-        spec.loader.exec_module = exec_then_install
-        return spec

@@ -21,8 +21,6 @@ optimizer, a scheduler or a GradScaler, and each set_rng_state/set_state/setstat
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import os
 import sys
 
@@ -32,6 +30,7 @@ from torch.optim import optimizer as torch_optimizer
 
 from ddp_parity.fingerprints import sha256_of
 from ddp_parity.hooks import modules
+from ddp_parity.hooks.after_import import AfterImport
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS
 
@@ -68,7 +67,7 @@ def install() -> None:
         if name in sys.modules:
             patch(sys.modules[name])
         else:
-            sys.meta_path.insert(0, _AfterImport(name, patch))
+            sys.meta_path.insert(0, AfterImport(name, _checkpoint_patch(name, patch)))
 
 
 def _wrap_numpy(module) -> None:
@@ -290,29 +289,15 @@ def _dcp_state(args, kwargs, result):
     return _first(args, kwargs, "state_dict")
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Patches a module right after it is first imported (before the program can bind its names)."""
+def _checkpoint_patch(name: str, patch):
+    """`patch` as AfterImport calls it: a failure is said in `unrecorded`, never raised into the program's import."""
 
-    def __init__(self, name: str, patch):
-        self.name, self.patch = name, patch
+    def patched(module) -> None:
+        try:
+            patch(module)
+        except Exception as exc:
+            live = recording()
+            if live is not None:
+                live.could_not(f"{name}'s checkpoint functions", exc)
 
-    def find_spec(self, name, path=None, target=None):
-        if name != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_patch(module):
-            exec_module(module)
-            try:
-                self.patch(module)
-            except Exception as exc:
-                live = recording()
-                if live is not None:
-                    live.could_not(f"{self.name}'s checkpoint functions", exc)
-
-        spec.loader.exec_module = exec_then_patch
-        return spec
+    return patched

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.abc
-import importlib.machinery
 import random
 import sys
 import weakref
@@ -19,6 +17,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ddp_parity.fingerprints import buffers_sha256, hash_full_state, parameters_sha256, sha256_of
 from ddp_parity.hooks import evaluation, modules, rng
+from ddp_parity.hooks.after_import import AfterImport
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.module_hooks import ours
 from ddp_parity.watch import ModuleWatch
@@ -76,7 +75,7 @@ def _wrap_other_seeds() -> None:
     if numpy_random is not None:
         _wrap_numpy_seed(numpy_random)
     else:
-        sys.meta_path.insert(0, AfterImport("numpy.random", _wrap_numpy_seed))
+        sys.meta_path.insert(0, AfterImport("numpy.random", guarded("the numpy.random hooks")(_wrap_numpy_seed)))
 
 
 def _wrap_numpy_seed(numpy_random) -> None:
@@ -96,30 +95,6 @@ def _seeding(original, kind: str):
 def _note_other_seed(kind: str, value) -> None:
     if (live := recording()) is not None:
         live.note(kind, {"seed": value if value is None or isinstance(value, int) else f"{value!r:.80}"})
-
-
-class AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when the module `name` is first imported, it lets the import run as it would and
-    calls `then(module)` right after the module has executed, before the importer can bind a name from it."""
-
-    def __init__(self, name: str, then):
-        self.name, self.then = name, then
-
-    def find_spec(self, name, path=None, target=None):
-        if name != self.name:
-            return None
-        sys.meta_path.remove(self)  # once: the real finders answer, we only follow
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module, then = spec.loader.exec_module, guarded(f"the {name} hooks")(self.then)
-
-        def exec_then(module):
-            exec_module(module)
-            then(module)
-
-        spec.loader.exec_module = exec_then
-        return spec
 
 
 @guarded("seeds")
