@@ -652,3 +652,10 @@ def read_hook_facts(run_dir, rank: int) -> dict:
     except (OSError, ValueError):
         return {}
     return facts if isinstance(facts, dict) else {}
+
+
+def fact_items(facts: dict, key: str) -> list[dict]:
+    """The items of a list of facts in a rank's hooks facts ({count, items}): [] where there is none."""
+    value = facts.get(key) if isinstance(facts, dict) else None
+    items = value.get("items") if isinstance(value, dict) else None
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []

@@ -12,6 +12,7 @@ from ddp_parity.trace_files import (
     EVALUATION_COPY,
     EVALUATION_MODEL,
     TraceFormatError,
+    fact_items,
     read_evaluations,
     read_hook_facts,
     read_validation,
@@ -191,12 +192,8 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
 def _evaluation_loaders(run, rank: int, step: int) -> list[dict]:
     """The DataLoader iterators a rank's hooks saw start after `step` optimizer steps that no step trained from
     and that yielded a batch: an evaluation's loaders, in the order they started."""
-    items = (read_hook_facts(run, rank).get("loader_iterators") or {}).get("items") or []
-    return [
-        i
-        for i in items
-        if isinstance(i, dict) and i.get("before_step") == step + 1 and i.get("trained") is False and i.get("batches")
-    ]
+    items = fact_items(read_hook_facts(run, rank), "loader_iterators")
+    return [i for i in items if i.get("before_step") == step + 1 and i.get("trained") is False and i.get("batches")]
 
 
 def _samples(run_a, run_b, rank: int, said: dict, names) -> str | None:
@@ -221,7 +218,7 @@ def _samples(run_a, run_b, rank: int, said: dict, names) -> str | None:
         f"it ran on other samples: its DataLoader ({a.get('dataset')}) yielded other sample indices "
         f"({a['batches']} batch(es) on {names[0]}, {b['batches']} on {names[1]})"
     )
-    sa, sb = a.get("sampler") or {}, b.get("sampler") or {}
+    sa, sb = (x.get("sampler") if isinstance(x.get("sampler"), dict) else {} for x in (a, b))
     ea, eb = sa.get("epoch"), sb.get("epoch")
     if isinstance(ea, int) and isinstance(eb, int) and ea != eb and sa.get("shuffle") is not False:
         return out + (

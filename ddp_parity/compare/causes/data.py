@@ -39,7 +39,7 @@ from ddp_parity.compare.causes.seeds import other_generator_finding
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
-from ddp_parity.trace_files import read_hook_facts
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 # ---------------------------------------------------------------------------------------------
 # step numbers offset by a constant: a recording, not a training difference
@@ -525,15 +525,15 @@ def _repeats_first_epoch(run, rank, epoch) -> bool:
 def _pass_epochs(ctx: Context, side: str, rank, step) -> tuple[list, str] | None:
     """The sampler epochs at which each pass over a training DataLoader began up to `step` (the hooks' DataLoader
     iterators a step trained from, started before `step` + 1), and the sampler's class; None where unrecorded."""
-    items = ((read_hook_facts(ctx.run(side), rank) or {}).get("loader_iterators") or {}).get("items") or []
+    items = fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
     passes = [
         i
         for i in items
-        if isinstance(i, dict)
-        and i.get("trained") is True
+        if i.get("trained") is True
         and isinstance(i.get("before_step"), int)
         and i["before_step"] <= step
-        and isinstance((i.get("sampler") or {}).get("epoch"), int)
+        and isinstance(i.get("sampler"), dict)
+        and isinstance(i["sampler"].get("epoch"), int)
     ]
     if not passes:
         return None
@@ -766,8 +766,8 @@ def _loaders_in_main_process(ctx: Context, rank) -> bool:
     """Both sides' hooks recorded the DataLoader iterators they made, each with num_workers 0."""
     rank = rank if isinstance(rank, int) else 0
     for side in ("a", "b"):
-        items = ((read_hook_facts(ctx.run(side), rank) or {}).get("loader_iterators") or {}).get("items")
-        if not items or any(not isinstance(i, dict) or i.get("num_workers") != 0 for i in items):
+        items = fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
+        if not items or any(i.get("num_workers") != 0 for i in items):
             return False
     return True
 

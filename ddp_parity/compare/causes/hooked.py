@@ -23,7 +23,7 @@ from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.causes.initial_state import init_apart, init_digests
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
-from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, read_hook_facts, trace_ranks
+from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, fact_items, read_hook_facts, trace_ranks
 
 GLOBAL = ("torch", "cuda")  # the generators torch's random layers and samplers draw from
 LIBRARIES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "torchmetrics")
@@ -85,7 +85,7 @@ SEED_LISTS = {"torch": "seeds", "numpy": "numpy_seeds", "random": "random_seeds"
 
 
 def seeds_before(ctx: Context, side: str, rank, step, generator: str = "torch") -> list:
-    items = _items(read_hook_facts(ctx.run(side), rank), SEED_LISTS[generator])
+    items = fact_items(read_hook_facts(ctx.run(side), rank), SEED_LISTS[generator])
     return [i.get("seed") for i in items if isinstance(i.get("before_step"), int) and i["before_step"] <= step]
 
 
@@ -253,12 +253,6 @@ def _collectives_section(run_a, run_b, names) -> dict | None:
 # checkpoints and resumes
 
 
-def _items(facts: dict, key: str) -> list[dict]:
-    value = facts.get(key)
-    items = value.get("items") if isinstance(value, dict) else None
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-
-
 def restored(run, rank: int = 0) -> set[str] | None:
     """The kinds a rank restored for a resume (a checkpoint loaded, then training): what it handed back to
     torch after its last load before its steps. None where it loaded no checkpoint before training."""
@@ -266,7 +260,7 @@ def restored(run, rank: int = 0) -> set[str] | None:
     steps = facts.get("steps") if isinstance(facts.get("steps"), int) else 0
     loads = [
         c
-        for c in _items(facts, "checkpoints")
+        for c in fact_items(facts, "checkpoints")
         if str(c.get("op", "")).endswith("load") and isinstance(c.get("after_step"), int) and c["after_step"] < steps
     ]
     if not loads:
@@ -274,7 +268,7 @@ def restored(run, rank: int = 0) -> set[str] | None:
     after = loads[-1]["after_step"]
     return {
         str(r.get("kind"))
-        for r in _items(facts, "restores")
+        for r in fact_items(facts, "restores")
         if r.get("kind") in RESTORED and r.get("before_step") == after + 1 and not _puts_back(r)
     }
 
@@ -298,7 +292,7 @@ def _saving_ranks(run) -> dict[str, list[int]]:
     """{checkpoint path: the ranks that saved it}."""
     out: dict[str, list[int]] = {}
     for rank in trace_ranks(run):
-        for c in _items(read_hook_facts(run, rank), "checkpoints"):
+        for c in fact_items(read_hook_facts(run, rank), "checkpoints"):
             if str(c.get("op", "")).split(".")[-1] in CHECKPOINT_SAVE_OPS:
                 out.setdefault(str(c.get("op")), [])
                 if rank not in out[str(c.get("op"))]:
@@ -312,7 +306,7 @@ def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
     paths under its file's name (`ema_0_9_000006.out.weight`), so that a tensor the other side saves in one file
     is paired with each file's alike and held where any holds its values."""
     saves: dict[int, list[tuple[str, dict]]] = {}
-    for c in _items(read_hook_facts(run, rank), "checkpoints"):
+    for c in fact_items(read_hook_facts(run, rank), "checkpoints"):
         contents, step = c.get("contents"), c.get("after_step")
         if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(contents, dict) and contents:
             if isinstance(step, int) and not isinstance(step, bool):
@@ -363,7 +357,7 @@ def checkpoint_steps_apart(run_a, run_b) -> dict | None:
 def _save_steps(run, rank: int) -> list[int]:
     """The steps after which `rank` saved a checkpoint (torch.save, a DCP save), each once, in order."""
     out = set()
-    for c in _items(read_hook_facts(run, rank), "checkpoints"):
+    for c in fact_items(read_hook_facts(run, rank), "checkpoints"):
         step = c.get("after_step")
         if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(step, int):
             out.add(step)
