@@ -376,8 +376,7 @@ CONSTRUCTED_KEY = "optimizer_built"
 def constructed_optimizer(meta: dict) -> dict | None:
     """The optimizer the run stepped, as constructed (meta.optimizer_built's entry marked `stepped`, its
     parameters named), or None where the run was not recorded by hooks or named no parameter."""
-    built = meta.get(CONSTRUCTED_KEY)
-    stepped = [o for o in built if isinstance(o, dict) and o.get("stepped")] if isinstance(built, list) else []
+    stepped = [o for o in _built(meta) if o.get("stepped")]
     return stepped[0] if len(stepped) == 1 and stepped[0].get("named") else None
 
 
@@ -443,7 +442,7 @@ def _other_optimizers_apart(ctx: Context) -> Finding | None:
     """The optimizers each side built besides the one whose steps are counted (a GAN's generator's beside its
     discriminator's), each paired with the other side's holding the most of its parameters by name, compared as
     constructed: a setting apart there is that optimizer's param groups, from its first step."""
-    others = [[o for o in _named_built(ctx.meta(s)) if not o.get("stepped")] for s in ("a", "b")]
+    others = [[o for o in _built(ctx.meta(s)) if o.get("named") and not o.get("stepped")] for s in ("a", "b")]
     na, nb = ctx.names
     for opt_a in others[0]:
         settings_a = _settings_by_param(opt_a)
@@ -474,9 +473,10 @@ def _other_optimizers_apart(ctx: Context) -> Finding | None:
     return None
 
 
-def _named_built(meta: dict) -> list[dict]:
+def _built(meta: dict) -> list[dict]:
+    """meta.optimizer_built: every optimizer the hooks saw constructed ([] where the run was recorded otherwise)."""
     built = meta.get(CONSTRUCTED_KEY)
-    return [o for o in built if isinstance(o, dict) and o.get("named")] if isinstance(built, list) else []
+    return [o for o in built if isinstance(o, dict)] if isinstance(built, list) else []
 
 
 def _trained_by_one_optimizer(ctx: Context, only: dict) -> Finding | None:
