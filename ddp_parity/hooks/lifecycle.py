@@ -142,7 +142,10 @@ def _wrap_destroy() -> None:
     @functools.wraps(original)
     def destroy_process_group(*args, **kwargs):
         if not args and kwargs.get("group") is None:  # the default group: the run's end
-            finish()
+            if _finish_with_a_collective():
+                # the program's own barrier before destroy_process_group is no longer its last collective:
+                # the trace's came after it, so the ranks meet again before any of them tears gloo down
+                _meet_at_the_end()
             # as ddp_parity.destroy_process_group: a DDP wrapper the program dropped but a reference cycle
             # still holds keeps gloo's threads alive to interpreter exit, where they abort the process
             gc.collect()
@@ -157,18 +160,34 @@ def finish_at_exit() -> None:
     while its peer was still in the last collective aborted that peer's process under gloo (SIGABRT at
     interpreter exit: StyleGAN2's loop, about one recorded run in ten), where the program alone, whose last
     collective comes long before its exit, did not."""
+    if _finish_with_a_collective():
+        _meet_at_the_end()
+        _destroy_at_exit()
+
+
+def _finish_with_a_collective() -> bool:
+    """finish(), and whether this call ran the trace's collective (the replica check at the end)."""
     live = state.current
     open_before = live is not None and live.recorder is not None and live.recorder._ended is None
     finish()
-    if open_before and live.recorder._ended == "finish()":  # this exit ran the trace's collective
-        _leave_together()
+    return open_before and live.recorder._ended == "finish()"
+
+
+def _gloo_group_of_several() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 and dist.get_backend() == "gloo"
+
+
+@guarded("the ranks' meeting at the end")
+def _meet_at_the_end() -> None:
+    """Under gloo, a barrier with a deadline (a peer gone is said, never waited for): no rank tears its group
+    down while a peer is still in the trace's last collective (a SIGABRT of one rank at its exit)."""
+    if _gloo_group_of_several():
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=EXIT_BARRIER_S))
 
 
 @guarded("the process group at exit")
-def _leave_together() -> None:
-    """Under gloo, a barrier with a deadline (a peer gone is said, never waited for), then the group destroyed."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 and dist.get_backend() == "gloo":
-        dist.monitored_barrier(timeout=datetime.timedelta(seconds=EXIT_BARRIER_S))
+def _destroy_at_exit() -> None:
+    if _gloo_group_of_several():
         dist.destroy_process_group()
 
 
