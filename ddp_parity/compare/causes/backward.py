@@ -208,12 +208,13 @@ def check_sync_pattern(ctx: Context) -> Finding | None:
     step's backwards steps on each rank's own gradients; both syncing the last, the average is the same sum in
     another order, which explains a rounding-level difference only."""
     f = ctx.earliest
-    if f is None or f["quantity"] not in ("grad_norm", "param_digest") or not _several_ranks(ctx):
+    if f is None or f["quantity"] not in SYNC_PARTS or not _several_ranks(ctx):
         return None
     patterns = _sync_patterns(ctx, f["rank"])
-    here = patterns.get(f["step"])
-    if here is None or here[0] == here[1]:
+    at = _sync_step(f, patterns)
+    if at is None:
         return None
+    here = patterns[at]
     unsynced = [s for s, p in zip("ab", here) if not p[-1]]
     if len(unsynced) == 1:
         shape, side = "unsynced", unsynced[0]
@@ -225,13 +226,22 @@ def check_sync_pattern(ctx: Context) -> Finding | None:
             return None  # both average the same gradients: another order rounds, it does not move them further
         shape, side = "order", "a" if sum(here[0]) > sum(here[1]) else "b"
     every = all(p == here for p in patterns.values())
-    when = "at every step" if every else f"at step {f['step']}"
+    when = "at every step" if every else f"at step {at}"
+    if at == f["step"] - 1:
+        when += f" (step {at}'s update came before this loss)"
+    elif at != f["step"]:
+        when += f" (from step {at}, before this loss)"
     facts = (
         f"At step {f['step']} rank {f['rank']} the {SYNC_PARTS[f['quantity']]} differs ({fmt(f['a'])} vs "
         f"{fmt(f['b'])}), and DDP's "
         f"gradient sync per micro-batch (no_sync / require_backward_grad_sync, as each backward ran) differs {when}: "
         f"{ctx.label('a')} [{_pattern_words(here[0])}], {ctx.label('b')} [{_pattern_words(here[1])}]."
     )
+    if at != f["step"]:
+        facts += (
+            f" Step {at}'s gradient norm and digested parameters were recorded equal: the gradients it averaged "
+            "otherwise parted below what those show (a norm rounds alike, the digest sums a few tensors)."
+        )
     evidence = {"grad_sync": ctx.both(*here), f["quantity"]: ctx.both(f["a"], f["b"]), "sync_shape": shape}
     why, fix = SYNC_WORDS[shape]
     other = ctx.label(other_side(side))
@@ -246,6 +256,17 @@ def check_sync_pattern(ctx: Context) -> Finding | None:
         why=why.format(**values),
         fix=fix.format(**values),
     )
+
+
+def _sync_step(f: dict, patterns: dict) -> int | None:
+    """The step whose sync patterns explain the first difference: that step's, for its gradient norm or the
+    parameters after it; for a loss (computed before its step's update), the first earlier step whose patterns
+    differ, with nothing recorded apart between it and the loss."""
+    if f["quantity"] != "loss":
+        here = patterns.get(f["step"])
+        return f["step"] if here is not None and here[0] != here[1] else None
+    apart = [step for step, (a, b) in patterns.items() if a != b and isinstance(step, int) and step < f["step"]]
+    return min(apart) if apart else None
 
 
 def _several_ranks(ctx: Context) -> bool:
@@ -266,7 +287,7 @@ def _pattern_words(flags: list) -> str:
     return ", ".join("sync" if x else "no sync" for x in flags)
 
 
-SYNC_PARTS = {"grad_norm": "gradient norm", "param_digest": "parameter digest after the step"}
+SYNC_PARTS = {"grad_norm": "gradient norm", "param_digest": "parameter digest after the step", "loss": "loss"}
 
 # why, fix per shape of the two sync patterns (check_sync_pattern)
 SYNC_WORDS = {
