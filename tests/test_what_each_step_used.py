@@ -90,6 +90,44 @@ def test_an_lr_built_apart_and_used_apart_after_a_warmup_from_zero_is_dated_from
     assert "from the first step on" not in d["explanation"], d["explanation"]
 
 
+def test_a_parameter_in_another_group_is_named_though_each_groups_values_were_alike_at_every_step(tmp_path):
+    """The seventh first pass (SLIP's slip 3: the `p.ndim < 2` test dropped from the weight-decay split): every
+    step's groups held the same values on both sides, group by group, and a bias sat in the decayed group on one
+    side only. The records hold each group's values, not its members: the tool took weight_decay as set alike at
+    every step and said the param groups were equal."""
+    names = ["net.0.weight", "net.0.bias", "net.2.weight"]
+
+    def split(decayed: list[str]) -> list[dict]:
+        groups = [
+            {"params": decayed, "lr": 0.001, "weight_decay": 0.04, "eps": 1e-8},
+            {"params": [n for n in names if n not in decayed], "lr": 0.001, "weight_decay": 0.0, "eps": 1e-8},
+        ]
+        return [{"class": "AdamW", "named": True, "stepped": True, "param_groups": groups}]
+
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    meta_a["optimizer_built"] = split(["net.0.weight", "net.0.bias", "net.2.weight"][:2])
+    meta_b["optimizer_built"] = split(["net.0.weight"])
+    records_a = trained_apart(with_groups(make_records()), from_step=2)
+    _, d = run_diagnosis(
+        *pair(tmp_path, records_a=records_a, records_b=with_groups(make_records()), meta_a=meta_a, meta_b=meta_b)
+    )
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    assert "weight_decay: 0.04 vs 0.0 for net.0.bias." in d["explanation"], d["explanation"]
+    # the same members on both sides: the construction value every step overwrote alike is still no difference
+    meta_b["optimizer_built"] = split(["net.0.weight", "net.0.bias"])
+    meta_b["optimizer_built"][0]["param_groups"][0]["weight_decay"] = 0.03
+    report, d = run_diagnosis(
+        *pair(
+            tmp_path / "members",
+            records_a=with_groups(make_records()),
+            records_b=with_groups(make_records()),
+            meta_a=meta_a,
+            meta_b=meta_b,
+        )
+    )
+    assert report["verdict"] == "equivalent" and "param groups differ" not in d["explanation"], d["explanation"]
+
+
 def test_batches_apart_where_one_side_recorded_no_indices_are_never_called_the_same_samples(tmp_path):
     """improved-diffusion feeds its loop from its own generator (`while True: yield from loader`), so its side
     records a batch digest and no indices: its samples are not compared, so they are never said equal, nor counted

@@ -400,11 +400,13 @@ def check_param_groups(ctx: Context) -> Finding | None:
             return left_out
     # a key both sides recorded alike as every step ran: the value it was built with never reached an update
     # (the loop sets it before each step); one recorded apart is dated from the step it parts at
-    overwritten = keys_used_alike_every_step(ctx)
+    used_alike = _used_alike_every_step(ctx, opt_a, opt_b)
     differing: dict[str, list] = {}
     for name, (ka, kb) in sorted(pairs.items()):
         sa, sb = settings_a[ka], settings_b[kb]
-        for key in sorted((set(sa) | set(sb)) - overwritten):
+        for key in sorted(set(sa) | set(sb)):
+            if used_alike(ka, kb, key):
+                continue
             if not same_value(stable(sa.get(key)), stable(sb.get(key))):  # a function by its name, not address
                 differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
     if not at_construction:  # a scheduled key apart on every parameter may be a schedule read elsewhere
@@ -517,6 +519,54 @@ def recorded_groups(ctx: Context, rank=0):
         if isinstance(ga, list) and isinstance(gb, list) and ga and len(ga) == len(gb):
             if all(isinstance(g, dict) for g in (*ga, *gb)):
                 out.append((ra.get("step"), ga, gb))
+    return out
+
+
+def _used_alike_every_step(ctx: Context, opt_a: dict, opt_b: dict):
+    """(a's name, b's name, key) -> whether every recorded step ran both parameters with the same value of the key:
+    the records hold each group's values, not its parameters, so a parameter's value is its group's where the
+    optimizer's groups are known by name (a parameter in the weight-decay group on one side and in the other
+    group on the other used other values at every step, though each group's own values were alike). Without
+    named groups, a key alike in every group at every step is alike for every parameter."""
+    index_a, index_b = _group_index(opt_a), _group_index(opt_b)
+    if not (index_a and index_b):
+        alike = keys_used_alike_every_step(ctx)
+        return lambda ka, kb, key: key in alike
+    steps = [(ra.get("param_groups"), rb.get("param_groups")) for ra, rb in aligned_records(ctx, 0)]
+    if not steps or not all(isinstance(ga, list) and isinstance(gb, list) for ga, gb in steps):
+        return lambda ka, kb, key: False
+    known: dict[tuple, bool] = {}
+
+    def used_alike(ka: str, kb: str, key: str) -> bool:
+        where = (index_a.get(ka), index_b.get(kb), key)
+        if where not in known:
+            ia, ib, _ = where
+            known[where] = (
+                ia is not None
+                and ib is not None
+                and all(
+                    ia < len(ga)
+                    and ib < len(gb)
+                    and isinstance(ga[ia], dict)
+                    and isinstance(gb[ib], dict)
+                    and key in ga[ia]
+                    and key in gb[ib]
+                    and json.dumps(ga[ia][key], default=str) == json.dumps(gb[ib][key], default=str)
+                    for ga, gb in steps
+                )
+            )
+        return known[where]
+
+    return used_alike
+
+
+def _group_index(optimizer: dict) -> dict[str, int]:
+    """{parameter name: the index of its param group} as the optimizer was recorded ({} where it names none)."""
+    out = {}
+    for index, group in enumerate(optimizer.get("param_groups") or []):
+        if isinstance(group, dict):
+            for name in group.get("params") or []:
+                out[str(name)] = index
     return out
 
 
