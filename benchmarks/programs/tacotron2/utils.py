@@ -1,3 +1,4 @@
+# ruff: noqa
 import numpy as np
 from scipy.io.wavfile import read
 import torch
@@ -16,7 +17,7 @@ def load_wav_to_torch(full_path):
 
 
 def load_filepaths_and_text(filename, split="|"):
-    with open(filename, encoding='utf-8') as f:
+    with open(filename, encoding="utf-8") as f:
         filepaths_and_text = [line.strip().split(split) for line in f]
     return filepaths_and_text
 
