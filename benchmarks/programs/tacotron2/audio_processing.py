@@ -1,8 +1,8 @@
 # ruff: noqa
 import torch
 import numpy as np
-from scipy.signal import get_window
-import librosa.util as librosa_util
+from standins import get_window  # changed: scipy is not installed
+import standins as librosa_util  # changed: librosa is not installed (pad_center, normalize)
 
 
 def window_sumsquare(window, n_frames, hop_length=200, win_length=800, n_fft=800, dtype=np.float32, norm=None):

@@ -1,4 +1,4 @@
-import tensorflow as tf
+from standins import tf  # changed: tensorflow is not installed (HParams, logging)
 from text import symbols
 
 

@@ -1,6 +1,6 @@
 # ruff: noqa
 import torch
-from librosa.filters import mel as librosa_mel_fn
+from standins import mel as librosa_mel_fn  # changed: librosa is not installed
 from audio_processing import dynamic_range_compression
 from audio_processing import dynamic_range_decompression
 from stft import STFT

@@ -1,7 +1,7 @@
 # ruff: noqa
 import random
 import torch
-from torch.utils.tensorboard import SummaryWriter
+from standins import SummaryWriter  # changed: tensorboard is not installed (no-op writer)
 from plotting_utils import plot_alignment_to_numpy, plot_spectrogram_to_numpy
 from plotting_utils import plot_gate_outputs_to_numpy
 

@@ -7,7 +7,7 @@ import numpy as np
 
 def save_figure_to_numpy(fig):
     # save it to a numpy array.
-    data = np.fromstring(fig.canvas.tostring_rgb(), dtype=np.uint8, sep="")
+    data = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()  # changed: matplotlib 3.10 removed tostring_rgb
     data = data.reshape(fig.canvas.get_width_height()[::-1] + (3,))
     return data
 

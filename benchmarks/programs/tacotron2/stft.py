@@ -35,8 +35,8 @@ import torch
 import numpy as np
 import torch.nn.functional as F
 from torch.autograd import Variable
-from scipy.signal import get_window
-from librosa.util import pad_center, tiny
+from standins import get_window  # changed: scipy is not installed
+from standins import pad_center, tiny  # changed: librosa is not installed
 from audio_processing import window_sumsquare
 
 

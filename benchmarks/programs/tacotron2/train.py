@@ -26,11 +26,13 @@ def reduce_tensor(tensor, n_gpus):
 
 
 def init_distributed(hparams, n_gpus, rank, group_name):
-    assert torch.cuda.is_available(), "Distributed mode requires CUDA."
+    # assert torch.cuda.is_available(), "Distributed mode requires CUDA."  # changed: CPU, gloo
     print("Initializing Distributed")
 
     # Set cuda device so everything is done on the right GPU.
-    torch.cuda.set_device(rank % torch.cuda.device_count())
+    # torch.cuda.set_device(rank % torch.cuda.device_count())  # changed: CPU, no device
+    addr, port = os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]  # changed: the harness's address and port
+    hparams.dist_url = "tcp://{}:{}".format(addr, port)  # changed: as above (tcp:// init as the authors')
 
     # Initialize distributed communication
     dist.init_process_group(
@@ -78,7 +80,7 @@ def prepare_directories_and_logger(output_directory, log_directory, rank):
 
 
 def load_model(hparams):
-    model = Tacotron2(hparams).cuda()
+    model = Tacotron2(hparams)  # changed: CPU, no .cuda()
     if hparams.fp16_run:
         model.decoder.attention_layer.score_mask_value = finfo("float16").min
 

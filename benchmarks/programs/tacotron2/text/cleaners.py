@@ -14,7 +14,7 @@ hyperparameter. Some cleaners are English-specific. You'll typically want to use
 """
 
 import re
-from unidecode import unidecode
+from standins import unidecode  # changed: unidecode is not installed
 from .numbers import normalize_numbers
 
 

@@ -1,7 +1,7 @@
 # ruff: noqa
 """from https://github.com/keithito/tacotron"""
 
-import inflect
+from standins import inflect  # changed: inflect is not installed
 import re
 
 
