@@ -12,6 +12,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from loss_function import Tacotron2Loss
 from model import Tacotron2
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 
 
 class Tacotron2Module(L.LightningModule):
@@ -51,8 +52,9 @@ class TextMelData(L.LightningDataModule):
     def train_dataloader(self):
         return DataLoader(
             self.trainset,
+            sampler=DistributedSampler(self.trainset),  # round 1: the sampler train.py builds (seed 0)
             num_workers=1,
-            shuffle=True,
+            shuffle=False,
             batch_size=self.hp.batch_size,
             pin_memory=False,
             drop_last=True,
@@ -62,6 +64,7 @@ class TextMelData(L.LightningDataModule):
     def val_dataloader(self):
         return DataLoader(
             self.valset,
+            sampler=DistributedSampler(self.valset),  # round 1: as train.py's validate() builds it
             num_workers=1,
             shuffle=False,
             batch_size=self.hp.batch_size,
@@ -93,6 +96,7 @@ def main():
         val_check_interval=hp.iters_per_checkpoint,
         check_val_every_n_epoch=None,
         callbacks=[checkpoint],
+        use_distributed_sampler=False,  # round 1: the samplers above, not Lightning's (seeded from PL_GLOBAL_SEED)
         default_root_dir=args.output_directory,
     )
     trainer.fit(module, datamodule=data)
