@@ -96,6 +96,7 @@ def main():
         val_check_interval=hp.iters_per_checkpoint,
         check_val_every_n_epoch=None,
         callbacks=[checkpoint],
+        num_sanity_val_steps=0,  # round 2: the sanity check's validation drew from the global generator
         use_distributed_sampler=False,  # round 1: the samplers above, not Lightning's (seeded from PL_GLOBAL_SEED)
         default_root_dir=args.output_directory,
     )
