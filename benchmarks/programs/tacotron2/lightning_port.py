@@ -81,7 +81,9 @@ def main():
     args = parser.parse_args()
     hp = create_hparams(args.hparams)
 
-    L.seed_everything(hp.seed)
+    # round 3 (the tool: undetermined, rng first): seed_everything sets PL_GLOBAL_SEED, and DDPStrategy's
+    # setup_distributed re-seeds from it (reset_seed) after the model is built here; train.py seeds once
+    torch.manual_seed(hp.seed)
     module = Tacotron2Module(hp)
     data = TextMelData(hp)
     checkpoint = ModelCheckpoint(
