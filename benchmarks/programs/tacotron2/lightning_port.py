@@ -16,6 +16,14 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 
+class NoSetEpochSampler(DistributedSampler):
+    """round 5 (the tool: set_epoch, raw replays its first epoch): train.py never calls set_epoch, so every epoch
+    draws epoch 0's permutation; Lightning calls set_epoch on the loader's sampler each epoch: a no-op here."""
+
+    def set_epoch(self, epoch):
+        pass
+
+
 class Tacotron2Module(L.LightningModule):
     def __init__(self, hp, output_directory, log_directory):
         super().__init__()
@@ -93,7 +101,7 @@ class TextMelData(L.LightningDataModule):
     def train_dataloader(self):
         return DataLoader(
             self.trainset,
-            sampler=DistributedSampler(self.trainset),  # round 1: the sampler train.py builds (seed 0)
+            sampler=NoSetEpochSampler(self.trainset),  # round 1: the sampler train.py builds (seed 0); round 5
             num_workers=1,
             shuffle=False,
             batch_size=self.hp.batch_size,
