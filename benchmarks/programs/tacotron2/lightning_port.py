@@ -9,6 +9,7 @@ import lightning as L
 import torch
 from data_utils import TextMelCollate, TextMelLoader
 from hparams import create_hparams
+from lightning.pytorch.strategies import DDPStrategy
 from logger import Tacotron2Logger
 from loss_function import Tacotron2Loss
 from model import Tacotron2
@@ -125,7 +126,10 @@ def main():
     module = Tacotron2Module(hp, args.output_directory, args.log_directory)
     data = TextMelData(hp)
     trainer = L.Trainer(
-        strategy="ddp",
+        # round 6 (the tool: EQUIVALENT, warning evaluation_differs on rank 1 after step 5): DDP broadcasts rank 0's
+        # BatchNorm buffers before every forward; train.py's apply_gradient_allreduce never syncs buffers, so each
+        # rank keeps its own running statistics (meta.json's per-rank buffers_sha256 differ on rank 1)
+        strategy=DDPStrategy(broadcast_buffers=False),
         accelerator="cpu",
         devices=2,
         max_epochs=hp.epochs,
