@@ -12,6 +12,7 @@ from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
 from benchmarks.programs.swav.standins import write_images as write_swav_images
+from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
 
 NANOGPT_TINY = [
     "--out_dir={out}",
@@ -154,6 +155,19 @@ MOCOV3_TINY = ["data", "-a", "resnet50", "--seed=0", "--workers=0", "-b", "16", 
 MOCOV3_TINY += ["--moco-dim=16", "--moco-mlp-dim=32", "--moco-m-cos", "--moco-t=0.2", "--print-freq=1"]
 MOCOV3_SPAWN = ["--multiprocessing-distributed", "--world-size=1", "--rank=0", "--dist-url=env://"]
 MOCOV3_SPAWN += ["--dist-backend=gloo"]
+
+# tacotron2: its own launcher multiproc.py spawns train.py (by its absolute path) once a rank, which joins by a tcp://
+# URL from MASTER_ADDR/MASTER_PORT; the tiny hparams through the authors' own --hparams string (HParams.parse)
+TACOTRON2_HPARAMS = "distributed_run=True,dist_backend=gloo,epochs=3,iters_per_checkpoint=4,"
+TACOTRON2_HPARAMS += "training_files=data/train.txt,validation_files=data/val.txt,text_cleaners=[basic_cleaners],"
+TACOTRON2_HPARAMS += "sampling_rate=8000,filter_length=256,hop_length=64,win_length=256,n_mel_channels=8,"
+TACOTRON2_HPARAMS += "mel_fmax=4000.0,"
+TACOTRON2_HPARAMS += "symbols_embedding_dim=16,encoder_kernel_size=3,encoder_embedding_dim=16,decoder_rnn_dim=16,"
+TACOTRON2_HPARAMS += "prenet_dim=8,attention_rnn_dim=16,attention_dim=8,attention_location_n_filters=4,"
+TACOTRON2_HPARAMS += "attention_location_kernel_size=5,postnet_embedding_dim=8,postnet_kernel_size=3,"
+TACOTRON2_HPARAMS += "postnet_n_convolutions=3,batch_size=2"
+tacotron2_TINY = ["-o", "{out}/out", "-l", "logs", "--hparams=" + TACOTRON2_HPARAMS]
+TACOTRON2_TRAIN = str(Path(__file__).parent / "tacotron2" / "train.py")
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -564,6 +578,28 @@ PROGRAMS = {
             source="facebookresearch/moco-v3 main_moco.py, moco/builder.py, moco/loader.py, moco/optimizer.py "
             "(CC-BY-NC 4.0, c349e6e); torchvision, tensorboard and ImageNet stood in for (standins.py), a ResNet of "
             "one Bottleneck a stage (widths 4-8-16-32), no SyncBatchNorm on CPU",
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
+        ),
+        Program(
+            name="tacotron2",
+            folder="tacotron2",
+            raw=["multiproc.py", TACOTRON2_TRAIN, *tacotron2_TINY],
+            port=["lightning_port.py", *tacotron2_TINY],
+            style="no torch DDP: its own apply_gradient_allreduce (the state broadcast from rank 0 at the wrap, applied"
+            " twice; gradient hooks queue an autograd-engine callback that all-reduces the flattened gradients "
+            "and divides by the world size; buffers never synced); its own launcher multiproc.py (train.py "
+            "--rank=i subprocesses, a tcp:// init); the lr set by hand every iteration; clip_grad_norm_; "
+            "model.zero_grad(); a DistributedSampler whose set_epoch is never called; a DataLoader with one "
+            "worker; the decoder prenet's dropout always on (also in eval); validation every iters_per_checkpoint"
+            " iterations from iteration 0 (its own DistributedSampler, reduce_tensor) and a checkpoint on rank 0 "
+            "after it",
+            source="NVIDIA/tacotron2 train.py, distributed.py, multiproc.py, model.py, layers.py, loss_function.py, "
+            "data_utils.py, hparams.py, utils.py, stft.py, audio_processing.py, logger.py, plotting_utils.py, text/ "
+            "(BSD-3-Clause; text/ MIT, 185cd24); tensorflow's HParams, librosa, scipy, tensorboard, unidecode, "
+            "inflect and LJSpeech stood in for (standins.py: 12 short wavs drawn from a fixed seed)",
+            prepare=lambda work: write_tacotron2_data(str(work / "data")),
             recording="hooks",
             raw_launch="python",
             suite=False,
