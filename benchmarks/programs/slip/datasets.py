@@ -1,3 +1,4 @@
+# ruff: noqa
 # Copyright (c) Meta Platforms, Inc. and affiliates.
 # All rights reserved.
 
@@ -24,66 +25,66 @@ ImageFile.LOAD_TRUNCATED_IMAGES = True
 
 def pil_loader(path):
     # open path as file to avoid ResourceWarning (https://github.com/python-pillow/Pillow/issues/835)
-    with open(path, 'rb') as f:
+    with open(path, "rb") as f:
         img = Image.open(f)
-        return img.convert('RGB')
+        return img.convert("RGB")
 
 
 def yfcc_loader(root, index):
     index = format(index, "0>8d")
     repo = index[:2]
-    z = index[2: 5]
-    file_img = index[5:] + '.jpg'
-    path_zip = os.path.join(root, 'images', repo, z) + '.zip'
-    with zipfile.ZipFile(path_zip, 'r') as myzip:
+    z = index[2:5]
+    file_img = index[5:] + ".jpg"
+    path_zip = os.path.join(root, "images", repo, z) + ".zip"
+    with zipfile.ZipFile(path_zip, "r") as myzip:
         img = Image.open(myzip.open(file_img))
-    return img.convert('RGB')
+    return img.convert("RGB")
 
 
 class ImageCaptionDatasetBase(torch.utils.data.Dataset):
     def __init__(self, dataset, root, metadata):
         self.dataset = dataset
         self.root = root
-        if self.dataset == 'yfcc15m':
-            with open(metadata, 'rb') as f:
+        if self.dataset == "yfcc15m":
+            with open(metadata, "rb") as f:
                 self.samples = pickle.load(f)
-        elif self.dataset == 'coco':
+        elif self.dataset == "coco":
             samples = defaultdict(list)
             with open(metadata) as f:
-                annotations = json.load(f)['annotations']
+                annotations = json.load(f)["annotations"]
             for ann in annotations:
-                samples[ann['image_id']].append(ann['caption'])
+                samples[ann["image_id"]].append(ann["caption"])
             self.samples = [(k, v) for k, v in samples.items()]
-        elif self.dataset == 'cc12m' or self.dataset == 'cc3m':
+        elif self.dataset == "cc12m" or self.dataset == "cc3m":
             self.samples = np.load(metadata, allow_pickle=True)
-        elif self.dataset == 'redcaps':
+        elif self.dataset == "redcaps":
             with open(metadata) as f:
                 annotations = json.load(f)
-            self.samples = [(ann['image_id'], ann['subreddit'], ann['caption']) for ann in annotations]
+            self.samples = [(ann["image_id"], ann["subreddit"], ann["caption"]) for ann in annotations]
 
     def get_raw_item(self, i):
-        if self.dataset == 'yfcc15m':
+        if self.dataset == "yfcc15m":
             index, title, desc = self.samples[i]
             caption = np.random.choice([title, desc])
             img = yfcc_loader(self.root, index)
-        elif self.dataset == 'coco':
+        elif self.dataset == "coco":
             index, captions = self.samples[i]
-            path = os.path.join(self.root, 'train2017', '{:012d}.jpg'.format(index))
+            path = os.path.join(self.root, "train2017", "{:012d}.jpg".format(index))
             img = pil_loader(path)
             caption = np.random.choice(captions)
-        elif self.dataset == 'cc3m':
+        elif self.dataset == "cc3m":
             ann = self.samples[i]
-            filename, captions = ann['image_id'], ann['captions']
+            filename, captions = ann["image_id"], ann["captions"]
             path = os.path.join(self.root, str(filename))
             img = pil_loader(path)
             caption = np.random.choice(captions)
-        elif self.dataset == 'cc12m':
+        elif self.dataset == "cc12m":
             ann = self.samples[i]
-            filename, captions = ann['image_name'], ann['captions']
+            filename, captions = ann["image_name"], ann["captions"]
             path = os.path.join(self.root, filename)
             img = pil_loader(path)
             caption = np.random.choice(captions)
-        elif self.dataset == 'redcaps':
+        elif self.dataset == "redcaps":
             image_id, subreddit, caption = self.samples[i]
             path = os.path.join(self.root, subreddit, f"{image_id}.jpg")
             img = pil_loader(path)
@@ -180,56 +181,66 @@ class FileListDataset(torch.utils.data.Dataset):
 
 def get_downstream_dataset(catalog, name, is_train, transform):
     entry = catalog[name]
-    root = entry['path']
-    if entry['type'] == 'imagefolder':
-        dataset = t_datasets.ImageFolder(os.path.join(root, entry['train'] if is_train else entry['test']),
-            transform=transform)
-    elif entry['type'] == 'special':
-        if name == 'cifar10':
-            dataset = t_datasets.CIFAR10(root, train=is_train,
-                transform=transform, download=True)
-        elif name == 'cifar100':
-            dataset = t_datasets.CIFAR100(root, train=is_train,
-                transform=transform, download=True)
-        elif name == 'stl10':
-            dataset = t_datasets.STL10(root, split='train' if is_train else 'test',
-                transform=transform, download=True)
-        elif name == 'mnist':
-            dataset = t_datasets.MNIST(root, train=is_train,
-                transform=transform, download=True)
-    elif entry['type'] == 'filelist':
-        path = entry['train'] if is_train else entry['test']
-        val_images = os.path.join(root, path + '_images.npy')
-        val_labels = os.path.join(root, path + '_labels.npy')
-        if name == 'clevr_counts':
-            target_transform = lambda x: ['count_10', 'count_3', 'count_4', 'count_5', 'count_6', 'count_7', 'count_8', 'count_9'].index(x)
+    root = entry["path"]
+    if entry["type"] == "imagefolder":
+        dataset = t_datasets.ImageFolder(
+            os.path.join(root, entry["train"] if is_train else entry["test"]), transform=transform
+        )
+    elif entry["type"] == "special":
+        if name == "cifar10":
+            dataset = t_datasets.CIFAR10(root, train=is_train, transform=transform, download=True)
+        elif name == "cifar100":
+            dataset = t_datasets.CIFAR100(root, train=is_train, transform=transform, download=True)
+        elif name == "stl10":
+            dataset = t_datasets.STL10(root, split="train" if is_train else "test", transform=transform, download=True)
+        elif name == "mnist":
+            dataset = t_datasets.MNIST(root, train=is_train, transform=transform, download=True)
+    elif entry["type"] == "filelist":
+        path = entry["train"] if is_train else entry["test"]
+        val_images = os.path.join(root, path + "_images.npy")
+        val_labels = os.path.join(root, path + "_labels.npy")
+        if name == "clevr_counts":
+            target_transform = lambda x: [
+                "count_10",
+                "count_3",
+                "count_4",
+                "count_5",
+                "count_6",
+                "count_7",
+                "count_8",
+                "count_9",
+            ].index(x)
         else:
             target_transform = None
         dataset = FileListDataset(val_images, val_labels, transform, target_transform)
     else:
-        raise Exception('Unknown dataset')
+        raise Exception("Unknown dataset")
 
     return dataset
 
 
 def get_dataset(train_transform, tokenizer, args):
-    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406],
-                                     std=[0.229, 0.224, 0.225])
-    augment = transforms.Compose([
-        transforms.RandomResizedCrop(224, scale=(0.08, 1.)),
-        transforms.RandomApply([
-            transforms.ColorJitter(0.4, 0.4, 0.4, 0.1)  # not strengthened
-        ], p=0.8),
-        transforms.RandomGrayscale(p=0.2),
-        transforms.RandomApply([utils.GaussianBlur([.1, 2.])], p=0.5),
-        transforms.RandomHorizontalFlip(),
-        transforms.ToTensor(),
-        normalize,
-    ])
+    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    augment = transforms.Compose(
+        [
+            transforms.RandomResizedCrop(224, scale=(0.08, 1.0)),
+            transforms.RandomApply(
+                [
+                    transforms.ColorJitter(0.4, 0.4, 0.4, 0.1)  # not strengthened
+                ],
+                p=0.8,
+            ),
+            transforms.RandomGrayscale(p=0.2),
+            transforms.RandomApply([utils.GaussianBlur([0.1, 2.0])], p=0.5),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+            normalize,
+        ]
+    )
 
-    if args.model.startswith('SIMCLR'):
+    if args.model.startswith("SIMCLR"):
         return ImageCaptionDatasetSSL(args.dataset, args.root, args.metadata, augment)
-    elif args.model.startswith('CLIP'):
+    elif args.model.startswith("CLIP"):
         return ImageCaptionDatasetCLIP(args.dataset, args.root, args.metadata, train_transform, tokenizer)
-    elif args.model.startswith('SLIP'):
+    elif args.model.startswith("SLIP"):
         return ImageCaptionDatasetSLIP(args.dataset, args.root, args.metadata, train_transform, augment, tokenizer)

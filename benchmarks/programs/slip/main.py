@@ -1,3 +1,4 @@
+# ruff: noqa
 # Copyright (c) Meta Platforms, Inc. and affiliates.
 # All rights reserved.
 
@@ -31,61 +32,57 @@ import utils
 
 
 def get_args_parser():
-    parser = argparse.ArgumentParser(description='SLIP training and evaluation', add_help=False)
+    parser = argparse.ArgumentParser(description="SLIP training and evaluation", add_help=False)
     # Data
-    parser.add_argument('--dataset', default='yfcc15m', type=str, choices=['yfcc15m', 'cc3m', 'cc12m', 'coco', 'redcaps'])
-    parser.add_argument('--root', default='', type=str,
-                        help='path to dataset root')
-    parser.add_argument('--metadata', default='yfcc15m.pkl', type=str,
-                        help='path to metadata file (see README for details)')
-    parser.add_argument('--output-dir', default='./', type=str, help='output dir')
+    parser.add_argument(
+        "--dataset", default="yfcc15m", type=str, choices=["yfcc15m", "cc3m", "cc12m", "coco", "redcaps"]
+    )
+    parser.add_argument("--root", default="", type=str, help="path to dataset root")
+    parser.add_argument(
+        "--metadata", default="yfcc15m.pkl", type=str, help="path to metadata file (see README for details)"
+    )
+    parser.add_argument("--output-dir", default="./", type=str, help="output dir")
     # Model
-    parser.add_argument('--model', default='SLIP_VITB16', type=str)
-    parser.add_argument('--ssl-mlp-dim', default=4096, type=int,
-                        help='hidden dim of SimCLR mlp projection head')
-    parser.add_argument('--ssl-emb-dim', default=256, type=int,
-                        help='output embed dim of SimCLR mlp projection head')
-    parser.add_argument('--ssl-scale', default=1.0, type=float,
-                        help='loss scale for SimCLR objective')
-    parser.add_argument('--ssl-temp', default=0.1, type=float,
-                        help='softmax temperature for SimCLR objective')
-    parser.add_argument('--resume', default='', type=str, help='path to resume from')
+    parser.add_argument("--model", default="SLIP_VITB16", type=str)
+    parser.add_argument("--ssl-mlp-dim", default=4096, type=int, help="hidden dim of SimCLR mlp projection head")
+    parser.add_argument("--ssl-emb-dim", default=256, type=int, help="output embed dim of SimCLR mlp projection head")
+    parser.add_argument("--ssl-scale", default=1.0, type=float, help="loss scale for SimCLR objective")
+    parser.add_argument("--ssl-temp", default=0.1, type=float, help="softmax temperature for SimCLR objective")
+    parser.add_argument("--resume", default="", type=str, help="path to resume from")
     # Training
-    parser.add_argument('--epochs', default=25, type=int)
-    parser.add_argument('--warmup-epochs', default=1, type=int)
-    parser.add_argument('--start-epoch', default=0, type=int)
-    parser.add_argument('--batch-size', default=64, type=int,
-                        help='number of samples per-device/per-gpu')
-    parser.add_argument('--lr', default=3e-3, type=float)
-    parser.add_argument('--lr-start', default=1e-6, type=float,
-                        help='initial warmup lr')
-    parser.add_argument('--lr-end', default=1e-5, type=float,
-                        help='minimum final lr')
-    parser.add_argument('--update-freq', default=1, type=int,
-                        help='optimizer update frequency (i.e. gradient accumulation steps)')
-    parser.add_argument('--wd', default=0.1, type=float)
-    parser.add_argument('--betas', default=(0.9, 0.98), nargs=2, type=float)
-    parser.add_argument('--eps', default=1e-8, type=float)
-    parser.add_argument('--eval-freq', default=1, type=int)
-    parser.add_argument('--disable-amp', action='store_true',
-                        help='disable mixed-precision training (requires more memory and compute)')
+    parser.add_argument("--epochs", default=25, type=int)
+    parser.add_argument("--warmup-epochs", default=1, type=int)
+    parser.add_argument("--start-epoch", default=0, type=int)
+    parser.add_argument("--batch-size", default=64, type=int, help="number of samples per-device/per-gpu")
+    parser.add_argument("--lr", default=3e-3, type=float)
+    parser.add_argument("--lr-start", default=1e-6, type=float, help="initial warmup lr")
+    parser.add_argument("--lr-end", default=1e-5, type=float, help="minimum final lr")
+    parser.add_argument(
+        "--update-freq", default=1, type=int, help="optimizer update frequency (i.e. gradient accumulation steps)"
+    )
+    parser.add_argument("--wd", default=0.1, type=float)
+    parser.add_argument("--betas", default=(0.9, 0.98), nargs=2, type=float)
+    parser.add_argument("--eps", default=1e-8, type=float)
+    parser.add_argument("--eval-freq", default=1, type=int)
+    parser.add_argument(
+        "--disable-amp", action="store_true", help="disable mixed-precision training (requires more memory and compute)"
+    )
     # System
-    parser.add_argument('--print-freq', default=10, type=int, help='print frequency')
-    parser.add_argument('-j', '--workers', default=10, type=int, metavar='N',
-                        help='number of data loading workers per process')
-    parser.add_argument('--evaluate', action='store_true', help='eval only')
-    parser.add_argument('--world-size', default=1, type=int,
-                        help='number of nodes for distributed training')
-    parser.add_argument('--rank', default=0, type=int,
-                        help='node rank for distributed training')
+    parser.add_argument("--print-freq", default=10, type=int, help="print frequency")
+    parser.add_argument(
+        "-j", "--workers", default=10, type=int, metavar="N", help="number of data loading workers per process"
+    )
+    parser.add_argument("--evaluate", action="store_true", help="eval only")
+    parser.add_argument("--world-size", default=1, type=int, help="number of nodes for distributed training")
+    parser.add_argument("--rank", default=0, type=int, help="node rank for distributed training")
     parser.add_argument("--local_rank", type=int, default=0)
-    parser.add_argument('--dist-url', default='env://', type=str,
-                        help='url used to set up distributed training')
-    parser.add_argument('--dist-backend', default='nccl', type=str)
-    parser.add_argument('--seed', default=0, type=int)
-    parser.add_argument('--gpu', default=None, type=int, help='GPU id to use.')
-    parser.add_argument('--wandb', action='store_true', help='Enable WandB logging')
+    parser.add_argument("--dist-url", default="env://", type=str, help="url used to set up distributed training")
+    parser.add_argument("--dist-backend", default="nccl", type=str)
+    parser.add_argument("--seed", default=0, type=int)
+    parser.add_argument("--gpu", default=None, type=int, help="GPU id to use.")
+    parser.add_argument("--wandb", action="store_true", help="Enable WandB logging")
     return parser
+
 
 best_acc1 = 0
 
@@ -115,72 +112,62 @@ def main(args):
     for n, p in model.named_parameters():
         if not p.requires_grad:
             continue  # frozen weights
-        if p.ndim < 2 or 'bias' in n or 'ln' in n or 'bn' in n:
+        if p.ndim < 2 or "bias" in n or "ln" in n or "bn" in n:
             p_non_wd.append(p)
         else:
             p_wd.append(p)
 
-    optim_params = [{"params": p_wd, "weight_decay": args.wd},
-                    {"params": p_non_wd, "weight_decay": 0}]
+    optim_params = [{"params": p_wd, "weight_decay": args.wd}, {"params": p_non_wd, "weight_decay": 0}]
 
-    optimizer = torch.optim.AdamW(optim_params, lr=args.lr, betas=args.betas,
-                                    eps=args.eps, weight_decay=args.wd)
+    optimizer = torch.optim.AdamW(optim_params, lr=args.lr, betas=args.betas, eps=args.eps, weight_decay=args.wd)
     scaler = amp.GradScaler(enabled=not args.disable_amp)
 
     # optionally resume from a checkpoint (takes precedence over autoresume)
     if args.resume:
         if os.path.isfile(args.resume):
             print("=> loading resume checkpoint '{}'".format(args.resume))
-            checkpoint = torch.load(args.resume, map_location='cpu')
-            epoch = checkpoint['epoch'] if 'epoch' in checkpoint else 0
+            checkpoint = torch.load(args.resume, map_location="cpu")
+            epoch = checkpoint["epoch"] if "epoch" in checkpoint else 0
             args.start_epoch = epoch
-            result = model.load_state_dict(checkpoint['state_dict'], strict=False)
+            result = model.load_state_dict(checkpoint["state_dict"], strict=False)
             print(result)
-            optimizer.load_state_dict(checkpoint['optimizer']) if 'optimizer' in checkpoint else ()
-            scaler.load_state_dict(checkpoint['scaler']) if 'scaler' in checkpoint else ()
-            best_acc1 = checkpoint['best_acc1']
-            print("=> loaded resume checkpoint '{}' (epoch {})"
-                  .format(args.resume, epoch))
+            optimizer.load_state_dict(checkpoint["optimizer"]) if "optimizer" in checkpoint else ()
+            scaler.load_state_dict(checkpoint["scaler"]) if "scaler" in checkpoint else ()
+            best_acc1 = checkpoint["best_acc1"]
+            print("=> loaded resume checkpoint '{}' (epoch {})".format(args.resume, epoch))
         else:
             print("=> no checkpoint found at '{}'".format(args.resume))
     else:
         # auto-resume from latest checkpoint in output directory
-        latest = os.path.join(args.output_dir, 'checkpoint.pt')
+        latest = os.path.join(args.output_dir, "checkpoint.pt")
         if os.path.isfile(latest):
             print("=> loading latest checkpoint '{}'".format(latest))
-            latest_checkpoint = torch.load(latest, map_location='cpu')
-            args.start_epoch = latest_checkpoint['epoch']
-            model.load_state_dict(latest_checkpoint['state_dict'])
-            optimizer.load_state_dict(latest_checkpoint['optimizer'])
-            scaler.load_state_dict(latest_checkpoint['scaler'])
-            best_acc1 = latest_checkpoint['best_acc1']
-            print("=> loaded latest checkpoint '{}' (epoch {})"
-                  .format(latest, latest_checkpoint['epoch']))
+            latest_checkpoint = torch.load(latest, map_location="cpu")
+            args.start_epoch = latest_checkpoint["epoch"]
+            model.load_state_dict(latest_checkpoint["state_dict"])
+            optimizer.load_state_dict(latest_checkpoint["optimizer"])
+            scaler.load_state_dict(latest_checkpoint["scaler"])
+            best_acc1 = latest_checkpoint["best_acc1"]
+            print("=> loaded latest checkpoint '{}' (epoch {})".format(latest, latest_checkpoint["epoch"]))
 
     cudnn.benchmark = True
 
     # Data loading code
     print("=> creating dataset")
     tokenizer = SimpleTokenizer()
-    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406],
-                                     std=[0.229, 0.224, 0.225])
-    train_transform = transforms.Compose([
-            transforms.RandomResizedCrop(224, scale=(0.5, 1.0)),
-            transforms.ToTensor(),
-            normalize
-        ])
-    val_transform = transforms.Compose([
-            transforms.Resize(224),
-            transforms.CenterCrop(224),
-            transforms.ToTensor(),
-            normalize
-        ])
+    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    train_transform = transforms.Compose(
+        [transforms.RandomResizedCrop(224, scale=(0.5, 1.0)), transforms.ToTensor(), normalize]
+    )
+    val_transform = transforms.Compose(
+        [transforms.Resize(224), transforms.CenterCrop(224), transforms.ToTensor(), normalize]
+    )
 
     train_dataset = datasets.get_dataset(train_transform, tokenizer, args)
     cwd = os.path.dirname(os.path.realpath(__file__))
-    with open(os.path.join(cwd, 'dataset_catalog.json')) as f:
-        root = json.load(f)['imagenet']['path']
-    val_dataset = ImageFolder(os.path.join(root, 'val'), val_transform)
+    with open(os.path.join(cwd, "dataset_catalog.json")) as f:
+        root = json.load(f)["imagenet"]["path"]
+    val_dataset = ImageFolder(os.path.join(root, "val"), val_transform)
 
     # dist eval resamples data to pad uneven batch sizes
     # make sure num_samples = 0 mod num_gpus for exact acc
@@ -192,30 +179,48 @@ def main(args):
         val_sampler = None
 
     train_loader = torch.utils.data.DataLoader(
-        train_dataset, batch_size=args.batch_size, shuffle=(train_sampler is None),
-        num_workers=args.workers, pin_memory=True, sampler=train_sampler, drop_last=True)
+        train_dataset,
+        batch_size=args.batch_size,
+        shuffle=(train_sampler is None),
+        num_workers=args.workers,
+        pin_memory=True,
+        sampler=train_sampler,
+        drop_last=True,
+    )
 
     val_loader = torch.utils.data.DataLoader(
-        val_dataset, batch_size=args.batch_size, shuffle=(val_sampler is None),
-        num_workers=args.workers, pin_memory=True, sampler=val_sampler, drop_last=False)
+        val_dataset,
+        batch_size=args.batch_size,
+        shuffle=(val_sampler is None),
+        num_workers=args.workers,
+        pin_memory=True,
+        sampler=val_sampler,
+        drop_last=False,
+    )
 
     if args.evaluate:
-        if args.model.startswith('SIMCLR'):
-            print('zero-shot evaluation not supported with ssl-only model.')
+        if args.model.startswith("SIMCLR"):
+            print("zero-shot evaluation not supported with ssl-only model.")
             return
 
         zero_stats = validate_zeroshot(val_loader, model, tokenizer, args)
         if utils.is_main_process():
-            with open(os.path.join(args.output_dir, 'eval_log.txt'), 'a') as f:
-                f.write(json.dumps(zero_stats) + '\n')
+            with open(os.path.join(args.output_dir, "eval_log.txt"), "a") as f:
+                f.write(json.dumps(zero_stats) + "\n")
         return
 
-    lr_schedule = utils.cosine_scheduler(args.lr, args.lr_end, args.epochs,
-        len(train_loader) // args.update_freq, warmup_epochs=args.warmup_epochs, start_warmup_value=args.lr_start)
+    lr_schedule = utils.cosine_scheduler(
+        args.lr,
+        args.lr_end,
+        args.epochs,
+        len(train_loader) // args.update_freq,
+        warmup_epochs=args.warmup_epochs,
+        start_warmup_value=args.lr_start,
+    )
 
     if utils.is_main_process() and args.wandb:
         wandb_id = os.path.split(args.output_dir)[-1]
-        wandb.init(project='slip', id=wandb_id, config=args, resume='allow')
+        wandb.init(project="slip", id=wandb_id, config=args, resume="allow")
 
     print(args)
 
@@ -230,48 +235,53 @@ def main(args):
         if (epoch + 1) % args.eval_freq != 0:
             continue
 
-        if args.model.startswith('SIMCLR'):
-            val_stats = {'acc1': -1}
+        if args.model.startswith("SIMCLR"):
+            val_stats = {"acc1": -1}
             acc1 = -1
         else:
             val_stats = validate_zeroshot(val_loader, model, tokenizer, args)
-            acc1 = val_stats['acc1']
+            acc1 = val_stats["acc1"]
 
         is_best = acc1 > best_acc1
         best_acc1 = max(acc1, best_acc1)
 
         print("=> saving checkpoint")
-        utils.save_on_master({
-                'epoch': epoch + 1,
-                'state_dict': model.state_dict(),
-                'optimizer' : optimizer.state_dict(),
-                'scaler': scaler.state_dict(),
-                'best_acc1': best_acc1,
-                'args': args,
-            }, is_best, args.output_dir)
+        utils.save_on_master(
+            {
+                "epoch": epoch + 1,
+                "state_dict": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scaler": scaler.state_dict(),
+                "best_acc1": best_acc1,
+                "args": args,
+            },
+            is_best,
+            args.output_dir,
+        )
 
-        log_stats = {**{f'train_{k}': v for k, v in train_stats.items()},
-                     **{f'test_{k}': v for k, v in val_stats.items()},
-                     'epoch': epoch}
+        log_stats = {
+            **{f"train_{k}": v for k, v in train_stats.items()},
+            **{f"test_{k}": v for k, v in val_stats.items()},
+            "epoch": epoch,
+        }
 
         if utils.is_main_process():
             if args.wandb:
                 wandb.log(log_stats)
-            with open(os.path.join(args.output_dir, 'log.txt'), 'a') as f:
-                f.write(json.dumps(log_stats) + '\n')
+            with open(os.path.join(args.output_dir, "log.txt"), "a") as f:
+                f.write(json.dumps(log_stats) + "\n")
 
 
 def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule, args):
-    batch_time = AverageMeter('Time', ':6.2f')
-    data_time = AverageMeter('Data', ':6.2f')
-    mem = AverageMeter('Mem (GB)', ':6.1f')
+    batch_time = AverageMeter("Time", ":6.2f")
+    data_time = AverageMeter("Data", ":6.2f")
+    mem = AverageMeter("Mem (GB)", ":6.1f")
     metric_names = models.get_metric_names(args.model)
     iters_per_epoch = len(train_loader) // args.update_freq
-    metrics = OrderedDict([(name, AverageMeter(name, ':.2e')) for name in metric_names])
+    metrics = OrderedDict([(name, AverageMeter(name, ":.2e")) for name in metric_names])
     progress = ProgressMeter(
-        iters_per_epoch,
-        [batch_time, data_time, mem, *metrics.values()],
-        prefix="Epoch: [{}]".format(epoch))
+        iters_per_epoch, [batch_time, data_time, mem, *metrics.values()], prefix="Epoch: [{}]".format(epoch)
+    )
 
     # switch to train mode
     model.train()
@@ -286,7 +296,7 @@ def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule,
         # update weight decay and learning rate according to their schedule
         it = iters_per_epoch * epoch + optim_iter  # global training iteration
         for k, param_group in enumerate(optimizer.param_groups):
-            param_group['lr'] = lr_schedule[it]
+            param_group["lr"] = lr_schedule[it]
 
         inputs = [tensor.cuda(args.gpu, non_blocking=True) for tensor in inputs]
 
@@ -294,7 +304,7 @@ def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule,
         with amp.autocast(enabled=not args.disable_amp):
             outputs = model(*inputs)
             loss_dict = criterion(outputs)
-            loss = loss_dict['loss']
+            loss = loss_dict["loss"]
             loss /= args.update_freq
 
         if not math.isfinite(loss.item()):
@@ -312,7 +322,7 @@ def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule,
         model.zero_grad(set_to_none=True)
 
         # clamp logit scale to [0, 100]
-        if args.model.startswith('SIMCLR'):
+        if args.model.startswith("SIMCLR"):
             logit_scale = 0
         else:
             utils.get_model(model).logit_scale.data.clamp_(0, 4.6052)
@@ -329,36 +339,31 @@ def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule,
 
         if optim_iter % args.print_freq == 0:
             if utils.is_main_process() and args.wandb:
-                wandb.log({**{k: v.item() for k, v in loss_dict.items()},
-                        'scaler': scaler.get_scale(),
-                        'logit': logit_scale})
+                wandb.log(
+                    {**{k: v.item() for k, v in loss_dict.items()}, "scaler": scaler.get_scale(), "logit": logit_scale}
+                )
             progress.display(optim_iter)
 
     progress.synchronize()
-    return {**{k: v.avg for k, v in metrics.items()},
-            'lr': optimizer.param_groups[0]['lr'],
-            'logit_scale': logit_scale}
+    return {**{k: v.avg for k, v in metrics.items()}, "lr": optimizer.param_groups[0]["lr"], "logit_scale": logit_scale}
 
 
 def validate_zeroshot(val_loader, model, tokenizer, args):
-    batch_time = AverageMeter('Time', ':6.3f')
-    top1 = AverageMeter('Acc@1', ':6.2f')
-    top5 = AverageMeter('Acc@5', ':6.2f')
-    progress = ProgressMeter(
-        len(val_loader),
-        [batch_time, top1, top5],
-        prefix='Test: ')
+    batch_time = AverageMeter("Time", ":6.3f")
+    top1 = AverageMeter("Acc@1", ":6.2f")
+    top5 = AverageMeter("Acc@5", ":6.2f")
+    progress = ProgressMeter(len(val_loader), [batch_time, top1, top5], prefix="Test: ")
 
     # switch to evaluate mode
     model.eval()
 
-    print('=> encoding captions')
+    print("=> encoding captions")
     cwd = os.path.dirname(os.path.realpath(__file__))
-    with open(os.path.join(cwd, 'templates.json')) as f:
-        templates = json.load(f)['imagenet']
+    with open(os.path.join(cwd, "templates.json")) as f:
+        templates = json.load(f)["imagenet"]
 
-    with open(os.path.join(cwd, 'labels.json')) as f:
-        labels = json.load(f)['imagenet']
+    with open(os.path.join(cwd, "labels.json")) as f:
+        labels = json.load(f)["imagenet"]
 
     with torch.no_grad():
         text_features = []
@@ -398,14 +403,14 @@ def validate_zeroshot(val_loader, model, tokenizer, args):
                 progress.display(i)
 
     progress.synchronize()
-    print('0-shot * Acc@1 {top1.avg:.3f} Acc@5 {top5.avg:.3f}'
-          .format(top1=top1, top5=top5))
-    return {'acc1': top1.avg, 'acc5': top5.avg}
+    print("0-shot * Acc@1 {top1.avg:.3f} Acc@5 {top5.avg:.3f}".format(top1=top1, top5=top5))
+    return {"acc1": top1.avg, "acc5": top5.avg}
 
 
 class AverageMeter(object):
     """Computes and stores the average and current value"""
-    def __init__(self, name, fmt=':f'):
+
+    def __init__(self, name, fmt=":f"):
         self.name = name
         self.fmt = fmt
         self.reset()
@@ -425,7 +430,7 @@ class AverageMeter(object):
     def synchronize(self):
         if not utils.is_dist_avail_and_initialized():
             return
-        t = torch.tensor([self.sum, self.count], dtype=torch.float64, device='cuda')
+        t = torch.tensor([self.sum, self.count], dtype=torch.float64, device="cuda")
         dist.barrier()
         dist.all_reduce(t)
         t = t.tolist()
@@ -434,7 +439,7 @@ class AverageMeter(object):
         self.avg = self.sum / self.count
 
     def __str__(self):
-        fmtstr = '{name} {val' + self.fmt + '} ({avg' + self.fmt + '})'
+        fmtstr = "{name} {val" + self.fmt + "} ({avg" + self.fmt + "})"
         return fmtstr.format(**self.__dict__)
 
 
@@ -447,7 +452,7 @@ class ProgressMeter(object):
     def display(self, batch):
         entries = [self.prefix + self.batch_fmtstr.format(batch)]
         entries += [str(meter) for meter in self.meters]
-        print('\t'.join(entries))
+        print("\t".join(entries))
 
     def synchronize(self):
         for meter in self.meters:
@@ -455,8 +460,8 @@ class ProgressMeter(object):
 
     def _get_batch_fmtstr(self, num_batches):
         num_digits = len(str(num_batches // 1))
-        fmt = '{:' + str(num_digits) + 'd}'
-        return '[' + fmt + '/' + fmt.format(num_batches) + ']'
+        fmt = "{:" + str(num_digits) + "d}"
+        return "[" + fmt + "/" + fmt.format(num_batches) + "]"
 
 
 def accuracy(output, target, topk=(1,)):
@@ -476,8 +481,8 @@ def accuracy(output, target, topk=(1,)):
         return res
 
 
-if __name__ == '__main__':
-    parser = argparse.ArgumentParser('SLIP training and evaluation', parents=[get_args_parser()])
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser("SLIP training and evaluation", parents=[get_args_parser()])
     args = parser.parse_args()
     os.makedirs(args.output_dir, exist_ok=True)
     main(args)

@@ -1,3 +1,4 @@
+# ruff: noqa
 # Copyright (c) Meta Platforms, Inc. and affiliates.
 # All rights reserved.
 
@@ -35,11 +36,15 @@ class ResidualAttentionBlock(nn.Module):
 
         self.attn = nn.MultiheadAttention(d_model, n_head)
         self.ln_1 = LayerNorm(d_model)
-        self.mlp = nn.Sequential(OrderedDict([
-            ("c_fc", nn.Linear(d_model, d_model * 4)),
-            ("gelu", QuickGELU()),
-            ("c_proj", nn.Linear(d_model * 4, d_model))
-        ]))
+        self.mlp = nn.Sequential(
+            OrderedDict(
+                [
+                    ("c_fc", nn.Linear(d_model, d_model * 4)),
+                    ("gelu", QuickGELU()),
+                    ("c_proj", nn.Linear(d_model * 4, d_model)),
+                ]
+            )
+        )
         self.ln_2 = LayerNorm(d_model)
         self.attn_mask = attn_mask
 
@@ -65,19 +70,20 @@ class Transformer(nn.Module):
 
 
 class CLIP(nn.Module):
-    def __init__(self,
-                 embed_dim: int,
-                 # vision
-                 vision_width: int,
-                 vision_model: nn.Module,
-                 # text
-                 context_length: int,
-                 vocab_size: int,
-                 transformer_width: int,
-                 transformer_heads: int,
-                 transformer_layers: int,
-                 **kwargs,
-                 ):
+    def __init__(
+        self,
+        embed_dim: int,
+        # vision
+        vision_width: int,
+        vision_model: nn.Module,
+        # text
+        context_length: int,
+        vocab_size: int,
+        transformer_width: int,
+        transformer_heads: int,
+        transformer_layers: int,
+        **kwargs,
+    ):
         super().__init__()
 
         self.context_length = context_length
@@ -107,8 +113,8 @@ class CLIP(nn.Module):
         nn.init.normal_(self.token_embedding.weight, std=0.02)
         nn.init.normal_(self.positional_embedding, std=0.01)
 
-        proj_std = (self.transformer.width ** -0.5) * ((2 * self.transformer.layers) ** -0.5)
-        attn_std = self.transformer.width ** -0.5
+        proj_std = (self.transformer.width**-0.5) * ((2 * self.transformer.layers) ** -0.5)
+        attn_std = self.transformer.width**-0.5
         fc_std = (2 * self.transformer.width) ** -0.5
         for block in self.transformer.resblocks:
             nn.init.normal_(block.attn.in_proj_weight, std=attn_std)
@@ -116,8 +122,8 @@ class CLIP(nn.Module):
             nn.init.normal_(block.mlp.c_fc.weight, std=fc_std)
             nn.init.normal_(block.mlp.c_proj.weight, std=proj_std)
 
-        nn.init.normal_(self.image_projection, std=self.vision_width ** -0.5)
-        nn.init.normal_(self.text_projection, std=self.transformer.width ** -0.5)
+        nn.init.normal_(self.image_projection, std=self.vision_width**-0.5)
+        nn.init.normal_(self.text_projection, std=self.transformer.width**-0.5)
 
     def build_attention_mask(self):
         # lazily create causal attention mask, with full attention between the vision tokens
@@ -151,21 +157,20 @@ class CLIP(nn.Module):
         image_embed = self.encode_image(image)
         text_embed = self.encode_text(text)
 
-        return {'image_embed': image_embed,
-                'text_embed': text_embed,
-                'logit_scale': self.logit_scale.exp()}
+        return {"image_embed": image_embed, "text_embed": text_embed, "logit_scale": self.logit_scale.exp()}
 
 
 class SIMCLR(nn.Module):
-    def __init__(self,
-                 # vision
-                 vision_width: int,
-                 vision_model: nn.Module,
-                 # ssl
-                 ssl_mlp_dim: int,
-                 ssl_emb_dim: int,
-                 **kwargs,
-                 ):
+    def __init__(
+        self,
+        # vision
+        vision_width: int,
+        vision_model: nn.Module,
+        # ssl
+        ssl_mlp_dim: int,
+        ssl_emb_dim: int,
+        **kwargs,
+    ):
         super().__init__()
 
         self.vision_width = vision_width
@@ -174,15 +179,19 @@ class SIMCLR(nn.Module):
         self.image_mlp = self._build_mlp(in_dim=vision_width, mlp_dim=ssl_mlp_dim, out_dim=ssl_emb_dim)
 
     def _build_mlp(self, in_dim, mlp_dim, out_dim):
-        return nn.Sequential(OrderedDict([
-            ("layer1", nn.Linear(in_dim, mlp_dim)),
-            ("bn1", nn.SyncBatchNorm(mlp_dim)),
-            ("relu1", nn.ReLU(inplace=True)),
-            ("layer2", nn.Linear(mlp_dim, mlp_dim)),
-            ("bn2", nn.SyncBatchNorm(mlp_dim)),
-            ("relu2", nn.ReLU(inplace=True)),
-            ("layer3", nn.Linear(mlp_dim, out_dim)),
-        ]))
+        return nn.Sequential(
+            OrderedDict(
+                [
+                    ("layer1", nn.Linear(in_dim, mlp_dim)),
+                    ("bn1", nn.SyncBatchNorm(mlp_dim)),
+                    ("relu1", nn.ReLU(inplace=True)),
+                    ("layer2", nn.Linear(mlp_dim, mlp_dim)),
+                    ("bn2", nn.SyncBatchNorm(mlp_dim)),
+                    ("relu2", nn.ReLU(inplace=True)),
+                    ("layer3", nn.Linear(mlp_dim, out_dim)),
+                ]
+            )
+        )
 
     def encode_image(self, image):
         x = self.visual(image)
@@ -196,136 +205,196 @@ class SIMCLR(nn.Module):
         aug1_embed = self.image_mlp(h1)
         aug2_embed = self.image_mlp(h2)
 
-        return {'aug1_embed': aug1_embed,
-                'aug2_embed': aug2_embed}
+        return {"aug1_embed": aug1_embed, "aug2_embed": aug2_embed}
 
 
 class SLIP(CLIP):
-    def __init__(self,
-                 ssl_mlp_dim: int,
-                 ssl_emb_dim: int,
-                 **kwargs,
-                 ):
+    def __init__(
+        self,
+        ssl_mlp_dim: int,
+        ssl_emb_dim: int,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
 
         self.image_mlp = self._build_mlp(in_dim=self.vision_width, mlp_dim=ssl_mlp_dim, out_dim=ssl_emb_dim)
 
     def _build_mlp(self, in_dim, mlp_dim, out_dim):
-        return nn.Sequential(OrderedDict([
-            ("layer1", nn.Linear(in_dim, mlp_dim)),
-            ("bn1", nn.SyncBatchNorm(mlp_dim)),
-            ("relu1", nn.ReLU(inplace=True)),
-            ("layer2", nn.Linear(mlp_dim, mlp_dim)),
-            ("bn2", nn.SyncBatchNorm(mlp_dim)),
-            ("relu2", nn.ReLU(inplace=True)),
-            ("layer3", nn.Linear(mlp_dim, out_dim)),
-        ]))
+        return nn.Sequential(
+            OrderedDict(
+                [
+                    ("layer1", nn.Linear(in_dim, mlp_dim)),
+                    ("bn1", nn.SyncBatchNorm(mlp_dim)),
+                    ("relu1", nn.ReLU(inplace=True)),
+                    ("layer2", nn.Linear(mlp_dim, mlp_dim)),
+                    ("bn2", nn.SyncBatchNorm(mlp_dim)),
+                    ("relu2", nn.ReLU(inplace=True)),
+                    ("layer3", nn.Linear(mlp_dim, out_dim)),
+                ]
+            )
+        )
 
     def forward(self, image, text, aug1, aug2):
         aug1_embed = self.image_mlp(self.visual(aug1))
         aug2_embed = self.image_mlp(self.visual(aug2))
-        
+
         image_embed = self.encode_image(image)
         text_embed = self.encode_text(text)
 
-        return {'image_embed': image_embed,
-                'text_embed': text_embed,
-                'logit_scale': self.logit_scale.exp(),
-                'aug1_embed': aug1_embed,
-                'aug2_embed': aug2_embed}
+        return {
+            "image_embed": image_embed,
+            "text_embed": text_embed,
+            "logit_scale": self.logit_scale.exp(),
+            "aug1_embed": aug1_embed,
+            "aug2_embed": aug2_embed,
+        }
 
 
 def get_loss(model, ssl_temp, ssl_scale):
-    if model.startswith('SLIP'):
+    if model.startswith("SLIP"):
         ssl_loss = losses.SIMCLRLoss(temperature=ssl_temp)
         return losses.SLIPLoss(ssl_loss, ssl_scale)
-    if model.startswith('CLIP'):
+    if model.startswith("CLIP"):
         return losses.CLIPLoss()
-    if model.startswith('SIMCLR'):
+    if model.startswith("SIMCLR"):
         return losses.SIMCLRLoss(temperature=ssl_temp)
 
 
 def get_metric_names(model):
-    if model.startswith('SLIP'):
-        return ['loss', 'clip_loss', 'ssl_loss', 'clip_acc', 'ssl_acc']
-    elif model.startswith('CLIP'):
-        return ['loss', 'clip_loss', 'clip_acc']
+    if model.startswith("SLIP"):
+        return ["loss", "clip_loss", "ssl_loss", "clip_acc", "ssl_acc"]
+    elif model.startswith("CLIP"):
+        return ["loss", "clip_loss", "clip_acc"]
     else:
-        return ['loss', 'ssl_loss', 'ssl_acc']
+        return ["loss", "ssl_loss", "ssl_acc"]
 
 
 @timm.models.registry.register_model
 def vit_small_mocov3_patch16_224(**kwargs):
     model_kwargs = dict(patch_size=16, embed_dim=384, depth=12, num_heads=12, **kwargs)
-    model = timm.models.vision_transformer._create_vision_transformer('vit_small_patch16_224', **model_kwargs)
+    model = timm.models.vision_transformer._create_vision_transformer("vit_small_patch16_224", **model_kwargs)
 
     return model
 
 
 def CLIP_VITS16(**kwargs):
-    vision_model = timm.create_model('vit_small_mocov3_patch16_224', num_classes=0)
-    model = CLIP(embed_dim=512, vision_width=384, vision_model=vision_model, context_length=77, vocab_size=49408,
-        transformer_width=512, transformer_heads=8, transformer_layers=12, **kwargs)
+    vision_model = timm.create_model("vit_small_mocov3_patch16_224", num_classes=0)
+    model = CLIP(
+        embed_dim=512,
+        vision_width=384,
+        vision_model=vision_model,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=512,
+        transformer_heads=8,
+        transformer_layers=12,
+        **kwargs,
+    )
 
     return model
 
 
 def SIMCLR_VITS16(**kwargs):
-    vision_model = timm.create_model('vit_small_mocov3_patch16_224', num_classes=0)
+    vision_model = timm.create_model("vit_small_mocov3_patch16_224", num_classes=0)
     model = SIMCLR(vision_width=384, vision_model=vision_model, **kwargs)
 
     return model
 
 
 def SLIP_VITS16(**kwargs):
-    vision_model = timm.create_model('vit_small_mocov3_patch16_224', num_classes=0)
-    model = SLIP(embed_dim=512, vision_width=384, vision_model=vision_model, context_length=77, vocab_size=49408,
-        transformer_width=512, transformer_heads=8, transformer_layers=12, **kwargs)
+    vision_model = timm.create_model("vit_small_mocov3_patch16_224", num_classes=0)
+    model = SLIP(
+        embed_dim=512,
+        vision_width=384,
+        vision_model=vision_model,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=512,
+        transformer_heads=8,
+        transformer_layers=12,
+        **kwargs,
+    )
 
     return model
 
 
 def CLIP_VITB16(**kwargs):
-    vision_model = timm.create_model('vit_base_patch16_224', num_classes=0)
-    model = CLIP(embed_dim=512, vision_width=768, vision_model=vision_model, context_length=77, vocab_size=49408,
-        transformer_width=512, transformer_heads=8, transformer_layers=12, **kwargs)
+    vision_model = timm.create_model("vit_base_patch16_224", num_classes=0)
+    model = CLIP(
+        embed_dim=512,
+        vision_width=768,
+        vision_model=vision_model,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=512,
+        transformer_heads=8,
+        transformer_layers=12,
+        **kwargs,
+    )
 
     return model
 
 
 def SIMCLR_VITB16(**kwargs):
-    vision_model = timm.create_model('vit_base_patch16_224', num_classes=0)
+    vision_model = timm.create_model("vit_base_patch16_224", num_classes=0)
     model = SIMCLR(vision_width=768, vision_model=vision_model, **kwargs)
 
     return model
 
 
 def SLIP_VITB16(**kwargs):
-    vision_model = timm.create_model('vit_base_patch16_224', num_classes=0)
-    model = SLIP(embed_dim=512, vision_width=768, vision_model=vision_model, context_length=77, vocab_size=49408,
-        transformer_width=512, transformer_heads=8, transformer_layers=12, **kwargs)
+    vision_model = timm.create_model("vit_base_patch16_224", num_classes=0)
+    model = SLIP(
+        embed_dim=512,
+        vision_width=768,
+        vision_model=vision_model,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=512,
+        transformer_heads=8,
+        transformer_layers=12,
+        **kwargs,
+    )
 
     return model
 
 
 def CLIP_VITL16(**kwargs):
-    vision_model = timm.create_model('vit_large_patch16_224', num_classes=0)
-    model = CLIP(embed_dim=512, vision_width=1024, vision_model=vision_model, context_length=77, vocab_size=49408,
-        transformer_width=512, transformer_heads=8, transformer_layers=12, **kwargs)
+    vision_model = timm.create_model("vit_large_patch16_224", num_classes=0)
+    model = CLIP(
+        embed_dim=512,
+        vision_width=1024,
+        vision_model=vision_model,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=512,
+        transformer_heads=8,
+        transformer_layers=12,
+        **kwargs,
+    )
 
     return model
 
 
 def SIMCLR_VITL16(**kwargs):
-    vision_model = timm.create_model('vit_large_patch16_224', num_classes=0)
+    vision_model = timm.create_model("vit_large_patch16_224", num_classes=0)
     model = SIMCLR(vision_width=1024, vision_model=vision_model, **kwargs)
 
     return model
 
 
 def SLIP_VITL16(**kwargs):
-    vision_model = timm.create_model('vit_large_patch16_224', num_classes=0)
-    model = SLIP(embed_dim=512, vision_width=1024, vision_model=vision_model, context_length=77, vocab_size=49408,
-        transformer_width=512, transformer_heads=8, transformer_layers=12, **kwargs)
+    vision_model = timm.create_model("vit_large_patch16_224", num_classes=0)
+    model = SLIP(
+        embed_dim=512,
+        vision_width=1024,
+        vision_model=vision_model,
+        context_length=77,
+        vocab_size=49408,
+        transformer_width=512,
+        transformer_heads=8,
+        transformer_layers=12,
+        **kwargs,
+    )
 
     return model
