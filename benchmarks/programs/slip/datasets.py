@@ -14,8 +14,9 @@ import numpy as np
 from PIL import Image, ImageFile
 
 import torch
-from torchvision import transforms
-from torchvision import datasets as t_datasets
+from standins import transforms  # changed: torchvision is not installed (standins.py)
+
+t_datasets = None  # changed: torchvision is not installed; only the downstream sets read it
 
 import utils
 
@@ -223,7 +224,7 @@ def get_dataset(train_transform, tokenizer, args):
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     augment = transforms.Compose(
         [
-            transforms.RandomResizedCrop(224, scale=(0.08, 1.0)),
+            transforms.RandomResizedCrop(16, scale=(0.08, 1.0)),  # changed: 16 px
             transforms.RandomApply(
                 [
                     transforms.ColorJitter(0.4, 0.4, 0.4, 0.1)  # not strengthened

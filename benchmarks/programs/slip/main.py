@@ -11,7 +11,9 @@ import math
 import os
 import sys
 import time
-import wandb
+import random  # changed: to seed Python's generator (below)
+
+wandb = None  # changed: wandb is not installed; --wandb stays off
 
 import numpy as np
 import torch
@@ -22,12 +24,12 @@ import torch.distributed as dist
 import torch.optim
 import torch.utils.data
 import torch.utils.data.distributed
-from torchvision.datasets import ImageFolder
-import torchvision.transforms as transforms
+from standins import ImageFolder  # changed: torchvision is not installed (standins.py)
+from standins import transforms  # changed: torchvision is not installed (standins.py)
 
 import datasets
 import models
-from tokenizer import SimpleTokenizer
+from standins import SimpleTokenizer  # changed: ftfy/regex are not installed; a small vocabulary
 import utils
 
 
@@ -96,17 +98,18 @@ def main(args):
     seed = args.seed + utils.get_rank()
     torch.manual_seed(seed)
     np.random.seed(seed)
+    random.seed(seed)  # changed: utils.GaussianBlur draws from Python's random, never seeded: no run repeated
 
     # create model
     print("=> creating model: {}".format(args.model))
     model = getattr(models, args.model)(ssl_mlp_dim=args.ssl_mlp_dim, ssl_emb_dim=args.ssl_emb_dim)
-    model.cuda(args.gpu)
+    # model.cuda(args.gpu)  # changed: CPU
 
     if args.distributed:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu], bucket_cap_mb=200)
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=200)  # changed: CPU, no device_ids
 
     # define loss function (criterion) and optimizer
-    criterion = models.get_loss(args.model, args.ssl_temp, args.ssl_scale).cuda(args.gpu)
+    criterion = models.get_loss(args.model, args.ssl_temp, args.ssl_scale)  # changed: CPU
 
     p_wd, p_non_wd = [], []
     for n, p in model.named_parameters():
@@ -157,16 +160,15 @@ def main(args):
     tokenizer = SimpleTokenizer()
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     train_transform = transforms.Compose(
-        [transforms.RandomResizedCrop(224, scale=(0.5, 1.0)), transforms.ToTensor(), normalize]
+        [transforms.RandomResizedCrop(16, scale=(0.5, 1.0)), transforms.ToTensor(), normalize]  # changed: 16 px
     )
     val_transform = transforms.Compose(
-        [transforms.Resize(224), transforms.CenterCrop(224), transforms.ToTensor(), normalize]
+        [transforms.Resize(16), transforms.CenterCrop(16), transforms.ToTensor(), normalize]  # changed: 16 px
     )
 
     train_dataset = datasets.get_dataset(train_transform, tokenizer, args)
     cwd = os.path.dirname(os.path.realpath(__file__))
-    with open(os.path.join(cwd, "dataset_catalog.json")) as f:
-        root = json.load(f)["imagenet"]["path"]
+    root = os.path.join(args.root, "imagenet")  # changed: the val images under --root, no dataset_catalog.json
     val_dataset = ImageFolder(os.path.join(root, "val"), val_transform)
 
     # dist eval resamples data to pad uneven batch sizes
@@ -298,7 +300,7 @@ def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule,
         for k, param_group in enumerate(optimizer.param_groups):
             param_group["lr"] = lr_schedule[it]
 
-        inputs = [tensor.cuda(args.gpu, non_blocking=True) for tensor in inputs]
+        # inputs = [tensor.cuda(args.gpu, non_blocking=True) for tensor in inputs]  # changed: CPU
 
         # compute output
         with amp.autocast(enabled=not args.disable_amp):
@@ -335,7 +337,7 @@ def train(train_loader, model, criterion, optimizer, scaler, epoch, lr_schedule,
         batch_time.update(time.time() - end)
         end = time.time()
 
-        mem.update(torch.cuda.max_memory_allocated() // 1e9)
+        mem.update(0)  # changed: CPU, no CUDA memory
 
         if optim_iter % args.print_freq == 0:
             if utils.is_main_process() and args.wandb:
@@ -359,17 +361,17 @@ def validate_zeroshot(val_loader, model, tokenizer, args):
 
     print("=> encoding captions")
     cwd = os.path.dirname(os.path.realpath(__file__))
-    with open(os.path.join(cwd, "templates.json")) as f:
+    with open(os.path.join(args.root, "templates.json")) as f:  # changed: tiny templates, under --root
         templates = json.load(f)["imagenet"]
 
-    with open(os.path.join(cwd, "labels.json")) as f:
+    with open(os.path.join(args.root, "labels.json")) as f:  # changed: tiny labels, under --root
         labels = json.load(f)["imagenet"]
 
     with torch.no_grad():
         text_features = []
         for l in labels:
             texts = [t.format(l) for t in templates]
-            texts = tokenizer(texts).cuda(args.gpu, non_blocking=True)
+            texts = tokenizer(texts)  # changed: CPU
             class_embeddings = utils.get_model(model).encode_text(texts)
             class_embeddings = class_embeddings / class_embeddings.norm(dim=-1, keepdim=True)
             class_embeddings = class_embeddings.mean(dim=0)
@@ -379,8 +381,8 @@ def validate_zeroshot(val_loader, model, tokenizer, args):
 
         end = time.time()
         for i, (images, target) in enumerate(val_loader):
-            images = images.cuda(args.gpu, non_blocking=True)
-            target = target.cuda(args.gpu, non_blocking=True)
+            # images = images.cuda(args.gpu, non_blocking=True)  # changed: CPU
+            # target = target.cuda(args.gpu, non_blocking=True)  # changed: CPU
 
             # encode images
             image_features = utils.get_model(model).encode_image(images)
@@ -430,7 +432,7 @@ class AverageMeter(object):
     def synchronize(self):
         if not utils.is_dist_avail_and_initialized():
             return
-        t = torch.tensor([self.sum, self.count], dtype=torch.float64, device="cuda")
+        t = torch.tensor([self.sum, self.count], dtype=torch.float64, device="cpu")  # changed: CPU
         dist.barrier()
         dist.all_reduce(t)
         t = t.tolist()

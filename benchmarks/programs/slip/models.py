@@ -9,7 +9,8 @@
 from collections import OrderedDict
 
 import numpy as np
-import timm
+from standins import SyncBatchNorm  # changed: torch's SyncBatchNorm refuses CPU tensors
+from standins import timm  # changed: timm is not installed (standins.py)
 import torch
 from torch import nn
 
@@ -183,10 +184,10 @@ class SIMCLR(nn.Module):
             OrderedDict(
                 [
                     ("layer1", nn.Linear(in_dim, mlp_dim)),
-                    ("bn1", nn.SyncBatchNorm(mlp_dim)),
+                    ("bn1", SyncBatchNorm(mlp_dim)),  # changed: CPU stand-in
                     ("relu1", nn.ReLU(inplace=True)),
                     ("layer2", nn.Linear(mlp_dim, mlp_dim)),
-                    ("bn2", nn.SyncBatchNorm(mlp_dim)),
+                    ("bn2", SyncBatchNorm(mlp_dim)),  # changed: CPU stand-in
                     ("relu2", nn.ReLU(inplace=True)),
                     ("layer3", nn.Linear(mlp_dim, out_dim)),
                 ]
@@ -224,10 +225,10 @@ class SLIP(CLIP):
             OrderedDict(
                 [
                     ("layer1", nn.Linear(in_dim, mlp_dim)),
-                    ("bn1", nn.SyncBatchNorm(mlp_dim)),
+                    ("bn1", SyncBatchNorm(mlp_dim)),  # changed: CPU stand-in
                     ("relu1", nn.ReLU(inplace=True)),
                     ("layer2", nn.Linear(mlp_dim, mlp_dim)),
-                    ("bn2", nn.SyncBatchNorm(mlp_dim)),
+                    ("bn2", SyncBatchNorm(mlp_dim)),  # changed: CPU stand-in
                     ("relu2", nn.ReLU(inplace=True)),
                     ("layer3", nn.Linear(mlp_dim, out_dim)),
                 ]
@@ -398,3 +399,27 @@ def SLIP_VITL16(**kwargs):
     )
 
     return model
+
+
+# changed: a tiny SLIP (added): a 2-block ViT of 32 dims on 16 x 16 images, patches of 8; a 1-layer text transformer
+# of 32 dims over 8 tokens of a 64-word vocabulary (standins.SimpleTokenizer)
+@timm.models.registry.register_model  # changed: added
+def vit_tiny_patch8_16(**kwargs):  # changed: added
+    model_kwargs = dict(img_size=16, patch_size=8, embed_dim=32, depth=2, num_heads=2, **kwargs)  # changed: added
+    return timm.models.vision_transformer._create_vision_transformer("vit_tiny_patch8_16", **model_kwargs)  # changed
+
+
+def SLIP_VITTINY(**kwargs):  # changed: added
+    vision_model = timm.create_model("vit_tiny_patch8_16", num_classes=0)  # changed: added
+    model = SLIP(  # changed: added
+        embed_dim=16,  # changed: added
+        vision_width=32,  # changed: added
+        vision_model=vision_model,  # changed: added
+        context_length=8,  # changed: added
+        vocab_size=64,  # changed: added
+        transformer_width=32,  # changed: added
+        transformer_heads=2,  # changed: added
+        transformer_layers=1,  # changed: added
+        **kwargs,  # changed: added
+    )  # changed: added
+    return model  # changed: added
