@@ -23,10 +23,18 @@ class SLIPModule(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
-        self.model = getattr(models, args.model)(ssl_mlp_dim=args.ssl_mlp_dim, ssl_emb_dim=args.ssl_emb_dim)
+        self.model = None  # built in setup(), after the seed of this rank
         self.criterion = models.get_loss(args.model, args.ssl_temp, args.ssl_scale)
         self.tokenizer = SimpleTokenizer()
         self.lr_schedule = None
+
+    def setup(self, stage):
+        # main.py seeds each rank with seed + rank, then builds the model
+        L.seed_everything(self.args.seed + self.global_rank)
+        if self.model is None:
+            self.model = getattr(models, self.args.model)(
+                ssl_mlp_dim=self.args.ssl_mlp_dim, ssl_emb_dim=self.args.ssl_emb_dim
+            )
 
     # --- data -------------------------------------------------------------------------------------------------
     def train_dataloader(self):
