@@ -42,10 +42,12 @@ class SLIPModule(L.LightningModule):
             [transforms.RandomResizedCrop(16, scale=(0.5, 1.0)), transforms.ToTensor(), NORMALIZE]
         )
         train_dataset = datasets.get_dataset(train_transform, self.tokenizer, self.args)
+        # one permutation for every rank, whatever each rank's global seed (Trainer(use_distributed_sampler=False))
+        train_sampler = torch.utils.data.distributed.DistributedSampler(train_dataset, seed=0)
         return torch.utils.data.DataLoader(
             train_dataset,
             batch_size=self.args.batch_size,
-            shuffle=True,
+            sampler=train_sampler,
             num_workers=self.args.workers,
             pin_memory=True,
             drop_last=True,
@@ -56,10 +58,11 @@ class SLIPModule(L.LightningModule):
             [transforms.Resize(16), transforms.CenterCrop(16), transforms.ToTensor(), NORMALIZE]
         )
         val_dataset = ImageFolder(os.path.join(self.args.root, "imagenet", "val"), val_transform)
+        val_sampler = torch.utils.data.distributed.DistributedSampler(val_dataset)  # as main.py builds it
         return torch.utils.data.DataLoader(
             val_dataset,
             batch_size=self.args.batch_size,
-            shuffle=False,
+            sampler=val_sampler,
             num_workers=self.args.workers,
             pin_memory=True,
             drop_last=False,
@@ -146,6 +149,7 @@ def main():
         check_val_every_n_epoch=args.eval_freq,
         log_every_n_steps=args.print_freq,
         default_root_dir=args.output_dir,
+        use_distributed_sampler=False,
     )
     trainer.fit(module)
 
