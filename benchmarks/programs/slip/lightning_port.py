@@ -27,6 +27,9 @@ class SLIPModule(L.LightningModule):
         self.criterion = models.get_loss(args.model, args.ssl_temp, args.ssl_scale)
         self.tokenizer = SimpleTokenizer()
         self.lr_schedule = None
+        # accumulation by hand, as main.py does it: Lightning's accumulate_grad_batches skips DDP's gradient sync
+        # (no_sync) on all but the last micro-batch, which sums the gradients in another order
+        self.automatic_optimization = False
 
     def setup(self, stage):
         # main.py seeds each rank with seed + rank, then builds the model
@@ -95,18 +98,23 @@ class SLIPModule(L.LightningModule):
         )
 
     def training_step(self, batch, batch_idx):
+        optimizer = self.optimizers()
         # the lr of this optimizer step, set by hand as main.py does
-        for param_group in self.trainer.optimizers[0].param_groups:
+        for param_group in optimizer.param_groups:
             param_group["lr"] = self.lr_schedule[self.global_step]
         outputs = self.model(*batch)
         loss_dict = self.criterion(outputs)
-        self.log_dict({k: v.detach().float() for k, v in loss_dict.items()}, prog_bar=True)
-        return loss_dict["loss"]
-
-    def on_train_batch_end(self, outputs, batch, batch_idx):
+        loss = loss_dict["loss"]
+        loss /= self.args.update_freq
+        self.manual_backward(loss)
+        if (batch_idx + 1) % self.args.update_freq != 0:
+            return
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
         # clamp logit scale to [0, 100]
         with torch.no_grad():
             self.model.logit_scale.clamp_(0, 4.6052)
+        self.log_dict({k: v.detach().float() for k, v in loss_dict.items()}, prog_bar=True)
 
     # --- zero-shot validation ---------------------------------------------------------------------------------
     def on_validation_epoch_start(self):
@@ -144,7 +152,6 @@ def main():
         devices=2,
         strategy="ddp",
         max_epochs=args.epochs,
-        accumulate_grad_batches=args.update_freq,
         precision="32-true" if args.disable_amp else "16-mixed",
         check_val_every_n_epoch=args.eval_freq,
         log_every_n_steps=args.print_freq,
