@@ -11,6 +11,7 @@ from benchmarks.programs.kair.standins import write_images as write_kair_images
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
+from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
 
@@ -168,6 +169,12 @@ TACOTRON2_HPARAMS += "attention_location_kernel_size=5,postnet_embedding_dim=8,p
 TACOTRON2_HPARAMS += "postnet_n_convolutions=3,batch_size=2"
 tacotron2_TINY = ["-o", "{out}/out", "-l", "logs", "--hparams=" + TACOTRON2_HPARAMS]
 TACOTRON2_TRAIN = str(Path(__file__).parent / "tacotron2" / "train.py")
+
+# SLIP: the CC3M branch of its data set (a metadata .npy and PNG files written by prepare), a tiny SLIP (ViT of 2 blocks
+# of 32 dims, a 1-layer text transformer), 4 optimizer steps an epoch with --update-freq 2, AMP off on CPU, no workers
+SLIP_TINY = ["--dataset=cc3m", "--root=data", "--metadata=data/cc3m.npy", "--model=SLIP_VITTINY", "--ssl-mlp-dim=32"]
+SLIP_TINY += ["--ssl-emb-dim=16", "--epochs=2", "--warmup-epochs=1", "--batch-size=4", "--update-freq=2"]
+SLIP_TINY += ["--disable-amp", "-j", "0", "--print-freq=1", "--output-dir={out}/out"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -603,6 +610,29 @@ PROGRAMS = {
             recording="hooks",
             raw_launch="python",
             suite=False,
+        ),
+        Program(
+            name="slip",
+            folder="slip",
+            raw=["main.py", *SLIP_TINY],
+            port=["lightning_port.py", *SLIP_TINY],
+            style="torchrun (env:// init, utils.init_distributed_mode) with a seed per rank (seed + rank, torch "
+            "and numpy); a CLIP loss over features all_gathered without gradient plus SimCLR's over two "
+            "augmented views gathered WITH their gradients (GatherLayer, an autograd Function around "
+            "all_gather whose backward all_reduces); the logit_scale parameter clamped in place after every "
+            "step; the lr set by hand every iteration from a warmup + cosine array; gradient accumulation by"
+            " --update-freq (the loss divided, no no_sync); AdamW over two param groups split by name and "
+            "ndim; GradScaler (off on CPU); DDP with bucket_cap_mb=200; SyncBatchNorm in the SimCLR head; "
+            "captions drawn by numpy, augmentations by torch's and Python's generators; zero-shot validation"
+            " and a checkpoint (model, optimizer, scaler) every epoch",
+            source="facebookresearch/SLIP main.py, models.py, losses.py, utils.py, datasets.py (MIT, c6faf5d); "
+            "timm, torchvision, the BPE tokenizer (ftfy, regex), wandb, CC3M/ImageNet and SyncBatchNorm on "
+            "CPU stood in for (standins.py), a SLIP of a 2-block ViT of 32 dims and a 1-layer text "
+            "transformer",
+            prepare=lambda work: write_slip_data(str(work / "data")),
+            recording="hooks",
+            suite=False,
+            ignore_config=("output_dir",),
         ),
     ]
 }
