@@ -12,6 +12,7 @@ from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.run import Program
 from benchmarks.programs.swav.standins import write_images as write_swav_images
+from benchmarks.programs.vits.standins import write_wavs as write_vits_wavs
 
 NANOGPT_TINY = [
     "--out_dir={out}",
@@ -154,6 +155,10 @@ MOCOV3_TINY = ["data", "-a", "resnet50", "--seed=0", "--workers=0", "-b", "16", 
 MOCOV3_TINY += ["--moco-dim=16", "--moco-mlp-dim=32", "--moco-m-cos", "--moco-t=0.2", "--print-freq=1"]
 MOCOV3_SPAWN = ["--multiprocessing-distributed", "--world-size=1", "--rank=0", "--dist-url=env://"]
 MOCOV3_SPAWN += ["--dist-backend=gloo"]
+
+# vits reads one JSON config (-c): the tiny one, by its absolute path (each side runs in its own cwd); -m names the
+# model directory (logs, G_*.pth and D_*.pth checkpoints), under the side's {out}
+VITS_TINY = ["-c", str(Path(__file__).parent / "vits" / "configs" / "ljs_tiny.json"), "-m", "{out}/model"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -564,6 +569,33 @@ PROGRAMS = {
             source="facebookresearch/moco-v3 main_moco.py, moco/builder.py, moco/loader.py, moco/optimizer.py "
             "(CC-BY-NC 4.0, c349e6e); torchvision, tensorboard and ImageNet stood in for (standins.py), a ResNet of "
             "one Bottleneck a stage (widths 4-8-16-32), no SyncBatchNorm on CPU",
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
+        ),
+        Program(
+            name="vits",
+            folder="vits",
+            raw=["train.py", *VITS_TINY],
+            port=["lightning_port.py", *VITS_TINY],
+            style="a conditional VAE + GAN for speech: a generator (SynthesizerTrn) and a discriminator "
+            "(MultiPeriodDiscriminator), each in its own DDP wrapper; two AdamW optimizers stepped in turn every "
+            "iteration (the discriminator first, on the detached generator output; then the generator, whose loss "
+            "backpropagates through the discriminator again); two ExponentialLR schedulers stepped per epoch; "
+            "autocast + GradScaler (fp16_run, off on CPU); commons.clip_grad_value_(params, None) (a norm measured, "
+            "nothing clipped); its own DistributedBucketSampler (batches bucketed by length, its own shuffle seeded "
+            "by the epoch, set_epoch from epoch 1) as the DataLoader's batch_sampler; random slices of each "
+            "utterance (rand_slice_segments), noise and dropout drawn from torch's generator every step; one "
+            "torch.manual_seed for every rank after init; monotonic alignment search in numpy; ranks by "
+            "torch.multiprocessing.spawn (MASTER_ADDR/MASTER_PORT, env://); on rank 0 every eval_interval steps "
+            "(step 0 here) an inference pass (drawing noise) and G_*/D_* checkpoints; a resume from the latest "
+            "checkpoint in the model directory",
+            source="jaywalnut310/vits train.py, models.py, modules.py, attentions.py, commons.py, losses.py, "
+            "mel_processing.py, data_utils.py, utils.py, transforms.py, monotonic_align/, text/ (MIT, 2e561ba); "
+            "librosa, scipy, tensorboard, matplotlib, the Cython monotonic_align.core and LJSpeech stood in for "
+            "(standins.py: 18 short wavs drawn from a fixed seed), a model of 16 channels, the discriminators "
+            "narrowed",
+            prepare=lambda work: write_vits_wavs(str(work / "data")),
             recording="hooks",
             raw_launch="python",
             suite=False,

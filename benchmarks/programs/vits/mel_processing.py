@@ -7,12 +7,8 @@ from torch import nn
 import torch.nn.functional as F
 import torch.utils.data
 import numpy as np
-import librosa
-import librosa.util as librosa_util
-from librosa.util import normalize, pad_center, tiny
-from scipy.signal import get_window
-from scipy.io.wavfile import read
-from librosa.filters import mel as librosa_mel_fn
+from standins import read  # changed: scipy is not installed (librosa's util and scipy's get_window were unused)
+from standins import librosa_mel_fn  # changed: librosa is not installed: its mel filterbank in numpy
 
 MAX_WAV_VALUE = 32768.0
 
@@ -66,16 +62,19 @@ def spectrogram_torch(y, n_fft, sampling_rate, hop_size, win_size, center=False)
     )
     y = y.squeeze(1)
 
-    spec = torch.stft(
-        y,
-        n_fft,
-        hop_length=hop_size,
-        win_length=win_size,
-        window=hann_window[wnsize_dtype_device],
-        center=center,
-        pad_mode="reflect",
-        normalized=False,
-        onesided=True,
+    spec = torch.view_as_real(  # changed: torch 2 needs return_complex; the real view is the old output
+        torch.stft(
+            y,
+            n_fft,
+            hop_length=hop_size,
+            win_length=win_size,
+            window=hann_window[wnsize_dtype_device],
+            center=center,
+            pad_mode="reflect",
+            normalized=False,
+            onesided=True,
+            return_complex=True,  # changed: torch 2 needs return_complex
+        )
     )
 
     spec = torch.sqrt(spec.pow(2).sum(-1) + 1e-6)
@@ -115,16 +114,19 @@ def mel_spectrogram_torch(y, n_fft, num_mels, sampling_rate, hop_size, win_size,
     )
     y = y.squeeze(1)
 
-    spec = torch.stft(
-        y,
-        n_fft,
-        hop_length=hop_size,
-        win_length=win_size,
-        window=hann_window[wnsize_dtype_device],
-        center=center,
-        pad_mode="reflect",
-        normalized=False,
-        onesided=True,
+    spec = torch.view_as_real(  # changed: torch 2 needs return_complex; the real view is the old output
+        torch.stft(
+            y,
+            n_fft,
+            hop_length=hop_size,
+            win_length=win_size,
+            window=hann_window[wnsize_dtype_device],
+            center=center,
+            pad_mode="reflect",
+            normalized=False,
+            onesided=True,
+            return_complex=True,  # changed: torch 2 needs return_complex
+        )
     )
 
     spec = torch.sqrt(spec.pow(2).sum(-1) + 1e-6)

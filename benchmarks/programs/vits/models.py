@@ -309,14 +309,24 @@ class DiscriminatorP(torch.nn.Module):
         norm_f = weight_norm if use_spectral_norm == False else spectral_norm
         self.convs = nn.ModuleList(
             [
-                norm_f(Conv2d(1, 32, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))),
-                norm_f(Conv2d(32, 128, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))),
-                norm_f(Conv2d(128, 512, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))),
-                norm_f(Conv2d(512, 1024, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))),
-                norm_f(Conv2d(1024, 1024, (kernel_size, 1), 1, padding=(get_padding(kernel_size, 1), 0))),
+                norm_f(
+                    Conv2d(1, 4, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))
+                ),  # changed: tiny (the discriminator narrowed)
+                norm_f(
+                    Conv2d(4, 8, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))
+                ),  # changed: tiny (the discriminator narrowed)
+                norm_f(
+                    Conv2d(8, 16, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))
+                ),  # changed: tiny (the discriminator narrowed)
+                norm_f(
+                    Conv2d(16, 32, (kernel_size, 1), (stride, 1), padding=(get_padding(kernel_size, 1), 0))
+                ),  # changed: tiny (the discriminator narrowed)
+                norm_f(
+                    Conv2d(32, 32, (kernel_size, 1), 1, padding=(get_padding(kernel_size, 1), 0))
+                ),  # changed: tiny (the discriminator narrowed)
             ]
         )
-        self.conv_post = norm_f(Conv2d(1024, 1, (3, 1), 1, padding=(1, 0)))
+        self.conv_post = norm_f(Conv2d(32, 1, (3, 1), 1, padding=(1, 0)))  # changed: tiny (the discriminator narrowed)
 
     def forward(self, x):
         fmap = []
@@ -346,15 +356,15 @@ class DiscriminatorS(torch.nn.Module):
         norm_f = weight_norm if use_spectral_norm == False else spectral_norm
         self.convs = nn.ModuleList(
             [
-                norm_f(Conv1d(1, 16, 15, 1, padding=7)),
-                norm_f(Conv1d(16, 64, 41, 4, groups=4, padding=20)),
-                norm_f(Conv1d(64, 256, 41, 4, groups=16, padding=20)),
-                norm_f(Conv1d(256, 1024, 41, 4, groups=64, padding=20)),
-                norm_f(Conv1d(1024, 1024, 41, 4, groups=256, padding=20)),
-                norm_f(Conv1d(1024, 1024, 5, 1, padding=2)),
+                norm_f(Conv1d(1, 4, 15, 1, padding=7)),  # changed: tiny (the discriminator narrowed)
+                norm_f(Conv1d(4, 8, 41, 4, groups=4, padding=20)),  # changed: tiny (the discriminator narrowed)
+                norm_f(Conv1d(8, 16, 41, 4, groups=8, padding=20)),  # changed: tiny (the discriminator narrowed)
+                norm_f(Conv1d(16, 32, 41, 4, groups=16, padding=20)),  # changed: tiny (the discriminator narrowed)
+                norm_f(Conv1d(32, 32, 41, 4, groups=32, padding=20)),  # changed: tiny (the discriminator narrowed)
+                norm_f(Conv1d(32, 32, 5, 1, padding=2)),  # changed: tiny (the discriminator narrowed)
             ]
         )
-        self.conv_post = norm_f(Conv1d(1024, 1, 3, 1, padding=1))
+        self.conv_post = norm_f(Conv1d(32, 1, 3, 1, padding=1))  # changed: tiny (the discriminator narrowed)
 
     def forward(self, x):
         fmap = []

@@ -2,7 +2,8 @@
 import copy
 import math
 import numpy as np
-import scipy
+
+# import scipy  # changed: scipy is not installed (unused in this file)
 import torch
 from torch import nn
 from torch.nn import functional as F

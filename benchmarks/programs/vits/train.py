@@ -8,7 +8,7 @@ import torch
 from torch import nn, optim
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
-from torch.utils.tensorboard import SummaryWriter
+from standins import SummaryWriter  # changed: tensorboard is not installed: a writer that writes nothing
 import torch.multiprocessing as mp
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -32,11 +32,11 @@ global_step = 0
 
 def main():
     """Assume Single Node Multi GPUs Training Only"""
-    assert torch.cuda.is_available(), "CPU training is not allowed."
+    # assert torch.cuda.is_available(), "CPU training is not allowed."  # changed: CPU, 2 ranks
 
-    n_gpus = torch.cuda.device_count()
-    os.environ["MASTER_ADDR"] = "localhost"
-    os.environ["MASTER_PORT"] = "80000"
+    n_gpus = 2  # changed: 2 CPU ranks
+    os.environ["MASTER_ADDR"] = os.environ.get("MASTER_ADDR", "localhost")  # changed: the harness's address
+    os.environ["MASTER_PORT"] = os.environ.get("MASTER_PORT", "29500")  # changed: the harness's free port
 
     hps = utils.get_hparams()
     mp.spawn(
@@ -58,9 +58,9 @@ def run(rank, n_gpus, hps):
         writer = SummaryWriter(log_dir=hps.model_dir)
         writer_eval = SummaryWriter(log_dir=os.path.join(hps.model_dir, "eval"))
 
-    dist.init_process_group(backend="nccl", init_method="env://", world_size=n_gpus, rank=rank)
+    dist.init_process_group(backend="gloo", init_method="env://", world_size=n_gpus, rank=rank)  # changed: gloo on CPU
     torch.manual_seed(hps.train.seed)
-    torch.cuda.set_device(rank)
+    # torch.cuda.set_device(rank)  # changed: CPU
 
     train_dataset = TextAudioLoader(hps.data.training_files, hps.data)
     train_sampler = DistributedBucketSampler(
@@ -73,28 +73,33 @@ def run(rank, n_gpus, hps):
     )
     collate_fn = TextAudioCollate()
     train_loader = DataLoader(
-        train_dataset, num_workers=8, shuffle=False, pin_memory=True, collate_fn=collate_fn, batch_sampler=train_sampler
+        train_dataset,
+        num_workers=0,  # changed: 2 cores; the data set draws nothing
+        shuffle=False,
+        pin_memory=False,  # changed: CPU
+        collate_fn=collate_fn,
+        batch_sampler=train_sampler,
     )
     if rank == 0:
         eval_dataset = TextAudioLoader(hps.data.validation_files, hps.data)
         eval_loader = DataLoader(
             eval_dataset,
-            num_workers=8,
+            num_workers=0,  # changed: 2 cores
             shuffle=False,
             batch_size=hps.train.batch_size,
-            pin_memory=True,
+            pin_memory=False,  # changed: CPU
             drop_last=False,
             collate_fn=collate_fn,
         )
 
     net_g = SynthesizerTrn(
         len(symbols), hps.data.filter_length // 2 + 1, hps.train.segment_size // hps.data.hop_length, **hps.model
-    ).cuda(rank)
-    net_d = MultiPeriodDiscriminator(hps.model.use_spectral_norm).cuda(rank)
+    )  # changed: CPU (no .cuda(rank))
+    net_d = MultiPeriodDiscriminator(hps.model.use_spectral_norm)  # changed: CPU (no .cuda(rank))
     optim_g = torch.optim.AdamW(net_g.parameters(), hps.train.learning_rate, betas=hps.train.betas, eps=hps.train.eps)
     optim_d = torch.optim.AdamW(net_d.parameters(), hps.train.learning_rate, betas=hps.train.betas, eps=hps.train.eps)
-    net_g = DDP(net_g, device_ids=[rank])
-    net_d = DDP(net_d, device_ids=[rank])
+    net_g = DDP(net_g)  # changed: CPU, no device_ids
+    net_d = DDP(net_d)  # changed: CPU, no device_ids
 
     try:
         _, _, _, epoch_str = utils.load_checkpoint(
@@ -158,9 +163,7 @@ def train_and_evaluate(rank, epoch, hps, nets, optims, schedulers, scaler, loade
     net_g.train()
     net_d.train()
     for batch_idx, (x, x_lengths, spec, spec_lengths, y, y_lengths) in enumerate(train_loader):
-        x, x_lengths = x.cuda(rank, non_blocking=True), x_lengths.cuda(rank, non_blocking=True)
-        spec, spec_lengths = spec.cuda(rank, non_blocking=True), spec_lengths.cuda(rank, non_blocking=True)
-        y, y_lengths = y.cuda(rank, non_blocking=True), y_lengths.cuda(rank, non_blocking=True)
+        # (x, spec, y and their lengths stay on the CPU)  # changed: CPU, no .cuda(rank, non_blocking=True)
 
         with autocast(enabled=hps.train.fp16_run):
             y_hat, l_length, attn, ids_slice, x_mask, z_mask, (z, z_p, m_p, logs_p, m_q, logs_q) = net_g(
@@ -273,9 +276,7 @@ def evaluate(hps, generator, eval_loader, writer_eval):
     generator.eval()
     with torch.no_grad():
         for batch_idx, (x, x_lengths, spec, spec_lengths, y, y_lengths) in enumerate(eval_loader):
-            x, x_lengths = x.cuda(0), x_lengths.cuda(0)
-            spec, spec_lengths = spec.cuda(0), spec_lengths.cuda(0)
-            y, y_lengths = y.cuda(0), y_lengths.cuda(0)
+            # (x, spec, y and their lengths stay on the CPU)  # changed: CPU, no .cuda(0)
 
             # remove else
             x = x[:1]

@@ -14,8 +14,9 @@ hyperparameter. Some cleaners are English-specific. You'll typically want to use
 """
 
 import re
-from unidecode import unidecode
-from phonemizer import phonemize
+
+# changed: unidecode and phonemizer are not installed; the filelists are already cleaned (cleaned_text: true)
+unidecode = phonemize = None  # changed: no cleaner runs
 
 
 # Regular expression matching whitespace:
