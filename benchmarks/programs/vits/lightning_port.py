@@ -118,6 +118,11 @@ class VITS(L.LightningModule):
             prog_bar=True,
         )
 
+    def on_train_epoch_start(self):
+        # Lightning sets the epoch of a DataLoader's sampler, not of its batch_sampler: the bucket sampler's epoch is
+        # set here, counted from 1 as train.py's epochs are
+        self.trainer.train_dataloader.batch_sampler.set_epoch(self.current_epoch + 1)
+
     def on_train_epoch_end(self):
         # manual optimization: the schedulers are stepped by hand, once per epoch as in train.py
         scheduler_g, scheduler_d = self.lr_schedulers()
