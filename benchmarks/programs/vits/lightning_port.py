@@ -36,6 +36,8 @@ class VITS(L.LightningModule):
             rank=self.trainer.global_rank,
             shuffle=True,
         )
+        # the first epoch's iterator is made before on_train_epoch_start: its epoch is set here
+        sampler.set_epoch(self.current_epoch + 1)
         return DataLoader(dataset, num_workers=0, shuffle=False, collate_fn=TextAudioCollate(), batch_sampler=sampler)
 
     def val_dataloader(self):
