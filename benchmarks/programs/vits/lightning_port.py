@@ -161,6 +161,7 @@ def main():
         precision="16-mixed" if hps.train.fp16_run else "32-true",
         use_distributed_sampler=False,  # DistributedBucketSampler already splits by rank
         log_every_n_steps=hps.train.log_interval,
+        num_sanity_val_steps=0,  # the sanity check's loader and inference draw from the global generator
         default_root_dir=hps.model_dir,
     )
     trainer.fit(model)
