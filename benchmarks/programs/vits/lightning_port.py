@@ -20,6 +20,10 @@ class VITS(L.LightningModule):
         super().__init__()
         self.hps = hps
         self.automatic_optimization = False  # two optimizers stepped in turn: a GAN
+
+    def configure_model(self):
+        # built after Lightning's re-seed (reset_seed before training), as train.py builds them after its one seed
+        hps = self.hps
         self.net_g = SynthesizerTrn(
             len(symbols), hps.data.filter_length // 2 + 1, hps.train.segment_size // hps.data.hop_length, **hps.model
         )
