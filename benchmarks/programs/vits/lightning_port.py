@@ -44,12 +44,14 @@ class VITS(L.LightningModule):
         sampler.set_epoch(self.current_epoch + 1)
         return DataLoader(dataset, num_workers=0, shuffle=False, collate_fn=TextAudioCollate(), batch_sampler=sampler)
 
-    def val_dataloader(self):
-        hps = self.hps
-        dataset = TextAudioLoader(hps.data.validation_files, hps.data)
-        return DataLoader(
-            dataset, num_workers=0, shuffle=False, batch_size=hps.train.batch_size, collate_fn=TextAudioCollate()
-        )
+    def setup(self, stage):
+        # train.py evaluates on rank 0 alone, inside its training loop, every eval_interval iterations: the same here
+        if self.global_rank == 0:
+            hps = self.hps
+            dataset = TextAudioLoader(hps.data.validation_files, hps.data)
+            self.eval_loader = DataLoader(
+                dataset, num_workers=0, shuffle=False, batch_size=hps.train.batch_size, collate_fn=TextAudioCollate()
+            )
 
     def configure_optimizers(self):
         hps = self.hps
@@ -66,6 +68,7 @@ class VITS(L.LightningModule):
     def training_step(self, batch, batch_idx):
         hps = self.hps
         optim_g, optim_d = self.optimizers()
+        global_step = self.global_step // 2  # train.py's global_step: iterations (Lightning counts both optimizers)
         x, x_lengths, spec, spec_lengths, y, y_lengths = batch
 
         y_hat, l_length, attn, ids_slice, x_mask, z_mask, (z, z_p, m_p, logs_p, m_q, logs_q) = self.net_g(
@@ -124,6 +127,14 @@ class VITS(L.LightningModule):
             prog_bar=True,
         )
 
+        if self.global_rank == 0 and global_step % hps.train.eval_interval == 0:
+            self.evaluate()
+            epoch = self.current_epoch + 1
+            model_dir = hps.model_dir
+            lr = hps.train.learning_rate
+            utils.save_checkpoint(self.net_g, optim_g.optimizer, lr, epoch, f"{model_dir}/G_{global_step}.pth")
+            utils.save_checkpoint(self.net_d, optim_d.optimizer, lr, epoch, f"{model_dir}/D_{global_step}.pth")
+
     def on_train_epoch_start(self):
         # Lightning sets the epoch of a DataLoader's sampler, not of its batch_sampler: the bucket sampler's epoch is
         # set here, counted from 1 as train.py's epochs are
@@ -135,22 +146,25 @@ class VITS(L.LightningModule):
         scheduler_g.step()
         scheduler_d.step()
 
-    def validation_step(self, batch, batch_idx):
+    def evaluate(self):
         hps = self.hps
-        x, x_lengths, spec, spec_lengths, y, y_lengths = batch
-        x, x_lengths, spec, spec_lengths = x[:1], x_lengths[:1], spec[:1], spec_lengths[:1]
-        y_hat, attn, mask, *_ = self.net_g.infer(x, x_lengths, max_len=1000)
-        y_hat_mel = mel_spectrogram_torch(
-            y_hat.squeeze(1).float(),
-            hps.data.filter_length,
-            hps.data.n_mel_channels,
-            hps.data.sampling_rate,
-            hps.data.hop_length,
-            hps.data.win_length,
-            hps.data.mel_fmin,
-            hps.data.mel_fmax,
-        )
-        self.log("val/gen_mel_mean", y_hat_mel.mean(), sync_dist=True)
+        self.net_g.eval()
+        with torch.no_grad():
+            for x, x_lengths, *_ in self.eval_loader:
+                x, x_lengths = x[:1], x_lengths[:1]
+                break
+            y_hat, attn, mask, *_ = self.net_g.infer(x, x_lengths, max_len=1000)
+            mel_spectrogram_torch(
+                y_hat.squeeze(1).float(),
+                hps.data.filter_length,
+                hps.data.n_mel_channels,
+                hps.data.sampling_rate,
+                hps.data.hop_length,
+                hps.data.win_length,
+                hps.data.mel_fmin,
+                hps.data.mel_fmax,
+            )
+        self.net_g.train()
 
 
 def main():
@@ -166,6 +180,7 @@ def main():
         use_distributed_sampler=False,  # DistributedBucketSampler already splits by rank
         log_every_n_steps=hps.train.log_interval,
         num_sanity_val_steps=0,  # the sanity check's loader and inference draw from the global generator
+        enable_checkpointing=False,  # train.py's own G_*.pth / D_*.pth checkpoints, saved in training_step
         default_root_dir=hps.model_dir,
     )
     trainer.fit(model)
