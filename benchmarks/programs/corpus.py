@@ -14,6 +14,7 @@ from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
+from benchmarks.programs.vits.standins import write_wavs as write_vits_wavs
 
 NANOGPT_TINY = [
     "--out_dir={out}",
@@ -175,6 +176,10 @@ TACOTRON2_TRAIN = str(Path(__file__).parent / "tacotron2" / "train.py")
 SLIP_TINY = ["--dataset=cc3m", "--root=data", "--metadata=data/cc3m.npy", "--model=SLIP_VITTINY", "--ssl-mlp-dim=32"]
 SLIP_TINY += ["--ssl-emb-dim=16", "--epochs=2", "--warmup-epochs=1", "--batch-size=4", "--update-freq=2"]
 SLIP_TINY += ["--disable-amp", "-j", "0", "--print-freq=1", "--output-dir={out}/out"]
+
+# vits reads one JSON config (-c): the tiny one, by its absolute path (each side runs in its own cwd); -m names the
+# model directory (logs, G_*.pth and D_*.pth checkpoints), under the side's {out}
+VITS_TINY = ["-c", str(Path(__file__).parent / "vits" / "configs" / "ljs_tiny.json"), "-m", "{out}/model"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -607,6 +612,33 @@ PROGRAMS = {
             "(BSD-3-Clause; text/ MIT, 185cd24); tensorflow's HParams, librosa, scipy, tensorboard, unidecode, "
             "inflect and LJSpeech stood in for (standins.py: 12 short wavs drawn from a fixed seed)",
             prepare=lambda work: write_tacotron2_data(str(work / "data")),
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
+        ),
+        Program(
+            name="vits",
+            folder="vits",
+            raw=["train.py", *VITS_TINY],
+            port=["lightning_port.py", *VITS_TINY],
+            style="a conditional VAE + GAN for speech: a generator (SynthesizerTrn) and a discriminator "
+            "(MultiPeriodDiscriminator), each in its own DDP wrapper; two AdamW optimizers stepped in turn every "
+            "iteration (the discriminator first, on the detached generator output; then the generator, whose loss "
+            "backpropagates through the discriminator again); two ExponentialLR schedulers stepped per epoch; "
+            "autocast + GradScaler (fp16_run, off on CPU); commons.clip_grad_value_(params, None) (a norm measured, "
+            "nothing clipped); its own DistributedBucketSampler (batches bucketed by length, its own shuffle seeded "
+            "by the epoch, set_epoch from epoch 1) as the DataLoader's batch_sampler; random slices of each "
+            "utterance (rand_slice_segments), noise and dropout drawn from torch's generator every step; one "
+            "torch.manual_seed for every rank after init; monotonic alignment search in numpy; ranks by "
+            "torch.multiprocessing.spawn (MASTER_ADDR/MASTER_PORT, env://); on rank 0 every eval_interval steps "
+            "(step 0 here) an inference pass (drawing noise) and G_*/D_* checkpoints; a resume from the latest "
+            "checkpoint in the model directory",
+            source="jaywalnut310/vits train.py, models.py, modules.py, attentions.py, commons.py, losses.py, "
+            "mel_processing.py, data_utils.py, utils.py, transforms.py, monotonic_align/, text/ (MIT, 2e561ba); "
+            "librosa, scipy, tensorboard, matplotlib, the Cython monotonic_align.core and LJSpeech stood in for "
+            "(standins.py: 18 short wavs drawn from a fixed seed), a model of 16 channels, the discriminators "
+            "narrowed",
+            prepare=lambda work: write_vits_wavs(str(work / "data")),
             recording="hooks",
             raw_launch="python",
             suite=False,
