@@ -43,6 +43,7 @@ def loops(tmp_path_factory):
     runs["scaled"] = loop(tmp, "scaled", "--loss-scale-at", 3)[1]
     runs["full"] = loop(tmp, "full", "--resume", ckpt)[1]
     runs["part"] = loop(tmp, "part", "--resume", ckpt, "--restore", "model")[1]
+    runs["isolated"] = loop(tmp, "isolated", "--evaluate-isolated")[1]
     return runs
 
 
@@ -81,6 +82,20 @@ def test_a_seed_set_twice_is_no_reseed_where_the_generator_is_recorded_equal(loo
     assert "rng_state" not in d["evidence"] and "global RNG" not in d["advice"]
     # nothing drew between the two seeds: recorded, so the repeat is known inert
     assert [s.get("drawn_since_last_seed") for s in hook_facts(twice)["seeds"]["items"]] == [None, False]
+
+
+def test_a_draw_that_a_restore_undid_is_recorded_as_undone(loops):
+    """An evaluation DataLoader iterated before training with torch's generator put back after it (Lightning's
+    isolate_rng around its sanity check): the iterator's state before its draw and the state the restore put back
+    are the same digest, so the draw is known undone, and the training is the plain loop's."""
+    facts = hook_facts(loops["isolated"])
+    iterator = facts["loader_iterators"]["items"][0]
+    restore = facts["restores"]["items"][0]
+    assert (restore["kind"], restore["generator"]) == ("rng", "torch"), restore
+    assert iterator["global_draw"] and iterator["rng_before"] == restore["state"], (iterator, restore)
+    assert iterator["order"] < restore["order"]
+    report = compare_traces(loops["plain"], loops["isolated"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]["explanation"]
 
 
 def test_checkpoints_are_recorded_with_the_kinds_they_hold(loops):

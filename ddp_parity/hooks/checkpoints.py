@@ -29,7 +29,7 @@ from torch.optim import lr_scheduler
 from torch.optim import optimizer as torch_optimizer
 
 from ddp_parity.fingerprints import sha256_of
-from ddp_parity.hooks import modules
+from ddp_parity.hooks import modules, rng
 from ddp_parity.hooks.after_import import AfterImport
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS
@@ -56,13 +56,13 @@ def install() -> None:
     ):
         if owner is not None and "load_state_dict" in owner.__dict__:
             owner.load_state_dict = _restore(kind, owner.load_state_dict)
-    torch.set_rng_state = torch.random.set_rng_state = _restore("rng", torch.random.set_rng_state)
+    torch.set_rng_state = torch.random.set_rng_state = _restore("rng", torch.random.set_rng_state, "torch")
     for name in ("set_rng_state", "set_rng_state_all"):
         if hasattr(torch.cuda, name):
-            setattr(torch.cuda, name, _restore("rng", getattr(torch.cuda, name)))
+            setattr(torch.cuda, name, _restore("rng", getattr(torch.cuda, name), "cuda"))
     import random
 
-    random.setstate = _restore("rng", random.setstate)
+    random.setstate = _restore("rng", random.setstate, "random")
     for name, patch in (("numpy.random", _wrap_numpy), (DCP, _wrap_dcp)):
         if name in sys.modules:
             patch(sys.modules[name])
@@ -71,7 +71,7 @@ def install() -> None:
 
 
 def _wrap_numpy(module) -> None:
-    module.set_state = _restore("rng", module.set_state)
+    module.set_state = _restore("rng", module.set_state, "numpy")
 
 
 def _first(args, kwargs, name: str):
@@ -257,23 +257,31 @@ def _unprefixed(name: str) -> str:
     return name
 
 
-def _restore(kind: str, original):
+def _restore(kind: str, original, generator: str | None = None):
     @functools.wraps(original)
     def restore(*args, **kwargs):
         result = original(*args, **kwargs)
-        _note_restore(kind, args[0] if args and kind != "rng" else None, sys._getframe(1).f_globals.get("__name__"))
+        owner = args[0] if args and kind != "rng" else None
+        _note_restore(kind, owner, sys._getframe(1).f_globals.get("__name__"), generator)
         return result
 
     return restore
 
 
 @guarded("what the program restored")
-def _note_restore(kind: str, owner, caller) -> None:
+def _note_restore(kind: str, owner, caller, generator: str | None = None) -> None:
+    """A state handed back to torch. A generator's is named; torch's global one with the digest of the state put
+    back, so that the draws it undid are known (a DataLoader iterator's `rng_before` equal to it)."""
     live = recording()
     if live is None or getattr(live.local, "ours", False):
         return
     owner_class = type(owner).__name__ if owner is not None else None
-    live.note("restores", {"kind": kind, "class": owner_class, "caller": caller})
+    fact = {"kind": kind, "class": owner_class, "caller": caller}
+    if generator is not None:
+        fact["generator"] = generator
+    if generator == "torch":
+        fact["state"] = rng.torch_state()
+    live.note("restores", fact)
 
 
 def _wrap_dcp(module) -> None:

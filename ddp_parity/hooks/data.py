@@ -23,6 +23,7 @@ from torch.utils.data import distributed as torch_distributed
 from torch.utils.data import sampler as torch_sampler
 
 from ddp_parity.fingerprints import sampler_facts
+from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import bounded_fifo, guarded, recording
 
 PENDING = "_ddp_parity_pending"  # on a DataLoader iterator: the index lists dispatched, not yet yielded
@@ -146,14 +147,24 @@ def train_sampler(live):
 def _iterated(original):
     @functools.wraps(original)
     def __init__(self, loader, *args, **kwargs):
+        before = _global_state_before_its_draw(loader)
         original(self, loader, *args, **kwargs)
-        _note_iterator(self, loader)
+        _note_iterator(self, loader, before)
 
     return __init__
 
 
+@guarded("the generator before a DataLoader's draw")
+def _global_state_before_its_draw(loader) -> str | None:
+    """The digest of torch's global generator before an iterator draws from it: a later restore of that state
+    (Lightning's isolate_rng around its sanity check) undoes this draw and every one after it."""
+    if recording() is None or getattr(loader, "generator", None) is not None:
+        return None
+    return rng.torch_state()
+
+
 @guarded("DataLoader iterators")
-def _note_iterator(iterator, loader) -> None:
+def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
     """A DataLoader was iterated: its iterator drew one number for its workers' base seed, from the global
     generator where the loader has no generator= of its own (and a RandomSampler without one draws another).
     Its sampler as it is now (a DistributedSampler's epoch: the last set_epoch on it) is noted beside, and the
@@ -173,6 +184,7 @@ def _note_iterator(iterator, loader) -> None:
             "batches": 0,
             "indices_sha256": "",
             "trained": False,
+            **({"rng_before": rng_before} if rng_before is not None else {}),
         },
     )
     if fact is not None:

@@ -5,6 +5,8 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --loss-scale-at K   scales step K's loss by 1.0001 (the loss parts, the generator does not)
     --seed-twice        seeds the global generator twice before building the model (nothing drawn between)
     --data-seed N       seeds the generator of its batches with N (1 by default)
+    --evaluate-isolated iterates an evaluation DataLoader before training, the generator's state put back after
+                        it (as Lightning's isolate_rng does around its sanity check)
     --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
     --resume CKPT       first loads CKPT and restores what --restore names (model,optimizer,scheduler,rng)
     --odd-save CKPT     saves a checkpoint under a key that cannot be lowered (its lower() raises)
@@ -40,6 +42,7 @@ def main() -> None:
     p.add_argument("--data-seed", type=int, default=1)
     p.add_argument("--odd-save")
     p.add_argument("--out")
+    p.add_argument("--evaluate-isolated", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -61,6 +64,16 @@ def main() -> None:
         if "rng" in restore:
             torch.set_rng_state(ckpt["rng"])
         start = ckpt["step"]
+    if args.evaluate_isolated:
+        state = torch.get_rng_state()
+        model.eval()
+        with torch.no_grad():  # its iterator draws from the global generator
+            for (batch,) in torch.utils.data.DataLoader(
+                torch.utils.data.TensorDataset(torch.zeros(4, 6)), batch_size=2
+            ):
+                model(batch)
+        model.train()
+        torch.set_rng_state(state)
     g = torch.Generator().manual_seed(args.data_seed + start)
     for step in range(1, args.steps + 1):
         x, y = torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)

@@ -63,8 +63,9 @@ def check_reseed(ctx: Context) -> Finding | None:
         and module.get("reading_kind") == "batch"
         and module.get("step") == 1
     )
-    if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch):
-        return None  # a loss apart at equal batches may be any forward difference: the watch tells (rng)
+    by_generator = first is not None and first.get("quantity") == "loss" and _torch_apart_at_step_1(ctx, first)
+    if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch and not by_generator):
+        return None  # a loss apart at equal batches may be any forward difference: the watch or generator tells
     seeded = _seeded_ranks(ctx, first)
     if seeded is None or sampler_differences(ctx):
         return None  # unrecorded, another number of samples per step, or another sampler (their own causes)
@@ -83,9 +84,14 @@ def check_reseed(ctx: Context) -> Finding | None:
         "seeds_before_step_1_by_rank": {str(r): ctx.both(*pair) for r, pair in by_rank.items()},
         "first_divergence": first.get("quantity"),
     }
+    if by_generator:
+        evidence["rng_at_step_1"] = {n: ctx.both(*v) for n, v in rng_at(ctx, 1, rank)["generators"].items()}
+    shown = " (the first module input, as the module watch found)" if by_watch else ""
+    if by_generator:
+        shown = ", at equal samples, with torch's generator recorded in another state at step 1's start"
     facts = (
         f"The runs part at step 1 in the {'batch' if by_watch else first.get('quantity')} on rank {rank}"
-        f"{' (the first module input, as the module watch found)' if by_watch else ''}, before any update, and the "
+        f"{shown}, before any update, and the "
         "global "
         f"generator was seeded with the same values, more often on {ctx.label(more)}, before step 1 (as the hooks "
         f"recorded, on every rank): {seeds_per_rank_words(ctx, by_rank)}."
@@ -111,6 +117,17 @@ RNG_RESEED = Cause(
 )
 
 
+def _torch_apart_at_step_1(ctx: Context, first: dict) -> bool:
+    """The loss parts at step 1 at equal recorded samples, and torch's generator is recorded in another state at
+    step 1's start on that rank: what draws from it in the forward (dropout, noise) draws otherwise."""
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == 1), None)
+    if pair is None or pair[0].get("indices") is None or pair[0].get("indices") != pair[1].get("indices"):
+        return False
+    compared = rng_at(ctx, 1, rank)
+    return compared is not None and "torch" in compared["differ"]
+
+
 def loader_draws_before_first_step(run, rank) -> list | None:
     """The datasets of the DataLoader iterators that drew from the global generator after the last seed before
     step 1, in order; None where the hooks recorded no iterator at all (an explicit recording, older traces)."""
@@ -129,6 +146,7 @@ def loader_draws_up_to(run, rank, step: int) -> list | None:
         (i.get("order", 0) for i in seeds if isinstance(i, dict) and (i.get("before_step") or 0) <= step), default=0
     )
     items = facts["loader_iterators"].get("items") or []
+    undone = _draws_undone(items, facts, step)
     return [
         (i.get("before_step"), i.get("dataset"))
         for i in items
@@ -136,7 +154,30 @@ def loader_draws_up_to(run, rank, step: int) -> list | None:
         and (i.get("before_step") or 0) <= step
         and i.get("global_draw")
         and i.get("order", 0) > last_seed
+        and i.get("order") not in undone
     ]
+
+
+def _draws_undone(iterators: list, facts: dict, step: int) -> set:
+    """The orders of the DataLoader iterators whose draw a later restore of torch's generator undid, up to `step`:
+    a restore putting back the state an iterator found before its draw (`rng_before`) undoes that draw and every one
+    after it up to the restore (Lightning's isolate_rng around its sanity check: its validation loader's draw)."""
+    restores = [
+        r
+        for r in (facts.get("restores") or {}).get("items") or []
+        if isinstance(r, dict)
+        and r.get("generator") == "torch"
+        and r.get("state")
+        and (r.get("before_step") or 0) <= step
+    ]
+    drawn = [i for i in iterators if isinstance(i, dict) and i.get("global_draw") and isinstance(i.get("order"), int)]
+    undone = set()
+    for restore in restores:
+        at = restore.get("order", 0)
+        start = next((i["order"] for i in drawn if i["order"] < at and i.get("rng_before") == restore["state"]), None)
+        if start is not None:
+            undone.update(i["order"] for i in drawn if start <= i["order"] < at)
+    return undone
 
 
 def _seeds_up_to(run, rank, step: int) -> list | None:
