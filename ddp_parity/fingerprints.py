@@ -326,8 +326,8 @@ def sampler_facts(sampler) -> dict:
     sampler without a length (an IterableDataset's) records None: the recorder never raises on it."""
     try:
         num_samples = len(sampler)
-    except TypeError:
-        num_samples = None
+    except Exception:  # noqa: BLE001 - no length (an IterableDataset's), or one a subclass cannot give yet
+        num_samples = None  # (read inside DistributedSampler.__init__, before the subclass set what __len__ uses)
     facts = {"class": type(sampler).__name__, "num_samples": num_samples}
     for key in ("seed", "shuffle", "drop_last", "num_replicas", "rank"):
         if hasattr(sampler, key):

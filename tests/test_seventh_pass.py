@@ -1,12 +1,19 @@
 """The classes of failure that tacotron2, SLIP and vits' first pass found (docs/programs.md), each on hand-made
 traces or a loop of the tests' own: a DataLoader draw that a restore of the generator undid is no draw, a loss
-apart at step 1 with the generator recorded apart after a re-seed is that re-seed."""
+apart at step 1 with the generator recorded apart after a re-seed is that re-seed, a batch sampler of the program's
+own is what orders the samples and its epoch is the one it drew its order with."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+from conftest import PYTHON, REPO, check_ok, child_env, run_cmd
 from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained_apart
+
+from ddp_parity import compare_traces
+from ddp_parity.hooks import recording_env
+from ddp_parity.trace_files import read_hook_facts
 
 LOSS_NUDGE = 1.0 + 2**-20  # a loss apart in its last bits, as another dropout mask leaves it at step 1
 
@@ -100,3 +107,49 @@ def test_a_loss_apart_at_step_1_with_the_generator_apart_after_a_reseed_is_the_r
     _write_facts(b, {"seeds": {"items": reseeded}})
     _, d = run_diagnosis(a, b)
     assert d["kind"] != "rng.reseed", d["explanation"]
+
+
+BUCKETS = REPO / "tests" / "hooks_programs" / "bucket_loop.py"
+
+
+@pytest.fixture(scope="module")
+def bucket_runs(tmp_path_factory):
+    """bucket_loop.py three ways, recorded by the hooks with no line changed."""
+    tmp = tmp_path_factory.mktemp("bucket-loop")
+    runs = {}
+    for where in ("before", "after", "never"):
+        env = recording_env(tmp / where, where, child_env())
+        check_ok(run_cmd([PYTHON, BUCKETS, tmp / f"{where}.store", "--set-epoch", where], env=env))
+        runs[where] = tmp / where
+    return runs
+
+
+def test_a_batch_sampler_of_the_programs_own_is_recorded_as_what_orders_the_samples(bucket_runs):
+    """vits' DistributedBucketSampler, given as batch_sampler=: the hooks recorded the SequentialSampler the DataLoader
+    made beside it (epoch None), failed on the subclass's __len__ as it was built (AttributeError 'batch_size'), and
+    read the epoch at the first batch though the order was drawn as the iterator was made."""
+    for where, epochs in (("before", [1, 2]), ("after", [0, 1]), ("never", [0, 0])):
+        facts = read_hook_facts(bucket_runs[where], 0)
+        passes = [i for i in facts["loader_iterators"]["items"] if i["trained"]]
+        assert [(p["sampler"]["class"], p["sampler"].get("batch_sampler")) for p in passes] == [("Buckets", True)] * 2
+        assert [p["sampler"]["epoch"] for p in passes] == epochs, (where, passes)
+        assert not any("samplers" in u for u in facts.get("unrecorded") or []), facts.get("unrecorded")
+
+
+def test_a_set_epoch_after_the_pass_drew_its_order_is_named_with_where_to_set_it(bucket_runs):
+    """vits' round 2: the port set the bucket sampler's epoch in on_train_epoch_start, after Lightning had made the
+    epoch's iterator; the records' epochs agreed, the samples parted at step 1, and the tool said rng.reseed."""
+    d = compare_traces(bucket_runs["before"], bucket_runs["after"])["diagnosis"]
+    assert (d["kind"], d["step"]) == ("data_order.epoch", 1), (d["kind"], d["explanation"])
+    assert "drew its order with the sampler (Buckets) at epoch 1 on before and 0 on after" in d["explanation"]
+    assert "On after, set_epoch(1) came after that pass had drawn its order" in d["explanation"], d["explanation"]
+    assert d["advice"].endswith("after starts at another."), d["advice"]
+
+
+def test_a_batch_sampler_no_set_epoch_reached_is_named_as_lightning_leaves_it(bucket_runs):
+    """vits' round 1: Lightning never sets a batch sampler's epoch; the tool blamed a re-seed of the global
+    generator, which the sampler never draws from."""
+    d = compare_traces(bucket_runs["before"], bucket_runs["never"])["diagnosis"]
+    assert (d["kind"], d["step"]) == ("data_order.epoch", 1), (d["kind"], d["explanation"])
+    assert "On never no set_epoch reached the Buckets, given as the DataLoader's batch_sampler" in d["explanation"]
+    assert d["advice"].endswith("never starts at another."), d["advice"]

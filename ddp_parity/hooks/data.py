@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import weakref
 
 import torch
@@ -173,14 +174,18 @@ def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
     live = recording()
     if live is None:
         return
-    sampler = getattr(loader.batch_sampler, "sampler", None) or loader.sampler
+    sampler = _ordering_sampler(loader)
     fact = live.note(
         "loader_iterators",
         {
             "dataset": type(loader.dataset).__name__,
             "global_draw": loader.generator is None,
             "num_workers": loader.num_workers,  # 0: __getitem__ and collate run in the main process
-            "sampler": {**sampler_facts(sampler), "epoch": _plain_epoch(sampler)},
+            "sampler": {
+                **sampler_facts(sampler),
+                "epoch": _plain_epoch(sampler),
+                **({"batch_sampler": True} if sampler is loader.batch_sampler else {}),
+            },
             "batches": 0,
             "indices_sha256": "",
             "trained": False,
@@ -188,7 +193,21 @@ def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
         },
     )
     if fact is not None:
-        iterator.__dict__[PASS] = (fact, hashlib.sha256(), sampler)
+        # the order is drawn where the sampler's __iter__ runs: at the first batch where it is a generator function
+        # or under torch's BatchSampler (whose own __iter__ is one), here where the loader's index sampler returns
+        # an iterator from a plain __iter__ (a bucket sampler computing its batches, then iter(batches))
+        drawn_here = sampler is iterator._index_sampler and not inspect.isgeneratorfunction(type(sampler).__iter__)
+        iterator.__dict__[PASS] = (fact, hashlib.sha256(), None if drawn_here else sampler)
+
+
+def _ordering_sampler(loader):
+    """The sampler that orders a DataLoader's samples: a batch sampler of the program's own (vits' bucket sampler,
+    a DistributedSampler subclass given as batch_sampler=) orders them itself, the loader's `sampler` then being
+    the SequentialSampler the DataLoader made; torch's BatchSampler takes them from the sampler it wraps."""
+    batch_sampler = loader.batch_sampler
+    if batch_sampler is not None and not isinstance(batch_sampler, torch_sampler.BatchSampler):
+        return batch_sampler
+    return getattr(batch_sampler, "sampler", None) or loader.sampler
 
 
 def _plain_epoch(sampler):

@@ -26,8 +26,11 @@ from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
 from ddp_parity.compare.causes.samples import (
     consumed_later,
+    last_pass,
     other,
+    pass_epochs,
     sampler_differences,
+    sampler_epochs_apart,
     samplers_identical,
     samplers_recorded,
     set_epoch_calls,
@@ -271,6 +274,9 @@ def check_samples(ctx: Context) -> Finding | None:
             "first's order."
         )
         return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
+    drawn_apart = sampler_epochs_apart(ctx, rank, step)
+    if drawn_apart is not None:
+        return _pass_epoch_apart(ctx, step, rank, evidence, drawn_apart)
     facts = (
         f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
         f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
@@ -406,7 +412,63 @@ def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
     if later is not None:
         evidence["same_samples_at"] = {ctx.label(side): step, ctx.label(other(side)): later}
         facts += f" {ctx.label(side)}'s samples at step {step} are {ctx.label(other(side))}'s at step {later}."
-    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts, side=ctx.label(side), epoch=epochs[side])
+    notes, blamed = _set_epoch_notes(ctx, rank, step)
+    side = blamed or side
+    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, side=ctx.label(side), epoch=epochs[side])
+
+
+def _pass_epoch_apart(ctx: Context, step, rank, evidence: dict, apart: dict) -> Finding:
+    """The records' epochs agree (or say nothing), but the sampler that ordered the step's pass was at another epoch
+    as the pass drew its first batch: a set_epoch missing on one side for a sampler Lightning does not set (a batch
+    sampler of the program's own), or made after the pass had drawn its order."""
+    epochs = {"a": apart["a"], "b": apart["b"]}
+    side = "a" if epochs["a"] > epochs["b"] else "b"
+    evidence["pass_epochs"] = ctx.both(epochs["a"], epochs["b"])
+    facts = (
+        f"At step {step} rank {rank} consumed other samples, and the pass over the training DataLoader it trained "
+        f"from drew its order with the sampler ({apart['class']}) at epoch {epochs['a']} on {ctx.names[0]} and "
+        f"{epochs['b']} on {ctx.names[1]} (the hooks read the epoch where each pass drew its order)."
+    )
+    calls = {ctx.label(s): set_epoch_calls(ctx.run(s), rank) for s in ("a", "b")}
+    evidence["set_epoch"] = calls
+    facts += " The set_epoch calls recorded: " + "; ".join(f"{k}: {v or 'none'}" for k, v in calls.items()) + "."
+    notes, blamed = _set_epoch_notes(ctx, rank, step)
+    side = blamed or side
+    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, side=ctx.label(side), epoch=epochs[side])
+
+
+def _set_epoch_notes(ctx: Context, rank, step) -> tuple[str, str | None]:
+    """What the records say of how each side's pass got its epoch: a set_epoch made after the pass had drawn its
+    order (Lightning makes an epoch's iterator, and draws its first batch, before on_train_epoch_start), and a batch
+    sampler of the program's own that no set_epoch reached (Lightning sets the epoch of a DataLoader's `sampler` and
+    of its batch sampler's `.sampler`, never of a batch sampler itself); and the side they name, if one."""
+    notes, blamed = [], []
+    for side in ("a", "b"):
+        began = last_pass(ctx, side, rank, step)
+        if began is None:
+            continue
+        calls = fact_items(read_hook_facts(ctx.run(side), rank), "set_epoch")
+        late = [c for c in calls if isinstance(c.get("order"), int) and c["order"] > began["order"]]
+        sampler = began.get("sampler") or {}
+        late = [c for c in late if c.get("before_step") == began.get("before_step")]
+        late = [c for c in late if c.get("epoch") != sampler.get("epoch")]  # another value than the pass drew with
+        if late or (not calls and sampler.get("batch_sampler")):
+            blamed.append(side)
+        if late:
+            notes.append(
+                f" On {ctx.label(side)}, set_epoch({late[0].get('epoch')}) came after that pass had drawn its order "
+                "(its DataLoader iterator was made first; Lightning makes an epoch's iterator before "
+                "on_train_epoch_start): set the epoch before the iterator is made (where the DataLoader is built, "
+                "train_dataloader(), for the first epoch)."
+            )
+        elif not calls and sampler.get("batch_sampler"):
+            notes.append(
+                f" On {ctx.label(side)} no set_epoch reached the {sampler.get('class')}, given as the DataLoader's "
+                "batch_sampler: Lightning sets the epoch of a DataLoader's sampler and of its batch sampler's "
+                ".sampler, never of a batch sampler itself; call its set_epoch(epoch) yourself before each pass's "
+                "iterator is made."
+            )
+    return "".join(notes), (blamed[0] if len(blamed) == 1 else None)
 
 
 # what parted parameters no gradient moved, as far as the recorded init digests (init_params_sha256) say
@@ -522,28 +584,10 @@ def _repeats_first_epoch(run, rank, epoch) -> bool:
     return this == first or (len(this) < len(first) and this == first[: len(this)])
 
 
-def _pass_epochs(ctx: Context, side: str, rank, step) -> tuple[list, str] | None:
-    """The sampler epochs at which each pass over a training DataLoader began up to `step` (the hooks' DataLoader
-    iterators a step trained from, started before `step` + 1), and the sampler's class; None where unrecorded."""
-    items = fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
-    passes = [
-        i
-        for i in items
-        if i.get("trained") is True
-        and isinstance(i.get("before_step"), int)
-        and i["before_step"] <= step
-        and isinstance(i.get("sampler"), dict)
-        and isinstance(i["sampler"].get("epoch"), int)
-    ]
-    if not passes:
-        return None
-    return [i["sampler"]["epoch"] for i in passes], str(passes[-1]["sampler"].get("class"))
-
-
 def _sampler_epoch_stuck(ctx: Context, rank, step) -> tuple[str, dict] | None:
     """(the side whose sampler never moved its epoch, {a: epochs, b: epochs, class}) where a side began two passes or
     more all at its first epoch and the other's pass of `step` began at another: set_epoch never called there."""
-    found = {s: _pass_epochs(ctx, s, rank, step) for s in ("a", "b")}
+    found = {s: pass_epochs(ctx, s, rank, step) for s in ("a", "b")}
     if None in found.values() or found["a"][0][-1] == found["b"][0][-1]:
         return None
     for side in ("a", "b"):

@@ -9,7 +9,7 @@ import json
 
 from ddp_parity.compare.causes.base import Context, fmt
 from ddp_parity.compare.walk import comparable_samples, records_of
-from ddp_parity.trace_files import read_hook_facts
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 UNRECORDED = "unrecorded"
 
@@ -135,3 +135,39 @@ def samplers_recorded(ctx: Context, side: str) -> bool:
 
 def other(side: str) -> str:
     return "b" if side == "a" else "a"
+
+
+def pass_epochs(ctx: Context, side: str, rank, step) -> tuple[list, str] | None:
+    """The sampler epochs at which each pass over a training DataLoader began up to `step` (the hooks' DataLoader
+    iterators a step trained from, started before `step` + 1), and the sampler's class; None where unrecorded."""
+    items = fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
+    passes = [
+        i
+        for i in items
+        if i.get("trained") is True
+        and isinstance(i.get("before_step"), int)
+        and i["before_step"] <= step
+        and isinstance(i.get("sampler"), dict)
+        and isinstance(i["sampler"].get("epoch"), int)
+    ]
+    if not passes:
+        return None
+    return [i["sampler"]["epoch"] for i in passes], str(passes[-1]["sampler"].get("class"))
+
+
+def last_pass(ctx: Context, side: str, rank, step) -> dict | None:
+    """The hooks' DataLoader iterator `step` trained from (the last pass begun before it), or None."""
+    items = fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
+    passes = [i for i in items if i.get("trained") is True and isinstance(i.get("before_step"), int)]
+    passes = [i for i in passes if i["before_step"] <= step and isinstance(i.get("order"), int)]
+    return passes[-1] if passes else None
+
+
+def sampler_epochs_apart(ctx: Context, rank, step) -> dict | None:
+    """{a: epoch, b: epoch, class, note} where the pass each side trained `step` from drew its order with a sampler
+    of the same class at another epoch (the hooks' DataLoader iterators, the epoch read at the pass's first batch);
+    None where a side recorded none, the classes differ (their own cause) or the epochs agree."""
+    found = {s: pass_epochs(ctx, s, rank, step) for s in ("a", "b")}
+    if None in found.values() or found["a"][1] != found["b"][1] or found["a"][0][-1] == found["b"][0][-1]:
+        return None
+    return {"a": found["a"][0][-1], "b": found["b"][0][-1], "class": found["a"][1]}

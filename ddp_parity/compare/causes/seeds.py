@@ -19,7 +19,7 @@ from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_rec
 from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
-from ddp_parity.compare.causes.samples import sampler_differences
+from ddp_parity.compare.causes.samples import sampler_differences, sampler_epochs_apart
 from ddp_parity.compare.causes.seed_records import (
     initial_weights_words,
     other_values,
@@ -66,6 +66,8 @@ def check_reseed(ctx: Context) -> Finding | None:
     by_generator = first is not None and first.get("quantity") == "loss" and _torch_apart_at_step_1(ctx, first)
     if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch and not by_generator):
         return None  # a loss apart at equal batches may be any forward difference: the watch or generator tells
+    if _samples_apart_by_epoch(ctx, first):
+        return None  # the sampler ordered the pass from another epoch: data_order.epoch, whatever was seeded
     seeded = _seeded_ranks(ctx, first)
     if seeded is None or sampler_differences(ctx):
         return None  # unrecorded, another number of samples per step, or another sampler (their own causes)
@@ -115,6 +117,18 @@ RNG_RESEED = Cause(
     "part at step 1 before any update, in the samples or the batch.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
+
+
+def _samples_apart_by_epoch(ctx: Context, first: dict) -> bool:
+    """The samples part where the records' epochs (set_epoch's values) differ, or where the sampler that ordered
+    the step's pass was at another epoch as it drew its order: a DistributedSampler's order is a function of its
+    seed and epoch, and draws nothing from the global generator."""
+    if first.get("quantity") != "samples":
+        return False
+    if first.get("epoch_b", first.get("epoch")) != first.get("epoch"):
+        return True
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    return isinstance(first.get("step"), int) and sampler_epochs_apart(ctx, rank, first["step"]) is not None
 
 
 def _torch_apart_at_step_1(ctx: Context, first: dict) -> bool:
@@ -206,8 +220,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         return None
     if samples_per_step_apart(ctx) is not None:
         return None  # another accumulation or batch size parts the samples whatever was drawn: named first
-    if first.get("quantity") == "samples" and first.get("epoch_b", first.get("epoch")) != first.get("epoch"):
-        return None  # the records' epochs (set_epoch's values) part the samples whatever was drawn (data_order.epoch)
+    if _samples_apart_by_epoch(ctx, first):
+        return None  # the sampler's epochs part the samples whatever was drawn (data_order.epoch)
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
