@@ -153,3 +153,27 @@ def test_a_batch_sampler_no_set_epoch_reached_is_named_as_lightning_leaves_it(bu
     assert (d["kind"], d["step"]) == ("data_order.epoch", 1), (d["kind"], d["explanation"])
     assert "On never no set_epoch reached the Buckets, given as the DataLoader's batch_sampler" in d["explanation"]
     assert d["advice"].endswith("never starts at another."), d["advice"]
+
+
+FACTS_LOOP = REPO / "tests" / "hooks_programs" / "facts_loop.py"
+
+
+def test_a_model_left_in_eval_mode_is_named_where_its_loss_is_a_module(tmp_path):
+    """tacotron2's slip 3 (no model.train() after its validation): the loop's loss is an nn.Module (Tacotron2Loss),
+    called with gradients on after the eval-mode network; the hooks took the step's generator digest at that call as
+    at a training forward, so the step looked trained in training mode and the tool said undetermined, rng first,
+    with "raw did not record each module's mode" though the hooks recorded the eval() switch."""
+    runs = {}
+    for name, args in (("function", []), ("plain", ["--eval-left-on", "0"]), ("left", ["--eval-left-on", "1"])):
+        env = recording_env(tmp_path / name, name, child_env())
+        check_ok(run_cmd([PYTHON, FACTS_LOOP, *args], env=env))
+        runs[name] = tmp_path / name
+    d = compare_traces(runs["plain"], runs["left"])["diagnosis"]
+    assert (d["kind"], d["step"]) == ("module_state.training_mode", 2), (d["kind"], d["explanation"])
+    assert "after eval() on Sequential before step 2 with no train() after it" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("On left, put the model back in training mode"), d["advice"]
+    assert "each module's mode" not in d["explanation"], d["explanation"]
+    # a loss module's inputs (the network's output, the targets) were digested into step 1's batch beside the
+    # network's: a loop calling a loss function was then said to consume other samples than one calling a module
+    report = compare_traces(runs["function"], runs["plain"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]["explanation"]

@@ -63,6 +63,12 @@ HOOKS_MISSING = {
     "recorder.watch(model)",
     "watch_step": "DDP_PARITY_WATCH_STEP={step} in the environment of both ddp-parity record commands",
 }
+# what a side recorded by the hooks could not check without a watch: the hooks record each train()/eval() switch
+# (hooks.json `modes`, which the diagnosis reads), so a module's mode is never said unrecorded there
+HOOKS_NOT_CHECKED = {
+    "watch": "the module and phase where the difference is born (the hooks record each train()/eval() switch, not "
+    "each module call)",
+}
 HOOKS_KIND = "recorded_by_hooks"  # not evidence: the mark of a side the hooks recorded
 # not evidence: the mark of a hooks-recorded run whose watch covered the step by default (steps 1 and 2) and saw
 # no call of the watched module there: a step that never calls it (a GAN's discriminator step, the generator

@@ -249,8 +249,10 @@ def _watch_top_calls() -> None:
         if live is not None and depth["n"] == 0 and live.optimizer is None:
             if not any(seen() is module for seen in live.root_modules):
                 live.root_modules.append(weakref.ref(module))
-            if module.training and torch.is_grad_enabled():
-                live.forward_inputs.append(args)  # step 1's batch, where no DataLoader gives it
+            if module.training and torch.is_grad_enabled() and next(module.parameters(), None) is not None:
+                # step 1's batch, where no DataLoader gives it: a network's inputs, never a loss module's (the
+                # network's output and the targets, which a loop calling a loss function never shows)
+                live.forward_inputs.append(args)
                 live.forward_callers.append(id(module))
         depth["n"] += 1
 

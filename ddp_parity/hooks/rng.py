@@ -1,6 +1,7 @@
 """The random generators' state at each optimizer step's start, as digests: the step record's `rng`.
 
-The moment is the step's first training forward (train mode, gradients on) of a module that computes:
+The moment is the step's first training forward (train mode, gradients on) of a module that computes (one holding
+parameters: a loss module is called after the network, or alone where the network ran in eval mode),
 not a wrapper that only dispatches (DDP's, DataParallel's, FSDP1's, Lightning's around training_step,
 Fabric's), whose call comes at another point of the step on each side. A raw loop calls DDP's
 wrapper from its own code, maybe after drawing (EDM's loss draws its noise, then calls the network);
@@ -120,14 +121,21 @@ def _first_forward(module, args) -> None:
         return
     if not (module.training and torch.is_grad_enabled()) or getattr(live.local, "ours", False):
         return  # an evaluation's forward, or the recording's own: the step's first training forward is still to come
-    if _dispatches(module):
-        return
+    if _dispatches(module) or not _holds_parameters(module):
+        return  # a wrapper, or a module with no parameters (a loss module, called after the network or in its place)
     disarm()
     if module in _followed:
         return  # its own hook (below, run right after this one) takes them
     take(live, "forward")
     _followed.add(module)
     module.register_forward_pre_hook(ours(_again))
+
+
+def _holds_parameters(module) -> bool:
+    """A network: a module with a parameter of its own or of a submodule. A loss module (an nn.Module the loop calls
+    on the network's output) holds none: a loop whose model was left in eval mode calls it with gradients on after
+    an eval-mode forward, and the step was then said to start at that call, as a training step's does."""
+    return next(module.parameters(), None) is not None
 
 
 def _dispatches(module) -> bool:

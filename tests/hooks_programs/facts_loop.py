@@ -5,6 +5,8 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --loss-scale-at K   scales step K's loss by 1.0001 (the loss parts, the generator does not)
     --seed-twice        seeds the global generator twice before building the model (nothing drawn between)
     --data-seed N       seeds the generator of its batches with N (1 by default)
+    --eval-left-on K    after step K evaluates in eval mode and never calls model.train() again; its loss is an
+                        nn.Module (as Tacotron2's), called on the network's output
     --evaluate-isolated iterates an evaluation DataLoader before training, the generator's state put back after
                         it (as Lightning's isolate_rng does around its sanity check)
     --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
@@ -43,6 +45,7 @@ def main() -> None:
     p.add_argument("--odd-save")
     p.add_argument("--out")
     p.add_argument("--evaluate-isolated", action="store_true")
+    p.add_argument("--eval-left-on", type=int, default=0)
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -75,11 +78,12 @@ def main() -> None:
         model.train()
         torch.set_rng_state(state)
     g = torch.Generator().manual_seed(args.data_seed + start)
+    criterion = nn.CrossEntropyLoss() if args.eval_left_on else nn.functional.cross_entropy
     for step in range(1, args.steps + 1):
         x, y = torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
         if step == args.draw_before:
             torch.rand(1)  # a draw the other side does not make
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = criterion(model(x), y)
         if step == args.loss_scale_at:
             loss = loss * 1.0001
         optimizer.zero_grad()
@@ -87,6 +91,10 @@ def main() -> None:
         optimizer.step()
         scheduler.step()
         print(f"step {step} loss {loss.item():.8f}", flush=True)
+        if step == args.eval_left_on:  # an evaluation that leaves the model in eval mode (no model.train() after)
+            model.eval()
+            with torch.no_grad():
+                model(torch.zeros(2, 6))
     if args.save:
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
         torch.save({**state, "rng": torch.get_rng_state(), "step": start + args.steps}, args.save)

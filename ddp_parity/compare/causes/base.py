@@ -183,6 +183,8 @@ def unchecked_at(first: dict | None, have: dict[str, set[str]]) -> list[dict]:
             change = recorded_evidence.HOOKS_WATCHED.format(step=first.get("step"))
         elif hooked and kind in recorded_evidence.HOOKS_MISSING:  # recorded with no line changed: no line to add
             change = recorded_evidence.HOOKS_MISSING[kind].format(step=first.get("step"))
+        if hooked:
+            what = recorded_evidence.HOOKS_NOT_CHECKED.get(kind, what)
         out.append({"evidence": kind, "sides": sides, "not_checked": what, "record": change})
     return out
 
