@@ -18,6 +18,7 @@ from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cm
 
 from ddp_parity import compare_traces
 from ddp_parity.hooks import modules, recording_env
+from ddp_parity.trace import read_records
 from ddp_parity.trace_files import read_evaluations
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "wrappers_ddp.py"
@@ -118,10 +119,39 @@ def gan_runs(tmp_path_factory):
         ("again", ()),
         ("skip-last-g", ("--skip-last-g",)),
         ("g-betas", ("--g-beta2", "0.9")),
+        ("evaluated", ("--evaluate-after-g", "1")),
     ):
         env = recording_env(tmp / name, name, child_env())
         out[name] = check_ok(run_cmd([PYTHON, GAN_LOOP, tmp / f"{name}.store", *args], env=env)).stdout.splitlines()
     return {name: tmp / name for name in out} | {"stdout": out}
+
+
+def _weights_lines(stdout: list[str]) -> list[str]:
+    return [line for line in stdout if line.startswith(("generator ", "discriminator "))]
+
+
+@pytest.mark.slow
+def test_a_counted_step_is_its_own_optimizers_phase_not_the_other_optimizers_before_it(gan_runs):
+    """vits' loop (the seventh first pass): the generator's backward after the discriminator's step was taken as the
+    next step's first micro-batch (two micro-batches a step, the loss the sum of both networks'), and the next step's
+    generator digests were taken at the generator phase's first forward, before whatever the loop did between the
+    iterations. A step of another optimizer ends what the counted step gathers: its loss is the discriminator's."""
+    printed = [float(line.split()[-1]) for line in gan_runs["stdout"]["plain"] if line.startswith("iteration ")]
+    records = read_records(gan_runs["plain"], 0)
+    assert [r["micro_batches"] for r in records] == [1] * len(printed), records
+    assert [r["loss"] for r in records] == printed, ([r["loss"] for r in records], printed)
+
+
+@pytest.mark.slow
+def test_an_evaluation_between_two_iterations_of_a_gan_is_named_where_it_drew(gan_runs):
+    """vits' round 5: raw evaluated on rank 0 after its first iteration (an eval loader's iterator and the
+    inference's noise draw from the global generator). The step after it was said to start at the generator phase
+    before the evaluation, its digests equal, and the tool advised re-seeding after building the model."""
+    report = compare_traces(gan_runs["plain"], gan_runs["evaluated"])
+    d = report["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.loader_draws", 3), (d["kind"], d["explanation"])
+    assert "evaluated's rank 0 iterated TensorDataset before step 3 for an evaluation" in d["explanation"], d
+    assert "restore the generator's state after an evaluation" in d["advice"], d["advice"]
 
 
 @pytest.mark.slow
@@ -139,7 +169,7 @@ def test_a_generator_step_missing_at_the_end_is_different_and_named(gan_runs):
     """The loop leaves before its last generator step: the discriminator trains exactly alike (the program's own
     hashes), the generator ends one update behind. It was EQUIVALENT (the discriminator alone compared); now it is
     DIFFERENT, and the diagnosis names the generator's optimizer and where its steps part."""
-    plain, skipped = gan_runs["stdout"]["plain"], gan_runs["stdout"]["skip-last-g"]
+    plain, skipped = (_weights_lines(gan_runs["stdout"][name]) for name in ("plain", "skip-last-g"))
     assert plain[1] == skipped[1] and plain[0] != skipped[0], (plain, skipped)  # discriminator equal, generator not
     report = compare_traces(gan_runs["plain"], gan_runs["skip-last-g"])
     assert report["verdict"] == "different"

@@ -155,7 +155,10 @@ def _hyperparameters(group: dict) -> dict:
 
 def _post_step(optimizer, args, kwargs) -> None:
     live = recording()
-    if live is None or optimizer is not live.optimizer:
+    if live is None or live.optimizer is None:
+        return
+    if optimizer is not live.optimizer:
+        _after_other_step(live)
         return
     live.steps += 1
     try:
@@ -164,6 +167,22 @@ def _post_step(optimizer, args, kwargs) -> None:
         live.new_step()
         if live.active:
             rng.arm()  # the next step's digests: its first network forward
+
+
+@guarded("another optimizer's steps")
+def _after_other_step(live) -> None:
+    """Another optimizer stepped (a GAN's generator after its discriminator, whose steps are counted): the forwards,
+    backwards, batches and clipping since the counted step were that optimizer's, so the counted step that follows
+    starts now, as it would after a counted step: its loss is its own backward's (not the generator's before it
+    taken as a micro-batch), its generators' digests are taken at its own first forward (after whatever the loop
+    did between, an evaluation on one rank). The program's collectives and scheduler steps since the counted step
+    stay with the next one."""
+    live.roots, live.grad_sync, live.batches, live.forward_inputs = [], [], [], []
+    live.indices = []
+    live.clip, live.clip_calls, live.clip_value, live.grad_norms = None, 0, None, None
+    live.rng = None
+    if live.active:
+        rng.arm()
 
 
 @guarded("the step record")

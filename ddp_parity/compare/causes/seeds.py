@@ -21,6 +21,7 @@ from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import sampler_differences, sampler_epochs_apart
 from ddp_parity.compare.causes.seed_records import (
+    common_ranks,
     initial_weights_words,
     other_values,
     reseeds_inert,
@@ -152,17 +153,23 @@ def loader_draws_before_first_step(run, rank) -> list | None:
 def loader_draws_up_to(run, rank, step: int) -> list | None:
     """(before_step, dataset) of each DataLoader iterator that drew from the global generator after the last seed
     before `step`, up to `step`, in order; None where the hooks recorded no iterator at all."""
+    items = _draw_items(run, rank, step)
+    return None if items is None else [(i.get("before_step"), i.get("dataset")) for i in items]
+
+
+def _draw_items(run, rank, step: int) -> list | None:
+    """The hooks' DataLoader iterators loader_draws_up_to counts, as recorded."""
     facts = read_hook_facts(run, rank)
-    if not facts or not isinstance(facts.get("loader_iterators"), dict):
-        return None
+    if not facts or not (isinstance(facts.get("loader_iterators"), dict) or _notes_in_order(facts)):
+        return None  # no iterator noted by hooks that note them: none iterated; older hooks: unknown
     seeds = (facts.get("seeds") or {}).get("items") or []
     last_seed = max(
         (i.get("order", 0) for i in seeds if isinstance(i, dict) and (i.get("before_step") or 0) <= step), default=0
     )
-    items = facts["loader_iterators"].get("items") or []
+    items = (facts.get("loader_iterators") or {}).get("items") or []
     undone = _draws_undone(items, facts, step)
     return [
-        (i.get("before_step"), i.get("dataset"))
+        i
         for i in items
         if isinstance(i, dict)
         and (i.get("before_step") or 0) <= step
@@ -170,6 +177,15 @@ def loader_draws_up_to(run, rank, step: int) -> list | None:
         and i.get("order", 0) > last_seed
         and i.get("order") not in undone
     ]
+
+
+def _notes_in_order(facts: dict) -> bool:
+    """The hooks that wrote these facts note every DataLoader iterator (they came with the one order across every
+    kind of note, `order`): a side with no `loader_iterators` iterated none."""
+    return any(
+        isinstance(value, dict) and any(isinstance(i, dict) and "order" in i for i in value.get("items") or [])
+        for value in facts.values()
+    )
 
 
 def _draws_undone(iterators: list, facts: dict, step: int) -> set:
@@ -261,9 +277,36 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         f"{len(draws[0])} DataLoader(s) drawing from the global generator on {na} ({shown[0]}) and {len(draws[1])} "
         f"on {nb} ({shown[1]}) (as the hooks recorded)."
     )
-    return finding(
-        ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, side=ctx.label(more), k=abs(len(draws[0]) - len(draws[1]))
-    )
+    values = {"side": ctx.label(more), "k": abs(len(draws[0]) - len(draws[1]))}
+    values.update(LOADER_DRAWS_AT_START if step == 1 else LOADER_DRAWS_LATER)
+    evaluating = [i for i in _draw_items(ctx.run(more), rank, step) or [] if i.get("trained") is False]
+    if step > 1 and evaluating:
+        alike = [r for r in common_ranks(ctx) if r != rank and _draw_counts_alike(ctx, r, step)]
+        listed = _draws_words([(i.get("before_step"), i.get("dataset")) for i in evaluating])
+        facts += f" {ctx.label(more)}'s rank {rank} iterated {listed} for an evaluation (no step trained from it)" + (
+            f"; rank(s) {', '.join(map(str, alike))} drew as often on both sides." if alike else "."
+        )
+    return finding(ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, **values)
+
+
+# where the extra iterator comes from, and what else to do than give each loader a generator of its own: before
+# step 1 (a sanity check), or between two steps (an evaluation on one side, or on one rank)
+LOADER_DRAWS_AT_START = {
+    "where": "Lightning's sanity check iterates the validation loader before training; a loop that evaluates two "
+    "models iterates its loader twice",
+    "also": " (on Lightning, Trainer(num_sanity_val_steps=0) skips the sanity check)",
+}
+LOADER_DRAWS_LATER = {
+    "where": "an evaluation's loader, iterated between two steps on one side or on one rank only",
+    "also": " (evaluate at the same steps and on the same ranks on both sides, or restore the generator's state "
+    "after an evaluation: torch.get_rng_state() before it, torch.set_rng_state() after, as Lightning's isolate_rng "
+    "does)",
+}
+
+
+def _draw_counts_alike(ctx: Context, rank, step: int) -> bool:
+    counts = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
+    return None not in counts and len(counts[0]) == len(counts[1])
 
 
 def _draws_words(draws: list) -> str:
@@ -340,13 +383,12 @@ RNG_LOADER_DRAWS = Cause(
     "rng.loader_draws",
     check_loader_draws,
     why="Each DataLoader iterator without a generator= of its own takes one number from the global generator (its "
-    "workers' base seed), even with num_workers=0: {side} took {k} more (Lightning's sanity check iterates the "
-    "validation loader before training; a loop that evaluates two models iterates its loader twice), so what draws "
+    "workers' base seed), even with num_workers=0: {side} took {k} more ({where}), so what draws "
     "from the global generator after it (a RandomSampler's shuffle, random augmentations, dropout) draws other "
     "numbers.",
     fix="Draw as often on both sides: give each DataLoader a generator of its own (DataLoader(..., "
     "generator=torch.Generator()), which leaves the global one alone), or iterate the same loaders as often at the "
-    "same points on both sides (on Lightning, Trainer(num_sanity_val_steps=0) skips the sanity check).",
+    "same points on both sides{also}.",
     doc="The hooks' seeds are the same, but one side iterated more DataLoaders drawing from the global generator "
     "after the last seed (a sanity check's validation loader, an evaluation run twice), and the runs part at that "
     "step (step 1 before any update, or a later step after equal ones) in the samples, the batch or the loss.",
