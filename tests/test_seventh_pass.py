@@ -177,3 +177,33 @@ def test_a_model_left_in_eval_mode_is_named_where_its_loss_is_a_module(tmp_path)
     # network's: a loop calling a loss function was then said to consume other samples than one calling a module
     report = compare_traces(runs["function"], runs["plain"])
     assert report["verdict"] == "equivalent", report["diagnosis"]["explanation"]
+
+
+def _clipped(records: dict, factor: float) -> dict:
+    """Each step's norm as clip_grad_norm_(max_norm=1.0) returned it (x factor), the norm the optimizer saw after
+    the clip: both above max_norm, so both clipped to the same norm."""
+    for recs in records.values():
+        for rec in recs:
+            rec["grad_norm"] = (1.5 + rec["step"]) * factor
+            rec.update(clip_norm_type=2.0, clip_max_norm=1.0, clip_calls=1, grad_norm_seen=0.9999998211860657)
+    return records
+
+
+def test_gradients_summed_on_one_side_and_clipped_alike_are_named_not_called_a_record(tmp_path):
+    """tacotron2's slip 1 (its allreduce summing the gradients, never dividing by the world size): both sides'
+    norms were clip_grad_norm_'s, x2 apart, the clip at 1.0 made every update equal. The tool said "record the
+    gradient norm the same way; nothing in the training needs to change", though both recorded it the same way and
+    the gradients themselves were summed."""
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    for meta in (meta_a, meta_b):
+        meta["recorded_by"] = "hooks"
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_a=_clipped(make_records(), 2.0))
+    b_records = _clipped(make_records(), 1.0)
+    for rank, recs in b_records.items():
+        (b / "trace" / f"rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    report, d = run_diagnosis(a, b)
+    assert report["verdict"] == "equivalent", d["explanation"]
+    assert "the gradients themselves differ by x2" in d["explanation"], d["explanation"]
+    assert "summed over the ranks on one side and averaged on the other" in d["explanation"], d["explanation"]
+    assert d["advice"].startswith("Reduce the gradients alike: on raw, divide"), d["advice"]
+    assert "Only what was measured differs" not in d["explanation"], d["explanation"]

@@ -259,6 +259,15 @@ def measured_finding(ctx: Context) -> Finding:
         kind = "grad_scale"
     fix = RECORD_ALIKE.get(kind, RECORD_ALIKE[""]).format(**values)
     why = MEASURED_WHY
+    clipped = _clipped_alike_above_max(ctx, first) if first["quantity"] == "grad_norm" and kind == "factor" else None
+    if clipped is not None:  # measured alike: the gradients differ, the clip hid it from the update
+        factor = relation.get("value")
+        words = {**values, **clipped, "k": fmt(factor) if factor is not None else "k", "other": relation.get("other")}
+        world = any(c.startswith("world_size=") for c in counts)
+        why = CLIPPED_FACTOR_WHY.format(**words, summed=CLIPPED_FACTOR_WORLD if world else "")
+        fix = (CLIPPED_FACTOR_WORLD_FIX if world else CLIPPED_FACTOR_FIX).format(**words)
+        evidence["clipped_alike"] = clipped
+        proof = proof.replace(". Only what was measured differs: ", ". What differs: ", 1)
     if kind == "ulp" and all(ctx.meta(s).get("recorded_by") == "hooks" for s in ("a", "b")):
         # the hooks read the rate each optimizer step used: the steps used other rates, not the records
         why, fix = USED_LR_WHY, USED_LR_FIX
@@ -266,6 +275,24 @@ def measured_finding(ctx: Context) -> Finding:
 
 
 MEASURED_WHY = "Nothing in the training needs fixing; only what was written down differs."
+CLIPPED_FACTOR_WHY = (
+    "Both sides measured it the same way (clip_grad_norm_'s total norm, norm_type {norm_type}, before clipping): "
+    "the gradients themselves differ by x{k}{summed}. Clipping to max_norm {max_norm} rescaled both to the same "
+    "norm at every step (both above it; the norm the optimizer saw is recorded equal), so every update came out "
+    "the same here; where the norms fall below max_norm (later in training, another lr or loss scale), or without "
+    "the clip, the two trainings part."
+)
+CLIPPED_FACTOR_WORLD = (
+    ", the world size: the gradients summed over the ranks on one side and averaged on the other (DDP averages)"
+)
+CLIPPED_FACTOR_WORLD_FIX = (
+    "Reduce the gradients alike: on {side}, divide the all-reduced sum by the world size (average, as DDP and "
+    "Lightning do), or sum on {other} too; nothing about the record needs to change."
+)
+CLIPPED_FACTOR_FIX = (
+    "Make the gradients the same before clipping: {side}'s are x{k} {other}'s (a loss scaled, or gradients summed "
+    "where the other side averages); nothing about the record needs to change."
+)
 USED_LR_WHY = (
     "The hooks read each rate from the optimizer as its step ran: the steps used rates one ulp apart, and every "
     "parameter still came out bitwise equal in these runs (the bit was lost in the update's rounding); a longer run "
@@ -277,6 +304,25 @@ USED_LR_FIX = (
     "class stepped alike; a scheduler that updates the rate step by step (CosineAnnealingLR's recursion) parts "
     "from a closed form in the last bit."
 )
+
+
+def _clipped_alike_above_max(ctx: Context, first: dict) -> dict | None:
+    """{max_norm, norm_type} where both sides recorded at every compared step of the rank the gradient norm
+    clip_grad_norm_ returned with the same max_norm and norm_type, both above max_norm, and the norm the optimizer
+    then saw (after the clip) equal: the values differ in the gradients, not in how they were measured."""
+    pairs = list(aligned_records(ctx, first["rank"]))
+    if not pairs:
+        return None
+    for ra, rb in pairs:
+        clip = [(r.get("clip_max_norm"), r.get("clip_norm_type")) for r in (ra, rb)]
+        if clip[0] != clip[1] or None in clip[0]:
+            return None
+        norms = [r.get("grad_norm") for r in (ra, rb)]
+        if not all(isinstance(n, (int, float)) and n > clip[0][0] for n in norms):
+            return None
+        if ra.get("grad_norm_seen") != rb.get("grad_norm_seen") or ra.get("grad_norm_seen") is None:
+            return None
+    return {"max_norm": fmt(clip[0][0]), "norm_type": fmt(clip[0][1])}
 
 
 def _proof(ctx: Context, steps: int, notes: list[dict]) -> str:
