@@ -6,12 +6,14 @@ own is what orders the samples and its epoch is the one it drew its order with."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import PYTHON, REPO, check_ok, child_env, run_cmd
 from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained_apart
 
 from ddp_parity import compare_traces
+from ddp_parity.compare.causes import hooked
 from ddp_parity.hooks import recording_env
 from ddp_parity.trace_files import read_hook_facts
 
@@ -207,3 +209,33 @@ def test_gradients_summed_on_one_side_and_clipped_alike_are_named_not_called_a_r
     assert "summed over the ranks on one side and averaged on the other" in d["explanation"], d["explanation"]
     assert d["advice"].startswith("Reduce the gradients alike: on raw, divide"), d["advice"]
     assert "Only what was measured differs" not in d["explanation"], d["explanation"]
+
+
+def _saves_on_ranks(tmp_path, name: str, saves: dict) -> Path:
+    """A run whose ranks saved {rank: [(after_step, path, kinds)]}, as the hooks record them."""
+    trace = tmp_path / name / "trace"
+    trace.mkdir(parents=True)
+    for rank, items in saves.items():
+        (trace / f"rank{rank}.jsonl").write_text("")
+        noted = [{"op": "torch.save", "after_step": s, "path": p, "kinds": k} for s, p, k in items]
+        (trace / f"rank{rank}.hooks.json").write_text(json.dumps({"checkpoints": {"items": noted}}))
+    return tmp_path / name
+
+
+def test_a_datasets_cache_saved_with_torch_save_is_no_checkpoint(tmp_path):
+    """vits' dataset saves each utterance's spectrogram with torch.save the first time it reads it (the port's data
+    was computed by the raw run before, so only raw saved): checkpoint_ranks and checkpoint_steps said the equal pair
+    saved on other ranks and after other steps. A save holding no training state is no checkpoint; a checkpoint
+    saved apart is still said."""
+    state = ["counters", "optimizer", "state_dict"]
+    raw = _saves_on_ranks(
+        tmp_path,
+        "raw",
+        {0: [(0, "data/a.spec.pt", []), (1, "model/G_0.pth", state), (2, "data/b.spec.pt", [])], 1: [(0, "d.pt", [])]},
+    )
+    port = _saves_on_ranks(tmp_path, "port", {0: [(1, "model/G_0.pth", state)], 1: []})
+    kinds = [w["kind"] for w in hooked.hook_warnings(raw, port, ("raw", "lightning"))]
+    assert not {"checkpoint_ranks", "checkpoint_steps"} & set(kinds), kinds
+    later = _saves_on_ranks(tmp_path, "later", {0: [(2, "model/G_0.pth", state)], 1: []})
+    kinds = [w["kind"] for w in hooked.hook_warnings(raw, later, ("raw", "lightning"))]
+    assert "checkpoint_steps" in kinds, kinds

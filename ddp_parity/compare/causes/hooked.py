@@ -288,15 +288,25 @@ def resume_difference(run_a, run_b, names) -> dict | None:
     return {"restored": {names[0]: sorted(got[0]), names[1]: sorted(got[1])}, "missing": missing}
 
 
+def _checkpoint_saves(run, rank: int) -> list[dict]:
+    """The saves of training state a rank made (torch.save, a DCP save): a save holding none (no model, optimizer,
+    scheduler, generator state, state_dict or counters: a dataset's cache of a computed tensor, vits' spectrograms
+    saved as each sample is first read) is no checkpoint, whichever rank reads which sample first."""
+    return [
+        c
+        for c in fact_items(read_hook_facts(run, rank), "checkpoints")
+        if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and c.get("kinds") != []
+    ]
+
+
 def _saving_ranks(run) -> dict[str, list[int]]:
     """{checkpoint path: the ranks that saved it}."""
     out: dict[str, list[int]] = {}
     for rank in trace_ranks(run):
-        for c in fact_items(read_hook_facts(run, rank), "checkpoints"):
-            if str(c.get("op", "")).split(".")[-1] in CHECKPOINT_SAVE_OPS:
-                out.setdefault(str(c.get("op")), [])
-                if rank not in out[str(c.get("op"))]:
-                    out[str(c.get("op"))].append(rank)
+        for c in _checkpoint_saves(run, rank):
+            out.setdefault(str(c.get("op")), [])
+            if rank not in out[str(c.get("op"))]:
+                out[str(c.get("op"))].append(rank)
     return out
 
 
@@ -306,9 +316,9 @@ def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
     paths under its file's name (`ema_0_9_000006.out.weight`), so that a tensor the other side saves in one file
     is paired with each file's alike and held where any holds its values."""
     saves: dict[int, list[tuple[str, dict]]] = {}
-    for c in fact_items(read_hook_facts(run, rank), "checkpoints"):
+    for c in _checkpoint_saves(run, rank):
         contents, step = c.get("contents"), c.get("after_step")
-        if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(contents, dict) and contents:
+        if isinstance(contents, dict) and contents:
             if isinstance(step, int) and not isinstance(step, bool):
                 saves.setdefault(step, []).append((str(c.get("path")), contents))
     out: dict[int, tuple[str, dict[str, str]]] = {}
@@ -357,9 +367,9 @@ def checkpoint_steps_apart(run_a, run_b) -> dict | None:
 def _save_steps(run, rank: int) -> list[int]:
     """The steps after which `rank` saved a checkpoint (torch.save, a DCP save), each once, in order."""
     out = set()
-    for c in fact_items(read_hook_facts(run, rank), "checkpoints"):
+    for c in _checkpoint_saves(run, rank):
         step = c.get("after_step")
-        if str(c.get("op", "")).rsplit(".", 1)[-1] in CHECKPOINT_SAVE_OPS and isinstance(step, int):
+        if isinstance(step, int):
             out.add(step)
     return sorted(out)
 
