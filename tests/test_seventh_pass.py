@@ -239,3 +239,28 @@ def test_a_datasets_cache_saved_with_torch_save_is_no_checkpoint(tmp_path):
     later = _saves_on_ranks(tmp_path, "later", {0: [(2, "model/G_0.pth", state)], 1: []})
     kinds = [w["kind"] for w in hooked.hook_warnings(raw, later, ("raw", "lightning"))]
     assert "checkpoint_steps" in kinds, kinds
+
+
+def test_an_evaluation_apart_on_a_rank_whose_buffers_one_side_broadcasts_names_broadcast_buffers(tmp_path):
+    """tacotron2's round 6: its own gradient averaging (no DDP wrapper) keeps each rank's BatchNorm statistics, the
+    port's DDP copies rank 0's to every rank at each forward (broadcast_buffers). The training was equal, rank 1's
+    validation gave other outputs, and the warning listed mode, dropout, autocast and batches, never the buffers both
+    sides recorded apart on rank 1 at the end (rank 0's alike)."""
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    for meta, rank1 in ((meta_a, "r1-own"), (meta_b, "r1-from-rank-0")):
+        meta["ranks"][0]["buffers_sha256"] = {"bn.running_mean": "r0", "bn.running_var": "v0"}
+        meta["ranks"][1]["buffers_sha256"] = {"bn.running_mean": rank1, "bn.running_var": "v0"}
+    meta_b["ranks"][0]["buffers_sha256"] = {"model.bn.running_mean": "r0", "model.bn.running_var": "v0"}
+    meta_b["ranks"][1]["buffers_sha256"] = {"model.bn.running_mean": "r1-from-rank-0", "model.bn.running_var": "v0"}
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b)
+    for run, digest, ddp in ((a, "aa", None), (b, "bb", True)):
+        for rank in (0, 1):
+            evaluation = {"step": 5, "micro_batch": 0, "epoch": 1, "forwards": 1, "module": "Net", "training": False}
+            evaluation["output_digest"] = (digest if rank == 1 else "cc") * 8
+            (run / "trace" / f"rank{rank}.evaluations.jsonl").write_text(json.dumps(evaluation) + "\n")
+            facts = {"ddp": {"items": [{"before_step": 1, "order": 1, "broadcast_buffers": True}]}} if ddp else {}
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps({"modes": {"items": []}, **facts}))
+    report, _ = run_diagnosis(a, b)
+    [said] = [w["message"] for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert said.startswith("rank 1:") and "rank 1's buffers end apart (bn.running_mean), rank 0's alike" in said, said
+    assert "lightning gives DDP broadcast_buffers=True" in said and "DDPStrategy(broadcast_buffers=False)" in said

@@ -15,6 +15,7 @@ from ddp_parity.trace_files import (
     fact_items,
     read_evaluations,
     read_hook_facts,
+    read_meta,
     read_validation,
 )
 
@@ -67,6 +68,9 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
             samples = _samples(run_a, run_b, rank, said, names) if said and said.get("outputs_apart") else None
             if samples:
                 said["message"] += f"; {samples}"
+            buffers = _buffers_apart(run_a, run_b, rank, names) if said and said.get("outputs_apart") else None
+            if buffers:
+                said["message"] += f"; {buffers}"
             if said is not None:
                 said.pop("outputs_apart", None)
                 unsplit = [i for i, found in enumerate(evaluations) if _every_rank_alike(found, said)]
@@ -232,3 +236,57 @@ def _samples(run_a, run_b, rank: int, said: dict, names) -> str | None:
     if keys:
         return out + "; its samplers differ: " + ", ".join(f"{k} {sa.get(k)!r} vs {sb.get(k)!r}" for k in keys)
     return out
+
+
+def _buffers_apart(run_a, run_b, rank: int, names) -> str | None:
+    """Where rank `rank` (not 0) ends with other buffers on the two sides while rank 0's agree: a BatchNorm's
+    running statistics kept per rank on one side and broadcast from rank 0 on the other (DDP's broadcast_buffers at
+    every forward through its wrapper), which an evaluation on that rank normalises with. None otherwise."""
+    if rank == 0:
+        return None
+    try:
+        per_side = [_rank_buffers(read_meta(run)) for run in (run_a, run_b)]
+    except (OSError, ValueError, TraceFormatError):
+        return None
+    zero = [_by_tail(side.get(0)) for side in per_side]
+    mine = [_by_tail(side.get(rank)) for side in per_side]
+    if not all(zero) or not all(mine) or zero[0] != zero[1]:
+        return None
+    apart = sorted(name for name in set(mine[0]) & set(mine[1]) if mine[0][name] != mine[1][name])
+    if not apart:
+        return None
+    broadcast = [_broadcasts_buffers(run, rank) for run in (run_a, run_b)]
+    words = (
+        f"rank {rank}'s buffers end apart ({apart[0]}{f' and {len(apart) - 1} more' if len(apart) > 1 else ''}), "
+        "rank 0's alike: what an evaluation on that rank normalises with (a BatchNorm's running statistics)"
+    )
+    if broadcast[0] != broadcast[1] and None not in broadcast:
+        on, off = (names[0], names[1]) if broadcast[0] else (names[1], names[0])
+        words += (
+            f". {on} gives DDP broadcast_buffers=True (rank 0's buffers copied to every rank at each forward "
+            f"through the wrapper); {off}'s ranks keep their own (no DDP wrapper, or broadcast_buffers=False). Fix: "
+            "sync the buffers alike, DDPStrategy(broadcast_buffers=False) on Lightning where the loop keeps them per "
+            "rank, or the loop's model given to DDP (or its buffers broadcast from rank 0 before each forward)"
+        )
+    return words
+
+
+def _rank_buffers(meta: dict) -> dict:
+    return {f.get("rank", r): f.get("buffers_sha256") for r, f in enumerate(meta.get("ranks") or [])}
+
+
+def _by_tail(buffers) -> dict:
+    """A rank's buffer digests by their names less any wrapper's prefix (`model.`), for pairing across sides."""
+    if not isinstance(buffers, dict):
+        return {}
+    return {name.split("model.", 1)[-1] if name.startswith("model.") else name: d for name, d in buffers.items()}
+
+
+def _broadcasts_buffers(run, rank: int) -> bool | None:
+    """Whether the rank's model was given to DDP with broadcast_buffers (the hooks' `ddp` facts); False where the
+    hooks saw no DDP construction, None where the run was not recorded by hooks."""
+    facts = read_hook_facts(run, rank)
+    if not facts:
+        return None
+    wrapped = fact_items(facts, "ddp")
+    return any(item.get("broadcast_buffers") is not False for item in wrapped) if wrapped else False
