@@ -264,3 +264,22 @@ def test_an_evaluation_apart_on_a_rank_whose_buffers_one_side_broadcasts_names_b
     [said] = [w["message"] for w in report["warnings"] if w["kind"] == "evaluation_differs"]
     assert said.startswith("rank 1:") and "rank 1's buffers end apart (bn.running_mean), rank 0's alike" in said, said
     assert "lightning gives DDP broadcast_buffers=True" in said and "DDPStrategy(broadcast_buffers=False)" in said
+
+
+def test_an_undetermined_finding_on_hooks_recordings_never_asks_for_a_record_argument(tmp_path):
+    """SLIP's round 3 and slip 3: with both sides recorded by the hooks, the candidates' hints asked to "record
+    model=model on both sides" and "record optimizer=optimizer", and called the parameters after each step
+    unrecorded, though the hooks record both (the digest sums a few tensors)."""
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    for meta in (meta_a, meta_b):
+        meta["recorded_by"] = "hooks"
+    records_b = make_records()
+    for recs in records_b.values():
+        for rec in recs[1:]:
+            rec["loss"] *= 1.5
+    _, d = run_diagnosis(*pair(tmp_path, meta_a=meta_a, meta_b=meta_b, records_b=trained_apart(records_b, 2)))
+    assert d["kind"].startswith("undetermined"), (d["kind"], d["explanation"])
+    said = d["explanation"] + " " + " ".join(c["tells_apart"] for c in d["candidates"])
+    for asked in ("record model=model", "record optimizer=optimizer", "pass model= to record()"):
+        assert asked not in said, said
+    assert "were not recorded" not in said, said

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, samples_said
 from ddp_parity.compare.causes.hooked import global_rng_equal, global_rng_parts
+from ddp_parity.compare.evidence import HOOKS_KIND
 from ddp_parity.compare.findings import Finding
 
 # each cause a divergence can have, as the ranked candidates of an undetermined finding say it:
@@ -64,6 +65,37 @@ CANDIDATES = {
     ),
 }
 
+# what a candidate means, and what tells it apart, where both sides recorded the parameters after every step (the
+# digest sums a few tensors) or were recorded by the hooks of `ddp-parity record` (which take the optimizer as built,
+# the norm clip_grad_norm_ used and the parameters after every step themselves: no record() argument to add)
+DIGESTED_EARLIER_UPDATE = (
+    "an earlier optimizer step that already differed in a parameter the digest does not sum (param_digest sums the "
+    "first and last tensors; the module watch compares each parameter as a step's forward uses it)"
+)
+HOOKS_TELLS_APART = {
+    "param_groups": "the hooks compare the optimizer as built (its param groups, parameter by parameter): equal "
+    "there, the groups a step used are the loop's own settings, recorded each step (param_groups)",
+    "reduction_order": "the hooks record the parameter order clip_grad_norm_ summed in (clip_order) beside the "
+    "optimizer as built",
+    "norm": "the hooks record clip_grad_norm_'s norm_type and max_norm and the norm the optimizer saw (grad_norm_seen)",
+    "measured": "the hooks record the parameters after every step (param_digest): equal there and at the end, "
+    "the training is the same",
+    "earlier_update": "DDP_PARITY_WATCH_STEP={step} in both ddp-parity record commands' environment: the module "
+    "watch compares each parameter as that step's forward uses it",
+}
+
+
+def _candidate_words(ctx: Context, f: dict) -> dict[str, tuple[str, str]]:
+    """CANDIDATES as what this pair recorded lets them be said."""
+    words = dict(CANDIDATES)
+    if ctx.both_have("param_digest"):
+        words["earlier_update"] = (DIGESTED_EARLIER_UPDATE, words["earlier_update"][1])
+    if ctx.both_have(HOOKS_KIND):
+        for cause, tells in HOOKS_TELLS_APART.items():
+            words[cause] = (words[cause][0], tells.format(step=f.get("step")))
+    return words
+
+
 # a candidate that is a cause within a category
 CANDIDATE_CATEGORY = {"earlier_update": "optimizer", "measured": "recording"}
 
@@ -76,8 +108,9 @@ def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence:
     if len(causes) < 2 and f.get("quantity") == "grad_norm":  # what equal gradients still leave open
         causes += [c for c in ("norm", "reduction_order") if c not in causes]
     unchecked = ctx.unchecked()
-    ranked = "; ".join(f"({i}) {CANDIDATES[c][0]}" for i, c in enumerate(causes, 1))
-    separate = "; ".join(dict.fromkeys(CANDIDATES[c][1] for c in causes)) + "."
+    words = _candidate_words(ctx, f)
+    ranked = "; ".join(f"({i}) {words[c][0]}" for i, c in enumerate(causes, 1))
+    separate = "; ".join(dict.fromkeys(words[c][1] for c in causes)) + "."
     changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in unchecked)
     cause = UNRECORDED if unchecked else UNDETERMINED
     facts = f"{facts} {_equal_up_to(ctx, f)}"
@@ -88,8 +121,8 @@ def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence:
         {
             "cause": c,
             "category": CANDIDATE_CATEGORY.get(c, c),
-            "what": CANDIDATES[c][0],
-            "tells_apart": CANDIDATES[c][1],
+            "what": words[c][0],
+            "tells_apart": words[c][1],
         }
         for c in causes
     ]
