@@ -14,6 +14,7 @@ from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained
 
 from ddp_parity import compare_traces
 from ddp_parity.compare.causes import hooked
+from ddp_parity.compare.modules import replay_instruction
 from ddp_parity.hooks import recording_env
 from ddp_parity.trace_files import read_hook_facts
 
@@ -283,3 +284,16 @@ def test_an_undetermined_finding_on_hooks_recordings_never_asks_for_a_record_arg
     for asked in ("record model=model", "record optimizer=optimizer", "pass model= to record()"):
         assert asked not in said, said
     assert "were not recorded" not in said, said
+
+
+def test_the_replay_instruction_for_hooks_recordings_says_no_step_was_watched_and_names_record(tmp_path):
+    """tacotron2's rounds 2 to 4: neither side gives its model to DDP (raw averages by itself), so the hooks watched
+    no step; the instruction said "the first difference is at step 1, after the watched steps" and printed
+    `torchrun ... your_loop.py --run_dir` and `python your_lightning_script.py --run_dir` lines the user never ran."""
+    meta_a, meta_b = make_meta("raw"), make_meta("lightning")
+    for meta in (meta_a, meta_b):
+        meta["recorded_by"] = "hooks"
+    a, b = pair(tmp_path, meta_a=meta_a, meta_b=meta_b)
+    text = replay_instruction(1, a, b, harness="python compare/run.py")
+    assert "after the watched steps" not in text and "your_loop.py" not in text, text
+    assert "no step was watched in" in text and "DDP_PARITY_WATCH_STEP adds nothing there" in text, text

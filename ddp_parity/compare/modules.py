@@ -472,6 +472,9 @@ def replay_instruction(step: int, run_a=None, run_b=None, *, harness: str) -> st
         names = " and ".join(r for r, _ in asked)
         return WATCH_ASKED.format(runs=names, env=WATCH_STEP_ENV, value=value, step=step) + "."
     where = f" (the runs {' and '.join(runs)} did not watch it)" if runs else ""
+    given = [r for r in (run_a, run_b) if r is not None]
+    if given and all(_recorded_by_hooks(r) for r in given):
+        return _hooks_replay_instruction(step, given, harness)
     return (
         f"the first difference is at step {step}, after the watched steps{where}. Re-run both of your commands "
         f"unchanged with {WATCH_STEP_ENV}={step} in the environment and new run directories, e.g.\n"
@@ -480,6 +483,36 @@ def replay_instruction(step: int, run_a=None, run_b=None, *, harness: str) -> st
         f"then: {harness} --traces RUN_A_W RUN_B_W  (needs recorder.watch(model) in the loop; "
         f"TraceCallback watches by itself; add DDP_PARITY_DUMP_UPDATE={step} to have the step's optimizer update "
         "replayed too)"
+    )
+
+
+def _recorded_by_hooks(run) -> bool:
+    try:
+        return read_meta(run).get("recorded_by") == "hooks"
+    except Exception:  # a meta that cannot be read: the explicit recorder's instruction
+        return False
+
+
+def _hooks_replay_instruction(step: int, runs: list, harness: str) -> str:
+    """For runs `ddp-parity record` made: the same commands under that variable, and where no step was watched at
+    all (a program whose model no DDP wrapper holds), that the variable cannot add a watch there."""
+    unwatched = [str(r) for r in runs if not watched_steps(r)]
+    if unwatched:
+        said = (
+            f"no step was watched in {' and '.join(unwatched)}: the hooks watch the model a DDP wrapper holds, and "
+            "this program gives none to DDP (it averages the gradients itself), so DDP_PARITY_WATCH_STEP adds "
+            "nothing there; an explicit recorder.watch(model) after recorder.start() records the module calls"
+        )
+        if len(unwatched) == len(runs):
+            return f"the first difference is at step {step}; {said}."
+    else:
+        said = f"step {step} lies after the watched steps (the runs {' and '.join(map(str, runs))} did not watch it)"
+    return (
+        f"the first difference is at step {step}; {said}. Record both of your commands again, unchanged, with "
+        f"{WATCH_STEP_ENV}={step} in the environment and new run directories:\n"
+        f"    {WATCH_STEP_ENV}={step} ddp-parity record --out RUN_A_W -- YOUR_COMMAND_A\n"
+        f"    {WATCH_STEP_ENV}={step} ddp-parity record --out RUN_B_W -- YOUR_COMMAND_B\n"
+        f"then: {harness} --traces RUN_A_W RUN_B_W"
     )
 
 
