@@ -14,7 +14,9 @@ from test_diagnosis import make_meta, make_records, pair, run_diagnosis, trained
 
 from ddp_parity import compare_traces
 from ddp_parity.compare.causes import hooked
+from ddp_parity.compare.findings import Report
 from ddp_parity.compare.modules import replay_instruction
+from ddp_parity.compare.report import table_rows
 from ddp_parity.hooks import recording_env
 from ddp_parity.trace_files import read_hook_facts
 
@@ -297,3 +299,27 @@ def test_the_replay_instruction_for_hooks_recordings_says_no_step_was_watched_an
     text = replay_instruction(1, a, b, harness="python compare/run.py")
     assert "after the watched steps" not in text and "your_loop.py" not in text, text
     assert "no step was watched in" in text and "DDP_PARITY_WATCH_STEP adds nothing there" in text, text
+
+
+def test_the_hooks_evaluations_are_a_row_of_the_table(tmp_path):
+    """tacotron2 (every round): the table's validation row said "nothing compared (none recorded)" while the hooks
+    had recorded each side's evaluations and compared their outputs."""
+    a, b = pair(tmp_path, meta_a=make_meta("raw"), meta_b=make_meta("lightning"))
+    for run, digest in ((a, "aa"), (b, "bb")):
+        run.joinpath("meta.json").write_text(
+            json.dumps({**json.loads(run.joinpath("meta.json").read_text()), "recorded_by": "hooks"})
+        )
+        for rank in (0, 1):
+            lines = [
+                {"step": s, "micro_batch": 0, "epoch": 0, "forwards": 1, "module": "Net", "training": False}
+                for s in (2, 4)
+            ]
+            lines[0]["output_digest"] = "cc" * 32
+            lines[1]["output_digest"] = (digest if rank == 1 else "dd") * 32
+            text = "".join(json.dumps(x) + "\n" for x in lines)
+            (run / "trace" / f"rank{rank}.evaluations.jsonl").write_text(text)
+    report, _ = run_diagnosis(a, b)
+    rows = {row[0]: row for row in table_rows(Report.from_json(report))}
+    assert rows["evaluations"][1:3] == ["4", "3"], rows["evaluations"]
+    assert rows["evaluations"][5] == f"step 4 rank 1: {'aa' * 8} vs {'bb' * 8}", rows["evaluations"]
+    assert rows["validation"][5] == "no figure recorded (the hooks' evaluations: the next row)", rows["validation"]

@@ -84,6 +84,28 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
     return out
 
 
+def evaluation_summary(run_a, run_b) -> dict | None:
+    """The hooks' evaluations of the trained model compared as a row of the report's table: {compared, equal,
+    first_divergence} over every rank's evaluations paired in order at the same point (step, micro-batch), their
+    output digests (no metric the program computes); None where neither side recorded one."""
+    recorded = model_evaluations(run_a), model_evaluations(run_b)
+    if not recorded[0] and not recorded[1]:
+        return None
+    compared = equal = 0
+    first = None
+    for rank in sorted(set(recorded[0]) & set(recorded[1])):
+        for ra, rb in zip(recorded[0][rank], recorded[1][rank]):
+            if (ra.get("step"), ra.get("micro_batch")) != (rb.get("step"), rb.get("micro_batch")):
+                break
+            compared += 1
+            same = (ra.get("forwards"), ra.get("output_digest")) == (rb.get("forwards"), rb.get("output_digest"))
+            equal += same
+            if not same and (first is None or (ra["step"], rank) < (first["step"], first["rank"])):
+                digests = [str(r.get("output_digest"))[:16] for r in (ra, rb)]
+                first = {"step": ra["step"], "rank": rank, "a": digests[0], "b": digests[1]}
+    return {"compared": compared, "equal": equal, "max_abs": None, "max_rel": None, "first_divergence": first}
+
+
 def _copy_on_one_side(evaluations, names) -> dict:
     side = 0 if any(evaluations[0].values()) else 1
     records = [r for found in evaluations[side].values() for r in found]

@@ -59,6 +59,8 @@ def table_rows(report: Report, order=()) -> list[list[str]]:
         label = "samples/step" if name == "samples" else "params/step" if name == "param_digest" else f"{name}/step"
         rows.append([label, per_step[name]])
     rows.append(["validation", report.figures["validation"]])
+    if report.sections.get("evaluations"):  # the hooks' evaluations, by their outputs' digests
+        rows.append(["evaluations", report.sections["evaluations"]])
     rows.append(["final params", report.figures["params"]])
     out = []
     for label, s in rows:
@@ -67,12 +69,18 @@ def table_rows(report: Report, order=()) -> list[list[str]]:
                 label,
                 fmt(s["compared"]),
                 fmt(s["equal"]),
-                "-" if label.startswith(("samples", "batch")) else fmt(s["max_abs"]),
-                "-" if label.startswith(("samples", "batch")) else fmt(s["max_rel"]),
-                describe_divergence(s["first_divergence"]) if s["compared"] else "nothing compared (none recorded)",
+                "-" if label.startswith(("samples", "batch", "evaluations")) else fmt(s["max_abs"]),
+                "-" if label.startswith(("samples", "batch", "evaluations")) else fmt(s["max_rel"]),
+                describe_divergence(s["first_divergence"]) if s["compared"] else _nothing_compared(label, report),
             ]
         )
     return out
+
+
+def _nothing_compared(label: str, report: Report) -> str:
+    if label == "validation" and report.sections.get("evaluations"):
+        return "no figure recorded (the hooks' evaluations: the next row)"
+    return "nothing compared (none recorded)"
 
 
 def render_table(header: list[str], rows: list[list[str]]) -> str:
