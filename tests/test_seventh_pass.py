@@ -323,3 +323,26 @@ def test_the_hooks_evaluations_are_a_row_of_the_table(tmp_path):
     assert rows["evaluations"][1:3] == ["4", "3"], rows["evaluations"]
     assert rows["evaluations"][5] == f"step 4 rank 1: {'aa' * 8} vs {'bb' * 8}", rows["evaluations"]
     assert rows["validation"][5] == "no figure recorded (the hooks' evaluations: the next row)", rows["validation"]
+
+
+def test_a_rank_seeded_again_with_nothing_changed_is_given_no_advice(tmp_path):
+    """vits' slip 1 (seed + rank on raw): rank 1 was seeded otherwise, the fix said so, and then "on rank(s) 0, seed
+    as often at the same points" though rank 0's generator was recorded equal at step 1 (the port's re-seed came
+    before its model was built)."""
+    records_a = _with_rng(make_records())
+    records_b = trained_apart(_with_rng(make_records()))
+    for rec in records_b[1]:
+        rec["rng"]["torch"] = "ffff" + rec["rng"]["torch"][4:]
+        rec["loss"] *= LOSS_NUDGE
+    a, b = pair(tmp_path, records_a=records_a, records_b=records_b)
+    for rank, seed in ((0, 1234), (1, 1235)):
+        raw = {"seeds": {"items": [{"before_step": 1, "order": 0, "seed": seed}]}}
+        (a / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps(raw))
+        twice = [
+            {"before_step": 1, "order": 0, "seed": 1234},
+            {"before_step": 1, "order": 2, "seed": 1234, "drawn_since_last_seed": False},
+        ]
+        (b / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps({"seeds": {"items": twice}}))
+    _, d = run_diagnosis(a, b)
+    assert (d["kind"], d["rank"]) == ("rng.seed", 1), (d["kind"], d["explanation"])
+    assert "On rank(s) 0" not in d["advice"] and "On rank(s) 0" not in d["explanation"], d["advice"]

@@ -429,6 +429,9 @@ def check_seed_values(ctx: Context) -> Finding | None:
         alike_side = ctx.label("b" if by_own == "a" else "a")
         facts += f" {ctx.label(by_own)} seeds its ranks with values of their own, {alike_side} every rank alike."
     reseeded = [r for r, pair in by_rank.items() if pair[0] != pair[1] and not other_values(pair)]
+    # a re-seed that left the generator as the other side's (recorded equal at step 1's start there, or nothing
+    # drawn between the seeds) changes nothing: no advice for a rank that is already alike
+    reseeded = [r for r in reseeded if not (global_rng_equal(ctx, 1, r) or _inert_on_both(ctx, r))]
     also = ""
     if reseeded:
         shown = ", ".join(map(str, reseeded))
@@ -444,6 +447,13 @@ def check_seed_values(ctx: Context) -> Finding | None:
     alike = ", ".join(str(r) for r, pair in by_rank.items() if pair[0] == pair[1])  # a re-seeded rank: `also`
     alike = f" (rank(s) {alike} are seeded alike already)" if alike else ""
     return finding(ctx, RNG_SEED, 1, rank, evidence, facts, ranks=ranks, alike=alike, also=also)
+
+
+def _inert_on_both(ctx: Context, rank) -> bool:
+    """Every repeated seed of each side on `rank` came with nothing drawn since the previous (or none repeated)."""
+    return all(
+        reseeds_inert(ctx.run(s), rank) or len(seeds_before_first_step(ctx.run(s), rank) or []) <= 1 for s in "ab"
+    )
 
 
 def _exact_factor(ctx: Context, quantity: str, rank, first: dict) -> bool:
