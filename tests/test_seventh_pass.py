@@ -346,3 +346,26 @@ def test_a_rank_seeded_again_with_nothing_changed_is_given_no_advice(tmp_path):
     _, d = run_diagnosis(a, b)
     assert (d["kind"], d["rank"]) == ("rng.seed", 1), (d["kind"], d["explanation"])
     assert "On rank(s) 0" not in d["advice"] and "On rank(s) 0" not in d["explanation"], d["advice"]
+
+
+def test_the_counts_of_several_schedulers_are_said_as_theirs_together(tmp_path):
+    """vits' slip 3 (both ExponentialLRs stepped every iteration instead of every epoch): the finding was right,
+    but said "raw stepped its scheduler 2 times per optimizer step" of two schedulers stepped once each."""
+    records_a, records_b = make_records(), make_records()
+    for recs in records_a.values():
+        for rec in recs:
+            rec["scheduler_steps_before"] = 0 if rec["step"] == 1 else 2
+            rec["lr"] = 0.1 * 0.9 ** (rec["step"] - 1)
+    for recs in records_b.values():  # both stepped once per epoch
+        for prev, rec in zip([None, *recs], recs):
+            rec["scheduler_steps_before"] = 2 if prev is not None and prev["epoch"] != rec["epoch"] else 0
+            rec["lr"] = 0.1 * 0.81 ** rec["epoch"]
+    a, b = pair(tmp_path, records_a=trained_apart(records_a, 2), records_b=records_b)
+    built = [{"before_step": 1, "order": i, "class": "ExponentialLR", "gamma": 0.9} for i in (1, 2)]
+    for run in (a, b):
+        for rank in (0, 1):
+            (run / "trace" / f"rank{rank}.hooks.json").write_text(json.dumps({"schedulers": {"items": built}}))
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "optimizer.scheduler_steps", (d["kind"], d["explanation"])
+    assert "raw built 2 schedulers (ExponentialLR): its counts are their calls together" in d["explanation"], d
+    assert "(2 per optimizer step: 1 each, where they step alike)" in d["explanation"], d["explanation"]

@@ -11,6 +11,7 @@ from collections import Counter
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding
 from ddp_parity.compare.findings import Finding
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 COUNT = "scheduler_steps_before"
 COUNTS_READ = 10_000  # the aligned steps read for the counts: enough to see a per-epoch pattern
@@ -49,6 +50,7 @@ def check_scheduler_steps(ctx: Context) -> Finding | None:
         f"{said['b']} (up to step {f['step']}: {sum(r[1] for r in rows)} vs {sum(r[2] for r in rows)} scheduler "
         "steps in all)."
     )
+    facts += _several_schedulers(ctx, f["rank"], every)
     shown = rows if len(rows) > 1 else every[:8]  # parted at the first step: the steps after it show the rates
     evidence = {
         COUNT: {ctx.label(s): [r[i] for r in shown] for s, i in (("a", 1), ("b", 2))},
@@ -58,6 +60,23 @@ def check_scheduler_steps(ctx: Context) -> Finding | None:
     }
     values = {"side": ctx.label(side), "other": ctx.label(other), "times": said[side], "theirs": said[other]}
     return finding(ctx, OPTIMIZER_SCHEDULER_STEPS, f["step"], f["rank"], evidence, facts, **values)
+
+
+def _several_schedulers(ctx: Context, rank, rows: list[tuple]) -> str:
+    """Where a side built several schedulers (one per optimizer: a GAN's), its counts are theirs together: said,
+    with each one's share of its usual count."""
+    words = []
+    for side, i in (("a", 1), ("b", 2)):
+        built = fact_items(read_hook_facts(ctx.run(side), rank), "schedulers")
+        if len(built) > 1:
+            usual = _usual(rows, i)
+            classes = ", ".join(sorted({str(b.get("class")) for b in built}))
+            each = f": {usual / len(built):g} each, where they step alike" if usual else ""
+            words.append(
+                f" {ctx.label(side)} built {len(built)} schedulers ({classes}): its counts are their calls together "
+                f"({usual} per optimizer step{each})."
+            )
+    return "".join(words)
 
 
 def _rate_parts(ctx: Context, f: dict) -> bool:
