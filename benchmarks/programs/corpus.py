@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.programs.fixmatch.standins import write_data as write_fixmatch_data
 from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.kair.standins import write_images as write_kair_images
@@ -180,6 +181,13 @@ SLIP_TINY += ["--disable-amp", "-j", "0", "--print-freq=1", "--output-dir={out}/
 # vits reads one JSON config (-c): the tiny one, by its absolute path (each side runs in its own cwd); -m names the
 # model directory (logs, G_*.pth and D_*.pth checkpoints), under the side's {out}
 VITS_TINY = ["-c", str(Path(__file__).parent / "vits" / "configs" / "ljs_tiny.json"), "-m", "{out}/model"]
+
+# FixMatch: 48 synthetic 32 x 32 images (20 labeled, 2 a class; all 48 unlabeled), a WideResNet 10x1, 2 labeled + 4
+# unlabeled images (x2 views) a rank a step, 4 steps an "epoch" (--eval-step), 8 in all; the labeled loader (5 batches a
+# rank) and the unlabeled one (6) run out at other steps; the program's own --seed (it seeds nothing without it)
+FIXMATCH_TINY = ["--dataset=cifar10", "--num-labeled=20", "--batch-size=2", "--mu=2", "--total-steps=8"]
+FIXMATCH_TINY += ["--eval-step=4", "--warmup=2", "--threshold=0.2", "--ema-decay=0.9", "--num-workers=0", "--seed=0"]
+FIXMATCH_TINY += ["--no-progress", "--out={out}/result"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -665,6 +673,28 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("output_dir",),
+        ),
+        Program(
+            name="fixmatch",
+            folder="fixmatch",
+            raw=["train.py", *FIXMATCH_TINY],
+            port=["lightning_port.py", *FIXMATCH_TINY],
+            style="semi-supervised: a labeled and an unlabeled DataLoader, each with its own DistributedSampler, "
+            "their iterators re-created on StopIteration with epoch counters of their own for set_epoch; the "
+            "labeled, weak and strong batches interleaved into one forward and de-interleaved; pseudo-labels "
+            "thresholded from the weak view; RandAugment drawing from Python's random and numpy, flips and crops "
+            "from torch's; one seed for every rank (random, numpy, torch); rank 0 builds the data sets first "
+            "(barriers), x_u_split drawing from numpy; DDP with find_unused_parameters; SGD nesterov over two groups "
+            "(no weight decay on bias/bn); a cosine LambdaLR with warmup stepped every step; an EMA model updated "
+            "every step (buffers copied); on rank 0 after each --eval-step steps, the EMA model evaluated and a "
+            "checkpoint saved",
+            source="kekmodel/FixMatch-pytorch train.py, dataset/cifar.py, dataset/randaugment.py, "
+            "models/wideresnet.py, models/ema.py, utils/ (MIT, 040be3b); torchvision, tensorboard and CIFAR-10 stood "
+            "in for (standins.py: 48 + 10 synthetic 32 x 32 images), a WideResNet 10x1",
+            prepare=lambda work: write_fixmatch_data(str(work / "data")),
+            recording="hooks",
+            suite=False,
+            ignore_config=("out",),
         ),
     ]
 }

@@ -1,3 +1,4 @@
+# ruff: noqa
 from copy import deepcopy
 
 import torch
@@ -9,7 +10,7 @@ class ModelEMA(object):
         self.ema.to(args.device)
         self.ema.eval()
         self.decay = decay
-        self.ema_has_module = hasattr(self.ema, 'module')
+        self.ema_has_module = hasattr(self.ema, "module")
         # Fix EMA. https://github.com/valencebond/FixMatch_pytorch thank you!
         self.param_keys = [k for k, _ in self.ema.named_parameters()]
         self.buffer_keys = [k for k, _ in self.ema.named_buffers()]
@@ -17,22 +18,22 @@ class ModelEMA(object):
             p.requires_grad_(False)
 
     def update(self, model):
-        needs_module = hasattr(model, 'module') and not self.ema_has_module
+        needs_module = hasattr(model, "module") and not self.ema_has_module
         with torch.no_grad():
             msd = model.state_dict()
             esd = self.ema.state_dict()
             for k in self.param_keys:
                 if needs_module:
-                    j = 'module.' + k
+                    j = "module." + k
                 else:
                     j = k
                 model_v = msd[j].detach()
                 ema_v = esd[k]
-                esd[k].copy_(ema_v * self.decay + (1. - self.decay) * model_v)
+                esd[k].copy_(ema_v * self.decay + (1.0 - self.decay) * model_v)
 
             for k in self.buffer_keys:
                 if needs_module:
-                    j = 'module.' + k
+                    j = "module." + k
                 else:
                     j = k
                 esd[k].copy_(msd[j])

@@ -1,1 +1,2 @@
+# ruff: noqa
 from .misc import *

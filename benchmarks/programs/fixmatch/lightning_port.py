@@ -1,0 +1,159 @@
+"""FixMatch-pytorch's train.py (kekmodel/FixMatch-pytorch, MIT) as a LightningModule, run by Lightning's own launcher:
+`python lightning_port.py ARGS`, the same arguments as train.py. The data sets, the WideResNet, the EMA, the schedule
+and interleave/de_interleave are the authors' own code, imported; Lightning does the DDP wrapping, the samplers,
+the loop over both loaders and the checkpoints."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+import torch.optim as optim
+from dataset.cifar import DATASET_GETTERS
+from models.ema import ModelEMA
+from models.wideresnet import build_wideresnet
+from torch.utils.data import DataLoader
+from train import de_interleave, get_cosine_schedule_with_warmup, interleave
+from utils import accuracy
+
+
+def get_args():
+    parser = argparse.ArgumentParser(description="PyTorch FixMatch Training (Lightning)")
+    parser.add_argument("--num-workers", type=int, default=4)
+    parser.add_argument("--dataset", default="cifar10", type=str, choices=["cifar10", "cifar100"])
+    parser.add_argument("--num-labeled", type=int, default=4000)
+    parser.add_argument("--expand-labels", action="store_true")
+    parser.add_argument("--total-steps", default=2**20, type=int)
+    parser.add_argument("--eval-step", default=1024, type=int)
+    parser.add_argument("--batch-size", default=64, type=int)
+    parser.add_argument("--lr", "--learning-rate", default=0.03, type=float)
+    parser.add_argument("--warmup", default=0, type=float)
+    parser.add_argument("--wdecay", default=5e-4, type=float)
+    parser.add_argument("--nesterov", action="store_true", default=True)
+    parser.add_argument("--use-ema", action="store_true", default=True)
+    parser.add_argument("--ema-decay", default=0.999, type=float)
+    parser.add_argument("--mu", default=7, type=int)
+    parser.add_argument("--lambda-u", default=1, type=float)
+    parser.add_argument("--T", default=1, type=float)
+    parser.add_argument("--threshold", default=0.95, type=float)
+    parser.add_argument("--out", default="result")
+    parser.add_argument("--seed", default=None, type=int)
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args()
+    args.num_classes = 10 if args.dataset == "cifar10" else 100
+    args.model_depth, args.model_width = 10, 1  # the tiny WideResNet of train.py's cifar10 branch here
+    args.device = torch.device("cpu")
+    return args
+
+
+class FixMatch(L.LightningModule):
+    def __init__(self, args):
+        super().__init__()
+        self.args = args
+        self.model = build_wideresnet(
+            depth=args.model_depth, widen_factor=args.model_width, dropout=0, num_classes=args.num_classes
+        )
+        self.ema_model = ModelEMA(args, self.model, args.ema_decay) if args.use_ema else None
+
+    def forward(self, x):
+        return self.model(x)
+
+    def training_step(self, batch, batch_idx):
+        args = self.args
+        inputs_x, targets_x = batch["labeled"]
+        (inputs_u_w, inputs_u_s), _ = batch["unlabeled"]
+        batch_size = inputs_x.shape[0]
+        inputs = interleave(torch.cat((inputs_x, inputs_u_w, inputs_u_s)), 2 * args.mu + 1)
+        logits = self.model(inputs)
+        logits = de_interleave(logits, 2 * args.mu + 1)
+        logits_x = logits[:batch_size]
+        logits_u_w, logits_u_s = logits[batch_size:].chunk(2)
+
+        Lx = F.cross_entropy(logits_x, targets_x, reduction="mean")
+        pseudo_label = torch.softmax(logits_u_w.detach() / args.T, dim=-1)
+        max_probs, targets_u = torch.max(pseudo_label, dim=-1)
+        mask = max_probs.ge(args.threshold).float()
+        Lu = (F.cross_entropy(logits_u_s, targets_u, reduction="none") * mask).mean()
+        loss = Lx + args.lambda_u * Lu
+        self.log_dict({"loss_x": Lx, "loss_u": Lu, "mask": mask.mean()}, prog_bar=True)
+        return loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if self.ema_model is not None:
+            self.ema_model.update(self.model)
+
+    def validation_step(self, batch, batch_idx):
+        inputs, targets = batch
+        model = self.ema_model.ema if self.ema_model is not None else self.model
+        outputs = model(inputs)
+        loss = F.cross_entropy(outputs, targets)
+        prec1, prec5 = accuracy(outputs, targets, topk=(1, 5))
+        self.log_dict({"test_loss": loss, "test_acc": prec1, "test_acc5": prec5}, sync_dist=True)
+
+    def configure_optimizers(self):
+        args = self.args
+        no_decay = ["bias", "bn"]
+        grouped_parameters = [
+            {
+                "params": [p for n, p in self.model.named_parameters() if not any(nd in n for nd in no_decay)],
+                "weight_decay": args.wdecay,
+            },
+            {
+                "params": [p for n, p in self.model.named_parameters() if any(nd in n for nd in no_decay)],
+                "weight_decay": 0.0,
+            },
+        ]
+        optimizer = optim.SGD(grouped_parameters, lr=args.lr, momentum=0.9, nesterov=args.nesterov)
+        scheduler = get_cosine_schedule_with_warmup(optimizer, args.warmup, args.total_steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+class FixMatchData(L.LightningDataModule):
+    def __init__(self, args):
+        super().__init__()
+        self.args = args
+
+    def setup(self, stage):
+        self.labeled, self.unlabeled, self.test = DATASET_GETTERS[self.args.dataset](self.args, "./data")
+
+    def train_dataloader(self):
+        args = self.args
+        return {
+            "labeled": DataLoader(
+                self.labeled, batch_size=args.batch_size, shuffle=True, num_workers=args.num_workers, drop_last=True
+            ),
+            "unlabeled": DataLoader(
+                self.unlabeled,
+                batch_size=args.batch_size * args.mu,
+                shuffle=True,
+                num_workers=args.num_workers,
+                drop_last=True,
+            ),
+        }
+
+    def val_dataloader(self):
+        return DataLoader(self.test, batch_size=self.args.batch_size, num_workers=self.args.num_workers)
+
+
+def main():
+    args = get_args()
+    if args.seed is not None:
+        L.seed_everything(args.seed)
+    args.epochs = math.ceil(args.total_steps / args.eval_step)
+    trainer = L.Trainer(
+        strategy="ddp_find_unused_parameters_true",
+        accelerator="cpu",
+        devices=2,
+        max_epochs=args.epochs,
+        limit_train_batches=args.eval_step,
+        default_root_dir=args.out,
+        enable_progress_bar=not args.no_progress,
+    )
+    trainer.fit(FixMatch(args), datamodule=FixMatchData(args))
+
+
+if __name__ == "__main__":
+    main()
