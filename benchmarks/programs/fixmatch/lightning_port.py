@@ -53,6 +53,13 @@ class FixMatch(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+        self.model = None  # built in configure_model, after Lightning's DDP setup re-seeds (as train.py builds it
+        self.ema_model = None  # after its set_seed)
+
+    def configure_model(self):
+        if self.model is not None:
+            return
+        args = self.args
         self.model = build_wideresnet(
             depth=args.model_depth, widen_factor=args.model_width, dropout=0, num_classes=args.num_classes
         )
