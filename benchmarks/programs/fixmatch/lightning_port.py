@@ -16,6 +16,7 @@ from dataset.cifar import DATASET_GETTERS
 from models.ema import ModelEMA
 from models.wideresnet import build_wideresnet
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 from train import de_interleave, get_cosine_schedule_with_warmup, interleave
 from utils import accuracy
 
@@ -118,28 +119,70 @@ class FixMatch(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
+class FixMatchBatches:
+    """train.py's data loop: eval_step batches an epoch from a labeled and an unlabeled loader whose iterators are
+    NOT restarted at each epoch; each is re-created when it runs out, its sampler's epoch counted on its own."""
+
+    def __init__(self, labeled, unlabeled, eval_step):
+        self.labeled, self.unlabeled, self.eval_step = labeled, unlabeled, eval_step
+        self.labeled_iter = self.unlabeled_iter = None
+        self.labeled_epoch = self.unlabeled_epoch = 0
+
+    def __len__(self):
+        return self.eval_step
+
+    def __iter__(self):
+        if self.labeled_iter is None:
+            self.labeled.sampler.set_epoch(self.labeled_epoch)
+            self.unlabeled.sampler.set_epoch(self.unlabeled_epoch)
+            self.labeled_iter = iter(self.labeled)
+            self.unlabeled_iter = iter(self.unlabeled)
+        for _ in range(self.eval_step):
+            try:
+                labeled = next(self.labeled_iter)
+            except StopIteration:
+                self.labeled_epoch += 1
+                self.labeled.sampler.set_epoch(self.labeled_epoch)
+                self.labeled_iter = iter(self.labeled)
+                labeled = next(self.labeled_iter)
+            try:
+                unlabeled = next(self.unlabeled_iter)
+            except StopIteration:
+                self.unlabeled_epoch += 1
+                self.unlabeled.sampler.set_epoch(self.unlabeled_epoch)
+                self.unlabeled_iter = iter(self.unlabeled)
+                unlabeled = next(self.unlabeled_iter)
+            yield {"labeled": labeled, "unlabeled": unlabeled}
+
+
 class FixMatchData(L.LightningDataModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
+        self.batches = None
 
     def setup(self, stage):
         self.labeled, self.unlabeled, self.test = DATASET_GETTERS[self.args.dataset](self.args, "./data")
 
     def train_dataloader(self):
         args = self.args
-        return {
-            "labeled": DataLoader(
-                self.labeled, batch_size=args.batch_size, shuffle=True, num_workers=args.num_workers, drop_last=True
-            ),
-            "unlabeled": DataLoader(
-                self.unlabeled,
-                batch_size=args.batch_size * args.mu,
-                shuffle=True,
+        if self.batches is None:  # one for the whole fit: its iterators outlive Lightning's epochs
+            labeled = DataLoader(
+                self.labeled,
+                sampler=DistributedSampler(self.labeled),
+                batch_size=args.batch_size,
                 num_workers=args.num_workers,
                 drop_last=True,
-            ),
-        }
+            )
+            unlabeled = DataLoader(
+                self.unlabeled,
+                sampler=DistributedSampler(self.unlabeled),
+                batch_size=args.batch_size * args.mu,
+                num_workers=args.num_workers,
+                drop_last=True,
+            )
+            self.batches = FixMatchBatches(labeled, unlabeled, args.eval_step)
+        return self.batches
 
     def val_dataloader(self):
         return DataLoader(self.test, batch_size=self.args.batch_size, num_workers=self.args.num_workers)
