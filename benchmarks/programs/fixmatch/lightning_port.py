@@ -15,10 +15,9 @@ import torch.optim as optim
 from dataset.cifar import DATASET_GETTERS
 from models.ema import ModelEMA
 from models.wideresnet import build_wideresnet
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, SequentialSampler
 from torch.utils.data.distributed import DistributedSampler
-from train import de_interleave, get_cosine_schedule_with_warmup, interleave
-from utils import accuracy
+from train import de_interleave, get_cosine_schedule_with_warmup, interleave, test
 
 
 def get_args():
@@ -93,13 +92,20 @@ class FixMatch(L.LightningModule):
         if self.ema_model is not None:
             self.ema_model.update(self.model)
 
-    def validation_step(self, batch, batch_idx):
-        inputs, targets = batch
-        model = self.ema_model.ema if self.ema_model is not None else self.model
-        outputs = model(inputs)
-        loss = F.cross_entropy(outputs, targets)
-        prec1, prec5 = accuracy(outputs, targets, topk=(1, 5))
-        self.log_dict({"test_loss": loss, "test_acc": prec1, "test_acc5": prec5}, sync_dist=True)
+    def on_train_epoch_end(self):
+        # train.py evaluates the EMA model on rank 0 only, over the whole test set in order (its test(), imported)
+        if self.global_rank == 0:
+            args = self.args
+            args.local_rank = self.global_rank
+            test_loader = DataLoader(
+                self.trainer.datamodule.test,
+                sampler=SequentialSampler(self.trainer.datamodule.test),
+                batch_size=args.batch_size,
+                num_workers=args.num_workers,
+            )
+            test_model = self.ema_model.ema if self.ema_model is not None else self.model
+            test_loss, test_acc = test(args, test_loader, test_model, self.current_epoch)
+            self.print(f"epoch {self.current_epoch}: test_loss {test_loss:.4f} test_acc {test_acc:.2f}")
 
     def configure_optimizers(self):
         args = self.args
@@ -183,9 +189,6 @@ class FixMatchData(L.LightningDataModule):
             )
             self.batches = FixMatchBatches(labeled, unlabeled, args.eval_step)
         return self.batches
-
-    def val_dataloader(self):
-        return DataLoader(self.test, batch_size=self.args.batch_size, num_workers=self.args.num_workers)
 
 
 def main():
