@@ -107,6 +107,11 @@ class FixMatch(L.LightningModule):
             test_loss, test_acc = test(args, test_loader, test_model, self.current_epoch)
             self.print(f"epoch {self.current_epoch}: test_loss {test_loss:.4f} test_acc {test_acc:.2f}")
 
+    def on_save_checkpoint(self, checkpoint):
+        # train.py's checkpoint holds the EMA model beside the model (ema_state_dict); Lightning saves only submodules
+        if self.ema_model is not None:
+            checkpoint["ema_state_dict"] = self.ema_model.ema.state_dict()
+
     def configure_optimizers(self):
         args = self.args
         no_decay = ["bias", "bn"]
