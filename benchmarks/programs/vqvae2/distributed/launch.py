@@ -1,3 +1,5 @@
+# ruff: noqa
+# changed: the line above (lint of the authors' code left as written)
 import os
 
 import torch
@@ -34,9 +36,7 @@ def launch(fn, n_gpu_per_machine, n_machine=1, machine_rank=0, dist_url=None, ar
             dist_url = f"tcp://127.0.0.1:{port}"
 
         if n_machine > 1 and dist_url.startswith("file://"):
-            raise ValueError(
-                "file:// is not a reliable init method in multi-machine jobs. Prefer tcp://"
-            )
+            raise ValueError("file:// is not a reliable init method in multi-machine jobs. Prefer tcp://")
 
         mp.spawn(
             distributed_worker,
@@ -49,17 +49,14 @@ def launch(fn, n_gpu_per_machine, n_machine=1, machine_rank=0, dist_url=None, ar
         fn(*args)
 
 
-def distributed_worker(
-    local_rank, fn, world_size, n_gpu_per_machine, machine_rank, dist_url, args
-):
-    if not torch.cuda.is_available():
-        raise OSError("CUDA is not available. Please check your environments")
+def distributed_worker(local_rank, fn, world_size, n_gpu_per_machine, machine_rank, dist_url, args):
+    # changed: CPU, no CUDA check
 
     global_rank = machine_rank * n_gpu_per_machine + local_rank
 
     try:
         dist.init_process_group(
-            backend="NCCL",
+            backend="gloo",  # changed: CPU (NCCL)
             init_method=dist_url,
             world_size=world_size,
             rank=global_rank,
@@ -70,12 +67,7 @@ def distributed_worker(
 
     dist_fn.synchronize()
 
-    if n_gpu_per_machine > torch.cuda.device_count():
-        raise ValueError(
-            f"specified n_gpu_per_machine larger than available device ({torch.cuda.device_count()})"
-        )
-
-    torch.cuda.set_device(local_rank)
+    # changed: CPU, no device count check and no torch.cuda.set_device(local_rank)
 
     if dist_fn.LOCAL_PROCESS_GROUP is not None:
         raise ValueError("torch.distributed.LOCAL_PROCESS_GROUP is not None")
