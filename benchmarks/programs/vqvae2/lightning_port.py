@@ -16,6 +16,16 @@ from torch.utils.data import DataLoader
 from vqvae import VQVAE
 
 
+class LightningCycleScheduler(CycleScheduler):
+    """CycleScheduler with the state_dict/load_state_dict Lightning asks of a scheduler."""
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+
+
 class VQVAEModule(L.LightningModule):
     def __init__(self, args):
         super().__init__()
@@ -41,7 +51,7 @@ class VQVAEModule(L.LightningModule):
         optimizer = optim.Adam(self.model.parameters(), lr=self.args.lr)
         if self.args.sched != "cycle":
             return optimizer
-        scheduler = CycleScheduler(
+        scheduler = LightningCycleScheduler(
             optimizer,
             self.args.lr,
             n_iter=self.trainer.estimated_stepping_batches,
