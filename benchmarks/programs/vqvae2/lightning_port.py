@@ -16,16 +16,6 @@ from torch.utils.data import DataLoader
 from vqvae import VQVAE
 
 
-class LightningCycleScheduler(CycleScheduler):
-    """CycleScheduler with the state_dict/load_state_dict Lightning asks of a scheduler."""
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
-
-
 class VQVAEModule(L.LightningModule):
     def __init__(self, args):
         super().__init__()
@@ -34,6 +24,7 @@ class VQVAEModule(L.LightningModule):
         self.criterion = nn.MSELoss()
         self.latent_loss_weight = 0.25
         self.sample_size = 25
+        self.scheduler = None
 
     def train_dataloader(self):
         transform = transforms.Compose(
@@ -49,20 +40,21 @@ class VQVAEModule(L.LightningModule):
 
     def configure_optimizers(self):
         optimizer = optim.Adam(self.model.parameters(), lr=self.args.lr)
-        if self.args.sched != "cycle":
-            return optimizer
-        scheduler = LightningCycleScheduler(
-            optimizer,
-            self.args.lr,
-            n_iter=self.trainer.estimated_stepping_batches,
-            momentum=None,
-            warmup_proportion=0.05,
-        )
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        if self.args.sched == "cycle":
+            # stepped by hand before each optimizer step, as train_vqvae.py does (Lightning's interval="step" steps
+            # a scheduler after optimizer.step(): each step's rate one step late)
+            self.scheduler = CycleScheduler(
+                optimizer,
+                self.args.lr,
+                n_iter=self.trainer.estimated_stepping_batches,
+                momentum=None,
+                warmup_proportion=0.05,
+            )
+        return optimizer
 
-    def lr_scheduler_step(self, scheduler, metric):
-        # CycleScheduler is not a torch LRScheduler: Lightning needs to be told how to step it
-        scheduler.step()
+    def on_before_optimizer_step(self, optimizer):
+        if self.scheduler is not None:
+            self.scheduler.step()
 
     def training_step(self, batch, batch_idx):
         img, label = batch
