@@ -12,8 +12,16 @@ import torch
 from scheduler import CycleScheduler
 from standins import datasets, transforms, utils
 from torch import nn, optim
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 from vqvae import VQVAE
+
+
+class NoSetEpochSampler(DistributedSampler):
+    """train_vqvae.py never calls set_epoch on its DistributedSampler (distributed.data_sampler): every epoch
+    replays the first epoch's order. Lightning calls set_epoch each epoch; here it does nothing."""
+
+    def set_epoch(self, epoch):
+        pass
 
 
 class VQVAEModule(L.LightningModule):
@@ -36,7 +44,8 @@ class VQVAEModule(L.LightningModule):
             ]
         )
         dataset = datasets.ImageFolder(self.args.path, transform=transform)
-        return DataLoader(dataset, batch_size=8 // self.args.n_gpu, shuffle=True, num_workers=2)
+        sampler = NoSetEpochSampler(dataset, shuffle=True)
+        return DataLoader(dataset, batch_size=8 // self.args.n_gpu, sampler=sampler, num_workers=2)
 
     def configure_optimizers(self):
         optimizer = optim.Adam(self.model.parameters(), lr=self.args.lr)
@@ -103,6 +112,7 @@ def main():
         strategy="ddp",
         max_epochs=args.epoch,
         default_root_dir="lightning_out",
+        use_distributed_sampler=False,  # the port's own sampler, never set_epoch'd, as train_vqvae.py's
     )
     trainer.fit(module)
 
