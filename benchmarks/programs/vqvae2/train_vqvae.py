@@ -104,9 +104,9 @@ def main(args):
     sampler = dist.data_sampler(dataset, shuffle=True, distributed=args.distributed)
     loader = DataLoader(
         dataset,
-        batch_size=8 // args.n_gpu,
+        batch_size=8 // args.n_gpu,  # changed: tiny batch (128 // args.n_gpu)
         sampler=sampler,
-        num_workers=2,  # changed: tiny batch (128)
+        num_workers=2,
     )
 
     model = VQVAE(channel=16, n_res_channel=8, embed_dim=8, n_embed=32).to(device)  # changed: tiny model
