@@ -16,6 +16,7 @@ from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
 from benchmarks.programs.vits.standins import write_wavs as write_vits_wavs
+from benchmarks.programs.vqvae2.standins import write_data as write_vqvae2_data
 
 NANOGPT_TINY = [
     "--out_dir={out}",
@@ -188,6 +189,8 @@ VITS_TINY = ["-c", str(Path(__file__).parent / "vits" / "configs" / "ljs_tiny.js
 FIXMATCH_TINY = ["--dataset=cifar10", "--num-labeled=20", "--batch-size=2", "--mu=2", "--total-steps=8"]
 FIXMATCH_TINY += ["--eval-step=4", "--warmup=2", "--threshold=0.2", "--ema-decay=0.9", "--num-workers=0", "--seed=0"]
 FIXMATCH_TINY += ["--no-progress", "--out={out}/result"]
+# vq-vae-2's train_vqvae.py spawns its ranks itself (distributed.launch, mp.spawn); env:// reads MASTER_ADDR/PORT
+VQVAE2_TINY = ["--n_gpu=2", "--size=16", "--epoch=2", "--sched=cycle", "--dist_url=env://", "data"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -695,6 +698,26 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("out",),
+        ),
+        Program(
+            name="vqvae2",
+            folder="vqvae2",
+            raw=["train_vqvae.py", *VQVAE2_TINY],
+            port=["lightning_port.py", *VQVAE2_TINY],
+            style="ranks by its own launch (torch.multiprocessing.spawn, a tcp:// or env:// init); VQ-VAE-2 whose two "
+            "codebooks are buffers updated in the TRAINING forward by an exponential moving average under no_grad, "
+            "the cluster counts and sums all_reduced there by its own helper; a latent (commitment) loss beside the "
+            "reconstruction loss; Adam with its own CycleScheduler (not a torch LRScheduler: linear warmup then "
+            "cosine) stepped every iteration before optimizer.step; model.zero_grad(); a DistributedSampler whose "
+            "set_epoch is never called; a DataLoader with 2 workers; the mse all_gathered as pickled dicts every "
+            "step; a sample reconstruction (eval mode) and a checkpoint every epoch on rank 0",
+            source="rosinality/vq-vae-2-pytorch train_vqvae.py, vqvae.py, scheduler.py, distributed/ (MIT, ef5f67c); "
+            "torchvision (ImageFolder, transforms, save_image) and the image set stood in for (standins.py: 80 RGB "
+            "images of 20 x 18 drawn from a fixed seed), a VQVAE of 16 channels, 32 codes of 8 dims",
+            prepare=lambda work: write_vqvae2_data(str(work)),
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
         ),
     ]
 }
