@@ -4,6 +4,7 @@
 #
 # This source code is licensed under the MIT license found in the
 # LICENSE file in the root directory of this source tree.
+# ruff: noqa  (the authors' code as written: ruff check is not applied to it)
 
 """Distributed helpers."""
 
@@ -92,12 +93,12 @@ def setup_distributed(cfg_state):
     cfg.freeze()
     local_rank = int(os.environ["LOCAL_RANK"])
     torch.distributed.init_process_group(backend=cfg.DIST_BACKEND)
-    torch.cuda.set_device(local_rank)
+    del local_rank  # changed: CPU, no torch.cuda.set_device(local_rank)
 
 
 def single_proc_run(local_rank, fun, main_port, cfg_state, world_size):
     """Executes fun() on a single GPU in a multi-GPU setup."""
-    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_ADDR"] = "127.0.0.1"  # changed: 127.0.0.1 only on this machine
     os.environ["MASTER_PORT"] = str(main_port)
     os.environ["RANK"] = str(local_rank)
     os.environ["LOCAL_RANK"] = str(local_rank)
@@ -135,7 +136,7 @@ def multi_proc_run(num_proc, fun):
         if not use_slurm:
             job.wait()
     elif num_proc > 1:
-        main_port = random.randint(cfg.PORT_RANGE[0], cfg.PORT_RANGE[1])
+        main_port = int(os.environ["MASTER_PORT"])  # changed: the free port given, not a random one
         mp_runner = torch.multiprocessing.start_processes
         args = (fun, main_port, cfg, num_proc)
         # Note: using "fork" below, "spawn" causes time and error regressions. Using

@@ -4,6 +4,7 @@
 #
 # This source code is licensed under the MIT license found in the
 # LICENSE file in the root directory of this source tree.
+# ruff: noqa  (the authors' code as written: ruff check is not applied to it)
 
 """IO utilities (adapted from Detectron)"""
 
@@ -53,9 +54,7 @@ def _progress_bar(count, total):
     filled_len = int(round(bar_len * count / float(total)))
     percents = round(100.0 * count / float(total), 1)
     bar = "=" * filled_len + "-" * (bar_len - filled_len)
-    sys.stdout.write(
-        "  [{}] {}% of {:.1f}MB file  \r".format(bar, percents, total / 1024 / 1024)
-    )
+    sys.stdout.write("  [{}] {}% of {:.1f}MB file  \r".format(bar, percents, total / 1024 / 1024))
     sys.stdout.flush()
     if count >= total:
         sys.stdout.write("\n")

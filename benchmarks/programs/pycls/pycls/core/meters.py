@@ -4,6 +4,7 @@
 #
 # This source code is licensed under the MIT license found in the
 # LICENSE file in the root directory of this source tree.
+# ruff: noqa  (the authors' code as written: ruff check is not applied to it)
 
 """Meters."""
 
@@ -32,9 +33,7 @@ def topk_errors(preds, labels, ks):
     err_str = "Batch dim of predictions and labels must match"
     assert preds.size(0) == labels.size(0), err_str
     # Find the top max_k predictions for each sample
-    _top_max_k_vals, top_max_k_inds = torch.topk(
-        preds, max(ks), dim=1, largest=True, sorted=True
-    )
+    _top_max_k_vals, top_max_k_inds = torch.topk(preds, max(ks), dim=1, largest=True, sorted=True)
     # (batch_size, max_k) -> (max_k, batch_size)
     top_max_k_inds = top_max_k_inds.t()
     # (batch_size, ) -> (max_k, batch_size)

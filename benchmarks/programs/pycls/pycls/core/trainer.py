@@ -4,6 +4,7 @@
 #
 # This source code is licensed under the MIT license found in the
 # LICENSE file in the root directory of this source tree.
+# ruff: noqa  (the authors' code as written: ruff check is not applied to it)
 
 """Tools for training and testing a model."""
 
@@ -78,17 +79,13 @@ def auto_wrap_ln(module, fsdp_config=None, wrap_it=True, assert_on_collision=Tru
     for m in module.modules():
         if isinstance(m, torch.nn.LayerNorm):
             if assert_on_collision:
-                assert not hasattr(
-                    m, "wrapper_config"
-                ), "Module shouldn't already have a wrapper_config. Is it tagged already by another policy?"
+                assert not hasattr(m, "wrapper_config"), (
+                    "Module shouldn't already have a wrapper_config. Is it tagged already by another policy?"
+                )
             m.wrapper_config = fsdp_config
 
     # Wrap it.
-    with (
-        enable_wrap(config_auto_wrap_policy, wrapper_cls=FSDP)
-        if wrap_it
-        else contextlib.suppress()
-    ):
+    with enable_wrap(config_auto_wrap_policy, wrapper_cls=FSDP) if wrap_it else contextlib.suppress():
         return auto_wrap(module)
 
 
@@ -154,14 +151,12 @@ def setup_model():
     # Log model complexity
     logger.info(logging.dump_log_data(net.complexity(model), "complexity"))
     # Transfer the model to the current GPU device
-    cur_device = torch.cuda.current_device()
-    model = model.cuda(device=cur_device)
-    ema_model = ema_model.cuda(device=cur_device)
+    # changed: CPU: no torch.cuda.current_device(), no model.cuda()/ema_model.cuda()
     # Use multi-process data parallel model in the multi-gpu setting
     if cfg.NUM_GPUS > 1 and not cfg.FSDP.ENABLED:
         # Make model replica operate on the current device
         ddp = torch.nn.parallel.DistributedDataParallel
-        model = ddp(module=model, device_ids=[cur_device], output_device=cur_device)
+        model = ddp(module=model)  # changed: CPU, no device_ids/output_device
     return model, ema_model
 
 
@@ -190,7 +185,7 @@ def train_epoch(loader, model, ema, loss_fun, optimizer, scaler, meter, cur_epoc
     for cur_iter, (inputs, labels) in enumerate(loader):
         # Transfer the data to the current GPU device
         if cfg.DATA_LOADER.MODE != data_loader.FFCV:
-            inputs, labels = inputs.cuda(), labels.cuda(non_blocking=True)
+            inputs, labels = inputs, labels  # changed: CPU, no .cuda()
         # Convert labels to smoothed one-hot vector
         labels_one_hot = net.smooth_one_hot_labels(labels)
         # Apply mixup to the batch (no effect if mixup alpha is 0)
@@ -232,7 +227,7 @@ def test_epoch(loader, model, meter, cur_epoch):
     for cur_iter, (inputs, labels) in enumerate(loader):
         # Transfer the data to the current GPU device
         if cfg.DATA_LOADER.MODE != "ffcv":
-            inputs, labels = inputs.cuda(), labels.cuda(non_blocking=True)
+            inputs, labels = inputs, labels  # changed: CPU, no .cuda()
         # Compute the predictions
         with amp.autocast(enabled=cfg.TRAIN.MIXED_PRECISION):
             preds = model(inputs)
@@ -257,7 +252,7 @@ def train_model():
     setup_env()
     # Construct the model, ema, loss_fun, and optimizer
     model, ema = setup_model()
-    loss_fun = builders.build_loss_fun().cuda()
+    loss_fun = builders.build_loss_fun()  # changed: CPU, no .cuda()
     optimizer = optim.construct_optimizer(model)
     # Load checkpoint or initial weights
     start_epoch = 0

@@ -4,6 +4,7 @@
 #
 # This source code is licensed under the MIT license found in the
 # LICENSE file in the root directory of this source tree.
+# ruff: noqa  (the authors' code as written: ruff check is not applied to it)
 
 """
 Vision Transformer (ViT) implementation (with patchify and conv stem).
@@ -217,9 +218,7 @@ class ViT(Module):
         else:
             self.class_token = None
         self.pos_embedding = Parameter(torch.zeros(seq_len, 1, p["hidden_d"]))
-        self.encoder = ViTEncoder(
-            p["n_layers"], p["hidden_d"], p["n_heads"], p["mlp_d"]
-        )
+        self.encoder = ViTEncoder(p["n_layers"], p["hidden_d"], p["n_heads"], p["mlp_d"])
         self.head = ViTHead(p["hidden_d"], p["num_classes"])
         init_weights_vit(self)
 
@@ -256,9 +255,7 @@ class ViT(Module):
             cx["params"] += p["hidden_d"]
         # Params of position embeddings
         cx["params"] += seq_len * p["hidden_d"]
-        cx = ViTEncoder.complexity(
-            cx, p["n_layers"], p["hidden_d"], p["n_heads"], p["mlp_d"], seq_len
-        )
+        cx = ViTEncoder.complexity(cx, p["n_layers"], p["hidden_d"], p["n_heads"], p["mlp_d"], seq_len)
         cx = ViTHead.complexity(cx, p["hidden_d"], p["num_classes"])
         return cx
 
