@@ -1,0 +1,113 @@
+"""pycls's `tools/run_net.py --mode train` (facebookresearch/pycls, MIT) as a LightningModule, run by Lightning's own
+launcher: `python lightning_port.py --mode train --cfg CONFIG [KEY VALUE ...]`, the same arguments as run_net.py.
+The config, model, loss, label smoothing, mixup, EMA, precise BN, lr policy, data set and error meters are pycls's
+own code, imported; Lightning does the processes, the DDP wrapping, the sampler, the loop and the checkpoints."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+
+import lightning as L
+import standins  # noqa: F401  (yacs, iopath, simplejson, ... before any pycls module)
+import torch
+
+# isort: split
+import pycls.core.builders as builders
+import pycls.core.config as config
+import pycls.core.meters as meters
+import pycls.core.net as net
+import pycls.core.optimizer as optim
+from pycls.core.config import cfg
+from pycls.datasets.cifar10 import Cifar10
+from run_net import parse_args
+
+
+class PyclsModule(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.model = builders.build_model()
+        self.ema = deepcopy(self.model)
+        self.ema.requires_grad_(False)  # averaged, never trained
+        self.loss_fun = builders.build_loss_fun()
+
+    # --- data -------------------------------------------------------------------------------------------------
+    def train_dataloader(self):
+        dataset = Cifar10("data/cifar10", cfg.TRAIN.SPLIT)
+        return torch.utils.data.DataLoader(
+            dataset,
+            batch_size=int(cfg.TRAIN.BATCH_SIZE / cfg.NUM_GPUS),
+            shuffle=True,
+            num_workers=cfg.DATA_LOADER.NUM_WORKERS,
+            pin_memory=cfg.DATA_LOADER.PIN_MEMORY,
+            drop_last=True,
+        )
+
+    def val_dataloader(self):
+        dataset = Cifar10("data/cifar10", cfg.TEST.SPLIT)
+        return torch.utils.data.DataLoader(
+            dataset,
+            batch_size=int(cfg.TEST.BATCH_SIZE / cfg.NUM_GPUS),
+            shuffle=False,
+            num_workers=cfg.DATA_LOADER.NUM_WORKERS,
+            pin_memory=cfg.DATA_LOADER.PIN_MEMORY,
+            drop_last=False,
+        )
+
+    # --- optimization -----------------------------------------------------------------------------------------
+    def configure_optimizers(self):
+        optimizer = optim.construct_optimizer(self.model)
+        # pycls's per-epoch policy (warmup + cos) as a multiplier of BASE_LR
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda epoch: optim.get_epoch_lr(epoch) / cfg.OPTIM.BASE_LR
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
+
+    def training_step(self, batch, batch_idx):
+        inputs, labels = batch
+        # smoothed one-hot labels, then mixup (no effect if its alpha is 0)
+        labels_one_hot = net.smooth_one_hot_labels(labels)
+        inputs, labels_one_hot, labels = net.mixup(inputs, labels_one_hot)
+        preds = self.model(inputs)
+        loss = self.loss_fun(preds, labels_one_hot)
+        top1_err, top5_err = meters.topk_errors(preds, labels, [1, 5])
+        self.log_dict({"loss": loss, "top1_err": top1_err, "top5_err": top5_err}, prog_bar=True, sync_dist=True)
+        return loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        net.update_model_ema(self.model, self.ema, self.current_epoch, batch_idx)
+
+    def on_train_epoch_end(self):
+        # precise BN stats of the model and the EMA over training batches
+        if cfg.BN.USE_PRECISE_STATS:
+            net.compute_precise_bn_stats(self.model, self.trainer.train_dataloader)
+            net.compute_precise_bn_stats(self.ema, self.trainer.train_dataloader)
+
+    # --- test of the model and its EMA --------------------------------------------------------------------------
+    def validation_step(self, batch, batch_idx):
+        inputs, labels = batch
+        for name, model in (("test", self.model), ("test_ema", self.ema)):
+            top1_err, top5_err = meters.topk_errors(model(inputs), labels, [1, 5])
+            self.log_dict({f"{name}_top1_err": top1_err, f"{name}_top5_err": top5_err}, sync_dist=True)
+
+
+def main():
+    args = parse_args()
+    config.load_cfg(args.cfg)
+    cfg.merge_from_list(args.opts)
+    config.assert_cfg()
+    cfg.freeze()
+    L.seed_everything(cfg.RNG_SEED)
+    module = PyclsModule()
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=cfg.NUM_GPUS,
+        max_epochs=cfg.OPTIM.MAX_EPOCH,
+        default_root_dir=cfg.OUT_DIR,
+        log_every_n_steps=cfg.LOG_PERIOD,
+    )
+    trainer.fit(module)
+
+
+if __name__ == "__main__":
+    main()
