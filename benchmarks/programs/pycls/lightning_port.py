@@ -17,41 +17,35 @@ import pycls.core.config as config
 import pycls.core.meters as meters
 import pycls.core.net as net
 import pycls.core.optimizer as optim
+import pycls.datasets.loader as data_loader
 from pycls.core.config import cfg
-from pycls.datasets.cifar10 import Cifar10
 from run_net import parse_args
 
 
 class PyclsModule(L.LightningModule):
     def __init__(self):
         super().__init__()
-        self.model = builders.build_model()
-        self.ema = deepcopy(self.model)
-        self.ema.requires_grad_(False)  # averaged, never trained
+        self.model = None  # built in setup(), after Lightning's own re-seed, as pycls builds it after its seeds
+        self.ema = None
         self.loss_fun = builders.build_loss_fun()
 
+    def setup(self, stage):
+        if self.model is None:
+            # pycls's trainer.setup_model builds the model twice (once above its FSDP branch, again in the DDP one)
+            # and keeps the second: the same draws from torch's generator here
+            builders.build_model()
+            self.model = builders.build_model()
+            self.ema = deepcopy(self.model)
+            self.ema.requires_grad_(False)  # averaged, never trained
+
     # --- data -------------------------------------------------------------------------------------------------
+    # pycls's own loaders, with its DistributedSampler (seed 0) rather than the one Lightning injects (seeded from
+    # PL_GLOBAL_SEED): Trainer(use_distributed_sampler=False); Lightning calls its set_epoch every epoch
     def train_dataloader(self):
-        dataset = Cifar10("data/cifar10", cfg.TRAIN.SPLIT)
-        return torch.utils.data.DataLoader(
-            dataset,
-            batch_size=int(cfg.TRAIN.BATCH_SIZE / cfg.NUM_GPUS),
-            shuffle=True,
-            num_workers=cfg.DATA_LOADER.NUM_WORKERS,
-            pin_memory=cfg.DATA_LOADER.PIN_MEMORY,
-            drop_last=True,
-        )
+        return data_loader.construct_train_loader()
 
     def val_dataloader(self):
-        dataset = Cifar10("data/cifar10", cfg.TEST.SPLIT)
-        return torch.utils.data.DataLoader(
-            dataset,
-            batch_size=int(cfg.TEST.BATCH_SIZE / cfg.NUM_GPUS),
-            shuffle=False,
-            num_workers=cfg.DATA_LOADER.NUM_WORKERS,
-            pin_memory=cfg.DATA_LOADER.PIN_MEMORY,
-            drop_last=False,
-        )
+        return data_loader.construct_test_loader()
 
     # --- optimization -----------------------------------------------------------------------------------------
     def configure_optimizers(self):
@@ -105,6 +99,7 @@ def main():
         max_epochs=cfg.OPTIM.MAX_EPOCH,
         default_root_dir=cfg.OUT_DIR,
         log_every_n_steps=cfg.LOG_PERIOD,
+        use_distributed_sampler=False,
     )
     trainer.fit(module)
 
