@@ -45,7 +45,9 @@ class PyclsModule(L.LightningModule):
         return data_loader.construct_train_loader()
 
     def val_dataloader(self):
-        return data_loader.construct_test_loader()
+        # the model and the EMA are tested in two passes over the test set, as trainer.train_model does (each pass
+        # starts a DataLoader iterator, which draws its base seed from torch's generator)
+        return [data_loader.construct_test_loader(), data_loader.construct_test_loader()]
 
     # --- optimization -----------------------------------------------------------------------------------------
     def configure_optimizers(self):
@@ -77,11 +79,11 @@ class PyclsModule(L.LightningModule):
             net.compute_precise_bn_stats(self.ema, self.trainer.train_dataloader)
 
     # --- test of the model and its EMA --------------------------------------------------------------------------
-    def validation_step(self, batch, batch_idx):
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
         inputs, labels = batch
-        for name, model in (("test", self.model), ("test_ema", self.ema)):
-            top1_err, top5_err = meters.topk_errors(model(inputs), labels, [1, 5])
-            self.log_dict({f"{name}_top1_err": top1_err, f"{name}_top5_err": top5_err}, sync_dist=True)
+        name, model = (("test", self.model), ("test_ema", self.ema))[dataloader_idx]
+        top1_err, top5_err = meters.topk_errors(model(inputs), labels, [1, 5])
+        self.log_dict({f"{name}_top1_err": top1_err, f"{name}_top5_err": top5_err}, sync_dist=True)
 
 
 def main():
