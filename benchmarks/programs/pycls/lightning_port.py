@@ -71,10 +71,10 @@ class PyclsModule(L.LightningModule):
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         net.update_model_ema(self.model, self.ema, self.current_epoch, batch_idx)
-
-    def on_train_epoch_end(self):
-        # precise BN stats of the model and the EMA over training batches
-        if cfg.BN.USE_PRECISE_STATS:
+        # precise BN stats of the model and the EMA over training batches, after the epoch's last batch and before
+        # the test, as train_model does: Lightning validates inside the epoch's last step, before on_train_epoch_end
+        last = batch_idx == self.trainer.num_training_batches - 1
+        if last and cfg.BN.USE_PRECISE_STATS:
             net.compute_precise_bn_stats(self.model, self.trainer.train_dataloader)
             net.compute_precise_bn_stats(self.ema, self.trainer.train_dataloader)
 
