@@ -11,6 +11,7 @@ from benchmarks.programs.improved_diffusion.improved_diffusion.standins import w
 from benchmarks.programs.kair.standins import write_images as write_kair_images
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
+from benchmarks.programs.pycls.standins import write_data as write_pycls_data
 from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
@@ -178,6 +179,12 @@ TACOTRON2_TRAIN = str(Path(__file__).parent / "tacotron2" / "train.py")
 SLIP_TINY = ["--dataset=cc3m", "--root=data", "--metadata=data/cc3m.npy", "--model=SLIP_VITTINY", "--ssl-mlp-dim=32"]
 SLIP_TINY += ["--ssl-emb-dim=16", "--epochs=2", "--warmup-epochs=1", "--batch-size=4", "--update-freq=2"]
 SLIP_TINY += ["--disable-amp", "-j", "0", "--print-freq=1", "--output-dir={out}/out"]
+
+# pycls: run_net.py --mode train with the tiny YAML config (by its absolute path: each side runs in its own cwd) and
+# OUT_DIR among the authors' KEY VALUE overrides; its own launcher (distributed.multi_proc_run: torch.multiprocessing,
+# fork) joins on the MASTER_PORT given
+PYCLS_TINY = ["--mode", "train", "--cfg", str(Path(__file__).parent / "pycls" / "configs" / "tiny.yaml")]
+PYCLS_TINY += ["OUT_DIR", "{out}/out"]
 
 # vits reads one JSON config (-c): the tiny one, by its absolute path (each side runs in its own cwd); -m names the
 # model directory (logs, G_*.pth and D_*.pth checkpoints), under the side's {out}
@@ -718,6 +725,32 @@ PROGRAMS = {
             recording="hooks",
             raw_launch="python",
             suite=False,
+        ),
+        Program(
+            name="pycls",
+            folder="pycls",
+            raw=["run_net.py", *PYCLS_TINY],
+            port=["lightning_port.py", *PYCLS_TINY],
+            style="a yacs config (a YAML file and KEY VALUE overrides); its own launcher (distributed.multi_proc_run: "
+            "torch.multiprocessing.start_processes with fork, env:// init); the seeds (numpy, torch, random) set alike "
+            "on every rank before the model is built; a DistributedSampler + set_epoch through loader.shuffle; the lr "
+            "set by hand once an epoch (a linear warmup factor, then cos); SGD with nesterov momentum over param "
+            "groups split by name (bn, ln, bias, the rest); label smoothing (smoothed one-hot targets, a soft cross "
+            "entropy); "
+            "mixup drawn from numpy and torch.randperm every iteration; an EMA copy of the model (outside DDP) updated "
+            "every EMA_UPDATE_PERIOD iterations from the state_dict (buffers too), copied during warmup; precise BN "
+            "after each epoch (forwards over training batches with momentum 1, the stats all-reduced, for the model "
+            "and the EMA); CIFAR augmentation (flip, pad, crop) drawn from numpy in __getitem__; test of the model and "
+            "the EMA and a checkpoint (model, ema, optimizer) on the master process every epoch",
+            source="facebookresearch/pycls tools/run_net.py, pycls/core/{trainer,config,distributed,builders,optimizer,"
+            "net,checkpoint,meters,io,logging,benchmark,timer}.py, pycls/datasets/{loader,cifar10}.py, pycls/models/ "
+            "(MIT, 5719de6); yacs, iopath, simplejson, submitit, fairscale and CIFAR-10 stood in for (standins.py: 64 "
+            "+ 32 images drawn from a fixed seed), the CIFAR ResNet of depth 8",
+            prepare=lambda work: write_pycls_data(str(work / "data")),
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
+            ignore_config=("OUT_DIR",),
         ),
     ]
 }
