@@ -58,6 +58,7 @@ def install_hooks(run_dir: str | os.PathLike, side: str) -> Recording:
         ("checkpoint hooks", checkpoints.install),
         ("evaluation hooks", evaluation.install),
         ("destroy_process_group hook", _wrap_destroy),
+        ("os._exit hook", _wrap_os_exit),
     ):
         try:
             install()
@@ -112,6 +113,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     finally:
         live.local.ours = False
     live.recorder = recorder
+    live.pid = os.getpid()  # the process whose recording this is (a forked DataLoader worker inherits it)
     if live.watch is not None:
         recorder.adopt_watch(live.watch)
     for entry in live.unrecorded.values():  # what the hooks could not take before the first step
@@ -152,6 +154,22 @@ def _wrap_destroy() -> None:
         return original(*args, **kwargs)
 
     dist.destroy_process_group = destroy_process_group
+
+
+def _wrap_os_exit() -> None:
+    """A rank started by fork (multiprocessing's Process: pycls's launcher and many others) ends by os._exit, where
+    no atexit handler runs: the recording ends there instead. Only in the process that started it: a DataLoader
+    worker forked from a rank inherits the recording and ends by os._exit too."""
+    original = os._exit
+
+    @functools.wraps(original)
+    def _exit(code):
+        live = state.current
+        if live is not None and live.recorder is not None and live.pid == os.getpid():
+            finish_at_exit()
+        original(code)
+
+    os._exit = _exit
 
 
 def finish_at_exit() -> None:

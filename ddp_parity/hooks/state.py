@@ -24,6 +24,7 @@ class Recording:
         self.run_dir = Path(run_dir)
         self.side = side
         self.recorder = None  # the TraceRecorder, from the first optimizer step on
+        self.pid: int | None = None  # the process that started the recorder
         self.standing_down = False  # the program records itself (TraceRecorder/TraceCallback): hooks write nothing
         self.optimizer = None  # the optimizer whose step() calls are the trace's steps (the first that steps)
         self.model = None  # the module owning that optimizer's parameters (unwrapped)
