@@ -81,12 +81,14 @@ def _yielded(iterator, batch) -> None:
         yielded = iterator.__dict__[YIELDED] = bounded_fifo()
     yielded.append((index, batch))
     live.last_iterator = weakref.ref(iterator)
-    _note_indices(iterator, index)
+    _note_indices(iterator, index, live.steps + 1)
 
 
-def _note_indices(iterator, index) -> None:
-    """The iterator's `loader_iterators` entry: how many batches it yielded and the sha256 of their indices so far,
-    so that an evaluation's samples are compared whatever its loader (no step trains from it)."""
+def _note_indices(iterator, index, step: int | None = None) -> None:
+    """The iterator's `loader_iterators` entry: how many batches it yielded, before which step the last came, and the
+    sha256 of their indices so far, so that an evaluation's samples are compared whatever its loader (no step trains
+    from it), and a loader whose batches span steps without a backward paired with them (a second training loader
+    beside the one the step's backward takes) is told from an evaluation's (all its batches between two steps)."""
     entry = iterator.__dict__.get(PASS)
     if entry is None:
         return
@@ -94,6 +96,8 @@ def _note_indices(iterator, index) -> None:
     if fact["batches"] == 0 and sampler is not None:  # the order was drawn at the first batch, from this epoch
         fact["sampler"]["epoch"] = _plain_epoch(sampler)
     fact["batches"] += 1
+    if step is not None:
+        fact["last_batch_before_step"] = step
     if index is None or fact.get("indices_sha256", "") is None:
         fact["indices_sha256"] = None  # a batch without indices (an IterableDataset): nothing to compare
         return

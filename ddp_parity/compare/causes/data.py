@@ -28,7 +28,9 @@ from ddp_parity.compare.causes.samples import (
     consumed_later,
     last_pass,
     other,
+    other_loaders_apart,
     pass_epochs,
+    sampler_args_apart,
     sampler_differences,
     sampler_epochs_apart,
     samplers_identical,
@@ -38,7 +40,7 @@ from ddp_parity.compare.causes.samples import (
     unshuffled_side,
 )
 from ddp_parity.compare.causes.seed_records import seeds_beside
-from ddp_parity.compare.causes.seeds import other_generator_finding
+from ddp_parity.compare.causes.seeds import SAMPLER_SEED, other_generator_finding
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
@@ -794,7 +796,7 @@ def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step:
     """data_pipeline: the batch differs at equal indices; DataLoader workers are blamed only where one may have
     run (the hooks recorded every DataLoader at num_workers=0 on both sides: then the dataset, collate or the loop).
     `in_step`: the batch itself is equal and the model's first input is not: the step's own handling of it."""
-    other = other_generator_finding(ctx, f, evidence, facts)
+    other = other_generator_finding(ctx, f, evidence, facts) or other_loader_finding(ctx, f, evidence, facts)
     if other is not None:
         return other
     if in_step:
@@ -804,6 +806,49 @@ def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step:
         evidence["num_workers"] = ctx.both(0, 0)
         facts += " Every DataLoader both sides iterated ran in the main process (num_workers=0, as the hooks recorded)."
     return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS[in_main])
+
+
+def other_loader_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding | None:
+    """The samples the step's backward took are equal, but another DataLoader fed the same steps (a labeled loader
+    beside an unlabeled one, both read each step) with its sampler built otherwise and its indices apart: that
+    sampler, not the pipeline. The sampler seed is sampler_seed's words; another argument is data_order's."""
+    pairs = other_loaders_apart(ctx, f["rank"], f["step"])
+    if not pairs:
+        return None
+    ia, ib = pairs[0]
+    apart = sampler_args_apart(ia, ib)
+    na, nb = ctx.names
+    shown = "; ".join(f"{k} {fmt(a)} on {na}, {fmt(b)} on {nb}" for k, (a, b) in apart.items())
+    loader = (
+        f"{ia.get('dataset')}'s DataLoader (its iterator made before step {ia.get('before_step')}, its batches read "
+        f"up to step {min(ia.get('last_batch_before_step'), ib.get('last_batch_before_step'))} with no backward "
+        "paired with them: a second loader feeding the steps)"
+    )
+    facts += (
+        f" Those are the samples of the loader the step's backward took; beside it rank {f['rank']} read {loader}, "
+        f"whose sampler was built otherwise ({shown}) and whose indices differ (as the hooks recorded)."
+    )
+    evidence = {
+        **evidence,
+        "other_loader": {
+            "dataset": ia.get("dataset"),
+            "before_step": ia.get("before_step"),
+            "sampler": ctx.both(ia.get("sampler"), ib.get("sampler")),
+            "indices_sha256": ctx.both(ia.get("indices_sha256"), ib.get("indices_sha256")),
+        },
+    }
+    if set(apart) == {"seed"}:
+        how = (
+            f"Give {ia.get('dataset')}'s DistributedSampler the same seed on both sides (DistributedSampler(..., "
+            "seed=...) with one value): every loader that feeds the steps, not only the one the backward's batch "
+            "comes from (Lightning seeds a sampler it injects from PL_GLOBAL_SEED)"
+        )
+        return finding(ctx, SAMPLER_SEED, f["step"], f["rank"], evidence, facts, how=how)
+    fix = (
+        f"Build {ia.get('dataset')}'s sampler with the same arguments on both sides ({shown}): every loader that "
+        "feeds the steps, not only the one the backward's batch comes from."
+    )
+    return finding(ctx, DATA_ORDER, f["step"], f["rank"], evidence, facts, sampler=f"{loader}: {shown}.", fix=fix)
 
 
 def _loaders_in_main_process(ctx: Context, rank) -> bool:

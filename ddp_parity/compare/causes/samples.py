@@ -171,3 +171,41 @@ def sampler_epochs_apart(ctx: Context, rank, step) -> dict | None:
     if None in found.values() or found["a"][1] != found["b"][1] or found["a"][0][-1] == found["b"][0][-1]:
         return None
     return {"a": found["a"][0][-1], "b": found["b"][0][-1], "class": found["a"][1]}
+
+
+def other_loaders_apart(ctx: Context, rank, step: int) -> list[tuple[dict, dict]]:
+    """Pairs (a's, b's) of DataLoader iterators that fed the training up to `step` beside the one whose batches the
+    backwards took (a labeled loader beside an unlabeled one, both read each step), built with other sampler
+    arguments, their indices apart. Such an iterator yielded batches across steps (its last before a later step
+    than the one it was made before) and no backward was paired with them; an evaluation's loader yields all its
+    batches between two steps. Paired in order among those over the same dataset class made before the same step."""
+    rank = rank if isinstance(rank, int) else 0
+    keyed = [_feeding_beside(ctx.run(side), rank, step) for side in ("a", "b")]
+    pairs = []
+    for key, mine in keyed[0].items():
+        for ia, ib in zip(mine, keyed[1].get(key, [])):
+            digests = ia.get("indices_sha256"), ib.get("indices_sha256")
+            if all(digests) and digests[0] != digests[1] and _sampler_args(ia) != _sampler_args(ib):
+                pairs.append((ia, ib))
+    return pairs
+
+
+def _feeding_beside(run, rank: int, step: int) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for item in fact_items(read_hook_facts(run, rank), "loader_iterators"):
+        made, last = item.get("before_step"), item.get("last_batch_before_step")
+        spans_steps = isinstance(made, int) and isinstance(last, int) and made <= step <= last and last > made
+        if item.get("trained") is False and spans_steps:
+            out.setdefault((item.get("dataset"), made), []).append(item)
+    return out
+
+
+def _sampler_args(item: dict) -> dict:
+    """The sampler's arguments as built (its epoch is set_epoch's, compared by the epoch checks)."""
+    return {k: v for k, v in (item.get("sampler") or {}).items() if k != "epoch"}
+
+
+def sampler_args_apart(ia: dict, ib: dict) -> dict[str, tuple]:
+    """{argument: (a's value, b's value)} of two iterators' samplers as built, those that differ."""
+    a, b = _sampler_args(ia), _sampler_args(ib)
+    return {k: (a.get(k, UNRECORDED), b.get(k, UNRECORDED)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
