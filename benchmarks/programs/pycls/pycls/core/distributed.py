@@ -142,8 +142,6 @@ def multi_proc_run(num_proc, fun):
         # Note: using "fork" below, "spawn" causes time and error regressions. Using
         # spawn changes the default multiprocessing context to spawn, which doesn't
         # interact well with the dataloaders (likely due to the use of OpenCV).
-        # changed: spawn, not fork: a forked rank ends by os._exit, so ddp-parity record's hooks never write its
-        # end-of-run records (final.safetensors, hooks.json); the cfg travels as the argument setup_distributed applies
-        mp_runner(single_proc_run, args=args, nprocs=num_proc, start_method="spawn")
+        mp_runner(single_proc_run, args=args, nprocs=num_proc, start_method="fork")
     else:
         fun()
