@@ -34,6 +34,7 @@ VARIANTS = {
     "ss1": ("--sampler-seed", "1"),
     "ss2": ("--sampler-seed", "2"),
     "ss2byrank": ("--sampler-seed", "2", "--seed-by-rank"),
+    "built_first": ("--build-before-seed",),
 }
 
 
@@ -146,3 +147,17 @@ def test_initial_states_apart_only_by_a_frozen_copy_one_side_holds_are_equal_wei
     assert d["kind"] == "sampler_seed", (d["kind"], d["explanation"])
     assert "differ as well" not in d["explanation"], d["explanation"]
     assert "The initial weights are equal on every rank" in d["explanation"], d["explanation"]
+
+
+@pytest.mark.slow
+def test_ranks_apart_under_one_seed_say_the_model_was_built_before_it(runs):
+    """The eighth first pass (vqvae2's slip 3, a LightningModule built before seed_everything): on one side the
+    ranks built other weights although each of them recorded the same seed before step 1, the other side's ranks
+    alike. A seed puts every rank's generator in one state, so weights drawn apart were drawn before it: said, and
+    the fix is to build after the seed on that side, never the list of every way an RNG state can differ."""
+    d = diagnosis(runs, "base", "built_first")
+    assert d["kind"] == "init", (d["kind"], d["explanation"])
+    said = d["explanation"]
+    assert "every rank of built_first seeded the same value before step 1" in said, said
+    assert "drawn before that seed" in said and "another seed, seeding after" not in said, said
+    assert d["advice"].startswith("On built_first, build the model after the seed"), d["advice"]

@@ -9,6 +9,8 @@ knows nothing of any recorder. Each flag changes one fact:
     --accumulate K      K micro-batches per optimizer step (no_sync on all but the last)
     --batch B           samples per micro-batch (default 4)
     --sampler-seed N    a DistributedSampler(shuffle=True, seed=N) instead of each rank shuffling its share
+    --build-before-seed the network built before the seed, each rank's generator then in a state of its own (a
+                        draw of the rank's own before it, as a launcher's): the ranks build other weights
 
     torchrun --nproc_per_node=2 tests/hooks_programs/seed_ranks.py [flags]
 """
@@ -34,6 +36,7 @@ def main() -> None:
     p.add_argument("--accumulate", type=int, default=1)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--sampler-seed", type=int, default=None)
+    p.add_argument("--build-before-seed", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -41,8 +44,12 @@ def main() -> None:
     seed = args.seed + rank if args.seed_by_rank else args.seed
     if rank == 1 and args.rank1_seed is not None:
         seed = args.rank1_seed
+    if args.build_before_seed:
+        torch.rand(rank)  # a draw of the rank's own: each rank's generator in another state before the build
+        net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     torch.manual_seed(seed)
-    net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    if not args.build_before_seed:
+        net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     dist.broadcast(net[0].weight.data, 0)  # the same initial weights on every rank, as DDP's constructor does
     model = DistributedDataParallel(net)
     if args.reseed:

@@ -22,7 +22,7 @@ from ddp_parity.compare.causes.base import (
     nonzero,
 )
 from ddp_parity.compare.causes.data import batch_without_indices, pipeline_finding
-from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, one_parameter_apart
+from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, INIT_USUAL, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.evaluations import model_evaluations
 from ddp_parity.compare.findings import Finding
@@ -304,7 +304,7 @@ def check_module(ctx: Context) -> Finding | None:
             facts += f" The other {one['equal']} parameter(s) are equal."
             return finding(ctx, INIT_PARAMETER, f["step"], f["rank"], evidence, facts, **one)
         if f["step"] == 1:
-            return finding(ctx, INIT, f["step"], f["rank"], evidence, facts)
+            return finding(ctx, INIT, f["step"], f["rank"], evidence, facts, **INIT_USUAL)
         return undetermined(ctx, f, ["earlier_update", "param_groups", "optimizer"], facts, evidence)
     if kind in ("random", *COMPUTATION_READINGS) and not ctx.both_have("watch_state"):
         facts = f"The module watch finds the first difference {where}: inputs equal, outputs differ."

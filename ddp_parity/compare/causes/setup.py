@@ -13,7 +13,7 @@ from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_rec
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
 from ddp_parity.compare.causes.implicated import stable
 from ddp_parity.compare.causes.initial_state import init_digests, init_finding
-from ddp_parity.compare.causes.seed_records import draws_before_wrap
+from ddp_parity.compare.causes.seed_records import draws_before_wrap, seeds_by_rank
 from ddp_parity.compare.comparator import match_keys, missing_meta, strip_known_prefixes
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import params_differing_before
@@ -816,7 +816,40 @@ def check_init(ctx: Context) -> Finding | None:
         if one is not None:
             evidence["params_differing"] = one
             return finding(ctx, INIT_PARAMETER, None, 0, evidence, " ".join(parts) + " " + _one_sentence(one), **one)
-    return finding(ctx, INIT, None, found["rank"], evidence, " ".join(parts))
+    first = _built_before_the_seed(ctx, found["within"])
+    if first is not None:
+        side, seeds = first
+        evidence["seeds_before_step_1_alike_on_every_rank"] = {"side": ctx.label(side), "seeds": seeds}
+        parts.append(
+            f"Yet every rank of {ctx.label(side)} seeded the same value before step 1 ({fmt(seeds)} on each, as the "
+            "hooks recorded), and a seed puts every rank's generator in one state."
+        )
+        return finding(ctx, INIT, None, found["rank"], evidence, " ".join(parts), **_init_built_first(ctx.label(side)))
+    return finding(ctx, INIT, None, found["rank"], evidence, " ".join(parts), **INIT_USUAL)
+
+
+def _built_before_the_seed(ctx: Context, within: dict) -> tuple[str, list] | None:
+    """(the side, its seeds) where one side's ranks built other weights although each of its ranks recorded the
+    same seeds before step 1, the other side's ranks building alike: weights drawn by one code after one seed are
+    equal on every rank, so these were drawn before it (or from a generator no seed set)."""
+    apart = [side for side, differs in within.items() if differs]
+    recorded = seeds_by_rank(ctx)
+    if len(apart) != 1 or not recorded or len(recorded) < 2:
+        return None
+    side = apart[0]
+    seeds = [list(pair[0 if side == "a" else 1]) for pair in recorded.values()]
+    if not seeds[0] or any(s != seeds[0] for s in seeds):
+        return None
+    return side, seeds[0]
+
+
+def _init_built_first(side: str) -> dict:
+    return {
+        "mechanism": f"The weights were drawn before that seed: {side} builds its model before seeding (or draws "
+        "them from a generator no seed set), so each rank draws them from a state of its own.",
+        "how": f"On {side}, build the model after the seed (Lightning: seed_everything before the LightningModule "
+        "is constructed, or the network built in configure_model), as the other side does",
+    }
 
 
 def one_parameter_apart(ctx: Context, step: int, rank) -> dict | None:
@@ -856,14 +889,17 @@ INIT_PARAMETER = Cause(
     doc="One parameter different at step 1 (the watch's `params_before`), every other equal: that parameter "
     "initialised or loaded otherwise, never a seed.",
 )
+INIT_USUAL = {
+    "mechanism": "The usual cause is the model being built under a different RNG state: another seed, seeding "
+    "after instead of before building the network, or an extra random draw between seeding and construction.",
+    "how": "Seed identically and build the model right after seeding on both sides (seed_everything pinned to an "
+    "integer, the network constructed before anything else draws random numbers)",
+}
 INIT = Cause(
     "init",
     check_init,
-    why="The usual cause is the model being built under a different RNG state: another seed, seeding "
-    "after instead of before building the network, or an extra random draw between seeding and "
-    "construction.",
-    fix="Seed identically and build the model right after seeding on both sides (seed_everything pinned "
-    "to an integer, the network constructed before anything else draws random numbers).",
+    why="{mechanism}",
+    fix="{how}.",
     doc="`init_params_sha256` differs on rank 0 across the sides (or the watch finds a parameter "
     "different before step 1): the model built under another RNG state.",
 )
