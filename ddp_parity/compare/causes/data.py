@@ -811,8 +811,12 @@ def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step:
     if any(shown.values()):
         evidence["pipeline_draws"] = {ctx.label(s): d for s, d in shown.items() if d is not None}
     facts += "".join(_made_again_words(ctx, s, rank, d) for s, d in shown.items() if d is not None)
-    silent = [ctx.label(s) for s, d in shown.items() if d is None]
-    words = {k: v.format(silent=" and ".join(silent)) for k, v in PIPELINE_WORDS[reading].items()}
+    named = {
+        "silent": " and ".join(ctx.label(s) for s, d in shown.items() if d is None),
+        "drawing": " and ".join(ctx.label(s) for s, d in shown.items() if d and d["draws"]),
+        "still": " and ".join(ctx.label(s) for s, d in shown.items() if d and not d["draws"]),
+    }
+    words = {k: v.format(**named) for k, v in PIPELINE_WORDS[reading].items()}
     return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **words)
 
 
@@ -904,8 +908,8 @@ def _pipeline_reading(shown: dict) -> str:
     """Which PIPELINE_WORDS the sides' pipeline_draws leave: a draw shown on a side; none shown on both sides, or
     on one with the other silent; nothing shown."""
     known = [d for d in shown.values() if d is not None]
-    if any(d["draws"] for d in known):
-        return "draws"
+    if any(d["draws"] for d in known):  # seeding both alike cannot make a side that draws nothing draw the same
+        return "draws_one_side" if not all(d["draws"] for d in known) else "draws"
     if len(known) == 2:
         return "no_draws"
     return "no_draws_one" if known else "undetermined"
@@ -945,6 +949,14 @@ PIPELINE_WORDS = {
         "`seed_everything(seed, workers=True)` installs pl_worker_init_function) and the same `generator=` and "
         "`persistent_workers` on both DataLoaders.",
     },
+    "draws_one_side": {
+        "source": "{drawing}'s pipeline draws and {still}'s draws nothing the worker seeds feed (as recorded above): "
+        "a random transform applied on {drawing} only, or a deterministic step apart beside it; seeding the workers "
+        "alike cannot make a side that draws nothing draw the same.",
+        "fix": "Make the same tensors of the same samples on both sides: the random augmentation {drawing} applies, "
+        "on {still} too (or on neither), with the same arguments, and the same other transforms, dtype and "
+        "collate_fn; then seed the DataLoader workers the same way on both sides.",
+    },
     "no_draws": {
         "source": "a deterministic step of the data pipeline differs between the sides: a transform or a "
         "normalisation added or left out, another dtype or value range, another collate_fn, other files read. "
@@ -957,8 +969,9 @@ PIPELINE_WORDS = {
     "no_draws_one": {
         "source": "the data pipeline differs between the sides. Where it draws nothing, as recorded above, a "
         "deterministic step differs (a transform or a normalisation added or left out, another dtype, another "
-        "collate_fn), or {silent}, which made no batch again under other worker seeds, applies a random transform "
-        "the other does not; seeding the workers alike cannot make a side that draws nothing draw the same.",
+        "collate_fn), or {silent}, whose records show no batch made again under other worker seeds, applies a "
+        "random transform the other does not; seeding the workers alike cannot make a side that draws nothing draw "
+        "the same.",
         "fix": "Make the same tensors of the same samples on both sides: the same dataset transforms (random ones "
         "included) and their arguments, dtype and collate_fn; print one sample of this step on each side to see "
         "which field or value range differs.",
@@ -968,13 +981,15 @@ PIPELINE_WORDS = {
         "(a random augmentation) from DataLoader workers seeded otherwise (seed_everything(workers=True) or a "
         "worker_init_fn on one side only, a generator passed to one DataLoader, persistent workers); or (2) a "
         "deterministic step of the pipeline differs (a transform or a normalisation added or left out, another "
-        "dtype, another collate_fn). No side made the same sample indices again under other worker seeds, which "
-        "would show whether its pipeline draws.",
-        "fix": "Tell them apart, then fix the one found: compare again with num_workers=0 and the same seed on both "
-        "sides, or with the workers seeded alike (the same worker_init_fn, as Lightning's `seed_everything(seed, "
-        "workers=True)` installs pl_worker_init_function, and the same `generator=` and `persistent_workers`). "
-        "Batches that become equal were the workers' draws: seed them alike. Batches still apart are (2): make the "
-        "dataset transforms, dtype and collate_fn the same (print one sample of this step on each side).",
+        "dtype, another collate_fn). The records show no side making the same sample indices again under workers "
+        "seeded apart, which would show whether its pipeline draws.",
+        "fix": "Tell them apart, then fix the one found: compare again with the DataLoader workers seeded alike "
+        "on both sides (the same `generator=`, a torch.Generator seeded alike, or the same worker_init_fn, as "
+        "Lightning's `seed_everything(seed, workers=True)` installs pl_worker_init_function, and the same "
+        "`persistent_workers`). Batches that become equal were the workers' draws: seed them alike. Batches still "
+        "apart are (2): make the dataset transforms, dtype and collate_fn the same (print one sample of this step on "
+        "each side). A side whose sampler gives it the same indices in two epochs (no set_epoch) shows it too: the "
+        "same batch_digest there, its pipeline draws nothing.",
     },
     "main_process": {
         "source": "with no DataLoader worker on either side, no worker seeding is involved: `__getitem__`, collate, "
