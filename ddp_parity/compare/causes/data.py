@@ -793,19 +793,33 @@ def check_batch(ctx: Context) -> Finding | None:
 
 
 def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step: bool = False) -> Finding:
-    """data_pipeline: the batch differs at equal indices; DataLoader workers are blamed only where one may have
-    run (the hooks recorded every DataLoader at num_workers=0 on both sides: then the dataset, collate or the loop).
-    `in_step`: the batch itself is equal and the model's first input is not: the step's own handling of it."""
+    """data_pipeline: the batch differs at equal indices. Random draws (DataLoader workers seeded otherwise) are
+    blamed only where the records show a side's pipeline draws; where they show it draws nothing, a deterministic
+    step of the pipeline is named; where they show neither, both are named with what tells them apart. No worker is
+    blamed where the hooks recorded every DataLoader at num_workers=0 on both sides. `in_step`: the batch itself is
+    equal and the model's first input is not: the step's own handling of it."""
     other = other_generator_finding(ctx, f, evidence, facts) or other_loader_finding(ctx, f, evidence, facts)
     if other is not None:
         return other
     if in_step:
         return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS["step"])
-    in_main = _loaders_in_main_process(ctx, f["rank"])
-    if in_main:
+    if _loaders_in_main_process(ctx, f["rank"]):
         evidence["num_workers"] = ctx.both(0, 0)
         facts += " Every DataLoader both sides iterated ran in the main process (num_workers=0, as the hooks recorded)."
-    return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS[in_main])
+        return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **PIPELINE_WORDS["main_process"])
+    rank = f["rank"] if isinstance(f["rank"], int) else 0
+    shown = {s: pipeline_draws(ctx.run(s), rank) for s in ("a", "b")}
+    reading = _pipeline_reading(shown)
+    if any(shown.values()):
+        evidence["pipeline_draws"] = {ctx.label(s): d for s, d in shown.items() if d is not None}
+    facts += "".join(_made_again_words(ctx, s, rank, d) for s, d in shown.items() if d is not None)
+    named = {
+        "silent": " and ".join(ctx.label(s) for s, d in shown.items() if d is None),
+        "drawing": " and ".join(ctx.label(s) for s, d in shown.items() if d and d["draws"]),
+        "still": " and ".join(ctx.label(s) for s, d in shown.items() if d and not d["draws"]),
+    }
+    words = {k: v.format(**named) for k, v in PIPELINE_WORDS[reading].items()}
+    return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **words)
 
 
 def other_loader_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding | None:
@@ -861,6 +875,107 @@ def _loaders_in_main_process(ctx: Context, rank) -> bool:
     return True
 
 
+# ---------------------------------------------------------------------------------------------
+# whether a side's data pipeline draws: the same samples made again under other worker seeds.
+# PyTorch seeds each DataLoader worker's torch, random and numpy generators from a base seed the iterator draws
+# from torch's global generator (or its own generator=); two iterators that drew it from the global generator in
+# other states seeded their workers apart. The same indices made into the same tensors under both then drew
+# nothing those seeds feed; made into other tensors, something in the pipeline draws.
+
+
+def _feeding_iterator(items: list[dict], step: int) -> dict | None:
+    """The training DataLoader iterator that fed `step`: the last one begun before it (a validation loader's
+    iterator, `trained` false, feeds no training step)."""
+    begun = [
+        i
+        for i in items
+        if i.get("trained") is not False and isinstance(i.get("before_step"), int) and i["before_step"] <= step
+    ]
+    return max(
+        begun, key=lambda i: (i["before_step"], i.get("order") if isinstance(i.get("order"), int) else 0), default=None
+    )
+
+
+def _workers_seeded_apart(first: dict, then: dict) -> bool:
+    """Two iterators with workers, each drawing its workers' base seed from torch's global generator, found it in
+    other states (`rng_before`): their workers were seeded from other base seeds."""
+    for it in (first, then):
+        workers = it.get("num_workers")
+        if it.get("global_draw") is not True or not isinstance(workers, int) or workers <= 0:
+            return False
+        if not isinstance(it.get("rng_before"), str):
+            return False
+    return first is not then and first["rng_before"] != then["rng_before"]
+
+
+def batches_made_again(run, rank) -> list[tuple[dict, dict, dict, dict]]:
+    """(earlier record, later record, their iterators) for each step of one side whose batch holds the same sample
+    indices, in the same order, as an earlier step's, both with a batch digest, fed by iterators whose workers were
+    seeded apart (a sampler replaying its order each epoch, set_epoch never called)."""
+    items = fact_items(read_hook_facts(run, rank), "loader_iterators")
+    if not items:
+        return []
+    first_seen: dict[str, dict] = {}
+    out = []
+    for rec in records_of(run, rank):
+        indices, digest = rec.get("indices"), rec.get("batch_digest")
+        if not isinstance(indices, list) or not indices or not isinstance(digest, str):
+            continue
+        earlier = first_seen.setdefault(json.dumps(indices), rec)
+        if earlier is rec:
+            continue
+        fed = _feeding_iterator(items, earlier["step"]), _feeding_iterator(items, rec["step"])
+        if fed[0] is not None and fed[1] is not None and _workers_seeded_apart(*fed):
+            out.append((earlier, rec, *fed))
+    return out
+
+
+def pipeline_draws(run, rank) -> dict | None:
+    """What one side's records show of whether its data pipeline draws: {draws, steps (the pair shown), made_again
+    (batches made again under other worker seeds), apart (of them, made into other tensors), rng_before (the two
+    iterators' generator digests)}; None where no batch was made again under other worker seeds. One pair apart
+    shows a draw (a random flip may leave a few batches alike); none apart shows none."""
+    pairs = batches_made_again(run, rank)
+    if not pairs:
+        return None
+    apart = [p for p in pairs if p[0]["batch_digest"] != p[1]["batch_digest"]]
+    earlier, later, fed_earlier, fed_later = (apart or pairs)[0]
+    return {
+        "draws": bool(apart),
+        "steps": [earlier["step"], later["step"]],
+        "made_again": len(pairs),
+        "apart": len(apart),
+        "rng_before": [fed_earlier["rng_before"], fed_later["rng_before"]],
+    }
+
+
+def _pipeline_reading(shown: dict) -> str:
+    """Which PIPELINE_WORDS the sides' pipeline_draws leave: a draw shown on a side; none shown on both sides, or
+    on one with the other silent; nothing shown."""
+    known = [d for d in shown.values() if d is not None]
+    if any(d["draws"] for d in known):  # seeding both alike cannot make a side that draws nothing draw the same
+        return "draws_one_side" if not all(d["draws"] for d in known) else "draws"
+    if len(known) == 2:
+        return "no_draws"
+    return "no_draws_one" if known else "undetermined"
+
+
+def _made_again_words(ctx: Context, side: str, rank, shown: dict) -> str:
+    j, k = shown["steps"]
+    seeds = f"torch's generator before their iterators: {shown['rng_before'][0][:16]} vs {shown['rng_before'][1][:16]}"
+    if shown["draws"]:
+        return (
+            f" On {ctx.label(side)} rank {rank} the same sample indices made again under other DataLoader worker "
+            f"seeds gave another batch ({shown['apart']} of {shown['made_again']} batches made again; steps {j} and "
+            f"{k}, {seeds}): its pipeline draws."
+        )
+    return (
+        f" On {ctx.label(side)} rank {rank} every batch made again from the same sample indices under other DataLoader "
+        f"worker seeds is the same tensor ({shown['made_again']}; e.g. steps {j} and {k}, {seeds}): its pipeline "
+        "draws nothing the worker seeds feed."
+    )
+
+
 PIPELINE_WORDS = {
     "step": {
         "source": "between the batch and the model the step builds another input on one side: a random draw of the "
@@ -870,7 +985,7 @@ PIPELINE_WORDS = {
         "from the same generator state (Lightning: in training_step, as the loop draws them), and the same "
         "transforms (on_after_batch_transfer on one side is a transform the other may not make).",
     },
-    False: {
+    "draws": {
         "source": "`__getitem__` or collate draws random numbers (a random augmentation) from a stream that differs "
         "between the sides, typically because DataLoader workers are seeded differently (seed_everything(workers="
         "True) on one side, a worker_init_fn on one side only, a generator passed to one DataLoader, persistent "
@@ -879,7 +994,49 @@ PIPELINE_WORDS = {
         "`seed_everything(seed, workers=True)` installs pl_worker_init_function) and the same `generator=` and "
         "`persistent_workers` on both DataLoaders.",
     },
-    True: {
+    "draws_one_side": {
+        "source": "{drawing}'s pipeline draws and {still}'s draws nothing the worker seeds feed (as recorded above): "
+        "a random transform applied on {drawing} only, or a deterministic step apart beside it; seeding the workers "
+        "alike cannot make a side that draws nothing draw the same.",
+        "fix": "Make the same tensors of the same samples on both sides: the random augmentation {drawing} applies, "
+        "on {still} too (or on neither), with the same arguments, and the same other transforms, dtype and "
+        "collate_fn; then seed the DataLoader workers the same way on both sides.",
+    },
+    "no_draws": {
+        "source": "a deterministic step of the data pipeline differs between the sides: a transform or a "
+        "normalisation added or left out, another dtype or value range, another collate_fn, other files read. "
+        "Neither side's pipeline draws from the seeds its workers get, so seeding the workers (or the generator "
+        "their seeds come from) alike would not change these batches.",
+        "fix": "Make the same tensors of the same samples on both sides: the same dataset transforms (a "
+        "normalisation, a resize, the conversion to a tensor, and their arguments), dtype and collate_fn; print "
+        "one sample of this step on each side to see which field or value range differs.",
+    },
+    "no_draws_one": {
+        "source": "the data pipeline differs between the sides. Where it draws nothing, as recorded above, a "
+        "deterministic step differs (a transform or a normalisation added or left out, another dtype, another "
+        "collate_fn), or {silent}, whose records show no batch made again under other worker seeds, applies a "
+        "random transform the other does not; seeding the workers alike cannot make a side that draws nothing draw "
+        "the same.",
+        "fix": "Make the same tensors of the same samples on both sides: the same dataset transforms (random ones "
+        "included) and their arguments, dtype and collate_fn; print one sample of this step on each side to see "
+        "which field or value range differs.",
+    },
+    "undetermined": {
+        "source": "the records cannot tell which of two makes them: (1) `__getitem__` or collate draws random numbers "
+        "(a random augmentation) from DataLoader workers seeded otherwise (seed_everything(workers=True) or a "
+        "worker_init_fn on one side only, a generator passed to one DataLoader, persistent workers); or (2) a "
+        "deterministic step of the pipeline differs (a transform or a normalisation added or left out, another "
+        "dtype, another collate_fn). The records show no side making the same sample indices again under workers "
+        "seeded apart, which would show whether its pipeline draws.",
+        "fix": "Tell them apart, then fix the one found: compare again with the DataLoader workers seeded alike "
+        "on both sides (the same `generator=`, a torch.Generator seeded alike, or the same worker_init_fn, as "
+        "Lightning's `seed_everything(seed, workers=True)` installs pl_worker_init_function, and the same "
+        "`persistent_workers`). Batches that become equal were the workers' draws: seed them alike. Batches still "
+        "apart are (2): make the dataset transforms, dtype and collate_fn the same (print one sample of this step on "
+        "each side). A side whose sampler gives it the same indices in two epochs (no set_epoch) shows it too: the "
+        "same batch_digest there, its pipeline draws nothing.",
+    },
+    "main_process": {
         "source": "with no DataLoader worker on either side, no worker seeding is involved: `__getitem__`, collate, "
         "or what the loop does to the batch before the model (a transform, a field built otherwise or left None, a "
         "dtype or device move) makes other tensors.",
@@ -910,9 +1067,12 @@ DATA_PIPELINE = Cause(
     check_batch,
     why="The indices are the same, so the sampler agrees; the tensors built from them are not: {source}",
     fix="{fix}",
-    doc="Equal `indices`, another `batch_digest` (or the watch's first module input): random transforms "
-    "drawn from differently seeded DataLoader workers; where the hooks recorded every DataLoader at num_workers=0 "
-    "on both sides, no worker is blamed: the dataset, collate or the loop's handling of the batch.",
+    doc="Equal `indices`, another `batch_digest` (or the watch's first module input). Random transforms from "
+    "differently seeded DataLoader workers only where a side's records show its pipeline draws (the same indices "
+    "made again under other worker seeds into other tensors); a deterministic step of the pipeline (a transform, "
+    "a normalisation, a dtype, a collate) where both sides show it draws nothing (the same tensors again); both, "
+    "with what tells them apart, where no side shows either. Where the hooks recorded every DataLoader at "
+    "num_workers=0 on both sides, no worker is blamed: the dataset, collate or the loop's handling of the batch.",
     requires=Evidence(
         "batch digests, or the module watch's first input",
         lambda d: "batch_digest" in d.evidence or (d.module or {}).get("reading_kind") == "batch",
