@@ -405,11 +405,11 @@ def _restarted_early(ctx: Context, f: dict, evidence: dict, found: dict) -> Find
     evidence["restarted"] = {"side": mine, **{k: found[k] for k in ("dataset", "made", "batches", "length", "anew")}}
     evidence["went_on"] = {"side": theirs, **going}
     facts = (
-        f"At step {step} rank {rank} consumed other samples. Before step {found['anew']} {mine} made a new iterator "
-        f"over its training DataLoader ({found['dataset']}) while the one it trained from, made before step "
-        f"{found['made']}, had given {found['batches']} of the {found['length']} batches its loader holds: "
-        f"{mine} dropped it with batches left. {theirs}'s iterator over it, made before step "
-        f"{going['made']}, {_went_on(going)} (the hooks' DataLoader iterators)."
+        f"At step {step} rank {rank} consumed other samples: before step {found['anew']} {mine} made a new "
+        f"iterator over its training DataLoader ({found['dataset']}) while the one it trained from, made before step "
+        f"{found['made']}, had given {found['batches']} of the {found['length']} batches its loader holds (dropped "
+        f"with batches left), and {theirs}'s iterator over it, made before step {going['made']}, {_went_on(going)} "
+        "(the hooks' DataLoader iterators)."
     )
     if "epoch_b" in f and isinstance(f.get("epoch"), int) and isinstance(f["epoch_b"], int):
         epochs = {"a": f["epoch"], "b": f["epoch_b"]}
