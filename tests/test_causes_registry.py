@@ -78,6 +78,7 @@ KINDS = {
     "rng.drawn_before_step_1",  # issue 46: the fifth first pass (KAIR's EMA network built again)
     "rng.other_generator",  # issue 46: the sixth first pass (DeiT's numpy seeded per rank, Mixup drawing from it)
     "optimizer.other_steps",  # issue 46: a GAN's second optimizer (StyleGAN2's generator) stepped at other points
+    "data_order.restarted",  # issue 46: the eighth first pass (FixMatch's iterators kept across Lightning's epochs)
 }
 
 

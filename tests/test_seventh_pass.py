@@ -148,7 +148,7 @@ def test_a_set_epoch_after_the_pass_drew_its_order_is_named_with_where_to_set_it
     assert (d["kind"], d["step"]) == ("data_order.epoch", 1), (d["kind"], d["explanation"])
     assert "drew its order with the sampler (Buckets) at epoch 1 on before and 0 on after" in d["explanation"]
     assert "On after, set_epoch(1) came after that pass had drawn its order" in d["explanation"], d["explanation"]
-    assert d["advice"].endswith("after starts at another."), d["advice"]
+    assert d["advice"].endswith("after starts at another (epoch 0 vs 1)."), d["advice"]
 
 
 def test_a_batch_sampler_no_set_epoch_reached_is_named_as_lightning_leaves_it(bucket_runs):
@@ -157,7 +157,7 @@ def test_a_batch_sampler_no_set_epoch_reached_is_named_as_lightning_leaves_it(bu
     d = compare_traces(bucket_runs["before"], bucket_runs["never"])["diagnosis"]
     assert (d["kind"], d["step"]) == ("data_order.epoch", 1), (d["kind"], d["explanation"])
     assert "On never no set_epoch reached the Buckets, given as the DataLoader's batch_sampler" in d["explanation"]
-    assert d["advice"].endswith("never starts at another."), d["advice"]
+    assert d["advice"].endswith("never starts at another (epoch 0 vs 1)."), d["advice"]
 
 
 FACTS_LOOP = REPO / "tests" / "hooks_programs" / "facts_loop.py"

@@ -30,6 +30,7 @@ from ddp_parity.hooks.state import bounded_fifo, guarded, recording
 PENDING = "_ddp_parity_pending"  # on a DataLoader iterator: the index lists dispatched, not yet yielded
 YIELDED = "_ddp_parity_yielded"  # on a DataLoader iterator: (indices, batch) yielded, not yet consumed
 PASS = "_ddp_parity_pass"  # on a DataLoader iterator: its `loader_iterators` entry, the running digest of its indices
+BUILT = "_ddp_parity_built"  # on a sampler: the `order` of its `samplers` entry, which names it in later facts
 
 
 def install() -> None:
@@ -190,6 +191,8 @@ def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
                 "epoch": _plain_epoch(sampler),
                 **({"batch_sampler": True} if sampler is loader.batch_sampler else {}),
             },
+            **_built_order(sampler),
+            "length": _loader_length(loader),
             "batches": 0,
             "indices_sha256": "",
             "trained": False,
@@ -212,6 +215,23 @@ def _ordering_sampler(loader):
     if batch_sampler is not None and not isinstance(batch_sampler, torch_sampler.BatchSampler):
         return batch_sampler
     return getattr(batch_sampler, "sampler", None) or loader.sampler
+
+
+def _loader_length(loader) -> int | None:
+    """len(loader), the batches one pass holds: an iterator dropped with fewer `batches` than this was dropped with
+    batches left (a loop's epoch shorter than its loader). None where the loader has no length (an IterableDataset
+    without one) or computing it fails: a batch sampler of the program's own may not say."""
+    try:
+        return int(len(loader))
+    except Exception:
+        return None
+
+
+def _built_order(sampler) -> dict:
+    """{"sampler_built": the `order` of the sampler's `samplers` entry}, where it was built while recording: which
+    sampler an iterator draws from and a set_epoch call acts on (several samplers share a class)."""
+    built = getattr(sampler, "__dict__", {}).get(BUILT)
+    return {"sampler_built": built} if isinstance(built, int) else {}
 
 
 def _plain_epoch(sampler):
@@ -239,6 +259,7 @@ def _note_sampler(sampler) -> None:
             value = getattr(sampler, key)
             facts[key] = value if value is None or isinstance(value, bool) else _generator_seed(value)
     live.note("samplers", facts)
+    sampler.__dict__[BUILT] = live.noted  # set_epoch calls and iterators then name the sampler they act on
 
 
 def _generator_seed(generator):
@@ -261,4 +282,4 @@ def _note_epoch(sampler, epoch) -> None:
     if live is None:
         return
     live.epoch, live.epoch_given = int(epoch), True
-    live.note("set_epoch", {"sampler": type(sampler).__name__, "epoch": int(epoch)})
+    live.note("set_epoch", {"sampler": type(sampler).__name__, "epoch": int(epoch), **_built_order(sampler)})

@@ -70,6 +70,7 @@ CAUSES: tuple[Cause, ...] = (
     data.STEP_COUNT_EMPTY,
     data.SET_EPOCH,
     data.DATA_ACCUMULATION,
+    data.DATA_RESTARTED,
     data.DATA_EPOCH,
     data.DATA_SKIPPED,
     data.DATA_AHEAD,

@@ -30,6 +30,7 @@ from ddp_parity.compare.causes.samples import (
     other,
     other_loaders_apart,
     pass_epochs,
+    restarted_early,
     sampler_args_apart,
     sampler_differences,
     sampler_epochs_apart,
@@ -241,6 +242,9 @@ def check_samples(ctx: Context) -> Finding | None:
         return None
     step, rank, epoch = f["step"], f["rank"], f.get("epoch")
     evidence = {"epoch": epoch, "indices": ctx.both(f["a"], f["b"])}
+    restarted = restarted_early(ctx, rank, step)
+    if restarted is not None:  # before the epochs: a pass cut short parts the epochs and the place in the pass
+        return _restarted_early(ctx, f, evidence, restarted)
     if "epoch_b" in f and isinstance(epoch, int) and isinstance(f["epoch_b"], int):
         return _epochs_apart(ctx, f, evidence)
     skipped = skipped_batch(ctx, rank, step)
@@ -394,6 +398,78 @@ def _sampler_classes(ctx: Context) -> tuple[str, str] | None:
     return None
 
 
+def _restarted_early(ctx: Context, f: dict, evidence: dict, found: dict) -> Finding:
+    """One side made a new iterator over its training DataLoader before the last one ran out, the other went on: the
+    hooks' iterators side by side, then what follows from it (the epochs apart, where the other side drew the same
+    samples) and every set_epoch call made up to the step."""
+    step, rank, side = f["step"], f["rank"], found["side"]
+    mine, theirs, going = ctx.label(side), ctx.label(other(side)), found["other"]
+    evidence["restarted"] = {"side": mine, **{k: found[k] for k in ("dataset", "made", "batches", "length", "anew")}}
+    evidence["went_on"] = {"side": theirs, **going}
+    facts = (
+        f"At step {step} rank {rank} consumed other samples: before step {found['anew']} {mine} made a new "
+        f"iterator over its training DataLoader ({found['dataset']}) while the one it trained from, made before step "
+        f"{found['made']}, had given {found['batches']} of the {found['length']} batches its loader holds (dropped "
+        f"with batches left), and {theirs}'s iterator over it, made before step {going['made']}, {_went_on(going)} "
+        "(the hooks' DataLoader iterators)."
+    )
+    if "epoch_b" in f and isinstance(f.get("epoch"), int) and isinstance(f["epoch_b"], int):
+        epochs = {"a": f["epoch"], "b": f["epoch_b"]}
+        evidence["epochs"] = ctx.both(epochs["a"], epochs["b"])
+        facts += (
+            f" The epochs apart follow from it: at step {step} {ctx.names[0]} records epoch {epochs['a']} and "
+            f"{ctx.names[1]} epoch {epochs['b']}{_epoch_starts(ctx, rank)}."
+        )
+    facts += _set_epoch_said(ctx, rank, step, evidence)
+    later = consumed_later(ctx, rank, step, side)
+    if later is not None:
+        evidence["same_samples_at"] = {mine: step, theirs: later}
+        facts += f" {mine}'s samples at step {step} are {theirs}'s at step {later}."
+    return finding(ctx, DATA_RESTARTED, step, rank, evidence, facts, side=mine, other=theirs, n=found["batches"])
+
+
+def _went_on(going: dict) -> str:
+    given = f"{going['batches']} of its {going['length']}" if going["length"] else f"{going['batches']}"
+    if going["anew"] is None:
+        return f"went on: it gave {given} batches, and no new one was made before the run ended"
+    return f"went on: it gave {given} batches before a new one was made before step {going['anew']}"
+
+
+def _first_epochs(ctx: Context, rank) -> dict:
+    """{a: epoch, b: epoch} of each side's first record on `rank` (None where unrecorded): where each side started."""
+    return {s: next(iter(records_of(ctx.run(s), rank)), {}).get("epoch") for s in ("a", "b")}
+
+
+def _epoch_starts(ctx: Context, rank) -> str:
+    """The clause ", both having started at epoch e" where both sides' first records carry the same epoch, else
+    "": a side's start is never called another when both started alike."""
+    first = _first_epochs(ctx, rank)
+    if isinstance(first["a"], int) and first["a"] == first["b"]:
+        return f", both having started at epoch {first['a']}"
+    return ""
+
+
+def _set_epoch_said(ctx: Context, rank, step, evidence: dict, even_none: bool = False) -> str:
+    """Every set_epoch call both sides made up to `step`, into the evidence and as a sentence; "" where none was
+    recorded (unless `even_none`: then said as none on both)."""
+    calls = {ctx.label(s): set_epoch_calls(ctx.run(s), rank, step) for s in ("a", "b")}
+    if not any(calls.values()) and not even_none:
+        return ""
+    evidence["set_epoch"] = calls
+    said = "; ".join(f"{k}: {v or 'none'}" for k, v in calls.items())
+    return f" The set_epoch calls recorded up to step {step}: {said}."
+
+
+def _epoch_start_clause(ctx: Context, side: str, first: dict) -> str:
+    """What the fix says of where the epochs part: `side` starts at another epoch only where the `first` epochs
+    ({a, b}: the first records', or the first passes') say so; where both started alike, they came apart later."""
+    if not all(isinstance(e, int) for e in first.values()):
+        return f"{ctx.label(side)} is at another epoch at this step"
+    if first["a"] != first["b"]:
+        return f"{ctx.label(side)} starts at another (epoch {first[side]} vs {first[other(side)]})"
+    return f"both start at epoch {first['a']}, and {ctx.label(side)}'s moves on at other steps"
+
+
 def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
     """The records of the first differing step carry other epochs: each side's sampler was set to its own
     epoch (set_epoch), side by side, with the set_epoch calls the hooks saw and the step the other side
@@ -406,17 +482,15 @@ def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
         f"At step {step} rank {rank} {ctx.names[0]} records epoch {epochs['a']} and {ctx.names[1]} epoch "
         f"{epochs['b']}: the sides draw from other epochs of their samplers' order."
     )
-    calls = {ctx.label(s): set_epoch_calls(ctx.run(s), rank) for s in ("a", "b")}
-    if any(calls.values()):
-        evidence["set_epoch"] = calls
-        facts += " The set_epoch calls recorded: " + "; ".join(f"{k}: {v or 'none'}" for k, v in calls.items()) + "."
+    facts += _set_epoch_said(ctx, rank, step, evidence)
     later = consumed_later(ctx, rank, step, side)
     if later is not None:
         evidence["same_samples_at"] = {ctx.label(side): step, ctx.label(other(side)): later}
         facts += f" {ctx.label(side)}'s samples at step {step} are {ctx.label(other(side))}'s at step {later}."
     notes, blamed = _set_epoch_notes(ctx, rank, step)
     side = blamed or side
-    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, side=ctx.label(side), epoch=epochs[side])
+    start = _epoch_start_clause(ctx, side, _first_epochs(ctx, rank))
+    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
 
 
 def _pass_epoch_apart(ctx: Context, step, rank, evidence: dict, apart: dict) -> Finding:
@@ -431,12 +505,13 @@ def _pass_epoch_apart(ctx: Context, step, rank, evidence: dict, apart: dict) -> 
         f"from drew its order with the sampler ({apart['class']}) at epoch {epochs['a']} on {ctx.names[0]} and "
         f"{epochs['b']} on {ctx.names[1]} (the hooks read the epoch where each pass drew its order)."
     )
-    calls = {ctx.label(s): set_epoch_calls(ctx.run(s), rank) for s in ("a", "b")}
-    evidence["set_epoch"] = calls
-    facts += " The set_epoch calls recorded: " + "; ".join(f"{k}: {v or 'none'}" for k, v in calls.items()) + "."
+    facts += _set_epoch_said(ctx, rank, step, evidence, even_none=True)
     notes, blamed = _set_epoch_notes(ctx, rank, step)
     side = blamed or side
-    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, side=ctx.label(side), epoch=epochs[side])
+    # where each side's first pass drew its order: a record's epoch is the last set_epoch, not always the pass's
+    first = {s: (pass_epochs(ctx, s, rank, step) or ([None], ""))[0][0] for s in ("a", "b")}
+    start = _epoch_start_clause(ctx, side, first)
+    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
 
 
 def _set_epoch_notes(ctx: Context, rank, step) -> tuple[str, str | None]:
@@ -636,9 +711,26 @@ DATA_EPOCH = Cause(
     why="A DistributedSampler's order is a function of seed + epoch, the epoch being what set_epoch was last given: "
     "the side at epoch {epoch} draws another epoch's permutation at each step.",
     fix="Give the samplers the same epoch at each step: call sampler.set_epoch(epoch) on both sides with the epoch "
-    "counted alike (from 0, before iterating the DataLoader); {side} starts at another.",
+    "counted alike (from 0, before iterating the DataLoader); {start}.",
     doc="The records of the first differing step carry other epochs (set_epoch given another value): named side "
     "by side, with the set_epoch calls recorded and the step the other side drew the same samples.",
+)
+DATA_RESTARTED = Cause(
+    "data_order.restarted",
+    check_samples,
+    why="An iterator over a DataLoader yields one pass over its loader's batches; a loop that makes a new one before "
+    "the last ran out starts the next pass at its first batch (with the sampler's next epoch, where set_epoch "
+    "follows the loop's epochs), while a loop that keeps its iterator takes the rest of the pass. The records do not "
+    "say what ended {side}'s pass early: an epoch limit shorter than the loader (Lightning's limit_train_batches, "
+    "which makes new iterators at each of its epochs; a loop's steps per epoch) or a `break` out of the pass. The "
+    "epochs apart are its consequence: no set_epoch value puts a side back at the same place in its pass.",
+    fix="Take the same number of batches from each iterator before a new one is made, on both sides: on {side}, let "
+    "each iterator run out as {other}'s does (Lightning: no limit_train_batches below the loader's length, or a "
+    "training iterable of your own that keeps its iterators across epochs and makes one anew when it runs out), or "
+    "make {other}'s anew after {n} batches as {side} does.",
+    doc="A side made a new iterator over its training DataLoader before the last ran out (the hooks' iterators: "
+    "fewer `batches` than the loader's `length`), the other went on: the loop's epoch shorter than the loader; the "
+    "epochs apart are its consequence.",
 )
 DATA_SKIPPED = Cause(
     "data_order.skipped",

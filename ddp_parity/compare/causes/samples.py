@@ -14,10 +14,120 @@ from ddp_parity.trace_files import fact_items, read_hook_facts
 UNRECORDED = "unrecorded"
 
 
-def set_epoch_calls(run, rank) -> str:
-    """The set_epoch values `ddp-parity record`'s hooks saw on `rank` (before which step), or ""."""
-    items = (read_hook_facts(run, rank).get("set_epoch") or {}).get("items") or []
-    return ", ".join(f"set_epoch({i.get('epoch')}) before step {i.get('before_step')}" for i in items[:4])
+def set_epoch_calls(run, rank, step=None) -> str:
+    """Every set_epoch call `ddp-parity record`'s hooks saw on `rank` up to `step` (made before it; all of them
+    without a step), or "": per sampler where the hooks recorded which (`sampler_built`, the `samplers` entry),
+    since a side with several samplers (a validation loader's, two training loaders') sets each its own epoch; a
+    call repeated with the same value before the same step once, with its count."""
+    facts = read_hook_facts(run, rank)
+    calls = [c for c in fact_items(facts, "set_epoch") if step is None or _made_by(c, step)]
+    groups: dict = {}
+    for call in calls:
+        groups.setdefault(call.get("sampler_built"), []).append(call)
+    if list(groups) == [None]:
+        return _calls_said(calls)
+    return " and ".join(f"on {_sampler_named(facts, k)} {_calls_said(v)}" for k, v in groups.items())
+
+
+def _made_by(fact: dict, step) -> bool:
+    return isinstance(fact.get("before_step"), int) and fact["before_step"] <= step
+
+
+def _calls_said(calls: list) -> str:
+    runs: list = []  # [(epoch, before_step), count]
+    for c in calls:
+        key = (c.get("epoch"), c.get("before_step"))
+        if runs and runs[-1][0] == key:
+            runs[-1][1] += 1
+        else:
+            runs.append([key, 1])
+    return ", ".join(f"set_epoch({e}) before step {b}" + (f" (x{n})" if n > 1 else "") for (e, b), n in runs)
+
+
+def _sampler_named(facts: dict, order) -> str:
+    """A sampler by its `samplers` entry (class, length, shuffle) and what the hooks' iterators say of it: whether a
+    step trained from a loader drawing from it (the training sampler) or none did (an evaluation's, or a second
+    loader's whose batches reached the step beside the trained one)."""
+    if order is None:
+        return "a sampler the hooks did not see built"
+    sampler = next((s for s in fact_items(facts, "samplers") if s.get("order") == order), {})
+    drawn = [i for i in fact_items(facts, "loader_iterators") if i.get("sampler_built") == order]
+    said = [f"{sampler['num_samples']} samples"] if isinstance(sampler.get("num_samples"), int) else []
+    said += ["shuffle off"] if sampler.get("shuffle") is False else []
+    if drawn:
+        trained = any(i.get("trained") is True for i in drawn)
+        said.append("steps trained from its loader" if trained else "no step trained from its loader")
+    inside = f" ({', '.join(said)})" if said else ""
+    return f"{sampler.get('class', 'sampler')} #{order}{inside}"
+
+
+def iterator_length(run, rank, item: dict) -> int | None:
+    """The batches a hooks-recorded DataLoader iterator's loader holds: its recorded `length` (len(loader)); for
+    records without it, the sampler's num_samples over the batch size of the first step the iterator trained (its
+    recorded indices) where it divides evenly, so that a last batch kept short or dropped makes no difference.
+    None where neither says."""
+    if isinstance(item.get("length"), int):
+        return item["length"]
+    sampler = item.get("sampler") if isinstance(item.get("sampler"), dict) else {}
+    samples = sampler.get("num_samples")
+    if item.get("trained") is not True or sampler.get("batch_sampler") or not isinstance(samples, int):
+        return None
+    first = next((r for r in records_of(run, rank) if r.get("step") == item.get("before_step")), None)
+    indices = first.get("indices") if first is not None else None
+    if not isinstance(indices, list) or not indices or not all(isinstance(i, int) for i in indices):
+        return None
+    if first.get("micro_batches", 1) != 1 or samples % len(indices):
+        return None
+    return samples // len(indices)
+
+
+def restarted_early(ctx: Context, rank, step) -> dict | None:
+    """{side, dataset, made, batches, length, anew, other}: where one side dropped a training DataLoader iterator
+    (one a step trained from) before it ran out, with fewer batches than its loader holds, and made a new one over
+    the same dataset before a step up to `step`, at which the other side made none over it: the loop's epoch ended
+    before the loader's on that side. `other`: the other side's iterator over that dataset the same step trained
+    from ({made, batches, length, anew: the step its successor was made before, or None})."""
+    passes = {s: _training_passes(ctx, s, rank) for s in ("a", "b")}
+    for side in ("a", "b"):
+        for dropped, anew in zip(passes[side], passes[side][1:]):
+            if anew["before_step"] > step or dropped.get("dataset") != anew.get("dataset"):
+                continue
+            length = iterator_length(ctx.run(side), rank, dropped)
+            if length is None or not isinstance(dropped.get("batches"), int) or dropped["batches"] >= length:
+                continue
+            theirs = [i for i in passes[other(side)] if i.get("dataset") == dropped.get("dataset")]
+            if not theirs or any(i["before_step"] == anew["before_step"] for i in theirs):
+                continue  # both sides began a pass there: not where they part
+            going = [i for i in theirs if i["before_step"] < anew["before_step"]]
+            if not going:
+                continue
+            mine = {"made": dropped["before_step"], "batches": dropped["batches"], "length": length}
+            return {
+                "side": side,
+                "dataset": dropped.get("dataset"),
+                **mine,
+                "anew": anew["before_step"],
+                "epochs": [(dropped.get("sampler") or {}).get("epoch"), (anew.get("sampler") or {}).get("epoch")],
+                "other": _pass_said(ctx.run(other(side)), rank, going[-1], theirs),
+            }
+    return None
+
+
+def _training_passes(ctx: Context, side: str, rank) -> list[dict]:
+    """The hooks' DataLoader iterators a step trained from, in the order they were made."""
+    items = fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
+    items = [i for i in items if i.get("trained") is True and isinstance(i.get("before_step"), int)]
+    return sorted((i for i in items if isinstance(i.get("order"), int)), key=lambda i: i["order"])
+
+
+def _pass_said(run, rank, item: dict, same_dataset: list[dict]) -> dict:
+    later = [i["before_step"] for i in same_dataset if i["order"] > item["order"]]
+    return {
+        "made": item["before_step"],
+        "batches": item.get("batches"),
+        "length": iterator_length(run, rank, item),
+        "anew": later[0] if later else None,
+    }
 
 
 def consumed_later(ctx: Context, rank, step, side: str) -> int | None:
