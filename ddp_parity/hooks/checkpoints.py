@@ -131,11 +131,13 @@ def contents_of(obj) -> dict[str, str]:
     otherwise (a DTensor's shard, a meta or sparse tensor) is left out. A container held twice is walked once."""
     out: dict[str, str] = {}
     todo, seen, walked = [(obj, "")], 0, set()
+    made = []  # the state_dicts made here, kept alive: a freed one's id is reused by the next module's
     while todo and seen < CONTENT_WALK_LIMIT:
         value, path = todo.pop()
         seen += 1
         if isinstance(value, torch.nn.Module):
             value = value.state_dict()
+            made.append(value)
         if type(value) in (torch.Tensor, torch.nn.Parameter):
             digest = _tensor_digest(value)
             if digest is not None:

@@ -405,13 +405,67 @@ def _best(name: str, index: dict) -> list[str]:
     return []
 
 
-def counterparts(x: dict[str, str], y: dict[str, str]) -> dict[str, list[str]]:
-    """{x's name: y's names paired with it}: each pair ends alike in the most dotted parts seen from both names
-    (`ema.1.weight` with `state_dict.teacher.1.weight` and `state_dict.student.1.weight`, each of those ending like
-    it and like `model.1.weight` alike). A name that ends like others only in a part every layer has (`weight`
-    against `state_dict.vae.weight`, which no name of x ends like better) is paired with nothing."""
+# the parts of a saved tensor's key path that a wrapper or a checkpoint's layout adds, not the state it belongs to:
+# DDP's `module.`, torch.compile's `_orig_mod.`, Fabric's `_forward_module.`, Lightning's `state_dict.` and the
+# LightningModule's attribute `model.` holding the network
+LAYOUT_PARTS = frozenset({"module", "_orig_mod", "_forward_module", "state_dict", "model"})
+STATE_SUFFIXES = ("_state_dict", "_state")  # `ema_state_dict.`, pycls's `ema_state.`: the state named `ema`
+
+
+def state_name(name: str) -> str:
+    """A saved tensor's key path as the state it belongs to: `ema_state_dict.fc.weight` -> `ema.fc.weight`,
+    `state_dict.model.fc.weight` and `state_dict.fc.weight` -> `fc.weight`."""
+    kept = []
+    for part in name.split("."):
+        for suffix in STATE_SUFFIXES:
+            if part.endswith(suffix) and len(part) > len(suffix):
+                part = part[: -len(suffix)]
+                break
+        if part not in LAYOUT_PARTS:
+            kept.append(part)
+    return ".".join(kept)
+
+
+def _same_state(x: dict[str, str], y: dict[str, str]) -> dict[str, str]:
+    """{x's name: y's name} where both name the same state (`state_name`), each the only one of its side to."""
+    by_state = [Counter(state_name(n) for n in side) for side in (x, y)]
+    y_by_state = {state_name(n): n for n in y}
+    return {
+        n: y_by_state[s]
+        for n in x
+        if (s := state_name(n)) in y_by_state and by_state[0][s] == 1 and by_state[1][s] == 1
+    }
+
+
+def _ending_alike(x: dict, y: dict) -> dict[str, list[str]]:
+    """{x's name: y's names ending alike with it}: each pair ends alike in the most dotted parts seen from both
+    names."""
     index_x, index_y = _tails(x), _tails(y)
     return {name: [o for o in _best(name, index_y) if name in _best(o, index_x)] for name in x}
+
+
+def counterparts(x: dict[str, str], y: dict[str, str]) -> dict[str, list[str]]:
+    """{x's name: y's names paired with it}. First by the state both name (`state_name`: raw's `state_dict.fc.weight`
+    with Lightning's `state_dict.model.fc.weight`, never with its `ema_state_dict.fc.weight`); the names left
+    then by their ending alike in the most dotted parts seen from both names (`ema.1.weight` with
+    `state_dict.teacher.1.weight` and `state_dict.student.1.weight`, each of those ending like it and like
+    `model.1.weight` alike). A name that ends like others only in a part every layer has (`weight` against
+    `state_dict.vae.weight`, which no name of x ends like better) is paired with nothing."""
+    same = _same_state(x, y)
+    taken = set(same.values())
+    rest_x = {n: v for n, v in x.items() if n not in same}
+    rest_y = {n: v for n, v in y.items() if n not in taken}
+    paired = _ending_alike(rest_x, rest_y)
+    return {name: [same[name]] if name in same else paired[name] for name in x}
+
+
+def _saved_alone(x: dict[str, str], y: dict[str, str]) -> list[str]:
+    """x's tensors that end like y's but have no counterpart, each of y's alike being another state's (raw's
+    `ema_state_dict.fc.weight` against Lightning's `state_dict.model.fc.weight`, paired with raw's
+    `state_dict.fc.weight`): a copy of a state (an EMA) x saves and y does not. A tensor ending like none of y's
+    (an RNG state, a callback's) is not said."""
+    paired, alike = counterparts(x, y), _ending_alike(x, y)
+    return sorted(n for n in x if not paired[n] and alike[n])
 
 
 def _apart(x: dict[str, str], y: dict[str, str]) -> tuple[list[str], int]:
@@ -463,12 +517,14 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
         (path_a, a), (path_b, b) = saves[rank][0][step], saves[rank][1][step]
         apart_a, held = _apart(a, b)
         apart_b, _ = _apart(b, a)
-        if apart_a or apart_b:
+        alone = [_saved_alone(a, b), _saved_alone(b, a)]
+        if apart_a or apart_b or alone[0] or alone[1]:
             return {
                 "step": step,
                 "rank": rank,
                 "paths": [path_a, path_b],
                 "apart": [apart_a, apart_b],
+                "alone": alone,
                 "held": held,
                 "held_after": [
                     _held_after(apart_a, a, saves[rank][1], step) if apart_a else None,
@@ -502,12 +558,37 @@ def _looks_lightnings(names: list[str]) -> bool:
 
 def checkpoint_contents_words(found: dict, names) -> str:
     step, rank = found["step"], found["rank"]
-    said = [f"{names[i]}'s {_summary(found['apart'][i])}" for i in (0, 1) if found["apart"][i]]
     files = [_saved_files(found["paths"][i]) for i in (0, 1)]
     words = (
         f"a difference in what was saved, not in what trained: the training is bitwise equal through step {step}, "
         f"yet the checkpoints both sides saved after it on rank {rank} ({names[0]}: {files[0]}; "
-        f"{names[1]}: {files[1]}) hold other values in tensors saved under names that end alike: "
+        f"{names[1]}: {files[1]})"
+    )
+    if any(found["apart"]):
+        words += _apart_words(found, names)
+    else:
+        words += f" differ in what they hold; the {found['held']} tensor(s) both hold, paired, are equal."
+    for i in (0, 1):
+        if found.get("alone", [[], []])[i]:
+            words += _alone_words(_summary(found["alone"][i]), names[i], names[1 - i])
+    return words
+
+
+def _alone_words(summary: str, side: str, other: str) -> str:
+    return (
+        f" {side}'s {summary} is laid out as tensors {other} saves, each of those paired with another state "
+        f"{side} saves under its own key path: a state saved on {side} only (a resume of {other} would lose it). "
+        f"Where {other} keeps that state too (an EMA), save it in {other}'s checkpoint under the same key (a "
+        "LightningModule: in on_save_checkpoint, and restore it in on_load_checkpoint)."
+    )
+
+
+def _apart_words(found: dict, names) -> str:
+    """The words on tensors paired and holding other values: whose values lag whose, or the state itself differing."""
+    step = found["step"]
+    said = [f"{names[i]}'s {_summary(found['apart'][i])}" for i in (0, 1) if found["apart"][i]]
+    words = (
+        f" hold other values in tensors saved under names that end alike: "
         f"{' and '.join(said)}; the {found['held']} other tensor(s) matched so are equal."
     )
     lagging = []

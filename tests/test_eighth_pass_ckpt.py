@@ -1,0 +1,88 @@
+"""Eighth pass, class ckpt: checkpoint contents paired across different states, and a best-so-far file read as a
+late save.
+
+- A state one side saves and the other does not (an EMA kept beside the model and saved by the raw loop only) was
+  paired with the other side's model because the names end alike, and said to be "an EMA updated otherwise". Saved
+  tensors are paired first by the state they belong to (their key path without the parts a wrapper or a checkpoint's
+  layout adds: `module.`, `model.`, `state_dict.`); a tensor laid out as tensors already paired so is a state saved
+  on one side only, said as such.
+- A side that writes two files with the same keys after a step, one current and one kept from an earlier step (a
+  best-so-far file written only when a metric improves), was said to "save them 4 steps behind". The file matching
+  the other side's save of that step is compared; the other is said as a file kept from an earlier step.
+- The saved state that is no tensor (the optimizer's param groups' hyperparameters, a scheduler's counters) is
+  recorded and compared where both sides saved it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from ddp_parity.compare.causes import hooked
+from ddp_parity.hooks.checkpoints import contents_of
+
+NAMES = ("raw", "lightning")
+
+
+def _saves(tmp_path, name: str, saves: list[tuple]):
+    """A run whose rank 0 saved `saves` [(after_step, path, contents[, settings])], as the hooks write them."""
+    trace = tmp_path / name / "trace"
+    trace.mkdir(parents=True)
+    (trace / "rank0.jsonl").write_text("")
+    items = []
+    for save in saves:
+        step, path, contents = save[:3]
+        item = {"op": "torch.save", "after_step": step, "path": path, "contents": contents}
+        if len(save) > 3:
+            item["settings"] = save[3]
+        items.append(item)
+    (trace / "rank0.hooks.json").write_text(json.dumps({"checkpoints": {"items": items}}))
+    return tmp_path / name
+
+
+def _model_and_ema(ema_value: float):
+    """A model and an EMA of it laid out alike, with the EMA's weights set to `ema_value`."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    ema = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    with torch.no_grad():
+        for p in ema.parameters():
+            p.fill_(ema_value)
+    return model, ema
+
+
+def test_an_ema_saved_on_one_side_only_is_said_so_never_updated_otherwise(tmp_path):
+    """The raw loop saves {state_dict, ema_state_dict, optimizer}; the port's Lightning checkpoint holds the model under
+    `state_dict.model.` and no EMA at all. Raw's EMA is not the port's model updated otherwise: it is saved on raw
+    only, and the model's tensors, paired by their state, are equal."""
+    model, ema = _model_and_ema(0.5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(4, 3)).sum().backward()
+    optimizer.step()
+    raw = contents_of({"state_dict": model, "ema_state_dict": ema, "optimizer": optimizer.state_dict()})
+    port = contents_of({"state_dict": {"model": model}, "optimizer_states": [optimizer.state_dict()]})
+    # two modules saved whole are both walked (the first's state_dict freed, its id reused by the second's)
+    assert {n.split(".")[0] for n in raw} == {"state_dict", "ema_state_dict", "optimizer"}, raw
+    found = hooked.checkpoint_contents_apart(
+        _saves(tmp_path, "raw", [(4, "/r/checkpoint.pth.tar", raw)]),
+        _saves(tmp_path, "port", [(4, "<BytesIO for /p/epoch=0-step=4.ckpt>", port)]),
+        equal_through=4,
+    )
+    assert found is not None and found["apart"] == [[], []], found
+    assert found["alone"][0] == sorted(n for n in raw if n.startswith("ema_state_dict.")), found
+    assert found["alone"][1] == [], found
+    words = hooked.checkpoint_contents_words(found, NAMES)
+    assert "saved on raw only (a resume of lightning would lose it)" in words, words
+    assert "updated otherwise" not in words and "behind" not in words, words
+    # where both save it, under their own layouts (raw's `ema.`, the port's attribute `ema`), it is paired and equal
+    both = contents_of({"state_dict": {"model": model, "ema": ema}, "optimizer_states": [optimizer.state_dict()]})
+    raw_ema = contents_of({"model": model, "ema": ema, "optimizer": optimizer.state_dict()})
+    assert (
+        hooked.checkpoint_contents_apart(
+            _saves(tmp_path, "raw_ema", [(4, "/r/c.pt", raw_ema)]),
+            _saves(tmp_path, "both", [(4, "/p/c.ckpt", both)]),
+            equal_through=4,
+        )
+        is None
+    )
