@@ -86,3 +86,44 @@ def test_an_ema_saved_on_one_side_only_is_said_so_never_updated_otherwise(tmp_pa
         )
         is None
     )
+
+
+def test_a_file_kept_from_an_earlier_save_beside_the_current_one_is_no_late_save(tmp_path):
+    """The raw loop writes after every epoch a checkpoint of its own and, where a metric improved, a best-so-far file
+    with the same keys (model, EMA, optimizer); the best one kept the first epoch's EMA. The current file is compared
+    with the port's save of the step (equal), and the best-so-far file is said as a copy kept from an earlier save,
+    written at only some saves, never as raw saving 4 steps behind."""
+    model, ema_1 = _model_and_ema(0.5)
+    _, ema_2 = _model_and_ema(0.25)
+
+    def raw_save(ema):
+        return contents_of({"model_state": model, "ema_state": ema})
+
+    def port_save(ema):
+        return contents_of({"state_dict": {"model": model, "ema": ema}})
+
+    raw = _saves(
+        tmp_path,
+        "raw",
+        [
+            (4, "/r/model_epoch_0001.pyth", raw_save(ema_1)),
+            (4, "/r/model.pyth", raw_save(ema_1)),
+            (8, "/r/model_epoch_0002.pyth", raw_save(ema_2)),
+            (8, "/r/model.pyth", raw_save(ema_1)),  # the model improved, the EMA did not: the first kept
+            (12, "/r/model_epoch_0003.pyth", raw_save(ema_2)),
+        ],
+    )
+    port = _saves(
+        tmp_path,
+        "port",
+        [(4, "/p/epoch=0-step=4.ckpt", port_save(ema_1)), (8, "/p/epoch=1-step=8.ckpt", port_save(ema_2))],
+    )
+    found = hooked.checkpoint_contents_apart(raw, port, equal_through=8)
+    assert found["step"] == 8 and found["apart"] == [[], []] and found["alone"] == [[], []], found
+    [kept] = found["kept"][0]
+    assert kept["path"] == "/r/model.pyth" and kept["held_after"] == 4, kept
+    assert kept["written_after"] == [4, 8] and kept["saves"] == [4, 8, 12], kept
+    words = hooked.checkpoint_contents_words(found, NAMES)
+    assert words.startswith("a note, not a difference in what was saved"), words
+    assert "a copy kept from an earlier save" in words and "not a late save" in words, words
+    assert "behind" not in words and "/r/model_epoch_0002.pyth" in words, words
