@@ -646,7 +646,8 @@ def checkpoint_contents_words(found: dict, names) -> str:
             f"{step}, yet {saves}"
         )
     else:  # a file kept from an earlier save is all there is: the saves of the step hold the same values
-        words = f"a note, not a difference in what was saved: the training is bitwise equal through step {step}, and {saves}"
+        words = f"a note, not a difference in what was saved: the training is bitwise equal through step {step}, "
+        words += f"and {saves}"
     if any(found["apart"]):
         words += _apart_words(found, names)
     elif any(alone):
