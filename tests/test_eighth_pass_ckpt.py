@@ -127,3 +127,39 @@ def test_a_file_kept_from_an_earlier_save_beside_the_current_one_is_no_late_save
     assert words.startswith("a note, not a difference in what was saved"), words
     assert "a copy kept from an earlier save" in words and "not a late save" in words, words
     assert "behind" not in words and "/r/model_epoch_0002.pyth" in words, words
+
+
+def test_the_saved_param_groups_and_schedulers_are_compared_where_both_saved_them(tmp_path):
+    """The raw loop sets each epoch's learning rate by hand before the epoch; the port's LambdaLR is stepped at the
+    epoch's end, before its checkpoint: the tensors saved are equal, the param groups' lr is not (0.01 against
+    0.05). The hyperparameters a resume restores are recorded beside the tensors and said where they differ, with
+    both readings (a resume starting otherwise, or a program that sets them again after loading)."""
+    from ddp_parity.hooks.checkpoints import settings_of  # new with this class: imported here, so each test fails alone
+
+    model, _ = _model_and_ema(0.5)
+    raw_optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    port_optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(port_optimizer, lambda epoch: 0.5)
+    raw_state = {"model_state": model, "optimizer_state": raw_optimizer.state_dict()}
+    port_state = {
+        "state_dict": {"model": model},
+        "optimizer_states": [port_optimizer.state_dict()],
+        "lr_schedulers": [scheduler.state_dict()],
+    }
+    raw_settings, port_settings = settings_of(raw_state), settings_of(port_state)
+    assert raw_settings["optimizer_state.param_groups.0.lr"] == 0.01, raw_settings
+    assert port_settings["lr_schedulers.0.last_epoch"] == 0 and "optimizer_states.0.param_groups.0.params" not in (
+        port_settings
+    ), port_settings
+    raw = _saves(tmp_path, "raw", [(4, "/r/model_epoch_0001.pyth", contents_of(raw_state), raw_settings)])
+    port = _saves(tmp_path, "port", [(4, "/p/epoch=0-step=4.ckpt", contents_of(port_state), port_settings)])
+    found = hooked.checkpoint_contents_apart(raw, port, equal_through=4)
+    assert found["settings_apart"] == [
+        ["optimizer_state.param_groups.0.lr", 0.01, "optimizer_states.0.param_groups.0.lr", 0.05]
+    ], found
+    words = hooked.checkpoint_contents_words(found, NAMES)
+    assert "raw's optimizer_state.param_groups.0.lr 0.01 against lightning's" in words, words
+    assert "unless the program sets them again after loading" in words, words
+    assert "momentum" not in words, words  # equal on both sides: never said
+    same = _saves(tmp_path, "same", [(4, "/r/b.pyth", contents_of(raw_state), {**raw_settings})])
+    assert hooked.checkpoint_contents_apart(raw, same, equal_through=4) is None

@@ -124,6 +124,63 @@ def _note_contents(live, entry: dict, obj) -> None:
         return
     live.facts[CONTENTS_SAVED] = saved + 1
     entry["contents"] = contents_of(obj)
+    settings = settings_of(obj)
+    if settings:
+        entry["settings"] = settings
+
+
+# what a param group or a scheduler holds that is how it is run or its bookkeeping, not what a resume trains with
+IMPLEMENTATION_KEYS = frozenset(
+    {"params", "foreach", "fused", "capturable", "differentiable", "_is_initial", "_get_lr_called_within_step"}
+)
+SETTING_VALUE_CHARS = 200  # a setting longer than this as JSON (a list of a parameter per group) is left out
+
+
+def settings_of(obj) -> dict[str, object]:
+    """{key path: value} of the saved state that is no tensor and that a resume restores: each optimizer param
+    group's hyperparameters (`optimizer.param_groups.0.lr`; its `params` and implementation flags left out) and each
+    scheduler's numbers (`scheduler.last_epoch`, `scheduler._last_lr`), as JSON values, key paths as contents_of's."""
+    out: dict[str, object] = {}
+    todo, seen, walked = [(obj, "")], 0, set()
+    while todo and seen < WALK_LIMIT:
+        value, path = todo.pop()
+        seen += 1
+        if not isinstance(value, (dict, list, tuple)) or id(value) in walked:
+            continue
+        walked.add(id(value))
+        if isinstance(value, dict) and _kind_of(value, None) in ("optimizer", "scheduler"):
+            out.update(_settings_in(value, path))
+            continue
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        todo += [(v, f"{path}.{k}" if path else str(k)) for k, v in items if not isinstance(v, torch.Tensor)]
+    return out
+
+
+def _settings_in(state: dict, path: str) -> dict[str, object]:
+    """An optimizer's or a scheduler's state_dict: its param groups' settings, or its own numbers."""
+    at = f"{path}." if path else ""
+    if isinstance(state.get("param_groups"), list):
+        return {
+            f"{at}param_groups.{i}.{k}": v
+            for i, group in enumerate(state["param_groups"])
+            if isinstance(group, dict)
+            for k, v in group.items()
+            if k not in IMPLEMENTATION_KEYS and _a_setting(v)
+        }
+    return {
+        f"{at}{k}": v for k, v in state.items() if isinstance(k, str) and k not in IMPLEMENTATION_KEYS and _a_setting(v)
+    }
+
+
+def _a_setting(value) -> bool:
+    """A number, a flag, a string or a short list of numbers (Adam's betas, a scheduler's base_lrs)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value is not None and len(str(value)) <= SETTING_VALUE_CHARS
+    return (
+        isinstance(value, (list, tuple))
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        and len(str(list(value))) <= SETTING_VALUE_CHARS
+    )
 
 
 def contents_of(obj) -> dict[str, str]:

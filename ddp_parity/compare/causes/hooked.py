@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -321,6 +322,25 @@ def _saved_files_by_step(run, rank: int) -> dict[int, list[tuple[str, dict[str, 
     return saves
 
 
+def _saved_settings(run, rank: int) -> dict[tuple[int, str], dict[str, str]]:
+    """{(after_step, path): {key path: the value as JSON}}: the saved state that is no tensor (param groups'
+    hyperparameters, schedulers' numbers; hooks/checkpoints.py `settings_of`), of the saves that recorded it."""
+    out = {}
+    for c in _checkpoint_saves(run, rank):
+        settings, step = c.get("settings"), c.get("after_step")
+        if isinstance(settings, dict) and settings and isinstance(step, int) and not isinstance(step, bool):
+            out[(step, str(c.get("path")))] = {k: json.dumps(v) for k, v in settings.items()}
+    return out
+
+
+def _settings_apart(files: list, settings: list, step: int) -> list[list]:
+    """[[a's key path, a's value, b's key path, b's value]] of the settings paired by name (as tensors are) whose
+    values differ, in the files compared after `step`; a setting one side saves alone is not said."""
+    a, b = (_as_one_save([(p, settings[i].get((step, p), {})) for p, _ in files[i]])[1] for i in (0, 1))
+    paired = counterparts(a, b)
+    return [[n, json.loads(a[n]), paired[n][0], json.loads(b[paired[n][0]])] for n in _apart(a, b)[0]]
+
+
 def _as_one_save(files: list[tuple[str, dict[str, str]]]) -> tuple[str, dict[str, str]]:
     """A step's files as one save. Several files (a model, each EMA, the optimizer: improved-diffusion's) have each
     file's key paths under its file's name (`ema_0_9_000006.out.weight`), so that a tensor the other side saves in
@@ -583,6 +603,7 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
     ranks = sorted(set(trace_ranks(run_a)) & set(trace_ranks(run_b)))
     files = {rank: (_saved_files_by_step(run_a, rank), _saved_files_by_step(run_b, rank)) for rank in ranks}
     saves = {rank: tuple({s: _as_one_save(f) for s, f in side.items()} for side in files[rank]) for rank in ranks}
+    settings = {rank: (_saved_settings(run_a, rank), _saved_settings(run_b, rank)) for rank in ranks}
     common = sorted({(step, rank) for rank, (a, b) in saves.items() for step in set(a) & set(b)})
     for step, rank in common:
         if step > equal_through or (step == equal_through and _other_optimizer_after(run_a, run_b, rank, step)):
@@ -596,7 +617,8 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
             _kept_evidence(split[i][1], split[i][0], saves[rank][1 - i], sorted(saves[rank][i]), step, files[rank][i])
             for i in (0, 1)
         ]
-        if apart_a or apart_b or alone[0] or alone[1] or kept[0] or kept[1]:
+        settings_apart = _settings_apart([split[0][0], split[1][0]], settings[rank], step)
+        if apart_a or apart_b or alone[0] or alone[1] or kept[0] or kept[1] or settings_apart:
             return {
                 "step": step,
                 "rank": rank,
@@ -604,6 +626,7 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
                 "apart": [apart_a, apart_b],
                 "alone": alone,
                 "kept": kept,
+                "settings_apart": settings_apart,
                 "held": held,
                 "held_after": [
                     _held_after(apart_a, a, saves[rank][1], step) if apart_a else None,
@@ -640,7 +663,8 @@ def checkpoint_contents_words(found: dict, names) -> str:
     files = [_saved_files(found["paths"][i]) for i in (0, 1)]
     alone, kept = found.get("alone", [[], []]), found.get("kept", [[], []])
     saves = f"the checkpoints both sides saved after it on rank {rank} ({names[0]}: {files[0]}; {names[1]}: {files[1]})"
-    if any(found["apart"]) or any(alone):
+    settings = found.get("settings_apart", [])
+    if any(found["apart"]) or any(alone) or settings:
         words = (
             "a difference in what was saved, not in what trained: the training is bitwise equal through step "
             f"{step}, yet {saves}"
@@ -650,7 +674,7 @@ def checkpoint_contents_words(found: dict, names) -> str:
         words += f"and {saves}"
     if any(found["apart"]):
         words += _apart_words(found, names)
-    elif any(alone):
+    elif any(alone) or settings:
         words += f" differ in what they hold; the {found['held']} tensor(s) both hold, paired, are equal."
     else:
         words += f" hold the same values in the {found['held']} tensor(s) paired."
@@ -659,7 +683,21 @@ def checkpoint_contents_words(found: dict, names) -> str:
             words += _alone_words(_summary(alone[i]), names[i], names[1 - i])
         for file in kept[i]:
             words += _kept_words(file, step, names[i], names[1 - i])
+    if settings:
+        words += _settings_words(settings, names)
     return words
+
+
+def _settings_words(settings: list[list], names) -> str:
+    """The saved param groups' or schedulers' values apart: a resume restores them, unless the program sets them."""
+    shown = "; ".join(f"{names[0]}'s {a} {va!r} against {names[1]}'s {b} {vb!r}" for a, va, b, vb in settings[:3])
+    more = f" and {len(settings) - 3} more" if len(settings) > 3 else ""
+    return (
+        f" The saved state that is no tensor differs: {shown}{more}. A resume that restores these param groups or "
+        "schedulers starts from other hyperparameters on each side, unless the program sets them again after loading "
+        "(a learning rate set by hand each epoch): save them at the same point of the schedule on both sides (the "
+        "scheduler stepped before the save on both or on neither), or check that the resume sets them again."
+    )
 
 
 def _kept_words(file: dict, step: int, side: str, other: str) -> str:
