@@ -12,7 +12,9 @@ epoch/step counters. Each rank notes its own calls.
 What a save holds is noted too (`contents`): each plain tensor by its key path (dict keys and list places joined by
 dots, `ema.blocks.0.weight`, `optimizer_states.0.state.0.exp_avg`) with a digest of its dtype, shape and bytes, for
 the first CONTENT_SAVES saves of a rank. The comparison reads them where the training is bitwise equal, so a state
-kept beside the model (an EMA) saved at another moment is seen, though no step record holds it.
+kept beside the model (an EMA) saved at another moment is seen, though no step record holds it. Beside them, the saved
+state that is no tensor and that a resume restores (`settings`): the param groups' hyperparameters and the
+schedulers' numbers.
 
 What was restored is what the program handed back to torch: each `load_state_dict` of a module, an
 optimizer, a scheduler or a GradScaler, and each set_rng_state/set_state/setstate of a generator.

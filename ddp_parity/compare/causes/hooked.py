@@ -9,9 +9,11 @@
   another reduce op);
 - the checkpoints and what was restored (rank{r}.hooks.json `checkpoints`, `restores`): a resume where
   one side restores less is said with the kinds missing; a save on every rank against rank 0 only is a
-  note; where the training is bitwise equal through a step after which both sides saved, tensors saved
-  under names that end alike with other values are said (`checkpoint_contents`): a state kept beside the
-  model (an EMA) saved at another moment, which no step record holds.
+  note; where the training is bitwise equal through a step after which both sides saved, tensors paired by
+  their state, then by names that end alike, with other values are said (`checkpoint_contents`): a state kept
+  beside the model (an EMA) saved at another moment, which no step record holds; so are a state one side saves
+  alone, a file kept from an earlier save beside the current one (a best-so-far file, not a late save), and the
+  param groups' or schedulers' saved settings apart.
 """
 
 from __future__ import annotations
