@@ -163,3 +163,23 @@ def test_the_saved_param_groups_and_schedulers_are_compared_where_both_saved_the
     assert "momentum" not in words, words  # equal on both sides: never said
     same = _saves(tmp_path, "same", [(4, "/r/b.pyth", contents_of(raw_state), {**raw_settings})])
     assert hooked.checkpoint_contents_apart(raw, same, equal_through=4) is None
+
+
+def test_saved_values_apart_never_contradict_copies_recorded_equal(tmp_path):
+    """Both sides save an EMA beside the model, the saved EMAs differ, and the copy digests the step records (taken
+    before each step's update, so step 5's holds the update after step 4) are equal: the words never say the EMA was
+    updated otherwise; they say the values saved are not the recorded copies'."""
+    model, ema = _model_and_ema(0.5)
+    _, other = _model_and_ema(0.25)
+    raw = _saves(tmp_path, "raw", [(4, "/r/c.pt", contents_of({"model": model, "ema": ema}))])
+    port = _saves(tmp_path, "port", [(4, "/p/c.ckpt", contents_of({"state_dict": {"model": model, "ema": other}}))])
+    found = hooked.checkpoint_contents_apart(raw, port, equal_through=4)
+    assert found["apart"][0] and not found["copies_equal"], found  # no copy recorded: the state is said to differ
+    assert "updated otherwise" in hooked.checkpoint_contents_words(found, NAMES)
+    for run in (raw, port):
+        records = [{"step": s, "loss": 1.0, "copy_digest": [1.5, 0.25]} for s in (4, 5)]
+        (run / "trace" / "rank0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    found = hooked.checkpoint_contents_apart(raw, port, equal_through=4)
+    assert found["copies_equal"], found
+    words = hooked.checkpoint_contents_words(found, NAMES)
+    assert "updated otherwise" not in words and "are equal on both sides as updated after step 4" in words, words

@@ -24,6 +24,7 @@ from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.causes.initial_state import init_apart, init_digests
+from ddp_parity.compare.copies import copies_equal_after
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, fact_items, read_hook_facts, trace_ranks
@@ -629,6 +630,7 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
                 "alone": alone,
                 "kept": kept,
                 "settings_apart": settings_apart,
+                "copies_equal": copies_equal_after(run_a, run_b, rank, step),
                 "held": held,
                 "held_after": [
                     _held_after(apart_a, a, saves[rank][1], step) if apart_a else None,
@@ -760,6 +762,14 @@ def _apart_words(found: dict, names) -> str:
         words += (
             " A resume from these checkpoints would start from other values: save that state at the same moment on "
             "both sides (where one side's values lag, it saves them before it updates them)."
+        )
+    elif found.get("copies_equal"):  # the recorded copies agree after the step: the saved state is not them
+        words += (
+            " A resume from these checkpoints would start from other values. Neither side's values are the other's "
+            "saved after another step, and the copies of the model the step records digest (copy_digest, an EMA's) "
+            f"are equal on both sides as updated after step {step}: the values saved are not those copies as "
+            "recorded, but another state saved under names that end alike, or a copy changed between its update and "
+            "the save. Compare what each side hands torch.save under those names."
         )
     else:  # no side's values are the other's of another step: nothing says when they were saved
         words += (
