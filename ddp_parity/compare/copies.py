@@ -81,3 +81,19 @@ def _first_apart(run_a, run_b, rank) -> tuple[int, int] | None:
     except (TraceFormatError, OSError):
         return None
     return None
+
+
+def copies_equal_after(run_a, run_b, rank, step: int) -> bool:
+    """Both sides recorded the copies as updated after `step`, and alike: step+1's digests (taken before its own
+    update, so after step's) or, after the last step, the copies' whole states at the end."""
+    try:
+        after = [{r.get("step"): r.get(KEY) for r in iter_records(run, rank)} for run in (run_a, run_b)]
+    except (TraceFormatError, OSError):
+        return False
+    mine, theirs = (a.get(step + 1) for a in after)
+    if isinstance(mine, list) and isinstance(theirs, list) and mine:
+        return mine == theirs
+    ends = [read_hook_facts(run, rank) for run in (run_a, run_b)]
+    digests = [facts.get("copies_final_sha256") for facts in ends]
+    at = [facts.get("copies_final_after_step") for facts in ends]
+    return at == [step, step] and isinstance(digests[0], list) and bool(digests[0]) and digests[0] == digests[1]

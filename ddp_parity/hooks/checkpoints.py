@@ -12,7 +12,9 @@ epoch/step counters. Each rank notes its own calls.
 What a save holds is noted too (`contents`): each plain tensor by its key path (dict keys and list places joined by
 dots, `ema.blocks.0.weight`, `optimizer_states.0.state.0.exp_avg`) with a digest of its dtype, shape and bytes, for
 the first CONTENT_SAVES saves of a rank. The comparison reads them where the training is bitwise equal, so a state
-kept beside the model (an EMA) saved at another moment is seen, though no step record holds it.
+kept beside the model (an EMA) saved at another moment is seen, though no step record holds it. Beside them, the saved
+state that is no tensor and that a resume restores (`settings`): the param groups' hyperparameters and the
+schedulers' numbers.
 
 What was restored is what the program handed back to torch: each `load_state_dict` of a module, an
 optimizer, a scheduler or a GradScaler, and each set_rng_state/set_state/setstate of a generator.
@@ -124,6 +126,63 @@ def _note_contents(live, entry: dict, obj) -> None:
         return
     live.facts[CONTENTS_SAVED] = saved + 1
     entry["contents"] = contents_of(obj)
+    settings = settings_of(obj)
+    if settings:
+        entry["settings"] = settings
+
+
+# what a param group or a scheduler holds that is how it is run or its bookkeeping, not what a resume trains with
+IMPLEMENTATION_KEYS = frozenset(
+    {"params", "foreach", "fused", "capturable", "differentiable", "_is_initial", "_get_lr_called_within_step"}
+)
+SETTING_VALUE_CHARS = 200  # a setting longer than this as JSON (a list of a parameter per group) is left out
+
+
+def settings_of(obj) -> dict[str, object]:
+    """{key path: value} of the saved state that is no tensor and that a resume restores: each optimizer param
+    group's hyperparameters (`optimizer.param_groups.0.lr`; its `params` and implementation flags left out) and each
+    scheduler's numbers (`scheduler.last_epoch`, `scheduler._last_lr`), as JSON values, key paths as contents_of's."""
+    out: dict[str, object] = {}
+    todo, seen, walked = [(obj, "")], 0, set()
+    while todo and seen < WALK_LIMIT:
+        value, path = todo.pop()
+        seen += 1
+        if not isinstance(value, (dict, list, tuple)) or id(value) in walked:
+            continue
+        walked.add(id(value))
+        if isinstance(value, dict) and _kind_of(value, None) in ("optimizer", "scheduler"):
+            out.update(_settings_in(value, path))
+            continue
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        todo += [(v, f"{path}.{k}" if path else str(k)) for k, v in items if not isinstance(v, torch.Tensor)]
+    return out
+
+
+def _settings_in(state: dict, path: str) -> dict[str, object]:
+    """An optimizer's or a scheduler's state_dict: its param groups' settings, or its own numbers."""
+    at = f"{path}." if path else ""
+    if isinstance(state.get("param_groups"), list):
+        return {
+            f"{at}param_groups.{i}.{k}": v
+            for i, group in enumerate(state["param_groups"])
+            if isinstance(group, dict)
+            for k, v in group.items()
+            if k not in IMPLEMENTATION_KEYS and _a_setting(v)
+        }
+    return {
+        f"{at}{k}": v for k, v in state.items() if isinstance(k, str) and k not in IMPLEMENTATION_KEYS and _a_setting(v)
+    }
+
+
+def _a_setting(value) -> bool:
+    """A number, a flag, a string or a short list of numbers (Adam's betas, a scheduler's base_lrs)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value is not None and len(str(value)) <= SETTING_VALUE_CHARS
+    return (
+        isinstance(value, (list, tuple))
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        and len(str(list(value))) <= SETTING_VALUE_CHARS
+    )
 
 
 def contents_of(obj) -> dict[str, str]:
@@ -131,11 +190,13 @@ def contents_of(obj) -> dict[str, str]:
     otherwise (a DTensor's shard, a meta or sparse tensor) is left out. A container held twice is walked once."""
     out: dict[str, str] = {}
     todo, seen, walked = [(obj, "")], 0, set()
+    made = []  # the state_dicts made here, kept alive: a freed one's id is reused by the next module's
     while todo and seen < CONTENT_WALK_LIMIT:
         value, path = todo.pop()
         seen += 1
         if isinstance(value, torch.nn.Module):
             value = value.state_dict()
+            made.append(value)
         if type(value) in (torch.Tensor, torch.nn.Parameter):
             digest = _tensor_digest(value)
             if digest is not None:

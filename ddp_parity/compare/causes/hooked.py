@@ -9,18 +9,22 @@
   another reduce op);
 - the checkpoints and what was restored (rank{r}.hooks.json `checkpoints`, `restores`): a resume where
   one side restores less is said with the kinds missing; a save on every rank against rank 0 only is a
-  note; where the training is bitwise equal through a step after which both sides saved, tensors saved
-  under names that end alike with other values are said (`checkpoint_contents`): a state kept beside the
-  model (an EMA) saved at another moment, which no step record holds.
+  note; where the training is bitwise equal through a step after which both sides saved, tensors paired by
+  their state, then by names that end alike, with other values are said (`checkpoint_contents`): a state kept
+  beside the model (an EMA) saved at another moment, which no step record holds; so are a state one side saves
+  alone, a file kept from an earlier save beside the current one (a best-so-far file, not a late save), and the
+  param groups' or schedulers' saved settings apart.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.causes.initial_state import init_apart, init_digests
+from ddp_parity.compare.copies import copies_equal_after
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, fact_items, read_hook_facts, trace_ranks
@@ -310,25 +314,49 @@ def _saving_ranks(run) -> dict[str, list[int]]:
     return out
 
 
-def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
-    """{after_step: (paths, {key path: digest})}: every save after each step whose tensors were digested, as one.
-    A step saved to several files (a model, each EMA, the optimizer: improved-diffusion's) has each file's key
-    paths under its file's name (`ema_0_9_000006.out.weight`), so that a tensor the other side saves in one file
-    is paired with each file's alike and held where any holds its values."""
+def _saved_files_by_step(run, rank: int) -> dict[int, list[tuple[str, dict[str, str]]]]:
+    """{after_step: [(path, {key path: digest})]}: every save after each step whose tensors were digested."""
     saves: dict[int, list[tuple[str, dict]]] = {}
     for c in _checkpoint_saves(run, rank):
         contents, step = c.get("contents"), c.get("after_step")
         if isinstance(contents, dict) and contents:
             if isinstance(step, int) and not isinstance(step, bool):
                 saves.setdefault(step, []).append((str(c.get("path")), contents))
-    out: dict[int, tuple[str, dict[str, str]]] = {}
-    for step, files in saves.items():
-        if len(files) == 1:
-            out[step] = files[0]
-            continue
-        merged = {f"{_file_part(path)}.{key}": digest for path, contents in files for key, digest in contents.items()}
-        out[step] = ("; ".join(path for path, _ in files), merged)
+    return saves
+
+
+def _saved_settings(run, rank: int) -> dict[tuple[int, str], dict[str, str]]:
+    """{(after_step, path): {key path: the value as JSON}}: the saved state that is no tensor (param groups'
+    hyperparameters, schedulers' numbers; hooks/checkpoints.py `settings_of`), of the saves that recorded it."""
+    out = {}
+    for c in _checkpoint_saves(run, rank):
+        settings, step = c.get("settings"), c.get("after_step")
+        if isinstance(settings, dict) and settings and isinstance(step, int) and not isinstance(step, bool):
+            out[(step, str(c.get("path")))] = {k: json.dumps(v) for k, v in settings.items()}
     return out
+
+
+def _settings_apart(files: list, settings: list, step: int) -> list[list]:
+    """[[a's key path, a's value, b's key path, b's value]] of the settings paired by name (as tensors are) whose
+    values differ, in the files compared after `step`; a setting one side saves alone is not said."""
+    a, b = (_as_one_save([(p, settings[i].get((step, p), {})) for p, _ in files[i]])[1] for i in (0, 1))
+    paired = counterparts(a, b)
+    return [[n, json.loads(a[n]), paired[n][0], json.loads(b[paired[n][0]])] for n in _apart(a, b)[0]]
+
+
+def _as_one_save(files: list[tuple[str, dict[str, str]]]) -> tuple[str, dict[str, str]]:
+    """A step's files as one save. Several files (a model, each EMA, the optimizer: improved-diffusion's) have each
+    file's key paths under its file's name (`ema_0_9_000006.out.weight`), so that a tensor the other side saves in
+    one file is paired with each file's alike and held where any holds its values."""
+    if len(files) == 1:
+        return files[0]
+    merged = {f"{_file_part(path)}.{key}": digest for path, contents in files for key, digest in contents.items()}
+    return "; ".join(path for path, _ in files), merged
+
+
+def _saved_contents(run, rank: int) -> dict[int, tuple[str, dict[str, str]]]:
+    """{after_step: (paths, {key path: digest})}: every save after each step whose tensors were digested, as one."""
+    return {step: _as_one_save(files) for step, files in _saved_files_by_step(run, rank).items()}
 
 
 def saved_file(said: str) -> str:
@@ -396,22 +424,81 @@ def _tails(names) -> dict[tuple, list[str]]:
     return index
 
 
-def _best(name: str, index: dict) -> list[str]:
-    """The names of `index` ending as `name` does in the most dotted parts (its last part at least)."""
+def _ending(name: str, index: dict) -> tuple:
+    """The longest dotted ending of `name` that names of `index` end with (empty where none does)."""
     parts = tuple(name.split("."))
     for k in range(len(parts), 0, -1):
         if parts[-k:] in index:
-            return index[parts[-k:]]
-    return []
+            return parts[-k:]
+    return ()
+
+
+def _best(name: str, index: dict) -> list[str]:
+    """The names of `index` ending as `name` does in the most dotted parts (its last part at least)."""
+    return index.get(_ending(name, index), [])
+
+
+# the parts of a saved tensor's key path that a wrapper or a checkpoint's layout adds, not the state it belongs to:
+# DDP's `module.`, torch.compile's `_orig_mod.`, Fabric's `_forward_module.`, Lightning's `state_dict.` and the
+# LightningModule's attribute `model.` holding the network
+LAYOUT_PARTS = frozenset({"module", "_orig_mod", "_forward_module", "state_dict", "model"})
+STATE_SUFFIXES = ("_state_dict", "_state")  # `ema_state_dict.`, pycls's `ema_state.`: the state named `ema`
+
+
+def state_name(name: str) -> str:
+    """A saved tensor's key path as the state it belongs to: `ema_state_dict.fc.weight` -> `ema.fc.weight`,
+    `state_dict.model.fc.weight` and `state_dict.fc.weight` -> `fc.weight`."""
+    kept = []
+    for part in name.split("."):
+        for suffix in STATE_SUFFIXES:
+            if part.endswith(suffix) and len(part) > len(suffix):
+                part = part[: -len(suffix)]
+                break
+        if part not in LAYOUT_PARTS:
+            kept.append(part)
+    return ".".join(kept)
+
+
+def _same_state(x: dict[str, str], y: dict[str, str]) -> dict[str, str]:
+    """{x's name: y's name} where both name the same state (`state_name`), each the only one of its side to."""
+    by_state = [Counter(state_name(n) for n in side) for side in (x, y)]
+    y_by_state = {state_name(n): n for n in y}
+    return {
+        n: y_by_state[s]
+        for n in x
+        if (s := state_name(n)) in y_by_state and by_state[0][s] == 1 and by_state[1][s] == 1
+    }
+
+
+def _ending_alike(x: dict, y: dict) -> dict[str, list[str]]:
+    """{x's name: y's names ending alike with it}: each pair ends alike in the most dotted parts seen from both
+    names."""
+    index_x, index_y = _tails(x), _tails(y)
+    return {name: [o for o in _best(name, index_y) if name in _best(o, index_x)] for name in x}
 
 
 def counterparts(x: dict[str, str], y: dict[str, str]) -> dict[str, list[str]]:
-    """{x's name: y's names paired with it}: each pair ends alike in the most dotted parts seen from both names
-    (`ema.1.weight` with `state_dict.teacher.1.weight` and `state_dict.student.1.weight`, each of those ending like
-    it and like `model.1.weight` alike). A name that ends like others only in a part every layer has (`weight`
-    against `state_dict.vae.weight`, which no name of x ends like better) is paired with nothing."""
-    index_x, index_y = _tails(x), _tails(y)
-    return {name: [o for o in _best(name, index_y) if name in _best(o, index_x)] for name in x}
+    """{x's name: y's names paired with it}. First by the state both name (`state_name`: raw's `state_dict.fc.weight`
+    with Lightning's `state_dict.model.fc.weight`, never with its `ema_state_dict.fc.weight`); the names left
+    then by their ending alike in the most dotted parts seen from both names (`ema.1.weight` with
+    `state_dict.teacher.1.weight` and `state_dict.student.1.weight`, each of those ending like it and like
+    `model.1.weight` alike). A name that ends like others only in a part every layer has (`weight` against
+    `state_dict.vae.weight`, which no name of x ends like better) is paired with nothing."""
+    same = _same_state(x, y)
+    taken = set(same.values())
+    rest_x = {n: v for n, v in x.items() if n not in same}
+    rest_y = {n: v for n, v in y.items() if n not in taken}
+    paired = _ending_alike(rest_x, rest_y)
+    return {name: [same[name]] if name in same else paired[name] for name in x}
+
+
+def _saved_alone(x: dict[str, str], y: dict[str, str]) -> list[str]:
+    """x's tensors that end like y's but have no counterpart, each of y's alike being another state's (raw's
+    `ema_state_dict.fc.weight` against Lightning's `state_dict.model.fc.weight`, paired with raw's
+    `state_dict.fc.weight`): a copy of a state (an EMA) x saves and y does not. A tensor ending like none of y's
+    (an RNG state, a callback's) is not said."""
+    paired, alike = counterparts(x, y), _ending_alike(x, y)
+    return sorted(n for n in x if not paired[n] and alike[n])
 
 
 def _apart(x: dict[str, str], y: dict[str, str]) -> tuple[list[str], int]:
@@ -450,25 +537,100 @@ def _other_optimizer_after(run_a, run_b, rank, step) -> bool:
     return False
 
 
+def _holds_all(x: dict[str, str], y: dict[str, str]) -> bool:
+    """Every tensor of x paired in y holds its values, and some are paired."""
+    apart, held = _apart(x, y)
+    return held > 0 and not apart
+
+
+def _kept_files(files: list[tuple[str, dict]], other: dict[str, str]) -> tuple[list, list]:
+    """A side's files saved after one step, split into those compared and those kept from another save: a file
+    holding the same key paths as a file of that step which holds the other side's values of the step, while it
+    does not (pycls's best-so-far `model.pyth`, beside `model_epoch_0002.pyth`, the current one)."""
+    current = [f for f in files if _holds_all(f[1], other)]
+    kept = [
+        f
+        for f in files
+        if f not in current
+        and any(set(f[1]) == set(c[1]) for c in current)
+        and _copies_of_one_save([g for g in files if set(g[1]) == set(f[1])], other)
+    ]
+    compared = [f for f in files if f not in kept]
+    # a file holding what another file of the step holds (pycls's best-so-far file written with the current one)
+    # is compared once: kept twice, each copy would be paired with the other side's tensors in turn
+    unique = [f for i, f in enumerate(compared) if all(f[1] != g[1] for g in compared[:i])]
+    return unique, kept
+
+
+def _copies_of_one_save(same_keys: list[tuple[str, dict]], other: dict[str, str]) -> bool:
+    """Files with the same key paths hold, together, more tensors laid out as each of the other side's than the
+    other side saves (pycls's two files each with a model and an EMA, against one checkpoint with one of each): copies
+    of one save from different moments. Files that hold a state each the other side holds too (improved-diffusion's
+    model file and EMA file, each `out.weight`, against a checkpoint with a model and an EMA) are not."""
+    index_y = _tails(other)
+    keys = list(same_keys[0][1])
+    for key in keys:
+        ending = _ending(key, index_y)
+        alike_y = index_y.get(ending, [])
+        alike_x = [k for k in keys if tuple(k.split("."))[-len(ending) :] == ending] if ending else []
+        if alike_y and len(same_keys) * len(alike_x) <= len(alike_y):
+            return False
+    return True
+
+
+def _kept_evidence(kept: list, current: list, other_saves: dict, steps_saved: list[int], step: int, saves) -> list:
+    """Each kept file: {path, current (the paths of the same keys holding the other side's values), apart (its
+    tensors holding other values), held_after (the other side's save step holding them, None where none does),
+    written_after (the steps after which its side wrote this path), saves (all steps its side saved after)}."""
+    out = []
+    for path, contents in kept:
+        apart, _ = _apart(contents, other_saves[step][1])
+        out.append(
+            {
+                "path": path,
+                "current": [p for p, c in current if set(c) == set(contents)],
+                "apart": apart,
+                "held_after": _held_after(apart, contents, other_saves, step),
+                "written_after": sorted(s for s, files in saves.items() if any(p == path for p, _ in files)),
+                "saves": steps_saved,
+            }
+        )
+    return out
+
+
 def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None:
     """The first save (by step, then rank) both sides made after the same step on the same rank, the training
-    bitwise equal through that step, whose tensors saved under names that end alike hold other values:
-    {step, rank, paths, apart: [a's names, b's names], held, held_after: [b's step holding a's, a's holding b's]}."""
+    bitwise equal through that step, whose tensors paired hold other values, or that one side saves alone, or with a
+    file kept from another save beside the current one: {step, rank, paths, apart: [a's names, b's names], alone:
+    [a's, b's], held, held_after: [b's step holding a's, a's holding b's], kept: [a's, b's] (`_kept_evidence`)}."""
     ranks = sorted(set(trace_ranks(run_a)) & set(trace_ranks(run_b)))
-    saves = {rank: (_saved_contents(run_a, rank), _saved_contents(run_b, rank)) for rank in ranks}
+    files = {rank: (_saved_files_by_step(run_a, rank), _saved_files_by_step(run_b, rank)) for rank in ranks}
+    saves = {rank: tuple({s: _as_one_save(f) for s, f in side.items()} for side in files[rank]) for rank in ranks}
+    settings = {rank: (_saved_settings(run_a, rank), _saved_settings(run_b, rank)) for rank in ranks}
     common = sorted({(step, rank) for rank, (a, b) in saves.items() for step in set(a) & set(b)})
     for step, rank in common:
         if step > equal_through or (step == equal_through and _other_optimizer_after(run_a, run_b, rank, step)):
             return None  # what trained after the step the records cover may be in the save
-        (path_a, a), (path_b, b) = saves[rank][0][step], saves[rank][1][step]
+        split = [_kept_files(files[rank][i][step], saves[rank][1 - i][step][1]) for i in (0, 1)]
+        (path_a, a), (path_b, b) = (_as_one_save(split[i][0]) for i in (0, 1))
         apart_a, held = _apart(a, b)
         apart_b, _ = _apart(b, a)
-        if apart_a or apart_b:
+        alone = [_saved_alone(a, b), _saved_alone(b, a)]
+        kept = [
+            _kept_evidence(split[i][1], split[i][0], saves[rank][1 - i], sorted(saves[rank][i]), step, files[rank][i])
+            for i in (0, 1)
+        ]
+        settings_apart = _settings_apart([split[0][0], split[1][0]], settings[rank], step)
+        if apart_a or apart_b or alone[0] or alone[1] or kept[0] or kept[1] or settings_apart:
             return {
                 "step": step,
                 "rank": rank,
                 "paths": [path_a, path_b],
                 "apart": [apart_a, apart_b],
+                "alone": alone,
+                "kept": kept,
+                "settings_apart": settings_apart,
+                "copies_equal": copies_equal_after(run_a, run_b, rank, step),
                 "held": held,
                 "held_after": [
                     _held_after(apart_a, a, saves[rank][1], step) if apart_a else None,
@@ -502,12 +664,88 @@ def _looks_lightnings(names: list[str]) -> bool:
 
 def checkpoint_contents_words(found: dict, names) -> str:
     step, rank = found["step"], found["rank"]
-    said = [f"{names[i]}'s {_summary(found['apart'][i])}" for i in (0, 1) if found["apart"][i]]
     files = [_saved_files(found["paths"][i]) for i in (0, 1)]
+    alone, kept = found.get("alone", [[], []]), found.get("kept", [[], []])
+    saves = f"the checkpoints both sides saved after it on rank {rank} ({names[0]}: {files[0]}; {names[1]}: {files[1]})"
+    settings = found.get("settings_apart", [])
+    if any(found["apart"]) or any(alone) or settings:
+        words = (
+            "a difference in what was saved, not in what trained: the training is bitwise equal through step "
+            f"{step}, yet {saves}"
+        )
+    else:  # a file kept from an earlier save is all there is: the saves of the step hold the same values
+        words = f"a note, not a difference in what was saved: the training is bitwise equal through step {step}, "
+        words += f"and {saves}"
+    if any(found["apart"]):
+        words += _apart_words(found, names)
+    elif any(alone) or settings:
+        words += f" differ in what they hold; the {found['held']} tensor(s) both hold, paired, are equal."
+    else:
+        words += f" hold the same values in the {found['held']} tensor(s) paired."
+    for i in (0, 1):
+        if alone[i]:
+            words += _alone_words(_summary(alone[i]), names[i], names[1 - i])
+        for file in kept[i]:
+            words += _kept_words(file, step, names[i], names[1 - i])
+    if settings:
+        words += _settings_words(settings, names)
+    return words
+
+
+def _settings_words(settings: list[list], names) -> str:
+    """The saved param groups' or schedulers' values apart: a resume restores them, unless the program sets them."""
+    shown = "; ".join(f"{names[0]}'s {a} {va!r} against {names[1]}'s {b} {vb!r}" for a, va, b, vb in settings[:3])
+    more = f" and {len(settings) - 3} more" if len(settings) > 3 else ""
+    return (
+        f" The saved state that is no tensor differs: {shown}{more}. A resume that restores these param groups or "
+        "schedulers starts from other hyperparameters on each side, unless the program sets them again after loading "
+        "(a learning rate set by hand each epoch): save them at the same point of the schedule on both sides (the "
+        "scheduler stepped before the save on both or on neither), or check that the resume sets them again."
+    )
+
+
+def _kept_words(file: dict, step: int, side: str, other: str) -> str:
+    """A file written with the key paths of the current one, holding another save's values: not a late save."""
+    held = (
+        f"what {other} saved after step {file['held_after']}"
+        if file["held_after"] is not None
+        else f"values {other} saved after no step"
+    )
+    some = (
+        f", written only at some of {side}'s saves (after step(s) {', '.join(map(str, file['written_after']))} of its "
+        f"saves after {', '.join(map(str, file['saves']))}), as a best-so-far file is"
+        if file["written_after"] != file["saves"]
+        else ""
+    )
+    return (
+        f" {side}'s {saved_file(file['path'])}, written after step {step} with the key paths of "
+        f"{'; '.join(saved_file(p) for p in file['current'])} (which holds {other}'s values of step {step}), holds in "
+        f"{_by_first_part(file['apart'])} {held}: a copy kept from an earlier save{some}, not a late save, so it was "
+        "not compared; a resume from it starts from those older values."
+    )
+
+
+def _by_first_part(names: list[str]) -> str:
+    """`ema_state.* (56) and optimizer_state.* (29) tensor(s)`."""
+    counts = Counter(n.split(".")[0] for n in names)
+    return " and ".join(f"{part}.* ({count})" for part, count in sorted(counts.items())) + " tensor(s)"
+
+
+def _alone_words(summary: str, side: str, other: str) -> str:
+    return (
+        f" {side}'s {summary} is laid out as tensors {other} saves, each of those paired with another state "
+        f"{side} saves under its own key path: a state saved on {side} only (a resume of {other} would lose it). "
+        f"Where {other} keeps that state too (an EMA), save it in {other}'s checkpoint under the same key (a "
+        "LightningModule: in on_save_checkpoint, and restore it in on_load_checkpoint)."
+    )
+
+
+def _apart_words(found: dict, names) -> str:
+    """The words on tensors paired and holding other values: whose values lag whose, or the state itself differing."""
+    step = found["step"]
+    said = [f"{names[i]}'s {_summary(found['apart'][i])}" for i in (0, 1) if found["apart"][i]]
     words = (
-        f"a difference in what was saved, not in what trained: the training is bitwise equal through step {step}, "
-        f"yet the checkpoints both sides saved after it on rank {rank} ({names[0]}: {files[0]}; "
-        f"{names[1]}: {files[1]}) hold other values in tensors saved under names that end alike: "
+        f" hold other values in tensors saved under names that end alike: "
         f"{' and '.join(said)}; the {found['held']} other tensor(s) matched so are equal."
     )
     lagging = []
@@ -524,6 +762,14 @@ def checkpoint_contents_words(found: dict, names) -> str:
         words += (
             " A resume from these checkpoints would start from other values: save that state at the same moment on "
             "both sides (where one side's values lag, it saves them before it updates them)."
+        )
+    elif found.get("copies_equal"):  # the recorded copies agree after the step: the saved state is not them
+        words += (
+            " A resume from these checkpoints would start from other values. Neither side's values are the other's "
+            "saved after another step, and the copies of the model the step records digest (copy_digest, an EMA's) "
+            f"are equal on both sides as updated after step {step}: the values saved are not those copies as "
+            "recorded, but another state saved under names that end alike, or a copy changed between its update and "
+            "the save. Compare what each side hands torch.save under those names."
         )
     else:  # no side's values are the other's of another step: nothing says when they were saved
         words += (
