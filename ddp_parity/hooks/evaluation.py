@@ -5,9 +5,11 @@ micro-batches since (backwards run after that step), with one digest of every ou
 trace/rank{r}.evaluations.jsonl (docs/trace-format.md). A training forward, a backward or an optimizer
 step between two evaluation forwards ends an evaluation.
 
-Which forward: the model's innermost module that holds all its parameters (the GPT inside a
-LightningModule inside DDP), so that a loop calling DDP(model) and a port whose validation_step calls
-self.model digest the outputs of the same module. Global forward hooks find it on every top call until
+Which forward: the model's innermost module that holds all its parameters, or all its trained ones (the GPT
+inside a LightningModule inside DDP, beside an EMA held frozen), so that a loop calling DDP(model) and a port whose
+validation_step calls self.model digest the outputs of the same module. A module outside it is never digested:
+Lightning runs validation_step as the LightningModule's forward, whose output (often None) is no output of the
+model, and would give one digest whatever the weights. Global forward hooks find it on every top call until
 it is seen in the model the steps train (at the first optimizer step, or at the first training forward
 inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it, which
 for a training forward reads two flags and returns.
@@ -40,7 +42,7 @@ from ddp_parity.module_hooks import ours
 from ddp_parity.trace_files import EVALUATION_COPY, EVALUATION_MODEL, evaluations_path
 
 _PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
-_STACK: list[list] = []  # the forwards in flight before the first step: [module, holds all, a child holds all]
+_STACK: list[list] = []  # forwards in flight before the first step: [module, holds all, a child holds all, top's counts]
 MODEL, COPY = EVALUATION_MODEL, EVALUATION_COPY  # what an evaluation ran: the trained model, or a copy of it
 SWITCHED_LIMIT = 256  # modules eval() was called on, kept to look at once the model is known
 
@@ -139,14 +141,26 @@ _GLOBAL_HOOKS: list = []
 def _entered(module: torch.nn.Module, args) -> None:
     """A forward starts: is it the innermost so far holding all of its top call's parameters?"""
     if not _STACK:
-        count = _param_count(module)
-        _STACK.append([module, count > 0, False, count])
+        counts = _param_count(module), _trainable_count(module)
+        _STACK.append([module, counts[0] > 0, False, counts])
         return
     parent = _STACK[-1]
-    full = parent[1] and _param_count(module) == parent[3]  # a part with as many tensors as the whole is the whole
+    full = parent[1] and _holds_the_whole(module, parent[3])
     if full:
         parent[2] = True
     _STACK.append([module, full, False, parent[3]])
+
+
+def _holds_the_whole(module: torch.nn.Module, top_counts: tuple[int, int]) -> bool:
+    """A part with as many tensors as its top call's module is that module; so is one holding all its trainable ones
+    where others are frozen (an EMA beside the model in a LightningModule): its output is the model's."""
+    count, trainable = top_counts
+    return _param_count(module) == count or (trainable > 0 and _trainable_count(module) == trainable)
+
+
+def _trainable_count(module: torch.nn.Module) -> int:
+    """Not cached: a program may freeze a part (requires_grad_(False)) after its first forward."""
+    return sum(1 for p in module.parameters() if p.requires_grad)
 
 
 @guarded("evaluation hooks")
@@ -207,7 +221,7 @@ def settle(live) -> None:
         return
     owned = _ids(live.model)
     seen = [m for m in (ref() for ref in live.eval_cores) if m is not None]
-    cores = [m for m in seen if _owned_by(m, owned)] or [live.model]
+    cores = [_innermost_holding_trainable(m) for m in [m for m in seen if _owned_by(m, owned)] or [live.model]]
     trained = _trained_ids(live)
     inside_trained_cores = {id(m) for core in cores if _holds_any(core, trained) for m in core.modules()}
     live.copy_signatures = {_signature(m) for m in live.model.modules() if _all_in(m, trained)} - {()}
@@ -294,6 +308,17 @@ def copies_of(signatures: set, candidates, trained: set[int]) -> list[torch.nn.M
         if not any(module is c for c in out):
             out.append(module)
     return out
+
+
+def _innermost_holding_trainable(module: torch.nn.Module) -> torch.nn.Module:
+    """The innermost part of `module` holding all its trainable parameters, where some are frozen: the model a
+    LightningModule evaluates through (self.model), not the LightningModule, whose forward validation_step may be."""
+    trainable = _trainable_count(module)
+    if trainable == 0 or trainable == _param_count(module):
+        return module
+    while (child := next((c for c in module.children() if _trainable_count(c) == trainable), None)) is not None:
+        module = child
+    return module
 
 
 def _innermost_holding_all(module: torch.nn.Module) -> torch.nn.Module:
