@@ -42,7 +42,7 @@ from ddp_parity.module_hooks import ours
 from ddp_parity.trace_files import EVALUATION_COPY, EVALUATION_MODEL, evaluations_path
 
 _PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
-_STACK: list[list] = []  # forwards in flight before the first step: [module, holds all, a child holds all, top's counts]
+_STACK: list[list] = []  # forwards before the first step: [module, holds all, a child holds all, top's counts]
 MODEL, COPY = EVALUATION_MODEL, EVALUATION_COPY  # what an evaluation ran: the trained model, or a copy of it
 SWITCHED_LIMIT = 256  # modules eval() was called on, kept to look at once the model is known
 
