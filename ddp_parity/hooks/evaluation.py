@@ -139,7 +139,7 @@ _GLOBAL_HOOKS: list = []
 
 @guarded("evaluation hooks")
 def _entered(module: torch.nn.Module, args) -> None:
-    """A forward starts: is it the innermost so far holding all of its top call's parameters?"""
+    """A forward starts: is it the innermost so far holding all of its top call's parameters (or trainable ones)?"""
     if not _STACK:
         counts = _param_count(module), _trainable_count(module)
         _STACK.append([module, counts[0] > 0, False, counts])
@@ -155,7 +155,9 @@ def _holds_the_whole(module: torch.nn.Module, top_counts: tuple[int, int]) -> bo
     """A part with as many tensors as its top call's module is that module; so is one holding all its trainable ones
     where others are frozen (an EMA beside the model in a LightningModule): its output is the model's."""
     count, trainable = top_counts
-    return _param_count(module) == count or (trainable > 0 and _trainable_count(module) == trainable)
+    if _param_count(module) == count:
+        return True
+    return 0 < trainable < count and _trainable_count(module) == trainable  # counted only where some are frozen
 
 
 def _trainable_count(module: torch.nn.Module) -> int:
