@@ -13,7 +13,7 @@ import json
 
 import pytest
 from conftest import PYTHON, REPO, check_ok, child_env, run_cmd
-from test_diagnosis import make_meta, pair, run_diagnosis
+from test_diagnosis import make_meta, make_records, pair, run_diagnosis
 
 from ddp_parity.compare.findings import Report
 from ddp_parity.compare.report import table_rows
@@ -21,9 +21,10 @@ from ddp_parity.hooks import recording_env
 from ddp_parity.trace_files import read_evaluations
 
 
-def hooked_pair(tmp_path, evaluations: dict[str, list[dict]]):
+def hooked_pair(tmp_path, evaluations: dict[str, list[dict]], records=None):
     """Two equal trainings recorded as the hooks record, each side with the evaluations given (on ranks 0 and 1)."""
-    a, b = pair(tmp_path, meta_a=make_meta("raw"), meta_b=make_meta("lightning"))
+    records = records or make_records()
+    a, b = pair(tmp_path, meta_a=make_meta("raw"), meta_b=make_meta("lightning"), records_a=records, records_b=records)
     for run, side in ((a, "raw"), (b, "lightning")):
         meta = json.loads(run.joinpath("meta.json").read_text())
         run.joinpath("meta.json").write_text(json.dumps({**meta, "recorded_by": "hooks"}))
@@ -85,6 +86,19 @@ def test_an_output_digest_the_weights_did_not_move_is_left_out_and_said(tmp_path
     assert said.startswith("lightning's evaluations of Steps after steps 0, 2, 4 (rank(s) 0, 1) gave one output")
     assert "The module named tells them apart" in said
     assert not [w for w in report["warnings"] if w["kind"] == "evaluation_differs"], report["warnings"]
+
+
+def test_a_copy_whose_weights_stayed_may_give_the_same_outputs(tmp_path):
+    """A target network updated now and then: its outputs repeat while its own digest (copy_digest) stays, whatever
+    the model's parameter digest does. Compared, never left out."""
+    records = make_records()
+    for found in records.values():
+        for record in found:
+            record["copy_digest"] = [1.0, 2.0]
+    both = [evaluation(2, "aa", "copy"), evaluation(4, "aa", "copy")]
+    report, diagnosis, rows = hooked_pair(tmp_path, {"raw": both, "lightning": both}, records)
+    assert rows["evaluations"][1:3] == ["4", "4"], rows["evaluations"]
+    assert not [w for w in report["warnings"] if w["kind"] == "evaluation_unseen"], report["warnings"]
 
 
 @pytest.mark.slow

@@ -158,21 +158,21 @@ def seen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[in
 
 def unseen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
     """{rank: evaluations whose outputs the weights did not move}: one module's forwards giving one output digest
-    after two steps or more between which the rank's parameter digest changed. What the hooks digested there is no
-    output of the model (a LightningModule's forward run as its validation_step, returning None, recorded by hooks
-    that took it for the model); compared, such records would say nothing of the evaluations."""
+    after two steps or more between which the weights they ran with changed (the rank's parameter digest for the
+    model, its `copy_digest` for a copy: a target network updated now and then keeps its outputs with reason). What
+    the hooks digested there is no output of the model (a LightningModule's forward run as its validation_step,
+    returning None, recorded by hooks that took it for the model); compared, such records would say nothing."""
     found = read_evaluations(run) if found is None else found
     out = {}
     for rank, records in found.items():
-        weights = _param_digests(run, rank)
-        groups: dict[tuple, list[dict]] = {}
-        for record in records:
-            key = (_role(record), record.get("module"), record.get("forwards"), record.get("output_digest"))
-            groups.setdefault(key, []).append(record)
+        repeated = [group for group in _same_outputs(records) if len({r["step"] for r in group}) > 1]
+        if not repeated:  # the usual case: the step records are not read
+            continue
+        weights = _weight_digests(run, rank)
         unseen = [
             record
-            for group in groups.values()
-            if len({weights[r["step"]] for r in group if r["step"] in weights}) > 1
+            for group in repeated
+            if len({weights[_role(r)][r["step"]] for r in group if r["step"] in weights[_role(r)]}) > 1
             for record in group
         ]
         if unseen:
@@ -180,13 +180,27 @@ def unseen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[
     return out
 
 
-def _param_digests(run, rank: int) -> dict[int, str]:
-    """{step: the rank's parameter digest after it}, from its step records (none where they cannot be read)."""
+def _same_outputs(records: list[dict]) -> list[list[dict]]:
+    """The records grouped by what they gave: role, module, forwards and output digest."""
+    groups: dict[tuple, list[dict]] = {}
+    for record in records:
+        key = (_role(record), record.get("module"), record.get("forwards"), record.get("output_digest"))
+        groups.setdefault(key, []).append(record)
+    return list(groups.values())
+
+
+def _weight_digests(run, rank: int) -> dict[str, dict[int, str]]:
+    """{role: {step: the digest of the weights an evaluation of that role ran with after it}}, from the rank's step
+    records: `param_digest` for the model, `copy_digest` for its copies (none where they cannot be read)."""
     try:
         records = read_records(run, rank)
     except (OSError, ValueError, TraceFormatError):
-        return {}
-    return {r["step"]: repr(r["param_digest"]) for r in records if "param_digest" in r and isinstance(r["step"], int)}
+        records = []
+    keys = {MODEL: "param_digest", COPY: "copy_digest"}
+    return {
+        role: {r["step"]: repr(r[key]) for r in records if key in r and isinstance(r["step"], int)}
+        for role, key in keys.items()
+    }
 
 
 def unseen_warnings(run_a, run_b, names) -> list[dict]:
