@@ -104,12 +104,13 @@ def test_a_copy_whose_weights_stayed_may_give_the_same_outputs(tmp_path):
 @pytest.mark.slow
 def test_evaluations_through_a_submodule_of_a_forward_that_is_a_validation_step_are_digested(tmp_path):
     """The wrapper's forward dispatches to a validation step that calls the model and its frozen EMA and returns None
-    (Lightning's forward redirection): the hooks digest the model's and the EMA's outputs, one digest per step."""
+    (Lightning's forward redirection): the hooks digest the model's and the EMA's outputs, one digest per step; the
+    pass before the first step that runs the EMA alone is no evaluation of the model."""
     program = REPO / "tests" / "hooks_programs" / "redirected_eval.py"
     check_ok(run_cmd([PYTHON, program], env=recording_env(tmp_path / "run", "run", child_env())))
     [records] = read_evaluations(tmp_path / "run").values()
     by_role = {role: [r for r in records if r["role"] == role] for role in ("model", "copy")}
-    assert [r["step"] for r in by_role["model"]] == [1, 2, 3], records
+    assert [r["step"] for r in by_role["model"]] == [0, 1, 2, 3], records  # the sanity check's EMA pass: not seen
     assert [r["step"] for r in by_role["copy"]] == [1, 2, 3], records
     assert {r["module"] for r in records} == {"Sequential"}, records
-    assert len({r["output_digest"] for r in by_role["model"]}) == 3, records
+    assert len({r["output_digest"] for r in by_role["model"]}) == 4, records

@@ -248,6 +248,7 @@ def settle(live) -> None:
     for copy in copies:
         _hook_copy(live, copy)
     _relabel_copies(live, copies)
+    _drop_holders_of(live, cores)
     write(live)
 
 
@@ -265,6 +266,22 @@ def _relabel_copies(live, copies: list[torch.nn.Module]) -> None:
 
     live.evaluations = [ev for ev in map(relabelled, live.evaluations) if ev is not None]
     live.evaluation = relabelled(live.evaluation)
+
+
+def _drop_holders_of(live, cores: list[torch.nn.Module]) -> None:
+    """The evaluations kept before the cores were known, of a module holding one: its forward ran without the core
+    (else the core's would have been taken), so gave no output of the model (a LightningModule's validation_step
+    evaluating its EMA alone, as its forward, returning None): dropped, never compared."""
+
+    def holds_a_core(ev) -> bool:
+        module = ev.module() if ev is not None else None
+        if module is None or any(module is c for c in cores):
+            return False
+        return any(part is core for part in module.modules() for core in cores)
+
+    live.evaluations = [ev for ev in live.evaluations if not holds_a_core(ev)]
+    if holds_a_core(live.evaluation):
+        live.evaluation = None
 
 
 def _trained_ids(live) -> set[int]:
