@@ -9,10 +9,11 @@ Which forward: the model's innermost module that holds all its parameters, or al
 inside a LightningModule inside DDP, beside an EMA held frozen), so that a loop calling DDP(model) and a port whose
 validation_step calls self.model digest the outputs of the same module. A module outside it is never digested:
 Lightning runs validation_step as the LightningModule's forward, whose output (often None) is no output of the
-model, and would give one digest whatever the weights. Global forward hooks find it on every top call until
-it is seen in the model the steps train (at the first optimizer step, or at the first training forward
-inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it, which
-for a training forward reads two flags and returns.
+model, and would give one digest whatever the weights; one such forward seen before the first step, run without
+the model (a sanity check testing the EMA alone), is dropped once the model is known. Global forward hooks find
+it on every top call until it is seen in the model the steps train (at the first optimizer step, or at the first
+training forward inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it,
+which for a training forward reads two flags and returns.
 
 A copy of the trained model kept beside it (an EMA, as ConvNeXt's, DiT's and torchvision's loops keep) is
 evaluated too, often on every rank: a module laid out as a trained module (the model or a part of it: parameter
