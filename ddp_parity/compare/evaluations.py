@@ -16,6 +16,7 @@ from ddp_parity.trace_files import (
     read_evaluations,
     read_hook_facts,
     read_meta,
+    read_records,
     read_validation,
 )
 
@@ -52,16 +53,21 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
     """Where both runs were recorded by the hooks, the first evaluation per rank whose outputs differ, or
     that one side ran and the other did not at that point: warnings (the training is equal, or the
     difference in it is the diagnosis's to name). The model's evaluations and its copies' (an EMA) apart."""
-    recorded = read_evaluations(run_a), read_evaluations(run_b)
+    recorded = seen_evaluations(run_a), seen_evaluations(run_b)
     if not recorded[0] and not recorded[1]:
         return []
+    unseen = unseen_evaluations(run_a), unseen_evaluations(run_b)
     out = []
     for role in (MODEL, COPY):
         evaluations = _of_role(recorded[0], role), _of_role(recorded[1], role)
+        for rank in _ranks_with_unseen(unseen, role):  # said by unseen_warnings: nothing to pair them with
+            for found in evaluations:
+                found.pop(rank, None)
         if role == COPY and not any(evaluations[0].values()) and not any(evaluations[1].values()):
             continue
         if role == COPY and (not any(evaluations[0].values()) or not any(evaluations[1].values())):
-            out.append(_copy_on_one_side(evaluations, names))
+            if not any(unseen[1 if any(evaluations[0].values()) else 0].values()):  # else it ran where none was seen
+                out.append(_copy_on_one_side(evaluations, names))
             continue
         for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
             said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role)
@@ -84,26 +90,146 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
     return out
 
 
+def _ranks_with_unseen(unseen, role: str) -> set[int]:
+    return {rank for found in unseen for rank, records in found.items() if any(_role(r) == role for r in records)}
+
+
 def evaluation_summary(run_a, run_b) -> dict | None:
-    """The hooks' evaluations of the trained model compared as a row of the report's table: {compared, equal,
-    first_divergence} over every rank's evaluations paired in order at the same point (step, micro-batch), their
-    output digests (no metric the program computes); None where neither side recorded one."""
-    recorded = model_evaluations(run_a), model_evaluations(run_b)
-    if not recorded[0] and not recorded[1]:
+    """The hooks' evaluations compared as a row of the report's table: {compared, equal, first_divergence} over
+    every rank's evaluations of the model and of its copies (an EMA, with the other side's copies), paired in order
+    at the same point (step, micro-batch), by their output digests (no metric the program computes); `recorded`
+    [a, b] the evaluations each side recorded and `unseen` [a, b] those left out as outputs the weights did not move
+    (`unseen_evaluations`). None where neither side recorded one."""
+    everything = read_evaluations(run_a), read_evaluations(run_b)
+    if not any(everything[0].values()) and not any(everything[1].values()):
         return None
+    seen = seen_evaluations(run_a, everything[0]), seen_evaluations(run_b, everything[1])
     compared = equal = 0
     first = None
-    for rank in sorted(set(recorded[0]) & set(recorded[1])):
-        for ra, rb in zip(recorded[0][rank], recorded[1][rank]):
-            if (ra.get("step"), ra.get("micro_batch")) != (rb.get("step"), rb.get("micro_batch")):
-                break
-            compared += 1
-            same = (ra.get("forwards"), ra.get("output_digest")) == (rb.get("forwards"), rb.get("output_digest"))
-            equal += same
-            if not same and (first is None or (ra["step"], rank) < (first["step"], first["rank"])):
-                digests = [str(r.get("output_digest"))[:16] for r in (ra, rb)]
-                first = {"step": ra["step"], "rank": rank, "a": digests[0], "b": digests[1]}
-    return {"compared": compared, "equal": equal, "max_abs": None, "max_rel": None, "first_divergence": first}
+    for role in (MODEL, COPY):
+        by_role = _of_role(seen[0], role), _of_role(seen[1], role)
+        for rank in sorted(set(by_role[0]) & set(by_role[1])):
+            for ra, rb in _paired_by_point(by_role[0][rank], by_role[1][rank]):
+                compared += 1
+                same = (ra.get("forwards"), ra.get("output_digest")) == (rb.get("forwards"), rb.get("output_digest"))
+                equal += same
+                if not same and (first is None or (ra["step"], rank) < (first["step"], first["rank"])):
+                    digests = [str(r.get("output_digest"))[:16] for r in (ra, rb)]
+                    first = {"step": ra["step"], "rank": rank, "a": digests[0], "b": digests[1], "role": role}
+    return {
+        "compared": compared,
+        "equal": equal,
+        "max_abs": None,
+        "max_rel": None,
+        "first_divergence": first,
+        "recorded": [_count(found) for found in everything],
+        "unseen": [_count(found) - _count(kept) for found, kept in zip(everything, seen)],
+    }
+
+
+def _count(found: dict[int, list[dict]]) -> int:
+    return sum(len(records) for records in found.values())
+
+
+def _paired_by_point(a: list[dict], b: list[dict]) -> list[tuple[dict, dict]]:
+    """The two sides' evaluations at the same point (step, micro-batch), in order there: one side's evaluation at a
+    point the other has none (Lightning's sanity check after step 0) pairs with nothing and moves no other."""
+    at_b: dict[tuple, list[dict]] = {}
+    for record in b:
+        at_b.setdefault((record["step"], record["micro_batch"]), []).append(record)
+    pairs, taken = [], {}
+    for record in a:
+        point = (record["step"], record["micro_batch"])
+        index = taken.get(point, 0)
+        if index < len(at_b.get(point, [])):
+            pairs.append((record, at_b[point][index]))
+            taken[point] = index + 1
+    return pairs
+
+
+def seen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
+    """{rank: the hooks' evaluations} less those whose outputs the weights did not move (`unseen_evaluations`)."""
+    found = read_evaluations(run) if found is None else found
+    unseen = unseen_evaluations(run, found)
+    return {
+        rank: [r for r in records if not any(r is u for u in unseen.get(rank, []))] for rank, records in found.items()
+    }
+
+
+def unseen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
+    """{rank: evaluations whose outputs the weights did not move}: one module's forwards giving one output digest
+    after two steps or more between which the weights they ran with changed (the rank's parameter digest for the
+    model, its `copy_digest` for a copy: a target network updated now and then keeps its outputs with reason). What
+    the hooks digested there is no output of the model (a LightningModule's forward run as its validation_step,
+    returning None, recorded by hooks that took it for the model); compared, such records would say nothing."""
+    found = read_evaluations(run) if found is None else found
+    out = {}
+    for rank, records in found.items():
+        repeated = [group for group in _same_outputs(records) if len({r["step"] for r in group}) > 1]
+        if not repeated:  # the usual case: the step records are not read
+            continue
+        weights = _weight_digests(run, rank)
+        unseen = [
+            record
+            for group in repeated
+            if len({weights[_role(r)][r["step"]] for r in group if r["step"] in weights[_role(r)]}) > 1
+            for record in group
+        ]
+        if unseen:
+            out[rank] = unseen
+    return out
+
+
+def _same_outputs(records: list[dict]) -> list[list[dict]]:
+    """The records grouped by what they gave: role, module, forwards and output digest."""
+    groups: dict[tuple, list[dict]] = {}
+    for record in records:
+        key = (_role(record), record.get("module"), record.get("forwards"), record.get("output_digest"))
+        groups.setdefault(key, []).append(record)
+    return list(groups.values())
+
+
+def _weight_digests(run, rank: int) -> dict[str, dict[int, str]]:
+    """{role: {step: the digest of the weights an evaluation of that role ran with after it}}, from the rank's step
+    records: `param_digest` for the model, `copy_digest` for its copies (none where they cannot be read)."""
+    try:
+        records = read_records(run, rank)
+    except (OSError, ValueError, TraceFormatError):
+        records = []
+    keys = {MODEL: "param_digest", COPY: "copy_digest"}
+    return {
+        role: {r["step"]: repr(r[key]) for r in records if key in r and isinstance(r["step"], int)}
+        for role, key in keys.items()
+    }
+
+
+def unseen_warnings(run_a, run_b, names) -> list[dict]:
+    """Per side, the evaluations left out as outputs the weights did not move: said, with what tells its two causes
+    apart."""
+    out = []
+    for side, run in enumerate((run_a, run_b)):
+        unseen = unseen_evaluations(run)
+        if not unseen:
+            continue
+        records = [r for found in unseen.values() for r in found]
+        steps = sorted({r["step"] for r in records})
+        modules = sorted({str(r.get("module")) for r in records})
+        out.append(
+            {
+                "kind": "evaluation_unseen",
+                "side": names[side],
+                "message": f"{names[side]}'s evaluations of {', '.join(modules)} after steps "
+                f"{', '.join(map(str, steps))} (rank(s) {', '.join(map(str, sorted(unseen)))}) gave one output digest "
+                f"({str(records[0].get('output_digest'))[:16]}) while the parameter digest changed between them: what "
+                "the hooks digested did not move with the weights, so these evaluations were not compared. Either the "
+                "module's forward returns no output of the model (a LightningModule's forward run as validation_step, "
+                "which calls the model as a submodule and returns None: hooks that took the LightningModule for the "
+                "model recorded it; record again, the hooks now take the part holding the trained parameters), or its "
+                "outputs are rounded to the same values whatever the weights (predicted labels on a few samples). The "
+                "module named tells them apart: the LightningModule or a wrapper (the first), the network (the second)",
+            }
+        )
+    return out
 
 
 def _copy_on_one_side(evaluations, names) -> dict:

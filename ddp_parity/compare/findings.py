@@ -46,6 +46,28 @@ def as_dict(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def evaluations_not_compared(summary: dict, names) -> str:
+    """Why the hooks' evaluations (the report's `evaluations` section) were compared nowhere, from what each side
+    recorded: the table's row and the EQUIVALENT line say it alike."""
+    recorded, unseen = (_two_counts(summary.get(key)) for key in ("recorded", "unseen"))
+    kept = [r - u for r, u in zip(recorded, unseen)]
+    if not any(recorded):
+        return "none recorded"
+    parts = [f"{n} on {names[i]} left out, their outputs unmoved by the weights" for i, n in enumerate(unseen) if n]
+    if all(kept):
+        parts.append(f"none at a point both sides share ({kept[0]} on {names[0]}, {kept[1]} on {names[1]})")
+    elif any(kept):
+        side = 0 if kept[0] else 1
+        parts.append(f"{kept[side]} on {names[side]}, none on {names[1 - side]} to pair them with")
+    return "; ".join(parts)
+
+
+def _two_counts(value) -> list[int]:
+    """[a, b] counts of a report's section, or [0, 0] (an older or hand-edited report has none)."""
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+    return value if ok else [0, 0]
+
+
 @dataclass
 class Finding:
     """One diagnosis. `category` is one of diagnosis.CATEGORIES, `kind` the category or a finer

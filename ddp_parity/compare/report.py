@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from ddp_parity.compare.findings import Report
+from ddp_parity.compare.findings import Report, evaluations_not_compared
 from ddp_parity.trace_files import write_bytes_atomic
 
 REPORT_FILE = "report.json"
@@ -80,6 +80,8 @@ def table_rows(report: Report, order=()) -> list[list[str]]:
 def _nothing_compared(label: str, report: Report) -> str:
     if label == "validation" and report.sections.get("evaluations"):
         return "no figure recorded (the hooks' evaluations: the next row)"
+    if label == "evaluations":
+        return f"nothing compared ({evaluations_not_compared(report.sections['evaluations'], report.labels)})"
     return "nothing compared (none recorded)"
 
 

@@ -5,12 +5,15 @@ micro-batches since (backwards run after that step), with one digest of every ou
 trace/rank{r}.evaluations.jsonl (docs/trace-format.md). A training forward, a backward or an optimizer
 step between two evaluation forwards ends an evaluation.
 
-Which forward: the model's innermost module that holds all its parameters (the GPT inside a
-LightningModule inside DDP), so that a loop calling DDP(model) and a port whose validation_step calls
-self.model digest the outputs of the same module. Global forward hooks find it on every top call until
-it is seen in the model the steps train (at the first optimizer step, or at the first training forward
-inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it, which
-for a training forward reads two flags and returns.
+Which forward: the model's innermost module that holds all its parameters, or all its trained ones (the GPT
+inside a LightningModule inside DDP, beside an EMA held frozen), so that a loop calling DDP(model) and a port whose
+validation_step calls self.model digest the outputs of the same module. A module outside it is never digested:
+Lightning runs validation_step as the LightningModule's forward, whose output (often None) is no output of the
+model, and would give one digest whatever the weights; one such forward seen before the first step, run without
+the model (a sanity check testing the EMA alone), is dropped once the model is known. Global forward hooks find
+it on every top call until it is seen in the model the steps train (at the first optimizer step, or at the first
+training forward inside it where the step runs a closure, as under Lightning); from then on, one forward hook on it,
+which for a training forward reads two flags and returns.
 
 A copy of the trained model kept beside it (an EMA, as ConvNeXt's, DiT's and torchvision's loops keep) is
 evaluated too, often on every rank: a module laid out as a trained module (the model or a part of it: parameter
@@ -40,7 +43,7 @@ from ddp_parity.module_hooks import ours
 from ddp_parity.trace_files import EVALUATION_COPY, EVALUATION_MODEL, evaluations_path
 
 _PARAM_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter tensors
-_STACK: list[list] = []  # the forwards in flight before the first step: [module, holds all, a child holds all]
+_STACK: list[list] = []  # forwards before the first step: [module, holds all, a child holds all, top's counts]
 MODEL, COPY = EVALUATION_MODEL, EVALUATION_COPY  # what an evaluation ran: the trained model, or a copy of it
 SWITCHED_LIMIT = 256  # modules eval() was called on, kept to look at once the model is known
 
@@ -137,16 +140,30 @@ _GLOBAL_HOOKS: list = []
 
 @guarded("evaluation hooks")
 def _entered(module: torch.nn.Module, args) -> None:
-    """A forward starts: is it the innermost so far holding all of its top call's parameters?"""
+    """A forward starts: is it the innermost so far holding all of its top call's parameters (or trainable ones)?"""
     if not _STACK:
-        count = _param_count(module)
-        _STACK.append([module, count > 0, False, count])
+        counts = _param_count(module), _trainable_count(module)
+        _STACK.append([module, counts[0] > 0, False, counts])
         return
     parent = _STACK[-1]
-    full = parent[1] and _param_count(module) == parent[3]  # a part with as many tensors as the whole is the whole
+    full = parent[1] and _holds_the_whole(module, parent[3])
     if full:
         parent[2] = True
     _STACK.append([module, full, False, parent[3]])
+
+
+def _holds_the_whole(module: torch.nn.Module, top_counts: tuple[int, int]) -> bool:
+    """A part with as many tensors as its top call's module is that module; so is one holding all its trainable ones
+    where others are frozen (an EMA beside the model in a LightningModule): its output is the model's."""
+    count, trainable = top_counts
+    if _param_count(module) == count:
+        return True
+    return 0 < trainable < count and _trainable_count(module) == trainable  # counted only where some are frozen
+
+
+def _trainable_count(module: torch.nn.Module) -> int:
+    """Not cached: a program may freeze a part (requires_grad_(False)) after its first forward."""
+    return sum(1 for p in module.parameters() if p.requires_grad)
 
 
 @guarded("evaluation hooks")
@@ -207,7 +224,7 @@ def settle(live) -> None:
         return
     owned = _ids(live.model)
     seen = [m for m in (ref() for ref in live.eval_cores) if m is not None]
-    cores = [m for m in seen if _owned_by(m, owned)] or [live.model]
+    cores = [_innermost_holding_trainable(m) for m in [m for m in seen if _owned_by(m, owned)] or [live.model]]
     trained = _trained_ids(live)
     inside_trained_cores = {id(m) for core in cores if _holds_any(core, trained) for m in core.modules()}
     live.copy_signatures = {_signature(m) for m in live.model.modules() if _all_in(m, trained)} - {()}
@@ -232,6 +249,7 @@ def settle(live) -> None:
     for copy in copies:
         _hook_copy(live, copy)
     _relabel_copies(live, copies)
+    _drop_holders_of(live, cores)
     write(live)
 
 
@@ -249,6 +267,22 @@ def _relabel_copies(live, copies: list[torch.nn.Module]) -> None:
 
     live.evaluations = [ev for ev in map(relabelled, live.evaluations) if ev is not None]
     live.evaluation = relabelled(live.evaluation)
+
+
+def _drop_holders_of(live, cores: list[torch.nn.Module]) -> None:
+    """The evaluations kept before the cores were known, of a module holding one: its forward ran without the core
+    (else the core's would have been taken), so gave no output of the model (a LightningModule's validation_step
+    evaluating its EMA alone, as its forward, returning None): dropped, never compared."""
+
+    def holds_a_core(ev) -> bool:
+        module = ev.module() if ev is not None else None
+        if module is None or any(module is c for c in cores):
+            return False
+        return any(part is core for part in module.modules() for core in cores)
+
+    live.evaluations = [ev for ev in live.evaluations if not holds_a_core(ev)]
+    if holds_a_core(live.evaluation):
+        live.evaluation = None
 
 
 def _trained_ids(live) -> set[int]:
@@ -294,6 +328,17 @@ def copies_of(signatures: set, candidates, trained: set[int]) -> list[torch.nn.M
         if not any(module is c for c in out):
             out.append(module)
     return out
+
+
+def _innermost_holding_trainable(module: torch.nn.Module) -> torch.nn.Module:
+    """The innermost part of `module` holding all its trainable parameters, where some are frozen: the model a
+    LightningModule evaluates through (self.model), not the LightningModule, whose forward validation_step may be."""
+    trainable = _trainable_count(module)
+    if trainable == 0 or trainable == _param_count(module):
+        return module
+    while (child := next((c for c in module.children() if _trainable_count(c) == trainable), None)) is not None:
+        module = child
+    return module
 
 
 def _innermost_holding_all(module: torch.nn.Module) -> torch.nn.Module:

@@ -18,7 +18,8 @@ from ddp_parity.compare.causes.configuration import config_one_side
 from ddp_parity.compare.causes.data import STEP_COUNT, step_count_finding
 from ddp_parity.compare.causes.update import OPTIMIZER
 from ddp_parity.compare.comparator import match_keys
-from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.evaluations import evaluation_summary
+from ddp_parity.compare.findings import Finding, evaluations_not_compared
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import FINAL_PARAMS_FILE
 
@@ -348,18 +349,43 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
         hooked = [ctx.label(s) for s in ("a", "b") if ctx.meta(s).get("recorded_by") == "hooks"]
         if unrecorded and sorted(hooked) == sorted(unrecorded):  # the hooks compare the setup they saw instead
             configuration = "the setup the hooks saw (optimizer as built, samplers, seeds, clipping)"
-        validated = getattr(ctx.cmp.validation, "compared", 0)
-        also = "validation and the final parameters" if validated else "the final parameters (no validation recorded)"
+        also, evaluated = _validation_said(ctx)
         facts = (
             f"No divergence: {configuration}, initial weights and all {n} steps (samples, loss, gradient norm, "
-            f"learning rate, parameter digest) match on every rank, and so do {also}."
+            f"learning rate, parameter digest) match on every rank, and so do {also}.{evaluated}"
         )
         return finding(ctx, EQUIVALENT, None, None, evidence, facts + _left_out(ctx))
+    also, evaluated = _validation_said(ctx)
     facts = (
-        f"No divergence in the numbers: all {n} steps, validation and the final parameters match bit for bit, "
-        f"but the setup differs ({setup_differs.category}; see the warning)."
+        f"No divergence in the numbers: all {n} steps and {also} match bit for bit, but the setup differs "
+        f"({setup_differs.category}; see the warning).{evaluated}"
     )
     return replace(finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts), setup_differs=setup_differs)
+
+
+def _validation_said(ctx: Context) -> tuple[str, str]:
+    """What the EQUIVALENT line says of validation: what matched beside the final parameters, and a sentence on the
+    hooks' evaluations where they were recorded but not all compared equal (never "none recorded" beside them)."""
+    validated = getattr(ctx.cmp.validation, "compared", 0)
+    summary = evaluation_summary(ctx.run("a"), ctx.run("b"))
+    matched = ["validation"] if validated else []
+    if summary is None:
+        return (" and ".join([*matched, "the final parameters"]) if matched else NO_VALIDATION), ""
+    compared, equal = summary["compared"], summary["equal"]
+    if compared and equal == compared:
+        matched.append(f"the hooks' evaluations ({compared} compared by their outputs' digests)")
+    also = ", ".join(matched) + " and the final parameters" if matched else "the final parameters"
+    if not compared:
+        return also, f" No evaluation was compared: {evaluations_not_compared(summary, ctx.names)}."
+    if equal < compared:
+        return also, (
+            f" The hooks' evaluations differ: {equal} of {compared} compared gave the same outputs (the "
+            "evaluation_differs warnings say where)."
+        )
+    return also, ""
+
+
+NO_VALIDATION = "the final parameters (no validation recorded)"
 
 
 def _left_out(ctx: Context) -> str:
