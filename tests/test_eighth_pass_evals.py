@@ -114,3 +114,19 @@ def test_evaluations_through_a_submodule_of_a_forward_that_is_a_validation_step_
     assert [r["step"] for r in by_role["copy"]] == [1, 2, 3], records
     assert {r["module"] for r in records} == {"Sequential"}, records
     assert len({r["output_digest"] for r in by_role["model"]}) == 4, records
+
+
+def test_evaluations_of_other_forward_counts_are_unlike_and_never_said_to_differ(tmp_path):
+    """pycls re-recorded: each side's evaluation after a step held precise BN's forwards (training mode, gradients
+    off) beside the test's, 4 on raw and 8 on lightning, and the EQUIVALENT line said "the hooks' evaluations differ"
+    of an equal pair. Another number of forwards at one point is unlike work: not compared, and said so."""
+    raw = [evaluation(2, "aa"), evaluation(4, "bb")]
+    lightning = [{**evaluation(2, "cc"), "forwards": 4}, evaluation(4, "bb")]
+    report, diagnosis, rows = hooked_pair(tmp_path, {"raw": raw, "lightning": lightning})
+    said = diagnosis["explanation"]
+    assert "evaluations differ" not in said, said
+    assert "2 evaluation(s) ran another number of forwards on the two sides (after step 2 on rank 0: 2 on raw" in said
+    assert report["evaluations"]["compared"] == report["evaluations"]["equal"] == 2, report["evaluations"]
+    warned = [w["message"] for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert warned and all("ran 2 forward(s) on raw and 4 on lightning" in w for w in warned), warned
+    assert not any("gave other outputs" in w for w in warned), warned

@@ -99,17 +99,24 @@ def evaluation_summary(run_a, run_b) -> dict | None:
     every rank's evaluations of the model and of its copies (an EMA, with the other side's copies), paired in order
     at the same point (step, micro-batch), by their output digests (no metric the program computes); `recorded`
     [a, b] the evaluations each side recorded and `unseen` [a, b] those left out as outputs the weights did not move
-    (`unseen_evaluations`). None where neither side recorded one."""
+    (`unseen_evaluations`); `unlike` {count, step, rank, forwards} the pairs that ran another number of forwards, not
+    compared (each holds other work: a recalibration's forwards, precise BN's, or two evaluations recorded as one).
+    None where neither side recorded one."""
     everything = read_evaluations(run_a), read_evaluations(run_b)
     if not any(everything[0].values()) and not any(everything[1].values()):
         return None
     seen = seen_evaluations(run_a, everything[0]), seen_evaluations(run_b, everything[1])
     compared = equal = 0
-    first = None
+    first = unlike = None
     for role in (MODEL, COPY):
         by_role = _of_role(seen[0], role), _of_role(seen[1], role)
         for rank in sorted(set(by_role[0]) & set(by_role[1])):
             for ra, rb in _paired_by_point(by_role[0][rank], by_role[1][rank]):
+                if ra.get("forwards") != rb.get("forwards"):  # other work recorded as one: unlike, not compared
+                    unlike = unlike or {"count": 0, "step": ra["step"], "rank": rank, "forwards": []}
+                    unlike["count"] += 1
+                    unlike["forwards"] = unlike["forwards"] or [ra.get("forwards"), rb.get("forwards")]
+                    continue
                 compared += 1
                 same = (ra.get("forwards"), ra.get("output_digest")) == (rb.get("forwards"), rb.get("output_digest"))
                 equal += same
@@ -124,6 +131,7 @@ def evaluation_summary(run_a, run_b) -> dict | None:
         "first_divergence": first,
         "recorded": [_count(found) for found in everything],
         "unseen": [_count(found) - _count(kept) for found, kept in zip(everything, seen)],
+        "unlike": unlike,
     }
 
 
@@ -314,6 +322,8 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
             if isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool):
                 if ra["training"] != rb["training"]:  # the mode is recorded: say it, not a list of maybes
                     return _mode_difference(ra, rb, names)
+            if ra.get("forwards") != rb.get("forwards"):
+                return _unlike(ra, rb, names, role)
             return {
                 "step": ra["step"],
                 "micro_batch": ra["micro_batch"],
@@ -339,6 +349,20 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
             f"{'of one ' if copy else ''}there{NOT_SEEN}",
         }
     return None
+
+
+def _unlike(ra: dict, rb: dict, names, role: str) -> dict:
+    """Two evaluations at one point that ran another number of forwards: each holds other work (a recalibration's
+    forwards with gradients off, precise BN's, or two evaluations with nothing between recorded as one), so their
+    outputs are not compared, and nothing is said of them but that."""
+    return {
+        "step": ra["step"],
+        "micro_batch": ra["micro_batch"],
+        "message": f"{_what(role, ra)} {_where(ra)} ran {ra.get('forwards')} forward(s) on {names[0]} and "
+        f"{rb.get('forwards')} on {names[1]}: the forwards recorded as this evaluation hold other work on one side "
+        "(a recalibration run with gradients off, such as precise BN's, or two evaluations with no step between), "
+        "so their outputs were not compared",
+    }
 
 
 def _evaluation_loaders(run, rank: int, step: int) -> list[dict]:

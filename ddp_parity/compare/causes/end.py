@@ -375,14 +375,28 @@ def _validation_said(ctx: Context) -> tuple[str, str]:
     if compared and equal == compared:
         matched.append(f"the hooks' evaluations ({compared} compared by their outputs' digests)")
     also = ", ".join(matched) + " and the final parameters" if matched else "the final parameters"
+    unlike = _unlike_said(summary.get("unlike"), ctx.names)
     if not compared:
-        return also, f" No evaluation was compared: {evaluations_not_compared(summary, ctx.names)}."
+        return also, f" No evaluation was compared: {evaluations_not_compared(summary, ctx.names)}.{unlike}"
     if equal < compared:
         return also, (
             f" The hooks' evaluations differ: {equal} of {compared} compared gave the same outputs (the "
-            "evaluation_differs warnings say where)."
+            f"evaluation_differs warnings say where).{unlike}"
         )
-    return also, ""
+    return also, unlike
+
+
+def _unlike_said(unlike, names) -> str:
+    """The evaluations left uncompared for another number of forwards at one point (evaluation_summary's `unlike`)."""
+    if not isinstance(unlike, dict) or not unlike.get("count"):
+        return ""
+    fa, fb = (unlike.get("forwards") or [None, None])[:2]
+    return (
+        f" {unlike['count']} evaluation(s) ran another number of forwards on the two sides (after step "
+        f"{unlike.get('step')} on rank {unlike.get('rank')}: {fa} on {names[0]}, {fb} on {names[1]}): each holds "
+        "other work (a recalibration with gradients off, such as precise BN's, or two evaluations recorded as one), "
+        "so their outputs were not compared."
+    )
 
 
 NO_VALIDATION = "the final parameters (no validation recorded)"
