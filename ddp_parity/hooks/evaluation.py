@@ -336,14 +336,17 @@ def _innermost_holding_trainable(module: torch.nn.Module) -> torch.nn.Module:
     trainable = _trainable_count(module)
     if trainable == 0 or trainable == _param_count(module):
         return module
-    while (child := next((c for c in module.children() if _trainable_count(c) == trainable), None)) is not None:
-        module = child
-    return module
+    return _innermost_with(module, _trainable_count)
 
 
 def _innermost_holding_all(module: torch.nn.Module) -> torch.nn.Module:
-    count = _param_count(module)
-    while (child := next((c for c in module.children() if _param_count(c) == count), None)) is not None:
+    return _innermost_with(module, _param_count)
+
+
+def _innermost_with(module: torch.nn.Module, count) -> torch.nn.Module:
+    """The innermost part of `module` with as many parameters as it by `count` (all of them, or the trainable)."""
+    whole = count(module)
+    while (child := next((c for c in module.children() if count(c) == whole), None)) is not None:
         module = child
     return module
 
