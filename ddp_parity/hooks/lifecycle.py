@@ -165,9 +165,11 @@ def _wrap_os_exit() -> None:
     @functools.wraps(original)
     def _exit(code):
         live = state.current
-        if live is not None and live.recorder is not None and live.pid == os.getpid():
-            finish_at_exit()
-        original(code)
+        try:
+            if live is not None and live.recorder is not None and live.pid == os.getpid():
+                finish_at_exit()
+        finally:  # the process ends whatever the recording's end did
+            original(code)
 
     os._exit = _exit
 
