@@ -159,9 +159,10 @@ def test_recording_changes_neither_output_nor_exit_status_nor_the_saved_weights(
     result, recorded = hooked_pairs("ddp_tutorial", "record")
     assert result.failed is None, result.failed
     program = PROGRAMS["ddp_tutorial"]
-    plain = tmp_path / "plain"
-    source = prepared(program, plain)
-    for _ in range(TEARDOWN_TRIES):
+    for attempt in range(TEARDOWN_TRIES):
+        # a new folder each time: the program resumes from a snapshot an aborted try left behind
+        plain = tmp_path / f"plain-{attempt}"
+        source = prepared(program, plain)
         rc = run_side(hooked_commands(program, source, plain, prefix="")["raw"], side_env(), plain, plain / "raw.log")
         if not (rc != 0 and aborted_at_gloo_teardown(plain / "raw.log")):
             break
