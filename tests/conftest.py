@@ -371,18 +371,18 @@ def harness_in_process(*args) -> tuple[int, str, str]:
     return main_in_process(main, *args)
 
 
-def lightning_in_process(*args) -> tuple[int, str, str]:
+def lightning_in_process(*args, main=None) -> tuple[int, str, str]:
     """`python -m lightning_impl ARGS` called in this process, for inputs refused before anything starts
     (a process each would cost a Lightning import). Whatever the CLI sets on its way (the environment,
     e.g. PL_GLOBAL_SEED, and the global RNGs) is put back, so nothing leaks into the runs this worker
-    launches next."""
+    launches next. `main`: the entry point called (the CLI itself by default)."""
     from lightning_impl.cli import cli_main
 
     env, argv = dict(os.environ), sys.argv
     sys.argv = ["lightning_impl"]  # pytest's own arguments are not the CLI's (LightningCLI warns of both)
     try:
         with torch.random.fork_rng():
-            return main_in_process(cli_main, *args)
+            return main_in_process(main or cli_main, *args)
     finally:
         sys.argv = argv
         os.environ.clear()
