@@ -14,9 +14,10 @@ import torch
 import torch.distributed as dist
 
 from tqdm import tqdm
-from torch.utils.tensorboard import SummaryWriter
-from apex import amp
-from apex.parallel import DistributedDataParallel as DDP
+from standins import SummaryWriter  # changed: tensorboard not installed
+
+# from apex import amp  # changed: apex not installed (fp32 only: --fp16 never passed)
+from torch.nn.parallel import DistributedDataParallel as DDP  # changed: apex's DDP not installed: torch's
 
 from models.modeling import VisionTransformer, CONFIGS
 from utils.scheduler import WarmupLinearSchedule, WarmupCosineSchedule
@@ -64,7 +65,8 @@ def setup(args):
     num_classes = 10 if args.dataset == "cifar10" else 100
 
     model = VisionTransformer(config, args.img_size, zero_head=True, num_classes=num_classes)
-    model.load_from(np.load(args.pretrained_dir))
+    if args.pretrained_dir:  # changed: no pretrained npz here: --pretrained_dir= builds the ViT from scratch
+        model.load_from(np.load(args.pretrained_dir))  # changed: (indented under the if)
     model.to(args.device)
     num_params = count_parameters(model)
 
@@ -163,7 +165,8 @@ def train(args, model):
 
     # Distributed training
     if args.local_rank != -1:
-        model = DDP(model, message_size=250000000, gradient_predivide_factor=get_world_size())
+        # changed: torch's DDP for apex's (message_size=250000000, gradient_predivide_factor=world size: the mean)
+        model = DDP(model)  # changed: (torch's DDP)
 
     # Train!
     logger.info("***** Running training *****")
@@ -246,7 +249,15 @@ def main():
     parser.add_argument("--dataset", choices=["cifar10", "cifar100"], default="cifar10", help="Which downstream task.")
     parser.add_argument(
         "--model_type",
-        choices=["ViT-B_16", "ViT-B_32", "ViT-L_16", "ViT-L_32", "ViT-H_14", "R50-ViT-B_16"],
+        choices=[
+            "ViT-B_16",
+            "ViT-B_32",
+            "ViT-L_16",
+            "ViT-L_32",
+            "ViT-H_14",
+            "R50-ViT-B_16",
+            "ViT-tiny",
+        ],  # changed: the tiny ViT
         default="ViT-B_16",
         help="Which variant to use.",
     )
@@ -282,7 +293,12 @@ def main():
     )
     parser.add_argument("--max_grad_norm", default=1.0, type=float, help="Max gradient norm.")
 
-    parser.add_argument("--local_rank", type=int, default=-1, help="local_rank for distributed training on gpus")
+    parser.add_argument(
+        "--local_rank",
+        type=int,
+        default=int(os.environ.get("LOCAL_RANK", -1)),  # changed: torchrun passes LOCAL_RANK, no --local_rank
+        help="local_rank for distributed training on gpus",
+    )
     parser.add_argument("--seed", type=int, default=42, help="random seed for initialization")
     parser.add_argument(
         "--gradient_accumulation_steps",
@@ -313,9 +329,9 @@ def main():
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         args.n_gpu = torch.cuda.device_count()
     else:  # Initializes the distributed backend which will take care of sychronizing nodes/GPUs
-        torch.cuda.set_device(args.local_rank)
-        device = torch.device("cuda", args.local_rank)
-        torch.distributed.init_process_group(backend="nccl", timeout=timedelta(minutes=60))
+        # torch.cuda.set_device(args.local_rank)  # changed: CPU
+        device = torch.device("cpu")  # changed: CPU
+        torch.distributed.init_process_group(backend="gloo", timeout=timedelta(minutes=60))  # changed: gloo
         args.n_gpu = 1
     args.device = device
 

@@ -13,7 +13,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-import ml_collections
+from standins import ml_collections  # changed: ml_collections not installed
 
 
 def get_testing():
@@ -30,6 +30,21 @@ def get_testing():
     config.classifier = "token"
     config.representation_size = None
     return config
+
+
+def get_tiny_config():  # changed: a tiny ViT for the CPU pair (patch 8, hidden 32, 2 layers, 2 heads)
+    config = ml_collections.ConfigDict()  # changed: (the tiny config's lines follow get_b16_config's)
+    config.patches = ml_collections.ConfigDict({"size": (8, 8)})  # changed: (tiny)
+    config.hidden_size = 32  # changed: (tiny)
+    config.transformer = ml_collections.ConfigDict()  # changed: (tiny)
+    config.transformer.mlp_dim = 64  # changed: (tiny)
+    config.transformer.num_heads = 2  # changed: (tiny)
+    config.transformer.num_layers = 2  # changed: (tiny)
+    config.transformer.attention_dropout_rate = 0.0  # changed: (tiny)
+    config.transformer.dropout_rate = 0.1  # changed: (tiny; the authors' dropout kept)
+    config.classifier = "token"  # changed: (tiny)
+    config.representation_size = None  # changed: (tiny)
+    return config  # changed: (tiny)
 
 
 def get_b16_config():

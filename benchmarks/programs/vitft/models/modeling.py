@@ -16,7 +16,7 @@ import numpy as np
 
 from torch.nn import CrossEntropyLoss, Dropout, Softmax, Linear, Conv2d, LayerNorm
 from torch.nn.modules.utils import _pair
-from scipy import ndimage
+from standins import ndimage  # changed: scipy not installed (used only to resize a pretrained posemb)
 
 import models.configs as configs
 
@@ -351,4 +351,5 @@ CONFIGS = {
     "ViT-H_14": configs.get_h14_config(),
     "R50-ViT-B_16": configs.get_r50_b16_config(),
     "testing": configs.get_testing(),
+    "ViT-tiny": configs.get_tiny_config(),  # changed: the tiny ViT of the CPU pair
 }

@@ -3,7 +3,7 @@ import logging
 
 import torch
 
-from torchvision import transforms, datasets
+from standins import transforms, datasets  # changed: torchvision not installed
 from torch.utils.data import DataLoader, RandomSampler, DistributedSampler, SequentialSampler
 
 

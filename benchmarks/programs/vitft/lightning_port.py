@@ -1,0 +1,129 @@
+"""ViT-pytorch's train.py (jeonsworld/ViT-pytorch, MIT) as a LightningModule, run by Lightning's own launcher:
+`python lightning_port.py ARGS`, the same arguments as train.py. The ViT, its configs, the schedules and the data
+loaders are the authors' own code, imported; Lightning does the DDP wrapping, the distributed sampler, the gradient
+accumulation, the clipping, the validation and the best-accuracy checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+
+import lightning as L
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+from models.modeling import CONFIGS, VisionTransformer
+from utils.data_utils import get_loader
+from utils.scheduler import WarmupCosineSchedule, WarmupLinearSchedule
+
+
+def get_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--dataset", choices=["cifar10", "cifar100"], default="cifar10")
+    parser.add_argument("--model_type", default="ViT-B_16", choices=sorted(CONFIGS))
+    parser.add_argument("--pretrained_dir", type=str, default="checkpoint/ViT-B_16.npz")
+    parser.add_argument("--output_dir", default="output", type=str)
+    parser.add_argument("--img_size", default=224, type=int)
+    parser.add_argument("--train_batch_size", default=512, type=int)
+    parser.add_argument("--eval_batch_size", default=64, type=int)
+    parser.add_argument("--eval_every", default=100, type=int)
+    parser.add_argument("--learning_rate", default=3e-2, type=float)
+    parser.add_argument("--weight_decay", default=0, type=float)
+    parser.add_argument("--num_steps", default=10000, type=int)
+    parser.add_argument("--decay_type", choices=["cosine", "linear"], default="cosine")
+    parser.add_argument("--warmup_steps", default=500, type=int)
+    parser.add_argument("--max_grad_norm", default=1.0, type=float)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    args = parser.parse_args()
+    args.local_rank = -1  # get_loader builds plain loaders; Lightning puts in the DistributedSampler
+    args.device = torch.device("cpu")
+    return args
+
+
+class ViTFineTune(L.LightningModule):
+    def __init__(self, args):
+        super().__init__()
+        self.args = args
+        config = CONFIGS[args.model_type]
+        num_classes = 10 if args.dataset == "cifar10" else 100
+        self.model = VisionTransformer(config, args.img_size, zero_head=True, num_classes=num_classes)
+        if args.pretrained_dir:
+            self.model.load_from(np.load(args.pretrained_dir))
+        self.val_preds, self.val_labels = [], []
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = self.model(x, y)
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self.model(x)[0]
+        loss = torch.nn.functional.cross_entropy(logits, y)
+        self.val_preds.append(torch.argmax(logits, dim=-1))
+        self.val_labels.append(y)
+        self.log("valid_loss", loss, sync_dist=True)
+
+    def on_validation_epoch_end(self):
+        preds, labels = torch.cat(self.val_preds), torch.cat(self.val_labels)
+        self.log("valid_acc", (preds == labels).float().mean(), sync_dist=True)
+        self.val_preds.clear()
+        self.val_labels.clear()
+
+    def configure_optimizers(self):
+        args = self.args
+        optimizer = torch.optim.SGD(
+            self.model.parameters(), lr=args.learning_rate, momentum=0.9, weight_decay=args.weight_decay
+        )
+        if args.decay_type == "cosine":
+            scheduler = WarmupCosineSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=args.num_steps)
+        else:
+            scheduler = WarmupLinearSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=args.num_steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+class CifarData(L.LightningDataModule):
+    def __init__(self, args):
+        super().__init__()
+        self.args = copy.copy(args)
+        # train.py: the batch size given is the one per optimizer step; each micro-batch is a part of it
+        self.args.train_batch_size = args.train_batch_size // args.gradient_accumulation_steps
+        self.train_loader = self.test_loader = None
+
+    def setup(self, stage):
+        self.train_loader, self.test_loader = get_loader(self.args)
+
+    def train_dataloader(self):
+        return self.train_loader
+
+    def val_dataloader(self):
+        return self.test_loader
+
+
+def main():
+    args = get_args()
+    L.seed_everything(args.seed)
+    model = ViTFineTune(args)
+    checkpoint = ModelCheckpoint(
+        dirpath=args.output_dir, filename=f"{args.name}_checkpoint", monitor="valid_acc", mode="max", save_top_k=1
+    )
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=2,
+        max_steps=args.num_steps,
+        accumulate_grad_batches=args.gradient_accumulation_steps,
+        gradient_clip_val=args.max_grad_norm,
+        val_check_interval=args.eval_every * args.gradient_accumulation_steps,  # counted in batches
+        check_val_every_n_epoch=None,
+        callbacks=[checkpoint],
+        default_root_dir=args.output_dir,
+    )
+    trainer.fit(model, datamodule=CifarData(args))
+
+
+if __name__ == "__main__":
+    main()
