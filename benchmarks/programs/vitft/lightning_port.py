@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from models.modeling import CONFIGS, VisionTransformer
+from torch.utils.data import DataLoader, DistributedSampler
 from utils.data_utils import get_loader
 from utils.scheduler import WarmupCosineSchedule, WarmupLinearSchedule
 
@@ -94,7 +95,18 @@ class CifarData(L.LightningDataModule):
         self.train_loader = self.test_loader = None
 
     def setup(self, stage):
-        self.train_loader, self.test_loader = get_loader(self.args)
+        train_loader, self.test_loader = get_loader(self.args)
+        # round 1: train.py's distributed branch of get_loader samples by DistributedSampler(trainset), its default
+        # seed 0; the sampler Lightning injects is seeded from seed_everything's seed. One of its own, as train.py's
+        # (Lightning leaves a DistributedSampler it is given as it is)
+        trainset = train_loader.dataset
+        self.train_loader = DataLoader(
+            trainset,
+            sampler=DistributedSampler(trainset),
+            batch_size=self.args.train_batch_size,
+            num_workers=4,
+            pin_memory=True,
+        )
 
     def train_dataloader(self):
         return self.train_loader
