@@ -83,6 +83,10 @@ class ViTFineTune(L.LightningModule):
             scheduler = WarmupCosineSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=args.num_steps)
         else:
             scheduler = WarmupLinearSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=args.num_steps)
+        # round 2: train.py calls scheduler.step() BEFORE optimizer.step(), so optimizer step k runs at the rate of
+        # schedule step k (0.015 at step 1 with 2 warmup steps), where Lightning's step after it gives step k - 1's.
+        # One step ahead of time here, then Lightning's after each optimizer step
+        scheduler.step()
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
