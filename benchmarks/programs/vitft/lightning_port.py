@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+from contextlib import contextmanager
 
 import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.strategies import DDPStrategy
 from models.modeling import CONFIGS, VisionTransformer
 from torch.utils.data import DataLoader, DistributedSampler
 from utils.data_utils import get_loader
@@ -119,6 +121,15 @@ class CifarData(L.LightningDataModule):
         return self.test_loader
 
 
+class SyncEveryMicroBatch(DDPStrategy):
+    """round 3: train.py backwards every micro-batch through DDP without no_sync (each micro-batch's gradients averaged
+    over the ranks, then added); Lightning's accumulation skips the sync but on the last micro-batch (no_sync)."""
+
+    @contextmanager
+    def block_backward_sync(self):
+        yield None
+
+
 def main():
     args = get_args()
     L.seed_everything(args.seed)
@@ -127,7 +138,7 @@ def main():
         dirpath=args.output_dir, filename=f"{args.name}_checkpoint", monitor="valid_acc", mode="max", save_top_k=1
     )
     trainer = L.Trainer(
-        strategy="ddp",
+        strategy=SyncEveryMicroBatch(),  # round 3: was "ddp"
         accelerator="cpu",
         devices=2,
         max_steps=args.num_steps,
