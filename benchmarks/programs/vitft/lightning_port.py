@@ -55,12 +55,25 @@ class ViTFineTune(L.LightningModule):
         if args.pretrained_dir:
             self.model.load_from(np.load(args.pretrained_dir))
         self.val_preds, self.val_labels = [], []
+        # round 4: train.py accumulates by (step + 1) % n over each epoch's batches and never zeroes the gradients at
+        # an epoch's end: a micro-batch left over (5 a rank and epoch, n = 2) joins the next epoch's first step.
+        # Lightning's accumulation steps at every epoch's last batch. train.py's own loop, by manual optimization
+        self.automatic_optimization = False
 
     def training_step(self, batch, batch_idx):
+        args = self.args
         x, y = batch
         loss = self.model(x, y)
-        self.log("train/loss", loss, prog_bar=True)
-        return loss
+        if args.gradient_accumulation_steps > 1:
+            loss = loss / args.gradient_accumulation_steps
+        self.manual_backward(loss)
+        if (batch_idx + 1) % args.gradient_accumulation_steps == 0:
+            optimizer, scheduler = self.optimizers(), self.lr_schedulers()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
+            scheduler.step()  # before optimizer.step(), as train.py
+            optimizer.step()
+            optimizer.zero_grad()
+        self.log("train/loss", loss * args.gradient_accumulation_steps, prog_bar=True)
 
     def validation_step(self, batch, batch_idx):
         x, y = batch
@@ -86,9 +99,8 @@ class ViTFineTune(L.LightningModule):
         else:
             scheduler = WarmupLinearSchedule(optimizer, warmup_steps=args.warmup_steps, t_total=args.num_steps)
         # round 2: train.py calls scheduler.step() BEFORE optimizer.step(), so optimizer step k runs at the rate of
-        # schedule step k (0.015 at step 1 with 2 warmup steps), where Lightning's step after it gives step k - 1's.
-        # One step ahead of time here, then Lightning's after each optimizer step
-        scheduler.step()
+        # schedule step k (0.015 at step 1 with 2 warmup steps), where Lightning's step after it gives step k - 1's
+        # (round 2 stepped it once here; since round 4 training_step steps it, before optimizer.step())
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
@@ -142,8 +154,7 @@ def main():
         accelerator="cpu",
         devices=2,
         max_steps=args.num_steps,
-        accumulate_grad_batches=args.gradient_accumulation_steps,
-        gradient_clip_val=args.max_grad_norm,
+        # round 4: accumulation and clipping by hand in training_step (manual optimization)
         val_check_interval=args.eval_every * args.gradient_accumulation_steps,  # counted in batches
         check_val_every_n_epoch=None,
         callbacks=[checkpoint],
