@@ -104,6 +104,14 @@ class ViTFineTune(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
 
+class FirstEpochSampler(DistributedSampler):
+    """round 5: train.py never calls set_epoch, so every epoch replays epoch 0's order; Lightning calls set_epoch on
+    the training loader's sampler at each epoch. This one keeps epoch 0."""
+
+    def set_epoch(self, epoch):
+        pass
+
+
 class CifarData(L.LightningDataModule):
     def __init__(self, args):
         super().__init__()
@@ -120,7 +128,7 @@ class CifarData(L.LightningDataModule):
         trainset = train_loader.dataset
         self.train_loader = DataLoader(
             trainset,
-            sampler=DistributedSampler(trainset),
+            sampler=FirstEpochSampler(trainset),  # round 5: was DistributedSampler(trainset)
             batch_size=self.args.train_batch_size,
             num_workers=4,
             pin_memory=True,
