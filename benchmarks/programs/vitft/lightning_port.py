@@ -12,10 +12,11 @@ from contextlib import contextmanager
 import lightning as L
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.strategies import DDPStrategy
 from models.modeling import CONFIGS, VisionTransformer
+from standins import SummaryWriter
 from torch.utils.data import DataLoader, DistributedSampler
+from train import save_model, valid
 from utils.data_utils import get_loader
 from utils.scheduler import WarmupCosineSchedule, WarmupLinearSchedule
 
@@ -54,11 +55,11 @@ class ViTFineTune(L.LightningModule):
         self.model = VisionTransformer(config, args.img_size, zero_head=True, num_classes=num_classes)
         if args.pretrained_dir:
             self.model.load_from(np.load(args.pretrained_dir))
-        self.val_preds, self.val_labels = [], []
         # round 4: train.py accumulates by (step + 1) % n over each epoch's batches and never zeroes the gradients at
         # an epoch's end: a micro-batch left over (5 a rank and epoch, n = 2) joins the next epoch's first step.
         # Lightning's accumulation steps at every epoch's last batch. train.py's own loop, by manual optimization
         self.automatic_optimization = False
+        self.global_step_raw, self.best_acc, self.writer = 0, 0, SummaryWriter()
 
     def training_step(self, batch, batch_idx):
         args = self.args
@@ -73,21 +74,19 @@ class ViTFineTune(L.LightningModule):
             scheduler.step()  # before optimizer.step(), as train.py
             optimizer.step()
             optimizer.zero_grad()
+            # round 6: train.py validates on rank 0 only, every eval_every steps, over the test set in order (its own
+            # valid(), imported), and saves the weights of the best accuracy there (its save_model); Lightning's
+            # validation loop ran on both ranks, rank 1's loader drawing its base seed from rank 1's generator
+            self.global_step_raw += 1
+            if self.global_step_raw % args.eval_every == 0 and self.global_rank == 0:
+                args.local_rank = self.global_rank
+                test_loader = self.trainer.datamodule.test_loader
+                accuracy = valid(args, self.model, self.writer, test_loader, self.global_step_raw)
+                if self.best_acc < accuracy:
+                    save_model(args, self.model)
+                    self.best_acc = accuracy
+                self.model.train()
         self.log("train/loss", loss * args.gradient_accumulation_steps, prog_bar=True)
-
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        logits = self.model(x)[0]
-        loss = torch.nn.functional.cross_entropy(logits, y)
-        self.val_preds.append(torch.argmax(logits, dim=-1))
-        self.val_labels.append(y)
-        self.log("valid_loss", loss, sync_dist=True)
-
-    def on_validation_epoch_end(self):
-        preds, labels = torch.cat(self.val_preds), torch.cat(self.val_labels)
-        self.log("valid_acc", (preds == labels).float().mean(), sync_dist=True)
-        self.val_preds.clear()
-        self.val_labels.clear()
 
     def configure_optimizers(self):
         args = self.args
@@ -137,9 +136,6 @@ class CifarData(L.LightningDataModule):
     def train_dataloader(self):
         return self.train_loader
 
-    def val_dataloader(self):
-        return self.test_loader
-
 
 class SyncEveryMicroBatch(DDPStrategy):
     """round 3: train.py backwards every micro-batch through DDP without no_sync (each micro-batch's gradients averaged
@@ -154,18 +150,14 @@ def main():
     args = get_args()
     L.seed_everything(args.seed)
     model = ViTFineTune(args)
-    checkpoint = ModelCheckpoint(
-        dirpath=args.output_dir, filename=f"{args.name}_checkpoint", monitor="valid_acc", mode="max", save_top_k=1
-    )
     trainer = L.Trainer(
         strategy=SyncEveryMicroBatch(),  # round 3: was "ddp"
         accelerator="cpu",
         devices=2,
         max_steps=args.num_steps,
         # round 4: accumulation and clipping by hand in training_step (manual optimization)
-        val_check_interval=args.eval_every * args.gradient_accumulation_steps,  # counted in batches
-        check_val_every_n_epoch=None,
-        callbacks=[checkpoint],
+        # round 6: no Lightning validation loop nor ModelCheckpoint: train.py's valid() and save_model() on rank 0
+        enable_checkpointing=False,
         default_root_dir=args.output_dir,
     )
     trainer.fit(model, datamodule=CifarData(args))
