@@ -1,7 +1,8 @@
 """ViT-pytorch's train.py (jeonsworld/ViT-pytorch, MIT) as a LightningModule, run by Lightning's own launcher:
 `python lightning_port.py ARGS`, the same arguments as train.py. The ViT, its configs, the schedules and the data
-loaders are the authors' own code, imported; Lightning does the DDP wrapping, the distributed sampler, the gradient
-accumulation, the clipping, the validation and the best-accuracy checkpoint."""
+loaders, valid() and save_model() are the authors' own code, imported; Lightning does the DDP wrapping and the loop
+over the epochs (first written with Lightning's sampler, accumulation, clipping, validation loop and ModelCheckpoint;
+the rounds in SCORE.md changed each where train.py does otherwise)."""
 
 from __future__ import annotations
 
