@@ -16,6 +16,7 @@ from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
+from benchmarks.programs.vitft.standins import write_data as write_vitft_data
 from benchmarks.programs.vits.standins import write_wavs as write_vits_wavs
 from benchmarks.programs.vqvae2.standins import write_data as write_vqvae2_data
 
@@ -198,6 +199,13 @@ FIXMATCH_TINY += ["--eval-step=4", "--warmup=2", "--threshold=0.2", "--ema-decay
 FIXMATCH_TINY += ["--no-progress", "--out={out}/result"]
 # vq-vae-2's train_vqvae.py spawns its ranks itself (distributed.launch, mp.spawn); env:// reads MASTER_ADDR/PORT
 VQVAE2_TINY = ["--n_gpu=2", "--size=16", "--epoch=2", "--sched=cycle", "--dist_url=env://", "data"]
+
+# ViT-pytorch: a tiny ViT (patch 8, 32 dims, 2 layers, 2 heads) built from scratch (no pretrained npz) on 40 + 16
+# synthetic 32 x 32 images; 8 a rank an optimizer step as 2 micro-batches of 4 (5 micro-batches a rank an epoch, so one
+# is left over into the next epoch's first step), 5 steps over 3 epochs, a validation on rank 0 every 2 steps
+VITFT_TINY = ["--name=tiny", "--model_type=ViT-tiny", "--pretrained_dir=", "--output_dir={out}/output", "--img_size=32"]
+VITFT_TINY += ["--train_batch_size=8", "--gradient_accumulation_steps=2", "--eval_batch_size=8", "--eval_every=2"]
+VITFT_TINY += ["--num_steps=5", "--warmup_steps=2", "--learning_rate=0.03"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -751,6 +759,29 @@ PROGRAMS = {
             raw_launch="python",
             suite=False,
             ignore_config=("OUT_DIR",),
+        ),
+        Program(
+            name="vitft",
+            folder="vitft",
+            raw=["train.py", *VITFT_TINY],
+            port=["lightning_port.py", *VITFT_TINY],
+            style="torch.distributed.launch (--local_rank; LOCAL_RANK under torchrun); apex DDP (torch's here); "
+            "training counted in optimizer steps over a while-True loop of epochs; gradient accumulation by "
+            "(step + 1) % n within each epoch (the loss divided, backward every micro-batch without no_sync, no "
+            "zero_grad at an epoch's end: a micro-batch left over joins the next epoch's first step); "
+            "clip_grad_norm_, then scheduler.step() BEFORE optimizer.step() (a warmup + cosine LambdaLR); SGD "
+            "momentum; set_seed (random, numpy, torch) before the model and again before the loop; a "
+            "DistributedSampler whose set_epoch is never called; DataLoaders with 4 workers; RandomResizedCrop "
+            "drawn from torch's generator in the workers; dropout; validation every eval_every steps on rank 0 "
+            "only (a SequentialSampler loader there), the best accuracy's weights saved there",
+            source="jeonsworld/ViT-pytorch train.py, models/{modeling,modeling_resnet,configs}.py, "
+            "utils/{scheduler,data_utils,dist_util}.py (MIT, 460a162); torchvision, apex, tensorboard, "
+            "ml_collections, scipy and CIFAR-10 stood in for (standins.py: 40 + 16 synthetic 32 x 32 images), "
+            "a ViT of patch 8, 32 dims, 2 layers, 2 heads",
+            prepare=lambda work: write_vitft_data(str(work / "data")),
+            recording="hooks",
+            suite=False,
+            ignore_config=("output_dir",),
         ),
     ]
 }
