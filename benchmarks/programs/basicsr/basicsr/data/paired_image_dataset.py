@@ -1,5 +1,5 @@
 from torch.utils import data as data
-from torchvision.transforms.functional import normalize
+from standins import normalize  # changed: torchvision is not installed
 
 from basicsr.data.data_util import paired_paths_from_folder, paired_paths_from_lmdb, paired_paths_from_meta_info_file
 from basicsr.data.transforms import augment, paired_random_crop

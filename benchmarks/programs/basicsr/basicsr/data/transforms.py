@@ -1,4 +1,4 @@
-import cv2
+from standins import cv2  # changed: OpenCV is not installed
 import random
 import torch
 

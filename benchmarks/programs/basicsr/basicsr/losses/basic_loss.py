@@ -2,7 +2,7 @@ import torch
 from torch import nn as nn
 from torch.nn import functional as F
 
-from basicsr.archs.vgg_arch import VGGFeatureExtractor
+from standins import VGGFeatureExtractor  # changed: vgg_arch needs torchvision's VGG (the perceptual loss is not used)
 from basicsr.utils.registry import LOSS_REGISTRY
 from .loss_util import weighted_loss
 

@@ -95,7 +95,7 @@ class BaseModel():
         if self.opt['dist']:
             find_unused_parameters = self.opt.get('find_unused_parameters', False)
             net = DistributedDataParallel(
-                net, device_ids=[torch.cuda.current_device()], find_unused_parameters=find_unused_parameters)
+                net, device_ids=None, find_unused_parameters=find_unused_parameters)  # changed: CPU, no device_ids
         elif self.opt['num_gpu'] > 1:
             net = DataParallel(net)
         return net

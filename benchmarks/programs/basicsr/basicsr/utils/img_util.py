@@ -1,9 +1,9 @@
-import cv2
+from standins import cv2  # changed: OpenCV is not installed
 import math
 import numpy as np
 import os
 import torch
-from torchvision.utils import make_grid
+from standins import make_grid  # changed: torchvision is not installed
 
 
 def img2tensor(imgs, bgr2rgb=True, float32=True):

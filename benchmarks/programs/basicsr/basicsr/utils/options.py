@@ -119,7 +119,7 @@ def parse_options(root_path, is_train=True):
         if args.launcher == 'slurm' and 'dist_params' in opt:
             init_dist(args.launcher, **opt['dist_params'])
         else:
-            init_dist(args.launcher)
+            init_dist(args.launcher, backend='gloo')  # changed: gloo on CPU
     opt['rank'], opt['world_size'] = get_dist_info()
 
     # random seed
