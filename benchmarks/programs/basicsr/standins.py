@@ -33,9 +33,13 @@ def write_data(root: str) -> None:
             os.makedirs(os.path.join(root, split, sub), exist_ok=True)
         for k in range(n):
             a, b, c = rng.uniform(0, 255, size=(3, 3))
-            img = a[None, None] * yy[..., None] + b[None, None] * xx[..., None] + c[None, None] * (1 - yy * xx)[..., None]
+            img = (
+                a[None, None] * yy[..., None] + b[None, None] * xx[..., None] + c[None, None] * (1 - yy * xx)[..., None]
+            )
             cy, cx, r = rng.randint(4, HR - 4), rng.randint(4, HR - 4), rng.randint(3, 7)
-            img[(np.mgrid[0:HR, 0:HR][0] - cy) ** 2 + (np.mgrid[0:HR, 0:HR][1] - cx) ** 2 < r * r] = rng.uniform(0, 255, 3)
+            img[(np.mgrid[0:HR, 0:HR][0] - cy) ** 2 + (np.mgrid[0:HR, 0:HR][1] - cx) ** 2 < r * r] = rng.uniform(
+                0, 255, 3
+            )
             img = img / 3.0 + rng.normal(0, 8, size=img.shape)
             hr = np.clip(img, 0, 255).astype(np.uint8)
             lr = hr.reshape(HR // SCALE, SCALE, HR // SCALE, SCALE, 3).astype(np.float64).mean(axis=(1, 3))

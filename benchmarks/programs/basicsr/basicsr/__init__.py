@@ -5,6 +5,7 @@ from .data import *
 from .losses import *
 from .metrics import *
 from .models import *
+
 # from .ops import *  # changed: basicsr.ops (CUDA extensions) not copied
 # from .test import *  # changed: test.py not copied
 # from .train import *  # changed: train.py is the script beside the package

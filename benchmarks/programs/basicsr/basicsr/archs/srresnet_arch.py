@@ -1,7 +1,7 @@
+from basicsr.utils.registry import ARCH_REGISTRY
 from torch import nn as nn
 from torch.nn import functional as F
 
-from basicsr.utils.registry import ARCH_REGISTRY
 from .arch_util import ResidualBlockNoBN, default_init_weights, make_layer
 
 
@@ -23,7 +23,7 @@ class MSRResNet(nn.Module):
     """
 
     def __init__(self, num_in_ch=3, num_out_ch=3, num_feat=64, num_block=16, upscale=4):
-        super(MSRResNet, self).__init__()
+        super().__init__()
         self.upscale = upscale
 
         self.conv_first = nn.Conv2d(num_in_ch, num_feat, 3, 1, 1)
@@ -60,6 +60,6 @@ class MSRResNet(nn.Module):
             out = self.lrelu(self.pixel_shuffle(self.upconv1(out)))
 
         out = self.conv_last(self.lrelu(self.conv_hr(out)))
-        base = F.interpolate(x, scale_factor=self.upscale, mode='bilinear', align_corners=False)
+        base = F.interpolate(x, scale_factor=self.upscale, mode="bilinear", align_corners=False)
         out += base
         return out

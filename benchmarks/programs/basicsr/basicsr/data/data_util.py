@@ -1,11 +1,11 @@
-from standins import cv2  # changed: OpenCV is not installed
+from os import path as osp
+
 import numpy as np
 import torch
-from os import path as osp
-from torch.nn import functional as F
-
 from basicsr.data.transforms import mod_crop
 from basicsr.utils import img2tensor, scandir
+from standins import cv2  # changed: OpenCV is not installed
+from torch.nn import functional as F
 
 
 def read_img_seq(path, require_mod_crop=False, scale=1, return_imgname=False):
@@ -26,7 +26,7 @@ def read_img_seq(path, require_mod_crop=False, scale=1, return_imgname=False):
         img_paths = path
     else:
         img_paths = sorted(list(scandir(path, full_path=True)))
-    imgs = [cv2.imread(v).astype(np.float32) / 255. for v in img_paths]
+    imgs = [cv2.imread(v).astype(np.float32) / 255.0 for v in img_paths]
 
     if require_mod_crop:
         imgs = [mod_crop(img, scale) for img in imgs]
@@ -40,7 +40,7 @@ def read_img_seq(path, require_mod_crop=False, scale=1, return_imgname=False):
         return imgs
 
 
-def generate_frame_indices(crt_idx, max_frame_num, num_frames, padding='reflection'):
+def generate_frame_indices(crt_idx, max_frame_num, num_frames, padding="reflection"):
     """Generate an index list for reading `num_frames` frames from a sequence
     of images.
 
@@ -60,8 +60,8 @@ def generate_frame_indices(crt_idx, max_frame_num, num_frames, padding='reflecti
     Returns:
         list[int]: A list of indices.
     """
-    assert num_frames % 2 == 1, 'num_frames should be an odd number.'
-    assert padding in ('replicate', 'reflection', 'reflection_circle', 'circle'), f'Wrong padding mode: {padding}.'
+    assert num_frames % 2 == 1, "num_frames should be an odd number."
+    assert padding in ("replicate", "reflection", "reflection_circle", "circle"), f"Wrong padding mode: {padding}."
 
     max_frame_num = max_frame_num - 1  # start from 0
     num_pad = num_frames // 2
@@ -69,20 +69,20 @@ def generate_frame_indices(crt_idx, max_frame_num, num_frames, padding='reflecti
     indices = []
     for i in range(crt_idx - num_pad, crt_idx + num_pad + 1):
         if i < 0:
-            if padding == 'replicate':
+            if padding == "replicate":
                 pad_idx = 0
-            elif padding == 'reflection':
+            elif padding == "reflection":
                 pad_idx = -i
-            elif padding == 'reflection_circle':
+            elif padding == "reflection_circle":
                 pad_idx = crt_idx + num_pad - i
             else:
                 pad_idx = num_frames + i
         elif i > max_frame_num:
-            if padding == 'replicate':
+            if padding == "replicate":
                 pad_idx = max_frame_num
-            elif padding == 'reflection':
+            elif padding == "reflection":
                 pad_idx = max_frame_num * 2 - i
-            elif padding == 'reflection_circle':
+            elif padding == "reflection_circle":
                 pad_idx = (crt_idx - num_pad) - (i - max_frame_num)
             else:
                 pad_idx = i - num_frames
@@ -129,27 +129,28 @@ def paired_paths_from_lmdb(folders, keys):
     Returns:
         list[str]: Returned path list.
     """
-    assert len(folders) == 2, ('The len of folders should be 2 with [input_folder, gt_folder]. '
-                               f'But got {len(folders)}')
-    assert len(keys) == 2, f'The len of keys should be 2 with [input_key, gt_key]. But got {len(keys)}'
+    assert len(folders) == 2, f"The len of folders should be 2 with [input_folder, gt_folder]. But got {len(folders)}"
+    assert len(keys) == 2, f"The len of keys should be 2 with [input_key, gt_key]. But got {len(keys)}"
     input_folder, gt_folder = folders
     input_key, gt_key = keys
 
-    if not (input_folder.endswith('.lmdb') and gt_folder.endswith('.lmdb')):
-        raise ValueError(f'{input_key} folder and {gt_key} folder should both in lmdb '
-                         f'formats. But received {input_key}: {input_folder}; '
-                         f'{gt_key}: {gt_folder}')
+    if not (input_folder.endswith(".lmdb") and gt_folder.endswith(".lmdb")):
+        raise ValueError(
+            f"{input_key} folder and {gt_key} folder should both in lmdb "
+            f"formats. But received {input_key}: {input_folder}; "
+            f"{gt_key}: {gt_folder}"
+        )
     # ensure that the two meta_info files are the same
-    with open(osp.join(input_folder, 'meta_info.txt')) as fin:
-        input_lmdb_keys = [line.split('.')[0] for line in fin]
-    with open(osp.join(gt_folder, 'meta_info.txt')) as fin:
-        gt_lmdb_keys = [line.split('.')[0] for line in fin]
+    with open(osp.join(input_folder, "meta_info.txt")) as fin:
+        input_lmdb_keys = [line.split(".")[0] for line in fin]
+    with open(osp.join(gt_folder, "meta_info.txt")) as fin:
+        gt_lmdb_keys = [line.split(".")[0] for line in fin]
     if set(input_lmdb_keys) != set(gt_lmdb_keys):
-        raise ValueError(f'Keys in {input_key}_folder and {gt_key}_folder are different.')
+        raise ValueError(f"Keys in {input_key}_folder and {gt_key}_folder are different.")
     else:
         paths = []
         for lmdb_key in sorted(input_lmdb_keys):
-            paths.append(dict([(f'{input_key}_path', lmdb_key), (f'{gt_key}_path', lmdb_key)]))
+            paths.append(dict([(f"{input_key}_path", lmdb_key), (f"{gt_key}_path", lmdb_key)]))
         return paths
 
 
@@ -178,22 +179,21 @@ def paired_paths_from_meta_info_file(folders, keys, meta_info_file, filename_tmp
     Returns:
         list[str]: Returned path list.
     """
-    assert len(folders) == 2, ('The len of folders should be 2 with [input_folder, gt_folder]. '
-                               f'But got {len(folders)}')
-    assert len(keys) == 2, f'The len of keys should be 2 with [input_key, gt_key]. But got {len(keys)}'
+    assert len(folders) == 2, f"The len of folders should be 2 with [input_folder, gt_folder]. But got {len(folders)}"
+    assert len(keys) == 2, f"The len of keys should be 2 with [input_key, gt_key]. But got {len(keys)}"
     input_folder, gt_folder = folders
     input_key, gt_key = keys
 
-    with open(meta_info_file, 'r') as fin:
-        gt_names = [line.strip().split(' ')[0] for line in fin]
+    with open(meta_info_file) as fin:
+        gt_names = [line.strip().split(" ")[0] for line in fin]
 
     paths = []
     for gt_name in gt_names:
         basename, ext = osp.splitext(osp.basename(gt_name))
-        input_name = f'{filename_tmpl.format(basename)}{ext}'
+        input_name = f"{filename_tmpl.format(basename)}{ext}"
         input_path = osp.join(input_folder, input_name)
         gt_path = osp.join(gt_folder, gt_name)
-        paths.append(dict([(f'{input_key}_path', input_path), (f'{gt_key}_path', gt_path)]))
+        paths.append(dict([(f"{input_key}_path", input_path), (f"{gt_key}_path", gt_path)]))
     return paths
 
 
@@ -212,24 +212,24 @@ def paired_paths_from_folder(folders, keys, filename_tmpl):
     Returns:
         list[str]: Returned path list.
     """
-    assert len(folders) == 2, ('The len of folders should be 2 with [input_folder, gt_folder]. '
-                               f'But got {len(folders)}')
-    assert len(keys) == 2, f'The len of keys should be 2 with [input_key, gt_key]. But got {len(keys)}'
+    assert len(folders) == 2, f"The len of folders should be 2 with [input_folder, gt_folder]. But got {len(folders)}"
+    assert len(keys) == 2, f"The len of keys should be 2 with [input_key, gt_key]. But got {len(keys)}"
     input_folder, gt_folder = folders
     input_key, gt_key = keys
 
     input_paths = list(scandir(input_folder))
     gt_paths = list(scandir(gt_folder))
-    assert len(input_paths) == len(gt_paths), (f'{input_key} and {gt_key} datasets have different number of images: '
-                                               f'{len(input_paths)}, {len(gt_paths)}.')
+    assert len(input_paths) == len(gt_paths), (
+        f"{input_key} and {gt_key} datasets have different number of images: {len(input_paths)}, {len(gt_paths)}."
+    )
     paths = []
     for gt_path in gt_paths:
         basename, ext = osp.splitext(osp.basename(gt_path))
-        input_name = f'{filename_tmpl.format(basename)}{ext}'
+        input_name = f"{filename_tmpl.format(basename)}{ext}"
         input_path = osp.join(input_folder, input_name)
-        assert input_name in input_paths, f'{input_name} is not in {input_key}_paths.'
+        assert input_name in input_paths, f"{input_name} is not in {input_key}_paths."
         gt_path = osp.join(gt_folder, gt_path)
-        paths.append(dict([(f'{input_key}_path', input_path), (f'{gt_key}_path', gt_path)]))
+        paths.append(dict([(f"{input_key}_path", input_path), (f"{gt_key}_path", gt_path)]))
     return paths
 
 
@@ -257,10 +257,10 @@ def paths_from_lmdb(folder):
     Returns:
         list[str]: Returned path list.
     """
-    if not folder.endswith('.lmdb'):
-        raise ValueError(f'Folder {folder}folder should in lmdb format.')
-    with open(osp.join(folder, 'meta_info.txt')) as fin:
-        paths = [line.split('.')[0] for line in fin]
+    if not folder.endswith(".lmdb"):
+        raise ValueError(f"Folder {folder}folder should in lmdb format.")
+    with open(osp.join(folder, "meta_info.txt")) as fin:
+        paths = [line.split(".")[0] for line in fin]
     return paths
 
 
@@ -275,6 +275,7 @@ def generate_gaussian_kernel(kernel_size=13, sigma=1.6):
         np.array: The Gaussian kernel.
     """
     from scipy.ndimage import filters as filters
+
     kernel = np.zeros((kernel_size, kernel_size))
     # set element at the middle to one, a dirac delta
     kernel[kernel_size // 2, kernel_size // 2] = 1
@@ -294,7 +295,7 @@ def duf_downsample(x, kernel_size=13, scale=4):
     Returns:
         Tensor: DUF downsampled frames.
     """
-    assert scale in (2, 3, 4), f'Only support scale (2, 3, 4), but got {scale}.'
+    assert scale in (2, 3, 4), f"Only support scale (2, 3, 4), but got {scale}."
 
     squeeze_flag = False
     if x.ndim == 4:
@@ -303,7 +304,7 @@ def duf_downsample(x, kernel_size=13, scale=4):
     b, t, c, h, w = x.size()
     x = x.view(-1, 1, h, w)
     pad_w, pad_h = kernel_size // 2 + scale * 2, kernel_size // 2 + scale * 2
-    x = F.pad(x, (pad_w, pad_w, pad_h, pad_h), 'reflect')
+    x = F.pad(x, (pad_w, pad_w, pad_h, pad_h), "reflect")
 
     gaussian_filter = generate_gaussian_kernel(kernel_size, 0.4 * scale)
     gaussian_filter = torch.from_numpy(gaussian_filter).type_as(x).unsqueeze(0).unsqueeze(0)

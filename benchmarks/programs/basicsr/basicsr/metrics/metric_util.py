@@ -1,9 +1,8 @@
 import numpy as np
-
 from basicsr.utils import bgr2ycbcr
 
 
-def reorder_image(img, input_order='HWC'):
+def reorder_image(img, input_order="HWC"):
     """Reorder images to 'HWC' order.
 
     If the input_order is (h, w), return (h, w, 1);
@@ -20,11 +19,11 @@ def reorder_image(img, input_order='HWC'):
         ndarray: reordered image.
     """
 
-    if input_order not in ['HWC', 'CHW']:
+    if input_order not in ["HWC", "CHW"]:
         raise ValueError(f"Wrong input_order {input_order}. Supported input_orders are 'HWC' and 'CHW'")
     if len(img.shape) == 2:
         img = img[..., None]
-    if input_order == 'CHW':
+    if input_order == "CHW":
         img = img.transpose(1, 2, 0)
     return img
 
@@ -38,8 +37,8 @@ def to_y_channel(img):
     Returns:
         (ndarray): Images with range [0, 255] (float type) without round.
     """
-    img = img.astype(np.float32) / 255.
+    img = img.astype(np.float32) / 255.0
     if img.ndim == 3 and img.shape[2] == 3:
         img = bgr2ycbcr(img, y_only=True)
         img = img[..., None]
-    return img * 255.
+    return img * 255.0

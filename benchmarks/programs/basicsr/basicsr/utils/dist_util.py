@@ -2,24 +2,25 @@
 import functools
 import os
 import subprocess
+
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def init_dist(launcher, backend='nccl', **kwargs):
+def init_dist(launcher, backend="nccl", **kwargs):
     if mp.get_start_method(allow_none=True) is None:
-        mp.set_start_method('spawn')
-    if launcher == 'pytorch':
+        mp.set_start_method("spawn")
+    if launcher == "pytorch":
         _init_dist_pytorch(backend, **kwargs)
-    elif launcher == 'slurm':
+    elif launcher == "slurm":
         _init_dist_slurm(backend, **kwargs)
     else:
-        raise ValueError(f'Invalid launcher type: {launcher}')
+        raise ValueError(f"Invalid launcher type: {launcher}")
 
 
 def _init_dist_pytorch(backend, **kwargs):
-    rank = int(os.environ['RANK'])
+    rank = int(os.environ["RANK"])
     num_gpus = torch.cuda.device_count()
     if num_gpus:  # changed: CPU (rank % 0 raises)
         torch.cuda.set_device(rank % num_gpus)
@@ -37,24 +38,24 @@ def _init_dist_slurm(backend, port=None):
         backend (str): Backend of torch.distributed.
         port (int, optional): Master port. Defaults to None.
     """
-    proc_id = int(os.environ['SLURM_PROCID'])
-    ntasks = int(os.environ['SLURM_NTASKS'])
-    node_list = os.environ['SLURM_NODELIST']
+    proc_id = int(os.environ["SLURM_PROCID"])
+    ntasks = int(os.environ["SLURM_NTASKS"])
+    node_list = os.environ["SLURM_NODELIST"]
     num_gpus = torch.cuda.device_count()
     torch.cuda.set_device(proc_id % num_gpus)
-    addr = subprocess.getoutput(f'scontrol show hostname {node_list} | head -n1')
+    addr = subprocess.getoutput(f"scontrol show hostname {node_list} | head -n1")
     # specify master port
     if port is not None:
-        os.environ['MASTER_PORT'] = str(port)
-    elif 'MASTER_PORT' in os.environ:
+        os.environ["MASTER_PORT"] = str(port)
+    elif "MASTER_PORT" in os.environ:
         pass  # use MASTER_PORT in the environment variable
     else:
         # 29500 is torch.distributed default port
-        os.environ['MASTER_PORT'] = '29500'
-    os.environ['MASTER_ADDR'] = addr
-    os.environ['WORLD_SIZE'] = str(ntasks)
-    os.environ['LOCAL_RANK'] = str(proc_id % num_gpus)
-    os.environ['RANK'] = str(proc_id)
+        os.environ["MASTER_PORT"] = "29500"
+    os.environ["MASTER_ADDR"] = addr
+    os.environ["WORLD_SIZE"] = str(ntasks)
+    os.environ["LOCAL_RANK"] = str(proc_id % num_gpus)
+    os.environ["RANK"] = str(proc_id)
     dist.init_process_group(backend=backend)
 
 

@@ -32,11 +32,12 @@ class MemcachedBackend(BaseStorageBackend):
     def __init__(self, server_list_cfg, client_cfg, sys_path=None):
         if sys_path is not None:
             import sys
+
             sys.path.append(sys_path)
         try:
             import mc
         except ImportError:
-            raise ImportError('Please install memcached to enable MemcachedBackend.')
+            raise ImportError("Please install memcached to enable MemcachedBackend.")  # noqa: B904
 
         self.server_list_cfg = server_list_cfg
         self.client_cfg = client_cfg
@@ -47,6 +48,7 @@ class MemcachedBackend(BaseStorageBackend):
     def get(self, filepath):
         filepath = str(filepath)
         import mc
+
         self._client.Get(filepath, self._mc_buffer)
         value_buf = mc.ConvertBuffer(self._mc_buffer)
         return value_buf
@@ -60,13 +62,13 @@ class HardDiskBackend(BaseStorageBackend):
 
     def get(self, filepath):
         filepath = str(filepath)
-        with open(filepath, 'rb') as f:
+        with open(filepath, "rb") as f:
             value_buf = f.read()
         return value_buf
 
     def get_text(self, filepath):
         filepath = str(filepath)
-        with open(filepath, 'r') as f:
+        with open(filepath) as f:
             value_buf = f.read()
         return value_buf
 
@@ -91,11 +93,11 @@ class LmdbBackend(BaseStorageBackend):
         _client (list): A list of several lmdb envs.
     """
 
-    def __init__(self, db_paths, client_keys='default', readonly=True, lock=False, readahead=False, **kwargs):
+    def __init__(self, db_paths, client_keys="default", readonly=True, lock=False, readahead=False, **kwargs):
         try:
             import lmdb
         except ImportError:
-            raise ImportError('Please install lmdb to enable LmdbBackend.')
+            raise ImportError("Please install lmdb to enable LmdbBackend.")  # noqa: B904
 
         if isinstance(client_keys, str):
             client_keys = [client_keys]
@@ -104,8 +106,10 @@ class LmdbBackend(BaseStorageBackend):
             self.db_paths = [str(v) for v in db_paths]
         elif isinstance(db_paths, str):
             self.db_paths = [str(db_paths)]
-        assert len(client_keys) == len(self.db_paths), ('client_keys and db_paths should have the same length, '
-                                                        f'but received {len(client_keys)} and {len(self.db_paths)}.')
+        assert len(client_keys) == len(self.db_paths), (
+            "client_keys and db_paths should have the same length, "
+            f"but received {len(client_keys)} and {len(self.db_paths)}."
+        )
 
         self._client = {}
         for client, path in zip(client_keys, self.db_paths):
@@ -119,17 +123,17 @@ class LmdbBackend(BaseStorageBackend):
             client_key (str): Used for distinguishing different lmdb envs.
         """
         filepath = str(filepath)
-        assert client_key in self._client, (f'client_key {client_key} is not in lmdb clients.')
+        assert client_key in self._client, f"client_key {client_key} is not in lmdb clients."
         client = self._client[client_key]
         with client.begin(write=False) as txn:
-            value_buf = txn.get(filepath.encode('ascii'))
+            value_buf = txn.get(filepath.encode("ascii"))
         return value_buf
 
     def get_text(self, filepath):
         raise NotImplementedError
 
 
-class FileClient(object):
+class FileClient:
     """A general file client to access files in different backend.
 
     The client loads a file or text in a specified backend from its path
@@ -143,22 +147,23 @@ class FileClient(object):
     """
 
     _backends = {
-        'disk': HardDiskBackend,
-        'memcached': MemcachedBackend,
-        'lmdb': LmdbBackend,
+        "disk": HardDiskBackend,
+        "memcached": MemcachedBackend,
+        "lmdb": LmdbBackend,
     }
 
-    def __init__(self, backend='disk', **kwargs):
+    def __init__(self, backend="disk", **kwargs):
         if backend not in self._backends:
-            raise ValueError(f'Backend {backend} is not supported. Currently supported ones'
-                             f' are {list(self._backends.keys())}')
+            raise ValueError(
+                f"Backend {backend} is not supported. Currently supported ones are {list(self._backends.keys())}"
+            )
         self.backend = backend
         self.client = self._backends[backend](**kwargs)
 
-    def get(self, filepath, client_key='default'):
+    def get(self, filepath, client_key="default"):
         # client_key is used only for lmdb, where different fileclients have
         # different lmdb environments.
-        if self.backend == 'lmdb':
+        if self.backend == "lmdb":
             return self.client.get(filepath, client_key)
         else:
             return self.client.get(filepath)

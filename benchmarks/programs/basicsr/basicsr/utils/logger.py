@@ -7,8 +7,7 @@ from .dist_util import get_dist_info, master_only
 initialized_logger = {}
 
 
-class AvgTimer():
-
+class AvgTimer:
     def __init__(self, window=200):
         self.window = window  # average window
         self.current_time = 0
@@ -42,7 +41,7 @@ class AvgTimer():
         return self.avg_time
 
 
-class MessageLogger():
+class MessageLogger:
     """Message logger for printing.
 
     Args:
@@ -56,11 +55,11 @@ class MessageLogger():
     """
 
     def __init__(self, opt, start_iter=1, tb_logger=None):
-        self.exp_name = opt['name']
-        self.interval = opt['logger']['print_freq']
+        self.exp_name = opt["name"]
+        self.interval = opt["logger"]["print_freq"]
         self.start_iter = start_iter
-        self.max_iters = opt['train']['total_iter']
-        self.use_tb_logger = opt['logger']['use_tb_logger']
+        self.max_iters = opt["train"]["total_iter"]
+        self.use_tb_logger = opt["logger"]["use_tb_logger"]
         self.tb_logger = tb_logger
         self.start_time = time.time()
         self.logger = get_root_logger()
@@ -82,34 +81,34 @@ class MessageLogger():
                 data_time (float): Data time for each iter.
         """
         # epoch, iter, learning rates
-        epoch = log_vars.pop('epoch')
-        current_iter = log_vars.pop('iter')
-        lrs = log_vars.pop('lrs')
+        epoch = log_vars.pop("epoch")
+        current_iter = log_vars.pop("iter")
+        lrs = log_vars.pop("lrs")
 
-        message = (f'[{self.exp_name[:5]}..][epoch:{epoch:3d}, iter:{current_iter:8,d}, lr:(')
+        message = f"[{self.exp_name[:5]}..][epoch:{epoch:3d}, iter:{current_iter:8,d}, lr:("
         for v in lrs:
-            message += f'{v:.3e},'
-        message += ')] '
+            message += f"{v:.3e},"
+        message += ")] "
 
         # time and estimated time
-        if 'time' in log_vars.keys():
-            iter_time = log_vars.pop('time')
-            data_time = log_vars.pop('data_time')
+        if "time" in log_vars.keys():
+            iter_time = log_vars.pop("time")
+            data_time = log_vars.pop("data_time")
 
             total_time = time.time() - self.start_time
             time_sec_avg = total_time / (current_iter - self.start_iter + 1)
             eta_sec = time_sec_avg * (self.max_iters - current_iter - 1)
             eta_str = str(datetime.timedelta(seconds=int(eta_sec)))
-            message += f'[eta: {eta_str}, '
-            message += f'time (data): {iter_time:.3f} ({data_time:.3f})] '
+            message += f"[eta: {eta_str}, "
+            message += f"time (data): {iter_time:.3f} ({data_time:.3f})] "
 
         # other items, especially losses
         for k, v in log_vars.items():
-            message += f'{k}: {v:.4e} '
+            message += f"{k}: {v:.4e} "
             # tensorboard logger
-            if self.use_tb_logger and 'debug' not in self.exp_name:
-                if k.startswith('l_'):
-                    self.tb_logger.add_scalar(f'losses/{k}', v, current_iter)
+            if self.use_tb_logger and "debug" not in self.exp_name:
+                if k.startswith("l_"):
+                    self.tb_logger.add_scalar(f"losses/{k}", v, current_iter)
                 else:
                     self.tb_logger.add_scalar(k, v, current_iter)
         self.logger.info(message)
@@ -118,6 +117,7 @@ class MessageLogger():
 @master_only
 def init_tb_logger(log_dir):
     from torch.utils.tensorboard import SummaryWriter
+
     tb_logger = SummaryWriter(log_dir=log_dir)
     return tb_logger
 
@@ -126,24 +126,25 @@ def init_tb_logger(log_dir):
 def init_wandb_logger(opt):
     """We now only use wandb to sync tensorboard log."""
     import wandb
+
     logger = get_root_logger()
 
-    project = opt['logger']['wandb']['project']
-    resume_id = opt['logger']['wandb'].get('resume_id')
+    project = opt["logger"]["wandb"]["project"]
+    resume_id = opt["logger"]["wandb"].get("resume_id")
     if resume_id:
         wandb_id = resume_id
-        resume = 'allow'
-        logger.warning(f'Resume wandb logger with id={wandb_id}.')
+        resume = "allow"
+        logger.warning(f"Resume wandb logger with id={wandb_id}.")
     else:
         wandb_id = wandb.util.generate_id()
-        resume = 'never'
+        resume = "never"
 
-    wandb.init(id=wandb_id, resume=resume, name=opt['name'], config=opt, project=project, sync_tensorboard=True)
+    wandb.init(id=wandb_id, resume=resume, name=opt["name"], config=opt, project=project, sync_tensorboard=True)
 
-    logger.info(f'Use wandb logger with id={wandb_id}; project={project}.')
+    logger.info(f"Use wandb logger with id={wandb_id}; project={project}.")
 
 
-def get_root_logger(logger_name='basicsr', log_level=logging.INFO, log_file=None):
+def get_root_logger(logger_name="basicsr", log_level=logging.INFO, log_file=None):
     """Get the root logger.
 
     The logger will be initialized if it has not been initialized. By default a
@@ -166,18 +167,18 @@ def get_root_logger(logger_name='basicsr', log_level=logging.INFO, log_file=None
     if logger_name in initialized_logger:
         return logger
 
-    format_str = '%(asctime)s %(levelname)s: %(message)s'
+    format_str = "%(asctime)s %(levelname)s: %(message)s"
     stream_handler = logging.StreamHandler()
     stream_handler.setFormatter(logging.Formatter(format_str))
     logger.addHandler(stream_handler)
     logger.propagate = False
     rank, _ = get_dist_info()
     if rank != 0:
-        logger.setLevel('ERROR')
+        logger.setLevel("ERROR")
     elif log_file is not None:
         logger.setLevel(log_level)
         # add file handler
-        file_handler = logging.FileHandler(log_file, 'w')
+        file_handler = logging.FileHandler(log_file, "w")
         file_handler.setFormatter(logging.Formatter(format_str))
         file_handler.setLevel(log_level)
         logger.addHandler(file_handler)
@@ -193,7 +194,7 @@ def get_env_info():
     import torch
     from standins import torchvision  # changed: torchvision is not installed
 
-    __version__ = '1.4.2'  # changed: version.py is written by setup.py (not run); VERSION of the commit
+    __version__ = "1.4.2"  # changed: version.py is written by setup.py (not run); VERSION of the commit
     msg = r"""
                 ____                _       _____  ____
                / __ ) ____ _ _____ (_)_____/ ___/ / __ \
@@ -206,8 +207,10 @@ def get_env_info():
   / /_/ // /_/ // /_/ // /_/ /  / /___/ /_/ // /__ / /<    /_/
   \____/ \____/ \____/ \____/  /_____/\____/ \___//_/|_|  (_)
     """
-    msg += ('\nVersion Information: '
-            f'\n\tBasicSR: {__version__}'
-            f'\n\tPyTorch: {torch.__version__}'
-            f'\n\tTorchVision: {torchvision.__version__}')
+    msg += (
+        "\nVersion Information: "
+        f"\n\tBasicSR: {__version__}"
+        f"\n\tPyTorch: {torch.__version__}"
+        f"\n\tTorchVision: {torchvision.__version__}"
+    )
     return msg
