@@ -12,6 +12,7 @@ import lightning as L
 import torch
 from basicsr.archs import build_network
 from basicsr.data import build_dataset
+from basicsr.data.data_sampler import EnlargedSampler
 from basicsr.losses import build_loss
 from basicsr.metrics import calculate_metric
 from basicsr.models import lr_scheduler
@@ -108,10 +109,15 @@ class SRData(L.LightningDataModule):
     def train_dataloader(self):
         dataset_opt = self.opt["datasets"]["train"]
         train_set = build_dataset(dataset_opt)
+        # the program's own sampler (the data set enlarged by dataset_enlarge_ratio); Lightning calls its set_epoch
+        sampler = EnlargedSampler(
+            train_set, self.trainer.world_size, self.trainer.global_rank, dataset_opt.get("dataset_enlarge_ratio", 1)
+        )
         return DataLoader(
             train_set,
             batch_size=dataset_opt["batch_size_per_gpu"],
-            shuffle=True,
+            shuffle=False,
+            sampler=sampler,
             num_workers=dataset_opt["num_worker_per_gpu"],
             drop_last=True,
         )
@@ -144,6 +150,7 @@ def main():
         default_root_dir=opt["path"]["experiments_root"],
         enable_progress_bar=False,
         logger=False,
+        use_distributed_sampler=False,
     )
     trainer.fit(model, datamodule=data)
 
