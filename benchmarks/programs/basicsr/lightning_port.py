@@ -61,6 +61,10 @@ class SRModule(L.LightningModule):
         self.cri_pix = build_loss(self.train_opt["pixel_opt"])
         self.warmup_iter = self.train_opt.get("warmup_iter", -1)
 
+    def setup(self, stage):
+        # BasicSR seeds each rank with seed + rank (set_random_seed in parse_options): the crops differ by rank
+        L.seed_everything(self.opt["manual_seed"] + self.global_rank)
+
     def training_step(self, batch, batch_idx):
         output = self.net_g(batch["lq"])
         l_pix = self.cri_pix(output, batch["gt"])
