@@ -72,8 +72,9 @@ class SRModule(L.LightningModule):
         return l_pix
 
     def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure=None):
-        # linear warm-up (Lightning's documented recipe)
-        if self.trainer.global_step < self.warmup_iter:
+        # linear warm-up (Lightning's documented recipe), over BasicSR's iterations current_iter < warmup_iter
+        # (current_iter counts from 1: the last warm-up step is warmup_iter - 1, then the scheduler's lr)
+        if self.trainer.global_step + 1 < self.warmup_iter:
             lr_scale = float(self.trainer.global_step + 1) / self.warmup_iter
             for pg in optimizer.param_groups:
                 pg["lr"] = lr_scale * self.train_opt["optim_g"]["lr"]
