@@ -79,8 +79,8 @@ class SRModule(L.LightningModule):
             for pg in optimizer.param_groups:
                 pg["lr"] = lr_scale * self.train_opt["optim_g"]["lr"]
         optimizer.step(closure=optimizer_closure)
-
-    def on_train_batch_end(self, outputs, batch, batch_idx):
+        # the EMA right after the step, as SRModel.optimize_parameters: in on_train_batch_end it ran after
+        # ModelCheckpoint's own on_train_batch_end, which saved it one update behind
         if self.ema_decay > 0:
             with torch.no_grad():
                 ema = dict(self.net_g_ema.named_parameters())
