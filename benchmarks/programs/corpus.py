@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.programs.basicsr.standins import write_data as write_basicsr_data
 from benchmarks.programs.fixmatch.standins import write_data as write_fixmatch_data
 from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
@@ -186,6 +187,11 @@ SLIP_TINY += ["--disable-amp", "-j", "0", "--print-freq=1", "--output-dir={out}/
 # fork) joins on the MASTER_PORT given
 PYCLS_TINY = ["--mode", "train", "--cfg", str(Path(__file__).parent / "pycls" / "configs" / "tiny.yaml")]
 PYCLS_TINY += ["OUT_DIR", "{out}/out"]
+
+# BasicSR: train.py -opt with the tiny option file (by its absolute path: each side runs in its own cwd), --launcher
+# pytorch (torchrun's env, init_dist), the experiments folder under the side's {out} by the authors' --force_yml
+BASICSR_TINY = ["-opt", str(Path(__file__).parent / "basicsr" / "options" / "train_MSRResNet_x2_tiny.yml")]
+BASICSR_TINY += ["--launcher", "pytorch", "--force_yml", "path:experiments_root={out}/experiments"]
 
 # vits reads one JSON config (-c): the tiny one, by its absolute path (each side runs in its own cwd); -m names the
 # model directory (logs, G_*.pth and D_*.pth checkpoints), under the side's {out}
@@ -782,6 +788,34 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("output_dir",),
+        ),
+        Program(
+            name="basicsr",
+            folder="basicsr",
+            raw=["train.py", *BASICSR_TINY],
+            port=["lightning_port.py", *BASICSR_TINY],
+            style="super-resolution driven by a YAML option file (--force_yml overrides); torchrun, "
+            "init_dist('pytorch'); "
+            "set_random_seed(seed + rank) (random, numpy, torch) before the data and the model are built; its own "
+            "EnlargedSampler (the data set enlarged by a ratio, a torch.randperm seeded by the epoch alone, set_epoch "
+            "each epoch); a CPUPrefetcher around the DataLoader (an iterator made at construction and again by reset() "
+            "every epoch, a while loop on next()); training counted in iterations (total_iter) across epochs, the "
+            "last epoch's first batch drawn then dropped; random crops and flips drawn from Python's random in the "
+            "data set; CosineAnnealingRestartLR stepped before every iteration from the second by "
+            "update_learning_rate, "
+            "with a linear warm-up set by hand over the first warmup_iter - 1 iterations; Adam; an EMA of net_g "
+            "(built by a second build_network, then copied) updated after every step; reduce_loss_dict (a dist.reduce "
+            "of the losses every step); validation of the EMA (PSNR) on rank 0 every val_freq iterations and at the "
+            "end; net_g/net_g_ema and training_states (optimizer, scheduler) saved by rank 0 every "
+            "save_checkpoint_freq iterations",
+            source="XPixelGroup/BasicSR basicsr/train.py and basicsr/{data,models,archs,losses,metrics,utils}/ (what "
+            "SRModel, MSRResNet and PairedImageDataset import; Apache-2.0, 8d56e3a); OpenCV, torchvision, scipy, "
+            "basicsr.ops and DIV2K/Set5 stood in for (standins.py: 8 + 2 synthetic RGB pairs 24 x 24 / 12 x 12 drawn "
+            "from a fixed seed), an MSRResNet x2 of 8 features and 2 blocks",
+            prepare=lambda work: write_basicsr_data(str(work / "data")),
+            recording="hooks",
+            suite=False,
+            ignore_config=("experiments_root",),
         ),
     ]
 }
