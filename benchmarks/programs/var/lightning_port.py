@@ -1,0 +1,221 @@
+"""VAR's train.py ported to Lightning (not the authors' code): the same arguments (the authors' `Args`), the model,
+data, sampler, optimizer, lr/wd schedule and progressive training from the copied files; Lightning's DDP on 2 CPU
+processes, its own launcher."""
+
+import os
+import sys
+from functools import partial
+
+import lightning as L
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from models import build_vae_var  # noqa: E402
+from utils.arg_util import Args  # noqa: E402
+from utils.data import build_dataset  # noqa: E402
+from utils.data_sampler import DistInfiniteBatchSampler, EvalDistributedSampler  # noqa: E402
+from utils.lr_control import filter_params, lr_wd_annealing  # noqa: E402
+from utils.misc import _change_builtin_print  # noqa: E402
+
+DEVICES = 2
+
+
+def get_args() -> Args:
+    """train.py's init_dist_and_get_args, without its process group (Lightning makes it): the derived values for 2
+    processes."""
+    args = Args(explicit_bool=True).parse_args(known_only=True)
+    args.device = "cpu"
+    args.patch_nums = tuple(map(int, args.pn.replace("-", "_").split("_")))
+    args.resos = tuple(pn * args.patch_size for pn in args.patch_nums)
+    args.data_load_reso = max(args.resos)
+    args.batch_size = round(args.bs / args.ac / DEVICES)
+    args.bs = args.glb_batch_size = args.batch_size * DEVICES
+    args.workers = min(max(0, args.workers), args.batch_size)
+    args.tlr = args.ac * args.tblr * args.glb_batch_size / 256
+    args.twde = args.twde or args.twd
+    if args.wp == 0:
+        args.wp = args.ep * 1 / 50
+    if args.pgwp == 0:
+        args.pgwp = args.ep * 1 / 300
+    if args.pg > 0:
+        args.sche = f"lin{args.pg:g}"
+    return args
+
+
+class VARModule(L.LightningModule):
+    def __init__(self, args: Args, num_classes: int, iters_train: int):
+        super().__init__()
+        self.args = args
+        self.iters_train = iters_train
+        self.vae, self.var = build_vae_var(
+            V=64,
+            Cvae=8,
+            ch=32,
+            share_quant_resi=4,
+            device="cpu",
+            patch_nums=args.patch_nums,
+            num_classes=num_classes,
+            depth=args.depth,
+            shared_aln=args.saln,
+            attn_l2_norm=args.anorm,
+            flash_if_available=args.fuse,
+            fused_if_available=args.fuse,
+            init_adaln=args.aln,
+            init_adaln_gamma=args.alng,
+            init_head=args.hd,
+            init_std=args.ini,
+        )
+        self.vae.load_state_dict(torch.load("vae_ch32v64z8.pth", map_location="cpu"), strict=True)
+        self.train_loss = nn.CrossEntropyLoss(label_smoothing=args.ls, reduction="none")
+        self.val_loss = nn.CrossEntropyLoss(label_smoothing=0.0, reduction="mean")
+        self.L = sum(pn * pn for pn in args.patch_nums)
+        self.last_l = args.patch_nums[-1] ** 2
+        self.register_buffer("loss_weight", torch.ones(1, self.L) / self.L, persistent=False)
+        self.begin_ends = []
+        cur = 0
+        for pn in args.patch_nums:
+            self.begin_ends.append((cur, cur + pn * pn))
+            cur += pn * pn
+        self.prog_it, self.last_prog_si, self.first_prog = 0, -1, True
+
+    def configure_optimizers(self):
+        names, paras, para_groups = filter_params(
+            self.var,
+            nowd_keys={
+                "cls_token", "start_token", "task_token", "cfg_uncond",
+                "pos_embed", "pos_1LC", "pos_start", "start_pos", "lvl_embed",
+                "gamma", "beta", "ada_gss", "moe_bias", "scale_mul",
+            },
+        )  # fmt: skip
+        opt = partial(torch.optim.AdamW, betas=(0.9, 0.95), fused=self.args.afuse)
+        return opt(params=para_groups, lr=self.args.tlr, weight_decay=0)
+
+    def prog_stage(self, g_it: int) -> int:
+        args, iters_train = self.args, self.iters_train
+        wp_it, max_it = args.wp * iters_train, args.ep * iters_train
+        if args.pg:
+            if g_it <= wp_it:
+                return args.pg0
+            if g_it >= max_it * args.pg:
+                return len(args.patch_nums) - 1
+            delta = len(args.patch_nums) - 1 - args.pg0
+            progress = min(max((g_it - wp_it) / (max_it * args.pg - wp_it), 0), 1)
+            return args.pg0 + round(progress * delta)
+        return -1
+
+    def on_train_batch_start(self, batch, batch_idx):
+        args = self.args
+        g_it = self.global_step
+        lr_wd_annealing(
+            args.sche, self.trainer.optimizers[0], args.tlr, args.twd, args.twde, g_it,
+            args.wp * self.iters_train, args.ep * self.iters_train, wp0=args.wp0, wpe=args.wpe,
+        )  # fmt: skip
+
+    def training_step(self, batch, batch_idx):
+        inp_B3HW, label_B = batch
+        prog_si = self.prog_stage(self.global_step)
+        self.var.prog_si = self.vae.quantize.prog_si = prog_si
+        if self.last_prog_si != prog_si:
+            if self.last_prog_si != -1:
+                self.first_prog = False
+            self.last_prog_si = prog_si
+            self.prog_it = 0
+        self.prog_it += 1
+        prog_wp = max(min(self.prog_it / (self.args.pgwp * self.iters_train), 1), 0.01)
+        if self.first_prog:
+            prog_wp = 1
+        if prog_si == len(self.args.patch_nums) - 1:
+            prog_si = -1
+
+        B, V = label_B.shape[0], self.vae.vocab_size
+        with torch.no_grad():
+            gt_idx_Bl = self.vae.img_to_idxBl(inp_B3HW)
+            gt_BL = torch.cat(gt_idx_Bl, dim=1)
+            x_BLCv_wo_first_l = self.vae.quantize.idxBl_to_var_input(gt_idx_Bl)
+        logits_BLV = self.var(label_B, x_BLCv_wo_first_l)
+        loss = self.train_loss(logits_BLV.view(-1, V), gt_BL.view(-1)).view(B, -1)
+        if prog_si >= 0:
+            bg, ed = self.begin_ends[prog_si]
+            lw = self.loss_weight[:, :ed].clone()
+            lw[:, bg:ed] *= min(max(prog_wp, 0), 1)
+        else:
+            lw = self.loss_weight
+        loss = loss.mul(lw).sum(dim=-1).mean()
+        self.var.prog_si = self.vae.quantize.prog_si = -1
+        self.log("Lm", self.val_loss(logits_BLV.data.view(-1, V), gt_BL.view(-1)), prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        inp_B3HW, label_B = batch
+        V = self.vae.vocab_size
+        gt_idx_Bl = self.vae.img_to_idxBl(inp_B3HW)
+        gt_BL = torch.cat(gt_idx_Bl, dim=1)
+        x_BLCv_wo_first_l = self.vae.quantize.idxBl_to_var_input(gt_idx_Bl)
+        logits_BLV = self.var(label_B, x_BLCv_wo_first_l)
+        L_mean = self.val_loss(logits_BLV.data.view(-1, V), gt_BL.view(-1))
+        L_tail = self.val_loss(logits_BLV.data[:, -self.last_l :].reshape(-1, V), gt_BL[:, -self.last_l :].reshape(-1))
+        acc_mean = (logits_BLV.data.argmax(dim=-1) == gt_BL).float().mean() * 100
+        self.log_dict({"vL_mean": L_mean, "vL_tail": L_tail, "vacc_mean": acc_mean}, sync_dist=True)
+
+    def train_dataloader(self):
+        args, rank, world = self.args, self.global_rank, self.trainer.world_size
+        return DataLoader(
+            dataset=self.dataset_train,
+            num_workers=args.workers,
+            pin_memory=True,
+            generator=args.get_different_generator_for_each_rank(),
+            batch_sampler=DistInfiniteBatchSampler(
+                dataset_len=len(self.dataset_train),
+                glb_batch_size=args.glb_batch_size,
+                same_seed_for_all_ranks=args.same_seed_for_all_ranks,
+                shuffle=True,
+                fill_last=True,
+                rank=rank,
+                world_size=world,
+                start_ep=0,
+                start_it=0,
+            ),
+        )
+
+    def val_dataloader(self):
+        args, rank, world = self.args, self.global_rank, self.trainer.world_size
+        return DataLoader(
+            self.dataset_val,
+            num_workers=0,
+            pin_memory=True,
+            batch_size=round(args.batch_size * 1.5),
+            sampler=EvalDistributedSampler(self.dataset_val, num_replicas=world, rank=rank),
+            shuffle=False,
+            drop_last=False,
+        )
+
+
+def main():
+    args = get_args()
+    _change_builtin_print(int(os.environ.get("LOCAL_RANK", 0)) == 0)  # the authors' print(..., force=, clean=)
+    L.seed_everything(args.seed)
+    num_classes, dataset_train, dataset_val = build_dataset(
+        args.data_path, final_reso=args.data_load_reso, hflip=args.hflip, mid_reso=args.mid_reso
+    )
+    iters_train = (len(dataset_train) + args.glb_batch_size - 1) // args.glb_batch_size
+    model = VARModule(args, num_classes, iters_train)
+    model.dataset_train, model.dataset_val = dataset_train, dataset_val
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=DEVICES,
+        max_epochs=args.ep,
+        gradient_clip_val=args.tclip,
+        use_distributed_sampler=False,  # DistInfiniteBatchSampler shards by rank itself
+        default_root_dir=args.local_out_dir_path,
+        logger=False,
+        enable_progress_bar=False,
+    )
+    trainer.fit(model)
+
+
+if __name__ == "__main__":
+    main()
