@@ -196,7 +196,8 @@ class VARModule(L.LightningModule):
 def main():
     args = get_args()
     _change_builtin_print(int(os.environ.get("LOCAL_RANK", 0)) == 0)  # the authors' print(..., force=, clean=)
-    L.seed_everything(args.seed)
+    # train.py's seed_everything: seed * world_size + rank on each rank (random, numpy, torch)
+    L.seed_everything(args.seed * DEVICES + int(os.environ.get("LOCAL_RANK", 0)))
     num_classes, dataset_train, dataset_val = build_dataset(
         args.data_path, final_reso=args.data_load_reso, hflip=args.hflip, mid_reso=args.mid_reso
     )
