@@ -50,6 +50,23 @@ class VARModule(L.LightningModule):
         super().__init__()
         self.args = args
         self.iters_train = iters_train
+        self.num_classes = num_classes
+        self.train_loss = nn.CrossEntropyLoss(label_smoothing=args.ls, reduction="none")
+        self.val_loss = nn.CrossEntropyLoss(label_smoothing=0.0, reduction="mean")
+        self.L = sum(pn * pn for pn in args.patch_nums)
+        self.last_l = args.patch_nums[-1] ** 2
+        self.register_buffer("loss_weight", torch.ones(1, self.L) / self.L, persistent=False)
+        self.begin_ends = []
+        cur = 0
+        for pn in args.patch_nums:
+            self.begin_ends.append((cur, cur + pn * pn))
+            cur += pn * pn
+        self.prog_it, self.last_prog_si, self.first_prog = 0, -1, True
+
+    def configure_model(self):
+        # built after Lightning's DDP setup re-seeds each rank, as train.py builds it after its seed (the draws of
+        # the initial weights then shift the crops and drops that follow alike)
+        args, num_classes = self.args, self.num_classes
         self.vae, self.var = build_vae_var(
             V=64,
             Cvae=8,
@@ -69,17 +86,6 @@ class VARModule(L.LightningModule):
             init_std=args.ini,
         )
         self.vae.load_state_dict(torch.load("vae_ch32v64z8.pth", map_location="cpu"), strict=True)
-        self.train_loss = nn.CrossEntropyLoss(label_smoothing=args.ls, reduction="none")
-        self.val_loss = nn.CrossEntropyLoss(label_smoothing=0.0, reduction="mean")
-        self.L = sum(pn * pn for pn in args.patch_nums)
-        self.last_l = args.patch_nums[-1] ** 2
-        self.register_buffer("loss_weight", torch.ones(1, self.L) / self.L, persistent=False)
-        self.begin_ends = []
-        cur = 0
-        for pn in args.patch_nums:
-            self.begin_ends.append((cur, cur + pn * pn))
-            cur += pn * pn
-        self.prog_it, self.last_prog_si, self.first_prog = 0, -1, True
 
     def configure_optimizers(self):
         names, paras, para_groups = filter_params(
