@@ -154,21 +154,9 @@ class VARModule(L.LightningModule):
         self.log("Lm", self.val_loss(logits_BLV.data.view(-1, V), gt_BL.view(-1)), prog_bar=True)
         return loss
 
-    def validation_step(self, batch, batch_idx):
-        inp_B3HW, label_B = batch
-        V = self.vae.vocab_size
-        gt_idx_Bl = self.vae.img_to_idxBl(inp_B3HW)
-        gt_BL = torch.cat(gt_idx_Bl, dim=1)
-        x_BLCv_wo_first_l = self.vae.quantize.idxBl_to_var_input(gt_idx_Bl)
-        logits_BLV = self.var(label_B, x_BLCv_wo_first_l)
-        L_mean = self.val_loss(logits_BLV.data.view(-1, V), gt_BL.view(-1))
-        L_tail = self.val_loss(logits_BLV.data[:, -self.last_l :].reshape(-1, V), gt_BL[:, -self.last_l :].reshape(-1))
-        acc_mean = (logits_BLV.data.argmax(dim=-1) == gt_BL).float().mean() * 100
-        self.log_dict({"vL_mean": L_mean, "vL_tail": L_tail, "vacc_mean": acc_mean}, sync_dist=True)
-
     def train_dataloader(self):
         args, rank, world = self.args, self.global_rank, self.trainer.world_size
-        return DataLoader(
+        loader = DataLoader(
             dataset=self.dataset_train,
             num_workers=args.workers,
             pin_memory=True,
@@ -185,8 +173,9 @@ class VARModule(L.LightningModule):
                 start_it=0,
             ),
         )
+        return OneIterator(loader)
 
-    def val_dataloader(self):
+    def build_val_loader(self):
         args, rank, world = self.args, self.global_rank, self.trainer.world_size
         return DataLoader(
             self.dataset_val,
@@ -197,6 +186,65 @@ class VARModule(L.LightningModule):
             shuffle=False,
             drop_last=False,
         )
+
+    def on_train_epoch_end(self):
+        # train.py evaluates (VARTrainer.eval_ep, every rank, the stats all_reduced) every 10th and the last epoch
+        ep = self.current_epoch
+        if not ((ep + 1) % 10 == 0 or (ep + 1) == self.args.ep):
+            return
+        if not hasattr(self, "ld_val"):
+            self.ld_val = self.build_val_loader()
+        stats = self.eval_ep(self.ld_val)
+        if self.global_rank == 0:
+            print(f" [*] [ep{ep}]  (val {stats[-1]})  vL_mean: {stats[0]:.4f}, vL_tail: {stats[1]:.4f}", flush=True)
+
+    @torch.no_grad()
+    def eval_ep(self, ld_val):
+        tot = 0
+        L_mean, L_tail, acc_mean, acc_tail = 0, 0, 0, 0
+        training = self.var.training
+        self.var.eval()
+        for inp_B3HW, label_B in ld_val:
+            B, V = label_B.shape[0], self.vae.vocab_size
+            gt_idx_Bl = self.vae.img_to_idxBl(inp_B3HW)
+            gt_BL = torch.cat(gt_idx_Bl, dim=1)
+            x_BLCv_wo_first_l = self.vae.quantize.idxBl_to_var_input(gt_idx_Bl)
+            logits_BLV = self.var(label_B, x_BLCv_wo_first_l)
+            L_mean += self.val_loss(logits_BLV.data.view(-1, V), gt_BL.view(-1)) * B
+            L_tail += (
+                self.val_loss(logits_BLV.data[:, -self.last_l :].reshape(-1, V), gt_BL[:, -self.last_l :].reshape(-1))
+                * B
+            )
+            acc_mean += (logits_BLV.data.argmax(dim=-1) == gt_BL).sum() * (100 / gt_BL.shape[1])
+            acc_tail += (logits_BLV.data[:, -self.last_l :].argmax(dim=-1) == gt_BL[:, -self.last_l :]).sum() * (
+                100 / self.last_l
+            )
+            tot += B
+        self.var.train(training)
+        stats = L_mean.new_tensor([L_mean.item(), L_tail.item(), acc_mean.item(), acc_tail.item(), tot])
+        torch.distributed.all_reduce(stats)
+        tot = round(stats[-1].item())
+        stats /= tot
+        return (*stats.tolist()[:4], tot)
+
+
+class OneIterator:
+    """train.py iterates its infinite batch sampler through ONE iterator (iter(ld_train), made once) across its
+    epochs, taking len(ld_train) batches an epoch; Lightning makes a new iterator of its train loader every epoch,
+    which restarts DistInfiniteBatchSampler.__iter__ on the old order. Each epoch here takes the next len(loader)
+    batches of one iterator."""
+
+    def __init__(self, loader):
+        self.loader, self.it = loader, None
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        if self.it is None:
+            self.it = iter(self.loader)
+        for _ in range(len(self.loader)):
+            yield next(self.it)
 
 
 def main():
