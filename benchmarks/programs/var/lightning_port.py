@@ -3,6 +3,7 @@ data, sampler, optimizer, lr/wd schedule and progressive training from the copie
 processes, its own launcher."""
 
 import os
+import shutil
 import sys
 from functools import partial
 
@@ -62,6 +63,7 @@ class VARModule(L.LightningModule):
             self.begin_ends.append((cur, cur + pn * pn))
             cur += pn * pn
         self.prog_it, self.last_prog_si, self.first_prog = 0, -1, True
+        self.best_val_loss_tail = 999
 
     def configure_model(self):
         # built after Lightning's DDP setup re-seeds each rank, as train.py builds it after its seed (the draws of
@@ -195,8 +197,30 @@ class VARModule(L.LightningModule):
         if not hasattr(self, "ld_val"):
             self.ld_val = self.build_val_loader()
         stats = self.eval_ep(self.ld_val)
+        best_updated = self.best_val_loss_tail > stats[1]
+        self.best_val_loss_tail = min(self.best_val_loss_tail, stats[1])
         if self.global_rank == 0:
             print(f" [*] [ep{ep}]  (val {stats[-1]})  vL_mean: {stats[0]:.4f}, vL_tail: {stats[1]:.4f}", flush=True)
+        if self.local_rank == 0:  # train.py's ar-ckpt-last.pth (and -best), VARTrainer.state_dict's layout
+            local_out_ckpt = os.path.join(self.args.local_out_dir_path, "ar-ckpt-last.pth")
+            trainer_state = {
+                "config": {
+                    "patch_nums": self.args.patch_nums,
+                    "resos": self.args.resos,
+                    "label_smooth": self.args.ls,
+                    "prog_it": self.prog_it,
+                    "last_prog_si": self.last_prog_si,
+                    "first_prog": self.first_prog,
+                },
+                "var_wo_ddp": self.var.state_dict(),
+                "vae_local": self.vae.state_dict(),
+                "var_opt": {"optimizer": self.trainer.optimizers[0].state_dict()},
+            }
+            ckpt = {"epoch": ep + 1, "iter": 0, "trainer": trainer_state, "args": self.args.state_dict()}
+            torch.save(ckpt, local_out_ckpt)
+            if best_updated:
+                shutil.copy(local_out_ckpt, os.path.join(self.args.local_out_dir_path, "ar-ckpt-best.pth"))
+        torch.distributed.barrier()
 
     @torch.no_grad()
     def eval_ep(self, ld_val):
@@ -266,6 +290,7 @@ def main():
         gradient_clip_val=args.tclip,
         use_distributed_sampler=False,  # DistInfiniteBatchSampler shards by rank itself
         default_root_dir=args.local_out_dir_path,
+        enable_checkpointing=False,  # train.py's own checkpoint, saved in on_train_epoch_end
         logger=False,
         enable_progress_bar=False,
     )
