@@ -273,6 +273,7 @@ class OneIterator:
 
 def main():
     args = get_args()
+    os.makedirs(args.local_out_dir_path, exist_ok=True)  # as init_dist_and_get_args
     _change_builtin_print(int(os.environ.get("LOCAL_RANK", 0)) == 0)  # the authors' print(..., force=, clean=)
     # train.py's seed_everything: seed * world_size + rank on each rank (random, numpy, torch)
     L.seed_everything(args.seed * DEVICES + int(os.environ.get("LOCAL_RANK", 0)))
