@@ -17,6 +17,7 @@ from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
+from benchmarks.programs.var.standins import write_data as write_var_data
 from benchmarks.programs.vitft.standins import write_data as write_vitft_data
 from benchmarks.programs.vits.standins import write_wavs as write_vits_wavs
 from benchmarks.programs.vqvae2.standins import write_data as write_vqvae2_data
@@ -212,6 +213,14 @@ VQVAE2_TINY = ["--n_gpu=2", "--size=16", "--epoch=2", "--sched=cycle", "--dist_u
 VITFT_TINY = ["--name=tiny", "--model_type=ViT-tiny", "--pretrained_dir=", "--output_dir={out}/output", "--img_size=32"]
 VITFT_TINY += ["--train_batch_size=8", "--gradient_accumulation_steps=2", "--eval_batch_size=8", "--eval_every=2"]
 VITFT_TINY += ["--num_steps=5", "--warmup_steps=2", "--learning_rate=0.03"]
+
+# VAR: train.py from torchrun's environment (its dist.py, gloo); 20 + 8 synthetic 64 x 64 images in 2 class folders
+# and a random-init tiny VQ-VAE (V=64, Cvae=8, ch=32) written by prepare; a VAR of depth 2 over patch_nums 1,2,3,4; a
+# global batch of 8 (4 a rank), 3 iterations an epoch (the last filled), 2 epochs; warmup of half an epoch, progressive
+# training from stage 1 over 80% of it, label smoothing 0.1, fp32; the program's own --seed (unseeded without it)
+VAR_TINY = ["--data_path=data", "--local_out_dir_path={out}/local_output", "--depth=2", "--pn=1_2_3_4", "--bs=8"]
+VAR_TINY += ["--ep=2", "--wp=0.5", "--tblr=0.1", "--ls=0.1", "--pg=0.8", "--pg0=1", "--pgwp=0.5", "--seed=1"]
+VAR_TINY += ["--workers=0", "--fp16=0"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -816,6 +825,33 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("experiments_root",),
+        ),
+        Program(
+            name="var",
+            folder="var",
+            raw=["train.py", *VAR_TINY],
+            port=["lightning_port.py", *VAR_TINY],
+            style="its own dist.py (init from torchrun's environment) and print override; a per-rank seed (seed * "
+            "world_size + rank) for random, numpy and torch; an infinite DistInfiniteBatchSampler (its own shard by "
+            "rank, a randperm seeded with the epoch, the last batch filled) iterated by ONE iterator across epochs, "
+            "no DistributedSampler; random crops from torch's global generator; a frozen VQ-VAE (loaded from a "
+            "checkpoint, requires_grad False) tokenizing each batch into multi-scale indices; a VAR transformer whose"
+            " forward draws a class-dropout mask and drop-path from the global generator; lr and weight decay set by "
+            "hand every iteration (lr_wd_annealing: warmup then a linear schedule, wd by cosine, per-group "
+            "lr_sc/wd_sc); AdamW (fused) over two groups (no wd on 1-d, bias and named embeddings) inside an "
+            "AmpOptimizer (fp32 here, grad clipping by clip_grad_norm_ over its parameter list, "
+            "zero_grad(set_to_none)); progressive training (the last scale grows from pg0, its loss weight ramped "
+            "over pgwp); label smoothing; DDP with find_unused_parameters=False, broadcast_buffers=False; evaluation "
+            "on a val loader on every rank (an all_reduce) at the last epoch, and ar-ckpt-last.pth on the local "
+            "master; auto-resume",
+            source="FoundationVision/VAR train.py, trainer.py, dist.py, utils/{arg_util,data,data_sampler,lr_control,"
+            "amp_sc,misc}.py, models/ (MIT, 78b9539); typed-argument-parser, pytz, tensorboard, huggingface_hub, "
+            "torchvision and ImageNet stood in for (standins.py: 20 + 8 images of 64 x 64 from a fixed seed), the "
+            "VQ-VAE checkpoint a random-init one written by prepare, a VAR of depth 2",
+            prepare=lambda work: write_var_data(str(work)),
+            recording="hooks",
+            suite=False,
+            ignore_config=("local_out_dir_path",),
         ),
     ]
 }
