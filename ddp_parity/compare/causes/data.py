@@ -579,9 +579,10 @@ def _epoch_start_clause(ctx: Context, side: str, first: dict) -> str:
 
 
 def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
-    """The records of the first differing step carry other epochs: each side's sampler was set to its own
-    epoch (set_epoch), side by side, with the set_epoch calls the hooks saw and the step the other side
-    consumed the same samples at, where one did."""
+    """The records of the first differing step carry other epochs and the samplers' epochs were not recorded alike
+    (check_samples reaches here only then): each side's sampler set to its own epoch (set_epoch), side by side, with
+    the set_epoch calls the hooks saw and the step the other side consumed the same samples at, where one did. Where
+    neither side recorded a sampler epoch, the records' epochs are said as the loops' and both readings named."""
     step, rank = f["step"], f["rank"]
     epochs = {"a": f["epoch"], "b": f["epoch_b"]}
     side = "a" if epochs["a"] > epochs["b"] else "b"
