@@ -30,6 +30,7 @@ from ddp_parity.compare.causes.samples import (
     other,
     other_loaders_apart,
     pass_epochs,
+    pass_epochs_agree,
     restarted_early,
     sampler_args_apart,
     sampler_differences,
@@ -38,6 +39,8 @@ from ddp_parity.compare.causes.samples import (
     samplers_recorded,
     set_epoch_calls,
     skipped_batch,
+    step_across_passes,
+    step_ends_pass,
     unshuffled_side,
 )
 from ddp_parity.compare.causes.seed_records import seeds_beside
@@ -245,7 +248,11 @@ def check_samples(ctx: Context) -> Finding | None:
     restarted = restarted_early(ctx, rank, step)
     if restarted is not None:  # before the epochs: a pass cut short parts the epochs and the place in the pass
         return _restarted_early(ctx, f, evidence, restarted)
-    if "epoch_b" in f and isinstance(epoch, int) and isinstance(f["epoch_b"], int):
+    counts = micro_batch_counts(ctx, rank, step)
+    if counts is not None and counts["a"] != counts["b"]:  # before the epochs: a step that ends in another epoch
+        return _accumulation_apart(ctx, f, evidence, counts)  # records the loop's epoch apart, not the sampler's
+    loop_epochs_apart = "epoch_b" in f and isinstance(epoch, int) and isinstance(f["epoch_b"], int)
+    if loop_epochs_apart and pass_epochs_agree(ctx, rank, step) is None:
         return _epochs_apart(ctx, f, evidence)
     skipped = skipped_batch(ctx, rank, step)
     if skipped is not None:
@@ -283,25 +290,7 @@ def check_samples(ctx: Context) -> Finding | None:
     drawn_apart = sampler_epochs_apart(ctx, rank, step)
     if drawn_apart is not None:
         return _pass_epoch_apart(ctx, step, rank, evidence, drawn_apart)
-    facts = (
-        f"The first difference is in the data: at step {step} (epoch {epoch}) rank {rank} consumed other samples "
-        f"on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
-    )
-    if _weights_differ_without_gradients(ctx, rank, step):
-        init = init_apart(ctx, rank)
-        evidence["initial_weights_differ" if init is not False else "moved_without_gradients"] = True
-        facts += (
-            f" The parameters differ too after step {step}, the first, though every gradient of it is zero on both "
-            f"sides at the same lr: no sample moved them, so {WITHOUT_GRADIENTS[init]}."
-        )
-    counts = micro_batch_counts(ctx, rank, step)
-    if counts is not None and counts["a"] != counts["b"]:
-        evidence["micro_batches"] = ctx.both(counts["a"], counts["b"])
-        facts += (
-            f" At step {step} {ctx.names[0]} stepped its optimizer after {counts['a']} micro-batch(es) and "
-            f"{ctx.names[1]} after {counts['b']} (the recorded micro_batches): the accumulation boundaries differ."
-        ) + seeds_beside(ctx)
-        return finding(ctx, DATA_ACCUMULATION, step, rank, evidence, facts)
+    facts = _samples_apart_said(ctx, f, evidence)
     ahead = _samples_ahead(ctx, rank, step, epoch)
     if ahead is not None:
         evidence["relation"] = ahead.to_json()
@@ -377,13 +366,132 @@ def check_samples(ctx: Context) -> Finding | None:
     text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
     # advice never asks to make equal what both sides recorded equal
     classes = _sampler_classes(ctx)
-    if samplers_identical(ctx):
-        fix = DATA_ORDER_FIX["same"]
+    if samplers_identical(ctx):  # the set_epoch value too, unless the passes' sampler epochs were recorded alike
+        fix = DATA_ORDER_FIX["same_epochs" if "pass_epochs" in evidence else "same"]
     elif classes:  # other kinds of sampler: a DistributedSampler is no fix for a loop that samples otherwise
         fix = DATA_ORDER_FIX["kinds"].format(a=ctx.names[0], b=ctx.names[1], class_a=classes[0], class_b=classes[1])
     else:
         fix = DATA_ORDER_FIX["differ"]
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text, fix=fix)
+
+
+def _samples_apart_said(ctx: Context, f: dict, evidence: dict) -> str:
+    """The opening facts of a finding of other samples at the first differing step: the samples side by side, the
+    loops' epochs where they differ while the samplers' agree, and weights apart that no gradient moved."""
+    step, rank, epoch = f["step"], f["rank"], f.get("epoch")
+    apart = isinstance(epoch, int) and isinstance(f.get("epoch_b"), int) and f["epoch_b"] != epoch
+    facts = (
+        f"The first difference is in the data: at step {step}{'' if apart else f' (epoch {epoch})'} rank {rank} "
+        f"consumed other samples on {ctx.names[0]} than on {ctx.names[1]} ({fmt(f['a'])} vs {fmt(f['b'])})."
+    )
+    if apart:
+        facts += _loop_epochs_said(ctx, f, evidence)
+    if _weights_differ_without_gradients(ctx, rank, step):
+        init = init_apart(ctx, rank)
+        evidence["initial_weights_differ" if init is not False else "moved_without_gradients"] = True
+        facts += (
+            f" The parameters differ too after step {step}, the first, though every gradient of it is zero on both "
+            f"sides at the same lr: no sample moved them, so {WITHOUT_GRADIENTS[init]}."
+        )
+    return facts
+
+
+def _loop_epochs_said(ctx: Context, f: dict, evidence: dict) -> str:
+    """The records' epochs apart at the step, said as each loop's own count; beside them the sampler epoch each
+    side's pass drew its order at, where the hooks recorded it, and the set_epoch calls: a sampler-epoch difference
+    is read from those, never from the loop's `epoch` field alone."""
+    step, rank = f["step"], f["rank"]
+    evidence["epochs"] = ctx.both(f.get("epoch"), f["epoch_b"])
+    facts = (
+        f" {ctx.names[0]} records step {step} in epoch {f.get('epoch')} and {ctx.names[1]} in epoch {f['epoch_b']} "
+        "(each loop's own epoch count)"
+    )
+    sampler_epoch = pass_epochs_agree(ctx, rank, step)
+    if sampler_epoch is None:
+        drawn = {s: pass_epochs(ctx, s, rank, step) for s in ("a", "b")}
+        if None in drawn.values():
+            return facts + "; the samplers' own epochs were not recorded on both sides."
+        last = {s: d[0][-1] for s, d in drawn.items()}
+        evidence["pass_epochs_apart"] = ctx.both(last["a"], last["b"])
+        return facts + (
+            f", and the last pass each side began by step {step} drew its order with its sampler at epoch "
+            f"{last['a']} on {ctx.names[0]} and {last['b']} on {ctx.names[1]} (the hooks' DataLoader iterators)."
+        )
+    evidence["pass_epochs"] = ctx.both(sampler_epoch, sampler_epoch)
+    facts += (
+        f", while the pass each side trained step {step} from drew its order with its sampler at epoch "
+        f"{sampler_epoch} on both sides (the hooks' DataLoader iterators): the samplers' epochs are not apart."
+    )
+    return facts + _set_epoch_said(ctx, rank, step, evidence, even_none=True)
+
+
+def _accumulation_apart(ctx: Context, f: dict, evidence: dict, counts: dict) -> Finding:
+    """A step accumulated another number of micro-batches on each side: the boundaries differ. Where one side's step
+    took the last batch of a pass and the first of the next (an epoch's left-over carried over) and the other's ended
+    with the pass (a step at the epoch's last batch), said so from the hooks' iterators, with both ways to match."""
+    step, rank = f["step"], f["rank"]
+    facts = _samples_apart_said(ctx, f, evidence)
+    evidence["micro_batches"] = ctx.both(counts["a"], counts["b"])
+    facts += (
+        f" At step {step} {ctx.names[0]} stepped its optimizer after {counts['a']} micro-batch(es) and "
+        f"{ctx.names[1]} after {counts['b']} (the recorded micro_batches): the accumulation boundaries differ."
+    )
+    found = _epoch_end_apart(ctx, rank, step)
+    if found is None:
+        return finding(ctx, DATA_ACCUMULATION, step, rank, evidence, facts + seeds_beside(ctx), **ACCUMULATION["count"])
+    carried, ends, across, ended = found
+    evidence["epoch_end"] = {
+        "carried_over": {"side": ctx.label(carried), **across},
+        "stepped_at_end": {"side": ctx.label(ends), **ended},
+    }
+    facts += (
+        f" {ctx.label(carried)}'s step {step} took the last batch of its pass over {across['dataset']} made before "
+        f"step {across['made']} (all {across['batches']} of its batches given) and the first of its next pass, made "
+        f"before step {step}; {ctx.label(ends)}'s step {step} ended with the last of the {ended['batches']} batches "
+        f"of its pass made before step {ended['made']}, its next pass made "
+        f"{'before step ' + str(ended['next_made']) if ended['next_made'] is not None else 'never'} (the hooks' "
+        "DataLoader iterators)."
+    )
+    prefix = _prefix_of(ctx, rank, step, ends, carried)
+    if prefix is not None:
+        evidence["prefix_of"] = {"side": ctx.label(ends), "of": ctx.label(carried), "samples": prefix}
+        facts += (
+            f" {ctx.label(ends)}'s {prefix[0]} samples at step {step} are the first {prefix[0]} of "
+            f"{ctx.label(carried)}'s {prefix[1]}."
+        )
+    loop_epochs = evidence.get("epochs") or {}
+    later = loop_epochs.get(ctx.label(carried), -1) > loop_epochs.get(ctx.label(ends), -1)
+    if "pass_epochs" in evidence and later:  # the loops' epochs apart, the samplers' alike (said above)
+        facts += (
+            f" The epochs apart are the loops' counts ({ctx.label(carried)} records the step in the epoch where it "
+            "ends): calling set_epoch alike changes no boundary."
+        )
+    sides = {"carried": ctx.label(carried), "ends": ctx.label(ends)}
+    words = {k: v.format(**sides) for k, v in ACCUMULATION["epoch_end"].items()}
+    return finding(ctx, DATA_ACCUMULATION, step, rank, evidence, facts + seeds_beside(ctx), **words)
+
+
+def _epoch_end_apart(ctx: Context, rank, step) -> tuple[str, str, dict, dict] | None:
+    """(the side whose step took batches of two passes, the side whose step ended with its pass, what each did) where
+    the hooks' iterators show both at `step`; None otherwise."""
+    for carried in ("a", "b"):
+        across = step_across_passes(ctx, carried, rank, step)
+        ended = step_ends_pass(ctx, other(carried), rank, step) if across is not None else None
+        if ended is not None:
+            return carried, other(carried), across, ended
+    return None
+
+
+def _prefix_of(ctx: Context, rank, step, short_side: str, long_side: str) -> tuple[int, int] | None:
+    """(its count, theirs) where `short_side`'s indices at `step` are the first of `long_side`'s (the same samples,
+    fewer of them); None otherwise."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is None:
+        return None
+    mine, theirs = (pair[0 if s == "a" else 1].get("indices") for s in (short_side, long_side))
+    if not isinstance(mine, list) or not isinstance(theirs, list) or not mine or len(mine) >= len(theirs):
+        return None
+    return (len(mine), len(theirs)) if theirs[: len(mine)] == mine else None
 
 
 def _sampler_classes(ctx: Context) -> tuple[str, str] | None:
@@ -471,17 +579,22 @@ def _epoch_start_clause(ctx: Context, side: str, first: dict) -> str:
 
 
 def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
-    """The records of the first differing step carry other epochs: each side's sampler was set to its own
-    epoch (set_epoch), side by side, with the set_epoch calls the hooks saw and the step the other side
-    consumed the same samples at, where one did."""
+    """The records of the first differing step carry other epochs and the samplers' epochs were not recorded alike
+    (check_samples reaches here only then): each side's sampler set to its own epoch (set_epoch), side by side, with
+    the set_epoch calls the hooks saw and the step the other side consumed the same samples at, where one did. Where
+    neither side recorded a sampler epoch, the records' epochs are said as the loops' and both readings named."""
     step, rank = f["step"], f["rank"]
     epochs = {"a": f["epoch"], "b": f["epoch_b"]}
     side = "a" if epochs["a"] > epochs["b"] else "b"
     evidence["epochs"] = ctx.both(epochs["a"], epochs["b"])
     facts = (
-        f"At step {step} rank {rank} {ctx.names[0]} records epoch {epochs['a']} and {ctx.names[1]} epoch "
-        f"{epochs['b']}: the sides draw from other epochs of their samplers' order."
+        f"At step {step} rank {rank} {ctx.names[0]} records epoch {epochs['a']} and {ctx.names[1]} epoch {epochs['b']}"
     )
+    if _sampler_epochs_unrecorded(ctx, rank, step):
+        evidence["sampler_epochs_unrecorded"] = True
+        facts += LOOP_EPOCHS_ALONE
+    else:
+        facts += ": the sides draw from other epochs of their samplers' order."
     facts += _set_epoch_said(ctx, rank, step, evidence)
     later = consumed_later(ctx, rank, step, side)
     if later is not None:
@@ -491,6 +604,22 @@ def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
     side = blamed or side
     start = _epoch_start_clause(ctx, side, _first_epochs(ctx, rank))
     return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
+
+
+def _sampler_epochs_unrecorded(ctx: Context, rank, step) -> bool:
+    """Neither side recorded a sampler epoch up to `step`: no hooks' DataLoader iterator with its sampler's epoch,
+    no set_epoch call. The records' epochs are then the loops' counts alone."""
+    return all(pass_epochs(ctx, s, rank, step) is None and not set_epoch_calls(ctx.run(s), rank, step) for s in "ab")
+
+
+# the records' epochs apart where no sampler epoch was recorded: two readings the records cannot tell apart
+LOOP_EPOCHS_ALONE = (
+    " (each loop's own epoch count; neither side recorded its sampler's epoch: no DataLoader iterator nor set_epoch "
+    "call in the hooks' facts). Where each sampler was set to its loop's epoch, the sides draw from other epochs of "
+    "their samplers' order; where a loop only counts its epochs otherwise over the same sampler order (a step "
+    "recorded in the epoch where it ends), the records' epochs part alone. The sampler's epoch at each pass, which "
+    "`ddp-parity record`'s hooks read, tells them apart."
+)
 
 
 def _pass_epoch_apart(ctx: Context, step, rank, evidence: dict, apart: dict) -> Finding:
@@ -704,6 +833,10 @@ DATA_ORDER_FIX = {
     "same": "The samplers both sides recorded are the same: what differs is how their indices reach the steps. "
     "Check the DataLoader each side iterates (the sampler passed to it, its batch_size and batch_sampler, a "
     "shuffle= or generator= beside the sampler), the set_epoch value, and any batch drawn outside the loader.",
+    "same_epochs": "The samplers both sides recorded are the same, and so are their epochs at this step: what "
+    "differs is how their indices reach the steps. Check the DataLoader each side iterates (the sampler passed to "
+    "it, its batch_size and batch_sampler, a shuffle= or generator= beside the sampler) and any batch drawn outside "
+    "the loader.",
 }
 DATA_EPOCH = Cause(
     "data_order.epoch",
@@ -767,17 +900,41 @@ SHARD_HOW = {
     "that draws them by the rank (nanoGPT: torch.manual_seed(1337 + rank)); if through an IterableDataset, split "
     "its stream by rank",
 }
+# data_order.accumulation's words by where the boundaries part: a count of its own, or an epoch's end
+ACCUMULATION = {
+    "count": {
+        "why": "An optimizer step accumulates the gradients of the micro-batches since the last one: a side that "
+        "steps after another number of micro-batches trains on other batches at that step and at every later one. "
+        "A boundary counted from 0 (`step % n == 0`, true at step 0) steps after the first micro-batch alone.",
+        "fix": "Step the optimizer after the same micro-batches on both sides: count micro-batches from 1 "
+        "(`(step + 1) % n == 0`) where the loop counts from 0, or give the other side the same boundaries "
+        "(in a LightningModule, an optimizer_step that runs the closure and steps only at the loop's boundaries).",
+    },
+    "epoch_end": {
+        "why": "An optimizer step accumulates the gradients of the micro-batches since the last one. {carried} "
+        "has no boundary at the epoch's end: the micro-batches left over where an epoch's are no multiple of n join "
+        "the next epoch's first step (an accumulation counted over each epoch's batches, `(i + 1) % n == 0`, with no "
+        "step nor zero_grad when the epoch runs out, does this). {ends} steps at the epoch's last batch, "
+        "as Lightning's automatic accumulation (accumulate_grad_batches) does, so its step takes the left-over "
+        "alone; every later step takes other batches.",
+        "fix": "Step after the same micro-batches on both sides. To keep {carried}'s boundaries: in the "
+        "LightningModule, manual optimization (automatic_optimization = False; manual_backward "
+        "every micro-batch; optimizer.step() and zero_grad() at `(batch_idx + 1) % n == 0` over each epoch's "
+        "batches, nothing at the epoch's end), so the left-over's gradients carry into the next epoch. To keep "
+        "{ends}'s: in the loop, step and zero_grad at each epoch's last batch too (`(i + 1) % n == 0 or i + 1 == "
+        "len(loader)`); a zero_grad alone there drops the left-over, which matches neither side.",
+    },
+}
 DATA_ACCUMULATION = Cause(
     "data_order.accumulation",
     check_samples,
-    why="An optimizer step accumulates the gradients of the micro-batches since the last one: a side that "
-    "steps after another number of micro-batches trains on other batches at that step and at every later one. "
-    "A boundary counted from 0 (`step % n == 0`, true at step 0) steps after the first micro-batch alone.",
-    fix="Step the optimizer after the same micro-batches on both sides: count micro-batches from 1 "
-    "(`(step + 1) % n == 0`) where the loop counts from 0, or give the other side the same boundaries "
-    "(in a LightningModule, an optimizer_step that runs the closure and steps only at the loop's boundaries).",
-    doc="A step accumulated another number of micro-batches on each side (recorded `micro_batches`): the "
-    "accumulation boundaries differ.",
+    why="{why}",
+    fix="{fix}",
+    doc="A step accumulated another number of micro-batches on each side (recorded `micro_batches`), compared "
+    "before the epochs: the accumulation boundaries differ. Where the hooks' iterators show one side's step taking "
+    "the last batch of a pass and the first of the next (an epoch's left-over carried over, no step at the epoch's "
+    "end) and the other's ending with its pass (Lightning's accumulate_grad_batches steps at an epoch's last "
+    "batch), said so, with the fix on either side; the loops' epochs apart there are no sampler epoch.",
 )
 DATA_EVALUATION = Cause(
     "data_order.evaluation",

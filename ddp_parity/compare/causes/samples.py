@@ -319,3 +319,48 @@ def sampler_args_apart(ia: dict, ib: dict) -> dict[str, tuple]:
     """{argument: (a's value, b's value)} of two iterators' samplers as built, those that differ."""
     a, b = _sampler_args(ia), _sampler_args(ib)
     return {k: (a.get(k, UNRECORDED), b.get(k, UNRECORDED)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def pass_epochs_agree(ctx: Context, rank, step) -> int | None:
+    """The sampler epoch at which the pass each side trained `step` from drew its order, where the hooks recorded it
+    on both sides and it is the same; None where a side recorded none or they differ. A loop's `epoch` field is the
+    loop's count, not the sampler's: where this agrees, the records' epochs apart are no set_epoch difference."""
+    found = {s: pass_epochs(ctx, s, rank, step) for s in ("a", "b")}
+    if None in found.values() or found["a"][0][-1] != found["b"][0][-1]:
+        return None
+    return found["a"][0][-1]
+
+
+def _ran_out(run, rank, item: dict) -> bool:
+    """The iterator gave every batch its loader holds (its pass ended where its loader did)."""
+    length = iterator_length(run, rank, item)
+    return isinstance(length, int) and isinstance(item.get("batches"), int) and item["batches"] >= length
+
+
+def step_across_passes(ctx: Context, side: str, rank, step) -> dict | None:
+    """{dataset, made, batches} where `step` on `side` took batches from two passes over a training
+    DataLoader: the last batch of a pass that ran out (made before step `made`, `batches` batches) and the first of
+    the next, made before the same step. A loop whose accumulation counts each epoch's batches and never steps (nor
+    zero_grad) at the epoch's end carries the epoch's left-over micro-batches into the next epoch's first step."""
+    passes = _training_passes(ctx, side, rank)
+    for ended, begun in zip(passes, passes[1:]):
+        if ended.get("last_batch_before_step") != step or begun["before_step"] != step:
+            continue
+        if ended.get("dataset") == begun.get("dataset") and _ran_out(ctx.run(side), rank, ended):
+            return {"dataset": ended.get("dataset"), "made": ended["before_step"], "batches": ended["batches"]}
+    return None
+
+
+def step_ends_pass(ctx: Context, side: str, rank, step) -> dict | None:
+    """{dataset, made, batches, next_made} where `step` on `side` ended with the last batch of a training pass that
+    ran out and no new pass was made before it (`next_made`: the step the next pass was made before, None where none
+    was): the loop stepped at the epoch's last batch (Lightning's accumulate_grad_batches does, whatever is left)."""
+    passes = _training_passes(ctx, side, rank)
+    for i, ended in enumerate(passes):
+        later = passes[i + 1 :]
+        if ended.get("last_batch_before_step") != step or any(p["before_step"] <= step for p in later):
+            continue
+        if _ran_out(ctx.run(side), rank, ended):
+            said = {"dataset": ended.get("dataset"), "made": ended["before_step"], "batches": ended["batches"]}
+            return {**said, "next_made": later[0]["before_step"] if later else None}
+    return None
