@@ -26,6 +26,7 @@ from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
 from ddp_parity.compare.causes.samples import (
     consumed_later,
+    feeding_iterator,
     last_pass,
     other,
     other_loaders_apart,
@@ -975,19 +976,6 @@ def _loaders_in_main_process(ctx: Context, rank) -> bool:
 # nothing those seeds feed; made into other tensors, something in the pipeline draws.
 
 
-def _feeding_iterator(items: list[dict], step: int) -> dict | None:
-    """The training DataLoader iterator that fed `step`: the last one begun before it (a validation loader's
-    iterator, `trained` false, feeds no training step)."""
-    begun = [
-        i
-        for i in items
-        if i.get("trained") is not False and isinstance(i.get("before_step"), int) and i["before_step"] <= step
-    ]
-    return max(
-        begun, key=lambda i: (i["before_step"], i.get("order") if isinstance(i.get("order"), int) else 0), default=None
-    )
-
-
 def _workers_seeded_apart(first: dict, then: dict) -> bool:
     """Two iterators with workers, each drawing its workers' base seed from torch's global generator, found it in
     other states (`rng_before`): their workers were seeded from other base seeds."""
@@ -1016,7 +1004,7 @@ def batches_made_again(run, rank) -> list[tuple[dict, dict, dict, dict]]:
         earlier = first_seen.setdefault(json.dumps(indices), rec)
         if earlier is rec:
             continue
-        fed = _feeding_iterator(items, earlier["step"]), _feeding_iterator(items, rec["step"])
+        fed = feeding_iterator(items, earlier["step"]), feeding_iterator(items, rec["step"])
         if fed[0] is not None and fed[1] is not None and _workers_seeded_apart(*fed):
             out.append((earlier, rec, *fed))
     return out

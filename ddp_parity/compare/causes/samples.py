@@ -247,6 +247,19 @@ def other(side: str) -> str:
     return "b" if side == "a" else "a"
 
 
+def feeding_iterator(items: list[dict], step: int) -> dict | None:
+    """The training DataLoader iterator that fed `step`: the last one begun before it (a validation loader's
+    iterator, `trained` false, feeds no training step)."""
+    begun = [
+        i
+        for i in items
+        if i.get("trained") is not False and isinstance(i.get("before_step"), int) and i["before_step"] <= step
+    ]
+    return max(
+        begun, key=lambda i: (i["before_step"], i.get("order") if isinstance(i.get("order"), int) else 0), default=None
+    )
+
+
 def pass_epochs(ctx: Context, side: str, rank, step) -> tuple[list, str] | None:
     """The sampler epochs at which each pass over a training DataLoader began up to `step` (the hooks' DataLoader
     iterators a step trained from, started before `step` + 1), and the sampler's class; None where unrecorded."""

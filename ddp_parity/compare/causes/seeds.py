@@ -15,11 +15,11 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 from __future__ import annotations
 
 from ddp_parity.compare import relations
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt, same_indices_at
 from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
-from ddp_parity.compare.causes.samples import sampler_differences, sampler_epochs_apart
+from ddp_parity.compare.causes.samples import feeding_iterator, sampler_differences, sampler_epochs_apart
 from ddp_parity.compare.causes.seed_records import (
     common_ranks,
     initial_weights_words,
@@ -31,8 +31,9 @@ from ddp_parity.compare.causes.seed_records import (
     seeds_by_rank,
     seeds_per_rank_words,
 )
+from ddp_parity.compare.evaluations import model_evaluations
 from ddp_parity.compare.findings import Finding
-from ddp_parity.trace_files import read_hook_facts
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 
 def seeds_before_first_step(run, rank) -> list | None:
@@ -136,8 +137,7 @@ def _torch_apart_at_step_1(ctx: Context, first: dict) -> bool:
     """The loss parts at step 1 at equal recorded samples, and torch's generator is recorded in another state at
     step 1's start on that rank: what draws from it in the forward (dropout, noise) draws otherwise."""
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == 1), None)
-    if pair is None or pair[0].get("indices") is None or pair[0].get("indices") != pair[1].get("indices"):
+    if not same_indices_at(ctx, rank, 1):
         return False
     compared = rng_at(ctx, 1, rank)
     return compared is not None and "torch" in compared["differ"]
@@ -253,8 +253,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         draws = [[d for d in side if d[0] == step] for side in draws]
         if step == 1 or len(draws[0]) == len(draws[1]) or not global_rng_equal(ctx, step - 1, rank):
             return None
-    if first.get("quantity") != "loss" and sampler_differences(ctx):
-        return None  # another sampler (at equal samples, a loss apart is no sampler's doing)
+    if _sampler_may_part(ctx, first, rank):
+        return None  # another sampler, and samples it may have ordered otherwise: the data causes tell
     if global_rng_equal(ctx, step, rank):
         return None  # the draws left the global generator as the other side's (Lightning isolates its sanity check's)
     more = "a" if len(draws[0]) > len(draws[1]) else "b"
@@ -282,11 +282,73 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     evaluating = [i for i in _draw_items(ctx.run(more), rank, step) or [] if i.get("trained") is False]
     if step > 1 and evaluating:
         alike = [r for r in common_ranks(ctx) if r != rank and _draw_counts_alike(ctx, r, step)]
-        listed = _draws_words([(i.get("before_step"), i.get("dataset")) for i in evaluating])
+        listed = _draws_words([(i.get("before_step"), _iterator_words(i)) for i in evaluating])
         facts += f" {ctx.label(more)}'s rank {rank} iterated {listed} for an evaluation (no step trained from it)" + (
             f"; rank(s) {', '.join(map(str, alike))} drew as often on both sides." if alike else "."
         )
+        evaluated = [_evaluated_ranks(ctx.run(s), step) for s in ("a", "b")]
+        if None not in evaluated and evaluated[0] != evaluated[1]:
+            evidence["evaluated_ranks"] = ctx.both(*evaluated)
+            facts += f" {_evaluated_ranks_words(ctx, evaluated)}."
+    facts += _fed_from_words(ctx, rank, step, evidence)
     return finding(ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, **values)
+
+
+def _iterator_words(item: dict) -> str:
+    """`_CIFAR (DistributedSampler of 8 samples)`: an iterator's dataset and its sampler, which tell a test set's
+    loader from a training set's where both datasets have one class."""
+    sampler = item.get("sampler") if isinstance(item.get("sampler"), dict) else {}
+    if not sampler.get("class"):
+        return str(item.get("dataset"))
+    size = f" of {sampler['num_samples']} samples" if isinstance(sampler.get("num_samples"), int) else ""
+    return f"{item.get('dataset')} ({sampler['class']}{size})"
+
+
+def _fed_from_words(ctx: Context, rank, step: int, evidence: dict) -> str:
+    """Where the training iterator that fed `step` drew its workers' base seed from torch's generator in another
+    state on each side (`rng_before`): said, the draw the extra iterator moved."""
+    fed = [feeding_iterator(fact_items(read_hook_facts(ctx.run(s), rank), "loader_iterators"), step) for s in "ab"]
+    states = [f.get("rng_before") if f else None for f in fed]
+    if not all(isinstance(x, str) for x in states) or states[0] == states[1]:
+        return ""
+    evidence["fed_by_iterator_rng_before"] = ctx.both(*states)
+    na, nb = ctx.names
+    return (
+        f" The training iterator that fed step {step} on rank {rank} drew its workers' base seed from torch's "
+        f"generator at {states[0][:16]} on {na} and {states[1][:16]} on {nb} (the hooks' rng_before)."
+    )
+
+
+def _sampler_may_part(ctx: Context, first: dict, rank) -> bool:
+    """The samplers recorded differ and may have ordered the parting step's samples otherwise. A loss apart is no
+    sampler's doing (the samples and the batch were equal before it), and neither is a batch apart at sample
+    indices both sides recorded equal at that step: a sampler of another class or arguments (a DistributedSampler
+    subclass whose set_epoch does nothing) that ordered the same samples parts nothing there."""
+    if first.get("quantity") == "loss" or same_indices_at(ctx, rank, first.get("step")):
+        return False
+    return bool(sampler_differences(ctx))
+
+
+def _evaluated_ranks(run, step: int) -> list[int] | None:
+    """The ranks whose hooks recorded an evaluation of the model before `step` (after fewer optimizer steps); None
+    where the run recorded no evaluation anywhere (an explicit recording, or no evaluation: unknown which)."""
+    found = model_evaluations(run)
+    if not found:
+        return None
+    return sorted(r for r, records in found.items() if any(e.get("step", step) < step for e in records))
+
+
+def _evaluated_ranks_words(ctx: Context, evaluated: list) -> str:
+    """`raw evaluated on rank(s) 0 and lightning on rank(s) 0, 1 (the hooks' evaluations); on rank(s) 1 only
+    lightning evaluates`: the ranks each side evaluated on before the step, and those only one side evaluated on."""
+    shown = [", ".join(map(str, ranks)) or "none" for ranks in evaluated]
+    na, nb = ctx.names
+    said = f"{na} evaluated on rank(s) {shown[0]} and {nb} on rank(s) {shown[1]} (the hooks' evaluations)"
+    for side, mine, theirs in (("a", *evaluated), ("b", *reversed(evaluated))):
+        only = [r for r in mine if r not in theirs]
+        if only:
+            said += f"; on rank(s) {', '.join(map(str, only))} only {ctx.label(side)} evaluates"
+    return said
 
 
 # where the extra iterator comes from, and what else to do than give each loader a generator of its own: before
@@ -329,8 +391,7 @@ def check_drawn_before_step_1(ctx: Context) -> Finding | None:
     if first is None or first.get("quantity") != "batch" or first.get("step") != 1:
         return None
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == 1), None)
-    if pair is None or any(r.get("indices") is None for r in pair) or pair[0]["indices"] != pair[1]["indices"]:
+    if not same_indices_at(ctx, rank, 1):
         return None  # the samples are not both recorded, or not equal: the data causes tell
     compared = rng_at(ctx, 1, rank)
     if compared is None or "torch" not in compared["differ"]:
@@ -644,8 +705,7 @@ def check_other_generator(ctx: Context) -> Finding | None:
     if f is None or f.get("quantity") != "batch":
         return None
     rank = f.get("rank") if isinstance(f.get("rank"), int) else 0
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == f.get("step")), None)
-    if pair is None or pair[0].get("indices") is None or pair[0].get("indices") != pair[1].get("indices"):
+    if not same_indices_at(ctx, rank, f.get("step")):
         return None
     facts = (
         f"At step {f['step']} rank {rank} consumed the same sample indices on both sides, but the batch tensors "
