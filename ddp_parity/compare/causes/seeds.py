@@ -286,10 +286,7 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         facts += f" {ctx.label(more)}'s rank {rank} iterated {listed} for an evaluation (no step trained from it)" + (
             f"; rank(s) {', '.join(map(str, alike))} drew as often on both sides." if alike else "."
         )
-        evaluated = [_evaluated_ranks(ctx.run(s), step) for s in ("a", "b")]
-        if None not in evaluated and evaluated[0] != evaluated[1]:
-            evidence["evaluated_ranks"] = ctx.both(*evaluated)
-            facts += f" {_evaluated_ranks_words(ctx, evaluated)}."
+        facts += evaluated_ranks_apart(ctx, step, evidence)
     facts += _fed_from_words(ctx, rank, step, evidence)
     return finding(ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, **values)
 
@@ -336,6 +333,16 @@ def _evaluated_ranks(run, step: int) -> list[int] | None:
     if not found:
         return None
     return sorted(r for r, records in found.items() if any(e.get("step", step) < step for e in records))
+
+
+def evaluated_ranks_apart(ctx: Context, step: int, evidence: dict) -> str:
+    """Where the sides evaluated the model on other ranks before `step` (the hooks' evaluations), those ranks said
+    (and put in `evidence`): an evaluation on a rank the other side never evaluates on draws there alone."""
+    evaluated = [_evaluated_ranks(ctx.run(s), step) for s in ("a", "b")]
+    if None in evaluated or evaluated[0] == evaluated[1]:
+        return ""
+    evidence["evaluated_ranks"] = ctx.both(*evaluated)
+    return f" {_evaluated_ranks_words(ctx, evaluated)}."
 
 
 def _evaluated_ranks_words(ctx: Context, evaluated: list) -> str:
@@ -451,8 +458,11 @@ RNG_LOADER_DRAWS = Cause(
     "generator=torch.Generator()), which leaves the global one alone), or iterate the same loaders as often at the "
     "same points on both sides{also}.",
     doc="The hooks' seeds are the same, but one side iterated more DataLoaders drawing from the global generator "
-    "after the last seed (a sanity check's validation loader, an evaluation run twice), and the runs part at that "
-    "step (step 1 before any update, or a later step after equal ones) in the samples, the batch or the loss.",
+    "after the last seed (a sanity check's validation loader, an evaluation run twice or on one rank only), and the "
+    "runs part at that step (step 1 before any update, or a later step after equal ones) in the samples, the batch "
+    "or the loss. Samplers of another class or arguments give way to it where the step's indices are recorded "
+    "equal (they ordered the same samples); the ranks each side evaluated on and the state the next training "
+    "iterator drew its workers' base seed from are said.",
     requires=Evidence(
         "the DataLoader iterators recorded on both sides",
         lambda d: "loader_draws_before_step_1" in d.evidence or "loader_draws_up_to_step" in d.evidence,
