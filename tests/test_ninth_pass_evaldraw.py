@@ -158,6 +158,7 @@ def test_workers_set_up_alike_with_a_base_seed_from_another_state_are_not_told_t
     assert "Their base seed came from torch's global generator at s1 on raw and s9 on lightning" in said, said
     assert "on rank(s) 1 only lightning evaluates" in said, said
     assert "Seeding the workers otherwise would not change it" in said, said
+    assert "seeded alike ([42] on both sides, as the hooks recorded), something drew from it otherwise" in said, said
     assert d["advice"].startswith("Draw from the global generator as often before this DataLoader's iterator"), d
     assert "worker_init_fn" not in d["advice"], d["advice"]
     # a worker_init_fn recorded on one side only: both named, the workers' seeding offered besides

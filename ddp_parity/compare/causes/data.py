@@ -43,7 +43,7 @@ from ddp_parity.compare.causes.samples import (
     unshuffled_side,
 )
 from ddp_parity.compare.causes.seed_records import seeds_beside
-from ddp_parity.compare.causes.seeds import SAMPLER_SEED, evaluated_ranks_apart, other_generator_finding
+from ddp_parity.compare.causes.seeds import SAMPLER_SEED, evaluated_ranks_apart, other_generator_finding, seeds_up_to
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
@@ -921,6 +921,7 @@ def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step:
         "drawing": " and ".join(ctx.label(s) for s, d in shown.items() if d and d["draws"]),
         "still": " and ".join(ctx.label(s) for s, d in shown.items() if d and not d["draws"]),
         **_settings_words(seeding),
+        **_generator_words(ctx, rank, f["step"]),
     }
     words = {k: v.format(**named) for k, v in PIPELINE_WORDS[reading].items()}
     return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **words)
@@ -1104,6 +1105,23 @@ def _worker_seeding_words(ctx: Context, rank, step: int, seeding: dict) -> str:
     return said
 
 
+def _generator_words(ctx: Context, rank, step: int) -> dict:
+    """base_seed_moved's words on the global generator: where both sides recorded the same seeds up to `step` on
+    `rank`, only another draw moved it (seeding alike is no advice: it is alike); else another seed may have."""
+    seeds = [seeds_up_to(ctx.run(s), rank, step) for s in "ab"]
+    if seeds[0] and seeds[0] == seeds[1]:
+        return {
+            "moved_by": f"seeded alike ({fmt(seeds[0])} on both sides, as the hooks recorded), something drew from "
+            "it otherwise",
+            "draw_alike": "Draw from the global generator as often",
+        }
+    return {
+        "moved_by": "it was seeded otherwise (the seeds the hooks recorded differ, or were not recorded), or "
+        "something drew from it otherwise",
+        "draw_alike": "Seed the global generator alike and draw from it as often",
+    }
+
+
 def _settings_words(seeding: dict | None) -> dict:
     """What base_seed_moved's words add about the workers' other settings, to its source and its fix: those recorded
     apart (seed them alike too), those unrecorded (unknown: alike where they differ), or none apart."""
@@ -1120,7 +1138,8 @@ def _settings_words(seeding: dict | None) -> dict:
         keys = " and ".join(seeding["unrecorded"])
         return {
             "settings_said": f" Whether {keys} differ too was not recorded (hooks older than their notes).",
-            "settings_fix": f" Where {keys} differ, set them alike too.",
+            "settings_fix": f" Where {keys} differ, set them alike too (Lightning's `seed_everything(seed, "
+            "workers=True)` installs pl_worker_init_function).",
         }
     return {
         "settings_said": " Seeding the workers otherwise would not change it: their settings are the same.",
@@ -1184,14 +1203,13 @@ PIPELINE_WORDS = {
     "base_seed_moved": {
         "source": "`__getitem__` or collate draws random numbers (a random augmentation) in DataLoader workers "
         "seeded from another base seed: the iterator that fed this step drew it from torch's global generator in "
-        "another state (as recorded above), so something drew from that generator otherwise before it on this rank "
-        "(a DataLoader or an evaluation iterated on one side only, a model or module built, a random draw of the "
-        "loop's).{settings_said}",
-        "fix": "Draw from the global generator as often before this DataLoader's iterator on both sides (the same "
-        "loaders and evaluations, on the same ranks, at the same steps; the hooks' generator digests at each step's "
-        "start show the step after which the sides part), or give the training DataLoader a generator of its own, "
-        "seeded alike on both sides (DataLoader(..., generator=torch.Generator().manual_seed(seed))), from which its "
-        "workers' base seed then comes whatever else draws from the global generator.{settings_fix}",
+        "another state (as recorded above): {moved_by} before that iterator on this rank (a DataLoader or an "
+        "evaluation iterated on one side only, a model or module built, a random draw of the loop's).{settings_said}",
+        "fix": "{draw_alike} before this DataLoader's iterator on both sides (the same loaders and evaluations, on "
+        "the same ranks, at the same steps; the hooks' generator digests at each step's start show the step after "
+        "which the sides part), or give the training DataLoader a generator of its own, seeded alike on both sides "
+        "(DataLoader(..., generator=torch.Generator().manual_seed(seed))), from which its workers' base seed then "
+        "comes whatever else draws from the global generator.{settings_fix}",
     },
     "seeded_alike": {
         "source": "the DataLoader workers are set up alike on both sides and drew their base seed from the global "

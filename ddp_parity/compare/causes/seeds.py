@@ -210,7 +210,7 @@ def _draws_undone(iterators: list, facts: dict, step: int) -> set:
     return undone
 
 
-def _seeds_up_to(run, rank, step: int) -> list | None:
+def seeds_up_to(run, rank, step: int) -> list | None:
     facts = read_hook_facts(run, rank)
     if not facts:
         return None
@@ -239,7 +239,7 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     if _samples_apart_by_epoch(ctx, first):
         return None  # the sampler's epochs part the samples whatever was drawn (data_order.epoch)
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
+    seeds = [seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     # the draws are counted from the last seed: what the generator holds there is that seed's value alone, so a
     # seed repeated with nothing drawn between (Lightning's DDP setup seeding again) is no other seed
@@ -403,7 +403,7 @@ def check_drawn_before_step_1(ctx: Context) -> Finding | None:
     compared = rng_at(ctx, 1, rank)
     if compared is None or "torch" not in compared["differ"]:
         return None  # unrecorded, taken at other moments, or equal: the generator is not what parts the batch
-    seeds = [_seeds_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
+    seeds = [seeds_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
     if None in seeds or None in draws or not all(seeds) or seeds[0][-1] != seeds[1][-1]:
         return None  # unrecorded, or another last seed (its own cause)
