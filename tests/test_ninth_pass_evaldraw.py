@@ -36,12 +36,16 @@ def _iterator(order: int, before_step: int, state: str, trained: bool) -> dict:
 
 
 def _facts(evaluates: bool) -> dict:
-    """A rank's hook facts: a training iterator per pass; with `evaluates`, the evaluation's iterator before step 3,
-    which moves the global generator the next training iterator draws its workers' base seed from."""
-    items = [_iterator(1, 1, "s0", True)]
+    """A rank's hook facts: a training iterator per pass and a loader beside it; with `evaluates`, the evaluation's
+    iterator before step 3, which moves the global generator the next training iterator draws its workers' base seed
+    from."""
+    # a second loader feeding the steps beside the one the backward takes (an unlabeled set's: its batches span
+    # steps, none trained from) is no evaluation
+    beside = {**_iterator(2, 1, "s0b", False), "dataset": "Unlabeled", "last_batch_before_step": STEPS_PER_PASS}
+    items = [_iterator(1, 1, "s0", True), beside]
     if evaluates:
-        items.append(_iterator(2, EVALUATED_BEFORE, "s1", False))
-    items.append(_iterator(3, STEPS_PER_PASS + 1, "s2" if evaluates else "s1", True))
+        items.append(_iterator(3, EVALUATED_BEFORE, "s1", False))
+    items.append(_iterator(4, STEPS_PER_PASS + 1, "s2" if evaluates else "s1", True))
     return {"seeds": SEEDS, "loader_iterators": {"items": items}}
 
 

@@ -317,10 +317,17 @@ def _feeding_beside(run, rank: int, step: int) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = {}
     for item in fact_items(read_hook_facts(run, rank), "loader_iterators"):
         made, last = item.get("before_step"), item.get("last_batch_before_step")
-        spans_steps = isinstance(made, int) and isinstance(last, int) and made <= step <= last and last > made
-        if item.get("trained") is False and spans_steps:
+        if item.get("trained") is False and spans_steps(item) and made <= step <= last:
             out.setdefault((item.get("dataset"), made), []).append(item)
     return out
+
+
+def spans_steps(item: dict) -> bool:
+    """A DataLoader iterator yielded batches across steps (its last before a later step than the one it was made
+    before): a loader feeding the training beside another, where an evaluation's yields all its batches between two
+    steps. False where `last_batch_before_step` was not recorded (older hooks)."""
+    made, last = item.get("before_step"), item.get("last_batch_before_step")
+    return isinstance(made, int) and isinstance(last, int) and last > made
 
 
 def _sampler_args(item: dict) -> dict:

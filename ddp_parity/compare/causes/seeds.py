@@ -19,7 +19,12 @@ from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_rec
 from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
-from ddp_parity.compare.causes.samples import feeding_iterator, sampler_differences, sampler_epochs_apart
+from ddp_parity.compare.causes.samples import (
+    feeding_iterator,
+    sampler_differences,
+    sampler_epochs_apart,
+    spans_steps,
+)
 from ddp_parity.compare.causes.seed_records import (
     common_ranks,
     initial_weights_words,
@@ -279,7 +284,10 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     )
     values = {"side": ctx.label(more), "k": abs(len(draws[0]) - len(draws[1]))}
     values.update(LOADER_DRAWS_AT_START if step == 1 else LOADER_DRAWS_LATER)
-    evaluating = [i for i in _draw_items(ctx.run(more), rank, step) or [] if i.get("trained") is False]
+    # no step trained from it, and its batches all yielded between two steps: an evaluation's, not a second loader
+    # feeding the training beside the one the backward takes
+    drawn = _draw_items(ctx.run(more), rank, step) or []
+    evaluating = [i for i in drawn if i.get("trained") is False and not spans_steps(i)]
     if step > 1 and evaluating:
         alike = [r for r in common_ranks(ctx) if r != rank and _draw_counts_alike(ctx, r, step)]
         listed = _draws_words([(i.get("before_step"), _iterator_words(i)) for i in evaluating])
