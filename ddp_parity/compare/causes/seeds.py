@@ -468,7 +468,7 @@ RNG_LOADER_DRAWS = Cause(
     doc="The hooks' seeds are the same, but one side iterated more DataLoaders drawing from the global generator "
     "after the last seed (a sanity check's validation loader, an evaluation run twice or on one rank only), and the "
     "runs part at that step (step 1 before any update, or a later step after equal ones) in the samples, the batch "
-    "or the loss. Samplers of another class or arguments give way to it where the step's indices are recorded "
+    "or the loss. Samplers of another class or arguments do not silence it where the step's indices are recorded "
     "equal (they ordered the same samples); the ranks each side evaluated on and the state the next training "
     "iterator drew its workers' base seed from are said.",
     requires=Evidence(
