@@ -290,7 +290,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     evaluating = [i for i in drawn if i.get("trained") is False and not spans_steps(i)]
     if step > 1 and evaluating:
         alike = [r for r in common_ranks(ctx) if r != rank and _draw_counts_alike(ctx, r, step)]
-        listed = _draws_words([(i.get("before_step"), _iterator_words(i)) for i in evaluating])
+        trained = {i.get("dataset") for i in drawn if i.get("trained") is True}
+        listed = _draws_words([(i.get("before_step"), _iterator_words(i, trained)) for i in evaluating])
         facts += f" {ctx.label(more)}'s rank {rank} iterated {listed} for an evaluation (no step trained from it)" + (
             f"; rank(s) {', '.join(map(str, alike))} drew as often on both sides." if alike else "."
         )
@@ -299,11 +300,11 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     return finding(ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, **values)
 
 
-def _iterator_words(item: dict) -> str:
-    """`_CIFAR (DistributedSampler of 8 samples)`: an iterator's dataset and its sampler, which tell a test set's
-    loader from a training set's where both datasets have one class."""
+def _iterator_words(item: dict, trained: set) -> str:
+    """An iterator's dataset, with its sampler where a training iterator's dataset has the same class (`_CIFAR
+    (DistributedSampler of 8 samples)`): what tells a test set's loader from a training set's there."""
     sampler = item.get("sampler") if isinstance(item.get("sampler"), dict) else {}
-    if not sampler.get("class"):
+    if item.get("dataset") not in trained or not sampler.get("class"):
         return str(item.get("dataset"))
     size = f" of {sampler['num_samples']} samples" if isinstance(sampler.get("num_samples"), int) else ""
     return f"{item.get('dataset')} ({sampler['class']}{size})"
