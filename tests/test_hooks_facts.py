@@ -93,6 +93,8 @@ def test_a_draw_that_a_restore_undid_is_recorded_as_undone(loops):
     restore = facts["restores"]["items"][0]
     assert (restore["kind"], restore["generator"]) == ("rng", "torch"), restore
     assert iterator["global_draw"] and iterator["rng_before"] == restore["state"], (iterator, restore)
+    # how its workers are seeded besides the base seed: no worker_init_fn, no persistent workers
+    assert (iterator["worker_init_fn"], iterator["persistent_workers"]) == (None, False), iterator
     assert iterator["order"] < restore["order"]
     report = compare_traces(loops["plain"], loops["isolated"])
     assert report["verdict"] == "equivalent", report["diagnosis"]["explanation"]

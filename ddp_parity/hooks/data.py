@@ -186,6 +186,9 @@ def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
             "dataset": type(loader.dataset).__name__,
             "global_draw": loader.generator is None,
             "num_workers": loader.num_workers,  # 0: __getitem__ and collate run in the main process
+            # how its workers are seeded besides the base seed: what a pipeline's draws depend on
+            "worker_init_fn": _callable_name(loader.worker_init_fn),
+            "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
             "sampler": {
                 **sampler_facts(sampler),
                 "epoch": _plain_epoch(sampler),
@@ -205,6 +208,17 @@ def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
         # an iterator from a plain __iter__ (a bucket sampler computing its batches, then iter(batches))
         drawn_here = sampler is iterator._index_sampler and not inspect.isgeneratorfunction(type(sampler).__iter__)
         iterator.__dict__[PASS] = (fact, hashlib.sha256(), None if drawn_here else sampler)
+
+
+def _callable_name(fn) -> str | None:
+    """`module.qualname` of a worker_init_fn (a functools.partial's function: Lightning's pl_worker_init_function
+    comes bound to the rank), None where there is none."""
+    if fn is None:
+        return None
+    fn = getattr(fn, "func", fn)
+    return f"{getattr(fn, '__module__', None) or ''}.{getattr(fn, '__qualname__', None) or type(fn).__name__}".lstrip(
+        "."
+    )
 
 
 def _ordering_sampler(loader):

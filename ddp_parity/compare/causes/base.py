@@ -215,6 +215,13 @@ def aligned_records(ctx: Context, rank, limit: int = 100_000):
         yield ra, rb
 
 
+def same_indices_at(ctx: Context, rank, step) -> bool:
+    """Both sides recorded `step`'s sample indices on `rank`, and they are the same, in the same order: whatever
+    built the samplers, they ordered this step's samples alike."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    return pair is not None and pair[0].get("indices") is not None and pair[0].get("indices") == pair[1].get("indices")
+
+
 def consumed_words(ctx: Context, rank, step) -> str:
     """'consumed the same samples' where the step's samples were compared (both sides recorded them alike), else
     what was not compared: a side fed by its own generator records a batch digest alone, which is no sample."""

@@ -25,7 +25,9 @@ from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
 from ddp_parity.compare.causes.samples import (
+    UNRECORDED,
     consumed_later,
+    feeding_iterator,
     last_pass,
     other,
     other_loaders_apart,
@@ -44,7 +46,7 @@ from ddp_parity.compare.causes.samples import (
     unshuffled_side,
 )
 from ddp_parity.compare.causes.seed_records import seeds_beside
-from ddp_parity.compare.causes.seeds import SAMPLER_SEED, other_generator_finding
+from ddp_parity.compare.causes.seeds import SAMPLER_SEED, evaluated_ranks_apart, other_generator_finding, seeds_up_to
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import comparable_samples, identical, records_of, sample_key
@@ -1062,10 +1064,21 @@ def pipeline_finding(ctx: Context, f: dict, evidence: dict, facts: str, in_step:
     if any(shown.values()):
         evidence["pipeline_draws"] = {ctx.label(s): d for s, d in shown.items() if d is not None}
     facts += "".join(_made_again_words(ctx, s, rank, d) for s, d in shown.items() if d is not None)
+    seeding = None
+    if reading in ("draws", "undetermined"):  # the readings that would blame the workers' seeding
+        seeding = worker_seeding(ctx, rank, f["step"])
+        if seeding is not None:
+            evidence["worker_seeding"] = seeding
+            facts += _worker_seeding_words(ctx, rank, f["step"], seeding)
+            reading = _seeding_reading(seeding, reading) or reading
+            if reading == "base_seed_moved":  # what may have moved the generator: an evaluation on one side's rank
+                facts += evaluated_ranks_apart(ctx, f["step"], evidence)
     named = {
         "silent": " and ".join(ctx.label(s) for s, d in shown.items() if d is None),
         "drawing": " and ".join(ctx.label(s) for s, d in shown.items() if d and d["draws"]),
         "still": " and ".join(ctx.label(s) for s, d in shown.items() if d and not d["draws"]),
+        **_settings_words(seeding),
+        **_generator_words(ctx, rank, f["step"]),
     }
     words = {k: v.format(**named) for k, v in PIPELINE_WORDS[reading].items()}
     return finding(ctx, DATA_PIPELINE, f["step"], f["rank"], evidence, facts, **words)
@@ -1132,19 +1145,6 @@ def _loaders_in_main_process(ctx: Context, rank) -> bool:
 # nothing those seeds feed; made into other tensors, something in the pipeline draws.
 
 
-def _feeding_iterator(items: list[dict], step: int) -> dict | None:
-    """The training DataLoader iterator that fed `step`: the last one begun before it (a validation loader's
-    iterator, `trained` false, feeds no training step)."""
-    begun = [
-        i
-        for i in items
-        if i.get("trained") is not False and isinstance(i.get("before_step"), int) and i["before_step"] <= step
-    ]
-    return max(
-        begun, key=lambda i: (i["before_step"], i.get("order") if isinstance(i.get("order"), int) else 0), default=None
-    )
-
-
 def _workers_seeded_apart(first: dict, then: dict) -> bool:
     """Two iterators with workers, each drawing its workers' base seed from torch's global generator, found it in
     other states (`rng_before`): their workers were seeded from other base seeds."""
@@ -1173,7 +1173,7 @@ def batches_made_again(run, rank) -> list[tuple[dict, dict, dict, dict]]:
         earlier = first_seen.setdefault(json.dumps(indices), rec)
         if earlier is rec:
             continue
-        fed = _feeding_iterator(items, earlier["step"]), _feeding_iterator(items, rec["step"])
+        fed = feeding_iterator(items, earlier["step"]), feeding_iterator(items, rec["step"])
         if fed[0] is not None and fed[1] is not None and _workers_seeded_apart(*fed):
             out.append((earlier, rec, *fed))
     return out
@@ -1195,6 +1195,112 @@ def pipeline_draws(run, rank) -> dict | None:
         "made_again": len(pairs),
         "apart": len(apart),
         "rng_before": [fed_earlier["rng_before"], fed_later["rng_before"]],
+    }
+
+
+# what seeds a DataLoader's workers besides the base seed, as the hooks note each iterator: the base seed's source
+# (the global generator, or the loader's own generator=), the workers, the worker_init_fn, and whether the
+# workers outlive an epoch (persistent workers are seeded once, by the first iterator)
+WORKER_SEEDING = ("global_draw", "num_workers", "worker_init_fn", "persistent_workers")
+
+
+def worker_seeding(ctx: Context, rank, step: int) -> dict | None:
+    """How the workers of the iterator that fed `step` were seeded on each side: {settings (WORKER_SEEDING, as
+    recorded; "unrecorded" where older hooks did not note one), apart (the settings recorded on both sides that
+    differ), rng_before (torch's generator before each side's iterator drew its workers' base seed from it, where
+    both drew from it)}; None where a side recorded no iterator that fed the step."""
+    fed = [feeding_iterator(fact_items(read_hook_facts(ctx.run(s), rank), "loader_iterators"), step) for s in "ab"]
+    if None in fed:
+        return None
+    settings = [{k: it.get(k, UNRECORDED) for k in WORKER_SEEDING} for it in fed]
+    pairs = {k: (settings[0][k], settings[1][k]) for k in WORKER_SEEDING}
+    states = [it.get("rng_before") if it.get("global_draw") is True else None for it in fed]
+    return {
+        "settings": ctx.both(*settings),
+        "apart": [k for k, (a, b) in pairs.items() if UNRECORDED not in (a, b) and a != b],
+        "unrecorded": [k for k, pair in pairs.items() if UNRECORDED in pair],
+        "rng_before": ctx.both(*states) if all(isinstance(x, str) for x in states) else None,
+    }
+
+
+def _seeding_reading(seeding: dict, reading: str) -> str | None:
+    """The PIPELINE_WORDS the workers' seeding leaves where both sides' workers drew their base seed from the global
+    generator (each side with workers): from another state where a side's pipeline is shown to draw
+    ("base_seed_moved", whatever else seeds them: its settings are said beside; where no draw is shown, `reading`'s
+    two candidates stand), or from the same one with every setting recorded and none apart ("seeded_alike"); None
+    otherwise (the seeding words stand: a setting apart, or one unrecorded)."""
+    settings = list(seeding["settings"].values())
+    if seeding["rng_before"] is None:
+        return None
+    if not all(isinstance(s["num_workers"], int) and s["num_workers"] > 0 for s in settings):
+        return None
+    states = list(seeding["rng_before"].values())
+    if states[0] != states[1]:  # other base seeds: the workers draw other numbers, whatever else seeds them
+        return "base_seed_moved" if reading == "draws" else None
+    return None if seeding["apart"] or seeding["unrecorded"] else "seeded_alike"
+
+
+def _worker_seeding_words(ctx: Context, rank, step: int, seeding: dict) -> str:
+    """The settings that seed the workers of the iterator that fed `step`, as recorded, and where its base seed
+    came from on each side."""
+    a, b = seeding["settings"].values()
+    na, nb = ctx.names
+    fed = f" The workers of the iterator that fed step {step} on rank {rank}"
+    if seeding["apart"]:
+        shown = "; ".join(f"{k} {fmt(a[k])} on {na}, {fmt(b[k])} on {nb}" for k in seeding["apart"])
+        said = f"{fed} are seeded otherwise: {shown}."
+    else:
+        alike = ", ".join(f"{k} {fmt(a[k])}" for k in WORKER_SEEDING if k not in seeding["unrecorded"])
+        said = f"{fed} are set up alike on both sides ({alike})"
+        said += f"; {', '.join(seeding['unrecorded'])} unrecorded." if seeding["unrecorded"] else "."
+    if seeding["rng_before"] is not None:
+        sa, sb = seeding["rng_before"].values()
+        said += (
+            f" Their base seed came from torch's global generator at {sa[:16]} on {na} and {sb[:16]} on {nb} "
+            f"(the hooks' rng_before){': the same state' if sa == sb else ''}."
+        )
+    return said
+
+
+def _generator_words(ctx: Context, rank, step: int) -> dict:
+    """base_seed_moved's words on the global generator: where both sides recorded the same seeds up to `step` on
+    `rank`, only another draw moved it (seeding alike is no advice: it is alike); else another seed may have."""
+    seeds = [seeds_up_to(ctx.run(s), rank, step) for s in "ab"]
+    if seeds[0] and seeds[0] == seeds[1]:
+        return {
+            "moved_by": f"seeded alike ({fmt(seeds[0])} on both sides, as the hooks recorded), something drew from "
+            "it otherwise",
+            "draw_alike": "Draw from the global generator as often",
+        }
+    return {
+        "moved_by": "it was seeded otherwise (the seeds the hooks recorded differ, or were not recorded), or "
+        "something drew from it otherwise",
+        "draw_alike": "Seed the global generator alike and draw from it as often",
+    }
+
+
+def _settings_words(seeding: dict | None) -> dict:
+    """What base_seed_moved's words add about the workers' other settings, to its source and its fix: those recorded
+    apart (seed them alike too), those unrecorded (unknown: alike where they differ), or none apart."""
+    if seeding is None:
+        return {"settings_said": "", "settings_fix": ""}
+    if seeding["apart"]:
+        keys = " and ".join(seeding["apart"])
+        return {
+            "settings_said": f" The workers are seeded otherwise besides ({keys}, as recorded above).",
+            "settings_fix": f" Then seed the workers alike too: the same {keys} on both DataLoaders (Lightning's "
+            "`seed_everything(seed, workers=True)` installs pl_worker_init_function).",
+        }
+    if seeding["unrecorded"]:
+        keys = " and ".join(seeding["unrecorded"])
+        return {
+            "settings_said": f" Whether {keys} differ too was not recorded (hooks older than their notes).",
+            "settings_fix": f" Where {keys} differ, set them alike too (Lightning's `seed_everything(seed, "
+            "workers=True)` installs pl_worker_init_function).",
+        }
+    return {
+        "settings_said": " Seeding the workers otherwise would not change it: their settings are the same.",
+        "settings_fix": "",
     }
 
 
@@ -1250,6 +1356,26 @@ PIPELINE_WORDS = {
         "fix": "Make the same tensors of the same samples on both sides: the random augmentation {drawing} applies, "
         "on {still} too (or on neither), with the same arguments, and the same other transforms, dtype and "
         "collate_fn; then seed the DataLoader workers the same way on both sides.",
+    },
+    "base_seed_moved": {
+        "source": "`__getitem__` or collate draws random numbers (a random augmentation) in DataLoader workers "
+        "seeded from another base seed: the iterator that fed this step drew it from torch's global generator in "
+        "another state (as recorded above): {moved_by} before that iterator on this rank (a DataLoader or an "
+        "evaluation iterated on one side only, a model or module built, a random draw of the loop's).{settings_said}",
+        "fix": "{draw_alike} before this DataLoader's iterator on both sides (the same loaders and evaluations, on "
+        "the same ranks, at the same steps; the hooks' generator digests at each step's start show the step after "
+        "which the sides part), or give the training DataLoader a generator of its own, seeded alike on both sides "
+        "(DataLoader(..., generator=torch.Generator().manual_seed(seed))), from which its workers' base seed then "
+        "comes whatever else draws from the global generator.{settings_fix}",
+    },
+    "seeded_alike": {
+        "source": "the DataLoader workers are set up alike on both sides and drew their base seed from the global "
+        "generator in the same state (as recorded above), so they draw the same numbers: what the pipeline does with "
+        "them differs (a random transform with other arguments, in another order or on one side only), or a "
+        "deterministic step differs (a transform or a normalisation, another dtype, another collate_fn).",
+        "fix": "Make the same tensors of the same samples on both sides: the same dataset transforms, random ones "
+        "included, with the same arguments and in the same order, and the same dtype and collate_fn; print one "
+        "sample of this step on each side to see which field or value range differs.",
     },
     "no_draws": {
         "source": "a deterministic step of the data pipeline differs between the sides: a transform or a "
@@ -1321,7 +1447,12 @@ DATA_PIPELINE = Cause(
     "made again under other worker seeds into other tensors); a deterministic step of the pipeline (a transform, "
     "a normalisation, a dtype, a collate) where both sides show it draws nothing (the same tensors again); both, "
     "with what tells them apart, where no side shows either. Where the hooks recorded every DataLoader at "
-    "num_workers=0 on both sides, no worker is blamed: the dataset, collate or the loop's handling of the batch.",
+    "num_workers=0 on both sides, no worker is blamed: the dataset, collate or the loop's handling of the batch. "
+    "The workers' seeding is offered only where a setting the hooks note (`global_draw`, `num_workers`, "
+    "`worker_init_fn`, `persistent_workers` of the iterator that fed the step) is recorded apart or unrecorded: "
+    "where a side draws and the iterators drew their workers' base seed from the global generator in other states "
+    "(`rng_before`), that earlier draw is named (the ranks each side evaluated on), with drawing as often or a "
+    "generator= of the loader's own as the fix; from the same state, with every setting alike, the pipeline itself.",
     requires=Evidence(
         "batch digests, or the module watch's first input",
         lambda d: "batch_digest" in d.evidence or (d.module or {}).get("reading_kind") == "batch",

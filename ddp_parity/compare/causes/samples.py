@@ -247,6 +247,19 @@ def other(side: str) -> str:
     return "b" if side == "a" else "a"
 
 
+def feeding_iterator(items: list[dict], step: int) -> dict | None:
+    """The training DataLoader iterator that fed `step`: the last one begun before it (a validation loader's
+    iterator, `trained` false, feeds no training step)."""
+    begun = [
+        i
+        for i in items
+        if i.get("trained") is not False and isinstance(i.get("before_step"), int) and i["before_step"] <= step
+    ]
+    return max(
+        begun, key=lambda i: (i["before_step"], i.get("order") if isinstance(i.get("order"), int) else 0), default=None
+    )
+
+
 def pass_epochs(ctx: Context, side: str, rank, step) -> tuple[list, str] | None:
     """The sampler epochs at which each pass over a training DataLoader began up to `step` (the hooks' DataLoader
     iterators a step trained from, started before `step` + 1), and the sampler's class; None where unrecorded."""
@@ -304,10 +317,17 @@ def _feeding_beside(run, rank: int, step: int) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = {}
     for item in fact_items(read_hook_facts(run, rank), "loader_iterators"):
         made, last = item.get("before_step"), item.get("last_batch_before_step")
-        spans_steps = isinstance(made, int) and isinstance(last, int) and made <= step <= last and last > made
-        if item.get("trained") is False and spans_steps:
+        if item.get("trained") is False and spans_steps(item) and made <= step <= last:
             out.setdefault((item.get("dataset"), made), []).append(item)
     return out
+
+
+def spans_steps(item: dict) -> bool:
+    """A DataLoader iterator yielded batches across steps (its last before a later step than the one it was made
+    before): a loader feeding the training beside another, where an evaluation's yields all its batches between two
+    steps. False where `last_batch_before_step` was not recorded (older hooks)."""
+    made, last = item.get("before_step"), item.get("last_batch_before_step")
+    return isinstance(made, int) and isinstance(last, int) and last > made
 
 
 def _sampler_args(item: dict) -> dict:

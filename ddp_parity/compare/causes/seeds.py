@@ -15,11 +15,16 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 from __future__ import annotations
 
 from ddp_parity.compare import relations
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
+from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt, same_indices_at
 from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
-from ddp_parity.compare.causes.samples import sampler_differences, sampler_epochs_apart
+from ddp_parity.compare.causes.samples import (
+    feeding_iterator,
+    sampler_differences,
+    sampler_epochs_apart,
+    spans_steps,
+)
 from ddp_parity.compare.causes.seed_records import (
     common_ranks,
     initial_weights_words,
@@ -31,8 +36,9 @@ from ddp_parity.compare.causes.seed_records import (
     seeds_by_rank,
     seeds_per_rank_words,
 )
+from ddp_parity.compare.evaluations import model_evaluations
 from ddp_parity.compare.findings import Finding
-from ddp_parity.trace_files import read_hook_facts
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 
 def seeds_before_first_step(run, rank) -> list | None:
@@ -136,8 +142,7 @@ def _torch_apart_at_step_1(ctx: Context, first: dict) -> bool:
     """The loss parts at step 1 at equal recorded samples, and torch's generator is recorded in another state at
     step 1's start on that rank: what draws from it in the forward (dropout, noise) draws otherwise."""
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == 1), None)
-    if pair is None or pair[0].get("indices") is None or pair[0].get("indices") != pair[1].get("indices"):
+    if not same_indices_at(ctx, rank, 1):
         return False
     compared = rng_at(ctx, 1, rank)
     return compared is not None and "torch" in compared["differ"]
@@ -210,7 +215,7 @@ def _draws_undone(iterators: list, facts: dict, step: int) -> set:
     return undone
 
 
-def _seeds_up_to(run, rank, step: int) -> list | None:
+def seeds_up_to(run, rank, step: int) -> list | None:
     facts = read_hook_facts(run, rank)
     if not facts:
         return None
@@ -239,7 +244,7 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     if _samples_apart_by_epoch(ctx, first):
         return None  # the sampler's epochs part the samples whatever was drawn (data_order.epoch)
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    seeds = [_seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
+    seeds = [seeds_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, step) for s in ("a", "b")]
     # the draws are counted from the last seed: what the generator holds there is that seed's value alone, so a
     # seed repeated with nothing drawn between (Lightning's DDP setup seeding again) is no other seed
@@ -253,8 +258,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         draws = [[d for d in side if d[0] == step] for side in draws]
         if step == 1 or len(draws[0]) == len(draws[1]) or not global_rng_equal(ctx, step - 1, rank):
             return None
-    if first.get("quantity") != "loss" and sampler_differences(ctx):
-        return None  # another sampler (at equal samples, a loss apart is no sampler's doing)
+    if _sampler_may_part(ctx, first, rank):
+        return None  # another sampler, and samples it may have ordered otherwise: the data causes tell
     if global_rng_equal(ctx, step, rank):
         return None  # the draws left the global generator as the other side's (Lightning isolates its sanity check's)
     more = "a" if len(draws[0]) > len(draws[1]) else "b"
@@ -279,14 +284,87 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     )
     values = {"side": ctx.label(more), "k": abs(len(draws[0]) - len(draws[1]))}
     values.update(LOADER_DRAWS_AT_START if step == 1 else LOADER_DRAWS_LATER)
-    evaluating = [i for i in _draw_items(ctx.run(more), rank, step) or [] if i.get("trained") is False]
+    # no step trained from it, and its batches all yielded between two steps: an evaluation's, not a second loader
+    # feeding the training beside the one the backward takes
+    drawn = _draw_items(ctx.run(more), rank, step) or []
+    evaluating = [i for i in drawn if i.get("trained") is False and not spans_steps(i)]
     if step > 1 and evaluating:
         alike = [r for r in common_ranks(ctx) if r != rank and _draw_counts_alike(ctx, r, step)]
-        listed = _draws_words([(i.get("before_step"), i.get("dataset")) for i in evaluating])
+        trained = {i.get("dataset") for i in drawn if i.get("trained") is True}
+        listed = _draws_words([(i.get("before_step"), _iterator_words(i, trained)) for i in evaluating])
         facts += f" {ctx.label(more)}'s rank {rank} iterated {listed} for an evaluation (no step trained from it)" + (
             f"; rank(s) {', '.join(map(str, alike))} drew as often on both sides." if alike else "."
         )
+        facts += evaluated_ranks_apart(ctx, step, evidence)
+    facts += _fed_from_words(ctx, rank, step, evidence)
     return finding(ctx, RNG_LOADER_DRAWS, step, rank, evidence, facts, **values)
+
+
+def _iterator_words(item: dict, trained: set) -> str:
+    """An iterator's dataset, with its sampler where a training iterator's dataset has the same class (`_CIFAR
+    (DistributedSampler of 8 samples)`): what tells a test set's loader from a training set's there."""
+    sampler = item.get("sampler") if isinstance(item.get("sampler"), dict) else {}
+    if item.get("dataset") not in trained or not sampler.get("class"):
+        return str(item.get("dataset"))
+    size = f" of {sampler['num_samples']} samples" if isinstance(sampler.get("num_samples"), int) else ""
+    return f"{item.get('dataset')} ({sampler['class']}{size})"
+
+
+def _fed_from_words(ctx: Context, rank, step: int, evidence: dict) -> str:
+    """Where the training iterator that fed `step` drew its workers' base seed from torch's generator in another
+    state on each side (`rng_before`): said, the draw the extra iterator moved."""
+    fed = [feeding_iterator(fact_items(read_hook_facts(ctx.run(s), rank), "loader_iterators"), step) for s in "ab"]
+    states = [f.get("rng_before") if f else None for f in fed]
+    if not all(isinstance(x, str) for x in states) or states[0] == states[1]:
+        return ""
+    evidence["fed_by_iterator_rng_before"] = ctx.both(*states)
+    na, nb = ctx.names
+    return (
+        f" The training iterator that fed step {step} on rank {rank} drew its workers' base seed from torch's "
+        f"generator at {states[0][:16]} on {na} and {states[1][:16]} on {nb} (the hooks' rng_before)."
+    )
+
+
+def _sampler_may_part(ctx: Context, first: dict, rank) -> bool:
+    """The samplers recorded differ and may have ordered the parting step's samples otherwise. A loss apart is no
+    sampler's doing (the samples and the batch were equal before it), and neither is a batch apart at sample
+    indices both sides recorded equal at that step: a sampler of another class or arguments (a DistributedSampler
+    subclass whose set_epoch does nothing) that ordered the same samples parts nothing there."""
+    if first.get("quantity") == "loss" or same_indices_at(ctx, rank, first.get("step")):
+        return False
+    return bool(sampler_differences(ctx))
+
+
+def _evaluated_ranks(run, step: int) -> list[int] | None:
+    """The ranks whose hooks recorded an evaluation of the model before `step` (after fewer optimizer steps); None
+    where the run recorded no evaluation anywhere (an explicit recording, or no evaluation: unknown which)."""
+    found = model_evaluations(run)
+    if not found:
+        return None
+    return sorted(r for r, records in found.items() if any(e.get("step", step) < step for e in records))
+
+
+def evaluated_ranks_apart(ctx: Context, step: int, evidence: dict) -> str:
+    """Where the sides evaluated the model on other ranks before `step` (the hooks' evaluations), those ranks said
+    (and put in `evidence`): an evaluation on a rank the other side never evaluates on draws there alone."""
+    evaluated = [_evaluated_ranks(ctx.run(s), step) for s in ("a", "b")]
+    if None in evaluated or evaluated[0] == evaluated[1]:
+        return ""
+    evidence["evaluated_ranks"] = ctx.both(*evaluated)
+    return f" {_evaluated_ranks_words(ctx, evaluated)}."
+
+
+def _evaluated_ranks_words(ctx: Context, evaluated: list) -> str:
+    """`raw evaluated on rank(s) 0 and lightning on rank(s) 0, 1 (the hooks' evaluations); on rank(s) 1 only
+    lightning evaluates`: the ranks each side evaluated on before the step, and those only one side evaluated on."""
+    shown = [", ".join(map(str, ranks)) or "none" for ranks in evaluated]
+    na, nb = ctx.names
+    said = f"{na} evaluated on rank(s) {shown[0]} and {nb} on rank(s) {shown[1]} (the hooks' evaluations)"
+    for side, mine, theirs in (("a", *evaluated), ("b", *reversed(evaluated))):
+        only = [r for r in mine if r not in theirs]
+        if only:
+            said += f"; on rank(s) {', '.join(map(str, only))} only {ctx.label(side)} evaluates"
+    return said
 
 
 # where the extra iterator comes from, and what else to do than give each loader a generator of its own: before
@@ -329,13 +407,12 @@ def check_drawn_before_step_1(ctx: Context) -> Finding | None:
     if first is None or first.get("quantity") != "batch" or first.get("step") != 1:
         return None
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == 1), None)
-    if pair is None or any(r.get("indices") is None for r in pair) or pair[0]["indices"] != pair[1]["indices"]:
+    if not same_indices_at(ctx, rank, 1):
         return None  # the samples are not both recorded, or not equal: the data causes tell
     compared = rng_at(ctx, 1, rank)
     if compared is None or "torch" not in compared["differ"]:
         return None  # unrecorded, taken at other moments, or equal: the generator is not what parts the batch
-    seeds = [_seeds_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
+    seeds = [seeds_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
     draws = [loader_draws_up_to(ctx.run(s), rank, 1) for s in ("a", "b")]
     if None in seeds or None in draws or not all(seeds) or seeds[0][-1] != seeds[1][-1]:
         return None  # unrecorded, or another last seed (its own cause)
@@ -390,8 +467,11 @@ RNG_LOADER_DRAWS = Cause(
     "generator=torch.Generator()), which leaves the global one alone), or iterate the same loaders as often at the "
     "same points on both sides{also}.",
     doc="The hooks' seeds are the same, but one side iterated more DataLoaders drawing from the global generator "
-    "after the last seed (a sanity check's validation loader, an evaluation run twice), and the runs part at that "
-    "step (step 1 before any update, or a later step after equal ones) in the samples, the batch or the loss.",
+    "after the last seed (a sanity check's validation loader, an evaluation run twice or on one rank only), and the "
+    "runs part at that step (step 1 before any update, or a later step after equal ones) in the samples, the batch "
+    "or the loss. Samplers of another class or arguments do not silence it where the step's indices are recorded "
+    "equal (they ordered the same samples); the ranks each side evaluated on and the state the next training "
+    "iterator drew its workers' base seed from are said.",
     requires=Evidence(
         "the DataLoader iterators recorded on both sides",
         lambda d: "loader_draws_before_step_1" in d.evidence or "loader_draws_up_to_step" in d.evidence,
@@ -644,8 +724,7 @@ def check_other_generator(ctx: Context) -> Finding | None:
     if f is None or f.get("quantity") != "batch":
         return None
     rank = f.get("rank") if isinstance(f.get("rank"), int) else 0
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == f.get("step")), None)
-    if pair is None or pair[0].get("indices") is None or pair[0].get("indices") != pair[1].get("indices"):
+    if not same_indices_at(ctx, rank, f.get("step")):
         return None
     facts = (
         f"At step {f['step']} rank {rank} consumed the same sample indices on both sides, but the batch tensors "
