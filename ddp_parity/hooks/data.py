@@ -193,6 +193,7 @@ def _note_iterator(iterator, loader, rng_before: str | None = None) -> None:
                 **sampler_facts(sampler),
                 "epoch": _plain_epoch(sampler),
                 **({"batch_sampler": True} if sampler is loader.batch_sampler else {}),
+                **_has_set_epoch(sampler),
             },
             **_built_order(sampler),
             "length": _loader_length(loader),
@@ -246,6 +247,15 @@ def _built_order(sampler) -> dict:
     sampler an iterator draws from and a set_epoch call acts on (several samplers share a class)."""
     built = getattr(sampler, "__dict__", {}).get(BUILT)
     return {"sampler_built": built} if isinstance(built, int) else {}
+
+
+def _has_set_epoch(sampler) -> dict:
+    """{"has_set_epoch": bool}: whether the sampler ordering a pass has a set_epoch at all. A sampler of the
+    program's own without one (an infinite batch sampler keeping its order in itself) cannot be told its epoch, so
+    no report may advise calling it; None (no sampler) records nothing."""
+    if sampler is None:
+        return {}
+    return {"has_set_epoch": callable(getattr(sampler, "set_epoch", None))}
 
 
 def _plain_epoch(sampler):

@@ -71,6 +71,7 @@ CAUSES: tuple[Cause, ...] = (
     data.SET_EPOCH,
     data.DATA_ACCUMULATION,
     data.DATA_RESTARTED,
+    data.DATA_REMADE,
     data.DATA_EPOCH,
     data.DATA_SKIPPED,
     data.DATA_AHEAD,

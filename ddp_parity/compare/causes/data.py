@@ -33,6 +33,8 @@ from ddp_parity.compare.causes.samples import (
     other_loaders_apart,
     pass_epochs,
     pass_epochs_agree,
+    remade_at_epoch,
+    replayed_from,
     restarted_early,
     sampler_args_apart,
     sampler_differences,
@@ -253,6 +255,9 @@ def check_samples(ctx: Context) -> Finding | None:
     counts = micro_batch_counts(ctx, rank, step)
     if counts is not None and counts["a"] != counts["b"]:  # before the epochs: a step that ends in another epoch
         return _accumulation_apart(ctx, f, evidence, counts)  # records the loop's epoch apart, not the sampler's
+    remade = remade_at_epoch(ctx, rank, step)
+    if remade is not None:  # before the epochs too: a pass begun on one side only parts the epochs the records carry
+        return _remade_at_epoch(ctx, f, evidence, remade)
     loop_epochs_apart = "epoch_b" in f and isinstance(epoch, int) and isinstance(f["epoch_b"], int)
     if loop_epochs_apart and pass_epochs_agree(ctx, rank, step) is None:
         return _epochs_apart(ctx, f, evidence)
@@ -275,7 +280,7 @@ def check_samples(ctx: Context) -> Finding | None:
             f"exactly the {_what_was_recorded(ctx.run(stuck), rank)}, in exactly the order, of its first epoch, while "
             f"{ctx.label('b' if stuck == 'a' else 'a')} draws a new permutation."
         )
-        return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
+        return _set_epoch_finding(ctx, step, rank, evidence, facts, stuck)
     stuck_passes = _sampler_epoch_stuck(ctx, rank, step)
     if stuck_passes is not None:
         stuck, epochs = stuck_passes
@@ -288,7 +293,7 @@ def check_samples(ctx: Context) -> Finding | None:
             f"iterators): {ctx.label(stuck)} never moves its sampler's epoch, so each of its passes replays the "
             "first's order."
         )
-        return finding(ctx, SET_EPOCH, step, rank, evidence, facts, side=ctx.label(stuck))
+        return _set_epoch_finding(ctx, step, rank, evidence, facts, stuck)
     drawn_apart = sampler_epochs_apart(ctx, rank, step)
     if drawn_apart is not None:
         return _pass_epoch_apart(ctx, step, rank, evidence, drawn_apart)
@@ -496,6 +501,18 @@ def _prefix_of(ctx: Context, rank, step, short_side: str, long_side: str) -> tup
     return (len(mine), len(theirs)) if theirs[: len(mine)] == mine else None
 
 
+def _set_epoch_finding(ctx: Context, step, rank, evidence: dict, facts: str, stuck: str) -> Finding:
+    """set_epoch in the words the stuck side's sampler allows: a sampler the hooks recorded without set_epoch
+    (has_set_epoch false) is never told to call it; it gives each new iterator the order it holds."""
+    sampler = _pass_sampler(ctx, stuck, rank, step)
+    without = sampler.get("has_set_epoch") is False
+    if without:
+        evidence["sampler_has_set_epoch"] = {ctx.label(stuck): False}
+    values = {"side": ctx.label(stuck), "klass": sampler.get("class", "its sampler")}
+    said = {k: v.format(**values) for k, v in SET_EPOCH_WORDS["none" if without else "set_epoch"].items()}
+    return finding(ctx, SET_EPOCH, step, rank, evidence, facts, **said)
+
+
 def _sampler_classes(ctx: Context) -> tuple[str, str] | None:
     """Each side's sampler class where both recorded one on every rank and the classes differ."""
     if not all(samplers_recorded(ctx, s) for s in ("a", "b")):
@@ -536,6 +553,89 @@ def _restarted_early(ctx: Context, f: dict, evidence: dict, found: dict) -> Find
         evidence["same_samples_at"] = {mine: step, theirs: later}
         facts += f" {mine}'s samples at step {step} are {theirs}'s at step {later}."
     return finding(ctx, DATA_RESTARTED, step, rank, evidence, facts, side=mine, other=theirs, n=found["batches"])
+
+
+def _remade_at_epoch(ctx: Context, f: dict, evidence: dict, found: dict) -> Finding:
+    """One side made a new iterator over its training DataLoader after a whole pass, the other kept its iterator
+    going past its loader's length: the hooks' iterators side by side, whether the new iterator gave its side's own
+    earlier samples again (the order restarted), the epochs apart as their consequence, every set_epoch call up to
+    the step and whether the sampler has a set_epoch at all."""
+    step, rank, side = f["step"], f["rank"], found["side"]
+    mine, theirs, kept = ctx.label(side), ctx.label(other(side)), found["other"]
+    evidence["remade"] = {"side": mine, **{k: found[k] for k in ("dataset", "made", "batches", "length", "anew")}}
+    evidence["kept"] = {"side": theirs, **kept}
+    facts = (
+        f"At step {step} rank {rank} consumed other samples: before step {found['anew']} {mine} made a new iterator "
+        f"over its training DataLoader ({found['dataset']}), the one it trained from (made before step "
+        f"{found['made']}) having given the {found['length']} batches its loader holds, while {theirs} kept the "
+        f"iterator it made before step {kept['made']}: it {_kept_going(kept)} (the hooks' DataLoader iterators)."
+    )
+    facts += _order_of_the_new_iterator(ctx, side, rank, found, evidence)
+    if found["global_draw"]:  # the generators part at that step too, whatever else drew from them
+        evidence["remade"]["global_draw"] = True
+        facts += (
+            f" Making it drew one number from {mine}'s global generator (its workers' base seed: the loader has no "
+            f"generator= of its own); {theirs} made no iterator there to draw it."
+        )
+    if "epoch_b" in f and isinstance(f.get("epoch"), int) and isinstance(f["epoch_b"], int):
+        evidence["epochs"] = ctx.both(f["epoch"], f["epoch_b"])
+        facts += (
+            f" The epochs apart follow from it (no set_epoch value puts the two loops' iterators back in step): at "
+            f"step {step} {ctx.names[0]} records epoch {f['epoch']} and {ctx.names[1]} epoch {f['epoch_b']}"
+            f"{_epoch_starts(ctx, rank)}."
+        )
+    facts += _set_epoch_said(ctx, rank, step, evidence, even_none=True)
+    facts += _sampler_set_epoch_said(found["sampler"], evidence)
+    return finding(ctx, DATA_REMADE, step, rank, evidence, facts, side=mine, other=theirs)
+
+
+def _kept_going(kept: dict) -> str:
+    given = f"gave {kept['batches']} batches, past the {kept['length']} its loader holds (len(loader))"
+    if kept["anew"] is None:
+        return f"{given}, and no new one was made before the run ended"
+    return f"{given} before a new one was made before step {kept['anew']}"
+
+
+def _order_of_the_new_iterator(ctx: Context, side: str, rank, found: dict, evidence: dict) -> str:
+    """What the new iterator's samples were: the side's own from its last iterator's start again (the sampler keeps
+    its order and restarts it in each iterator), or another order; never "another epoch's" where they repeat."""
+    mine, theirs = ctx.label(side), ctx.label(other(side))
+    anew, made = found["anew"], found["made"]
+    sampler = found["sampler"]
+    named = f"{sampler.get('class', 'its sampler')}" + (
+        ", given as batch_sampler=" if sampler.get("batch_sampler") else ""
+    )
+    n = replayed_from(ctx, side, rank, anew, made)
+    if n is None:
+        return (
+            f" {mine}'s samples at step {anew} are not its own at step {made}: its new iterator drew an order of its "
+            f"own ({named}), where {theirs}'s iterator went on with the order it held."
+        )
+    evidence["replayed"] = {"side": mine, "steps": list(range(anew, anew + n)), "as_at": list(range(made, made + n))}
+    return (
+        f" {mine}'s samples at {_steps(anew, n)} are its own at {_steps(made, n)}: the order restarted, its new "
+        f"iterator giving again what its sampler ({named}) gave the last one from its start (the sampler keeps "
+        f"its order from one iterator to the next), where {theirs}'s iterator went on past it; not another epoch's "
+        "order."
+    )
+
+
+def _steps(first: int, n: int) -> str:
+    return f"step {first}" if n == 1 else f"steps {first}-{first + n - 1}"
+
+
+def _sampler_set_epoch_said(sampler: dict, evidence: dict) -> str:
+    """Whether the new iterator's sampler has a set_epoch, as the hooks recorded it (`has_set_epoch`), into the
+    evidence and as a sentence: no advice may ask to call a set_epoch the class does not have, and where the records
+    do not say, they are said not to."""
+    klass = sampler.get("class", "the sampler")
+    has = sampler.get("has_set_epoch")
+    evidence["sampler_has_set_epoch"] = has if isinstance(has, bool) else "unrecorded"
+    if has is False:
+        return f" {klass} has no set_epoch (the hooks' record of it): no epoch can be given to it."
+    if has is None:
+        return f" Whether {klass} has a set_epoch is unrecorded (records older than the hooks' has_set_epoch)."
+    return ""
 
 
 def _went_on(going: dict) -> str:
@@ -605,7 +705,7 @@ def _epochs_apart(ctx: Context, f: dict, evidence: dict) -> Finding:
     notes, blamed = _set_epoch_notes(ctx, rank, step)
     side = blamed or side
     start = _epoch_start_clause(ctx, side, _first_epochs(ctx, rank))
-    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
+    return _epoch_finding(ctx, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
 
 
 def _sampler_epochs_unrecorded(ctx: Context, rank, step) -> bool:
@@ -642,7 +742,29 @@ def _pass_epoch_apart(ctx: Context, step, rank, evidence: dict, apart: dict) -> 
     # where each side's first pass drew its order: a record's epoch is the last set_epoch, not always the pass's
     first = {s: (pass_epochs(ctx, s, rank, step) or ([None], ""))[0][0] for s in ("a", "b")}
     start = _epoch_start_clause(ctx, side, first)
-    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
+    return _epoch_finding(ctx, step, rank, evidence, facts + notes, start=start, epoch=epochs[side])
+
+
+def _epoch_finding(ctx: Context, step, rank, evidence: dict, facts: str, start: str, epoch) -> Finding:
+    """data_order.epoch in the words the samplers allow: set_epoch advised only where no side trained `step` from a
+    sampler the hooks recorded without one (has_set_epoch false); there, the passes over the loader named instead,
+    since a record's epoch on a side without set_epoch is its pass."""
+    samplers = {s: _pass_sampler(ctx, s, rank, step) for s in ("a", "b")}
+    without = [s for s in ("a", "b") if samplers[s].get("has_set_epoch") is False]
+    values = {"epoch": epoch, "start": start}
+    if without:
+        evidence["samplers_without_set_epoch"] = [ctx.label(s) for s in without]
+        values["sides"] = " and ".join(ctx.label(s) for s in without)
+        values["classes"] = " and ".join(sorted({str(samplers[s].get("class")) for s in without}))
+    words = DATA_EPOCH_WORDS["passes" if without else "set_epoch"]
+    said = {k: v.format(**values) for k, v in words.items()}
+    return finding(ctx, DATA_EPOCH, step, rank, evidence, facts, **said)
+
+
+def _pass_sampler(ctx: Context, side: str, rank, step) -> dict:
+    """The sampler of the pass `side` trained `step` from, as the hooks' iterators recorded it ({} if none)."""
+    began = last_pass(ctx, side, rank, step) or {}
+    return began.get("sampler") if isinstance(began.get("sampler"), dict) else {}
 
 
 def _set_epoch_notes(ctx: Context, rank, step) -> tuple[str, str | None]:
@@ -670,13 +792,23 @@ def _set_epoch_notes(ctx: Context, rank, step) -> tuple[str, str | None]:
                 "train_dataloader(), for the first epoch)."
             )
         elif not calls and sampler.get("batch_sampler"):
+            advised = NO_SET_EPOCH_NOTE.get(sampler.get("has_set_epoch"), NO_SET_EPOCH_NOTE[None])
             notes.append(
                 f" On {ctx.label(side)} no set_epoch reached the {sampler.get('class')}, given as the DataLoader's "
                 "batch_sampler: Lightning sets the epoch of a DataLoader's sampler and of its batch sampler's "
-                ".sampler, never of a batch sampler itself; call its set_epoch(epoch) yourself before each pass's "
-                "iterator is made."
+                f".sampler, never of a batch sampler itself{advised}."
             )
     return "".join(notes), (blamed[0] if len(blamed) == 1 else None)
+
+
+# what a note on a batch sampler no set_epoch reached advises, by whether the hooks recorded that it has one: never
+# a call its class does not have, and an unrecorded answer said so
+NO_SET_EPOCH_NOTE = {
+    True: "; call its set_epoch(epoch) yourself before each pass's iterator is made",
+    False: "; this one has no set_epoch (the hooks' record of it): its order is its own, which no epoch given "
+    "reaches, and a record's epoch there is its side's pass over the loader",
+    None: "; if it has a set_epoch (the records do not say), call it yourself before each pass's iterator is made",
+}
 
 
 # what parted parameters no gradient moved, as far as the recorded init digests (init_params_sha256) say
@@ -805,16 +937,31 @@ def _sampler_epoch_stuck(ctx: Context, rank, step) -> tuple[str, dict] | None:
     return None
 
 
+# set_epoch's words: the call advised only where the side's sampler was not recorded without one
+SET_EPOCH_WORDS = {
+    "set_epoch": {
+        "why": "A DistributedSampler (and a sampler of its kind, such as a repeated-augmentation sampler) shuffles "
+        "with seed + epoch, and its epoch only changes when set_epoch(epoch) is called; without that call every epoch "
+        "replays the first epoch's order. Lightning calls set_epoch on its training DataLoader's sampler each epoch "
+        "(the one it injects, or the program's own); a hand-written loop must do it itself.",
+        "fix": "On {side}: call sampler.set_epoch(epoch) at the start of every epoch, before iterating the "
+        "DataLoader (also after resuming from a checkpoint).",
+    },
+    "none": {
+        "why": "{side}'s sampler ({klass}) has no set_epoch (the hooks' record of it): it keeps its order in itself "
+        "and gives each new iterator that order again, so every epoch that makes a new iterator replays the first.",
+        "fix": "On {side}: draw each epoch's order anew as the other side does (a sampler whose order moves with each "
+        "epoch, such as a DistributedSampler set to it, or {klass} given a way to draw its next order per iterator), "
+        "or keep one iterator across the epochs where {klass} draws its next order as an iterator runs on.",
+    },
+}
 SET_EPOCH = Cause(
     "set_epoch",
     check_samples,
-    why="A DistributedSampler (and a sampler of its kind, such as a repeated-augmentation sampler) shuffles with "
-    "seed + epoch, and its epoch only changes when set_epoch(epoch) is called; without that call every epoch "
-    "replays the first epoch's order. Lightning calls set_epoch on its training DataLoader's sampler each epoch (the "
-    "one it injects, or the program's own); a hand-written loop must do it itself.",
-    fix="On {side}: call sampler.set_epoch(epoch) at the start of every epoch, before iterating the "
-    "DataLoader (also after resuming from a checkpoint).",
-    doc="A side's epoch repeats its first epoch's order: `sampler.set_epoch(epoch)` missing.",
+    why="{why}",
+    fix="{fix}",
+    doc="A side's epoch repeats its first epoch's order: `sampler.set_epoch(epoch)` missing (for a sampler recorded "
+    "without set_epoch: its order kept from one iterator to the next).",
 )
 DATA_ORDER = Cause(
     "data_order",
@@ -843,13 +990,30 @@ DATA_ORDER_FIX = {
 DATA_EPOCH = Cause(
     "data_order.epoch",
     check_samples,
-    why="A DistributedSampler's order is a function of seed + epoch, the epoch being what set_epoch was last given: "
-    "the side at epoch {epoch} draws another epoch's permutation at each step.",
-    fix="Give the samplers the same epoch at each step: call sampler.set_epoch(epoch) on both sides with the epoch "
-    "counted alike (from 0, before iterating the DataLoader); {start}.",
+    why="{why}",
+    fix="{fix}",
     doc="The records of the first differing step carry other epochs (set_epoch given another value): named side "
-    "by side, with the set_epoch calls recorded and the step the other side drew the same samples.",
+    "by side, with the set_epoch calls recorded and the step the other side drew the same samples; set_epoch "
+    "advised only where no side's sampler was recorded without one (`has_set_epoch`).",
 )
+# data_order.epoch's words (formatted by the check with the epoch, the start, the sides and classes): set_epoch is
+# advised only where no side's sampler was recorded without one
+DATA_EPOCH_WORDS = {
+    "set_epoch": {
+        "why": "A DistributedSampler's order is a function of seed + epoch, the epoch being what set_epoch was last "
+        "given: the side at epoch {epoch} draws another epoch's permutation at each step.",
+        "fix": "Give the samplers the same epoch at each step: call sampler.set_epoch(epoch) on both sides with the "
+        "epoch counted alike (from 0, before iterating the DataLoader); {start}.",
+    },
+    "passes": {
+        "why": "The sampler {sides} trained from ({classes}) has no set_epoch (the hooks' record of it): it orders "
+        "each pass by its own state, and a record's epoch there is its side's pass over the loader (a new iterator "
+        "is the next pass), so the epochs apart are passes begun at other steps.",
+        "fix": "Begin the passes over the training loader at the same steps on both sides ({start}): a new iterator "
+        "at each of the loop's epochs on both, or one kept across them on both; no set_epoch call reaches a sampler "
+        "without one.",
+    },
+}
 DATA_RESTARTED = Cause(
     "data_order.restarted",
     check_samples,
@@ -866,6 +1030,24 @@ DATA_RESTARTED = Cause(
     doc="A side made a new iterator over its training DataLoader before the last ran out (the hooks' iterators: "
     "fewer `batches` than the loader's `length`), the other went on: the loop's epoch shorter than the loader; the "
     "epochs apart are its consequence.",
+)
+DATA_REMADE = Cause(
+    "data_order.remade",
+    check_samples,
+    why="A loop that iterates its loader anew at each of its epochs (`for batch in loader`; Lightning's fit loop "
+    "does, at every epoch) gives each epoch a new iterator, while a loop that takes len(loader) batches per epoch "
+    "from one iterator kept across its epochs (over a sampler that gives more than one pass, an infinite batch "
+    "sampler) goes on where the last epoch stopped. A sampler that keeps its order in itself and hands it to each "
+    "new iterator from its start (drawing the next only when an iterator runs past its end) makes the new iterator "
+    "replay the last pass while the kept one takes the next.",
+    fix="Take each epoch's batches the same way on both sides: on {side}, keep one iterator across the loop's epochs "
+    "as {other} does (Lightning: a training iterable of your own whose __iter__ hands back the same iterator at "
+    "every epoch, from which each epoch takes len(loader) batches), or make {other}'s iterator anew at each of its "
+    "epochs as {side} does (`for batch in loader` per epoch), which changes what {other} trains on.",
+    doc="A side made a new iterator over its training DataLoader after a whole pass while the other kept one going "
+    "past its loader's length (the hooks' iterators: `batches` over `length`): one loop re-iterates its loader each "
+    "epoch, the other keeps one iterator across epochs; a new iterator replaying its side's own samples is said to "
+    "restart the order, not to draw another epoch's.",
 )
 DATA_SKIPPED = Cause(
     "data_order.skipped",

@@ -87,30 +87,82 @@ def restarted_early(ctx: Context, rank, step) -> dict | None:
     the same dataset before a step up to `step`, at which the other side made none over it: the loop's epoch ended
     before the loader's on that side. `other`: the other side's iterator over that dataset the same step trained
     from ({made, batches, length, anew: the step its successor was made before, or None})."""
+    for side, dropped, anew, going, theirs in _passes_begun_on_one_side(ctx, rank, step):
+        length = iterator_length(ctx.run(side), rank, dropped)
+        if length is None or not isinstance(dropped.get("batches"), int) or dropped["batches"] >= length:
+            continue
+        mine = {"made": dropped["before_step"], "batches": dropped["batches"], "length": length}
+        return {
+            "side": side,
+            "dataset": dropped.get("dataset"),
+            **mine,
+            "anew": anew["before_step"],
+            "epochs": [(dropped.get("sampler") or {}).get("epoch"), (anew.get("sampler") or {}).get("epoch")],
+            "other": _pass_said(ctx.run(other(side)), rank, going, theirs),
+        }
+    return None
+
+
+def remade_at_epoch(ctx: Context, rank, step) -> dict | None:
+    """{side, dataset, made, batches, length, anew, sampler, global_draw, other}: where one side made a new training
+    iterator over a dataset before a step up to `step`, the last having given a whole pass (its loader's `length`
+    batches), while the other side made none there and kept the iterator it trained from going past its own
+    loader's length (its sampler gives more batches than len(loader): an infinite or repeating batch sampler): one
+    loop re-iterates its loader at each of its epochs, the other takes each epoch's batches from one iterator kept
+    across them. `sampler`: the new iterator's, as the hooks recorded it; `global_draw`: making it drew from the
+    global generator (the loader has no generator= of its own); `other` as restarted_early's."""
+    for side, dropped, anew, going, theirs in _passes_begun_on_one_side(ctx, rank, step):
+        length = iterator_length(ctx.run(side), rank, dropped)
+        if length is None or not isinstance(dropped.get("batches"), int) or dropped["batches"] < length:
+            continue  # dropped with batches left: restarted_early's
+        kept = _pass_said(ctx.run(other(side)), rank, going, theirs)
+        if not _went_past_its_length(kept):
+            continue  # the other side's iterator gave a pass at most: not one kept across epochs
+        return {
+            "side": side,
+            "dataset": dropped.get("dataset"),
+            **{"made": dropped["before_step"], "batches": dropped["batches"], "length": length},
+            "anew": anew["before_step"],
+            "sampler": anew.get("sampler") if isinstance(anew.get("sampler"), dict) else {},
+            "global_draw": anew.get("global_draw") is True,
+            "other": kept,
+        }
+    return None
+
+
+def _went_past_its_length(said: dict) -> bool:
+    """An iterator ({batches, length}) that gave more batches than its loader holds: its sampler gives more than
+    one pass (an infinite batch sampler), and the loop kept that iterator beyond one pass."""
+    batches, length = said["batches"], said["length"]
+    return isinstance(batches, int) and isinstance(length, int) and batches > length
+
+
+def _passes_begun_on_one_side(ctx: Context, rank, step):
+    """(side, dropped, anew, going, theirs) for each new training iterator `side` made over a dataset before a step
+    up to `step` (`anew`, following `dropped`) where the other side made none over it before that step, an iterator
+    of its own over it (`going`, the last of `theirs` made earlier) going on: where the two loops' passes part."""
     passes = {s: _training_passes(ctx, s, rank) for s in ("a", "b")}
     for side in ("a", "b"):
         for dropped, anew in zip(passes[side], passes[side][1:]):
             if anew["before_step"] > step or dropped.get("dataset") != anew.get("dataset"):
                 continue
-            length = iterator_length(ctx.run(side), rank, dropped)
-            if length is None or not isinstance(dropped.get("batches"), int) or dropped["batches"] >= length:
-                continue
             theirs = [i for i in passes[other(side)] if i.get("dataset") == dropped.get("dataset")]
             if not theirs or any(i["before_step"] == anew["before_step"] for i in theirs):
                 continue  # both sides began a pass there: not where they part
             going = [i for i in theirs if i["before_step"] < anew["before_step"]]
-            if not going:
-                continue
-            mine = {"made": dropped["before_step"], "batches": dropped["batches"], "length": length}
-            return {
-                "side": side,
-                "dataset": dropped.get("dataset"),
-                **mine,
-                "anew": anew["before_step"],
-                "epochs": [(dropped.get("sampler") or {}).get("epoch"), (anew.get("sampler") or {}).get("epoch")],
-                "other": _pass_said(ctx.run(other(side)), rank, going[-1], theirs),
-            }
-    return None
+            if going:
+                yield side, dropped, anew, going[-1], theirs
+
+
+def replayed_from(ctx: Context, side: str, rank, anew: int, made: int) -> int | None:
+    """The number of steps, from `anew` on, at which `side`'s rank consumed exactly the samples it consumed at the
+    same place from `made` on (its recorded indices or batch digests): its new iterator gave its last one's order
+    again. None where the samples at `anew` differ from those at `made` or either is unrecorded."""
+    keyed = {r.get("step"): _key(r) for r in records_of(ctx.run(side), rank)}
+    n = 0
+    while (key := keyed.get(anew + n)) is not None and key == keyed.get(made + n) and made + n < anew:
+        n += 1
+    return n or None
 
 
 def _training_passes(ctx: Context, side: str, rank) -> list[dict]:
