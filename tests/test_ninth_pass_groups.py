@@ -140,10 +140,10 @@ def test_a_schedule_restarted_at_each_epoch_is_named_before_a_lead_of_an_epochs_
     assert (d["kind"], d["step"]) == ("optimizer.lr_restart", 4), (d["kind"], d["explanation"])
     words = d["explanation"]
     assert "lightning's schedule starts again at each epoch" in words, words
-    assert "ahead" not in words, words
+    assert "step(s) ahead" not in words, words
     assert "the iteration within the epoch (batch_idx)" in d["advice"], d["advice"]
     if epoch_from == "loader":
-        assert "3 is the trained loader's length (loader_iterators.length)" in words, words
+        assert "3 step(s) is the trained loader's length (loader_iterators.length" in words, words
 
 
 def test_a_lead_is_never_said_over_steps_whose_changing_rates_are_equal(tmp_path):
@@ -153,5 +153,5 @@ def test_a_lead_is_never_said_over_steps_whose_changing_rates_are_equal(tmp_path
     records_b = _six_steps(RESTARTED_LR, [0] * 6)
     _, d = run_diagnosis(*pair(tmp_path, records_a=records_a, records_b=records_b))
     assert d["kind"] not in ("optimizer.lr_shift", "optimizer.lr_ahead", "recording"), (d["kind"], d["explanation"])
-    assert "ahead" not in d["explanation"], d["explanation"]
+    assert "step(s) ahead" not in d["explanation"], d["explanation"]
     assert d["step"] == 4, (d["kind"], d["step"], d["explanation"])

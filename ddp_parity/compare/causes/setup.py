@@ -416,13 +416,14 @@ def check_param_groups(ctx: Context) -> Finding | None:
     reads = keys_the_optimizer_reads(str(opt_a.get("class") or ""))
     applied = _applied_apart_each_step(ctx, opt_a, opt_b, pairs, reads) if at_construction and reads else None
     if applied is not None:  # what each step applied is recorded: it, not the groups as built, is the training's
-        own = {s: n for s, n in differing.items() if _is_own_key(_key_of(s), reads)}
-        if applied:
+        own = {s: n for s, n in differing.items() if is_own_key(_key_of(s), reads)}
+        if applied and not _same_members(opt_a, opt_b, pairs):
             return _applied_apart_finding(ctx, str(opt_a.get("class")), applied, own)
-        # every setting the optimizer reads alike at every step: the program's own keys apart reached no update
+        # every setting the optimizer reads alike at every step (or apart in groups of the same members, which the
+        # steps' own groups date: optimizer.hyperparameters): the program's own keys apart are no setup difference
         differing = {s: n for s, n in differing.items() if s not in own}
     if reads:  # a setting the optimizer reads leads; a key of the program's own is never said to be applied
-        differing = dict(sorted(differing.items(), key=lambda item: _is_own_key(_key_of(item[0]), reads)))
+        differing = dict(sorted(differing.items(), key=lambda item: is_own_key(_key_of(item[0]), reads)))
     if not at_construction:  # a scheduled key apart on every parameter may be a schedule read elsewhere
         apart = {s.split(":", 1)[0]: set() for s in differing}
         for setting, names in differing.items():
@@ -447,7 +448,7 @@ def check_param_groups(ctx: Context) -> Finding | None:
     facts += _own_optimizer_words(opt_a, key)
     evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
     why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when=_from_when(ctx, key))
-    if reads and _is_own_key(key, reads):
+    if reads and is_own_key(key, reads):
         why = OWN_KEY_WHY.format(key=key, optimizer=opt_a.get("class"))
     fix = GROUPS_FIX.format(names=_name_list(names), key=key)
     only_lr = all(s.split(":", 1)[0] == "lr" for s in differing)
@@ -719,7 +720,7 @@ def _key_of(setting: str) -> str:
     return setting.split(":", 1)[0]
 
 
-def _is_own_key(key: str, reads: frozenset[str] | None) -> bool:
+def is_own_key(key: str, reads: frozenset[str] | None) -> bool:
     """A key the optimizer never reads and no scheduler keeps (initial_lr, max_lr ... stay compared as before):
     the program's own, which acts only where its loop reads it."""
     return reads is not None and key not in reads and key not in SCHEDULED_KEYS
@@ -754,6 +755,15 @@ def _applied_apart_each_step(ctx: Context, opt_a: dict, opt_b: dict, pairs: dict
         k for k in scheduled if len({n for s, (ns, _) in apart.items() if _key_of(s) == k for n in ns}) == len(pairs)
     }
     return {s: found for s, found in apart.items() if _key_of(s) not in every}
+
+
+def _same_members(opt_a: dict, opt_b: dict, pairs: dict) -> bool:
+    """Both optimizers built with as many groups, every paired parameter in the group of the same place: the steps'
+    groups then pair group by group."""
+    index_a, index_b = _group_index(opt_a), _group_index(opt_b)
+    if len(opt_a.get("param_groups") or []) != len(opt_b.get("param_groups") or []):
+        return False
+    return all(index_a.get(ka) == index_b.get(kb) for ka, kb in pairs.values())
 
 
 def _groups_as_built(groups, count: int) -> bool:
@@ -871,9 +881,11 @@ PARAM_GROUPS = Cause(
     why="{why}",
     fix="{fix}",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
-    "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise where no "
-    "schedule explains them (an lr apart on every parameter, with the momentum or betas beside it, is a per-step "
-    "series; a momentum apart alone is the groups' own).",
+    "side only): where the hooks recorded the groups as built (`meta.optimizer_built`) and as each step ran "
+    "(`param_groups`), the settings a torch optimizer reads (its `defaults`' keys) are compared per parameter as the "
+    "steps ran, and a program's own group keys (VAR's `lr_sc`, `wd_sc`) are named as their likely reason, never as "
+    "applied; otherwise as constructed, or where no schedule explains them (an lr apart on every parameter, with "
+    "the momentum or betas beside it, is a per-step series; a momentum apart alone is the groups' own).",
 )
 PARAM_GROUPS_CLASS = Cause(
     "param_groups.class",
