@@ -802,9 +802,9 @@ def _applied_apart_finding(ctx: Context, optimizer: str, applied: dict, own: dic
         )
     if inert:
         facts += (
-            f" Also apart as constructed, keys {optimizer} never reads, on parameters whose every setting it reads "
-            f"was alike at every step: {'; '.join(f'{s} for {_name_list(n)}' for s, n in inert.items())}: not what "
-            "parted the training."
+            f" Also apart as constructed, keys {optimizer} never reads that are apart as well on parameters whose "
+            f"every setting it reads was alike at every step, so they alone part nothing: "
+            f"{'; '.join(f'{s} for {_name_list(n)}' for s, n in inert.items())}."
         )
     setting, (names, step) = next(iter(applied.items()))
     key = _key_of(setting)
