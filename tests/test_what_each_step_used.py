@@ -112,7 +112,8 @@ def test_a_parameter_in_another_group_is_named_though_each_groups_values_were_al
         *pair(tmp_path, records_a=records_a, records_b=with_groups(make_records()), meta_a=meta_a, meta_b=meta_b)
     )
     assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
-    assert "weight_decay: 0.04 vs 0.0 for net.0.bias." in d["explanation"], d["explanation"]
+    # the settings as step 1 ran (group 0's weight decay 0.05 there): what the optimizer applied, per parameter
+    assert "weight_decay: 0.05 vs 0.0 from step 1 for net.0.bias." in d["explanation"], d["explanation"]
     # the same members on both sides: the construction value every step overwrote alike is still no difference
     meta_b["optimizer_built"] = split(["net.0.weight", "net.0.bias"])
     meta_b["optimizer_built"][0]["param_groups"][0]["weight_decay"] = 0.03

@@ -184,7 +184,7 @@ def step_shift(a: list, b: list, max_k: int = 3) -> tuple[int, int] | None:
     """(k, 0) where a[i] == b[i + k] at every overlapping i (a holds at each step what b holds k steps
     later: a is ahead), (k, 1) where b[i] == a[i + k] (b is ahead); None where the series are equal,
     constant or unrelated."""
-    if a == b or len(set(map(str, a))) < 2:
+    if a == b or len(set(map(str, a))) < 2 or equal_where_changing(a, b):
         return None
     for k in range(1, max_k + 1):
         if len(a) - k < 2:
@@ -194,6 +194,16 @@ def step_shift(a: list, b: list, max_k: int = 3) -> tuple[int, int] | None:
         if b[:-k] == a[k:]:
             return k, 1
     return None
+
+
+def equal_where_changing(a: list, b: list) -> bool:
+    """The two series are equal at two consecutive steps whose value changes between them: a series k steps ahead
+    of the other cannot be (a[i] = b[i] = b[i + k] keeps a monotone schedule flat from i to i + k, so a[i + 1] would
+    equal a[i]), so no shift is proven (VAR's slip: a schedule restarted at an epoch of 3 steps, equal at steps 1-3
+    as it warmed up, was "3 steps ahead"). Equal steps on a plateau (StepLR's, k steps shorter on the side ahead)
+    hold one value each and refute nothing."""
+    both = [x if x == y else None for x, y in zip(a, b)]
+    return any(x is not None and y is not None and x != y for x, y in zip(both, both[1:]))
 
 
 def shift_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list):
@@ -208,6 +218,38 @@ def shift_relation(quantity: str, labels: tuple[str, str], steps: list, a: list,
         f"(steps {steps[0]}..{steps[-1]})."
     )
     return Relation("shift", quantity, side, other, k, steps[0], steps[-1], None, sentence)
+
+
+# ---------------------------------------------------------------------------------------------
+# a series that starts again at an epoch's first step
+
+
+def restarting_side(a: list, b: list, at: int, length: int) -> int | None:
+    """0 where a's values over the `length` steps from index `at` (an epoch's first step; at most `at` of them)
+    repeat its own from index 0 and b's do not, 1 the other way round; None where neither or both do."""
+    span = range(at, min(at + min(length, at), len(a), len(b)))
+    if at < 1 or not span:
+        return None
+    restarts = [all(x[i] == x[i - at] for i in span) for x in (a, b)]
+    return restarts.index(True) if restarts.count(True) == 1 else None
+
+
+def restart_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, at: int, length: int):
+    """The Relation "X's quantity over the epoch from steps[at] is its own from steps[0] again": a schedule counted
+    from the iteration within the epoch, which a shift of `at` steps also fits (the other side's rate `at` steps
+    later) where the other side's first epoch is the same. Tested before the shift: the restart is what the equal
+    first epoch proves. None where no side restarts there."""
+    found = restarting_side(a, b, at, length)
+    if found is None:
+        return None
+    side, other = (labels[0], labels[1]) if found == 0 else (labels[1], labels[0])
+    n = min(length, at, len(steps) - at)
+    first, last = steps[at], steps[at + n - 1]
+    sentence = (
+        f"{side}'s {quantity} over steps {first}..{last} repeats its own of steps {steps[0]}..{steps[n - 1]}, "
+        f"where {other}'s goes on."
+    )
+    return Relation("restart", quantity, side, other, at, first, last, None, sentence)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -107,10 +107,10 @@ CAUSES: tuple[Cause, ...] = (
     backward.GRADIENTS_FACTOR,
     backward.GRADIENTS,
     schedule_steps.OPTIMIZER_SCHEDULER_STEPS,
+    update.OPTIMIZER_LR_RESTART,  # before the shift: an epoch of k steps restarted is also a shift of k
     update.RECORDED_LR,
     update.OPTIMIZER_LR_AHEAD,
     update.OPTIMIZER_LR_SHIFT,
-    update.OPTIMIZER_LR_RESTART,
     update.OPTIMIZER_LR,
     update.OPTIMIZER_EFFECTIVE_LR,
     update.OPTIMIZER_CLIP,

@@ -6,8 +6,12 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from pathlib import Path
+
+import torch
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt
 from ddp_parity.compare.causes.configuration import SEED_KEY, same_value
@@ -409,6 +413,17 @@ def check_param_groups(ctx: Context) -> Finding | None:
                 continue
             if not same_value(stable(sa.get(key)), stable(sb.get(key))):  # a function by its name, not address
                 differing.setdefault(f"{key}: {fmt(sa.get(key))} vs {fmt(sb.get(key))}", []).append(name)
+    reads = keys_the_optimizer_reads(str(opt_a.get("class") or ""))
+    applied = _applied_apart_each_step(ctx, opt_a, opt_b, pairs, reads) if at_construction and reads else None
+    if applied is not None:  # what each step applied is recorded: it, not the groups as built, is the training's
+        own = {s: n for s, n in differing.items() if is_own_key(_key_of(s), reads)}
+        if applied and not _same_members(opt_a, opt_b, pairs):
+            return _applied_apart_finding(ctx, str(opt_a.get("class")), applied, own)
+        # every setting the optimizer reads alike at every step (or apart in groups of the same members, which the
+        # steps' own groups date: optimizer.hyperparameters): the program's own keys apart are no setup difference
+        differing = {s: n for s, n in differing.items() if s not in own}
+    if reads:  # a setting the optimizer reads leads; a key of the program's own is never said to be applied
+        differing = dict(sorted(differing.items(), key=lambda item: is_own_key(_key_of(item[0]), reads)))
     if not at_construction:  # a scheduled key apart on every parameter may be a schedule read elsewhere
         apart = {s.split(":", 1)[0]: set() for s in differing}
         for setting, names in differing.items():
@@ -433,6 +448,8 @@ def check_param_groups(ctx: Context) -> Finding | None:
     facts += _own_optimizer_words(opt_a, key)
     evidence = {"differences": {setting: names for setting, names in differing.items()}, "compared": when}
     why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when=_from_when(ctx, key))
+    if reads and is_own_key(key, reads):
+        why = OWN_KEY_WHY.format(key=key, optimizer=opt_a.get("class"))
     fix = GROUPS_FIX.format(names=_name_list(names), key=key)
     only_lr = all(s.split(":", 1)[0] == "lr" for s in differing)
     if only_lr and _lr_ratio(settings_a, settings_b, pairs, every=True) is not None:
@@ -592,12 +609,14 @@ def _first_step_apart(steps: list, key: str):
     return None
 
 
-def _from_when(ctx: Context, key: str) -> str:
-    """ "from the first step on", or from the first recorded step whose groups hold `key` apart where the steps'
-    groups were recorded (a warmup from 0 leaves the first steps alike)."""
+def _from_when(ctx: Context, key: str, step=None) -> str:
+    """ "from the first step on", or from the first recorded step whose groups hold `key` apart (`step`, or found
+    where the steps' groups were recorded alike in number; a warmup from 0 leaves the first steps alike)."""
     steps = recorded_groups(ctx)
-    step = _first_step_apart(steps, key) if steps else None
-    if step is None or step == steps[0][0]:
+    if step is None:
+        step = _first_step_apart(steps, key) if steps else None
+    first = next((ra.get("step") for ra, _ in aligned_records(ctx, 0)), None)
+    if step is None or step == first:
         moving = _first_step_with_a_rate(ctx) if key != "lr" else None
         if moving is not None and moving > 1:  # a warmup from 0: the steps before moved no parameter
             return (
@@ -622,10 +641,8 @@ def _first_step_with_a_rate(ctx: Context) -> int | None:
 def _own_optimizer_words(opt: dict, key: str) -> str:
     """A sentence where the optimizer is none of torch's (MoCo v3's LARS, a program's own): which parameters it applies
     a group's setting to is its own code's choice, so the names listed are those the groups hold."""
-    import torch  # the comparison's process has torch; the class names of its optimizers
-
     name = str(opt.get("class") or "")
-    if not name or isinstance(getattr(torch.optim, name, None), type):
+    if not name or _torch_optimizer_class(name) is not None:
         return ""
     return (
         f" {name} is not one of torch's optimizers: which of these parameters it applies {key} to is its own code's "
@@ -673,6 +690,138 @@ def _lr_factor_words(ctx: Context, settings_a: dict, settings_b: dict, pairs: di
     return said + "."
 
 
+# ---------------------------------------------------------------------------------------------
+# the settings the optimizer reads, as each step ran
+
+
+def _torch_optimizer_class(name: str) -> type | None:
+    """torch.optim's optimizer class of that name, None where the class is none of torch's (a program's own)."""
+    found = getattr(torch.optim, name, None) if name else None
+    return found if isinstance(found, type) and issubclass(found, torch.optim.Optimizer) else None
+
+
+@functools.cache
+def keys_the_optimizer_reads(class_name: str) -> frozenset[str] | None:
+    """The param-group keys a torch optimizer reads as it steps: its `defaults`' keys (every group is filled from
+    them, and step() reads nothing else of a group), found by building one over a 1-element tensor. A key besides
+    them is the program's own (VAR's lr_sc, wd_sc: scales its loop reads to set lr and weight_decay by hand). None
+    for a class that is none of torch's: which keys its own code reads, the records cannot say."""
+    optimizer = _torch_optimizer_class(class_name)
+    if optimizer is None:
+        return None
+    try:
+        return frozenset(optimizer([torch.zeros(1, requires_grad=True)]).defaults)
+    except Exception:  # a constructor that needs more than the parameters: the keywords it takes are its defaults
+        return frozenset(p for p in inspect.signature(optimizer).parameters if p != "params")
+
+
+def _key_of(setting: str) -> str:
+    """The key of a difference's label ("weight_decay: 0.0 vs 0.05" -> "weight_decay")."""
+    return setting.split(":", 1)[0]
+
+
+def is_own_key(key: str, reads: frozenset[str] | None) -> bool:
+    """A key the optimizer never reads and no scheduler keeps (initial_lr, max_lr ... stay compared as before):
+    the program's own, which acts only where its loop reads it."""
+    return reads is not None and key not in reads and key not in SCHEDULED_KEYS
+
+
+def _applied_apart_each_step(ctx: Context, opt_a: dict, opt_b: dict, pairs: dict, reads: frozenset[str]):
+    """{"key: a's vs b's": (names, first step)} of the settings the optimizer reads that the steps ran with apart,
+    per parameter: its group's values in each step's recorded param_groups, the groups known by name as
+    constructed, the values said at the first step they part. A scheduled key (the lr) apart on every parameter is
+    left to the lr's series. None where a side's steps hold no groups, or another number of groups than it was
+    built with (a group added later): the steps' groups cannot be given to the parameters."""
+    index_a, index_b = _group_index(opt_a), _group_index(opt_b)
+    built = (len(opt_a.get("param_groups") or []), len(opt_b.get("param_groups") or []))
+    steps = [(ra.get("step"), ra.get("param_groups"), rb.get("param_groups")) for ra, rb in aligned_records(ctx, 0)]
+    if not (index_a and index_b and steps) or not all(
+        _groups_as_built(ga, built[0]) and _groups_as_built(gb, built[1]) for _, ga, gb in steps
+    ):
+        return None
+    by_groups: dict[tuple, dict] = {}  # a few pairs of groups, however many parameters
+    apart: dict[str, tuple[list, int]] = {}
+    for name, (ka, kb) in sorted(pairs.items()):
+        where = (index_a.get(ka), index_b.get(kb))
+        if None in where:
+            continue
+        if where not in by_groups:
+            by_groups[where] = _settings_apart(steps, *where, reads)
+        for setting, step in by_groups[where].items():
+            names, first = apart.get(setting, ([], step))
+            apart[setting] = ([*names, name], min(first, step))
+    scheduled = {_key_of(s) for s, (names, _) in apart.items() if _key_of(s) in SCHEDULED_KEYS}
+    every = {
+        k for k in scheduled if len({n for s, (ns, _) in apart.items() if _key_of(s) == k for n in ns}) == len(pairs)
+    }
+    return {s: found for s, found in apart.items() if _key_of(s) not in every}
+
+
+def _same_members(opt_a: dict, opt_b: dict, pairs: dict) -> bool:
+    """Both optimizers built with as many groups, every paired parameter in the group of the same place: the steps'
+    groups then pair group by group."""
+    index_a, index_b = _group_index(opt_a), _group_index(opt_b)
+    if len(opt_a.get("param_groups") or []) != len(opt_b.get("param_groups") or []):
+        return False
+    return all(index_a.get(ka) == index_b.get(kb) for ka, kb in pairs.values())
+
+
+def _groups_as_built(groups, count: int) -> bool:
+    return isinstance(groups, list) and len(groups) == count and all(isinstance(g, dict) for g in groups)
+
+
+def _settings_apart(steps: list, ia: int, ib: int, reads: frozenset[str]) -> dict[str, int]:
+    """{"key: a's vs b's": the first step} of each key the optimizer reads that group ia on one side and ib on the
+    other held apart at some recorded step (the values of that step)."""
+    out = {}
+    for key in sorted(reads):
+        for step, ga, gb in steps:
+            va, vb = ga[ia].get(key), gb[ib].get(key)
+            if json.dumps(va, default=str) != json.dumps(vb, default=str):
+                out[f"{key}: {fmt(va)} vs {fmt(vb)}"] = step
+                break
+    return out
+
+
+def _applied_apart_finding(ctx: Context, optimizer: str, applied: dict, own: dict) -> Finding:
+    """The settings the optimizer read apart as the steps ran lead; the program's own keys apart as constructed on
+    those parameters only are their likely reason (its loop sets the read ones from them), the others are said
+    inert (apart where every setting the optimizer reads was alike)."""
+    na, nb = ctx.names
+    lines = [f"{setting} from step {step} for {_name_list(names)}" for setting, (names, step) in applied.items()]
+    facts = f"The settings {optimizer} reads differ as each step ran ({na} vs {nb}): {'; '.join(lines)}."
+    parted = {n for names, _ in applied.values() for n in names}
+    likely = {s: names for s, names in own.items() if set(names) <= parted}
+    inert = {s: names for s, names in own.items() if s not in likely}
+    keys = sorted({_key_of(s) for s in applied})
+    if likely:
+        facts += (
+            f" The param groups also hold keys of the program's own, which {optimizer} never reads, apart as "
+            f"constructed on these parameters: {'; '.join(f'{s} for {_name_list(n)}' for s, n in likely.items())}: "
+            f"the likely reason, where the loop sets {', '.join(keys)} from them before each step."
+        )
+    if inert:
+        facts += (
+            f" Also apart as constructed, keys {optimizer} never reads that are apart as well on parameters whose "
+            f"every setting it reads was alike at every step, so they alone part nothing: "
+            f"{'; '.join(f'{s} for {_name_list(n)}' for s, n in inert.items())}."
+        )
+    setting, (names, step) = next(iter(applied.items()))
+    key = _key_of(setting)
+    evidence = {
+        "differences": {s: found[0] for s, found in applied.items()},
+        "compared": "as each step ran",
+        "first_step": {s: found[1] for s, found in applied.items()},
+    }
+    if own:
+        evidence["own_keys_as_constructed"] = {"likely": likely, "inert": inert}
+    why = GROUP_WHY.get(key, GROUP_WHY[""]).format(key=key, when=_from_when(ctx, key, step))
+    fix = GROUPS_FIX.format(names=_name_list(names), key=key)
+    if likely:
+        fix = fix[:-1] + GROUPS_OWN_KEYS_FIX.format(key=key, own=", ".join(sorted({_key_of(s) for s in likely})))
+    return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
+
+
 # why a param-group key that differs changes the update, by key
 GROUP_WHY = {
     "weight_decay": "The optimizer applies each group's weight decay to its parameters, so these parameters are "
@@ -708,6 +857,17 @@ GROUPS_FIX = (
     "Build the same param groups on both sides: give {names} the same {key} on both sides (one param group for "
     "them, or the same split)."
 )
+# the program's own key its loop sets a setting from, apart on the parameters whose setting parts
+GROUPS_OWN_KEYS_FIX = (
+    "; where the loop sets {key} from the groups' own keys ({own}), build the groups with the same values of those "
+    "keys on both sides."
+)
+# a key of the program's own apart as constructed, the settings each step used unrecorded
+OWN_KEY_WHY = (
+    "{optimizer} never reads {key}: it is a key of the program's own, which acts only where its loop reads it to set "
+    "what the optimizer does read (lr, weight_decay) before each step. The settings each step ran with were not "
+    "recorded, so whether these parameters were updated differently is unchecked."
+)
 # every parameter's lr k × the other's: the groups are split alike, the rate they were all given differs
 GROUPS_SCALED_FIX = (
     "Give the optimizer the same base learning rate on both sides: the lr it is built with, or the expression "
@@ -721,9 +881,11 @@ PARAM_GROUPS = Cause(
     why="{why}",
     fix="{fix}",
     doc="`meta.optimizer`'s groups give some parameters other settings (weight decay on biases on one "
-    "side only): compared as constructed where `meta.optimizer_built` holds them (hooks), otherwise where no "
-    "schedule explains them (an lr apart on every parameter, with the momentum or betas beside it, is a per-step "
-    "series; a momentum apart alone is the groups' own).",
+    "side only): where the hooks recorded the groups as built (`meta.optimizer_built`) and as each step ran "
+    "(`param_groups`), the settings a torch optimizer reads (its `defaults`' keys) are compared per parameter as the "
+    "steps ran, and a program's own group keys (VAR's `lr_sc`, `wd_sc`) are named as their likely reason, never as "
+    "applied; otherwise as constructed, or where no schedule explains them (an lr apart on every parameter, with "
+    "the momentum or betas beside it, is a per-step series; a momentum apart alone is the groups' own).",
 )
 PARAM_GROUPS_CLASS = Cause(
     "param_groups.class",

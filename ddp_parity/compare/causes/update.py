@@ -30,11 +30,16 @@ from ddp_parity.compare.causes.base import (
 from ddp_parity.compare.causes.forward import factor_of
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.seed_records import common_ranks
-from ddp_parity.compare.causes.setup import constructed_optimizer, recorded_groups
+from ddp_parity.compare.causes.setup import (
+    constructed_optimizer,
+    is_own_key,
+    keys_the_optimizer_reads,
+    recorded_groups,
+)
 from ddp_parity.compare.causes.undetermined import undetermined
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
-from ddp_parity.trace_files import read_hook_facts
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 # ---------------------------------------------------------------------------------------------
 # an optimizer over tensors no backward reaches (FSDP2)
@@ -199,7 +204,9 @@ OPTIMIZER_LR_SHIFT = Cause(
 def check_lr_restart(ctx: Context) -> Finding | None:
     """The lrs part at the first step of an epoch, where one side's rates over that epoch repeat its own rates from
     step 1 and the other side's go on: that side's schedule starts again at each epoch (indexed by the step within
-    the epoch, or a scheduler built again each epoch)."""
+    the epoch, or a scheduler built again each epoch). The epoch is the recorded one where it changes there, else
+    the trained loader's length (an iterator kept across the loop's epochs records one epoch at every step). Tested
+    before a shift: an epoch of k steps restarted is also "the other side's rate k steps later"."""
     f = ctx.earliest
     if f is None or f["quantity"] != "lr" or not isinstance(f.get("step"), int) or f["step"] < 2:
         return None
@@ -208,35 +215,95 @@ def check_lr_restart(ctx: Context) -> Finding | None:
     if f["step"] not in steps or [rb.get("epoch") for _, rb in pairs] != epochs:
         return None
     at = steps.index(f["step"])
-    if at == 0 or epochs[at] == epochs[at - 1] or not isinstance(epochs[at], int):
-        return None  # not the first step of an epoch
-    _, la, lb = relations.series(pairs, "lr")
-    span = [i for i in range(at, len(steps)) if epochs[i] == epochs[at]][:at]  # this epoch, at most an epoch long
-    restarts = [side for side, lr in (("a", la), ("b", lb)) if all(lr[i] == lr[i - at] for i in span)]
-    if len(restarts) != 1:
+    if at == 0:
         return None
-    side = restarts[0]
-    mine, other = (la, lb) if side == "a" else (lb, la)
-    shown = ", ".join(fmt(mine[i]) for i in span[:4])
+    if epochs[at] != epochs[at - 1] and isinstance(epochs[at], int):
+        length = sum(1 for e in epochs[at:] if e == epochs[at])
+        where = f"the first step of epoch {epochs[at]}"
+    else:
+        epoch = _epoch_of_the_trained_loader(ctx, f["rank"], pairs)
+        if epoch is None or (f["step"] - epoch["from_step"]) % epoch["steps"]:
+            return None  # not the first step of an epoch
+        length = epoch["steps"]
+        where = (
+            f"the first step of a new pass over the trained loader: {epoch['steps']} step(s) is the trained loader's "
+            f"length (loader_iterators.length: {epoch['batches']} batch(es), {epoch['per_step']} a step), where every "
+            f"step recorded epoch {epochs[at]}"
+        )
+    _, la, lb = relations.series(pairs, "lr")
+    relation = relations.restart_relation("lr", ctx.names, steps, la, lb, at, length)
+    if relation is None:
+        return None
+    side = "a" if relation.side == ctx.names[0] else "b"
+    other = lb if side == "a" else la
     facts = (
-        f"The learning rate first differs at step {f['step']} rank {f['rank']}, the first step of epoch {epochs[at]}: "
-        f"{ctx.label(side)}'s rates over steps {steps[span[0]]}..{steps[span[-1]]} ({shown}) are its rates of steps "
-        f"{steps[0]}..{steps[len(span) - 1]} again, where {ctx.label('b' if side == 'a' else 'a')}'s go on "
-        f"({fmt(other[at])} at step {f['step']}): {ctx.label(side)}'s schedule starts again at each epoch."
+        f"The learning rate first differs at step {f['step']} rank {f['rank']}, {where}: {relation.sentence[:-1]} "
+        f"({fmt(other[at])} at step {f['step']}), and the rates of the steps before are equal on both sides: "
+        f"{relation.side}'s schedule starts again at each epoch."
     )
-    evidence = {"lr": ctx.both(f["a"], f["b"]), "restarts": ctx.label(side), "epoch": epochs[at]}
-    return finding(ctx, OPTIMIZER_LR_RESTART, f["step"], f["rank"], evidence, facts, side=ctx.label(side))
+    evidence = {"lr": ctx.both(f["a"], f["b"]), "restarts": relation.side, "epoch": epochs[at]}
+    evidence["relation"] = relation.to_json()
+    by_hand = no_scheduler_steps(ctx, f["rank"])
+    if by_hand:
+        evidence["scheduler_steps"] = "none recorded on either side"
+    why, fix = LR_RESTART_WORDS["by_hand" if by_hand else "scheduler"]
+    fix = fix.format(side=relation.side)
+    return finding(ctx, OPTIMIZER_LR_RESTART, f["step"], f["rank"], evidence, facts, why=why, fix=fix)
 
+
+def _epoch_of_the_trained_loader(ctx: Context, rank, pairs: list) -> dict | None:
+    """{steps, from_step, batches, per_step} of the trained DataLoader iterator both sides made first, where both
+    recorded the same length (`loader_iterators`, hooks) and the steps take a whole number of its batches each (the
+    recorded micro_batches, 1 where unrecorded): an epoch of that many steps from the step it was made before."""
+    found = set()
+    for side in ("a", "b"):
+        trained = [
+            i
+            for i in fact_items(read_hook_facts(ctx.run(side), rank), "loader_iterators")
+            if i.get("trained") is True and isinstance(i.get("length"), int) and isinstance(i.get("before_step"), int)
+        ]
+        first = min(trained, key=lambda i: i["before_step"], default=None)
+        if first is None:
+            return None
+        found.add((first["length"], first["before_step"]))
+    per_step = {r.get("micro_batches", 1) for pair in pairs[:1] for r in pair}
+    if len(found) != 1 or len(per_step) != 1:
+        return None
+    (batches, from_step), per = found.pop(), per_step.pop()
+    if not isinstance(per, int) or per < 1 or batches % per or batches < per:
+        return None
+    return {"steps": batches // per, "from_step": from_step, "batches": batches, "per_step": per}
+
+
+# the restart's words, by whether a scheduler stepped: where the hooks saw none on either side the lr is set by hand
+# and "build the scheduler once" would speak of an object neither side has
+LR_RESTART_WORDS = {
+    "scheduler": (
+        "A schedule counted from the iteration within the epoch (batch_idx, not the global step), or a scheduler "
+        "built again at each epoch, hands every epoch the first epoch's rates, where a schedule over the whole "
+        "training goes on: no side runs ahead, the rates part at each epoch's first step.",
+        "On {side}, compute each step's lr from the global step (epoch × steps per epoch + the step within the "
+        "epoch), not from the iteration within the epoch (batch_idx), and build the scheduler once, before the "
+        "first epoch, as the other side does.",
+    ),
+    "by_hand": (
+        "Neither side stepped a scheduler (the hooks recorded none before any step): the lr is set by hand, and a "
+        "rate computed from the iteration within the epoch (batch_idx, not the global step) hands every epoch the "
+        "first epoch's rates, where one computed from the global step goes on: no side runs ahead, the rates part "
+        "at each epoch's first step.",
+        "On {side}, compute each step's lr from the global step (epoch × steps per epoch + the step within the "
+        "epoch), not from the iteration within the epoch (batch_idx), as the other side does.",
+    ),
+}
 
 OPTIMIZER_LR_RESTART = Cause(
     "optimizer.lr_restart",
     check_lr_restart,
-    why="A schedule indexed by the step within the epoch (or a scheduler built again at each epoch) hands every "
-    "epoch the first epoch's rates, where a schedule over the whole training goes on decaying.",
-    fix="On {side}, compute each step's lr from the global step (epoch × steps per epoch + the step within the "
-    "epoch), and build the scheduler once, before the first epoch, as the other side does.",
-    doc="The lrs part at an epoch's first step, where one side's rates repeat its own rates from step 1 and the "
-    "other's go on: that side's schedule restarts each epoch.",
+    why="{why}",
+    fix="{fix}",
+    doc="The lrs part at an epoch's first step (the recorded epoch, or the trained loader's length where every step "
+    "records one epoch), where one side's rates repeat its own rates from step 1 and the other's go on: that side's "
+    "schedule restarts each epoch (counted from batch_idx). Checked before a shift of the lr, which it also fits.",
     requires=Evidence("the side whose rates restart", lambda d: "restarts" in d.evidence),
 )
 
@@ -545,9 +612,13 @@ def group_differences(ctx: Context, ga: list, gb: list, ra: dict, rb: dict) -> l
     """[{group, key, a, b}] of one step's recorded param groups that differ (the groups paired by their place);
     the lr only where the step's recorded lr is equal (an lr apart is the lr series' own finding)."""
     out = []
+    built = constructed_optimizer(ctx.meta("a")) or ctx.meta("a").get("optimizer")
+    reads = keys_the_optimizer_reads(str((built or {}).get("class") or "")) if isinstance(built, dict) else None
     for i, (a, b) in enumerate(zip(ga, gb)):
         for key in sorted((set(a) | set(b)) - set(GROUP_BOOKKEEPING)):
             if key == "lr" and ra.get("lr") != rb.get("lr"):
+                continue
+            if is_own_key(key, reads):  # a key of the program's own: the optimizer never applied it
                 continue
             if json.dumps(a.get(key), sort_keys=True, default=str) != json.dumps(
                 b.get(key), sort_keys=True, default=str
