@@ -415,6 +415,8 @@ def check_seed_values(ctx: Context) -> Finding | None:
     rank = next((r for r in candidates if r in by_rank and by_rank[r][0] != by_rank[r][1]), None)
     if rank is None:
         return None  # the same seeds where the runs part: another rank's seed cannot part it before any update
+    if first.get("quantity") == "samples" and last_seed_alike(by_rank[rank]) and sampler_differences(ctx):
+        return None  # the same last seed where the samples part, other samplers: data_order names the samplers
     if first.get("quantity") == "loss" and _exact_factor(ctx, "loss", rank, first):
         return None  # another stream draws other numbers, never the same × k: loss.factor's
     ranks = ", ".join(str(r) for r, pair in by_rank.items() if other_values(pair))
@@ -447,6 +449,12 @@ def check_seed_values(ctx: Context) -> Finding | None:
     alike = ", ".join(str(r) for r, pair in by_rank.items() if pair[0] == pair[1])  # a re-seeded rank: `also`
     alike = f" (rank(s) {alike} are seeded alike already)" if alike else ""
     return finding(ctx, RNG_SEED, 1, rank, evidence, facts, ranks=ranks, alike=alike, also=also)
+
+
+def last_seed_alike(pair: list) -> bool:
+    """Both sides' last seed before step 1 is the same value (what the generator holds after it depends on the
+    draws since, not on an earlier seed: Lightning seeding again with the same value is no other seed)."""
+    return bool(pair[0]) and pair[0][-1:] == pair[1][-1:]
 
 
 def _inert_on_both(ctx: Context, rank) -> bool:
