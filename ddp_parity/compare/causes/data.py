@@ -777,7 +777,9 @@ DATA_ORDER = Cause(
     why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
     "The recorded samplers say where: {sampler}",
     fix="{fix}",
-    doc="A rank consumed other sample indices; the recorded samplers compared say where.",
+    doc="A rank consumed other sample indices; the recorded samplers compared say where, with each side's epoch "
+    "length in steps where the records' epochs show it, and torch's generator apart at step 1 named beside a sampler "
+    "the records cannot say draws from it (any but a DistributedSampler), with how to tell the two apart.",
 )
 DATA_ORDER_FIX = {
     "differ": "Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "

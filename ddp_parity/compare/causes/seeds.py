@@ -484,7 +484,9 @@ RNG_SEED = Cause(
     "torch.manual_seed(seed + rank) in the dataset's first use), or one seed for every rank on both.{also}",
     doc="The hooks' seeds before step 1, read on every rank, have other values on the rank where the runs part at "
     "step 1, before any update, and both sides took as many samples per step: each rank's seeds said per rank (a "
-    "seed per rank on one side only), the initial weights only as their recorded digests say.",
+    "seed per rank on one side only), the initial weights only as their recorded digests say. Never where the "
+    "samples part on a rank whose last seed is the same on both sides while the recorded samplers differ: "
+    "`data_order` names them.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
 
