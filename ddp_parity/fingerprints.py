@@ -322,8 +322,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def sampler_facts(sampler) -> dict:
-    """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard. A
-    sampler without a length (an IterableDataset's) records None: the recorder never raises on it."""
+    """What decides a DistributedSampler's order: its class, seed, shuffle, drop_last and shard; and a sampler of
+    the program's own, its plain attributes. A sampler without a length (an IterableDataset's) records None: the
+    recorder never raises on it."""
     try:
         num_samples = len(sampler)
     except Exception:  # noqa: BLE001 - no length (an IterableDataset's), or one a subclass cannot give yet
@@ -332,4 +333,31 @@ def sampler_facts(sampler) -> dict:
     for key in ("seed", "shuffle", "drop_last", "num_replicas", "rank"):
         if hasattr(sampler, key):
             facts[key] = getattr(sampler, key)
-    return facts
+    return {**own_sampler_attributes(sampler), **facts}
+
+
+MOST_OWN_ATTRIBUTES = 16  # a sampler's facts stay a line in meta.json, whatever the program stores on it
+
+
+def own_sampler_attributes(sampler) -> dict:
+    """A sampler of the program's own (no class of torch's): its public attributes that are plain numbers, flags or
+    short strings (an enlarge ratio, a total size, a seed), which decide its order as a DistributedSampler's seed
+    and shard decide that one's. Its epoch is left out: set_epoch moves it, and each pass records the one it drew
+    with (`loader_iterators`)."""
+    if type(sampler).__module__.startswith("torch.utils.data"):
+        return {}
+    attributes = getattr(sampler, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return {}
+    plain = {}
+    for key, value in sorted(attributes.items()):
+        if key.startswith("_") or key == "epoch" or not _plain(value):
+            continue
+        plain[key] = value
+        if len(plain) == MOST_OWN_ATTRIBUTES:
+            break
+    return plain
+
+
+def _plain(value) -> bool:
+    return isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 64)

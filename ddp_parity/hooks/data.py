@@ -1,6 +1,6 @@
 """Data, where torch decides it: the sampler indices of every batch a DataLoader yields, the batch
-itself (digested at the step it trained), every sampler as built (the one Lightning injects too) and
-every set_epoch.
+itself (digested at the step it trained), every sampler as built (the one Lightning injects too; one of the
+program's own as a DataLoader is built with it) and every set_epoch, of any sampler class a DataLoader was given.
 
 A step's epoch is the last set_epoch value; in a loop that never calls set_epoch, the pass over the
 training DataLoader its batch came from (a new iterator over the same dataset, trained from, is the
@@ -53,7 +53,8 @@ def install() -> None:
     base.__init__ = _iterated(base.__init__)
     for cls in (torch_distributed.DistributedSampler, torch_sampler.RandomSampler, torch_sampler.SequentialSampler):
         cls.__init__ = _built(cls.__init__)
-    torch_distributed.DistributedSampler.set_epoch = _set_epoch(torch_distributed.DistributedSampler.set_epoch)
+    _watch_set_epoch(torch_distributed.DistributedSampler)
+    torch_dataloader.DataLoader.__init__ = _loader_built(torch_dataloader.DataLoader.__init__)
 
 
 @guarded("DataLoader indices")
@@ -290,13 +291,61 @@ def _generator_seed(generator):
     return generator.initial_seed() if isinstance(generator, torch.Generator) else repr(generator)
 
 
+def _loader_built(original):
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        _note_loader_samplers(self)
+
+    return __init__
+
+
+@guarded("the samplers a DataLoader is built with")
+def _note_loader_samplers(loader) -> None:
+    """A sampler of the program's own (a Sampler subclass with its own generator and set_epoch, BasicSR's
+    EnlargedSampler; a bucket batch sampler) is built before any hook sees it: it is noted as the DataLoader is
+    built with it, and its class's set_epoch watched from then on. torch's BatchSampler only wraps the sampler it
+    is given; torch's own samplers were noted as built."""
+    batch_sampler = loader.batch_sampler
+    for sampler in (loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)):
+        if sampler is None or isinstance(sampler, torch_sampler.BatchSampler):
+            continue
+        _watch_set_epoch(type(sampler))
+        if recording() is not None and BUILT not in getattr(sampler, "__dict__", {BUILT: None}):
+            _note_sampler(sampler)
+
+
+WATCHED = "_ddp_parity_set_epoch"  # on a set_epoch function: it notes its calls already
+
+
+def _watch_set_epoch(cls) -> None:
+    """Note every set_epoch call of `cls`: the set_epoch each class of its MRO defines (an inherited one is where it
+    is defined) wrapped once; a class that has none has nothing to watch."""
+    for klass in cls.__mro__:
+        original = klass.__dict__.get("set_epoch")
+        if inspect.isfunction(original) and not getattr(original, WATCHED, False):
+            klass.set_epoch = _set_epoch(original)
+
+
+_SETTING: set[int] = set()  # ids of the samplers inside a watched set_epoch: a subclass's calling its base's
+
+
 def _set_epoch(original):
     @functools.wraps(original)
     def set_epoch(self, epoch, *args, **kwargs):
-        result = original(self, epoch, *args, **kwargs)
-        _note_epoch(self, epoch)
+        # a subclass's set_epoch that calls its base's (both watched) is one call: the outermost notes it
+        outer = id(self) not in _SETTING
+        _SETTING.add(id(self))
+        try:
+            result = original(self, epoch, *args, **kwargs)
+        finally:
+            if outer:
+                _SETTING.discard(id(self))
+        if outer:
+            _note_epoch(self, epoch)
         return result
 
+    setattr(set_epoch, WATCHED, True)
     return set_epoch
 
 
@@ -305,5 +354,6 @@ def _note_epoch(sampler, epoch) -> None:
     live = recording()
     if live is None:
         return
-    live.epoch, live.epoch_given = int(epoch), True
-    live.note("set_epoch", {"sampler": type(sampler).__name__, "epoch": int(epoch), **_built_order(sampler)})
+    epoch = int(epoch)  # a program's own set_epoch may take anything: one that is no number raises here, guarded
+    live.epoch, live.epoch_given = epoch, True
+    live.note("set_epoch", {"sampler": type(sampler).__name__, "epoch": epoch, **_built_order(sampler)})

@@ -20,7 +20,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
-from ddp_parity.compare.causes.hooked import global_rng_equal
+from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at
 from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
@@ -370,13 +370,18 @@ def check_samples(ctx: Context) -> Finding | None:
     sampler = sampler_differences(ctx)
     if sampler:
         evidence["sampler_differences"] = sampler
-    text = "; ".join(sampler) + "." if sampler else "they agree, so the DataLoader is built or iterated differently."
+        text = "; ".join(sampler) + "." + _epochs_begin_said(ctx, rank, evidence) + _global_generator_too(ctx, rank)
+    else:
+        text = "they agree, so the DataLoader is built or iterated differently."
     # advice never asks to make equal what both sides recorded equal
     classes = _sampler_classes(ctx)
+    own = _own_sampler_class(ctx)
     if samplers_identical(ctx):  # the set_epoch value too, unless the passes' sampler epochs were recorded alike
         fix = DATA_ORDER_FIX["same_epochs" if "pass_epochs" in evidence else "same"]
     elif classes:  # other kinds of sampler: a DistributedSampler is no fix for a loop that samples otherwise
         fix = DATA_ORDER_FIX["kinds"].format(a=ctx.names[0], b=ctx.names[1], class_a=classes[0], class_b=classes[1])
+    elif own is not None:  # the same sampler of the program's own, built otherwise: not a DistributedSampler
+        fix = DATA_ORDER_FIX["arguments"].format(sampler=own)
     else:
         fix = DATA_ORDER_FIX["differ"]
     return finding(ctx, DATA_ORDER, step, rank, evidence, facts, sampler=text, fix=fix)
@@ -511,6 +516,87 @@ def _set_epoch_finding(ctx: Context, step, rank, evidence: dict, facts: str, stu
     values = {"side": ctx.label(stuck), "klass": sampler.get("class", "its sampler")}
     said = {k: v.format(**values) for k, v in SET_EPOCH_WORDS["none" if without else "set_epoch"].items()}
     return finding(ctx, SET_EPOCH, step, rank, evidence, facts, **said)
+
+
+def _own_sampler_class(ctx: Context) -> str | None:
+    """The one sampler class both sides recorded on every rank where it is no DistributedSampler (a sampler of the
+    program's own, BasicSR's EnlargedSampler): its fix is its own arguments, not a DistributedSampler's."""
+    if not all(samplers_recorded(ctx, s) for s in ("a", "b")):
+        return None
+    classes = {f["sampler"].get("class") for s in ("a", "b") for f in ctx.meta(s).get("ranks") or []}
+    klass = classes.pop() if len(classes) == 1 else None
+    return klass if isinstance(klass, str) and klass != "DistributedSampler" else None
+
+
+def _second_epoch_begins(run, rank) -> tuple[int, int, int] | None:
+    """(the first record's step, its epoch, the step whose record first carries another epoch) on `rank`: the
+    steps one epoch of the sampler lasted; None where the records never leave their first epoch."""
+    first = None
+    for record in records_of(run, rank):
+        step, epoch = record.get("step"), record.get("epoch")
+        if not isinstance(step, int) or not isinstance(epoch, int):
+            return None
+        if first is None:
+            first = (step, epoch)
+        elif epoch != first[1]:
+            return first[0], first[1], step
+    return None
+
+
+def _epochs_begin_said(ctx: Context, rank, evidence: dict) -> str:
+    """Where both sides started at the same epoch and the next begins at other steps (the records' epochs), said
+    with the epoch's length in steps on each side: samplers of other lengths show there, whatever their order."""
+    begun = {s: _second_epoch_begins(ctx.run(s), rank) for s in ("a", "b")}
+    if None in begun.values() or begun["a"][:2] != begun["b"][:2] or begun["a"][2] == begun["b"][2]:
+        return ""
+    start, epoch = begun["a"][:2]
+    evidence["next_epoch_begins"] = ctx.both(begun["a"][2], begun["b"][2])
+    lengths = {s: begun[s][2] - start for s in ("a", "b")}
+    return (
+        f" The records' epochs show the samplers' lengths: epoch {epoch + 1} begins at step {begun['a'][2]} on "
+        f"{ctx.names[0]} and at step {begun['b'][2]} on {ctx.names[1]} ({lengths['a']} and {lengths['b']} steps an "
+        "epoch)."
+    )
+
+
+def rank_rng_unrecorded(ctx: Context, rank) -> bool:
+    try:
+        return rng_at(ctx, 1, rank) is None
+    except (TypeError, ValueError, OSError, AttributeError):  # a run's files unreadable as records
+        return True
+
+
+def _global_generator_too(ctx: Context, rank) -> str:
+    """Where torch's global generator was recorded in another state at step 1's start too, and a side's sampler is
+    one the records cannot say draws from it or not (any but a DistributedSampler): both causes named, and how to
+    tell them apart. Only at step 1: later, the samples drawn apart move what draws after them."""
+    first = ctx.earliest or {}
+    if first.get("step") != 1 or rank_rng_unrecorded(ctx, rank) or global_rng_equal(ctx, 1, rank):
+        return ""
+    ranks = [ctx.meta(s).get("ranks") or [] for s in ("a", "b")]
+    classes = {s: (r[rank].get("sampler") or {}).get("class") if rank < len(r) else None for s, r in zip("ab", ranks)}
+    unknown = {s: c for s, c in classes.items() if c and c not in OWN_GENERATOR_SAMPLERS}
+    if not unknown:
+        return ""
+    if len(unknown) == 2 and classes["a"] == classes["b"]:
+        said = f"the {classes['a']} (both sides') draws"
+    else:
+        said = " and ".join(f"{ctx.label(s)}'s {c}" for s, c in unknown.items()) + (
+            " draw" if len(unknown) > 1 else " draws"
+        )
+    return GENERATOR_TOO.format(rank=rank, unknown=said)
+
+
+# samplers whose order never draws from the global generator: a generator of their own, seeded by seed + epoch
+OWN_GENERATOR_SAMPLERS = ("DistributedSampler",)
+# the second candidate beside other samplers, where torch's global generator was apart at step 1's start too
+GENERATOR_TOO = (
+    " torch's global generator was in another state too at step 1's start on rank {rank}: a sampler that draws its "
+    "order from it (a RandomSampler without generator=) orders otherwise from that alone, one that seeds a generator "
+    "of its own (a DistributedSampler, by its seed and epoch) does not, and the records do not say whether {unknown} "
+    "from it. To tell them apart, build the same sampler alike on both sides: indices still apart at step 1 are then "
+    "the global generator's (what draws from it before step 1), equal ones were the samplers'."
+)
 
 
 def _sampler_classes(ctx: Context) -> tuple[str, str] | None:
@@ -969,7 +1055,9 @@ DATA_ORDER = Cause(
     why="Since the inputs differ, every later loss and gradient differs as a consequence, not as a cause. "
     "The recorded samplers say where: {sampler}",
     fix="{fix}",
-    doc="A rank consumed other sample indices; the recorded samplers compared say where.",
+    doc="A rank consumed other sample indices; the recorded samplers compared say where, with each side's epoch "
+    "length in steps where the records' epochs show it, and torch's generator apart at step 1 named beside a sampler "
+    "the records cannot say draws from it (any but a DistributedSampler), with how to tell the two apart.",
 )
 DATA_ORDER_FIX = {
     "differ": "Build the same DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=..., "
@@ -979,6 +1067,9 @@ DATA_ORDER_FIX = {
     "its own partition of the data and shuffles it (a RandomSampler over a Subset) is matched by the same "
     "partition and sampler on the other side, not by a DistributedSampler (in Lightning, build the loader yourself "
     "and pass Trainer(use_distributed_sampler=False)); compare meta.json ranks[*].sampler.",
+    "arguments": "Build the {sampler} with the same arguments over the same dataset on both sides (those recorded "
+    "apart are above: its length decides how many steps an epoch lasts), and call its set_epoch(epoch) alike; "
+    "compare meta.json ranks[*].sampler.",
     "same": "The samplers both sides recorded are the same: what differs is how their indices reach the steps. "
     "Check the DataLoader each side iterates (the sampler passed to it, its batch_size and batch_sampler, a "
     "shuffle= or generator= beside the sampler), the set_epoch value, and any batch drawn outside the loader.",

@@ -495,6 +495,8 @@ def check_seed_values(ctx: Context) -> Finding | None:
     rank = next((r for r in candidates if r in by_rank and by_rank[r][0] != by_rank[r][1]), None)
     if rank is None:
         return None  # the same seeds where the runs part: another rank's seed cannot part it before any update
+    if first.get("quantity") == "samples" and last_seed_alike(by_rank[rank]) and sampler_differences(ctx):
+        return None  # the same last seed where the samples part, other samplers: data_order names the samplers
     if first.get("quantity") == "loss" and _exact_factor(ctx, "loss", rank, first):
         return None  # another stream draws other numbers, never the same × k: loss.factor's
     ranks = ", ".join(str(r) for r, pair in by_rank.items() if other_values(pair))
@@ -529,6 +531,12 @@ def check_seed_values(ctx: Context) -> Finding | None:
     return finding(ctx, RNG_SEED, 1, rank, evidence, facts, ranks=ranks, alike=alike, also=also)
 
 
+def last_seed_alike(pair: list) -> bool:
+    """Both sides' last seed before step 1 is the same value (what the generator holds after it depends on the
+    draws since, not on an earlier seed: Lightning seeding again with the same value is no other seed)."""
+    return bool(pair[0]) and pair[0][-1:] == pair[1][-1:]
+
+
 def _inert_on_both(ctx: Context, rank) -> bool:
     """Every repeated seed of each side on `rank` came with nothing drawn since the previous (or none repeated)."""
     return all(
@@ -556,7 +564,9 @@ RNG_SEED = Cause(
     "torch.manual_seed(seed + rank) in the dataset's first use), or one seed for every rank on both.{also}",
     doc="The hooks' seeds before step 1, read on every rank, have other values on the rank where the runs part at "
     "step 1, before any update, and both sides took as many samples per step: each rank's seeds said per rank (a "
-    "seed per rank on one side only), the initial weights only as their recorded digests say.",
+    "seed per rank on one side only), the initial weights only as their recorded digests say. Never where the "
+    "samples part on a rank whose last seed is the same on both sides while the recorded samplers differ: "
+    "`data_order` names them.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
 
