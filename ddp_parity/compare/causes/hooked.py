@@ -772,7 +772,7 @@ def _behind_words(step: int, behind: list, i: int, names) -> str:
 
 def _copies_equal_words(step: int, equal_at_every_step: bool) -> str:
     """The copies recorded equal as updated after the step, no digest at the save: which side saved when is open."""
-    equal = "at every step recorded" if equal_at_every_step else f"as updated after step {step}"
+    equal = f"as updated after step {step}" + (" (and at every step recorded)" if equal_at_every_step else "")
     return (
         " A resume from these checkpoints would start from other values. Neither side's values are the other's "
         f"saved after another step, and the copies of the model the steps record (copy_digest, an EMA's) are equal "
