@@ -126,6 +126,7 @@ def test_a_copy_apart_at_the_first_step_is_said_by_its_start_where_the_records_h
     assert "at step 1 on raw and lightning, the first step both recorded" in message, message
     assert "lightning's copy (ema.*) holds other values than the model (model.*) in 1 of its 2 tensor(s)" in message
     assert "built by a construction of its own, not copied from the trained model" in message, message
+    assert "raw's is in no module the hooks recorded at the start" in message, message  # said unrecorded, not equal
     assert "its update differs" not in message and "update the copy at the same point" not in message, message
     found = hooked.checkpoint_contents_apart(*runs, equal_through=4)
     words = hooked.checkpoint_contents_words(found, NAMES)

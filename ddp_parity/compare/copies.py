@@ -199,7 +199,9 @@ def start_words(starts: list[dict | None], names) -> str:
             for i in built
         )
         alike = [names[i] for i in (0, 1) if starts[i] is not None and not starts[i]["apart"]]
-        held = f", {alike[0]}'s holds the model's" if alike else ""
+        unseen = [names[i] for i in (0, 1) if starts[i] is None]
+        held = f"; {alike[0]}'s holds the model's" if alike else ""
+        held += f"; {unseen[0]}'s is in no module the hooks recorded at the start" if unseen else ""
         return (
             f" The records tell the start (init_parameters_by_name, the tensors at the start): {said}{held}. The "
             f"start differs: the copy on {' and '.join(names[i] for i in built)} is built by a construction of its "
