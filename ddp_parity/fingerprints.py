@@ -208,6 +208,12 @@ def param_digest(model: torch.nn.Module) -> torch.Tensor:
     return torch.stack([_sum64(p) for p in picked])
 
 
+def copies_digest(copies: list[torch.nn.Module]) -> torch.Tensor:
+    """`param_digest` of each copy of the model (an EMA), one after the other: a step's `copy_digest`, and a save's
+    `copies_at_save`, so that a saved copy is matched with the copy's own states of the steps before."""
+    return torch.cat([param_digest(copy) for copy in copies])
+
+
 def param_digest_names(model: torch.nn.Module) -> list[str]:
     """The normalised names of the parameters `param_digest` sums, in its order, so that a comparison
     pairs a digest with the other side's only where both digest the same parameters."""

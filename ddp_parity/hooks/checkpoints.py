@@ -14,7 +14,8 @@ dots, `ema.blocks.0.weight`, `optimizer_states.0.state.0.exp_avg`) with a digest
 the first CONTENT_SAVES saves of a rank. The comparison reads them where the training is bitwise equal, so a state
 kept beside the model (an EMA) saved at another moment is seen, though no step record holds it. Beside them, the saved
 state that is no tensor and that a resume restores (`settings`): the param groups' hyperparameters and the
-schedulers' numbers.
+schedulers' numbers; and where the hooks found copies of the trained model (an EMA), their digest at the save
+(`copies_at_save`, as a step's `copy_digest`), matched by the comparison with the copies' states of the steps before.
 
 What was restored is what the program handed back to torch: each `load_state_dict` of a module, an
 optimizer, a scheduler or a GradScaler, and each set_rng_state/set_state/setstate of a generator.
@@ -30,7 +31,7 @@ import torch
 from torch.optim import lr_scheduler
 from torch.optim import optimizer as torch_optimizer
 
-from ddp_parity.fingerprints import sha256_of
+from ddp_parity.fingerprints import copies_digest, sha256_of
 from ddp_parity.hooks import modules, rng
 from ddp_parity.hooks.after_import import AfterImport
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
@@ -129,6 +130,9 @@ def _note_contents(live, entry: dict, obj) -> None:
     settings = settings_of(obj)
     if settings:
         entry["settings"] = settings
+    copies = live.live_copies()
+    if copies:  # the copies as they are at the save: a save before the step's update of an EMA is seen as such
+        entry["copies_at_save"] = copies_digest(copies).tolist()
 
 
 # what a param group or a scheduler holds that is how it is run or its bookkeeping, not what a resume trains with

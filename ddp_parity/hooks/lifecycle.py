@@ -245,7 +245,7 @@ def _note_final_copies(live: Recording) -> None:
     """The sha256 of each copy of the trained model (an EMA) at the end: the step records digest a copy at the
     optimizer step, before the update that follows it, so a last update is seen here only. Each rank's own
     tensors (a shard's local part): no collective at the end."""
-    copies = [copy for copy in (ref() for ref in live.copies) if copy is not None]
+    copies = live.live_copies()
     if copies:
         live.facts["copies_final_sha256"] = [_local_state_sha256(copy) for copy in copies]
         live.facts["copies_final_after_step"] = live.steps

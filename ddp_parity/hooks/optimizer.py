@@ -18,7 +18,7 @@ import math
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from ddp_parity.fingerprints import optimizer_facts, param_digest
+from ddp_parity.fingerprints import copies_digest, optimizer_facts, param_digest
 from ddp_parity.hooks import rng
 from ddp_parity.hooks.state import FACT_LIMIT, guarded, recording
 from ddp_parity.record_values import note_parameter_sets, number_or_none
@@ -257,9 +257,9 @@ def _step_loss(roots: list):
 
 def _step_digests(live) -> dict:
     out = {}
-    copies = [copy for copy in (ref() for ref in live.copies) if copy is not None]
+    copies = live.live_copies()
     if copies:  # an EMA's first and last parameter after the step (compare/copies.py)
-        digest = _guarded_value("copy_digest", lambda: torch.cat([param_digest(copy) for copy in copies]))
+        digest = _guarded_value("copy_digest", copies_digest, copies)
         if digest is not None:
             out["copy_digest"] = digest
     if live.model is not None:

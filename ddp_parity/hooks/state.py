@@ -68,6 +68,10 @@ class Recording:
         self.collectives: list[dict] = []  # the program's own collectives since the previous step (collectives.py)
         self.collectives_count = 0
 
+    def live_copies(self) -> list:
+        """The copies of the trained model found (hooks/evaluation.py) that are still alive, in the order found."""
+        return [copy for copy in (ref() for ref in self.copies) if copy is not None]
+
     @property
     def active(self) -> bool:
         return not self.standing_down

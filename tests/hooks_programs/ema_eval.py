@@ -7,10 +7,13 @@ is untouched). With --ema-left-in-train-mode, eval() is never called on the EMA 
 mode, evaluated so, as a copy kept outside the module tree and never switched is). With --snapshots, rank 0 ends by
 saving the EMA, the model and a deepcopy of the model made then (as EDM pickles its EMA) and prints each file's
 sha256: a recording must leave them as they are without it. With --ema-skips-last-update, the loop leaves the EMA as it
-was before the last step (a loop that breaks out before its update at the last step).
+was before the last step (a loop that breaks out before its update at the last step). With --save-dir, rank 0 saves
+the model's and the EMA's state_dicts after every 4th step, after the EMA's update, or with --save-before-update before
+it (as a Lightning checkpoint callback does, run before the LightningModule's on_train_batch_end).
 
     torchrun --nproc_per_node=2 tests/hooks_programs/ema_eval.py [--ema-before-ddp] [--ema-left-in-train-mode]
                                                                  [--snapshots] [--ema-skips-last-update]
+                                                                 [--save-dir DIR [--save-before-update]]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import gc
 import hashlib
 import io
 import pickle
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -54,12 +58,18 @@ def print_snapshots(ema: nn.Module, model: nn.Module) -> None:
     print(f"ema pickled {hashlib.sha256(tensors).hexdigest()} hooks {len(back._forward_hooks)}", flush=True)
 
 
+def save(ema: nn.Module, model: nn.Module, step: int, save_dir: Path) -> None:
+    torch.save({"model": model.state_dict(), "ema": ema.state_dict()}, save_dir / f"step-{step}.pt")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--ema-before-ddp", action="store_true", help="copy each rank's own weights, before the wrap")
     p.add_argument("--ema-left-in-train-mode", action="store_true", help="never call eval() on the EMA")
     p.add_argument("--snapshots", action="store_true", help="rank 0 saves whole modules at the end")
     p.add_argument("--ema-skips-last-update", action="store_true", help="no EMA update after the last step")
+    p.add_argument("--save-dir", type=Path, help="rank 0 saves the model and the EMA after every 4th step")
+    p.add_argument("--save-before-update", action="store_true", help="the save runs before the EMA's update")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -79,8 +89,13 @@ def main() -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        saving = args.save_dir is not None and rank == 0 and step % 4 == 0
+        if saving and args.save_before_update:
+            save(ema, model, step, args.save_dir)
         if not (args.ema_skips_last_update and step == 8):
             update(ema, model)
+        if saving and not args.save_before_update:
+            save(ema, model, step, args.save_dir)
         if step % 2 == 0:
             with torch.no_grad():
                 accuracy = (ema(held_out).argmax(-1) == 0).float().mean().item()

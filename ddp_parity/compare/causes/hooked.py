@@ -24,7 +24,14 @@ from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.causes.initial_state import init_apart, init_digests
-from ddp_parity.compare.copies import copies_equal_after
+from ddp_parity.compare.copies import (
+    START_OR_UPDATE,
+    copies_equal_after,
+    copy_start,
+    first_copy_difference,
+    saved_behind,
+    start_words,
+)
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, fact_items, read_hook_facts, trace_ranks
@@ -631,6 +638,9 @@ def checkpoint_contents_apart(run_a, run_b, equal_through: float) -> dict | None
                 "kept": kept,
                 "settings_apart": settings_apart,
                 "copies_equal": copies_equal_after(run_a, run_b, rank, step),
+                "copies_behind": [saved_behind(run, rank, step) for run in (run_a, run_b)],
+                "copies_apart_from": first_copy_difference(run_a, run_b, rank),
+                "copy_starts": [copy_start(run, rank) for run in (run_a, run_b)],
                 "held": held,
                 "held_after": [
                     _held_after(apart_a, a, saves[rank][1], step) if apart_a else None,
@@ -740,6 +750,59 @@ def _alone_words(summary: str, side: str, other: str) -> str:
     )
 
 
+LIGHTNING_SAVES_FIRST = (
+    " Lightning runs a callback's on_train_batch_end (ModelCheckpoint's save) before the LightningModule's: "
+    "state updated there (an EMA) is saved before that step's update; update it in optimizer_step, after "
+    "super().optimizer_step(...), or in the on_train_batch_end of a callback placed before the checkpoint callback."
+)
+
+
+def _behind_words(step: int, behind: list, i: int, names) -> str:
+    """Side i saved its copies `behind[i]` updates behind, as its digest at the save matched (copies_at_save)."""
+    n = behind[i]
+    other = f", where {names[1 - i]}'s held its state after step {step}" if behind[1 - i] == 0 else ""
+    return (
+        f" A resume from these checkpoints would start from other values. {names[i]} saves its copy of the model "
+        f"(the EMA the hooks found) {n} update(s) behind: when it saved after step {step}, the copy held its state "
+        f"after step {step - n} (its digest at the save, copies_at_save, is the copy_digest of step {step - n + 1}, "
+        f"read before that step's update){other}. Its save runs before the copy's update of step {step}: save the "
+        f"copy after its update on {names[i]}, or update it before the save."
+    )
+
+
+def _copies_equal_words(step: int, equal_at_every_step: bool) -> str:
+    """The copies recorded equal as updated after the step, no digest at the save: which side saved when is open."""
+    equal = f"as updated after step {step}" + (" (and at every step recorded)" if equal_at_every_step else "")
+    return (
+        " A resume from these checkpoints would start from other values. Neither side's values are the other's "
+        f"saved after another step, and the copies of the model the steps record (copy_digest, an EMA's) are equal "
+        f"on both sides {equal}: the two saves cannot both hold the copy as updated after step {step}. Either one "
+        f"side saves the copy before its update of step {step} (a save that runs before the step's update holds it "
+        "one update behind), or it saves another state under names that end alike. The records hold no digest of "
+        "the copy at the save (copies_at_save) to tell which: compare each side's saved tensors with its copy after "
+        f"step {step} and after step {step - 1}."
+    )
+
+
+def _copies_apart_words(apart_from, starts: list, names) -> str:
+    """The copies the steps record differ: from the first step both recorded (the start, or an update before the
+    first step: what the records hold of the start said), or after steps equal (the update)."""
+    first, compared = apart_from
+    if compared == 0:
+        return (
+            " A resume from these checkpoints would start from other values. The copies of the model the steps "
+            f"record (copy_digest, an EMA's) differ from step {first} on, the first step both recorded: "
+            + START_OR_UPDATE
+            + start_words(starts, names)
+        )
+    return (
+        " A resume from these checkpoints would start from other values. The copies of the model the steps record "
+        f"(copy_digest, an EMA's) are equal at the {compared} step(s) compared before step {first} and differ from "
+        f"it on (each read before that step's update): the copy's update differs (its decay, the weights it "
+        "averages, when its update runs). Make the update the same on both sides: the same decay and update point."
+    )
+
+
 def _apart_words(found: dict, names) -> str:
     """The words on tensors paired and holding other values: whose values lag whose, or the state itself differing."""
     step = found["step"]
@@ -758,19 +821,19 @@ def _apart_words(found: dict, names) -> str:
                 f" {names[i]}'s {_summary(found['apart'][i])} after step {step} hold what {names[1 - i]} saved after "
                 f"step {other}: {names[late]} saves them {abs(step - other)} step(s) behind."
             )
+    behind = found.get("copies_behind") or [None, None]
+    saved_late = [i for i in (0, 1) if behind[i] and behind[1 - i] != behind[i]]  # saved before its update, alone
     if lagging:
         words += (
             " A resume from these checkpoints would start from other values: save that state at the same moment on "
             "both sides (where one side's values lag, it saves them before it updates them)."
         )
-    elif found.get("copies_equal"):  # the recorded copies agree after the step: the saved state is not them
-        words += (
-            " A resume from these checkpoints would start from other values. Neither side's values are the other's "
-            "saved after another step, and the copies of the model the step records digest (copy_digest, an EMA's) "
-            f"are equal on both sides as updated after step {step}: the values saved are not those copies as "
-            "recorded, but another state saved under names that end alike, or a copy changed between its update and "
-            "the save. Compare what each side hands torch.save under those names."
-        )
+    elif saved_late:
+        words += "".join(_behind_words(step, behind, i, names) for i in saved_late)
+    elif found.get("copies_equal"):  # the recorded copies agree after the step: at most one save holds them so
+        words += _copies_equal_words(step, found.get("copies_apart_from") is None)
+    elif found.get("copies_apart_from"):  # the copies the steps record differ: from their start, or an update
+        words += _copies_apart_words(found["copies_apart_from"], found.get("copy_starts") or [None, None], names)
     else:  # no side's values are the other's of another step: nothing says when they were saved
         words += (
             " A resume from these checkpoints would start from other values. Neither side's values are the other's "
@@ -778,12 +841,10 @@ def _apart_words(found: dict, names) -> str:
             "otherwise (its decay, the weights it averages, when its update runs), or a state built otherwise. Make "
             "that state the same on both sides (where the copy is an EMA, the same decay and update point)."
         )
-    if any(_looks_lightnings(found["apart"][i]) for i in lagging):
-        words += (
-            " Lightning runs a callback's on_train_batch_end (ModelCheckpoint's save) before the LightningModule's: "
-            "state updated there (an EMA) is saved before that step's update; update it in optimizer_step, after "
-            "super().optimizer_step(...)."
-        )
+    if any(_looks_lightnings(found["apart"][i]) for i in lagging + saved_late):
+        words += LIGHTNING_SAVES_FIRST
+    elif not lagging and not saved_late and found.get("copies_equal") and any(map(_looks_lightnings, found["apart"])):
+        words += " Where one side is Lightning:" + LIGHTNING_SAVES_FIRST  # which side saved first is not recorded
     return words
 
 
