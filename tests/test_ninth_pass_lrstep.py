@@ -45,7 +45,7 @@ def test_an_lr_set_by_hand_at_one_step_is_named_with_its_step_and_values_not_as_
     assert d["evidence"]["scheduler_steps_equal"] is True
     text = d["explanation"]
     assert OLD_WORDS not in text and "the same interval" not in d["advice"], (text, d["advice"])
-    assert "differ at step 3 alone" in text and "equal at the other 5 recorded steps" in text, text
+    assert "differ at step 3 alone" in text and "equal at the other 5 steps both recorded" in text, text
     assert "scheduler.step() calls recorded before each optimizer step equal on both sides" in text, text
     assert "sets the rate by hand at those steps" in text and "bound off by one" in text, text
     assert "optimizer was built with" not in text, text  # an explicit trace reads its optimizer at step 1, not as built

@@ -366,7 +366,8 @@ def _isolated_lr_finding(ctx: Context, f: dict, evidence: dict, isolated: list, 
     )
     if len(isolated) > 1:
         facts += " (" + "; ".join(f"step {s}: {fmt(rates[s][0])} vs {fmt(rates[s][1])}" for s in isolated[:4]) + ")"
-    facts += f", equal at the other {len(rates) - len(isolated)} recorded steps, the step after each included"
+    compared = sum(1 for x, y in rates.values() if relations.number(x) is not None and relations.number(y) is not None)
+    facts += f", equal at the other {compared - len(isolated)} steps both recorded, the step after each included"
     facts += (
         ", with the scheduler.step() calls recorded before each optimizer step equal on both sides."
         if counted
