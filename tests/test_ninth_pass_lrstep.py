@@ -96,5 +96,6 @@ def test_a_gradient_factor_equal_to_the_world_size_is_not_put_on_the_averaging_w
         text,
         d["advice"],
     )
-    assert "the world_size is 2 too, but both sides average the gradients over the ranks by DDP alone" in text, text
+    assert "the world_size is 2 too, but DDP averages alike on both sides" in text, text
+    assert "not of the averaging over the ranks: both sides average the gradients over the ranks by DDP alone" in text
     assert d["evidence"]["averaged_by_ddp_alike"] is True, d["evidence"]
