@@ -76,6 +76,8 @@ class Loop:
     loss_scale_from: int = 1  # loss_scale acts from this step on (StyleGAN2's lazy R1 weight: some steps only)
     record_scaled: bool = False  # record the loss backward ran on (× loss_scale where it acts), as the hooks do
     warmup_per_epoch: bool = False  # with lr_read="warmup": the rate set once per epoch, at its first step's value
+    lr_at: tuple | None = None  # (step, lr): the lr set by hand at this step alone (a warm-up's last step, its bound
+    # off by one), the schedule setting the others (with schedule="lambda": computed from its base rate again)
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -180,6 +182,9 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         if s.lr_from is not None and step >= s.lr_from[0]:
             for group in optimizer.param_groups:
                 group["lr"] = s.lr_from[1]
+        if s.lr_at is not None and step == s.lr_at[0]:
+            for group in optimizer.param_groups:
+                group["lr"] = s.lr_at[1]
         if s.lr_floor is not None:
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * step / 3 if step <= 3 else s.lr / 2 + s.lr_floor

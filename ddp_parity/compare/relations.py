@@ -253,6 +253,26 @@ def restart_relation(quantity: str, labels: tuple[str, str], steps: list, a: lis
 
 
 # ---------------------------------------------------------------------------------------------
+# apart at isolated steps, equal around them
+
+
+def isolated_steps(steps: list, a: list, b: list) -> list | None:
+    """The steps where a and b differ, where each of them stands alone: the steps on both sides of it (where
+    there is one) equal, and an equal step after the last of them, so the series agree again after each
+    difference. None where they never differ, or differ at two steps in a row or up to the last step.
+    Another schedule, length or interval moves the values after it too; a value set otherwise at one step
+    (a warm-up's bound off by one) does not."""
+    pairs = [(s, number(x), number(y)) for s, x, y in zip(steps, a, b)]
+    pairs = [(s, x, y) for s, x, y in pairs if x is not None and y is not None]
+    apart = [i for i, (_, x, y) in enumerate(pairs) if x != y]
+    if not apart or apart[-1] == len(pairs) - 1:
+        return None
+    if any(j - i == 1 for i, j in zip(apart, apart[1:])):
+        return None
+    return [pairs[i][0] for i in apart]
+
+
+# ---------------------------------------------------------------------------------------------
 # the gradient norm under another norm, or over a subset of the parameters
 
 

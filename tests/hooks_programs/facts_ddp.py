@@ -4,6 +4,7 @@ changes one fact:
 
     --hand-sum          no DDP: the gradients summed by hand (all_reduce SUM, never divided by the world)
     --save-every-rank   every rank saves the checkpoint (rank 0 only by default)
+    --grad-times K      every .grad multiplied by K after backward, before the step (no collective: DDP averaged)
 
     torchrun --nproc_per_node=2 tests/hooks_programs/facts_ddp.py --out DIR
 """
@@ -25,6 +26,7 @@ def main() -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--hand-sum", action="store_true")
     p.add_argument("--save-every-rank", action="store_true")
+    p.add_argument("--grad-times", type=float, default=1.0)
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -42,6 +44,9 @@ def main() -> None:
         if args.hand_sum:
             for param in net.parameters():
                 dist.all_reduce(param.grad, op=dist.ReduceOp.SUM)
+        if args.grad_times != 1.0:
+            for param in net.parameters():
+                param.grad.mul_(args.grad_times)
         optimizer.step()
         shown = loss.detach().clone()
         dist.all_reduce(shown, op=dist.ReduceOp.SUM)

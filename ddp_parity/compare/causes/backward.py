@@ -32,6 +32,7 @@ from ddp_parity.compare.causes.forward import (
     factor_mechanisms,
     factor_of,
 )
+from ddp_parity.compare.causes.hooked import AVERAGED_BY_DDP_ALIKE, averaged_by_ddp_alike
 from ddp_parity.compare.causes.setup import param_order
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
@@ -528,6 +529,8 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         return one_side
     if watch_found_all_equal(ctx):  # every module gradient and every .grad equal: the norm is measured otherwise
         return _norm_finding(ctx, f, evidence, facts)
+    if averaged_by_ddp_alike(ctx):  # the records a world-size candidate is left out for (hooks' ddp, collectives)
+        evidence["averaged_by_ddp_alike"] = True
     relation = factor_of(ctx, "grad_norm", f["rank"])
     if relation is not None and relation.first == f["step"]:
         later = equal_nonzero_before(ctx, f["rank"], f["step"], "grad_norm")
@@ -544,9 +547,9 @@ def check_grad_norm(ctx: Context) -> Finding | None:
                 " The module watch finds every parameter's .grad equal at the end of backward: the factor came in "
                 "after it, before the step (an all_reduce of the gradients by hand, a division or scaling of .grad)."
             )
-        fix = _factor_fix(factor_mechanisms(relation), side=relation.side, small=relation.other)
+        fix = _factor_fix(ctx, factor_mechanisms(relation), side=relation.side, small=relation.other)
         fix = LATER_FACTOR.fix.format(**values) if later else fix
-        signature = LATER_SIGNATURE if later else SIGNATURE.format(factor=relation.value)
+        signature = LATER_SIGNATURE if later else _signature(ctx, relation.value)
         return finding(
             ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", signature=signature, fix=fix
         )
@@ -554,10 +557,8 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         near = min((2, 3, 4, 8, 1 / 2, 1 / 3, 1 / 4, 1 / 8), key=lambda k: abs(ratio / k - 1))
         if abs(ratio / near - 1) < 0.02:
             evidence["ratio"] = ratio
-            signature = SIGNATURE.format(factor=near)
-            return finding(
-                ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, signature=signature, fix=FACTOR_FIX[""]
-            )
+            signature, fix = _signature(ctx, near), _factor_fix(ctx, [], side="", small="")
+            return finding(ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, facts, signature=signature, fix=fix)
     module = ctx.cache.get("module")
     if module and module.get("reading_kind") == "param_grad":
         evidence["module"] = module
@@ -616,7 +617,7 @@ FACTOR_WORDS = {
     "training_step returns by accumulate_grad_batches itself)",
     "world_size": "the gradients are averaged over the world size on {small} once too often ({side} not at all)",
     "batch_size": "{side} sums the loss over the batch (reduction='sum') where {small} averages it",
-    "": "no recorded count equals the factor",
+    "": "no recorded count explains the factor",
 }
 
 # and its fix: a loop may average over ranks by hand (an all_reduce of each gradient, no DDP wrapper), so
@@ -634,15 +635,28 @@ FACTOR_FIX = {
     "default), over the same samples.",
     "": "Divide the loss by the number of accumulated micro-batches before backward (and only then), and average "
     "the gradients over the ranks exactly once (DDP averages by itself; an all_reduce by hand needs / world_size).",
+    # the averaging over the ranks recorded alike on both sides (hooked.averaged_by_ddp_alike): not advised
+    "averaged_alike": "Give the optimizers the same gradients: on both sides, divide the loss by the number of "
+    "accumulated micro-batches before backward and by nothing else (not by the world size), and leave .grad as "
+    "backward and DDP leave it (no scaling by hand before the step); DDP averages over the ranks alike on both "
+    "sides here.",
 }
 
 
-def _factor_fix(mechanisms: list[str], *, side: str, small: str) -> str:
-    """The fix of every mechanism the factor fits, each once; the generic one where none does."""
+def _factor_fix(ctx: Context, mechanisms: list[str], *, side: str, small: str) -> str:
+    """The fix of every mechanism the factor fits, each once; the generic one where none does (without the
+    averaging over the ranks where both sides recorded it alike)."""
     fixes = [FACTOR_FIX[m].format(side=side, small=small) for m in mechanisms if m in FACTOR_FIX]
     if len(fixes) > 1:
         return "Whichever count slipped (the numbers fit each): " + " Or: ".join(fixes)
-    return fixes[0] if fixes else FACTOR_FIX[""]
+    return fixes[0] if fixes else FACTOR_FIX["averaged_alike" if averaged_by_ddp_alike(ctx) else ""]
+
+
+def _signature(ctx: Context, factor) -> str:
+    """What a gradient-norm factor is the signature of: the averaging over the ranks only where it may differ."""
+    if averaged_by_ddp_alike(ctx):
+        return SIGNATURE_AVERAGED_ALIKE.format(factor=factor, alike=AVERAGED_BY_DDP_ALIKE)
+    return SIGNATURE.format(factor=factor)
 
 
 def _norm_finding(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding:
@@ -777,6 +791,11 @@ SIGNATURE = (
     "A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the number of "
     "accumulated micro-batches, or of gradients averaged over the world size once too often or not at all."
 )
+SIGNATURE_AVERAGED_ALIKE = (
+    "A factor of about {factor:g} between the gradient norms is the signature of a loss scaled by the number of "
+    "accumulated micro-batches (or divided by hand by the world size), or of gradients scaled by hand between "
+    "backward and the step; not of the averaging over the ranks: {alike}."
+)
 # a factor from a later step, the earlier steps' norms equal: no count's (each would act at every step)
 LATER_SIGNATURE = "Scaled gradients scale the update from that step on."
 
@@ -792,7 +811,8 @@ GRADIENTS_FACTOR = Cause(
     why="{signature}",
     fix="{fix}",
     doc="The gradient norms differ by a factor 2, 3, 4, 8 (or its inverse) with equal loss: accumulation "
-    "scaling, averaging over ranks.",
+    "scaling, averaging over ranks (not named where the hooks recorded both sides averaging by DDP alone, with "
+    "the same arguments, no collective of their own over gradients and the same sync).",
     requires=Evidence("a factor between the gradient norms", lambda d: "ratio" in d.evidence),
 )
 GRADIENTS = Cause(

@@ -22,6 +22,7 @@ from ddp_parity.compare.causes.base import (
     nonzero,
 )
 from ddp_parity.compare.causes.data import batch_without_indices, pipeline_finding
+from ddp_parity.compare.causes.hooked import DDP_ALIKE_SHORT, averaged_by_ddp_alike
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, INIT_USUAL, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.evaluations import model_evaluations
@@ -57,10 +58,12 @@ def _lacks(d: Finding, kind: str) -> bool:
 ACCUMULATION_KEYS = ("accumulate_grad_batches", "gradient_accumulation_steps", "grad_accum_steps", "accumulate")
 
 
-def relation_counts(ctx: Context) -> dict[str, int]:
+def relation_counts(ctx: Context, quantity: str | None = None) -> dict[str, int]:
     """{name: value} of the recorded counts a slip multiplies by, most telling first: the accumulation
     (config), the micro-batches per step (the backwards a step ran, as both sides recorded them, or a
-    step's samples over the configured batch size), the world size (meta.json), the batch size (config)."""
+    step's samples over the configured batch size), the world size (meta.json), the batch size (config).
+    The world size scales the gradients only through their averaging over the ranks (a loss, or a rate, can be
+    divided by it by hand): for the gradient norm it is left out where both sides average alike."""
     counts: dict[str, int] = {}
     config = config_values(ctx, (*ACCUMULATION_KEYS, "batch_size"))
     for key, value in config.items():
@@ -76,7 +79,7 @@ def relation_counts(ctx: Context) -> dict[str, int]:
     if batch and samples > batch and samples % batch == 0:
         counts.setdefault("micro-batches per step", samples // batch)
     world = ctx.meta("a").get("world_size")
-    if isinstance(world, int) and world > 1:
+    if isinstance(world, int) and world > 1 and not (quantity == "grad_norm" and averaged_by_ddp_alike(ctx)):
         counts["world_size"] = world
     if batch and batch > 1:
         counts["batch_size"] = batch
@@ -98,7 +101,24 @@ def factor_of(ctx: Context, quantity: str, rank) -> relations.Relation | None:
 
 def _factor_on(ctx: Context, quantity: str, rank) -> relations.Relation | None:
     steps, a, b = relations.series(list(aligned_records(ctx, rank)), quantity)
-    return relations.factor_relation(quantity, ctx.names, steps, a, b, relation_counts(ctx))
+    relation = relations.factor_relation(quantity, ctx.names, steps, a, b, relation_counts(ctx, quantity))
+    return _world_size_said(ctx, relation) if relation is not None else None
+
+
+def _world_size_said(ctx: Context, relation: relations.Relation) -> relations.Relation:
+    """The relation with what the records prove of the world size where it equals the factor and both sides
+    average the gradients by DDP alike: no averaging over the ranks slipped; a loss divided by it by hand still
+    fits (the loss is scaled before DDP sees it), and the gradients' factor names it no more."""
+    world = ctx.meta("a").get("world_size")
+    found = relations.integer_of(relation.value)
+    if not (found and found[0] == world and averaged_by_ddp_alike(ctx)):
+        return relation
+    if relation.quantity == "loss":
+        said = f"the world_size only as a loss divided by it by hand: {DDP_ALIKE_SHORT};"
+        sentence = relation.sentence[:-1].replace("(each fits:", f"(each fits, {said}")
+    else:
+        sentence = relation.sentence[:-1] + f"; the world_size is {world} too, but {DDP_ALIKE_SHORT}"
+    return replace(relation, sentence=sentence + ".")
 
 
 def _on_ranks(ctx: Context, quantity: str, rank, relation: relations.Relation) -> relations.Relation:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 
@@ -230,6 +231,61 @@ def _initial_weights_equal(ctx: Context) -> bool:
 
 def _recorded_hooks(ctx: Context) -> bool:
     return all((ctx.meta(s) or {}).get("recorded_by") == "hooks" for s in ("a", "b"))
+
+
+# ---------------------------------------------------------------------------------------------
+# how each side averages its gradients over the ranks
+
+# what averaged_by_ddp_alike proves, said where a world-size candidate is left out for it
+AVERAGED_BY_DDP_ALIKE = (
+    "both sides average the gradients over the ranks by DDP alone (the same DDP arguments on every rank, no "
+    "collective of their own over gradients, the same gradient sync at every backward)"
+)
+DDP_ALIKE_SHORT = (
+    "DDP averages alike on both sides, with the same arguments and no collective of their own over gradients"
+)
+REDUCTIONS = ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor")
+DDP_BOOKKEEPING = ("order", "before_step")  # where a DDP construction came among the facts, not how it averages
+
+
+def averaged_by_ddp_alike(ctx: Context) -> bool:
+    """Both sides recorded by hooks wrap their models in DDP with the same constructor arguments on every rank,
+    make no collective over gradients (nor a reduction of more than one number, which could carry them
+    flattened) of their own, none of their step records cut short, and sync the same backwards: the averaging
+    over the ranks is the same, and a factor of the world size between the gradients is none of its doing.
+    False wherever a fact is unrecorded (an explicit trace holds none of them)."""
+    if "averaged_by_ddp_alike" not in ctx.cache:
+        ranks = sorted(set(trace_ranks(ctx.run("a"))) & set(trace_ranks(ctx.run("b"))))
+        ctx.cache["averaged_by_ddp_alike"] = bool(ranks) and all(_averaged_alike_on(ctx, r) for r in ranks)
+    return ctx.cache["averaged_by_ddp_alike"]
+
+
+def _averaged_alike_on(ctx: Context, rank: int) -> bool:
+    wrapped = [_ddp_arguments(read_hook_facts(ctx.run(s), rank)) for s in ("a", "b")]
+    if not wrapped[0] or wrapped[0] != wrapped[1]:
+        return False
+    streams = [list(records_of(ctx.run(s), rank)) for s in ("a", "b")]
+    if not all(streams) or any(_may_average_by_hand(r) for records in streams for r in records):
+        return False
+    return all(ra.get("grad_sync") == rb.get("grad_sync") for ra, rb in zip(*streams))
+
+
+def _ddp_arguments(facts: dict) -> list[dict]:
+    return [{k: v for k, v in item.items() if k not in DDP_BOOKKEEPING} for item in fact_items(facts, "ddp")]
+
+
+def _may_average_by_hand(record: dict) -> bool:
+    """A step whose collectives may reduce gradients: one given a .grad (anyone's), a reduction of the program's
+    own over more than one number, or a list cut short (which of them ran is unknown)."""
+    if _cut(record):
+        return True
+    entries = record.get("collectives") if isinstance(record.get("collectives"), list) else []
+    for e in (e for e in entries if isinstance(e, dict)):
+        shape = e.get("shape") if isinstance(e.get("shape"), list) else None
+        many = shape is None or math.prod(n for n in shape if isinstance(n, int)) > 1
+        if e.get("of") == "grad" or (_own(e) and e.get("op") in REDUCTIONS and many):
+            return True
+    return False
 
 
 def collectives_section(run_a, run_b, names) -> dict | None:

@@ -339,6 +339,9 @@ def check_lr(ctx: Context) -> Finding | None:
     steps, la, lb = relations.series(pairs, "lr")
     shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
     by_hand = no_scheduler_steps(ctx, f["rank"])  # the hooks saw no scheduler step on either side
+    isolated = relations.isolated_steps(steps, la, lb) if shape != "ulp" else None
+    if isolated:  # apart at single steps, equal around each: no schedule's shape, a rate set otherwise there
+        return _isolated_lr_finding(ctx, f, evidence, isolated, dict(zip(steps, zip(la, lb))))
     if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]) and not (shape == "per_epoch" and by_hand):
         # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
         shape = "decay_counted" if shape == "decay" else ""
@@ -417,6 +420,43 @@ def _lr_shape(ctx: Context, steps, la, lb, epochs) -> tuple[str, str]:
     return "", ""
 
 
+def _isolated_lr_finding(ctx: Context, f: dict, evidence: dict, isolated: list, rates: dict) -> Finding:
+    """The rates differ at single steps only and agree again after each: the schedules are the same (another
+    schedule, length or interval would move the rates after it too), and one side computes the rate otherwise at
+    those steps. With the scheduler.step() calls recorded equal, the scheduler is not stepped otherwise there."""
+    counted = _counted_alike(ctx, f["rank"])
+    steps = ", ".join(map(str, isolated[:4])) + (f" and {len(isolated) - 4} more" if len(isolated) > 4 else "")
+    named = f"step {steps}" if len(isolated) == 1 else f"steps {steps}"
+    facts = (
+        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
+        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): the rates differ at {named} alone"
+    )
+    if len(isolated) > 1:
+        facts += " (" + "; ".join(f"step {s}: {fmt(rates[s][0])} vs {fmt(rates[s][1])}" for s in isolated[:4]) + ")"
+    compared = sum(1 for x, y in rates.values() if relations.number(x) is not None and relations.number(y) is not None)
+    facts += f", equal at the other {compared - len(isolated)} steps both recorded, the step after each included"
+    facts += (
+        ", with the scheduler.step() calls recorded before each optimizer step equal on both sides."
+        if counted
+        else "; the scheduler.step() calls were not recorded on both sides."
+    )
+    built = [s for s, v in zip("ab", rates[isolated[0]]) if v is not None and v == _built_lr(ctx, s)]
+    if len(built) == 1:  # the rate a warm-up ends at: that side reaches it a step early (or the other a step late)
+        facts += f" {ctx.label(built[0])}'s rate at step {isolated[0]} is the lr its optimizer was built with."
+    evidence.update(lr_relation="isolated", isolated_steps=isolated, scheduler_steps_equal=counted)
+    why, fix = LR_WORDS["isolated" if counted else "isolated_uncounted"]
+    return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix.format(steps=named))
+
+
+def _built_lr(ctx: Context, side: str):
+    """The lr of the first param group as the side's optimizer was built (the hooks' optimizer_built); None
+    unrecorded (an explicit trace reads its optimizer at the first record, after a scheduler may have moved it)."""
+    optimizer = constructed_optimizer(ctx.meta(side))
+    groups = optimizer.get("param_groups") if isinstance(optimizer, dict) else None
+    first = groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], dict) else {}
+    return relations.number(first.get("lr"))
+
+
 def _counted_alike(ctx: Context, rank) -> bool:
     """Both sides recorded the scheduler.step() calls before every optimizer step, and they are equal."""
     rows = recorded_counts(ctx, rank)
@@ -492,6 +532,24 @@ LR_WORDS = {
         "Compute the rate by the same expression on both sides: the same formula, or the same scheduler class "
         "(and lambda) stepped alike.",
     ),
+    "isolated": (
+        "The rates agree again right after each of those steps, so the schedules have the same shape, length and "
+        "interval (another one would move the rates after them too), and both sides stepped their schedulers alike "
+        "(or neither stepped one): one side sets the rate by hand at those steps, typically a warm-up's last step, "
+        "its bound off by one (`step < warmup` against `step <= warmup`, or a step counted from 0 against 1); a "
+        "schedule's own function (a LambdaLR's lambda) with such a bound gives the same numbers.",
+        "Give {steps} the same rate on both sides: compare the bound of the warm-up (or of what sets the rate by "
+        "hand there) with the other side's, so that it ends at the same step, counted from the same 0 or 1.",
+    ),
+    "isolated_uncounted": (
+        "The rates agree again after each step they differ at, so the schedules have the same shape and length: "
+        "one side computes the rate otherwise at those steps, set by hand there (a warm-up's last step, its bound "
+        "off by one) or a schedule's function with such a bound, or its scheduler stepped otherwise at those steps "
+        "alone; the scheduler.step() calls each side made before every optimizer step tell these apart (recorded "
+        "by ddp-parity record's hooks).",
+        "Give {steps} the same rate on both sides: compare the bound of the warm-up (or of what sets the rate "
+        "there) with the other side's, and step the scheduler at the same points.",
+    ),
     "": (
         "The learning-rate schedule differs: another schedule, another length in steps, or another interval.",
         "Build and step the same schedule on both sides: after optimizer.step(), with the same interval and "
@@ -507,8 +565,10 @@ OPTIMIZER_LR = Cause(
     why="{why}",
     fix="{fix}",
     doc="The learning rate differs with equal gradients, its shape named: a factor, another decay per step, one "
-    "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp; else the "
-    "schedule's length in steps (#2643). Where neither side stepped a scheduler, the rate is said set by hand.",
+    "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp, apart at isolated "
+    "steps only (equal around each: a rate set by hand there, a warm-up's bound off by one, where the scheduler "
+    "steps are recorded equal); else the schedule's length in steps (#2643). Where neither side stepped a "
+    "scheduler, the rate is said set by hand.",
 )
 
 
