@@ -9,6 +9,7 @@ each pair once per launcher (about 12 CPU-seconds a pair) and every test reads w
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -128,15 +129,39 @@ def test_the_hooks_record_every_step_of_both_sides(hooked_pairs):
 # recording changes nothing the program does
 
 
+# print() writes its text and its newline in two writes, so two ranks printing at once join their lines in the
+# log they share ("[GPU1] ... Steps: 32[GPU0] ... Steps: 32", then an empty line): each message is split out where
+# it starts, the program's two kinds of message being the only ones that start so.
+MESSAGE_START = re.compile(r"(?=\[GPU\d+\] |Epoch \d+ \| Training)")
+
+
 def program_lines(log: Path) -> list[str]:
     """The program's own prints in a side's log, in an order that does not depend on which rank printed
     first (torchrun's and the recorder's own lines left out)."""
     ours = ("compare/run.py record:", "ddp-parity record:")
     return sorted(
-        line
+        message
         for line in log.read_text().splitlines()
-        if line.startswith(("[GPU", "Epoch ")) and not line.startswith(ours)
+        if not line.startswith(ours)
+        for message in MESSAGE_START.split(line)
+        if message.startswith(("[GPU", "Epoch "))
     )
+
+
+def test_the_programs_prints_are_read_whole_where_two_ranks_joined_them(tmp_path):
+    """A CI run's log held "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32"
+    and an empty line: both ranks' messages, each whole."""
+    log = tmp_path / "raw.log"
+    joined = "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32"
+    log.write_text(
+        f"{joined}\n\nEpoch 0 | Training snapshot saved at snapshot.pt\n[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32\n"
+    )
+    assert program_lines(log) == [
+        "Epoch 0 | Training snapshot saved at snapshot.pt",
+        "[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32",
+        "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32",
+        "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32",
+    ]
 
 
 # The program as written calls torch's destroy_process_group while a reference cycle still holds its DDP
