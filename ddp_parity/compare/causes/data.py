@@ -626,13 +626,7 @@ def _restarted_early(ctx: Context, f: dict, evidence: dict, found: dict) -> Find
         f"with batches left), and {theirs}'s iterator over it, made before step {going['made']}, {_went_on(going)} "
         "(the hooks' DataLoader iterators)."
     )
-    if "epoch_b" in f and isinstance(f.get("epoch"), int) and isinstance(f["epoch_b"], int):
-        epochs = {"a": f["epoch"], "b": f["epoch_b"]}
-        evidence["epochs"] = ctx.both(epochs["a"], epochs["b"])
-        facts += (
-            f" The epochs apart follow from it: at step {step} {ctx.names[0]} records epoch {epochs['a']} and "
-            f"{ctx.names[1]} epoch {epochs['b']}{_epoch_starts(ctx, rank)}."
-        )
+    facts += _epochs_follow(ctx, f, evidence)
     facts += _set_epoch_said(ctx, rank, step, evidence)
     later = consumed_later(ctx, rank, step, side)
     if later is not None:
@@ -663,16 +657,22 @@ def _remade_at_epoch(ctx: Context, f: dict, evidence: dict, found: dict) -> Find
             f" Making it drew one number from {mine}'s global generator (its workers' base seed: the loader has no "
             f"generator= of its own); {theirs} made no iterator there to draw it."
         )
-    if "epoch_b" in f and isinstance(f.get("epoch"), int) and isinstance(f["epoch_b"], int):
-        evidence["epochs"] = ctx.both(f["epoch"], f["epoch_b"])
-        facts += (
-            f" The epochs apart follow from it (no set_epoch value puts the two loops' iterators back in step): at "
-            f"step {step} {ctx.names[0]} records epoch {f['epoch']} and {ctx.names[1]} epoch {f['epoch_b']}"
-            f"{_epoch_starts(ctx, rank)}."
-        )
+    facts += _epochs_follow(ctx, f, evidence, "no set_epoch value puts the two loops' iterators back in step")
     facts += _set_epoch_said(ctx, rank, step, evidence, even_none=True)
     facts += _sampler_set_epoch_said(found["sampler"], evidence)
     return finding(ctx, DATA_REMADE, step, rank, evidence, facts, side=mine, other=theirs)
+
+
+def _epochs_follow(ctx: Context, f: dict, evidence: dict, why: str | None = None) -> str:
+    """The records' epochs apart at the step, said as following from how the iterators were taken (`why`: what
+    the reader should know of them); nothing where a side records no epoch."""
+    if not ("epoch_b" in f and isinstance(f.get("epoch"), int) and isinstance(f["epoch_b"], int)):
+        return ""
+    evidence["epochs"] = ctx.both(f["epoch"], f["epoch_b"])
+    return (
+        f" The epochs apart follow from it{f' ({why})' if why else ''}: at step {f['step']} {ctx.names[0]} records "
+        f"epoch {f['epoch']} and {ctx.names[1]} epoch {f['epoch_b']}{_epoch_starts(ctx, f['rank'])}."
+    )
 
 
 def _kept_going(kept: dict) -> str:
