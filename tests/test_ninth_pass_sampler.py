@@ -136,3 +136,24 @@ def test_a_sampler_of_the_programs_own_is_recorded_with_its_set_epoch_calls(tmp_
     d = compare_traces(runs[2], runs[1])["diagnosis"]
     assert d["kind"] == "data_order" and "ranks[0].sampler.ratio: 2 vs 1" in d["explanation"], d["explanation"]
     assert "seed" not in d["advice"].lower(), d["advice"]
+
+
+def test_a_set_epoch_of_the_programs_own_is_called_as_the_program_calls_it():
+    """The hooks wrap the set_epoch of any sampler class a DataLoader is given: a program's own that names its
+    argument otherwise, called by keyword, must run as written (the wrapper once took `epoch` by name and raised a
+    TypeError inside the program's training)."""
+    from ddp_parity.hooks import data
+
+    class OwnSampler:
+        def __init__(self):
+            self.ep = None
+
+        def set_epoch(self, ep):
+            self.ep = ep
+
+    data._watch_set_epoch(OwnSampler)
+    sampler = OwnSampler()
+    sampler.set_epoch(ep=3)
+    assert sampler.ep == 3
+    sampler.set_epoch(4)
+    assert sampler.ep == 4

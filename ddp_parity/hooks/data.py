@@ -332,17 +332,19 @@ _SETTING: set[int] = set()  # ids of the samplers inside a watched set_epoch: a 
 
 def _set_epoch(original):
     @functools.wraps(original)
-    def set_epoch(self, epoch, *args, **kwargs):
-        # a subclass's set_epoch that calls its base's (both watched) is one call: the outermost notes it
+    def set_epoch(self, *args, **kwargs):
+        # the call goes through as the program made it: a set_epoch of the program's own may name its argument
+        # otherwise (`ep=`); a subclass's set_epoch that calls its base's (both watched) is one call, the outermost
+        # notes it
         outer = id(self) not in _SETTING
         _SETTING.add(id(self))
         try:
-            result = original(self, epoch, *args, **kwargs)
+            result = original(self, *args, **kwargs)
         finally:
             if outer:
                 _SETTING.discard(id(self))
         if outer:
-            _note_epoch(self, epoch)
+            _note_epoch(self, args[0] if args else next(iter(kwargs.values()), None))
         return result
 
     setattr(set_epoch, WATCHED, True)
