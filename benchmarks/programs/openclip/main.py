@@ -288,7 +288,8 @@ def main(args):
         if args.ddp_static_graph:
             # this doesn't exist in older PyTorch, arg only added if enabled
             ddp_args['static_graph'] = True
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device], **ddp_args)
+        ddp_args['broadcast_buffers'] = False  # changed: gloo: evaluate() forwards the DDP model on rank 0 alone, its buffer broadcast (the constant attn_mask) then waits for a rank that has left
+        model = torch.nn.parallel.DistributedDataParallel(model, **ddp_args)  # changed: CPU, no device_ids
     
         if args.distill:
             dist_model = torch.nn.parallel.DistributedDataParallel(dist_model, device_ids=[device], **ddp_args)

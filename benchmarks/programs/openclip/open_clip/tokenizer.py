@@ -8,8 +8,8 @@ import os
 from functools import lru_cache
 from typing import Union, List
 
-import ftfy
-import regex as re
+from standins import ftfy  # changed: no ftfy
+from standins import regex as re  # changed: no regex
 import torch
 
 # https://stackoverflow.com/q/62691279

@@ -4,10 +4,10 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
-import torchvision.transforms.functional as F
+from standins import functional as F  # changed: no torchvision
 
-from torchvision.transforms import Normalize, Compose, RandomResizedCrop, InterpolationMode, ToTensor, Resize, \
-    CenterCrop
+from standins import Normalize, Compose, RandomResizedCrop, InterpolationMode, ToTensor, Resize, \
+    CenterCrop  # changed: no torchvision
 
 from .constants import OPENAI_DATASET_MEAN, OPENAI_DATASET_STD
 

@@ -3,7 +3,7 @@ import collections.abc
 
 import torch
 from torch import nn as nn
-from torchvision.ops.misc import FrozenBatchNorm2d
+from standins import FrozenBatchNorm2d  # changed: no torchvision
 
 
 def freeze_batch_norm_2d(module, module_match={}, name=''):

@@ -5,20 +5,20 @@ import math
 import os
 import random
 import sys
-import braceexpand
+from standins import braceexpand  # changed: no braceexpand
 from dataclasses import dataclass
 from multiprocessing import Value
 
 import numpy as np
-import pandas as pd
+from standins import pd  # changed: no pandas
 import torch
-import torchvision.datasets as datasets
-import webdataset as wds
+from standins import datasets  # changed: no torchvision
+from standins import wds  # changed: no webdataset
 from PIL import Image
 from torch.utils.data import Dataset, DataLoader, SubsetRandomSampler, IterableDataset, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
-from webdataset.filters import _shuffle
-from webdataset.tariterators import base_plus_ext, url_opener, tar_file_expander, valid_sample
+from standins import _shuffle  # changed: no webdataset
+from standins import base_plus_ext, url_opener, tar_file_expander, valid_sample  # changed: no webdataset
 
 try:
     import horovod.torch as hvd
