@@ -39,6 +39,8 @@ class OpenCLIPModule(L.LightningModule):
         self.scheduler = None
 
     def setup(self, stage):
+        # main.py seeds every rank with seed + 0 for the model, then with seed + rank for the data
+        L.seed_everything(self.args.seed + self.global_rank)
         # ClipLoss gathers the features of every rank: it needs this rank and the world size
         self.args.rank = self.global_rank
         self.args.world_size = self.trainer.world_size

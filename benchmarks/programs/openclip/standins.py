@@ -31,7 +31,7 @@ def _translate(pattern: str) -> str:
 
 regex = SimpleNamespace(
     compile=lambda pattern, flags=0: _re.compile(_translate(pattern), flags),
-    sub=lambda pattern, repl, string, *a, **k: _re.sub(pattern, repl, string, *a, **k),
+    sub=lambda pattern, repl, string, **k: _re.sub(pattern, repl, string, **k),
     findall=lambda pattern, string, *a, **k: _re.findall(pattern, string, *a, **k),
     IGNORECASE=_re.IGNORECASE,
 )
