@@ -16,6 +16,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from open_clip import create_loss, create_model_and_transforms, get_tokenizer
 from torch import optim
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 from training.data import CsvDataset
 from training.params import parse_args
 from training.scheduler import cosine_lr
@@ -60,8 +61,11 @@ class OpenCLIPModule(L.LightningModule):
 
     def train_dataloader(self):
         dataset = self._dataset(self.args.train_data, self.preprocess_train)
+        # one permutation for every rank, as main.py's DistributedSampler(dataset) (seed 0), whatever each rank's
+        # global seed (Trainer(use_distributed_sampler=False); Lightning still calls its set_epoch)
+        sampler = DistributedSampler(dataset, seed=0)
         return DataLoader(
-            dataset, batch_size=self.args.batch_size, shuffle=True, num_workers=self.args.workers, drop_last=True
+            dataset, batch_size=self.args.batch_size, sampler=sampler, num_workers=self.args.workers, drop_last=True
         )
 
     def val_dataloader(self):
@@ -142,6 +146,7 @@ def main(argv):
         logger=False,
         enable_progress_bar=False,
         num_sanity_val_steps=0,
+        use_distributed_sampler=False,
     )
     trainer.fit(module)
 
