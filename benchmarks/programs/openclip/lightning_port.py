@@ -38,6 +38,8 @@ class OpenCLIPModule(L.LightningModule):
         self.tokenizer = get_tokenizer(args.model)
         self.loss = None
         self.scheduler = None
+        self.automatic_optimization = False
+        self.accum_images, self.accum_texts, self.accum_features = [], [], {}
 
     def setup(self, stage):
         # main.py seeds every rank with seed + 0 for the model, then with seed + rank for the data
@@ -96,12 +98,34 @@ class OpenCLIPModule(L.LightningModule):
         self.scheduler(self.global_step)
 
     def training_step(self, batch, batch_idx):
+        # open_clip's --accum-freq, by hand: the features of every micro-batch first computed without grad and
+        # cached, then each micro-batch re-run with grad against the cached others, one optimizer step
+        # (Lightning's accumulate_grad_batches computes each micro-batch's loss on its own features alone)
+        optimizer = self.optimizers()
         images, texts = batch
-        model_out = self.model(images, texts)
-        losses = self.loss(**model_out, output_dict=True)
-        total_loss = sum(losses.values())
+        with torch.no_grad():
+            model_out = self.model(images, texts)
+            model_out.pop("logit_scale")
+            for key, val in model_out.items():
+                self.accum_features.setdefault(key, []).append(val)
+            self.accum_images.append(images)
+            self.accum_texts.append(texts)
+        if ((batch_idx + 1) % self.args.accum_freq) > 0:
+            return None
+        optimizer.zero_grad()
+        for j in range(self.args.accum_freq):
+            model_out = self.model(self.accum_images[j], self.accum_texts[j])
+            logit_scale = model_out.pop("logit_scale")
+            inputs = {}
+            for key, accumulated in self.accum_features.items():
+                inputs[key] = torch.cat(accumulated[:j] + [model_out[key]] + accumulated[j + 1 :])
+            losses = self.loss(**inputs, logit_scale=logit_scale, output_dict=True)
+            total_loss = sum(losses.values())
+            self.manual_backward(total_loss)
+        optimizer.step()
+        self.accum_images, self.accum_texts, self.accum_features = [], [], {}
         self.log("loss", total_loss, prog_bar=True)
-        self.log("logit_scale", model_out["logit_scale"])
+        self.log("logit_scale", logit_scale)
         return total_loss
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
@@ -140,7 +164,6 @@ def main(argv):
         accelerator="cpu",
         devices=2,
         max_epochs=args.epochs,
-        accumulate_grad_batches=args.accum_freq,
         callbacks=[checkpoint],
         default_root_dir=out,
         logger=False,
