@@ -90,8 +90,11 @@ class OpenCLIPModule(L.LightningModule):
             betas=(args.beta1, args.beta2),
             eps=args.eps,
         )
-        # open_clip's cosine_lr assigns the lr by hand at every step: called in on_train_batch_start
-        self.scheduler = cosine_lr(optimizer, args.lr, args.warmup, self.trainer.estimated_stepping_batches)
+        # open_clip's cosine_lr assigns the lr by hand at every step: called in on_train_batch_start; its length in
+        # optimizer steps, as main.py's (num_batches // accum_freq) * epochs (under manual optimization Lightning's
+        # estimated_stepping_batches counts every batch)
+        total_steps = self.trainer.estimated_stepping_batches // args.accum_freq
+        self.scheduler = cosine_lr(optimizer, args.lr, args.warmup, total_steps)
         return optimizer
 
     def on_train_batch_start(self, batch, batch_idx):
