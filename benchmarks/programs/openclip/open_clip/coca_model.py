@@ -1,43 +1,34 @@
-from typing import Optional
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-import numpy as np
-from dataclasses import dataclass
 
+from .model import CLIPTextCfg, CLIPVisionCfg, _build_text_tower, _build_vision_tower
 from .transformer import (
-    LayerNormFp32,
     LayerNorm,
-    QuickGELU,
+    LayerNormFp32,
     MultimodalTransformer,
+    QuickGELU,
 )
-from .model import CLIPTextCfg, CLIPVisionCfg, _build_vision_tower, _build_text_tower
 
 try:
     from transformers import (
         BeamSearchScorer,
         LogitsProcessorList,
-        TopPLogitsWarper,
-        TopKLogitsWarper,
-        RepetitionPenaltyLogitsProcessor,
-        MinLengthLogitsProcessor,
         MaxLengthCriteria,
-        StoppingCriteriaList
+        MinLengthLogitsProcessor,
+        RepetitionPenaltyLogitsProcessor,
+        StoppingCriteriaList,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
     )
 
-    GENERATION_TYPES = {
-        "top_k": TopKLogitsWarper,
-        "top_p": TopPLogitsWarper,
-        "beam_search": "beam_search"
-    }
+    GENERATION_TYPES = {"top_k": TopKLogitsWarper, "top_p": TopPLogitsWarper, "beam_search": "beam_search"}
     _has_transformers = True
-except ImportError as e:
-    GENERATION_TYPES = {
-        "top_k": None,
-        "top_p": None,
-        "beam_search": "beam_search"
-    }
+except ImportError:
+    GENERATION_TYPES = {"top_k": None, "top_p": None, "beam_search": "beam_search"}
     _has_transformers = False
 
 
@@ -51,16 +42,14 @@ class MultimodalCfg(CLIPTextCfg):
 
 
 def _build_text_decoder_tower(
-        embed_dim,
-        multimodal_cfg,
-        quick_gelu: bool = False,
-        cast_dtype: Optional[torch.dtype] = None,
+    embed_dim,
+    multimodal_cfg,
+    quick_gelu: bool = False,
+    cast_dtype: torch.dtype | None = None,
 ):
     multimodal_cfg = MultimodalCfg(**multimodal_cfg) if isinstance(multimodal_cfg, dict) else multimodal_cfg
     act_layer = QuickGELU if quick_gelu else nn.GELU
-    norm_layer = (
-        LayerNormFp32 if cast_dtype in (torch.float16, torch.bfloat16) else LayerNorm
-    )
+    norm_layer = LayerNormFp32 if cast_dtype in (torch.float16, torch.bfloat16) else LayerNorm
 
     decoder = MultimodalTransformer(
         context_length=multimodal_cfg.context_length,
@@ -78,14 +67,14 @@ def _build_text_decoder_tower(
 
 class CoCa(nn.Module):
     def __init__(
-            self,
-            embed_dim,
-            multimodal_cfg: MultimodalCfg,
-            text_cfg: CLIPTextCfg,
-            vision_cfg: CLIPVisionCfg,
-            quick_gelu: bool = False,
-            cast_dtype: Optional[torch.dtype] = None,
-            pad_id: int = 0,
+        self,
+        embed_dim,
+        multimodal_cfg: MultimodalCfg,
+        text_cfg: CLIPTextCfg,
+        vision_cfg: CLIPVisionCfg,
+        quick_gelu: bool = False,
+        cast_dtype: torch.dtype | None = None,
+        pad_id: int = 0,
     ):
         super().__init__()
         multimodal_cfg = MultimodalCfg(**multimodal_cfg) if isinstance(multimodal_cfg, dict) else multimodal_cfg
@@ -134,7 +123,7 @@ class CoCa(nn.Module):
         return image_latent, tokens_embs
 
     def _encode_text(self, text, normalize=True, embed_cls=True):
-        text = text[:, :-1] if embed_cls else text # make space for CLS token
+        text = text[:, :-1] if embed_cls else text  # make space for CLS token
         text_latent, token_emb = self.text(text)
         text_latent = F.normalize(text_latent, dim=-1) if normalize else text_latent
         return text_latent, token_emb
@@ -153,7 +142,7 @@ class CoCa(nn.Module):
             image_latent, image_embs = self._encode_image(image)
 
         # TODO: add assertion to avoid bugs?
-        labels = text[:, -token_embs.shape[1]:]
+        labels = text[:, -token_embs.shape[1] :]
 
         logits = self.text_decoder(image_embs, token_embs)
         return {
@@ -161,7 +150,7 @@ class CoCa(nn.Module):
             "text_features": text_latent,
             "logits": logits,
             "labels": labels,
-            "logit_scale": self.logit_scale.exp()
+            "logit_scale": self.logit_scale.exp(),
         }
 
     def generate(
@@ -170,7 +159,7 @@ class CoCa(nn.Module):
         text=None,
         seq_len=30,
         max_seq_len=77,
-        temperature=1.,
+        temperature=1.0,
         generation_type="beam_search",
         top_p=0.1,  # keep tokens in the 1 - top_p quantile
         top_k=1,  # keeps the top_k most probable tokens
@@ -182,7 +171,7 @@ class CoCa(nn.Module):
         min_seq_len=5,
         stopping_criteria=None,
         repetition_penalty=1.0,
-        fixed_output_length=False # if True output.shape == (batch_size, seq_len)
+        fixed_output_length=False,  # if True output.shape == (batch_size, seq_len)
     ):
         # taking many ideas and components from HuggingFace GenerationMixin
         # https://huggingface.co/docs/transformers/main/en/main_classes/text_generation
@@ -203,15 +192,13 @@ class CoCa(nn.Module):
             if stopping_criteria is None:
                 stopping_criteria = [MaxLengthCriteria(max_length=seq_len)]
 
-            stopping_criteria = StoppingCriteriaList(
-                stopping_criteria
-            )
+            stopping_criteria = StoppingCriteriaList(stopping_criteria)
 
             device = image.device
 
             if generation_type == "beam_search":
                 output = self._generate_beamsearch(
-                    image_inputs = image,
+                    image_inputs=image,
                     pad_token_id=pad_token_id,
                     eos_token_id=eos_token_id,
                     sot_token_id=sot_token_id,
@@ -223,8 +210,12 @@ class CoCa(nn.Module):
                 )
                 if fixed_output_length and output.shape[1] < seq_len:
                     return torch.cat(
-                        (output, torch.ones(output.shape[0], seq_len-output.shape[1], device=device, dtype=output.dtype) * self.pad_id),
-                        dim=1
+                        (
+                            output,
+                            torch.ones(output.shape[0], seq_len - output.shape[1], device=device, dtype=output.dtype)
+                            * self.pad_id,
+                        ),
+                        dim=1,
                     )
                 return output
 
@@ -234,8 +225,7 @@ class CoCa(nn.Module):
                 logit_warper = GENERATION_TYPES[generation_type](top_k)
             else:
                 raise ValueError(
-                    f"generation_type has to be one of "
-                    f"{'| ' + ' | '.join(list(GENERATION_TYPES.keys())) + ' |'}."
+                    f"generation_type has to be one of {'| ' + ' | '.join(list(GENERATION_TYPES.keys())) + ' |'}."
                 )
 
             image_latent, image_embs = self._encode_image(image)
@@ -256,7 +246,9 @@ class CoCa(nn.Module):
             while True:
                 x = out[:, -max_seq_len:]
                 cur_len = x.shape[1]
-                logits = self(image, x, image_latent=image_latent, image_embs=image_embs, embed_cls=False)["logits"][:, -1]
+                logits = self(image, x, image_latent=image_latent, image_embs=image_embs, embed_cls=False)["logits"][
+                    :, -1
+                ]
                 mask = (out[:, -1] == eos_token_id) | (out[:, -1] == pad_token_id)
                 sample = torch.ones((out.shape[0], 1), device=device, dtype=torch.long) * pad_token_id
 
@@ -269,7 +261,7 @@ class CoCa(nn.Module):
                     filtered_logits = logit_warper(x[~mask, :], filtered_logits)
                     probs = F.softmax(filtered_logits / temperature, dim=-1)
 
-                    if (cur_len + 1 == seq_len):
+                    if cur_len + 1 == seq_len:
                         sample[~mask, :] = torch.ones((sum(~mask), 1), device=device, dtype=torch.long) * eos_token_id
                     else:
                         sample[~mask, :] = torch.multinomial(probs, 1)
@@ -288,17 +280,17 @@ class CoCa(nn.Module):
             return out
 
     def _generate_beamsearch(
-            self,
-            image_inputs,
-            pad_token_id=None,
-            eos_token_id=None,
-            sot_token_id=None,
-            num_beams=6,
-            num_beam_groups=3,
-            min_seq_len=5,
-            stopping_criteria=None,
-            logit_processor=None,
-            logit_warper=None,
+        self,
+        image_inputs,
+        pad_token_id=None,
+        eos_token_id=None,
+        sot_token_id=None,
+        num_beams=6,
+        num_beam_groups=3,
+        min_seq_len=5,
+        stopping_criteria=None,
+        logit_processor=None,
+        logit_warper=None,
     ):
         device = image_inputs.device
         batch_size = image_inputs.shape[0]
@@ -339,7 +331,6 @@ class CoCa(nn.Module):
         beam_scores = beam_scores.view((batch_size * num_beams,))
 
         while True:
-
             # predicted tokens in cur_len step
             current_tokens = torch.zeros(batch_size * num_beams, dtype=input_ids.dtype, device=device)
 
@@ -349,11 +340,11 @@ class CoCa(nn.Module):
             # do one decoder step on all beams of all sentences in batch
             model_inputs = prepare_inputs_for_generation(input_ids=input_ids, image_inputs=image_inputs)
             outputs = self(
-                model_inputs['images'],
-                model_inputs['text'],
+                model_inputs["images"],
+                model_inputs["text"],
                 embed_cls=False,
                 image_latent=image_latent,
-                image_embs=image_embs
+                image_embs=image_embs,
             )
 
             for beam_group_idx in range(num_beam_groups):
@@ -371,7 +362,7 @@ class CoCa(nn.Module):
                 group_input_ids = input_ids[batch_group_indices]
 
                 # select outputs of beams of currentg group only
-                next_token_logits = outputs['logits'][batch_group_indices, -1, :]
+                next_token_logits = outputs["logits"][batch_group_indices, -1, :]
                 vocab_size = next_token_logits.shape[-1]
 
                 next_token_scores_processed = logits_processor(
@@ -412,7 +403,9 @@ class CoCa(nn.Module):
                 # (beam_idx // group_size) -> batch_idx
                 # (beam_idx % group_size) -> offset of idx inside the group
                 reordering_indices[batch_group_indices] = (
-                    num_beams * torch.div(beam_idx, group_size, rounding_mode="floor") + group_start_idx + (beam_idx % group_size)
+                    num_beams * torch.div(beam_idx, group_size, rounding_mode="floor")
+                    + group_start_idx
+                    + (beam_idx % group_size)
                 )
 
             input_ids = torch.cat([input_ids, current_tokens.unsqueeze(-1)], dim=-1)
@@ -433,7 +426,7 @@ class CoCa(nn.Module):
             max_length=stopping_criteria.max_length,
             beam_indices=final_beam_indices,
         )
-        return sequence_outputs['sequences']
+        return sequence_outputs["sequences"]
 
 
 def prepare_inputs_for_generation(input_ids, image_inputs, past=None, **kwargs):

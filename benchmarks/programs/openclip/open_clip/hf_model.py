@@ -1,7 +1,8 @@
-""" huggingface model adapter
+"""huggingface model adapter
 
 Wraps HuggingFace transformers (https://github.com/huggingface/transformers) models for use as a text tower in CLIP model.
-"""
+"""  # noqa: E501
+
 import re
 
 import torch
@@ -10,26 +11,28 @@ from torch import TensorType
 
 try:
     import transformers
-    from transformers import AutoModel, AutoTokenizer, AutoConfig, PretrainedConfig
-    from transformers.modeling_outputs import BaseModelOutput, BaseModelOutputWithPooling, \
-        BaseModelOutputWithPoolingAndCrossAttentions
-except ImportError as e:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig  # noqa: F401
+    from transformers.modeling_outputs import (
+        BaseModelOutput,
+        BaseModelOutputWithPooling,
+        BaseModelOutputWithPoolingAndCrossAttentions,
+    )
+except ImportError:
     transformers = None
-
 
     class BaseModelOutput:
         pass
 
-
     class PretrainedConfig:
         pass
+
 
 from .hf_configs import arch_dict
 
 
 # utils
 def _camel2snake(s):
-    return re.sub(r'(?<!^)(?=[A-Z])', '_', s).lower()
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", s).lower()
 
 
 # TODO: ?last - for gpt-like models
@@ -70,9 +73,10 @@ class ClsPooler(nn.Module):
         self.use_pooler_output = use_pooler_output
 
     def forward(self, x: BaseModelOutput, attention_mask: TensorType):
-        if (self.use_pooler_output and
-            isinstance(x, (BaseModelOutputWithPooling, BaseModelOutputWithPoolingAndCrossAttentions)) and
-            (x.pooler_output is not None)
+        if (
+            self.use_pooler_output
+            and isinstance(x, (BaseModelOutputWithPooling, BaseModelOutputWithPoolingAndCrossAttentions))
+            and (x.pooler_output is not None)
         ):
             return x.pooler_output
 
@@ -95,31 +99,33 @@ class ClsLastHiddenStatePooler(nn.Module):
 
 class HFTextEncoder(nn.Module):
     """HuggingFace model adapter"""
+
     output_tokens: torch.jit.Final[bool]
 
     def __init__(
-            self,
-            model_name_or_path: str,
-            output_dim: int,
-            config: PretrainedConfig = None,
-            pooler_type: str = None,
-            proj: str = None,
-            pretrained: bool = True,
-            output_tokens: bool = False,
+        self,
+        model_name_or_path: str,
+        output_dim: int,
+        config: PretrainedConfig = None,
+        pooler_type: str = None,
+        proj: str = None,
+        pretrained: bool = True,
+        output_tokens: bool = False,
     ):
         super().__init__()
         self.output_tokens = output_tokens
         self.output_dim = output_dim
 
         # TODO: find better way to get this information
-        uses_transformer_pooler = (pooler_type == "cls_pooler")
+        uses_transformer_pooler = pooler_type == "cls_pooler"
 
         if transformers is None:
             raise RuntimeError("Please `pip install transformers` to use pre-trained HuggingFace models")
         if config is None:
             self.config = AutoConfig.from_pretrained(model_name_or_path)
-            create_func, model_args = (AutoModel.from_pretrained, model_name_or_path) if pretrained else (
-                AutoModel.from_config, self.config)
+            create_func, model_args = (
+                (AutoModel.from_pretrained, model_name_or_path) if pretrained else (AutoModel.from_config, self.config)
+            )
             # TODO: do all model configs have this attribute? PretrainedConfig does so yes??
             if hasattr(self.config, "is_encoder_decoder") and self.config.is_encoder_decoder:
                 self.transformer = create_func(model_args)
@@ -130,20 +136,20 @@ class HFTextEncoder(nn.Module):
             self.config = config
             self.transformer = AutoModel.from_config(config)
         if pooler_type is None:  # get default arch pooler
-            pooler_type = (arch_dict[self.config.model_type]["pooler"])
+            pooler_type = arch_dict[self.config.model_type]["pooler"]
 
         # FIXME downstream users of OpenCLIP models use these attr, need to verify valid across all models
-        self.vocab_size = getattr(self.config, 'vocab_size', 0)
-        self.context_length = getattr(self.config, 'max_position_embeddings', 0)
+        self.vocab_size = getattr(self.config, "vocab_size", 0)
+        self.context_length = getattr(self.config, "max_position_embeddings", 0)
 
         self.pooler = _POOLERS[pooler_type]()
 
         d_model = getattr(self.config, arch_dict[self.config.model_type]["config_names"]["width"])
         if (d_model == output_dim) and (proj is None):  # do we always need a proj?
             self.proj = nn.Identity()
-        elif proj == 'linear':
+        elif proj == "linear":
             self.proj = nn.Linear(d_model, output_dim, bias=False)
-        elif proj == 'mlp':
+        elif proj == "mlp":
             hidden_size = (d_model + output_dim) // 2
             self.proj = nn.Sequential(
                 nn.Linear(d_model, hidden_size, bias=False),
@@ -159,11 +165,11 @@ class HFTextEncoder(nn.Module):
 
         seq_len = out.last_hidden_state.shape[1]
         tokens = (
-            out.last_hidden_state[:, torch.arange(seq_len) != self.pooler.cls_token_position, :] 
-            if type(self.pooler) == ClsPooler 
+            out.last_hidden_state[:, torch.arange(seq_len) != self.pooler.cls_token_position, :]
+            if type(self.pooler) == ClsPooler  # noqa: E721
             else out.last_hidden_state
         )
-        
+
         if self.output_tokens:
             return projected, tokens
         return projected
@@ -174,11 +180,12 @@ class HFTextEncoder(nn.Module):
                 p.requires_grad = (not freeze_layer_norm) if "LayerNorm" in n.split(".") else False
             return
 
-        encoder = self.transformer.encoder if hasattr(self.transformer, 'encoder') else self.transformer
+        encoder = self.transformer.encoder if hasattr(self.transformer, "encoder") else self.transformer
         layer_list = getattr(encoder, arch_dict[self.config.model_type]["config_names"]["layer_attr"])
         print(f"Unlocking {unlocked_layers}/{len(layer_list) + 1} layers of hf model")
         embeddings = getattr(
-            self.transformer, arch_dict[self.config.model_type]["config_names"]["token_embeddings_attr"])
+            self.transformer, arch_dict[self.config.model_type]["config_names"]["token_embeddings_attr"]
+        )
         modules = [embeddings, *layer_list][:-unlocked_layers]
         # freeze layers
         for module in modules:

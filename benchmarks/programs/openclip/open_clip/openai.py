@@ -1,31 +1,29 @@
-""" OpenAI pretrained model functions
+"""OpenAI pretrained model functions
 
 Adapted from https://github.com/openai/CLIP. Originally MIT License, Copyright (c) 2021 OpenAI.
 """
 
 import os
-import warnings
-from typing import List, Optional, Union
 
 import torch
 
 from .constants import OPENAI_DATASET_MEAN, OPENAI_DATASET_STD
 from .model import build_model_from_openai_state_dict, convert_weights_to_lp, get_cast_dtype
-from .pretrained import get_pretrained_url, list_pretrained_models_by_tag, download_pretrained_from_url
+from .pretrained import download_pretrained_from_url, get_pretrained_url, list_pretrained_models_by_tag
 
 __all__ = ["list_openai_models", "load_openai_model"]
 
 
-def list_openai_models() -> List[str]:
+def list_openai_models() -> list[str]:
     """Returns the names of available CLIP models"""
-    return list_pretrained_models_by_tag('openai')
+    return list_pretrained_models_by_tag("openai")
 
 
 def load_openai_model(
-        name: str,
-        precision: Optional[str] = None,
-        device: Optional[Union[str, torch.device]] = None,
-        cache_dir: Optional[str] = None,
+    name: str,
+    precision: str | None = None,
+    device: str | torch.device | None = None,
+    cache_dir: str | None = None,
 ):
     """Load a CLIP model
 
@@ -50,10 +48,10 @@ def load_openai_model(
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if precision is None:
-        precision = 'fp32' if device == 'cpu' else 'fp16'
+        precision = "fp32" if device == "cpu" else "fp16"
 
-    if get_pretrained_url(name, 'openai'):
-        model_path = download_pretrained_from_url(get_pretrained_url(name, 'openai'), cache_dir=cache_dir)
+    if get_pretrained_url(name, "openai"):
+        model_path = download_pretrained_from_url(get_pretrained_url(name, "openai"), cache_dir=cache_dir)
     elif os.path.isfile(name):
         model_path = name
     else:
@@ -78,9 +76,9 @@ def load_openai_model(
     # model from OpenAI state dict is in manually cast fp16 mode, must be converted for AMP/fp32/bf16 use
     model = model.to(device)
     # FIXME support pure fp16/bf16 precision modes
-    if precision != 'fp16':
+    if precision != "fp16":
         model.float()
-        if precision == 'bf16':
+        if precision == "bf16":
             # for bf16, convert back to low-precision
             convert_weights_to_lp(model, dtype=torch.bfloat16)
 

@@ -1,9 +1,7 @@
 import argparse
 import json
-import os
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Optional, Tuple, Union
 
 import torch
 
@@ -11,19 +9,21 @@ try:
     from huggingface_hub import (
         create_repo,
         get_hf_file_metadata,
-        hf_hub_download,
+        hf_hub_download,  # noqa: F401
         hf_hub_url,
+        list_repo_files,
         repo_type_and_id_from_hf_id,
         upload_folder,
-        list_repo_files,
     )
     from huggingface_hub.utils import EntryNotFoundError
+
     _has_hf_hub = True
 except ImportError:
     _has_hf_hub = False
 
 try:
     import safetensors.torch
+
     _has_safetensors = True
 except ImportError:
     _has_safetensors = False
@@ -34,23 +34,20 @@ from .tokenizer import HFTokenizer
 # Default name for a weights file hosted on the Huggingface Hub.
 HF_WEIGHTS_NAME = "open_clip_pytorch_model.bin"  # default pytorch pkl
 HF_SAFE_WEIGHTS_NAME = "open_clip_model.safetensors"  # safetensors version
-HF_CONFIG_NAME = 'open_clip_config.json'
+HF_CONFIG_NAME = "open_clip_config.json"
 
-def save_config_for_hf(
-        model,
-        config_path: str,
-        model_config: Optional[dict]
-):
+
+def save_config_for_hf(model, config_path: str, model_config: dict | None):
     preprocess_cfg = {
-        'mean': model.visual.image_mean,
-        'std': model.visual.image_std,
+        "mean": model.visual.image_mean,
+        "std": model.visual.image_std,
     }
     hf_config = {
-        'model_cfg': model_config,
-        'preprocess_cfg': preprocess_cfg,
+        "model_cfg": model_config,
+        "preprocess_cfg": preprocess_cfg,
     }
 
-    with config_path.open('w') as f:
+    with config_path.open("w") as f:
         json.dump(hf_config, f, indent=2)
 
 
@@ -59,8 +56,8 @@ def save_for_hf(
     tokenizer: HFTokenizer,
     model_config: dict,
     save_directory: str,
-    safe_serialization: Union[bool, str] = False,
-    skip_weights : bool = False,
+    safe_serialization: bool | str = False,
+    skip_weights: bool = False,
 ):
     config_filename = HF_CONFIG_NAME
 
@@ -84,19 +81,19 @@ def save_for_hf(
 def push_to_hf_hub(
     model,
     tokenizer,
-    model_config: Optional[dict],
+    model_config: dict | None,
     repo_id: str,
-    commit_message: str = 'Add model',
-    token: Optional[str] = None,
-    revision: Optional[str] = None,
+    commit_message: str = "Add model",
+    token: str | None = None,
+    revision: str | None = None,
     private: bool = False,
     create_pr: bool = False,
-    model_card: Optional[dict] = None,
-    safe_serialization: Union[bool, str] = False,
+    model_card: dict | None = None,
+    safe_serialization: bool | str = False,
 ):
     if not isinstance(tokenizer, HFTokenizer):
         # default CLIP tokenizers use https://huggingface.co/openai/clip-vit-large-patch14
-        tokenizer = HFTokenizer('openai/clip-vit-large-patch14')
+        tokenizer = HFTokenizer("openai/clip-vit-large-patch14")
 
     # Create repo if it doesn't exist yet
     repo_url = create_repo(repo_id, token=token, private=private, exist_ok=True)
@@ -110,10 +107,10 @@ def push_to_hf_hub(
     repo_exists = False
     repo_files = {}
     try:
-        repo_files = set(list_repo_files(repo_id))
-        repo_exists = True
+        repo_files = set(list_repo_files(repo_id))  # noqa: F841
+        repo_exists = True  # noqa: F841
     except Exception as e:
-        print('Repo does not exist', e)
+        print("Repo does not exist", e)
 
     try:
         get_hf_file_metadata(hf_hub_url(repo_id=repo_id, filename="README.md", revision=revision))
@@ -135,7 +132,7 @@ def push_to_hf_hub(
         # Add readme if it does not exist
         if not has_readme:
             model_card = model_card or {}
-            model_name = repo_id.split('/')[-1]
+            model_name = repo_id.split("/")[-1]
             readme_path = Path(tmpdir) / "README.md"
             readme_text = generate_readme(model_card, model_name)
             readme_path.write_text(readme_text)
@@ -154,15 +151,15 @@ def push_pretrained_to_hf_hub(
     model_name,
     pretrained: str,
     repo_id: str,
-    precision: str = 'fp32',
-    image_mean: Optional[Tuple[float, ...]] = None,
-    image_std: Optional[Tuple[float, ...]] = None,
-    commit_message: str = 'Add model',
-    token: Optional[str] = None,
-    revision: Optional[str] = None,
+    precision: str = "fp32",
+    image_mean: tuple[float, ...] | None = None,
+    image_std: tuple[float, ...] | None = None,
+    commit_message: str = "Add model",
+    token: str | None = None,
+    revision: str | None = None,
     private: bool = False,
     create_pr: bool = False,
-    model_card: Optional[dict] = None,
+    model_card: dict | None = None,
 ):
     model, preprocess_eval = create_model_from_pretrained(
         model_name,
@@ -188,7 +185,7 @@ def push_pretrained_to_hf_hub(
         private=private,
         create_pr=create_pr,
         model_card=model_card,
-        safe_serialization='both',
+        safe_serialization="both",
     )
 
 
@@ -198,16 +195,16 @@ def generate_readme(model_card: dict, model_name: str):
     readme_text += "library_name: open_clip\n"
     readme_text += "pipeline_tag: zero-shot-image-classification\n"
     readme_text += f"license: {model_card.get('license', 'mit')}\n"
-    if 'details' in model_card and 'Dataset' in model_card['details']:
-        readme_text += 'datasets:\n'
+    if "details" in model_card and "Dataset" in model_card["details"]:
+        readme_text += "datasets:\n"
         readme_text += f"- {model_card['details']['Dataset'].lower()}\n"
     readme_text += "---\n"
     readme_text += f"# Model card for {model_name}\n"
-    if 'description' in model_card:
+    if "description" in model_card:
         readme_text += f"\n{model_card['description']}\n"
-    if 'details' in model_card:
-        readme_text += f"\n## Model Details\n"
-        for k, v in model_card['details'].items():
+    if "details" in model_card:
+        readme_text += "\n## Model Details\n"
+        for k, v in model_card["details"].items():
             if isinstance(v, (list, tuple)):
                 readme_text += f"- **{k}:**\n"
                 for vi in v:
@@ -218,22 +215,22 @@ def generate_readme(model_card: dict, model_name: str):
                     readme_text += f"  - {ki}: {vi}\n"
             else:
                 readme_text += f"- **{k}:** {v}\n"
-    if 'usage' in model_card:
-        readme_text += f"\n## Model Usage\n"
-        readme_text += model_card['usage']
-        readme_text += '\n'
+    if "usage" in model_card:
+        readme_text += "\n## Model Usage\n"
+        readme_text += model_card["usage"]
+        readme_text += "\n"
 
-    if 'comparison' in model_card:
-        readme_text += f"\n## Model Comparison\n"
-        readme_text += model_card['comparison']
-        readme_text += '\n'
+    if "comparison" in model_card:
+        readme_text += "\n## Model Comparison\n"
+        readme_text += model_card["comparison"]
+        readme_text += "\n"
 
-    if 'citation' in model_card:
-        readme_text += f"\n## Citation\n"
-        if not isinstance(model_card['citation'], (list, tuple)):
-            citations = [model_card['citation']]
+    if "citation" in model_card:
+        readme_text += "\n## Citation\n"
+        if not isinstance(model_card["citation"], (list, tuple)):
+            citations = [model_card["citation"]]
         else:
-            citations = model_card['citation']
+            citations = model_card["citation"]
         for c in citations:
             readme_text += f"```bibtex\n{c}\n```\n"
 
@@ -243,28 +240,44 @@ def generate_readme(model_card: dict, model_name: str):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Push to Hugging Face Hub")
     parser.add_argument(
-        "--model", type=str, help="Name of the model to use.",
+        "--model",
+        type=str,
+        help="Name of the model to use.",
     )
     parser.add_argument(
-        "--pretrained", type=str,
+        "--pretrained",
+        type=str,
         help="Use a pretrained CLIP model weights with the specified tag or file path.",
     )
     parser.add_argument(
-        "--repo-id", type=str,
+        "--repo-id",
+        type=str,
         help="Destination HF Hub repo-id ie 'organization/model_id'.",
     )
     parser.add_argument(
-        "--precision", type=str, default='fp32',
+        "--precision",
+        type=str,
+        default="fp32",
     )
     parser.add_argument(
-        '--image-mean', type=float, nargs='+', default=None, metavar='MEAN',
-        help='Override default image mean value of dataset')
+        "--image-mean",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="MEAN",
+        help="Override default image mean value of dataset",
+    )
     parser.add_argument(
-        '--image-std', type=float, nargs='+', default=None, metavar='STD',
-        help='Override default image std deviation of of dataset')
+        "--image-std",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="STD",
+        help="Override default image std deviation of of dataset",
+    )
     args = parser.parse_args()
 
-    print(f'Saving model {args.model} with pretrained weights {args.pretrained} to Hugging Face Hub at {args.repo_id}')
+    print(f"Saving model {args.model} with pretrained weights {args.pretrained} to Hugging Face Hub at {args.repo_id}")
 
     # FIXME add support to pass model_card json / template from file via cmd line
 
@@ -277,4 +290,4 @@ if __name__ == "__main__":
         image_std=args.image_std,
     )
 
-    print(f'{args.model} saved.')
+    print(f"{args.model} saved.")

@@ -1,12 +1,12 @@
-from itertools import repeat
 import collections.abc
+from itertools import repeat
 
 import torch
-from torch import nn as nn
 from standins import FrozenBatchNorm2d  # changed: no torchvision
+from torch import nn as nn
 
 
-def freeze_batch_norm_2d(module, module_match={}, name=''):
+def freeze_batch_norm_2d(module, module_match={}, name=""):  # noqa: B006
     """
     Converts all `BatchNorm2d` and `SyncBatchNorm` layers of provided module into `FrozenBatchNorm2d`. If `module` is
     itself an instance of either `BatchNorm2d` or `SyncBatchNorm`, it is converted into `FrozenBatchNorm2d` and
@@ -38,7 +38,7 @@ def freeze_batch_norm_2d(module, module_match={}, name=''):
         res.eps = module.eps
     else:
         for child_name, child in module.named_children():
-            full_child_name = '.'.join([name, child_name]) if name else child_name
+            full_child_name = ".".join([name, child_name]) if name else child_name
             new_child = freeze_batch_norm_2d(child, module_match, full_child_name)
             if new_child is not child:
                 res.add_module(child_name, new_child)
@@ -51,6 +51,7 @@ def _ntuple(n):
         if isinstance(x, collections.abc.Iterable):
             return x
         return tuple(repeat(x, n))
+
     return parse
 
 
@@ -58,11 +59,12 @@ to_1tuple = _ntuple(1)
 to_2tuple = _ntuple(2)
 to_3tuple = _ntuple(3)
 to_4tuple = _ntuple(4)
-to_ntuple = lambda n, x: _ntuple(n)(x)
+to_ntuple = lambda n, x: _ntuple(n)(x)  # noqa: E731
+
 
 # Replaces all linear layers with linear_replacement
 # TODO: add int8 support for other linear layers including attn and convnets
-def replace_linear(model, linear_replacement, include_modules=['c_fc', 'c_proj'], copy_weights=True):
+def replace_linear(model, linear_replacement, include_modules=["c_fc", "c_proj"], copy_weights=True):  # noqa: B006
     for name, module in model.named_children():
         if len(list(module.children())) > 0:
             replace_linear(module, linear_replacement, include_modules, copy_weights)
@@ -81,9 +83,10 @@ def replace_linear(model, linear_replacement, include_modules=['c_fc', 'c_proj']
 
     return model
 
+
 def convert_int8_model_to_inference_mode(model):
     for m in model.modules():
-        if hasattr(m, 'prepare_for_eval'):
+        if hasattr(m, "prepare_for_eval"):
             int8_original_dtype = m.weight.dtype
             m.prepare_for_eval()
             m.int8_original_dtype = int8_original_dtype

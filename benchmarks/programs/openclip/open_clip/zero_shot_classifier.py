@@ -1,6 +1,6 @@
+from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import islice
-from typing import Callable, List, Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -19,15 +19,15 @@ def batched(iterable, n):
 
 
 def build_zero_shot_classifier(
-        model,
-        tokenizer,
-        classnames: Sequence[str],
-        templates: Sequence[Union[Callable, str]],
-        num_classes_per_batch: Optional[int] = 10,
-        device: Union[str, torch.device] = 'cpu',
-        use_tqdm: bool = False,
+    model,
+    tokenizer,
+    classnames: Sequence[str],
+    templates: Sequence[Callable | str],
+    num_classes_per_batch: int | None = 10,
+    device: str | torch.device = "cpu",
+    use_tqdm: bool = False,
 ):
-    """ Build zero-shot classifier weights by iterating over class names in batches
+    """Build zero-shot classifier weights by iterating over class names in batches
     Args:
         model: CLIP model instance
         tokenizer: CLIP tokenizer instance
@@ -44,6 +44,7 @@ def build_zero_shot_classifier(
     num_classes = len(classnames)
     if use_tqdm:
         import tqdm
+
         num_iter = 1 if num_classes_per_batch is None else ((num_classes - 1) // num_classes_per_batch + 1)
         iter_wrap = partial(tqdm.tqdm, total=num_iter, unit_scale=num_classes_per_batch)
     else:
@@ -69,14 +70,14 @@ def build_zero_shot_classifier(
 
 
 def build_zero_shot_classifier_legacy(
-        model,
-        tokenizer,
-        classnames: Sequence[str],
-        templates: Sequence[Union[Callable, str]],
-        device: Union[str, torch.device] = 'cpu',
-        use_tqdm: bool = False,
+    model,
+    tokenizer,
+    classnames: Sequence[str],
+    templates: Sequence[Callable | str],
+    device: str | torch.device = "cpu",
+    use_tqdm: bool = False,
 ):
-    """ Build zero-shot classifier weights by iterating over class names 1 by 1
+    """Build zero-shot classifier weights by iterating over class names 1 by 1
     Args:
         model: CLIP model instance
         tokenizer: CLIP tokenizer instance
@@ -89,6 +90,7 @@ def build_zero_shot_classifier_legacy(
     assert isinstance(classnames, Sequence) and len(classnames) > 0
     if use_tqdm:
         import tqdm
+
         iter_wrap = tqdm.tqdm
     else:
         iter_wrap = iter
@@ -107,4 +109,3 @@ def build_zero_shot_classifier_legacy(
         zeroshot_weights = torch.stack(zeroshot_weights, dim=1).to(device)
 
     return zeroshot_weights
-

@@ -5,20 +5,25 @@ import math
 import os
 import random
 import sys
-from standins import braceexpand  # changed: no braceexpand
 from dataclasses import dataclass
 from multiprocessing import Value
 
 import numpy as np
-from standins import pd  # changed: no pandas
 import torch
-from standins import datasets  # changed: no torchvision
-from standins import wds  # changed: no webdataset
 from PIL import Image
-from torch.utils.data import Dataset, DataLoader, SubsetRandomSampler, IterableDataset, get_worker_info
+from standins import (  # changed: no webdataset
+    _shuffle,  # changed: no webdataset
+    base_plus_ext,  # changed: no webdataset
+    braceexpand,  # changed: no braceexpand
+    datasets,  # changed: no torchvision
+    pd,  # changed: no pandas
+    tar_file_expander,  # changed: no webdataset
+    url_opener,  # changed: no webdataset
+    valid_sample,  # changed: no webdataset
+    wds,  # changed: no webdataset
+)
+from torch.utils.data import DataLoader, Dataset, IterableDataset, SubsetRandomSampler, get_worker_info
 from torch.utils.data.distributed import DistributedSampler
-from standins import _shuffle  # changed: no webdataset
-from standins import base_plus_ext, url_opener, tar_file_expander, valid_sample  # changed: no webdataset
 
 try:
     import horovod.torch as hvd
@@ -28,13 +33,13 @@ except ImportError:
 
 class CsvDataset(Dataset):
     def __init__(self, input_filename, transforms, img_key, caption_key, sep="\t", tokenizer=None):
-        logging.debug(f'Loading csv data from {input_filename}.')
+        logging.debug(f"Loading csv data from {input_filename}.")
         df = pd.read_csv(input_filename, sep=sep)
 
         self.images = df[img_key].tolist()
         self.captions = df[caption_key].tolist()
         self.transforms = transforms
-        logging.debug('Done loading data.')
+        logging.debug("Done loading data.")
 
         self.tokenize = tokenizer
 
@@ -49,7 +54,7 @@ class CsvDataset(Dataset):
 
 class SharedEpoch:
     def __init__(self, epoch: int = 0):
-        self.shared_epoch = Value('i', epoch)
+        self.shared_epoch = Value("i", epoch)
 
     def set_value(self, epoch):
         self.shared_epoch.value = epoch
@@ -77,9 +82,10 @@ def expand_urls(urls, weights=None):
         return expanded_urls, None
     if isinstance(urls, str):
         urllist = urls.split("::")
-        weights = weights.split('::')
-        assert len(weights) == len(urllist),\
+        weights = weights.split("::")
+        assert len(weights) == len(urllist), (
             f"Expected the number of data components ({len(urllist)}) and weights({len(weights)}) to match."
+        )
         weights = [float(weight) for weight in weights]
         all_urls, all_weights = [], []
         for url, weight in zip(urllist, weights):
@@ -96,14 +102,14 @@ def expand_urls(urls, weights=None):
 def get_dataset_size(shards):
     shards_list, _ = expand_urls(shards)
     dir_path = os.path.dirname(shards_list[0])
-    sizes_filename = os.path.join(dir_path, 'sizes.json')
-    len_filename = os.path.join(dir_path, '__len__')
+    sizes_filename = os.path.join(dir_path, "sizes.json")
+    len_filename = os.path.join(dir_path, "__len__")
     if os.path.exists(sizes_filename):
-        sizes = json.load(open(sizes_filename, 'r'))
+        sizes = json.load(open(sizes_filename))
         total_size = sum([int(sizes[os.path.basename(shard)]) for shard in shards_list])
     elif os.path.exists(len_filename):
         # FIXME this used to be eval(open(...)) but that seemed rather unsafe
-        total_size = ast.literal_eval(open(len_filename, 'r').read())
+        total_size = ast.literal_eval(open(len_filename).read())
     else:
         total_size = None  # num samples undefined
         # some common dataset sizes (at time of authors last download)
@@ -122,6 +128,7 @@ def get_imagenet(args, preprocess_fns, split):
 
     if split == "v2":
         from imagenetv2_pytorch import ImageNetV2Dataset
+
         dataset = ImageNetV2Dataset(location=args.imagenet_v2, transform=preprocess_val)
     else:
         if is_train:
@@ -146,7 +153,7 @@ def get_imagenet(args, preprocess_fns, split):
             np.random.shuffle(arr)
             idxs[m] = arr
 
-        idxs = idxs.astype('int')
+        idxs = idxs.astype("int")
         sampler = SubsetRandomSampler(np.where(idxs)[0])
     else:
         sampler = None
@@ -172,14 +179,14 @@ def count_samples(dataloader):
 
 
 def filter_no_caption_or_no_image(sample):
-    has_caption = ('txt' in sample)
-    has_image = ('png' in sample or 'jpg' in sample or 'jpeg' in sample or 'webp' in sample)
+    has_caption = "txt" in sample
+    has_image = "png" in sample or "jpg" in sample or "jpeg" in sample or "webp" in sample
     return has_caption and has_image
 
 
 def log_and_continue(exn):
     """Call in an exception handler to ignore any exception, issue a warning, and continue."""
-    logging.warning(f'Handling webdataset error ({repr(exn)}). Ignoring.')
+    logging.warning(f"Handling webdataset error ({repr(exn)}). Ignoring.")
     return True
 
 
@@ -241,11 +248,11 @@ _SAMPLE_SHUFFLE_INITIAL = 1000
 
 class detshuffle2(wds.PipelineStage):
     def __init__(
-            self,
-            bufsize=1000,
-            initial=100,
-            seed=0,
-            epoch=-1,
+        self,
+        bufsize=1000,
+        initial=100,
+        seed=0,
+        epoch=-1,
     ):
         self.bufsize = bufsize
         self.initial = initial
@@ -292,8 +299,9 @@ class ResampledShards2(IterableDataset):
         self.urls = urls
         self.weights = weights
         if self.weights is not None:
-            assert len(self.urls) == len(self.weights),\
+            assert len(self.urls) == len(self.weights), (
                 f"Number of urls {len(self.urls)} and weights {len(self.weights)} should match."
+            )
         assert isinstance(self.urls[0], str)
         self.nshards = nshards
         self.rng = random.Random()
@@ -328,7 +336,7 @@ class ResampledShards2(IterableDataset):
 def get_wds_dataset(args, preprocess_img, is_train, epoch=0, floor=False, tokenizer=None):
     input_shards = args.train_data if is_train else args.val_data
     assert input_shards is not None
-    resampled = getattr(args, 'dataset_resampled', False) and is_train
+    resampled = getattr(args, "dataset_resampled", False) and is_train
 
     num_shards = None
     if is_train:
@@ -338,68 +346,80 @@ def get_wds_dataset(args, preprocess_img, is_train, epoch=0, floor=False, tokeni
             num_samples, num_shards = get_dataset_size(input_shards)
             if not num_samples:
                 raise RuntimeError(
-                    'Currently, the number of dataset samples must be specified for the training dataset. '
-                    'Please specify it via `--train-num-samples` if no dataset length info is present.')
+                    "Currently, the number of dataset samples must be specified for the training dataset. "
+                    "Please specify it via `--train-num-samples` if no dataset length info is present."
+                )
     else:
         # Eval will just exhaust the iterator if the size is not specified.
-        num_samples = args.val_num_samples or 0 
+        num_samples = args.val_num_samples or 0
 
     shared_epoch = SharedEpoch(epoch=epoch)  # create a shared epoch store to sync epoch to dataloader worker proc
-    
+
     if resampled:
-        pipeline = [ResampledShards2(
-            input_shards,
-            weights=args.train_data_upsampling_factors,
-            deterministic=True,
-            epoch=shared_epoch,
-        )]
+        pipeline = [
+            ResampledShards2(
+                input_shards,
+                weights=args.train_data_upsampling_factors,
+                deterministic=True,
+                epoch=shared_epoch,
+            )
+        ]
     else:
-        assert args.train_data_upsampling_factors is None,\
-            "--train_data_upsampling_factors is only supported when sampling with replacement (with --dataset-resampled)."
+        assert args.train_data_upsampling_factors is None, (
+            "--train_data_upsampling_factors is only supported when sampling with replacement (with --dataset-resampled)."  # noqa: E501
+        )
         pipeline = [wds.SimpleShardList(input_shards)]
 
     # at this point we have an iterator over all the shards
     if is_train:
         if not resampled:
-            pipeline.extend([
-                detshuffle2(
-                    bufsize=_SHARD_SHUFFLE_SIZE,
-                    initial=_SHARD_SHUFFLE_INITIAL,
-                    seed=args.seed,
-                    epoch=shared_epoch,
+            pipeline.extend(
+                [
+                    detshuffle2(
+                        bufsize=_SHARD_SHUFFLE_SIZE,
+                        initial=_SHARD_SHUFFLE_INITIAL,
+                        seed=args.seed,
+                        epoch=shared_epoch,
+                    ),
+                    wds.split_by_node,
+                    wds.split_by_worker,
+                ]
+            )
+        pipeline.extend(
+            [
+                # at this point, we have an iterator over the shards assigned to each worker at each node
+                tarfile_to_samples_nothrow,  # wds.tarfile_to_samples(handler=log_and_continue),
+                wds.shuffle(
+                    bufsize=_SAMPLE_SHUFFLE_SIZE,
+                    initial=_SAMPLE_SHUFFLE_INITIAL,
                 ),
-                wds.split_by_node,
-                wds.split_by_worker,
-            ])
-        pipeline.extend([
-            # at this point, we have an iterator over the shards assigned to each worker at each node
-            tarfile_to_samples_nothrow,  # wds.tarfile_to_samples(handler=log_and_continue),
-            wds.shuffle(
-                bufsize=_SAMPLE_SHUFFLE_SIZE,
-                initial=_SAMPLE_SHUFFLE_INITIAL,
-            ),
-        ])
+            ]
+        )
     else:
-        pipeline.extend([
-            wds.split_by_worker,
-            # at this point, we have an iterator over the shards assigned to each worker
-            wds.tarfile_to_samples(handler=log_and_continue),
-        ])
-    pipeline.extend([
-        wds.select(filter_no_caption_or_no_image),
-        wds.decode("pilrgb", handler=log_and_continue),
-        wds.rename(image="jpg;png;jpeg;webp", text="txt"),
-        wds.map_dict(image=preprocess_img, text=lambda text: tokenizer(text)[0]),
-        wds.to_tuple("image", "text"),
-        wds.batched(args.batch_size, partial=not is_train)
-    ])
+        pipeline.extend(
+            [
+                wds.split_by_worker,
+                # at this point, we have an iterator over the shards assigned to each worker
+                wds.tarfile_to_samples(handler=log_and_continue),
+            ]
+        )
+    pipeline.extend(
+        [
+            wds.select(filter_no_caption_or_no_image),
+            wds.decode("pilrgb", handler=log_and_continue),
+            wds.rename(image="jpg;png;jpeg;webp", text="txt"),
+            wds.map_dict(image=preprocess_img, text=lambda text: tokenizer(text)[0]),
+            wds.to_tuple("image", "text"),
+            wds.batched(args.batch_size, partial=not is_train),
+        ]
+    )
 
     dataset = wds.DataPipeline(*pipeline)
 
     if is_train:
         if not resampled:
             num_shards = num_shards or len(expand_urls(input_shards)[0])
-            assert num_shards >= args.workers * args.world_size, 'number of shards must be >= total workers'
+            assert num_shards >= args.workers * args.world_size, "number of shards must be >= total workers"
         # roll over and repeat a few samples to get same number of full batches on each node
         round_fn = math.floor if floor else math.ceil
         global_batch_size = args.batch_size * args.world_size
@@ -451,7 +471,7 @@ def get_csv_dataset(args, preprocess_fn, is_train, epoch=0, tokenizer=None):
         img_key=args.csv_img_key,
         caption_key=args.csv_caption_key,
         sep=args.csv_separator,
-        tokenizer=tokenizer
+        tokenizer=tokenizer,
     )
     num_samples = len(dataset)
     sampler = DistributedSampler(dataset) if args.distributed and is_train else None
@@ -473,19 +493,18 @@ def get_csv_dataset(args, preprocess_fn, is_train, epoch=0, tokenizer=None):
 
 
 class SyntheticDataset(Dataset):
-
     def __init__(
-            self,
-            transform=None,
-            image_size=(224, 224),
-            caption="Dummy caption",
-            dataset_size=100,
-            tokenizer=None,
+        self,
+        transform=None,
+        image_size=(224, 224),
+        caption="Dummy caption",
+        dataset_size=100,
+        tokenizer=None,
     ):
         self.transform = transform
         self.image_size = image_size
         self.caption = caption
-        self.image = Image.new('RGB', image_size)
+        self.image = Image.new("RGB", image_size)
         self.dataset_size = dataset_size
 
         self.preprocess_txt = lambda text: tokenizer(text)[0]
@@ -502,7 +521,8 @@ class SyntheticDataset(Dataset):
 def get_synthetic_dataset(args, preprocess_fn, is_train, epoch=0, tokenizer=None):
     image_size = preprocess_fn.transforms[0].size
     dataset = SyntheticDataset(
-        transform=preprocess_fn, image_size=image_size, dataset_size=args.train_num_samples, tokenizer=tokenizer)
+        transform=preprocess_fn, image_size=image_size, dataset_size=args.train_num_samples, tokenizer=tokenizer
+    )
     num_samples = len(dataset)
     sampler = DistributedSampler(dataset) if args.distributed and is_train else None
     shuffle = is_train and sampler is None
@@ -530,17 +550,16 @@ def get_dataset_fn(data_path, dataset_type):
     elif dataset_type == "synthetic":
         return get_synthetic_dataset
     elif dataset_type == "auto":
-        ext = data_path.split('.')[-1]
-        if ext in ['csv', 'tsv']:
+        ext = data_path.split(".")[-1]
+        if ext in ["csv", "tsv"]:
             return get_csv_dataset
-        elif ext in ['tar']:
+        elif ext in ["tar"]:
             return get_wds_dataset
         else:
-            raise ValueError(
-                f"Tried to figure out dataset type, but failed for extension {ext}.")
+            raise ValueError(f"Tried to figure out dataset type, but failed for extension {ext}.")
     else:
         raise ValueError(f"Unsupported dataset type: {dataset_type}")
-    
+
 
 def get_data(args, preprocess_fns, epoch=0, tokenizer=None):
     preprocess_train, preprocess_val = preprocess_fns
@@ -548,11 +567,13 @@ def get_data(args, preprocess_fns, epoch=0, tokenizer=None):
 
     if args.train_data or args.dataset_type == "synthetic":
         data["train"] = get_dataset_fn(args.train_data, args.dataset_type)(
-            args, preprocess_train, is_train=True, epoch=epoch, tokenizer=tokenizer)
+            args, preprocess_train, is_train=True, epoch=epoch, tokenizer=tokenizer
+        )
 
     if args.val_data:
         data["val"] = get_dataset_fn(args.val_data, args.dataset_type)(
-            args, preprocess_val, is_train=False, tokenizer=tokenizer)
+            args, preprocess_val, is_train=False, tokenizer=tokenizer
+        )
 
     if args.imagenet_val is not None:
         data["imagenet-val"] = get_imagenet(args, preprocess_fns, "val")

@@ -18,10 +18,13 @@ def const_lr(optimizer, base_lr, warmup_length, steps):
             lr = base_lr
         assign_learning_rate(optimizer, lr)
         return lr
+
     return _lr_adjuster
 
 
-def const_lr_cooldown(optimizer, base_lr, warmup_length, steps, cooldown_steps, cooldown_power=1.0, cooldown_end_lr=0.):
+def const_lr_cooldown(
+    optimizer, base_lr, warmup_length, steps, cooldown_steps, cooldown_power=1.0, cooldown_end_lr=0.0
+):
     def _lr_adjuster(step):
         start_cooldown_step = steps - cooldown_steps
         if step < warmup_length:
@@ -33,10 +36,11 @@ def const_lr_cooldown(optimizer, base_lr, warmup_length, steps, cooldown_steps, 
                 e = step - start_cooldown_step
                 es = steps - start_cooldown_step
                 # linear decay if power == 1; polynomial decay otherwise;
-                decay = (1 - (e/es)) ** cooldown_power
+                decay = (1 - (e / es)) ** cooldown_power
                 lr = decay * (base_lr - cooldown_end_lr) + cooldown_end_lr
         assign_learning_rate(optimizer, lr)
         return lr
+
     return _lr_adjuster
 
 
@@ -50,4 +54,5 @@ def cosine_lr(optimizer, base_lr, warmup_length, steps):
             lr = 0.5 * (1 + np.cos(np.pi * e / es)) * base_lr
         assign_learning_rate(optimizer, lr)
         return lr
+
     return _lr_adjuster

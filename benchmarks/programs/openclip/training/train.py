@@ -7,20 +7,20 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.nn.parallel.distributed import DistributedDataParallel
 
 try:
     import wandb
 except ImportError:
     wandb = None
 
-from open_clip import get_input_dtype, CLIP, CustomTextCLIP
+from open_clip import get_input_dtype
+
 from .distributed import is_master
-from .zero_shot import zero_shot_eval
 from .precision import get_autocast
+from .zero_shot import zero_shot_eval
 
 
-class AverageMeter(object):
+class AverageMeter:
     """Computes and stores the average and current value"""
 
     def __init__(self):
@@ -38,15 +38,13 @@ class AverageMeter(object):
         self.count += n
         self.avg = self.sum / self.count
 
+
 def postprocess_clip_output(model_out):
-    return {
-        "image_features": model_out[0],
-        "text_features": model_out[1],
-        "logit_scale": model_out[2]
-    }
+    return {"image_features": model_out[0], "text_features": model_out[1], "logit_scale": model_out[2]}
+
 
 def unwrap_model(model):
-    if hasattr(model, 'module'):
+    if hasattr(model, "module"):
         return model.module
     else:
         return model
@@ -64,13 +62,12 @@ def train_one_epoch(model, data, loss, epoch, optimizer, scaler, scheduler, dist
     autocast = get_autocast(args.precision)
     input_dtype = get_input_dtype(args.precision)
 
-
     model.train()
     if args.distill:
         dist_model.eval()
 
-    data['train'].set_epoch(epoch)  # set epoch in process safe manner via sampler or shared_epoch
-    dataloader = data['train'].dataloader
+    data["train"].set_epoch(epoch)  # set epoch in process safe manner via sampler or shared_epoch
+    dataloader = data["train"].dataloader
     num_batches_per_epoch = dataloader.num_batches // args.accum_freq
     sample_digits = math.ceil(math.log(dataloader.num_samples + 1, 10))
 
@@ -102,7 +99,7 @@ def train_one_epoch(model, data, loss, epoch, optimizer, scaler, scheduler, dist
                 if args.distill:
                     with torch.no_grad():
                         dist_model_out = dist_model(images, texts)
-                    model_out.update({f'dist_{k}' : v for k, v in dist_model_out.items()})
+                    model_out.update({f"dist_{k}": v for k, v in dist_model_out.items()})
                 losses = loss(**model_out, output_dict=True)
 
                 total_loss = sum(losses.values())
@@ -140,9 +137,9 @@ def train_one_epoch(model, data, loss, epoch, optimizer, scaler, scheduler, dist
                     model_out = model(images, texts)
                     logit_scale = model_out.pop("logit_scale")
                     inputs = {}
-                    for key, val in accum_features.items():
+                    for key, val in accum_features.items():  # noqa: B007
                         accumulated = accum_features[key]
-                        inputs[key] = torch.cat(accumulated[:j] +  [model_out[key]] + accumulated[j + 1:])
+                        inputs[key] = torch.cat(accumulated[:j] + [model_out[key]] + accumulated[j + 1 :])
                     losses = loss(**inputs, logit_scale=logit_scale, output_dict=True)
                     del inputs
                     total_loss = sum(losses.values())
@@ -194,7 +191,7 @@ def train_one_epoch(model, data, loss, epoch, optimizer, scaler, scheduler, dist
             logit_scale_scalar = logit_scale.item()
             loss_log = " ".join(
                 [
-                    f"{loss_name.capitalize()}: {loss_m.val:#.5g} ({loss_m.avg:#.5g})" 
+                    f"{loss_name.capitalize()}: {loss_m.val:#.5g} ({loss_m.avg:#.5g})"
                     for loss_name, loss_m in losses_m.items()
                 ]
             )
@@ -215,17 +212,17 @@ def train_one_epoch(model, data, loss, epoch, optimizer, scaler, scheduler, dist
                 "samples_per_second": samples_per_second,
                 "samples_per_second_per_gpu": samples_per_second_per_gpu,
                 "scale": logit_scale_scalar,
-                "lr": optimizer.param_groups[0]["lr"]
-            }            
-            log_data.update({name:val.val for name,val in losses_m.items()})
+                "lr": optimizer.param_groups[0]["lr"],
+            }
+            log_data.update({name: val.val for name, val in losses_m.items()})
 
             for name, val in log_data.items():
                 name = "train/" + name
                 if tb_writer is not None:
                     tb_writer.add_scalar(name, val, step)
                 if args.wandb:
-                    assert wandb is not None, 'Please install wandb.'
-                    wandb.log({name: val, 'step': step})
+                    assert wandb is not None, "Please install wandb."
+                    wandb.log({name: val, "step": step})
 
             # resetting batch / data time meters per log window
             batch_time_m.reset()
@@ -246,8 +243,8 @@ def evaluate(model, data, epoch, args, tb_writer=None):
     autocast = get_autocast(args.precision)
     input_dtype = get_input_dtype(args.precision)
 
-    if 'val' in data and (args.val_frequency and ((epoch % args.val_frequency) == 0 or epoch == args.epochs)):
-        dataloader = data['val'].dataloader
+    if "val" in data and (args.val_frequency and ((epoch % args.val_frequency) == 0 or epoch == args.epochs)):
+        dataloader = data["val"].dataloader
         num_samples = 0
         samples_per_val = dataloader.num_samples
 
@@ -278,8 +275,7 @@ def evaluate(model, data, epoch, args, tb_writer=None):
                     batch_size = images.shape[0]
                     labels = torch.arange(batch_size, device=device).long()
                     total_loss = (
-                        F.cross_entropy(logits_per_image, labels) +
-                        F.cross_entropy(logits_per_text, labels)
+                        F.cross_entropy(logits_per_image, labels) + F.cross_entropy(logits_per_text, labels)
                     ) / 2
 
                     gen_loss = maybe_compute_generative_loss(model_out)
@@ -289,12 +285,12 @@ def evaluate(model, data, epoch, args, tb_writer=None):
                 if is_master(args) and (i % 100) == 0:
                     logging.info(
                         f"Eval Epoch: {epoch} [{num_samples} / {samples_per_val}]\t"
-                        f"Clip Loss: {cumulative_loss / num_samples:.6f}\t")
+                        f"Clip Loss: {cumulative_loss / num_samples:.6f}\t"
+                    )
 
                     if gen_loss is not None:
                         cumulative_gen_loss += gen_loss * batch_size
-                        logging.info(
-                            f"Generative Loss: {cumulative_gen_loss / num_samples:.6f}\t")
+                        logging.info(f"Generative Loss: {cumulative_gen_loss / num_samples:.6f}\t")
 
             val_metrics = get_clip_metrics(
                 image_features=torch.cat(all_image_features),
@@ -302,9 +298,7 @@ def evaluate(model, data, epoch, args, tb_writer=None):
                 logit_scale=logit_scale.cpu(),
             )
             loss = cumulative_loss / num_samples
-            metrics.update(
-                {**val_metrics, "clip_val_loss": loss.item(), "epoch": epoch, "num_samples": num_samples}
-            )
+            metrics.update({**val_metrics, "clip_val_loss": loss.item(), "epoch": epoch, "num_samples": num_samples})
             if gen_loss is not None:
                 gen_loss = cumulative_gen_loss / num_samples
                 metrics.update({"val_generative_loss": gen_loss.item()})
@@ -312,10 +306,7 @@ def evaluate(model, data, epoch, args, tb_writer=None):
     if not metrics:
         return metrics
 
-    logging.info(
-        f"Eval Epoch: {epoch} "
-        + "\t".join([f"{k}: {round(v, 4):.4f}" for k, v in metrics.items()])
-    )
+    logging.info(f"Eval Epoch: {epoch} " + "\t".join([f"{k}: {round(v, 4):.4f}" for k, v in metrics.items()]))
 
     if args.save_logs:
         for name, val in metrics.items():
@@ -327,9 +318,9 @@ def evaluate(model, data, epoch, args, tb_writer=None):
             f.write("\n")
 
     if args.wandb:
-        assert wandb is not None, 'Please install wandb.'
+        assert wandb is not None, "Please install wandb."
         for name, val in metrics.items():
-            wandb.log({f"val/{name}": val, 'epoch': epoch})
+            wandb.log({f"val/{name}": val, "epoch": epoch})
 
     return metrics
 

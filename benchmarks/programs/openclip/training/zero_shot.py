@@ -1,11 +1,15 @@
 import logging
 
 import torch
-import torch.nn.functional as F
+from open_clip import (
+    IMAGENET_CLASSNAMES,
+    OPENAI_IMAGENET_TEMPLATES,
+    build_zero_shot_classifier,
+    get_input_dtype,
+    get_tokenizer,
+)
 from tqdm import tqdm
 
-from open_clip import get_input_dtype, get_tokenizer, build_zero_shot_classifier, \
-    IMAGENET_CLASSNAMES, OPENAI_IMAGENET_TEMPLATES
 from .precision import get_autocast
 
 
@@ -20,7 +24,7 @@ def run(model, classifier, dataloader, args):
     input_dtype = get_input_dtype(args.precision)
 
     with torch.no_grad():
-        top1, top5, n = 0., 0., 0.
+        top1, top5, n = 0.0, 0.0, 0.0
         for images, target in tqdm(dataloader, unit_scale=args.batch_size):
             images = images.to(device=args.device, dtype=input_dtype)
             target = target.to(args.device)
@@ -28,8 +32,8 @@ def run(model, classifier, dataloader, args):
             with autocast():
                 # predict
                 output = model(image=images)
-                image_features = output['image_features'] if isinstance(output, dict) else output[0]
-                logits = 100. * image_features @ classifier
+                image_features = output["image_features"] if isinstance(output, dict) else output[0]
+                logits = 100.0 * image_features @ classifier
 
             # measure accuracy
             acc1, acc5 = accuracy(logits, target, topk=(1, 5))
@@ -37,13 +41,13 @@ def run(model, classifier, dataloader, args):
             top5 += acc5
             n += images.size(0)
 
-    top1 = (top1 / n)
-    top5 = (top5 / n)
+    top1 = top1 / n
+    top5 = top5 / n
     return top1, top5
 
 
 def zero_shot_eval(model, data, epoch, args):
-    if 'imagenet-val' not in data and 'imagenet-v2' not in data:
+    if "imagenet-val" not in data and "imagenet-v2" not in data:
         return {}
     if args.zeroshot_frequency == 0:
         return {}
@@ -52,9 +56,9 @@ def zero_shot_eval(model, data, epoch, args):
     if args.distributed and not args.horovod:
         model = model.module
 
-    logging.info('Starting zero-shot imagenet.')
+    logging.info("Starting zero-shot imagenet.")
 
-    logging.info('Building zero-shot classifier')
+    logging.info("Building zero-shot classifier")
     autocast = get_autocast(args.precision)
     with autocast():
         tokenizer = get_tokenizer(args.model)
@@ -68,17 +72,17 @@ def zero_shot_eval(model, data, epoch, args):
             use_tqdm=True,
         )
 
-    logging.info('Using classifier')
+    logging.info("Using classifier")
     results = {}
-    if 'imagenet-val' in data:
-        top1, top5 = run(model, classifier, data['imagenet-val'].dataloader, args)
-        results['imagenet-zeroshot-val-top1'] = top1
-        results['imagenet-zeroshot-val-top5'] = top5
-    if 'imagenet-v2' in data:
-        top1, top5 = run(model, classifier, data['imagenet-v2'].dataloader, args)
-        results['imagenetv2-zeroshot-val-top1'] = top1
-        results['imagenetv2-zeroshot-val-top5'] = top5
+    if "imagenet-val" in data:
+        top1, top5 = run(model, classifier, data["imagenet-val"].dataloader, args)
+        results["imagenet-zeroshot-val-top1"] = top1
+        results["imagenet-zeroshot-val-top5"] = top5
+    if "imagenet-v2" in data:
+        top1, top5 = run(model, classifier, data["imagenet-v2"].dataloader, args)
+        results["imagenetv2-zeroshot-val-top1"] = top1
+        results["imagenetv2-zeroshot-val-top5"] = top5
 
-    logging.info('Finished zero-shot imagenet.')
+    logging.info("Finished zero-shot imagenet.")
 
     return results
