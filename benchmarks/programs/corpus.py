@@ -12,6 +12,7 @@ from benchmarks.programs.improved_diffusion.improved_diffusion.standins import w
 from benchmarks.programs.kair.standins import write_images as write_kair_images
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
+from benchmarks.programs.openclip.standins import write_data as write_openclip_data
 from benchmarks.programs.pycls.standins import write_data as write_pycls_data
 from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
@@ -221,6 +222,13 @@ VITFT_TINY += ["--num_steps=5", "--warmup_steps=2", "--learning_rate=0.03"]
 VAR_TINY = ["--data_path=data", "--local_out_dir_path={out}/local_output", "--depth=2", "--pn=1_2_3_4", "--bs=8"]
 VAR_TINY += ["--ep=2", "--wp=0.5", "--tblr=0.1", "--ls=0.1", "--pg=0.8", "--pg0=1", "--pgwp=0.5", "--seed=1"]
 VAR_TINY += ["--workers=0", "--fp16=0"]
+
+# open_clip: 32 + 8 synthetic 16 x 16 images and captions (a tab-separated CSV), a tiny ViT CLIP, 4 images a rank a
+# micro-batch, --accum-freq 2 (2 optimizer steps an epoch), 2 epochs; the log folder by an absolute --name under the
+# side's {out} (torchrun's own parser takes --logs for its --logs-specs)
+OPENCLIP_TINY = ["--train-data=data/train.csv", "--val-data=data/val.csv", "--dataset-type=csv", "--model=tiny-ViT"]
+OPENCLIP_TINY += ["--batch-size=4", "--epochs=2", "--lr=1e-3", "--wd=0.1", "--warmup=2", "--workers=0", "--seed=0"]
+OPENCLIP_TINY += ["--precision=fp32", "--dist-backend=gloo", "--accum-freq=2", "--name={out}/tiny"]
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -852,6 +860,30 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("local_out_dir_path",),
+        ),
+        Program(
+            name="openclip",
+            folder="openclip",
+            raw=["main.py", *OPENCLIP_TINY],
+            port=["lightning_port.py", *OPENCLIP_TINY],
+            style="torchrun (env:// init, init_distributed_device); seed + 0 for the model build on every rank, then "
+            "seed + rank (torch, numpy, random) for the data; a CSV data set under a DistributedSampler set_epoch'd "
+            "through its DataInfo; random resized crops from torch's global generator; a contrastive ClipLoss over "
+            "image and text features all_gathered from every rank (no gradient through the others'); --accum-freq: "
+            "the features of every micro-batch first computed without grad and cached, then each micro-batch re-run "
+            "with grad against the cached others (a backward each, no no_sync), one AdamW step; the lr assigned by "
+            "hand to every param group before each micro-batch (cosine_lr with warm-up); two param groups (no weight "
+            "decay on gains, biases and logit_scale); logit_scale clamped in place under no_grad after each step; "
+            "evaluation (val loss, retrieval ranks) on rank 0 only after each epoch; epoch_N.pt (state_dict, "
+            "optimizer) by rank 0",
+            source="mlfoundations/open_clip src/training/{main,train,data,params,scheduler,distributed,precision,"
+            "logger,file_utils,zero_shot}.py and src/open_clip/ (MIT, v2.20.0 a09d519); torchvision, ftfy, regex, "
+            "pandas, webdataset and braceexpand stood in for (standins.py), a CLIP of a 2-block ViT of width 32 on 16 "
+            "x 16 images and a 1-layer text transformer of width 32",
+            prepare=lambda work: write_openclip_data(str(work / "data")),
+            recording="hooks",
+            suite=False,
+            ignore_config=("name",),
         ),
     ]
 }
