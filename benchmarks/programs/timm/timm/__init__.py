@@ -1,4 +1,13 @@
-from .version import __version__
-from .layers import is_scriptable, is_exportable, set_scriptable, set_exportable
-from .models import create_model, list_models, list_pretrained, is_model, list_modules, model_entrypoint, \
-    is_model_pretrained, get_pretrained_cfg, get_pretrained_cfg_value
+from .version import __version__  # noqa: F401, I001
+from .layers import is_scriptable, is_exportable, set_scriptable, set_exportable  # noqa: F401
+from .models import (
+    create_model,  # noqa: F401
+    list_models,  # noqa: F401
+    list_pretrained,  # noqa: F401
+    is_model,  # noqa: F401
+    list_modules,  # noqa: F401
+    model_entrypoint,  # noqa: F401
+    is_model_pretrained,  # noqa: F401
+    get_pretrained_cfg,  # noqa: F401
+    get_pretrained_cfg_value,  # noqa: F401
+)

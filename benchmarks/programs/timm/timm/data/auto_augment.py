@@ -1,4 +1,4 @@
-""" AutoAugment, RandAugment, AugMix, and 3-Augment for PyTorch
+"""AutoAugment, RandAugment, AugMix, and 3-Augment for PyTorch
 
 This code implements the searched ImageNet policies with various tweaks and improvements and
 does not include any of the search code.
@@ -20,22 +20,23 @@ Papers:
 
 Hacked together by / Copyright 2019, Ross Wightman
 """
-import random
+
+import random  # noqa: I001
 import math
 import re
 from functools import partial
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Union  # noqa: UP035
 
-from PIL import Image, ImageOps, ImageEnhance, ImageChops, ImageFilter
+from PIL import Image, ImageOps, ImageEnhance, ImageChops, ImageFilter  # noqa: F401
 import PIL
 import numpy as np
 
 
-_PIL_VER = tuple([int(x) for x in PIL.__version__.split('.')[:2]])
+_PIL_VER = tuple([int(x) for x in PIL.__version__.split(".")[:2]])
 
 _FILL = (128, 128, 128)
 
-_LEVEL_DENOM = 10.  # denominator for conversion from 'Mx' magnitude scale to fractional aug level for op arguments
+_LEVEL_DENOM = 10.0  # denominator for conversion from 'Mx' magnitude scale to fractional aug level for op arguments
 
 _HPARAMS_DEFAULT = dict(
     translate_const=250,
@@ -51,16 +52,16 @@ else:
 
 
 def _interpolation(kwargs):
-    interpolation = kwargs.pop('resample', _DEFAULT_INTERPOLATION)
+    interpolation = kwargs.pop("resample", _DEFAULT_INTERPOLATION)
     if isinstance(interpolation, (list, tuple)):
         return random.choice(interpolation)
     return interpolation
 
 
 def _check_args_tf(kwargs):
-    if 'fillcolor' in kwargs and _PIL_VER < (5, 0):
-        kwargs.pop('fillcolor')
-    kwargs['resample'] = _interpolation(kwargs)
+    if "fillcolor" in kwargs and _PIL_VER < (5, 0):
+        kwargs.pop("fillcolor")
+    kwargs["resample"] = _interpolation(kwargs)
 
 
 def shear_x(img, factor, **kwargs):
@@ -117,13 +118,11 @@ def rotate(img, degrees, **kwargs):
             (a, b, c, d, e, f) = matrix
             return a * x + b * y + c, d * x + e * y + f
 
-        matrix[2], matrix[5] = transform(
-            -rotn_center[0] - post_trans[0], -rotn_center[1] - post_trans[1], matrix
-        )
+        matrix[2], matrix[5] = transform(-rotn_center[0] - post_trans[0], -rotn_center[1] - post_trans[1], matrix)
         matrix[2] += rotn_center[0]
         matrix[5] += rotn_center[1]
         return img.transform(img.size, Image.AFFINE, matrix, **kwargs)
-    return img.rotate(degrees, resample=kwargs['resample'])
+    return img.rotate(degrees, resample=kwargs["resample"])
 
 
 def auto_contrast(img, **__):
@@ -193,7 +192,7 @@ def gaussian_blur_rand(img, factor, **__):
 
 
 def desaturate(img, factor, **_):
-    factor = min(1., max(0., 1. - factor))
+    factor = min(1.0, max(0.0, 1.0 - factor))
     # enhance factor 0 = grayscale, 1.0 = no-change
     return ImageEnhance.Color(img).enhance(factor)
 
@@ -205,157 +204,156 @@ def _randomly_negate(v):
 
 def _rotate_level_to_arg(level, _hparams):
     # range [-30, 30]
-    level = (level / _LEVEL_DENOM) * 30.
+    level = (level / _LEVEL_DENOM) * 30.0
     level = _randomly_negate(level)
-    return level,
+    return (level,)
 
 
 def _enhance_level_to_arg(level, _hparams):
     # range [0.1, 1.9]
-    return (level / _LEVEL_DENOM) * 1.8 + 0.1,
+    return ((level / _LEVEL_DENOM) * 1.8 + 0.1,)
 
 
 def _enhance_increasing_level_to_arg(level, _hparams):
     # the 'no change' level is 1.0, moving away from that towards 0. or 2.0 increases the enhancement blend
     # range [0.1, 1.9] if level <= _LEVEL_DENOM
-    level = (level / _LEVEL_DENOM) * .9
+    level = (level / _LEVEL_DENOM) * 0.9
     level = max(0.1, 1.0 + _randomly_negate(level))  # keep it >= 0.1
-    return level,
+    return (level,)
 
 
-def _minmax_level_to_arg(level, _hparams, min_val=0., max_val=1.0, clamp=True):
-    level = (level / _LEVEL_DENOM)
+def _minmax_level_to_arg(level, _hparams, min_val=0.0, max_val=1.0, clamp=True):
+    level = level / _LEVEL_DENOM
     level = min_val + (max_val - min_val) * level
     if clamp:
         level = max(min_val, min(max_val, level))
-    return level,
+    return (level,)
 
 
 def _shear_level_to_arg(level, _hparams):
     # range [-0.3, 0.3]
     level = (level / _LEVEL_DENOM) * 0.3
     level = _randomly_negate(level)
-    return level,
+    return (level,)
 
 
 def _translate_abs_level_to_arg(level, hparams):
-    translate_const = hparams['translate_const']
+    translate_const = hparams["translate_const"]
     level = (level / _LEVEL_DENOM) * float(translate_const)
     level = _randomly_negate(level)
-    return level,
+    return (level,)
 
 
 def _translate_rel_level_to_arg(level, hparams):
     # default range [-0.45, 0.45]
-    translate_pct = hparams.get('translate_pct', 0.45)
+    translate_pct = hparams.get("translate_pct", 0.45)
     level = (level / _LEVEL_DENOM) * translate_pct
     level = _randomly_negate(level)
-    return level,
+    return (level,)
 
 
 def _posterize_level_to_arg(level, _hparams):
     # As per Tensorflow TPU EfficientNet impl
     # range [0, 4], 'keep 0 up to 4 MSB of original image'
     # intensity/severity of augmentation decreases with level
-    return int((level / _LEVEL_DENOM) * 4),
+    return (int((level / _LEVEL_DENOM) * 4),)
 
 
 def _posterize_increasing_level_to_arg(level, hparams):
     # As per Tensorflow models research and UDA impl
     # range [4, 0], 'keep 4 down to 0 MSB of original image',
     # intensity/severity of augmentation increases with level
-    return 4 - _posterize_level_to_arg(level, hparams)[0],
+    return (4 - _posterize_level_to_arg(level, hparams)[0],)
 
 
 def _posterize_original_level_to_arg(level, _hparams):
     # As per original AutoAugment paper description
     # range [4, 8], 'keep 4 up to 8 MSB of image'
     # intensity/severity of augmentation decreases with level
-    return int((level / _LEVEL_DENOM) * 4) + 4,
+    return (int((level / _LEVEL_DENOM) * 4) + 4,)
 
 
 def _solarize_level_to_arg(level, _hparams):
     # range [0, 256]
     # intensity/severity of augmentation decreases with level
-    return min(256, int((level / _LEVEL_DENOM) * 256)),
+    return (min(256, int((level / _LEVEL_DENOM) * 256)),)
 
 
 def _solarize_increasing_level_to_arg(level, _hparams):
     # range [0, 256]
     # intensity/severity of augmentation increases with level
-    return 256 - _solarize_level_to_arg(level, _hparams)[0],
+    return (256 - _solarize_level_to_arg(level, _hparams)[0],)
 
 
 def _solarize_add_level_to_arg(level, _hparams):
     # range [0, 110]
-    return min(128, int((level / _LEVEL_DENOM) * 110)),
+    return (min(128, int((level / _LEVEL_DENOM) * 110)),)
 
 
 LEVEL_TO_ARG = {
-    'AutoContrast': None,
-    'Equalize': None,
-    'Invert': None,
-    'Rotate': _rotate_level_to_arg,
+    "AutoContrast": None,
+    "Equalize": None,
+    "Invert": None,
+    "Rotate": _rotate_level_to_arg,
     # There are several variations of the posterize level scaling in various Tensorflow/Google repositories/papers
-    'Posterize': _posterize_level_to_arg,
-    'PosterizeIncreasing': _posterize_increasing_level_to_arg,
-    'PosterizeOriginal': _posterize_original_level_to_arg,
-    'Solarize': _solarize_level_to_arg,
-    'SolarizeIncreasing': _solarize_increasing_level_to_arg,
-    'SolarizeAdd': _solarize_add_level_to_arg,
-    'Color': _enhance_level_to_arg,
-    'ColorIncreasing': _enhance_increasing_level_to_arg,
-    'Contrast': _enhance_level_to_arg,
-    'ContrastIncreasing': _enhance_increasing_level_to_arg,
-    'Brightness': _enhance_level_to_arg,
-    'BrightnessIncreasing': _enhance_increasing_level_to_arg,
-    'Sharpness': _enhance_level_to_arg,
-    'SharpnessIncreasing': _enhance_increasing_level_to_arg,
-    'ShearX': _shear_level_to_arg,
-    'ShearY': _shear_level_to_arg,
-    'TranslateX': _translate_abs_level_to_arg,
-    'TranslateY': _translate_abs_level_to_arg,
-    'TranslateXRel': _translate_rel_level_to_arg,
-    'TranslateYRel': _translate_rel_level_to_arg,
-    'Desaturate': partial(_minmax_level_to_arg, min_val=0.5, max_val=1.0),
-    'GaussianBlur': partial(_minmax_level_to_arg, min_val=0.1, max_val=2.0),
-    'GaussianBlurRand': _minmax_level_to_arg,
+    "Posterize": _posterize_level_to_arg,
+    "PosterizeIncreasing": _posterize_increasing_level_to_arg,
+    "PosterizeOriginal": _posterize_original_level_to_arg,
+    "Solarize": _solarize_level_to_arg,
+    "SolarizeIncreasing": _solarize_increasing_level_to_arg,
+    "SolarizeAdd": _solarize_add_level_to_arg,
+    "Color": _enhance_level_to_arg,
+    "ColorIncreasing": _enhance_increasing_level_to_arg,
+    "Contrast": _enhance_level_to_arg,
+    "ContrastIncreasing": _enhance_increasing_level_to_arg,
+    "Brightness": _enhance_level_to_arg,
+    "BrightnessIncreasing": _enhance_increasing_level_to_arg,
+    "Sharpness": _enhance_level_to_arg,
+    "SharpnessIncreasing": _enhance_increasing_level_to_arg,
+    "ShearX": _shear_level_to_arg,
+    "ShearY": _shear_level_to_arg,
+    "TranslateX": _translate_abs_level_to_arg,
+    "TranslateY": _translate_abs_level_to_arg,
+    "TranslateXRel": _translate_rel_level_to_arg,
+    "TranslateYRel": _translate_rel_level_to_arg,
+    "Desaturate": partial(_minmax_level_to_arg, min_val=0.5, max_val=1.0),
+    "GaussianBlur": partial(_minmax_level_to_arg, min_val=0.1, max_val=2.0),
+    "GaussianBlurRand": _minmax_level_to_arg,
 }
 
 
 NAME_TO_OP = {
-    'AutoContrast': auto_contrast,
-    'Equalize': equalize,
-    'Invert': invert,
-    'Rotate': rotate,
-    'Posterize': posterize,
-    'PosterizeIncreasing': posterize,
-    'PosterizeOriginal': posterize,
-    'Solarize': solarize,
-    'SolarizeIncreasing': solarize,
-    'SolarizeAdd': solarize_add,
-    'Color': color,
-    'ColorIncreasing': color,
-    'Contrast': contrast,
-    'ContrastIncreasing': contrast,
-    'Brightness': brightness,
-    'BrightnessIncreasing': brightness,
-    'Sharpness': sharpness,
-    'SharpnessIncreasing': sharpness,
-    'ShearX': shear_x,
-    'ShearY': shear_y,
-    'TranslateX': translate_x_abs,
-    'TranslateY': translate_y_abs,
-    'TranslateXRel': translate_x_rel,
-    'TranslateYRel': translate_y_rel,
-    'Desaturate': desaturate,
-    'GaussianBlur': gaussian_blur,
-    'GaussianBlurRand': gaussian_blur_rand,
+    "AutoContrast": auto_contrast,
+    "Equalize": equalize,
+    "Invert": invert,
+    "Rotate": rotate,
+    "Posterize": posterize,
+    "PosterizeIncreasing": posterize,
+    "PosterizeOriginal": posterize,
+    "Solarize": solarize,
+    "SolarizeIncreasing": solarize,
+    "SolarizeAdd": solarize_add,
+    "Color": color,
+    "ColorIncreasing": color,
+    "Contrast": contrast,
+    "ContrastIncreasing": contrast,
+    "Brightness": brightness,
+    "BrightnessIncreasing": brightness,
+    "Sharpness": sharpness,
+    "SharpnessIncreasing": sharpness,
+    "ShearX": shear_x,
+    "ShearY": shear_y,
+    "TranslateX": translate_x_abs,
+    "TranslateY": translate_y_abs,
+    "TranslateXRel": translate_x_rel,
+    "TranslateYRel": translate_y_rel,
+    "Desaturate": desaturate,
+    "GaussianBlur": gaussian_blur,
+    "GaussianBlurRand": gaussian_blur_rand,
 }
 
 
 class AugmentOp:
-
     def __init__(self, name, prob=0.5, magnitude=10, hparams=None):
         hparams = hparams or _HPARAMS_DEFAULT
         self.name = name
@@ -365,8 +363,8 @@ class AugmentOp:
         self.magnitude = magnitude
         self.hparams = hparams.copy()
         self.kwargs = dict(
-            fillcolor=hparams['img_mean'] if 'img_mean' in hparams else _FILL,
-            resample=hparams['interpolation'] if 'interpolation' in hparams else _RANDOM_INTERPOLATION,
+            fillcolor=hparams["img_mean"] if "img_mean" in hparams else _FILL,
+            resample=hparams["interpolation"] if "interpolation" in hparams else _RANDOM_INTERPOLATION,
         )
 
         # If magnitude_std is > 0, we introduce some randomness
@@ -374,8 +372,8 @@ class AugmentOp:
         # with mean `magnitude` and std-dev of `magnitude_std`.
         # NOTE This is my own hack, being tested, not in papers or reference impls.
         # If magnitude_std is inf, we sample magnitude from a uniform distribution
-        self.magnitude_std = self.hparams.get('magnitude_std', 0)
-        self.magnitude_max = self.hparams.get('magnitude_max', None)
+        self.magnitude_std = self.hparams.get("magnitude_std", 0)
+        self.magnitude_max = self.hparams.get("magnitude_max", None)
 
     def __call__(self, img):
         if self.prob < 1.0 and random.random() > self.prob:
@@ -383,7 +381,7 @@ class AugmentOp:
         magnitude = self.magnitude
         if self.magnitude_std > 0:
             # magnitude randomization enabled
-            if self.magnitude_std == float('inf'):
+            if self.magnitude_std == float("inf"):
                 # inf == uniform sampling
                 magnitude = random.uniform(0, magnitude)
             elif self.magnitude_std > 0:
@@ -391,47 +389,47 @@ class AugmentOp:
         # default upper_bound for the timm RA impl is _LEVEL_DENOM (10)
         # setting magnitude_max overrides this to allow M > 10 (behaviour closer to Google TF RA impl)
         upper_bound = self.magnitude_max or _LEVEL_DENOM
-        magnitude = max(0., min(magnitude, upper_bound))
+        magnitude = max(0.0, min(magnitude, upper_bound))
         level_args = self.level_fn(magnitude, self.hparams) if self.level_fn is not None else tuple()
         return self.aug_fn(img, *level_args, **self.kwargs)
 
     def __repr__(self):
-        fs = self.__class__.__name__ + f'(name={self.name}, p={self.prob}'
-        fs += f', m={self.magnitude}, mstd={self.magnitude_std}'
+        fs = self.__class__.__name__ + f"(name={self.name}, p={self.prob}"
+        fs += f", m={self.magnitude}, mstd={self.magnitude_std}"
         if self.magnitude_max is not None:
-            fs += f', mmax={self.magnitude_max}'
-        fs += ')'
+            fs += f", mmax={self.magnitude_max}"
+        fs += ")"
         return fs
 
 
 def auto_augment_policy_v0(hparams):
     # ImageNet v0 policy from TPU EfficientNet impl, cannot find a paper reference.
     policy = [
-        [('Equalize', 0.8, 1), ('ShearY', 0.8, 4)],
-        [('Color', 0.4, 9), ('Equalize', 0.6, 3)],
-        [('Color', 0.4, 1), ('Rotate', 0.6, 8)],
-        [('Solarize', 0.8, 3), ('Equalize', 0.4, 7)],
-        [('Solarize', 0.4, 2), ('Solarize', 0.6, 2)],
-        [('Color', 0.2, 0), ('Equalize', 0.8, 8)],
-        [('Equalize', 0.4, 8), ('SolarizeAdd', 0.8, 3)],
-        [('ShearX', 0.2, 9), ('Rotate', 0.6, 8)],
-        [('Color', 0.6, 1), ('Equalize', 1.0, 2)],
-        [('Invert', 0.4, 9), ('Rotate', 0.6, 0)],
-        [('Equalize', 1.0, 9), ('ShearY', 0.6, 3)],
-        [('Color', 0.4, 7), ('Equalize', 0.6, 0)],
-        [('Posterize', 0.4, 6), ('AutoContrast', 0.4, 7)],
-        [('Solarize', 0.6, 8), ('Color', 0.6, 9)],
-        [('Solarize', 0.2, 4), ('Rotate', 0.8, 9)],
-        [('Rotate', 1.0, 7), ('TranslateYRel', 0.8, 9)],
-        [('ShearX', 0.0, 0), ('Solarize', 0.8, 4)],
-        [('ShearY', 0.8, 0), ('Color', 0.6, 4)],
-        [('Color', 1.0, 0), ('Rotate', 0.6, 2)],
-        [('Equalize', 0.8, 4), ('Equalize', 0.0, 8)],
-        [('Equalize', 1.0, 4), ('AutoContrast', 0.6, 2)],
-        [('ShearY', 0.4, 7), ('SolarizeAdd', 0.6, 7)],
-        [('Posterize', 0.8, 2), ('Solarize', 0.6, 10)],  # This results in black image with Tpu posterize
-        [('Solarize', 0.6, 8), ('Equalize', 0.6, 1)],
-        [('Color', 0.8, 6), ('Rotate', 0.4, 5)],
+        [("Equalize", 0.8, 1), ("ShearY", 0.8, 4)],
+        [("Color", 0.4, 9), ("Equalize", 0.6, 3)],
+        [("Color", 0.4, 1), ("Rotate", 0.6, 8)],
+        [("Solarize", 0.8, 3), ("Equalize", 0.4, 7)],
+        [("Solarize", 0.4, 2), ("Solarize", 0.6, 2)],
+        [("Color", 0.2, 0), ("Equalize", 0.8, 8)],
+        [("Equalize", 0.4, 8), ("SolarizeAdd", 0.8, 3)],
+        [("ShearX", 0.2, 9), ("Rotate", 0.6, 8)],
+        [("Color", 0.6, 1), ("Equalize", 1.0, 2)],
+        [("Invert", 0.4, 9), ("Rotate", 0.6, 0)],
+        [("Equalize", 1.0, 9), ("ShearY", 0.6, 3)],
+        [("Color", 0.4, 7), ("Equalize", 0.6, 0)],
+        [("Posterize", 0.4, 6), ("AutoContrast", 0.4, 7)],
+        [("Solarize", 0.6, 8), ("Color", 0.6, 9)],
+        [("Solarize", 0.2, 4), ("Rotate", 0.8, 9)],
+        [("Rotate", 1.0, 7), ("TranslateYRel", 0.8, 9)],
+        [("ShearX", 0.0, 0), ("Solarize", 0.8, 4)],
+        [("ShearY", 0.8, 0), ("Color", 0.6, 4)],
+        [("Color", 1.0, 0), ("Rotate", 0.6, 2)],
+        [("Equalize", 0.8, 4), ("Equalize", 0.0, 8)],
+        [("Equalize", 1.0, 4), ("AutoContrast", 0.6, 2)],
+        [("ShearY", 0.4, 7), ("SolarizeAdd", 0.6, 7)],
+        [("Posterize", 0.8, 2), ("Solarize", 0.6, 10)],  # This results in black image with Tpu posterize
+        [("Solarize", 0.6, 8), ("Equalize", 0.6, 1)],
+        [("Color", 0.8, 6), ("Rotate", 0.4, 5)],
     ]
     pc = [[AugmentOp(*a, hparams=hparams) for a in sp] for sp in policy]
     return pc
@@ -441,31 +439,31 @@ def auto_augment_policy_v0r(hparams):
     # ImageNet v0 policy from TPU EfficientNet impl, with variation of Posterize used
     # in Google research implementation (number of bits discarded increases with magnitude)
     policy = [
-        [('Equalize', 0.8, 1), ('ShearY', 0.8, 4)],
-        [('Color', 0.4, 9), ('Equalize', 0.6, 3)],
-        [('Color', 0.4, 1), ('Rotate', 0.6, 8)],
-        [('Solarize', 0.8, 3), ('Equalize', 0.4, 7)],
-        [('Solarize', 0.4, 2), ('Solarize', 0.6, 2)],
-        [('Color', 0.2, 0), ('Equalize', 0.8, 8)],
-        [('Equalize', 0.4, 8), ('SolarizeAdd', 0.8, 3)],
-        [('ShearX', 0.2, 9), ('Rotate', 0.6, 8)],
-        [('Color', 0.6, 1), ('Equalize', 1.0, 2)],
-        [('Invert', 0.4, 9), ('Rotate', 0.6, 0)],
-        [('Equalize', 1.0, 9), ('ShearY', 0.6, 3)],
-        [('Color', 0.4, 7), ('Equalize', 0.6, 0)],
-        [('PosterizeIncreasing', 0.4, 6), ('AutoContrast', 0.4, 7)],
-        [('Solarize', 0.6, 8), ('Color', 0.6, 9)],
-        [('Solarize', 0.2, 4), ('Rotate', 0.8, 9)],
-        [('Rotate', 1.0, 7), ('TranslateYRel', 0.8, 9)],
-        [('ShearX', 0.0, 0), ('Solarize', 0.8, 4)],
-        [('ShearY', 0.8, 0), ('Color', 0.6, 4)],
-        [('Color', 1.0, 0), ('Rotate', 0.6, 2)],
-        [('Equalize', 0.8, 4), ('Equalize', 0.0, 8)],
-        [('Equalize', 1.0, 4), ('AutoContrast', 0.6, 2)],
-        [('ShearY', 0.4, 7), ('SolarizeAdd', 0.6, 7)],
-        [('PosterizeIncreasing', 0.8, 2), ('Solarize', 0.6, 10)],
-        [('Solarize', 0.6, 8), ('Equalize', 0.6, 1)],
-        [('Color', 0.8, 6), ('Rotate', 0.4, 5)],
+        [("Equalize", 0.8, 1), ("ShearY", 0.8, 4)],
+        [("Color", 0.4, 9), ("Equalize", 0.6, 3)],
+        [("Color", 0.4, 1), ("Rotate", 0.6, 8)],
+        [("Solarize", 0.8, 3), ("Equalize", 0.4, 7)],
+        [("Solarize", 0.4, 2), ("Solarize", 0.6, 2)],
+        [("Color", 0.2, 0), ("Equalize", 0.8, 8)],
+        [("Equalize", 0.4, 8), ("SolarizeAdd", 0.8, 3)],
+        [("ShearX", 0.2, 9), ("Rotate", 0.6, 8)],
+        [("Color", 0.6, 1), ("Equalize", 1.0, 2)],
+        [("Invert", 0.4, 9), ("Rotate", 0.6, 0)],
+        [("Equalize", 1.0, 9), ("ShearY", 0.6, 3)],
+        [("Color", 0.4, 7), ("Equalize", 0.6, 0)],
+        [("PosterizeIncreasing", 0.4, 6), ("AutoContrast", 0.4, 7)],
+        [("Solarize", 0.6, 8), ("Color", 0.6, 9)],
+        [("Solarize", 0.2, 4), ("Rotate", 0.8, 9)],
+        [("Rotate", 1.0, 7), ("TranslateYRel", 0.8, 9)],
+        [("ShearX", 0.0, 0), ("Solarize", 0.8, 4)],
+        [("ShearY", 0.8, 0), ("Color", 0.6, 4)],
+        [("Color", 1.0, 0), ("Rotate", 0.6, 2)],
+        [("Equalize", 0.8, 4), ("Equalize", 0.0, 8)],
+        [("Equalize", 1.0, 4), ("AutoContrast", 0.6, 2)],
+        [("ShearY", 0.4, 7), ("SolarizeAdd", 0.6, 7)],
+        [("PosterizeIncreasing", 0.8, 2), ("Solarize", 0.6, 10)],
+        [("Solarize", 0.6, 8), ("Equalize", 0.6, 1)],
+        [("Color", 0.8, 6), ("Rotate", 0.4, 5)],
     ]
     pc = [[AugmentOp(*a, hparams=hparams) for a in sp] for sp in policy]
     return pc
@@ -474,31 +472,31 @@ def auto_augment_policy_v0r(hparams):
 def auto_augment_policy_original(hparams):
     # ImageNet policy from https://arxiv.org/abs/1805.09501
     policy = [
-        [('PosterizeOriginal', 0.4, 8), ('Rotate', 0.6, 9)],
-        [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
-        [('Equalize', 0.8, 8), ('Equalize', 0.6, 3)],
-        [('PosterizeOriginal', 0.6, 7), ('PosterizeOriginal', 0.6, 6)],
-        [('Equalize', 0.4, 7), ('Solarize', 0.2, 4)],
-        [('Equalize', 0.4, 4), ('Rotate', 0.8, 8)],
-        [('Solarize', 0.6, 3), ('Equalize', 0.6, 7)],
-        [('PosterizeOriginal', 0.8, 5), ('Equalize', 1.0, 2)],
-        [('Rotate', 0.2, 3), ('Solarize', 0.6, 8)],
-        [('Equalize', 0.6, 8), ('PosterizeOriginal', 0.4, 6)],
-        [('Rotate', 0.8, 8), ('Color', 0.4, 0)],
-        [('Rotate', 0.4, 9), ('Equalize', 0.6, 2)],
-        [('Equalize', 0.0, 7), ('Equalize', 0.8, 8)],
-        [('Invert', 0.6, 4), ('Equalize', 1.0, 8)],
-        [('Color', 0.6, 4), ('Contrast', 1.0, 8)],
-        [('Rotate', 0.8, 8), ('Color', 1.0, 2)],
-        [('Color', 0.8, 8), ('Solarize', 0.8, 7)],
-        [('Sharpness', 0.4, 7), ('Invert', 0.6, 8)],
-        [('ShearX', 0.6, 5), ('Equalize', 1.0, 9)],
-        [('Color', 0.4, 0), ('Equalize', 0.6, 3)],
-        [('Equalize', 0.4, 7), ('Solarize', 0.2, 4)],
-        [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
-        [('Invert', 0.6, 4), ('Equalize', 1.0, 8)],
-        [('Color', 0.6, 4), ('Contrast', 1.0, 8)],
-        [('Equalize', 0.8, 8), ('Equalize', 0.6, 3)],
+        [("PosterizeOriginal", 0.4, 8), ("Rotate", 0.6, 9)],
+        [("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)],
+        [("Equalize", 0.8, 8), ("Equalize", 0.6, 3)],
+        [("PosterizeOriginal", 0.6, 7), ("PosterizeOriginal", 0.6, 6)],
+        [("Equalize", 0.4, 7), ("Solarize", 0.2, 4)],
+        [("Equalize", 0.4, 4), ("Rotate", 0.8, 8)],
+        [("Solarize", 0.6, 3), ("Equalize", 0.6, 7)],
+        [("PosterizeOriginal", 0.8, 5), ("Equalize", 1.0, 2)],
+        [("Rotate", 0.2, 3), ("Solarize", 0.6, 8)],
+        [("Equalize", 0.6, 8), ("PosterizeOriginal", 0.4, 6)],
+        [("Rotate", 0.8, 8), ("Color", 0.4, 0)],
+        [("Rotate", 0.4, 9), ("Equalize", 0.6, 2)],
+        [("Equalize", 0.0, 7), ("Equalize", 0.8, 8)],
+        [("Invert", 0.6, 4), ("Equalize", 1.0, 8)],
+        [("Color", 0.6, 4), ("Contrast", 1.0, 8)],
+        [("Rotate", 0.8, 8), ("Color", 1.0, 2)],
+        [("Color", 0.8, 8), ("Solarize", 0.8, 7)],
+        [("Sharpness", 0.4, 7), ("Invert", 0.6, 8)],
+        [("ShearX", 0.6, 5), ("Equalize", 1.0, 9)],
+        [("Color", 0.4, 0), ("Equalize", 0.6, 3)],
+        [("Equalize", 0.4, 7), ("Solarize", 0.2, 4)],
+        [("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)],
+        [("Invert", 0.6, 4), ("Equalize", 1.0, 8)],
+        [("Color", 0.6, 4), ("Contrast", 1.0, 8)],
+        [("Equalize", 0.8, 8), ("Equalize", 0.6, 3)],
     ]
     pc = [[AugmentOp(*a, hparams=hparams) for a in sp] for sp in policy]
     return pc
@@ -507,31 +505,31 @@ def auto_augment_policy_original(hparams):
 def auto_augment_policy_originalr(hparams):
     # ImageNet policy from https://arxiv.org/abs/1805.09501 with research posterize variation
     policy = [
-        [('PosterizeIncreasing', 0.4, 8), ('Rotate', 0.6, 9)],
-        [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
-        [('Equalize', 0.8, 8), ('Equalize', 0.6, 3)],
-        [('PosterizeIncreasing', 0.6, 7), ('PosterizeIncreasing', 0.6, 6)],
-        [('Equalize', 0.4, 7), ('Solarize', 0.2, 4)],
-        [('Equalize', 0.4, 4), ('Rotate', 0.8, 8)],
-        [('Solarize', 0.6, 3), ('Equalize', 0.6, 7)],
-        [('PosterizeIncreasing', 0.8, 5), ('Equalize', 1.0, 2)],
-        [('Rotate', 0.2, 3), ('Solarize', 0.6, 8)],
-        [('Equalize', 0.6, 8), ('PosterizeIncreasing', 0.4, 6)],
-        [('Rotate', 0.8, 8), ('Color', 0.4, 0)],
-        [('Rotate', 0.4, 9), ('Equalize', 0.6, 2)],
-        [('Equalize', 0.0, 7), ('Equalize', 0.8, 8)],
-        [('Invert', 0.6, 4), ('Equalize', 1.0, 8)],
-        [('Color', 0.6, 4), ('Contrast', 1.0, 8)],
-        [('Rotate', 0.8, 8), ('Color', 1.0, 2)],
-        [('Color', 0.8, 8), ('Solarize', 0.8, 7)],
-        [('Sharpness', 0.4, 7), ('Invert', 0.6, 8)],
-        [('ShearX', 0.6, 5), ('Equalize', 1.0, 9)],
-        [('Color', 0.4, 0), ('Equalize', 0.6, 3)],
-        [('Equalize', 0.4, 7), ('Solarize', 0.2, 4)],
-        [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
-        [('Invert', 0.6, 4), ('Equalize', 1.0, 8)],
-        [('Color', 0.6, 4), ('Contrast', 1.0, 8)],
-        [('Equalize', 0.8, 8), ('Equalize', 0.6, 3)],
+        [("PosterizeIncreasing", 0.4, 8), ("Rotate", 0.6, 9)],
+        [("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)],
+        [("Equalize", 0.8, 8), ("Equalize", 0.6, 3)],
+        [("PosterizeIncreasing", 0.6, 7), ("PosterizeIncreasing", 0.6, 6)],
+        [("Equalize", 0.4, 7), ("Solarize", 0.2, 4)],
+        [("Equalize", 0.4, 4), ("Rotate", 0.8, 8)],
+        [("Solarize", 0.6, 3), ("Equalize", 0.6, 7)],
+        [("PosterizeIncreasing", 0.8, 5), ("Equalize", 1.0, 2)],
+        [("Rotate", 0.2, 3), ("Solarize", 0.6, 8)],
+        [("Equalize", 0.6, 8), ("PosterizeIncreasing", 0.4, 6)],
+        [("Rotate", 0.8, 8), ("Color", 0.4, 0)],
+        [("Rotate", 0.4, 9), ("Equalize", 0.6, 2)],
+        [("Equalize", 0.0, 7), ("Equalize", 0.8, 8)],
+        [("Invert", 0.6, 4), ("Equalize", 1.0, 8)],
+        [("Color", 0.6, 4), ("Contrast", 1.0, 8)],
+        [("Rotate", 0.8, 8), ("Color", 1.0, 2)],
+        [("Color", 0.8, 8), ("Solarize", 0.8, 7)],
+        [("Sharpness", 0.4, 7), ("Invert", 0.6, 8)],
+        [("ShearX", 0.6, 5), ("Equalize", 1.0, 9)],
+        [("Color", 0.4, 0), ("Equalize", 0.6, 3)],
+        [("Equalize", 0.4, 7), ("Solarize", 0.2, 4)],
+        [("Solarize", 0.6, 5), ("AutoContrast", 0.6, 5)],
+        [("Invert", 0.6, 4), ("Equalize", 1.0, 8)],
+        [("Color", 0.6, 4), ("Contrast", 1.0, 8)],
+        [("Equalize", 0.8, 8), ("Equalize", 0.6, 3)],
     ]
     pc = [[AugmentOp(*a, hparams=hparams) for a in sp] for sp in policy]
     return pc
@@ -539,31 +537,30 @@ def auto_augment_policy_originalr(hparams):
 
 def auto_augment_policy_3a(hparams):
     policy = [
-        [('Solarize', 1.0, 5)],  # 128 solarize threshold @ 5 magnitude
-        [('Desaturate', 1.0, 10)],  # grayscale at 10 magnitude
-        [('GaussianBlurRand', 1.0, 10)],
+        [("Solarize", 1.0, 5)],  # 128 solarize threshold @ 5 magnitude
+        [("Desaturate", 1.0, 10)],  # grayscale at 10 magnitude
+        [("GaussianBlurRand", 1.0, 10)],
     ]
     pc = [[AugmentOp(*a, hparams=hparams) for a in sp] for sp in policy]
     return pc
 
 
-def auto_augment_policy(name='v0', hparams=None):
+def auto_augment_policy(name="v0", hparams=None):
     hparams = hparams or _HPARAMS_DEFAULT
-    if name == 'original':
+    if name == "original":
         return auto_augment_policy_original(hparams)
-    if name == 'originalr':
+    if name == "originalr":
         return auto_augment_policy_originalr(hparams)
-    if name == 'v0':
+    if name == "v0":
         return auto_augment_policy_v0(hparams)
-    if name == 'v0r':
+    if name == "v0r":
         return auto_augment_policy_v0r(hparams)
-    if name == '3a':
+    if name == "3a":
         return auto_augment_policy_3a(hparams)
-    assert False, f'Unknown AA policy {name}'
+    assert False, f"Unknown AA policy {name}"  # noqa: B011
 
 
 class AutoAugment:
-
     def __init__(self, policy):
         self.policy = policy
 
@@ -574,17 +571,17 @@ class AutoAugment:
         return img
 
     def __repr__(self):
-        fs = self.__class__.__name__ + '(policy='
+        fs = self.__class__.__name__ + "(policy="
         for p in self.policy:
-            fs += '\n\t['
-            fs += ', '.join([str(op) for op in p])
-            fs += ']'
-        fs += ')'
+            fs += "\n\t["
+            fs += ", ".join([str(op) for op in p])
+            fs += "]"
+        fs += ")"
         return fs
 
 
-def auto_augment_transform(config_str: str, hparams: Optional[Dict] = None):
-    """ Create a AutoAugment transform
+def auto_augment_transform(config_str: str, hparams: Optional[Dict] = None):  # noqa: UP006, UP045
+    """Create a AutoAugment transform
 
     Args:
         config_str: String defining configuration of auto augmentation. Consists of multiple sections separated by
@@ -601,110 +598,110 @@ def auto_augment_transform(config_str: str, hparams: Optional[Dict] = None):
 
         'original-mstd0.5' results in AutoAugment with original policy, magnitude_std 0.5
     """
-    config = config_str.split('-')
+    config = config_str.split("-")
     policy_name = config[0]
     config = config[1:]
     for c in config:
-        cs = re.split(r'(\d.*)', c)
+        cs = re.split(r"(\d.*)", c)
         if len(cs) < 2:
             continue
         key, val = cs[:2]
-        if key == 'mstd':
+        if key == "mstd":
             # noise param injected via hparams for now
-            hparams.setdefault('magnitude_std', float(val))
+            hparams.setdefault("magnitude_std", float(val))
         else:
-            assert False, 'Unknown AutoAugment config section'
+            assert False, "Unknown AutoAugment config section"  # noqa: B011
     aa_policy = auto_augment_policy(policy_name, hparams=hparams)
     return AutoAugment(aa_policy)
 
 
 _RAND_TRANSFORMS = [
-    'AutoContrast',
-    'Equalize',
-    'Invert',
-    'Rotate',
-    'Posterize',
-    'Solarize',
-    'SolarizeAdd',
-    'Color',
-    'Contrast',
-    'Brightness',
-    'Sharpness',
-    'ShearX',
-    'ShearY',
-    'TranslateXRel',
-    'TranslateYRel',
+    "AutoContrast",
+    "Equalize",
+    "Invert",
+    "Rotate",
+    "Posterize",
+    "Solarize",
+    "SolarizeAdd",
+    "Color",
+    "Contrast",
+    "Brightness",
+    "Sharpness",
+    "ShearX",
+    "ShearY",
+    "TranslateXRel",
+    "TranslateYRel",
     # 'Cutout'  # NOTE I've implement this as random erasing separately
 ]
 
 
 _RAND_INCREASING_TRANSFORMS = [
-    'AutoContrast',
-    'Equalize',
-    'Invert',
-    'Rotate',
-    'PosterizeIncreasing',
-    'SolarizeIncreasing',
-    'SolarizeAdd',
-    'ColorIncreasing',
-    'ContrastIncreasing',
-    'BrightnessIncreasing',
-    'SharpnessIncreasing',
-    'ShearX',
-    'ShearY',
-    'TranslateXRel',
-    'TranslateYRel',
+    "AutoContrast",
+    "Equalize",
+    "Invert",
+    "Rotate",
+    "PosterizeIncreasing",
+    "SolarizeIncreasing",
+    "SolarizeAdd",
+    "ColorIncreasing",
+    "ContrastIncreasing",
+    "BrightnessIncreasing",
+    "SharpnessIncreasing",
+    "ShearX",
+    "ShearY",
+    "TranslateXRel",
+    "TranslateYRel",
     # 'Cutout'  # NOTE I've implement this as random erasing separately
 ]
 
 
 _RAND_3A = [
-    'SolarizeIncreasing',
-    'Desaturate',
-    'GaussianBlur',
+    "SolarizeIncreasing",
+    "Desaturate",
+    "GaussianBlur",
 ]
 
 
 _RAND_WEIGHTED_3A = {
-    'SolarizeIncreasing': 6,
-    'Desaturate': 6,
-    'GaussianBlur': 6,
-    'Rotate': 3,
-    'ShearX': 2,
-    'ShearY': 2,
-    'PosterizeIncreasing': 1,
-    'AutoContrast': 1,
-    'ColorIncreasing': 1,
-    'SharpnessIncreasing': 1,
-    'ContrastIncreasing': 1,
-    'BrightnessIncreasing': 1,
-    'Equalize': 1,
-    'Invert': 1,
+    "SolarizeIncreasing": 6,
+    "Desaturate": 6,
+    "GaussianBlur": 6,
+    "Rotate": 3,
+    "ShearX": 2,
+    "ShearY": 2,
+    "PosterizeIncreasing": 1,
+    "AutoContrast": 1,
+    "ColorIncreasing": 1,
+    "SharpnessIncreasing": 1,
+    "ContrastIncreasing": 1,
+    "BrightnessIncreasing": 1,
+    "Equalize": 1,
+    "Invert": 1,
 }
 
 
 # These experimental weights are based loosely on the relative improvements mentioned in paper.
 # They may not result in increased performance, but could likely be tuned to so.
 _RAND_WEIGHTED_0 = {
-    'Rotate': 3,
-    'ShearX': 2,
-    'ShearY': 2,
-    'TranslateXRel': 1,
-    'TranslateYRel': 1,
-    'ColorIncreasing': .25,
-    'SharpnessIncreasing': 0.25,
-    'AutoContrast': 0.25,
-    'SolarizeIncreasing': .05,
-    'SolarizeAdd': .05,
-    'ContrastIncreasing': .05,
-    'BrightnessIncreasing': .05,
-    'Equalize': .05,
-    'PosterizeIncreasing': 0.05,
-    'Invert': 0.05,
+    "Rotate": 3,
+    "ShearX": 2,
+    "ShearY": 2,
+    "TranslateXRel": 1,
+    "TranslateYRel": 1,
+    "ColorIncreasing": 0.25,
+    "SharpnessIncreasing": 0.25,
+    "AutoContrast": 0.25,
+    "SolarizeIncreasing": 0.05,
+    "SolarizeAdd": 0.05,
+    "ContrastIncreasing": 0.05,
+    "BrightnessIncreasing": 0.05,
+    "Equalize": 0.05,
+    "PosterizeIncreasing": 0.05,
+    "Invert": 0.05,
 }
 
 
-def _get_weighted_transforms(transforms: Dict):
+def _get_weighted_transforms(transforms: Dict):  # noqa: UP006
     transforms, probs = list(zip(*transforms.items()))
     probs = np.array(probs)
     probs = probs / np.sum(probs)
@@ -712,25 +709,24 @@ def _get_weighted_transforms(transforms: Dict):
 
 
 def rand_augment_choices(name: str, increasing=True):
-    if name == 'weights':
+    if name == "weights":
         return _RAND_WEIGHTED_0
-    if name == '3aw':
+    if name == "3aw":
         return _RAND_WEIGHTED_3A
-    if name == '3a':
+    if name == "3a":
         return _RAND_3A
     return _RAND_INCREASING_TRANSFORMS if increasing else _RAND_TRANSFORMS
 
 
 def rand_augment_ops(
-        magnitude: Union[int, float] = 10,
-        prob: float = 0.5,
-        hparams: Optional[Dict] = None,
-        transforms: Optional[Union[Dict, List]] = None,
+    magnitude: Union[int, float] = 10,  # noqa: UP007
+    prob: float = 0.5,
+    hparams: Optional[Dict] = None,  # noqa: UP006, UP045
+    transforms: Optional[Union[Dict, List]] = None,  # noqa: UP006, UP007, UP045
 ):
     hparams = hparams or _HPARAMS_DEFAULT
     transforms = transforms or _RAND_TRANSFORMS
-    return [AugmentOp(
-        name, prob=prob, magnitude=magnitude, hparams=hparams) for name in transforms]
+    return [AugmentOp(name, prob=prob, magnitude=magnitude, hparams=hparams) for name in transforms]
 
 
 class RandAugment:
@@ -752,19 +748,19 @@ class RandAugment:
         return img
 
     def __repr__(self):
-        fs = self.__class__.__name__ + f'(n={self.num_layers}, ops='
+        fs = self.__class__.__name__ + f"(n={self.num_layers}, ops="
         for op in self.ops:
-            fs += f'\n\t{op}'
-        fs += ')'
+            fs += f"\n\t{op}"
+        fs += ")"
         return fs
 
 
 def rand_augment_transform(
-        config_str: str,
-        hparams: Optional[Dict] = None,
-        transforms: Optional[Union[str, Dict, List]] = None,
+    config_str: str,
+    hparams: Optional[Dict] = None,  # noqa: UP006, UP045
+    transforms: Optional[Union[str, Dict, List]] = None,  # noqa: UP006, UP007, UP045
 ):
-    """ Create a RandAugment transform
+    """Create a RandAugment transform
 
     Args:
         config_str (str): String defining configuration of random augmentation. Consists of multiple sections separated
@@ -793,42 +789,42 @@ def rand_augment_transform(
     num_layers = 2  # default to 2 ops per image
     increasing = False
     prob = 0.5
-    config = config_str.split('-')
-    assert config[0] == 'rand'
+    config = config_str.split("-")
+    assert config[0] == "rand"
     config = config[1:]
     for c in config:
-        if c.startswith('t'):
+        if c.startswith("t"):
             # NOTE old 'w' key was removed, 'w0' is not equivalent to 'tweights'
             val = str(c[1:])
             if transforms is None:
                 transforms = val
         else:
             # numeric options
-            cs = re.split(r'(\d.*)', c)
+            cs = re.split(r"(\d.*)", c)
             if len(cs) < 2:
                 continue
             key, val = cs[:2]
-            if key == 'mstd':
+            if key == "mstd":
                 # noise param / randomization of magnitude values
                 mstd = float(val)
                 if mstd > 100:
                     # use uniform sampling in 0 to magnitude if mstd is > 100
-                    mstd = float('inf')
-                hparams.setdefault('magnitude_std', mstd)
-            elif key == 'mmax':
+                    mstd = float("inf")
+                hparams.setdefault("magnitude_std", mstd)
+            elif key == "mmax":
                 # clip magnitude between [0, mmax] instead of default [0, _LEVEL_DENOM]
-                hparams.setdefault('magnitude_max', int(val))
-            elif key == 'inc':
+                hparams.setdefault("magnitude_max", int(val))
+            elif key == "inc":
                 if bool(val):
                     increasing = True
-            elif key == 'm':
+            elif key == "m":
                 magnitude = int(val)
-            elif key == 'n':
+            elif key == "n":
                 num_layers = int(val)
-            elif key == 'p':
+            elif key == "p":
                 prob = float(val)
             else:
-                assert False, 'Unknown RandAugment config section'
+                assert False, "Unknown RandAugment config section"  # noqa: B011
 
     if isinstance(transforms, str):
         transforms = rand_augment_choices(transforms, increasing=increasing)
@@ -836,7 +832,7 @@ def rand_augment_transform(
         transforms = _RAND_INCREASING_TRANSFORMS if increasing else _RAND_TRANSFORMS
 
     choice_weights = None
-    if isinstance(transforms, Dict):
+    if isinstance(transforms, Dict):  # noqa: UP006
         transforms, choice_weights = _get_weighted_transforms(transforms)
 
     ra_ops = rand_augment_ops(magnitude=magnitude, prob=prob, hparams=hparams, transforms=transforms)
@@ -844,44 +840,40 @@ def rand_augment_transform(
 
 
 _AUGMIX_TRANSFORMS = [
-    'AutoContrast',
-    'ColorIncreasing',  # not in paper
-    'ContrastIncreasing',  # not in paper
-    'BrightnessIncreasing',  # not in paper
-    'SharpnessIncreasing',  # not in paper
-    'Equalize',
-    'Rotate',
-    'PosterizeIncreasing',
-    'SolarizeIncreasing',
-    'ShearX',
-    'ShearY',
-    'TranslateXRel',
-    'TranslateYRel',
+    "AutoContrast",
+    "ColorIncreasing",  # not in paper
+    "ContrastIncreasing",  # not in paper
+    "BrightnessIncreasing",  # not in paper
+    "SharpnessIncreasing",  # not in paper
+    "Equalize",
+    "Rotate",
+    "PosterizeIncreasing",
+    "SolarizeIncreasing",
+    "ShearX",
+    "ShearY",
+    "TranslateXRel",
+    "TranslateYRel",
 ]
 
 
 def augmix_ops(
-        magnitude: Union[int, float] = 10,
-        hparams: Optional[Dict] = None,
-        transforms: Optional[Union[str, Dict, List]] = None,
+    magnitude: Union[int, float] = 10,  # noqa: UP007
+    hparams: Optional[Dict] = None,  # noqa: UP006, UP045
+    transforms: Optional[Union[str, Dict, List]] = None,  # noqa: UP006, UP007, UP045
 ):
     hparams = hparams or _HPARAMS_DEFAULT
     transforms = transforms or _AUGMIX_TRANSFORMS
-    return [AugmentOp(
-        name,
-        prob=1.0,
-        magnitude=magnitude,
-        hparams=hparams
-    ) for name in transforms]
+    return [AugmentOp(name, prob=1.0, magnitude=magnitude, hparams=hparams) for name in transforms]
 
 
 class AugMixAugment:
-    """ AugMix Transform
+    """AugMix Transform
     Adapted and improved from impl here: https://github.com/google-research/augmix/blob/master/imagenet.py
     From paper: 'AugMix: A Simple Data Processing Method to Improve Robustness and Uncertainty -
     https://arxiv.org/abs/1912.02781
     """
-    def __init__(self, ops, alpha=1., width=3, depth=-1, blended=False):
+
+    def __init__(self, ops, alpha=1.0, width=3, depth=-1, blended=False):
         self.ops = ops
         self.alpha = alpha
         self.width = width
@@ -890,11 +882,11 @@ class AugMixAugment:
 
     def _calc_blended_weights(self, ws, m):
         ws = ws * m
-        cump = 1.
+        cump = 1.0
         rws = []
         for w in ws[::-1]:
             alpha = w / cump
-            cump *= (1 - alpha)
+            cump *= 1 - alpha
             rws.append(alpha)
         return np.array(rws[::-1], dtype=np.float32)
 
@@ -927,7 +919,7 @@ class AugMixAugment:
             for op in ops:
                 img_aug = op(img_aug)
             mixed += mw * np.asarray(img_aug, dtype=np.float32)
-        np.clip(mixed, 0, 255., out=mixed)
+        np.clip(mixed, 0, 255.0, out=mixed)
         mixed = Image.fromarray(mixed.astype(np.uint8))
         return Image.blend(img, mixed, m)
 
@@ -941,15 +933,15 @@ class AugMixAugment:
         return mixed
 
     def __repr__(self):
-        fs = self.__class__.__name__ + f'(alpha={self.alpha}, width={self.width}, depth={self.depth}, ops='
+        fs = self.__class__.__name__ + f"(alpha={self.alpha}, width={self.width}, depth={self.depth}, ops="
         for op in self.ops:
-            fs += f'\n\t{op}'
-        fs += ')'
+            fs += f"\n\t{op}"
+        fs += ")"
         return fs
 
 
-def augment_and_mix_transform(config_str: str, hparams: Optional[Dict] = None):
-    """ Create AugMix PyTorch transform
+def augment_and_mix_transform(config_str: str, hparams: Optional[Dict] = None):  # noqa: UP006, UP045
+    """Create AugMix PyTorch transform
 
     Args:
         config_str (str): String defining configuration of random augmentation. Consists of multiple sections separated
@@ -966,35 +958,35 @@ def augment_and_mix_transform(config_str: str, hparams: Optional[Dict] = None):
 
     Returns:
          A PyTorch compatible Transform
-    """
+    """  # noqa: E501
     magnitude = 3
     width = 3
     depth = -1
-    alpha = 1.
+    alpha = 1.0
     blended = False
-    config = config_str.split('-')
-    assert config[0] == 'augmix'
+    config = config_str.split("-")
+    assert config[0] == "augmix"
     config = config[1:]
     for c in config:
-        cs = re.split(r'(\d.*)', c)
+        cs = re.split(r"(\d.*)", c)
         if len(cs) < 2:
             continue
         key, val = cs[:2]
-        if key == 'mstd':
+        if key == "mstd":
             # noise param injected via hparams for now
-            hparams.setdefault('magnitude_std', float(val))
-        elif key == 'm':
+            hparams.setdefault("magnitude_std", float(val))
+        elif key == "m":
             magnitude = int(val)
-        elif key == 'w':
+        elif key == "w":
             width = int(val)
-        elif key == 'd':
+        elif key == "d":
             depth = int(val)
-        elif key == 'a':
+        elif key == "a":
             alpha = float(val)
-        elif key == 'b':
+        elif key == "b":
             blended = bool(val)
         else:
-            assert False, 'Unknown AugMix config section'
-    hparams.setdefault('magnitude_std', float('inf'))  # default to uniform sampling (if not set via mstd arg)
+            assert False, "Unknown AugMix config section"  # noqa: B011
+    hparams.setdefault("magnitude_std", float("inf"))  # default to uniform sampling (if not set via mstd arg)
     ops = augmix_ops(magnitude=magnitude, hparams=hparams)
     return AugMixAugment(ops, alpha=alpha, width=width, depth=depth, blended=blended)

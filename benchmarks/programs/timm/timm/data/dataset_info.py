@@ -1,10 +1,9 @@
 from abc import ABC, abstractmethod
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Union  # noqa: UP035
 
 
 class DatasetInfo(ABC):
-
-    def __init__(self):
+    def __init__(self):  # noqa: B027
         pass
 
     @abstractmethod
@@ -16,7 +15,7 @@ class DatasetInfo(ABC):
         pass
 
     @abstractmethod
-    def label_descriptions(self, detailed: bool = False, as_dict: bool = False) -> Union[List[str], Dict[str, str]]:
+    def label_descriptions(self, detailed: bool = False, as_dict: bool = False) -> Union[List[str], Dict[str, str]]:  # noqa: UP006, UP007
         pass
 
     @abstractmethod
@@ -33,12 +32,12 @@ class DatasetInfo(ABC):
 
 
 class CustomDatasetInfo(DatasetInfo):
-    """ DatasetInfo that wraps passed values for custom datasets."""
+    """DatasetInfo that wraps passed values for custom datasets."""
 
     def __init__(
-            self,
-            label_names: Union[List[str], Dict[int, str]],
-            label_descriptions: Optional[Dict[str, str]] = None
+        self,
+        label_names: Union[List[str], Dict[int, str]],  # noqa: UP006, UP007
+        label_descriptions: Optional[Dict[str, str]] = None,  # noqa: UP006, UP007, UP045
     ):
         super().__init__()
         assert len(label_names) > 0
@@ -56,7 +55,7 @@ class CustomDatasetInfo(DatasetInfo):
     def label_names(self):
         return self._label_names
 
-    def label_descriptions(self, detailed: bool = False, as_dict: bool = False) -> Union[List[str], Dict[str, str]]:
+    def label_descriptions(self, detailed: bool = False, as_dict: bool = False) -> Union[List[str], Dict[str, str]]:  # noqa: UP006, UP007
         return self._label_descriptions
 
     def label_name_to_description(self, label: str, detailed: bool = False) -> str:

@@ -1,4 +1,4 @@
-import math
+import math  # noqa: I001
 import torch
 from torch.utils.data import Sampler
 import torch.distributed as dist
@@ -38,11 +38,11 @@ class OrderedDistributedSampler(Sampler):
         indices = list(range(len(self.dataset)))
 
         # add extra samples to make it evenly divisible
-        indices += indices[:(self.total_size - len(indices))]
+        indices += indices[: (self.total_size - len(indices))]
         assert len(indices) == self.total_size
 
         # subsample
-        indices = indices[self.rank:self.total_size:self.num_replicas]
+        indices = indices[self.rank : self.total_size : self.num_replicas]
         assert len(indices) == self.num_samples
 
         return iter(indices)
@@ -63,14 +63,14 @@ class RepeatAugSampler(Sampler):
     """
 
     def __init__(
-            self,
-            dataset,
-            num_replicas=None,
-            rank=None,
-            shuffle=True,
-            num_repeats=3,
-            selected_round=256,
-            selected_ratio=0,
+        self,
+        dataset,
+        num_replicas=None,
+        rank=None,
+        shuffle=True,
+        num_repeats=3,
+        selected_round=256,
+        selected_ratio=0,
     ):
         if num_replicas is None:
             if not dist.is_available():
@@ -93,8 +93,9 @@ class RepeatAugSampler(Sampler):
         # via selected_ratio and selected_round args.
         selected_ratio = selected_ratio or num_replicas  # ratio to reduce selected samples by, num_replicas if 0
         if selected_round:
-            self.num_selected_samples = int(math.floor(
-                 len(self.dataset) // selected_round * selected_round / selected_ratio))
+            self.num_selected_samples = int(
+                math.floor(len(self.dataset) // selected_round * selected_round / selected_ratio)
+            )
         else:
             self.num_selected_samples = int(math.ceil(len(self.dataset) / selected_ratio))
 
@@ -122,11 +123,11 @@ class RepeatAugSampler(Sampler):
         assert len(indices) == self.total_size
 
         # subsample per rank
-        indices = indices[self.rank:self.total_size:self.num_replicas]
+        indices = indices[self.rank : self.total_size : self.num_replicas]
         assert len(indices) == self.num_samples
 
         # return up to num selected samples
-        return iter(indices[:self.num_selected_samples])
+        return iter(indices[: self.num_selected_samples])
 
     def __len__(self):
         return self.num_selected_samples

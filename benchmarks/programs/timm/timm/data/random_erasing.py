@@ -1,17 +1,18 @@
-""" Random Erasing (Cutout)
+"""Random Erasing (Cutout)
 
 Originally inspired by impl at https://github.com/zhunzhong07/Random-Erasing, Apache 2.0
 Copyright Zhun Zhong & Liang Zheng
 
 Hacked together by / Copyright 2019, Ross Wightman
 """
-import random
+
+import random  # noqa: I001
 import math
 
 import torch
 
 
-def _get_pixels(per_pixel, rand_color, patch_size, dtype=torch.float32, device='cuda'):
+def _get_pixels(per_pixel, rand_color, patch_size, dtype=torch.float32, device="cuda"):
     # NOTE I've seen CUDA illegal memory access errors being caused by the normal_()
     # paths, flip the order so normal is run on CPU if this becomes a problem
     # Issue has been fixed in master https://github.com/pytorch/pytorch/issues/19508
@@ -24,7 +25,7 @@ def _get_pixels(per_pixel, rand_color, patch_size, dtype=torch.float32, device='
 
 
 class RandomErasing:
-    """ Randomly selects a rectangle region in an image and erases its pixels.
+    """Randomly selects a rectangle region in an image and erases its pixels.
         'Random Erasing Data Augmentation' by Zhong et al.
         See https://arxiv.org/pdf/1708.04896.pdf
 
@@ -44,17 +45,17 @@ class RandomErasing:
     """
 
     def __init__(
-            self,
-            probability=0.5,
-            min_area=0.02,
-            max_area=1/3,
-            min_aspect=0.3,
-            max_aspect=None,
-            mode='const',
-            min_count=1,
-            max_count=None,
-            num_splits=0,
-            device='cuda',
+        self,
+        probability=0.5,
+        min_area=0.02,
+        max_area=1 / 3,
+        min_aspect=0.3,
+        max_aspect=None,
+        mode="const",
+        min_count=1,
+        max_count=None,
+        num_splits=0,
+        device="cuda",
     ):
         self.probability = probability
         self.min_area = min_area
@@ -67,22 +68,21 @@ class RandomErasing:
         self.mode = mode.lower()
         self.rand_color = False
         self.per_pixel = False
-        if self.mode == 'rand':
+        if self.mode == "rand":
             self.rand_color = True  # per block random normal
-        elif self.mode == 'pixel':
+        elif self.mode == "pixel":
             self.per_pixel = True  # per pixel random normal
         else:
-            assert not self.mode or self.mode == 'const'
+            assert not self.mode or self.mode == "const"
         self.device = device
 
     def _erase(self, img, chan, img_h, img_w, dtype):
         if random.random() > self.probability:
             return
         area = img_h * img_w
-        count = self.min_count if self.min_count == self.max_count else \
-            random.randint(self.min_count, self.max_count)
+        count = self.min_count if self.min_count == self.max_count else random.randint(self.min_count, self.max_count)
         for _ in range(count):
-            for attempt in range(10):
+            for attempt in range(10):  # noqa: B007
                 target_area = random.uniform(self.min_area, self.max_area) * area / count
                 aspect_ratio = math.exp(random.uniform(*self.log_aspect_ratio))
                 h = int(round(math.sqrt(target_area * aspect_ratio)))
@@ -90,7 +90,7 @@ class RandomErasing:
                 if w < img_w and h < img_h:
                     top = random.randint(0, img_h - h)
                     left = random.randint(0, img_w - w)
-                    img[:, top:top + h, left:left + w] = _get_pixels(
+                    img[:, top : top + h, left : left + w] = _get_pixels(
                         self.per_pixel,
                         self.rand_color,
                         (chan, h, w),
@@ -112,6 +112,6 @@ class RandomErasing:
 
     def __repr__(self):
         # NOTE simplified state for repr
-        fs = self.__class__.__name__ + f'(p={self.probability}, mode={self.mode}'
-        fs += f', count=({self.min_count}, {self.max_count}))'
+        fs = self.__class__.__name__ + f"(p={self.probability}, mode={self.mode}"
+        fs += f", count=({self.min_count}, {self.max_count}))"
         return fs

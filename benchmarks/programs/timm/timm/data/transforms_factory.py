@@ -1,30 +1,41 @@
-""" Transforms Factory
+"""Transforms Factory
 Factory methods for building image transforms for use with TIMM (PyTorch Image Models)
 
 Hacked together by / Copyright 2019, Ross Wightman
 """
-import math
-from typing import Optional, Tuple, Union
+
+import math  # noqa: I001
+from typing import Optional, Tuple, Union  # noqa: UP035
 
 import torch
 from torchvision import transforms
 
 from timm.data.constants import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, DEFAULT_CROP_PCT
 from timm.data.auto_augment import rand_augment_transform, augment_and_mix_transform, auto_augment_transform
-from timm.data.transforms import str_to_interp_mode, str_to_pil_interp, RandomResizedCropAndInterpolation, \
-    ResizeKeepRatio, CenterCropOrPad, RandomCropOrPad, TrimBorder, ToNumpy, MaybeToTensor, MaybePILToTensor
+from timm.data.transforms import (
+    str_to_interp_mode,
+    str_to_pil_interp,
+    RandomResizedCropAndInterpolation,
+    ResizeKeepRatio,
+    CenterCropOrPad,
+    RandomCropOrPad,
+    TrimBorder,
+    ToNumpy,
+    MaybeToTensor,
+    MaybePILToTensor,
+)
 from timm.data.random_erasing import RandomErasing
 
 
 def transforms_noaug_train(
-        img_size: Union[int, Tuple[int, int]] = 224,
-        interpolation: str = 'bilinear',
-        mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,
-        std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,
-        use_prefetcher: bool = False,
-        normalize: bool = True,
+    img_size: Union[int, Tuple[int, int]] = 224,  # noqa: UP006, UP007
+    interpolation: str = "bilinear",
+    mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,  # noqa: UP006
+    std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,  # noqa: UP006
+    use_prefetcher: bool = False,
+    normalize: bool = True,
 ):
-    """ No-augmentation image transforms for training.
+    """No-augmentation image transforms for training.
 
     Args:
         img_size: Target image size.
@@ -37,12 +48,12 @@ def transforms_noaug_train(
     Returns:
 
     """
-    if interpolation == 'random':
+    if interpolation == "random":
         # random interpolation not supported with no-aug
-        interpolation = 'bilinear'
+        interpolation = "bilinear"
     tfl = [
         transforms.Resize(img_size, interpolation=str_to_interp_mode(interpolation)),
-        transforms.CenterCrop(img_size)
+        transforms.CenterCrop(img_size),
     ]
     if use_prefetcher:
         # prefetcher and collate will handle tensor conversion and norm
@@ -51,41 +62,35 @@ def transforms_noaug_train(
         # when normalize disabled, converted to tensor without scaling, keep original dtype
         tfl += [MaybePILToTensor()]
     else:
-        tfl += [
-            MaybeToTensor(),
-            transforms.Normalize(
-                mean=torch.tensor(mean),
-                std=torch.tensor(std)
-            )
-        ]
+        tfl += [MaybeToTensor(), transforms.Normalize(mean=torch.tensor(mean), std=torch.tensor(std))]
     return transforms.Compose(tfl)
 
 
 def transforms_imagenet_train(
-        img_size: Union[int, Tuple[int, int]] = 224,
-        scale: Optional[Tuple[float, float]] = None,
-        ratio: Optional[Tuple[float, float]] = None,
-        train_crop_mode: Optional[str] = None,
-        hflip: float = 0.5,
-        vflip: float = 0.,
-        color_jitter: Union[float, Tuple[float, ...]] = 0.4,
-        color_jitter_prob: Optional[float] = None,
-        force_color_jitter: bool = False,
-        grayscale_prob: float = 0.,
-        gaussian_blur_prob: float = 0.,
-        auto_augment: Optional[str] = None,
-        interpolation: str = 'random',
-        mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,
-        std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,
-        re_prob: float = 0.,
-        re_mode: str = 'const',
-        re_count: int = 1,
-        re_num_splits: int = 0,
-        use_prefetcher: bool = False,
-        normalize: bool = True,
-        separate: bool = False,
+    img_size: Union[int, Tuple[int, int]] = 224,  # noqa: UP006, UP007
+    scale: Optional[Tuple[float, float]] = None,  # noqa: UP006, UP045
+    ratio: Optional[Tuple[float, float]] = None,  # noqa: UP006, UP045
+    train_crop_mode: Optional[str] = None,  # noqa: UP045
+    hflip: float = 0.5,
+    vflip: float = 0.0,
+    color_jitter: Union[float, Tuple[float, ...]] = 0.4,  # noqa: UP006, UP007
+    color_jitter_prob: Optional[float] = None,  # noqa: UP045
+    force_color_jitter: bool = False,
+    grayscale_prob: float = 0.0,
+    gaussian_blur_prob: float = 0.0,
+    auto_augment: Optional[str] = None,  # noqa: UP045
+    interpolation: str = "random",
+    mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,  # noqa: UP006
+    std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,  # noqa: UP006
+    re_prob: float = 0.0,
+    re_mode: str = "const",
+    re_count: int = 1,
+    re_num_splits: int = 0,
+    use_prefetcher: bool = False,
+    normalize: bool = True,
+    separate: bool = False,
 ):
-    """ ImageNet-oriented image transforms for training.
+    """ImageNet-oriented image transforms for training.
 
     Args:
         img_size: Target image size.
@@ -119,12 +124,12 @@ def transforms_imagenet_train(
             * a portion of the data through the secondary transform
             * normalizes and converts the branches above with the third, final transform
     """
-    train_crop_mode = train_crop_mode or 'rrc'
-    assert train_crop_mode in {'rrc', 'rkrc', 'rkrr'}
-    if train_crop_mode in ('rkrc', 'rkrr'):
+    train_crop_mode = train_crop_mode or "rrc"
+    assert train_crop_mode in {"rrc", "rkrc", "rkrr"}
+    if train_crop_mode in ("rkrc", "rkrr"):
         # FIXME integration of RKR is a WIP
         scale = tuple(scale or (0.8, 1.00))
-        ratio = tuple(ratio or (0.9, 1/.9))
+        ratio = tuple(ratio or (0.9, 1 / 0.9))
         primary_tfl = [
             ResizeKeepRatio(
                 img_size,
@@ -135,13 +140,13 @@ def transforms_imagenet_train(
                 random_aspect_prob=0.5,
                 random_aspect_range=ratio,
             ),
-            CenterCropOrPad(img_size, padding_mode='reflect')
-            if train_crop_mode == 'rkrc' else
-            RandomCropOrPad(img_size, padding_mode='reflect')
+            CenterCropOrPad(img_size, padding_mode="reflect")
+            if train_crop_mode == "rkrc"
+            else RandomCropOrPad(img_size, padding_mode="reflect"),
         ]
     else:
         scale = tuple(scale or (0.08, 1.0))  # default imagenet scale range
-        ratio = tuple(ratio or (3. / 4., 4. / 3.))  # default imagenet ratio range
+        ratio = tuple(ratio or (3.0 / 4.0, 4.0 / 3.0))  # default imagenet ratio range
         primary_tfl = [
             RandomResizedCropAndInterpolation(
                 img_size,
@@ -150,9 +155,9 @@ def transforms_imagenet_train(
                 interpolation=interpolation,
             )
         ]
-    if hflip > 0.:
+    if hflip > 0.0:
         primary_tfl += [transforms.RandomHorizontalFlip(p=hflip)]
-    if vflip > 0.:
+    if vflip > 0.0:
         primary_tfl += [transforms.RandomVerticalFlip(p=vflip)]
 
     secondary_tfl = []
@@ -161,7 +166,7 @@ def transforms_imagenet_train(
         assert isinstance(auto_augment, str)
         # color jitter is typically disabled if AA/RA on,
         # this allows override without breaking old hparm cfgs
-        disable_color_jitter = not (force_color_jitter or '3a' in auto_augment)
+        disable_color_jitter = not (force_color_jitter or "3a" in auto_augment)
         if isinstance(img_size, (tuple, list)):
             img_size_min = min(img_size)
         else:
@@ -170,12 +175,12 @@ def transforms_imagenet_train(
             translate_const=int(img_size_min * 0.45),
             img_mean=tuple([min(255, round(255 * x)) for x in mean]),
         )
-        if interpolation and interpolation != 'random':
-            aa_params['interpolation'] = str_to_pil_interp(interpolation)
-        if auto_augment.startswith('rand'):
+        if interpolation and interpolation != "random":
+            aa_params["interpolation"] = str_to_pil_interp(interpolation)
+        if auto_augment.startswith("rand"):
             secondary_tfl += [rand_augment_transform(auto_augment, aa_params)]
-        elif auto_augment.startswith('augmix'):
-            aa_params['translate_pct'] = 0.3
+        elif auto_augment.startswith("augmix"):
+            aa_params["translate_pct"] = 0.3
             secondary_tfl += [augment_and_mix_transform(auto_augment, aa_params)]
         else:
             secondary_tfl += [auto_augment_transform(auto_augment, aa_params)]
@@ -191,10 +196,11 @@ def transforms_imagenet_train(
             color_jitter = (float(color_jitter),) * 3
         if color_jitter_prob is not None:
             secondary_tfl += [
-                transforms.RandomApply([
+                transforms.RandomApply(
+                    [
                         transforms.ColorJitter(*color_jitter),
                     ],
-                    p=color_jitter_prob
+                    p=color_jitter_prob,
                 )
             ]
         else:
@@ -205,7 +211,8 @@ def transforms_imagenet_train(
 
     if gaussian_blur_prob:
         secondary_tfl += [
-            transforms.RandomApply([
+            transforms.RandomApply(
+                [
                     transforms.GaussianBlur(kernel_size=23),  # hardcoded for now
                 ],
                 p=gaussian_blur_prob,
@@ -227,14 +234,14 @@ def transforms_imagenet_train(
                 std=torch.tensor(std),
             ),
         ]
-        if re_prob > 0.:
+        if re_prob > 0.0:
             final_tfl += [
                 RandomErasing(
                     re_prob,
                     mode=re_mode,
                     max_count=re_count,
                     num_splits=re_num_splits,
-                    device='cpu',
+                    device="cpu",
                 )
             ]
 
@@ -245,17 +252,17 @@ def transforms_imagenet_train(
 
 
 def transforms_imagenet_eval(
-        img_size: Union[int, Tuple[int, int]] = 224,
-        crop_pct: Optional[float] = None,
-        crop_mode: Optional[str] = None,
-        crop_border_pixels: Optional[int] = None,
-        interpolation: str = 'bilinear',
-        mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,
-        std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,
-        use_prefetcher: bool = False,
-        normalize: bool = True,
+    img_size: Union[int, Tuple[int, int]] = 224,  # noqa: UP006, UP007
+    crop_pct: Optional[float] = None,  # noqa: UP045
+    crop_mode: Optional[str] = None,  # noqa: UP045
+    crop_border_pixels: Optional[int] = None,  # noqa: UP045
+    interpolation: str = "bilinear",
+    mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,  # noqa: UP006
+    std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,  # noqa: UP006
+    use_prefetcher: bool = False,
+    normalize: bool = True,
 ):
-    """ ImageNet-oriented image transform for evaluation and inference.
+    """ImageNet-oriented image transform for evaluation and inference.
 
     Args:
         img_size: Target image size.
@@ -285,14 +292,14 @@ def transforms_imagenet_eval(
     if crop_border_pixels:
         tfl += [TrimBorder(crop_border_pixels)]
 
-    if crop_mode == 'squash':
+    if crop_mode == "squash":
         # squash mode scales each edge to 1/pct of target, then crops
         # aspect ratio is not preserved, no img lost if crop_pct == 1.0
         tfl += [
             transforms.Resize(scale_size, interpolation=str_to_interp_mode(interpolation)),
             transforms.CenterCrop(img_size),
         ]
-    elif crop_mode == 'border':
+    elif crop_mode == "border":
         # scale the longest edge of image to 1/pct of target edge, add borders to pad, then crop
         # no image lost if crop_pct == 1.0
         fill = [round(255 * v) for v in mean]
@@ -305,9 +312,7 @@ def transforms_imagenet_eval(
         # aspect ratio is preserved, crops center within image, no borders are added, image is lost
         if scale_size[0] == scale_size[1]:
             # simple case, use torchvision built-in Resize w/ shortest edge mode (scalar size arg)
-            tfl += [
-                transforms.Resize(scale_size[0], interpolation=str_to_interp_mode(interpolation))
-            ]
+            tfl += [transforms.Resize(scale_size[0], interpolation=str_to_interp_mode(interpolation))]
         else:
             # resize the shortest edge to matching target dim for non-square target
             tfl += [ResizeKeepRatio(scale_size)]
@@ -332,33 +337,33 @@ def transforms_imagenet_eval(
 
 
 def create_transform(
-        input_size: Union[int, Tuple[int, int], Tuple[int, int, int]] = 224,
-        is_training: bool = False,
-        no_aug: bool = False,
-        train_crop_mode: Optional[str] = None,
-        scale: Optional[Tuple[float, float]] = None,
-        ratio: Optional[Tuple[float, float]] = None,
-        hflip: float = 0.5,
-        vflip: float = 0.,
-        color_jitter: Union[float, Tuple[float, ...]] = 0.4,
-        color_jitter_prob: Optional[float] = None,
-        grayscale_prob: float = 0.,
-        gaussian_blur_prob: float = 0.,
-        auto_augment: Optional[str] = None,
-        interpolation: str = 'bilinear',
-        mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,
-        std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,
-        re_prob: float = 0.,
-        re_mode: str = 'const',
-        re_count: int = 1,
-        re_num_splits: int = 0,
-        crop_pct: Optional[float] = None,
-        crop_mode: Optional[str] = None,
-        crop_border_pixels: Optional[int] = None,
-        tf_preprocessing: bool = False,
-        use_prefetcher: bool = False,
-        normalize: bool = True,
-        separate: bool = False,
+    input_size: Union[int, Tuple[int, int], Tuple[int, int, int]] = 224,  # noqa: UP006, UP007
+    is_training: bool = False,
+    no_aug: bool = False,
+    train_crop_mode: Optional[str] = None,  # noqa: UP045
+    scale: Optional[Tuple[float, float]] = None,  # noqa: UP006, UP045
+    ratio: Optional[Tuple[float, float]] = None,  # noqa: UP006, UP045
+    hflip: float = 0.5,
+    vflip: float = 0.0,
+    color_jitter: Union[float, Tuple[float, ...]] = 0.4,  # noqa: UP006, UP007
+    color_jitter_prob: Optional[float] = None,  # noqa: UP045
+    grayscale_prob: float = 0.0,
+    gaussian_blur_prob: float = 0.0,
+    auto_augment: Optional[str] = None,  # noqa: UP045
+    interpolation: str = "bilinear",
+    mean: Tuple[float, ...] = IMAGENET_DEFAULT_MEAN,  # noqa: UP006
+    std: Tuple[float, ...] = IMAGENET_DEFAULT_STD,  # noqa: UP006
+    re_prob: float = 0.0,
+    re_mode: str = "const",
+    re_count: int = 1,
+    re_num_splits: int = 0,
+    crop_pct: Optional[float] = None,  # noqa: UP045
+    crop_mode: Optional[str] = None,  # noqa: UP045
+    crop_border_pixels: Optional[int] = None,  # noqa: UP045
+    tf_preprocessing: bool = False,
+    use_prefetcher: bool = False,
+    normalize: bool = True,
+    separate: bool = False,
 ):
     """
 
@@ -403,6 +408,7 @@ def create_transform(
     if tf_preprocessing and use_prefetcher:
         assert not separate, "Separate transforms not supported for TF preprocessing"
         from timm.data.tf_preprocessing import TfPreprocessTransform
+
         transform = TfPreprocessTransform(
             is_training=is_training,
             size=img_size,

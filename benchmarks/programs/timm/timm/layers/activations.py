@@ -1,4 +1,4 @@
-""" Activations
+"""Activations
 
 A collection of activations fn and modules with a common interface so that they can
 easily be swapped. All have an `inplace` arg even if not used.
@@ -12,14 +12,13 @@ from torch.nn import functional as F
 
 
 def swish(x, inplace: bool = False):
-    """Swish - Described in: https://arxiv.org/abs/1710.05941
-    """
+    """Swish - Described in: https://arxiv.org/abs/1710.05941"""
     return x.mul_(x.sigmoid()) if inplace else x.mul(x.sigmoid())
 
 
 class Swish(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(Swish, self).__init__()
+        super(Swish, self).__init__()  # noqa: UP008
         self.inplace = inplace
 
     def forward(self, x):
@@ -34,10 +33,10 @@ def mish(x, inplace: bool = False):
 
 
 class Mish(nn.Module):
-    """Mish: A Self Regularized Non-Monotonic Neural Activation Function - https://arxiv.org/abs/1908.08681
-    """
+    """Mish: A Self Regularized Non-Monotonic Neural Activation Function - https://arxiv.org/abs/1908.08681"""
+
     def __init__(self, inplace: bool = False):
-        super(Mish, self).__init__()
+        super(Mish, self).__init__()  # noqa: UP008
 
     def forward(self, x):
         return mish(x)
@@ -50,7 +49,7 @@ def sigmoid(x, inplace: bool = False):
 # PyTorch has this, but not with a consistent inplace argument interface
 class Sigmoid(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(Sigmoid, self).__init__()
+        super(Sigmoid, self).__init__()  # noqa: UP008
         self.inplace = inplace
 
     def forward(self, x):
@@ -64,7 +63,7 @@ def tanh(x, inplace: bool = False):
 # PyTorch has this, but not with a consistent inplace argument interface
 class Tanh(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(Tanh, self).__init__()
+        super(Tanh, self).__init__()  # noqa: UP008
         self.inplace = inplace
 
     def forward(self, x):
@@ -72,13 +71,13 @@ class Tanh(nn.Module):
 
 
 def hard_swish(x, inplace: bool = False):
-    inner = F.relu6(x + 3.).div_(6.)
+    inner = F.relu6(x + 3.0).div_(6.0)
     return x.mul_(inner) if inplace else x.mul(inner)
 
 
 class HardSwish(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(HardSwish, self).__init__()
+        super(HardSwish, self).__init__()  # noqa: UP008
         self.inplace = inplace
 
     def forward(self, x):
@@ -87,14 +86,14 @@ class HardSwish(nn.Module):
 
 def hard_sigmoid(x, inplace: bool = False):
     if inplace:
-        return x.add_(3.).clamp_(0., 6.).div_(6.)
+        return x.add_(3.0).clamp_(0.0, 6.0).div_(6.0)
     else:
-        return F.relu6(x + 3.) / 6.
+        return F.relu6(x + 3.0) / 6.0
 
 
 class HardSigmoid(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(HardSigmoid, self).__init__()
+        super(HardSigmoid, self).__init__()  # noqa: UP008
         self.inplace = inplace
 
     def forward(self, x):
@@ -102,7 +101,7 @@ class HardSigmoid(nn.Module):
 
 
 def hard_mish(x, inplace: bool = False):
-    """ Hard Mish
+    """Hard Mish
     Experimental, based on notes by Mish author Diganta Misra at
       https://github.com/digantamisra98/H-Mish/blob/0da20d4bc58e696b6803f2523c58d3c8a82782d0/README.md
     """
@@ -114,7 +113,7 @@ def hard_mish(x, inplace: bool = False):
 
 class HardMish(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(HardMish, self).__init__()
+        super(HardMish, self).__init__()  # noqa: UP008
         self.inplace = inplace
 
     def forward(self, x):
@@ -122,10 +121,10 @@ class HardMish(nn.Module):
 
 
 class PReLU(nn.PReLU):
-    """Applies PReLU (w/ dummy inplace arg)
-    """
+    """Applies PReLU (w/ dummy inplace arg)"""
+
     def __init__(self, num_parameters: int = 1, init: float = 0.25, inplace: bool = False) -> None:
-        super(PReLU, self).__init__(num_parameters=num_parameters, init=init)
+        super(PReLU, self).__init__(num_parameters=num_parameters, init=init)  # noqa: UP008
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return F.prelu(input, self.weight)
@@ -136,27 +135,27 @@ def gelu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
 
 
 class GELU(nn.Module):
-    """Applies the Gaussian Error Linear Units function (w/ dummy inplace arg)
-    """
+    """Applies the Gaussian Error Linear Units function (w/ dummy inplace arg)"""
+
     def __init__(self, inplace: bool = False):
-        super(GELU, self).__init__()
+        super(GELU, self).__init__()  # noqa: UP008
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return F.gelu(input)
 
 
 def gelu_tanh(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
-    return F.gelu(x, approximate='tanh')
+    return F.gelu(x, approximate="tanh")
 
 
 class GELUTanh(nn.Module):
-    """Applies the Gaussian Error Linear Units function (w/ dummy inplace arg)
-    """
+    """Applies the Gaussian Error Linear Units function (w/ dummy inplace arg)"""
+
     def __init__(self, inplace: bool = False):
-        super(GELUTanh, self).__init__()
+        super(GELUTanh, self).__init__()  # noqa: UP008
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        return F.gelu(input, approximate='tanh')
+        return F.gelu(input, approximate="tanh")
 
 
 def quick_gelu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
@@ -164,10 +163,10 @@ def quick_gelu(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
 
 
 class QuickGELU(nn.Module):
-    """Applies the Gaussian Error Linear Units function (w/ dummy inplace arg)
-    """
+    """Applies the Gaussian Error Linear Units function (w/ dummy inplace arg)"""
+
     def __init__(self, inplace: bool = False):
-        super(QuickGELU, self).__init__()
+        super(QuickGELU, self).__init__()  # noqa: UP008
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return quick_gelu(input)

@@ -1,4 +1,4 @@
-""" Activations (memory-efficient w/ custom autograd)
+"""Activations (memory-efficient w/ custom autograd)
 
 A collection of activations fn and modules with a common interface so that they can
 easily be swapped. All have an `inplace` arg even if not used.
@@ -24,10 +24,11 @@ def swish_bwd(x, grad_output):
 
 
 class SwishAutoFn(torch.autograd.Function):
-    """ optimised Swish w/ memory-efficient checkpoint
+    """optimised Swish w/ memory-efficient checkpoint
     Inspired by conversation btw Jeremy Howard & Adam Pazske
     https://twitter.com/jeremyphoward/status/1188251041835315200
     """
+
     @staticmethod
     def symbolic(g, x):
         return g.op("Mul", x, g.op("Sigmoid", x))
@@ -49,7 +50,7 @@ def swish_me(x, inplace=False):
 
 class SwishMe(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(SwishMe, self).__init__()
+        super(SwishMe, self).__init__()  # noqa: UP008
 
     def forward(self, x):
         return SwishAutoFn.apply(x)
@@ -66,9 +67,10 @@ def mish_bwd(x, grad_output):
 
 
 class MishAutoFn(torch.autograd.Function):
-    """ Mish: A Self Regularized Non-Monotonic Neural Activation Function - https://arxiv.org/abs/1908.08681
+    """Mish: A Self Regularized Non-Monotonic Neural Activation Function - https://arxiv.org/abs/1908.08681
     A memory efficient variant of Mish
     """
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -86,18 +88,18 @@ def mish_me(x, inplace=False):
 
 class MishMe(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(MishMe, self).__init__()
+        super(MishMe, self).__init__()  # noqa: UP008
 
     def forward(self, x):
         return MishAutoFn.apply(x)
 
 
 def hard_sigmoid_fwd(x, inplace: bool = False):
-    return (x + 3).clamp(min=0, max=6).div(6.)
+    return (x + 3).clamp(min=0, max=6).div(6.0)
 
 
 def hard_sigmoid_bwd(x, grad_output):
-    m = torch.ones_like(x) * ((x >= -3.) & (x <= 3.)) / 6.
+    m = torch.ones_like(x) * ((x >= -3.0) & (x <= 3.0)) / 6.0
     return grad_output * m
 
 
@@ -119,24 +121,25 @@ def hard_sigmoid_me(x, inplace: bool = False):
 
 class HardSigmoidMe(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(HardSigmoidMe, self).__init__()
+        super(HardSigmoidMe, self).__init__()  # noqa: UP008
 
     def forward(self, x):
         return HardSigmoidAutoFn.apply(x)
 
 
 def hard_swish_fwd(x):
-    return x * (x + 3).clamp(min=0, max=6).div(6.)
+    return x * (x + 3).clamp(min=0, max=6).div(6.0)
 
 
 def hard_swish_bwd(x, grad_output):
-    m = torch.ones_like(x) * (x >= 3.)
-    m = torch.where((x >= -3.) & (x <= 3.),  x / 3. + .5, m)
+    m = torch.ones_like(x) * (x >= 3.0)
+    m = torch.where((x >= -3.0) & (x <= 3.0), x / 3.0 + 0.5, m)
     return grad_output * m
 
 
 class HardSwishAutoFn(torch.autograd.Function):
     """A memory efficient HardSwish activation"""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -149,9 +152,14 @@ class HardSwishAutoFn(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, self):
-        input = g.op("Add", self, g.op('Constant', value_t=torch.tensor(3, dtype=torch.float)))
-        hardtanh_ = g.op("Clip", input, g.op('Constant', value_t=torch.tensor(0, dtype=torch.float)), g.op('Constant', value_t=torch.tensor(6, dtype=torch.float)))
-        hardtanh_ = g.op("Div", hardtanh_, g.op('Constant', value_t=torch.tensor(6, dtype=torch.float)))
+        input = g.op("Add", self, g.op("Constant", value_t=torch.tensor(3, dtype=torch.float)))
+        hardtanh_ = g.op(
+            "Clip",
+            input,
+            g.op("Constant", value_t=torch.tensor(0, dtype=torch.float)),
+            g.op("Constant", value_t=torch.tensor(6, dtype=torch.float)),
+        )
+        hardtanh_ = g.op("Div", hardtanh_, g.op("Constant", value_t=torch.tensor(6, dtype=torch.float)))
         return g.op("Mul", self, hardtanh_)
 
 
@@ -161,7 +169,7 @@ def hard_swish_me(x, inplace=False):
 
 class HardSwishMe(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(HardSwishMe, self).__init__()
+        super(HardSwishMe, self).__init__()  # noqa: UP008
 
     def forward(self, x):
         return HardSwishAutoFn.apply(x)
@@ -172,16 +180,17 @@ def hard_mish_fwd(x):
 
 
 def hard_mish_bwd(x, grad_output):
-    m = torch.ones_like(x) * (x >= -2.)
-    m = torch.where((x >= -2.) & (x <= 0.), x + 1., m)
+    m = torch.ones_like(x) * (x >= -2.0)
+    m = torch.where((x >= -2.0) & (x <= 0.0), x + 1.0, m)
     return grad_output * m
 
 
 class HardMishAutoFn(torch.autograd.Function):
-    """ A memory efficient variant of Hard Mish
+    """A memory efficient variant of Hard Mish
     Experimental, based on notes by Mish author Diganta Misra at
       https://github.com/digantamisra98/H-Mish/blob/0da20d4bc58e696b6803f2523c58d3c8a82782d0/README.md
     """
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -199,10 +208,7 @@ def hard_mish_me(x, inplace: bool = False):
 
 class HardMishMe(nn.Module):
     def __init__(self, inplace: bool = False):
-        super(HardMishMe, self).__init__()
+        super(HardMishMe, self).__init__()  # noqa: UP008
 
     def forward(self, x):
         return HardMishAutoFn.apply(x)
-
-
-

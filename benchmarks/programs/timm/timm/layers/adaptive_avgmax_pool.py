@@ -1,4 +1,4 @@
-""" PyTorch selectable adaptive pooling
+"""PyTorch selectable adaptive pooling
 Adaptive pooling with the ability to select the type of pooling from:
     * 'avg' - Average pooling
     * 'max' - Max pooling
@@ -9,7 +9,8 @@ Both a functional and a nn.Module version of the pooling is provided.
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-from typing import Optional, Tuple, Union
+
+from typing import Optional, Tuple, Union  # noqa: F401, I001, UP035
 
 import torch
 import torch.nn as nn
@@ -17,11 +18,11 @@ import torch.nn.functional as F
 
 from .format import get_spatial_dim, get_channel_dim
 
-_int_tuple_2_t = Union[int, Tuple[int, int]]
+_int_tuple_2_t = Union[int, Tuple[int, int]]  # noqa: UP006, UP007
 
 
-def adaptive_pool_feat_mult(pool_type='avg'):
-    if pool_type.endswith('catavgmax'):
+def adaptive_pool_feat_mult(pool_type="avg"):
+    if pool_type.endswith("catavgmax"):
         return 2
     else:
         return 1
@@ -39,25 +40,24 @@ def adaptive_catavgmax_pool2d(x, output_size: _int_tuple_2_t = 1):
     return torch.cat((x_avg, x_max), 1)
 
 
-def select_adaptive_pool2d(x, pool_type='avg', output_size: _int_tuple_2_t = 1):
-    """Selectable global pooling function with dynamic input kernel size
-    """
-    if pool_type == 'avg':
+def select_adaptive_pool2d(x, pool_type="avg", output_size: _int_tuple_2_t = 1):
+    """Selectable global pooling function with dynamic input kernel size"""
+    if pool_type == "avg":
         x = F.adaptive_avg_pool2d(x, output_size)
-    elif pool_type == 'avgmax':
+    elif pool_type == "avgmax":
         x = adaptive_avgmax_pool2d(x, output_size)
-    elif pool_type == 'catavgmax':
+    elif pool_type == "catavgmax":
         x = adaptive_catavgmax_pool2d(x, output_size)
-    elif pool_type == 'max':
+    elif pool_type == "max":
         x = F.adaptive_max_pool2d(x, output_size)
     else:
-        assert False, 'Invalid pool type: %s' % pool_type
+        assert False, "Invalid pool type: %s" % pool_type  # noqa: B011, UP031
     return x
 
 
 class FastAdaptiveAvgPool(nn.Module):
-    def __init__(self, flatten: bool = False, input_fmt: F = 'NCHW'):
-        super(FastAdaptiveAvgPool, self).__init__()
+    def __init__(self, flatten: bool = False, input_fmt: F = "NCHW"):
+        super(FastAdaptiveAvgPool, self).__init__()  # noqa: UP008
         self.flatten = flatten
         self.dim = get_spatial_dim(input_fmt)
 
@@ -66,8 +66,8 @@ class FastAdaptiveAvgPool(nn.Module):
 
 
 class FastAdaptiveMaxPool(nn.Module):
-    def __init__(self, flatten: bool = False, input_fmt: str = 'NCHW'):
-        super(FastAdaptiveMaxPool, self).__init__()
+    def __init__(self, flatten: bool = False, input_fmt: str = "NCHW"):
+        super(FastAdaptiveMaxPool, self).__init__()  # noqa: UP008
         self.flatten = flatten
         self.dim = get_spatial_dim(input_fmt)
 
@@ -76,8 +76,8 @@ class FastAdaptiveMaxPool(nn.Module):
 
 
 class FastAdaptiveAvgMaxPool(nn.Module):
-    def __init__(self, flatten: bool = False, input_fmt: str = 'NCHW'):
-        super(FastAdaptiveAvgMaxPool, self).__init__()
+    def __init__(self, flatten: bool = False, input_fmt: str = "NCHW"):
+        super(FastAdaptiveAvgMaxPool, self).__init__()  # noqa: UP008
         self.flatten = flatten
         self.dim = get_spatial_dim(input_fmt)
 
@@ -88,8 +88,8 @@ class FastAdaptiveAvgMaxPool(nn.Module):
 
 
 class FastAdaptiveCatAvgMaxPool(nn.Module):
-    def __init__(self, flatten: bool = False, input_fmt: str = 'NCHW'):
-        super(FastAdaptiveCatAvgMaxPool, self).__init__()
+    def __init__(self, flatten: bool = False, input_fmt: str = "NCHW"):
+        super(FastAdaptiveCatAvgMaxPool, self).__init__()  # noqa: UP008
         self.flatten = flatten
         self.dim_reduce = get_spatial_dim(input_fmt)
         if flatten:
@@ -105,7 +105,7 @@ class FastAdaptiveCatAvgMaxPool(nn.Module):
 
 class AdaptiveAvgMaxPool2d(nn.Module):
     def __init__(self, output_size: _int_tuple_2_t = 1):
-        super(AdaptiveAvgMaxPool2d, self).__init__()
+        super(AdaptiveAvgMaxPool2d, self).__init__()  # noqa: UP008
         self.output_size = output_size
 
     def forward(self, x):
@@ -114,7 +114,7 @@ class AdaptiveAvgMaxPool2d(nn.Module):
 
 class AdaptiveCatAvgMaxPool2d(nn.Module):
     def __init__(self, output_size: _int_tuple_2_t = 1):
-        super(AdaptiveCatAvgMaxPool2d, self).__init__()
+        super(AdaptiveCatAvgMaxPool2d, self).__init__()  # noqa: UP008
         self.output_size = output_size
 
     def forward(self, x):
@@ -122,47 +122,47 @@ class AdaptiveCatAvgMaxPool2d(nn.Module):
 
 
 class SelectAdaptivePool2d(nn.Module):
-    """Selectable global pooling layer with dynamic input kernel size
-    """
+    """Selectable global pooling layer with dynamic input kernel size"""
+
     def __init__(
-            self,
-            output_size: _int_tuple_2_t = 1,
-            pool_type: str = 'fast',
-            flatten: bool = False,
-            input_fmt: str = 'NCHW',
+        self,
+        output_size: _int_tuple_2_t = 1,
+        pool_type: str = "fast",
+        flatten: bool = False,
+        input_fmt: str = "NCHW",
     ):
-        super(SelectAdaptivePool2d, self).__init__()
-        assert input_fmt in ('NCHW', 'NHWC')
-        self.pool_type = pool_type or ''  # convert other falsy values to empty string for consistent TS typing
+        super(SelectAdaptivePool2d, self).__init__()  # noqa: UP008
+        assert input_fmt in ("NCHW", "NHWC")
+        self.pool_type = pool_type or ""  # convert other falsy values to empty string for consistent TS typing
         pool_type = pool_type.lower()
         if not pool_type:
             self.pool = nn.Identity()  # pass through
             self.flatten = nn.Flatten(1) if flatten else nn.Identity()
-        elif pool_type.startswith('fast') or input_fmt != 'NCHW':
-            assert output_size == 1, 'Fast pooling and non NCHW input formats require output_size == 1.'
-            if pool_type.endswith('catavgmax'):
+        elif pool_type.startswith("fast") or input_fmt != "NCHW":
+            assert output_size == 1, "Fast pooling and non NCHW input formats require output_size == 1."
+            if pool_type.endswith("catavgmax"):
                 self.pool = FastAdaptiveCatAvgMaxPool(flatten, input_fmt=input_fmt)
-            elif pool_type.endswith('avgmax'):
+            elif pool_type.endswith("avgmax"):
                 self.pool = FastAdaptiveAvgMaxPool(flatten, input_fmt=input_fmt)
-            elif pool_type.endswith('max'):
+            elif pool_type.endswith("max"):
                 self.pool = FastAdaptiveMaxPool(flatten, input_fmt=input_fmt)
-            elif pool_type == 'fast' or pool_type.endswith('avg'):
+            elif pool_type == "fast" or pool_type.endswith("avg"):
                 self.pool = FastAdaptiveAvgPool(flatten, input_fmt=input_fmt)
             else:
-                assert False, 'Invalid pool type: %s' % pool_type
+                assert False, "Invalid pool type: %s" % pool_type  # noqa: B011, UP031
             self.flatten = nn.Identity()
         else:
-            assert input_fmt == 'NCHW'
-            if pool_type == 'avgmax':
+            assert input_fmt == "NCHW"
+            if pool_type == "avgmax":
                 self.pool = AdaptiveAvgMaxPool2d(output_size)
-            elif pool_type == 'catavgmax':
+            elif pool_type == "catavgmax":
                 self.pool = AdaptiveCatAvgMaxPool2d(output_size)
-            elif pool_type == 'max':
+            elif pool_type == "max":
                 self.pool = nn.AdaptiveMaxPool2d(output_size)
-            elif pool_type == 'avg':
+            elif pool_type == "avg":
                 self.pool = nn.AdaptiveAvgPool2d(output_size)
             else:
-                assert False, 'Invalid pool type: %s' % pool_type
+                assert False, "Invalid pool type: %s" % pool_type  # noqa: B011, UP031
             self.flatten = nn.Flatten(1) if flatten else nn.Identity()
 
     def is_identity(self):
@@ -177,7 +177,4 @@ class SelectAdaptivePool2d(nn.Module):
         return adaptive_pool_feat_mult(self.pool_type)
 
     def __repr__(self):
-        return self.__class__.__name__ + '(' \
-               + 'pool_type=' + self.pool_type \
-               + ', flatten=' + str(self.flatten) + ')'
-
+        return self.__class__.__name__ + "(" + "pool_type=" + self.pool_type + ", flatten=" + str(self.flatten) + ")"

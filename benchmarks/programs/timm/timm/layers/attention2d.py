@@ -1,4 +1,4 @@
-from typing import List, Optional, Type, Union
+from typing import List, Optional, Type, Union  # noqa: UP035
 
 import torch
 from torch import nn as nn
@@ -25,14 +25,14 @@ class MultiQueryAttentionV2(nn.Module):
     """
 
     def __init__(
-            self,
-            dim: int,
-            dim_out: Optional[int] = None,
-            num_heads: int = 8,
-            key_dim: int = 64,
-            value_dim: int = 64,
-            attn_drop: float = 0.,
-            proj_drop: float = 0.,
+        self,
+        dim: int,
+        dim_out: Optional[int] = None,  # noqa: UP045
+        num_heads: int = 8,
+        key_dim: int = 64,
+        value_dim: int = 64,
+        attn_drop: float = 0.0,
+        proj_drop: float = 0.0,
     ):
         """Initializer."""
         super().__init__()
@@ -40,7 +40,7 @@ class MultiQueryAttentionV2(nn.Module):
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim
-        self.scale = key_dim ** -0.5
+        self.scale = key_dim**-0.5
 
         self.query_proj = nn.Parameter(torch.randn([self.num_heads, self.key_dim, dim]))
         self.key_proj = nn.Parameter(torch.randn([dim, self.key_dim]))
@@ -53,11 +53,11 @@ class MultiQueryAttentionV2(nn.Module):
         """Reshapes a tensor to three dimensions, keeping the first and last."""
         s = t.shape
         # Propagate the shape statically where possible.
-        #num = t.shape[1:-1].numel()
-        #return t.reshape(s[0], num, s[-1])
+        # num = t.shape[1:-1].numel()
+        # return t.reshape(s[0], num, s[-1])
         return t.reshape(s[0], s[1], -1).transpose(1, 2)
 
-    def forward(self, x, m: Optional[torch.Tensor] = None):
+    def forward(self, x, m: Optional[torch.Tensor] = None):  # noqa: UP045
         """Run layer computation."""
         b, _, h, w = x.shape
         m = m if m is not None else x
@@ -65,16 +65,16 @@ class MultiQueryAttentionV2(nn.Module):
         reshaped_x = self._reshape_input(x)
         reshaped_m = self._reshape_input(m)
 
-        q = torch.einsum('bnd,hkd->bnhk', reshaped_x, self.query_proj)
-        k = torch.einsum('bmd,dk->bmk', reshaped_m, self.key_proj)
+        q = torch.einsum("bnd,hkd->bnhk", reshaped_x, self.query_proj)
+        k = torch.einsum("bmd,dk->bmk", reshaped_m, self.key_proj)
 
-        attn = torch.einsum('bnhk,bmk->bnhm', q, k) * self.scale
+        attn = torch.einsum("bnhk,bmk->bnhm", q, k) * self.scale
         attn = attn.softmax(dim=-1)
         attn = self.attn_drop(attn)
 
-        v = torch.einsum('bmd,dv->bmv', reshaped_m, self.value_proj)
-        o = torch.einsum('bnhm,bmv->bnhv', attn, v)
-        result = torch.einsum('bnhv,dhv->bdn', o, self.out_proj)
+        v = torch.einsum("bmd,dv->bmv", reshaped_m, self.value_proj)
+        o = torch.einsum("bnhm,bmv->bnhv", attn, v)
+        result = torch.einsum("bnhv,dhv->bdn", o, self.out_proj)
         result = self.proj_drop(result)
         return result.reshape(b, -1, h, w)
 
@@ -90,24 +90,25 @@ class MultiQueryAttention2d(nn.Module):
     1. Projections in Attention is explicit written out as 1x1 Conv2D.
     2. Additional reshapes are introduced to bring a up to 3x speed up.
     """
+
     fused_attn: torch.jit.Final[bool]
 
     def __init__(
-            self,
-            dim: int,
-            dim_out: Optional[int] = None,
-            num_heads: int = 8,
-            key_dim: Optional[int] = None,
-            value_dim: Optional[int] = None,
-            query_strides: int = 1,
-            kv_stride: int = 1,
-            dw_kernel_size: int = 3,
-            dilation: int = 1,
-            padding: Union[str, int, List[int]] = '',
-            attn_drop: float = 0.,
-            proj_drop: float = 0.,
-            norm_layer: Type[nn.Module] = nn.BatchNorm2d,
-            use_bias: bool = False,
+        self,
+        dim: int,
+        dim_out: Optional[int] = None,  # noqa: UP045
+        num_heads: int = 8,
+        key_dim: Optional[int] = None,  # noqa: UP045
+        value_dim: Optional[int] = None,  # noqa: UP045
+        query_strides: int = 1,
+        kv_stride: int = 1,
+        dw_kernel_size: int = 3,
+        dilation: int = 1,
+        padding: Union[str, int, List[int]] = "",  # noqa: UP006, UP007
+        attn_drop: float = 0.0,
+        proj_drop: float = 0.0,
+        norm_layer: Type[nn.Module] = nn.BatchNorm2d,  # noqa: UP006
+        use_bias: bool = False,
     ):
         """Initializer.
 
@@ -127,81 +128,104 @@ class MultiQueryAttention2d(nn.Module):
         self.query_strides = to_2tuple(query_strides)
         self.kv_stride = kv_stride
         self.has_query_strides = any([s > 1 for s in self.query_strides])
-        self.scale = self.key_dim ** -0.5
+        self.scale = self.key_dim**-0.5
         self.fused_attn = use_fused_attn()
         self.drop = attn_drop
 
         self.query = nn.Sequential()
         if self.has_query_strides:
             # FIXME dilation
-            if padding == 'same':
-                self.query.add_module('down_pool', create_pool2d(
-                        'avg',
+            if padding == "same":
+                self.query.add_module(
+                    "down_pool",
+                    create_pool2d(
+                        "avg",
                         kernel_size=self.query_strides,
-                        padding='same',
-                ))
+                        padding="same",
+                    ),
+                )
             else:
                 # no pad if not 'same' as kern=stride=even
-                self.query.add_module('down_pool', nn.AvgPool2d(kernel_size=query_strides))
-            self.query.add_module('norm', norm_layer(dim))
-        self.query.add_module('proj', create_conv2d(
-            dim,
-            self.num_heads * self.key_dim,
-            kernel_size=1,
-            bias=use_bias,
-        ))
+                self.query.add_module("down_pool", nn.AvgPool2d(kernel_size=query_strides))
+            self.query.add_module("norm", norm_layer(dim))
+        self.query.add_module(
+            "proj",
+            create_conv2d(
+                dim,
+                self.num_heads * self.key_dim,
+                kernel_size=1,
+                bias=use_bias,
+            ),
+        )
 
         self.key = nn.Sequential()
         if kv_stride > 1:
-            self.key.add_module('down_conv', create_conv2d(
+            self.key.add_module(
+                "down_conv",
+                create_conv2d(
+                    dim,
+                    dim,
+                    kernel_size=dw_kernel_size,
+                    stride=kv_stride,
+                    dilation=dilation,
+                    padding=padding,
+                    depthwise=True,
+                ),
+            )
+            self.key.add_module("norm", norm_layer(dim))
+        self.key.add_module(
+            "proj",
+            create_conv2d(
                 dim,
-                dim,
-                kernel_size=dw_kernel_size,
-                stride=kv_stride,
-                dilation=dilation,
+                self.key_dim,
+                kernel_size=1,
                 padding=padding,
-                depthwise=True,
-            ))
-            self.key.add_module('norm', norm_layer(dim))
-        self.key.add_module('proj', create_conv2d(
-            dim,
-            self.key_dim,
-            kernel_size=1,
-            padding=padding,
-            bias=use_bias,
-        ))
+                bias=use_bias,
+            ),
+        )
 
         self.value = nn.Sequential()
         if kv_stride > 1:
-            self.value.add_module('down_conv', create_conv2d(
+            self.value.add_module(
+                "down_conv",
+                create_conv2d(
+                    dim,
+                    dim,
+                    kernel_size=dw_kernel_size,
+                    stride=kv_stride,
+                    dilation=dilation,
+                    padding=padding,
+                    depthwise=True,
+                ),
+            )
+            self.value.add_module("norm", norm_layer(dim))
+        self.value.add_module(
+            "proj",
+            create_conv2d(
                 dim,
-                dim,
-                kernel_size=dw_kernel_size,
-                stride=kv_stride,
-                dilation=dilation,
-                padding=padding,
-                depthwise=True,
-            ))
-            self.value.add_module('norm', norm_layer(dim))
-        self.value.add_module('proj', create_conv2d(
-            dim,
-            self.value_dim,
-            kernel_size=1,
-            bias=use_bias,
-        ))
+                self.value_dim,
+                kernel_size=1,
+                bias=use_bias,
+            ),
+        )
 
         self.attn_drop = nn.Dropout(attn_drop)
 
         self.output = nn.Sequential()
         if self.has_query_strides:
-            self.output.add_module('upsample', nn.Upsample(scale_factor=self.query_strides, mode='bilinear', align_corners=False))
-        self.output.add_module('proj', create_conv2d(
-            self.value_dim * self.num_heads,
-            dim_out,
-            kernel_size=1,
-            bias=use_bias,
-        ))
-        self.output.add_module('drop',  nn.Dropout(proj_drop))
+            self.output.add_module(
+                "upsample", nn.Upsample(scale_factor=self.query_strides, mode="bilinear", align_corners=False)
+            )
+        self.output.add_module(
+            "proj",
+            create_conv2d(
+                self.value_dim * self.num_heads,
+                dim_out,
+                kernel_size=1,
+                bias=use_bias,
+            ),
+        )
+        self.output.add_module("drop", nn.Dropout(proj_drop))
 
         self.einsum = False
 
@@ -241,9 +265,9 @@ class MultiQueryAttention2d(nn.Module):
             t = t.transpose(1, 2)
         return t.reshape(s[0], h_px, w_px, feat_dim).permute(0, 3, 1, 2).contiguous()
 
-    def forward(self, x, attn_mask: Optional[torch.Tensor] = None):
+    def forward(self, x, attn_mask: Optional[torch.Tensor] = None):  # noqa: UP045
         """Run layer computation."""
-        B, C, H, W = s = x.shape
+        B, C, H, W = s = x.shape  # noqa: F841
 
         q = self.query(x)
         # desired q shape: [b, h, k, n x n] - [b, l, h, k]
@@ -261,19 +285,17 @@ class MultiQueryAttention2d(nn.Module):
         # desired k shape: [b, m x m, k]
         # desired logits shape: [b, n x n, h, m x m]
         if self.einsum:
-            attn = torch.einsum('blhk,bpk->blhp', q, k) * self.scale
+            attn = torch.einsum("blhk,bpk->blhp", q, k) * self.scale
             if attn_mask is not None:
                 # NOTE: assumes mask is float and in correct shape
                 attn = attn + attn_mask
             attn = attn.softmax(dim=-1)
             attn = self.attn_drop(attn)
-            o = torch.einsum('blhp,bpk->blhk', attn, v)
+            o = torch.einsum("blhp,bpk->blhk", attn, v)
         else:
             if self.fused_attn:
                 o = F.scaled_dot_product_attention(
-                    q, k, v,
-                    attn_mask=attn_mask,
-                    dropout_p=self.attn_drop.p if self.training else 0.
+                    q, k, v, attn_mask=attn_mask, dropout_p=self.attn_drop.p if self.training else 0.0
                 )
             else:
                 q = q * self.scale
@@ -295,16 +317,17 @@ class Attention2d(nn.Module):
     fused_attn: torch.jit.Final[bool]
 
     """ multi-head attention for 2D NCHW tensors"""
+
     def __init__(
-            self,
-            dim: int,
-            dim_out: Optional[int] = None,
-            num_heads: int = 32,
-            bias: bool = True,
-            expand_first: bool = False,
-            head_first: bool = False,
-            attn_drop: float = 0.,
-            proj_drop: float = 0.
+        self,
+        dim: int,
+        dim_out: Optional[int] = None,  # noqa: UP045
+        num_heads: int = 32,
+        bias: bool = True,
+        expand_first: bool = False,
+        head_first: bool = False,
+        attn_drop: float = 0.0,
+        proj_drop: float = 0.0,
     ):
         super().__init__()
         dim_out = dim_out or dim
@@ -319,7 +342,7 @@ class Attention2d(nn.Module):
         self.proj = nn.Conv2d(dim_attn, dim_out, 1, bias=bias)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def forward(self, x, attn_mask: Optional[torch.Tensor] = None):
+    def forward(self, x, attn_mask: Optional[torch.Tensor] = None):  # noqa: UP045
         B, C, H, W = x.shape
 
         if self.head_first:
@@ -328,13 +351,17 @@ class Attention2d(nn.Module):
             q, k, v = self.qkv(x).reshape(B, 3, self.num_heads, self.dim_head, -1).unbind(1)
 
         if self.fused_attn:
-            x = torch.nn.functional.scaled_dot_product_attention(
-                q.transpose(-1, -2).contiguous(),
-                k.transpose(-1, -2).contiguous(),
-                v.transpose(-1, -2).contiguous(),
-                attn_mask=attn_mask,
-                dropout_p=self.attn_drop.p if self.training else 0.,
-            ).transpose(-1, -2).reshape(B, -1, H, W)
+            x = (
+                torch.nn.functional.scaled_dot_product_attention(
+                    q.transpose(-1, -2).contiguous(),
+                    k.transpose(-1, -2).contiguous(),
+                    v.transpose(-1, -2).contiguous(),
+                    attn_mask=attn_mask,
+                    dropout_p=self.attn_drop.p if self.training else 0.0,
+                )
+                .transpose(-1, -2)
+                .reshape(B, -1, H, W)
+            )
         else:
             q = q.transpose(-1, -2)
             v = v.transpose(-1, -2)

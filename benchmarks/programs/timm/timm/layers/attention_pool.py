@@ -10,26 +10,26 @@ from .weight_init import trunc_normal_tf_
 
 
 class AttentionPoolLatent(nn.Module):
-    """ Attention pooling w/ latent query
-    """
+    """Attention pooling w/ latent query"""
+
     fused_attn: torch.jit.Final[bool]
 
     def __init__(
-            self,
-            in_features: int,
-            out_features: int = None,
-            embed_dim: int = None,
-            num_heads: int = 8,
-            feat_size: Optional[int] = None,
-            mlp_ratio: float = 4.0,
-            qkv_bias: bool = True,
-            qk_norm: bool = False,
-            latent_len: int = 1,
-            latent_dim: int = None,
-            pos_embed: str = '',
-            pool_type: str = 'token',
-            norm_layer: Optional[nn.Module] = None,
-            drop: float = 0.0,
+        self,
+        in_features: int,
+        out_features: int = None,
+        embed_dim: int = None,
+        num_heads: int = 8,
+        feat_size: Optional[int] = None,  # noqa: UP045
+        mlp_ratio: float = 4.0,
+        qkv_bias: bool = True,
+        qk_norm: bool = False,
+        latent_len: int = 1,
+        latent_dim: int = None,
+        pos_embed: str = "",
+        pool_type: str = "token",
+        norm_layer: Optional[nn.Module] = None,  # noqa: UP045
+        drop: float = 0.0,
     ):
         super().__init__()
         embed_dim = embed_dim or in_features
@@ -38,11 +38,11 @@ class AttentionPoolLatent(nn.Module):
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
         self.feat_size = feat_size
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         self.pool = pool_type
         self.fused_attn = use_fused_attn()
 
-        if pos_embed == 'abs':
+        if pos_embed == "abs":
             assert feat_size is not None
             self.pos_embed = nn.Parameter(torch.zeros(feat_size, in_features))
         else:
@@ -67,7 +67,7 @@ class AttentionPoolLatent(nn.Module):
     def init_weights(self):
         if self.pos_embed is not None:
             trunc_normal_tf_(self.pos_embed, std=self.pos_embed.shape[1] ** -0.5)
-        trunc_normal_tf_(self.latent, std=self.latent_dim ** -0.5)
+        trunc_normal_tf_(self.latent, std=self.latent_dim**-0.5)
 
     def forward(self, x):
         B, N, C = x.shape
@@ -98,8 +98,8 @@ class AttentionPoolLatent(nn.Module):
         x = x + self.mlp(self.norm(x))
 
         # optional pool if latent seq_len > 1 and pooled output is desired
-        if self.pool == 'token':
+        if self.pool == "token":
             x = x[:, 0]
-        elif self.pool == 'avg':
+        elif self.pool == "avg":
             x = x.mean(1)
         return x

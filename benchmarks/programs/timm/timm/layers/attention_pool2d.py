@@ -1,4 +1,4 @@
-""" Attention Pool 2D
+"""Attention Pool 2D
 
 Implementations of 2D spatial feature pooling using multi-head attention instead of average pool.
 
@@ -7,12 +7,13 @@ https://github.com/openai/CLIP/blob/3b473b0e682c091a9e53623eebc1ca1657385717/cli
 
 Hacked together by / Copyright 2021 Ross Wightman
 """
-from typing import Optional, Union, Tuple
+
+from typing import Optional, Union, Tuple  # noqa: I001, UP035
 
 import torch
 import torch.nn as nn
 
-from. config import use_fused_attn
+from .config import use_fused_attn
 from .helpers import to_2tuple
 from .pos_embed import resample_abs_pos_embed
 from .pos_embed_sincos import apply_rot_embed, RotaryEmbedding
@@ -20,7 +21,7 @@ from .weight_init import trunc_normal_
 
 
 class RotAttentionPool2d(nn.Module):
-    """ Attention based 2D feature pooling w/ rotary (relative) pos embedding.
+    """Attention based 2D feature pooling w/ rotary (relative) pos embedding.
     This is a multi-head attention based replacement for (spatial) average pooling in NN architectures.
 
     Adapted from the AttentionPool2d in CLIP w/ rotary embedding instead of learned embed.
@@ -29,24 +30,25 @@ class RotAttentionPool2d(nn.Module):
     NOTE: While this impl does not require a fixed feature size, performance at differeing resolutions from
     train varies widely and falls off dramatically. I'm not sure if there is a way around this... -RW
     """
+
     fused_attn: torch.jit.Final[bool]
 
     def __init__(
-            self,
-            in_features: int,
-            out_features: Optional[int] = None,
-            ref_feat_size: Union[int, Tuple[int, int]] = 7,
-            embed_dim: Optional[int] = None,
-            head_dim: Optional[int] = 64,
-            num_heads: Optional[int] = None,
-            qkv_bias: bool = True,
-            qkv_separate: bool = False,
-            pool_type: str = 'token',
-            class_token: bool = False,
-            drop_rate: float = 0.,
+        self,
+        in_features: int,
+        out_features: Optional[int] = None,  # noqa: UP045
+        ref_feat_size: Union[int, Tuple[int, int]] = 7,  # noqa: UP006, UP007
+        embed_dim: Optional[int] = None,  # noqa: UP045
+        head_dim: Optional[int] = 64,  # noqa: UP045
+        num_heads: Optional[int] = None,  # noqa: UP045
+        qkv_bias: bool = True,
+        qkv_separate: bool = False,
+        pool_type: str = "token",
+        class_token: bool = False,
+        drop_rate: float = 0.0,
     ):
         super().__init__()
-        assert pool_type in ('', 'token')
+        assert pool_type in ("", "token")
         self.embed_dim = embed_dim = embed_dim or in_features
         self.in_features = in_features
         self.out_features = out_features or in_features
@@ -60,7 +62,7 @@ class RotAttentionPool2d(nn.Module):
         self.num_heads = num_heads
         self.head_dim = head_dim
         self.pool_type = pool_type.lower()
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         self.fused_attn = use_fused_attn()
 
         if class_token:
@@ -82,28 +84,28 @@ class RotAttentionPool2d(nn.Module):
     def init_weights(self, zero_init_last: bool = False):
         if self.qkv is None:
             in_features = self.q.in_features
-            trunc_normal_(self.q.weight, std=in_features ** -0.5)
+            trunc_normal_(self.q.weight, std=in_features**-0.5)
             nn.init.zeros_(self.q.bias)
-            trunc_normal_(self.k.weight, std=in_features ** -0.5)
+            trunc_normal_(self.k.weight, std=in_features**-0.5)
             nn.init.zeros_(self.k.bias)
-            trunc_normal_(self.v.weight, std=in_features ** -0.5)
+            trunc_normal_(self.v.weight, std=in_features**-0.5)
             nn.init.zeros_(self.v.bias)
         else:
             in_features = self.qkv.in_features
-            trunc_normal_(self.qkv.weight, std=in_features ** -0.5)
+            trunc_normal_(self.qkv.weight, std=in_features**-0.5)
             nn.init.zeros_(self.qkv.bias)
 
-    def reset(self, num_classes: Optional[int] = None, pool_type: Optional[str] = None):
+    def reset(self, num_classes: Optional[int] = None, pool_type: Optional[str] = None):  # noqa: UP045
         # NOTE: this module is being used as a head, so need compatible reset()
         if pool_type is not None:
-            assert pool_type in ('', 'token')
+            assert pool_type in ("", "token")
             self.pool_type = pool_type
         if num_classes is not None:
             self.proj = nn.Linear(self.in_features, num_classes) if num_classes > 0 else nn.Identity()
             self.out_features = num_classes if num_classes > 0 else self.embed_dim
 
     def _pool(self, x: torch.Tensor, H: int, W: int) -> torch.Tensor:
-        if self.pool_type == 'token':
+        if self.pool_type == "token":
             x = x[:, 0]
         else:
             # if not pooled, return spatial output without token
@@ -148,7 +150,7 @@ class RotAttentionPool2d(nn.Module):
 
 
 class AttentionPool2d(nn.Module):
-    """ Attention based 2D feature pooling w/ learned (absolute) pos embedding.
+    """Attention based 2D feature pooling w/ learned (absolute) pos embedding.
     This is a multi-head attention based replacement for (spatial) average pooling in NN architectures.
 
     It was based on impl in CLIP by OpenAI
@@ -156,24 +158,25 @@ class AttentionPool2d(nn.Module):
 
     NOTE: This requires feature size upon construction and well prevent adaptive sizing of the network.
     """
+
     fused_attn: torch.jit.Final[bool]
 
     def __init__(
-            self,
-            in_features: int,
-            feat_size: Union[int, Tuple[int, int]] = 7,
-            out_features: Optional[int] = None,
-            embed_dim: Optional[int] = None,
-            head_dim: Optional[int] = 64,
-            num_heads: Optional[int] = None,
-            qkv_bias: bool = True,
-            qkv_separate: bool = False,
-            pool_type: str = 'token',
-            class_token: bool = False,
-            drop_rate: float = 0.,
+        self,
+        in_features: int,
+        feat_size: Union[int, Tuple[int, int]] = 7,  # noqa: UP006, UP007
+        out_features: Optional[int] = None,  # noqa: UP045
+        embed_dim: Optional[int] = None,  # noqa: UP045
+        head_dim: Optional[int] = 64,  # noqa: UP045
+        num_heads: Optional[int] = None,  # noqa: UP045
+        qkv_bias: bool = True,
+        qkv_separate: bool = False,
+        pool_type: str = "token",
+        class_token: bool = False,
+        drop_rate: float = 0.0,
     ):
         super().__init__()
-        assert pool_type in ('', 'token')
+        assert pool_type in ("", "token")
         self.embed_dim = embed_dim = embed_dim or in_features
         self.in_features = in_features
         self.out_features = out_features or in_features
@@ -188,7 +191,7 @@ class AttentionPool2d(nn.Module):
         self.num_heads = num_heads
         self.head_dim = head_dim
         self.pool_type = pool_type
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         self.fused_attn = use_fused_attn()
 
         if class_token:
@@ -213,29 +216,29 @@ class AttentionPool2d(nn.Module):
     def init_weights(self, zero_init_last: bool = False):
         if self.qkv is None:
             in_features = self.q.in_features
-            trunc_normal_(self.q.weight, std=in_features ** -0.5)
+            trunc_normal_(self.q.weight, std=in_features**-0.5)
             nn.init.zeros_(self.q.bias)
-            trunc_normal_(self.k.weight, std=in_features ** -0.5)
+            trunc_normal_(self.k.weight, std=in_features**-0.5)
             nn.init.zeros_(self.k.bias)
-            trunc_normal_(self.v.weight, std=in_features ** -0.5)
+            trunc_normal_(self.v.weight, std=in_features**-0.5)
             nn.init.zeros_(self.v.bias)
         else:
             in_features = self.qkv.in_features
-            trunc_normal_(self.qkv.weight, std=in_features ** -0.5)
+            trunc_normal_(self.qkv.weight, std=in_features**-0.5)
             nn.init.zeros_(self.qkv.bias)
-        trunc_normal_(self.pos_embed, std=in_features ** -0.5)
+        trunc_normal_(self.pos_embed, std=in_features**-0.5)
 
-    def reset(self, num_classes: Optional[int] = None, pool_type: Optional[str] = None):
+    def reset(self, num_classes: Optional[int] = None, pool_type: Optional[str] = None):  # noqa: UP045
         # NOTE: this module is being used as a head, so need compatible reset()
         if pool_type is not None:
-            assert pool_type in ('', 'token')
+            assert pool_type in ("", "token")
             self.pool_type = pool_type
         if num_classes is not None:
             self.proj = nn.Linear(self.in_features, num_classes) if num_classes > 0 else nn.Identity()
             self.out_features = num_classes if num_classes > 0 else self.embed_dim
 
     def _pool(self, x: torch.Tensor, H: int, W: int) -> torch.Tensor:
-        if self.pool_type == 'token':
+        if self.pool_type == "token":
             x = x[:, 0]
         else:
             # if not pooled, return spatial output without token

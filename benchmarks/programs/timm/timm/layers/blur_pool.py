@@ -5,8 +5,9 @@ BlurPool layer inspired by
 
 Hacked together by Chris Ha and Ross Wightman
 """
-from functools import partial
-from typing import Optional, Type
+
+from functools import partial  # noqa: I001
+from typing import Optional, Type  # noqa: UP035
 
 import torch
 import torch.nn as nn
@@ -30,14 +31,15 @@ class BlurPool2d(nn.Module):
     Returns:
         torch.Tensor: the transformed tensor.
     """
+
     def __init__(
-            self,
-            channels: Optional[int] = None,
-            filt_size: int = 3,
-            stride: int = 2,
-            pad_mode: str = 'reflect',
+        self,
+        channels: Optional[int] = None,  # noqa: UP045
+        filt_size: int = 3,
+        stride: int = 2,
+        pad_mode: str = "reflect",
     ) -> None:
-        super(BlurPool2d, self).__init__()
+        super(BlurPool2d, self).__init__()  # noqa: UP008
         assert filt_size > 1
         self.channels = channels
         self.filt_size = filt_size
@@ -49,7 +51,7 @@ class BlurPool2d(nn.Module):
         blur_filter = (coeffs[:, None] * coeffs[None, :])[None, None, :, :]
         if channels is not None:
             blur_filter = blur_filter.repeat(self.channels, 1, 1, 1)
-        self.register_buffer('filt', blur_filter, persistent=False)
+        self.register_buffer("filt", blur_filter, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.pad(x, self.padding, mode=self.pad_mode)
@@ -63,29 +65,29 @@ class BlurPool2d(nn.Module):
 
 
 def create_aa(
-        aa_layer: LayerType,
-        channels: Optional[int] = None,
-        stride: int = 2,
-        enable: bool = True,
-        noop: Optional[Type[nn.Module]] = nn.Identity
+    aa_layer: LayerType,
+    channels: Optional[int] = None,  # noqa: UP045
+    stride: int = 2,
+    enable: bool = True,
+    noop: Optional[Type[nn.Module]] = nn.Identity,  # noqa: UP006, UP045
 ) -> nn.Module:
-    """ Anti-aliasing """
+    """Anti-aliasing"""
     if not aa_layer or not enable:
         return noop() if noop is not None else None
 
     if isinstance(aa_layer, str):
-        aa_layer = aa_layer.lower().replace('_', '').replace('-', '')
-        if aa_layer == 'avg' or aa_layer == 'avgpool':
+        aa_layer = aa_layer.lower().replace("_", "").replace("-", "")
+        if aa_layer == "avg" or aa_layer == "avgpool":
             aa_layer = nn.AvgPool2d
-        elif aa_layer == 'blur' or aa_layer == 'blurpool':
+        elif aa_layer == "blur" or aa_layer == "blurpool":
             aa_layer = BlurPool2d
-        elif aa_layer == 'blurpc':
-            aa_layer = partial(BlurPool2d, pad_mode='constant')
+        elif aa_layer == "blurpc":
+            aa_layer = partial(BlurPool2d, pad_mode="constant")
 
         else:
-            assert False, f"Unknown anti-aliasing layer ({aa_layer})."
+            assert False, f"Unknown anti-aliasing layer ({aa_layer})."  # noqa: B011
 
     try:
         return aa_layer(channels=channels, stride=stride)
-    except TypeError as e:
+    except TypeError as e:  # noqa: F841
         return aa_layer(stride)

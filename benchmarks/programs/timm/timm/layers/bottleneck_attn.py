@@ -1,4 +1,4 @@
-""" Bottleneck Self Attention (Bottleneck Transformers)
+"""Bottleneck Self Attention (Bottleneck Transformers)
 
 Paper: `Bottleneck Transformers for Visual Recognition` - https://arxiv.org/abs/2101.11605
 
@@ -14,7 +14,8 @@ This impl is a WIP but given that it is based on the ref gist likely not too far
 
 Hacked together by / Copyright 2021 Ross Wightman
 """
-from typing import List
+
+from typing import List  # noqa: I001, UP035
 
 import torch
 import torch.nn as nn
@@ -25,8 +26,8 @@ from .weight_init import trunc_normal_
 from .trace_utils import _assert
 
 
-def rel_logits_1d(q, rel_k, permute_mask: List[int]):
-    """ Compute relative logits along one dimension
+def rel_logits_1d(q, rel_k, permute_mask: List[int]):  # noqa: UP006
+    """Compute relative logits along one dimension
 
     As per: https://gist.github.com/aravindsrinivas/56359b79f0ce4449bcb04ab4b56a57a2
     Originally from: `Attention Augmented Convolutional Networks` - https://arxiv.org/abs/1904.09925
@@ -37,8 +38,8 @@ def rel_logits_1d(q, rel_k, permute_mask: List[int]):
         permute_mask: permute output dim according to this
     """
     B, H, W, dim = q.shape
-    x = (q @ rel_k.transpose(-1, -2))
-    x = x.reshape(-1, W, 2 * W -1)
+    x = q @ rel_k.transpose(-1, -2)
+    x = x.reshape(-1, W, 2 * W - 1)
 
     # pad to shift from relative to absolute indexing
     x_pad = F.pad(x, [0, 1]).flatten(1)
@@ -46,7 +47,7 @@ def rel_logits_1d(q, rel_k, permute_mask: List[int]):
 
     # reshape and slice out the padded elements
     x_pad = x_pad.reshape(-1, W + 1, 2 * W - 1)
-    x = x_pad[:, :W, W - 1:]
+    x = x_pad[:, :W, W - 1 :]
 
     # reshape and tile
     x = x.reshape(B, H, 1, W, W).expand(-1, -1, H, -1, -1)
@@ -54,10 +55,11 @@ def rel_logits_1d(q, rel_k, permute_mask: List[int]):
 
 
 class PosEmbedRel(nn.Module):
-    """ Relative Position Embedding
+    """Relative Position Embedding
     As per: https://gist.github.com/aravindsrinivas/56359b79f0ce4449bcb04ab4b56a57a2
     Originally from: `Attention Augmented Convolutional Networks` - https://arxiv.org/abs/1904.09925
     """
+
     def __init__(self, feat_size, dim_head, scale):
         super().__init__()
         self.height, self.width = to_2tuple(feat_size)
@@ -82,7 +84,7 @@ class PosEmbedRel(nn.Module):
 
 
 class BottleneckAttn(nn.Module):
-    """ Bottleneck Attention
+    """Bottleneck Attention
     Paper: `Bottleneck Transformers for Visual Recognition` - https://arxiv.org/abs/2101.11605
 
     The internal dimensions of the attention module are controlled by the interaction of several arguments.
@@ -103,11 +105,21 @@ class BottleneckAttn(nn.Module):
         qkv_bias (bool): add bias to q, k, and v projections
         scale_pos_embed (bool): scale the position embedding as well as Q @ K
     """
+
     def __init__(
-            self, dim, dim_out=None, feat_size=None, stride=1, num_heads=4, dim_head=None,
-            qk_ratio=1.0, qkv_bias=False, scale_pos_embed=False):
+        self,
+        dim,
+        dim_out=None,
+        feat_size=None,
+        stride=1,
+        num_heads=4,
+        dim_head=None,
+        qk_ratio=1.0,
+        qkv_bias=False,
+        scale_pos_embed=False,
+    ):
         super().__init__()
-        assert feat_size is not None, 'A concrete feature size matching expected input (H, W) is required'
+        assert feat_size is not None, "A concrete feature size matching expected input (H, W) is required"
         dim_out = dim_out or dim
         assert dim_out % num_heads == 0
         self.num_heads = num_heads
@@ -115,7 +127,7 @@ class BottleneckAttn(nn.Module):
         self.dim_head_v = dim_out // self.num_heads
         self.dim_out_qk = num_heads * self.dim_head_qk
         self.dim_out_v = num_heads * self.dim_head_v
-        self.scale = self.dim_head_qk ** -0.5
+        self.scale = self.dim_head_qk**-0.5
         self.scale_pos_embed = scale_pos_embed
 
         self.qkv = nn.Conv2d(dim, self.dim_out_qk * 2 + self.dim_out_v, 1, bias=qkv_bias)
@@ -134,8 +146,8 @@ class BottleneckAttn(nn.Module):
 
     def forward(self, x):
         B, C, H, W = x.shape
-        _assert(H == self.pos_embed.height, '')
-        _assert(W == self.pos_embed.width, '')
+        _assert(H == self.pos_embed.height, "")
+        _assert(W == self.pos_embed.width, "")
 
         x = self.qkv(x)  # B, (2 * dim_head_qk + dim_head_v) * num_heads, H, W
 

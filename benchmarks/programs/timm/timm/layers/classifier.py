@@ -1,14 +1,15 @@
-""" Classifier head and layer factory
+"""Classifier head and layer factory
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-from collections import OrderedDict
+
+from collections import OrderedDict  # noqa: I001
 from functools import partial
-from typing import Optional, Union, Callable
+from typing import Optional, Union, Callable  # noqa: UP035
 
 import torch
 import torch.nn as nn
-from torch.nn import functional as F
+from torch.nn import functional as F  # noqa: F401
 
 from .adaptive_avgmax_pool import SelectAdaptivePool2d
 from .create_act import get_act_layer
@@ -16,11 +17,11 @@ from .create_norm import get_norm_layer
 
 
 def _create_pool(
-        num_features: int,
-        num_classes: int,
-        pool_type: str = 'avg',
-        use_conv: bool = False,
-        input_fmt: Optional[str] = None,
+    num_features: int,
+    num_classes: int,
+    pool_type: str = "avg",
+    use_conv: bool = False,
+    input_fmt: Optional[str] = None,  # noqa: UP045
 ):
     flatten_in_pool = not use_conv  # flatten when we use a Linear layer after pooling
     if not pool_type:
@@ -45,12 +46,12 @@ def _create_fc(num_features, num_classes, use_conv=False):
 
 
 def create_classifier(
-        num_features: int,
-        num_classes: int,
-        pool_type: str = 'avg',
-        use_conv: bool = False,
-        input_fmt: str = 'NCHW',
-        drop_rate: Optional[float] = None,
+    num_features: int,
+    num_classes: int,
+    pool_type: str = "avg",
+    use_conv: bool = False,
+    input_fmt: str = "NCHW",
+    drop_rate: Optional[float] = None,  # noqa: UP045
 ):
     global_pool, num_pooled_features = _create_pool(
         num_features,
@@ -74,13 +75,13 @@ class ClassifierHead(nn.Module):
     """Classifier head w/ configurable global pooling and dropout."""
 
     def __init__(
-            self,
-            in_features: int,
-            num_classes: int,
-            pool_type: str = 'avg',
-            drop_rate: float = 0.,
-            use_conv: bool = False,
-            input_fmt: str = 'NCHW',
+        self,
+        in_features: int,
+        num_classes: int,
+        pool_type: str = "avg",
+        drop_rate: float = 0.0,
+        use_conv: bool = False,
+        input_fmt: str = "NCHW",
     ):
         """
         Args:
@@ -89,7 +90,7 @@ class ClassifierHead(nn.Module):
             pool_type: Global pooling type, pooling disabled if empty string ('').
             drop_rate: Pre-classifier dropout rate.
         """
-        super(ClassifierHead, self).__init__()
+        super(ClassifierHead, self).__init__()  # noqa: UP008
         self.in_features = in_features
         self.use_conv = use_conv
         self.input_fmt = input_fmt
@@ -106,7 +107,7 @@ class ClassifierHead(nn.Module):
         self.fc = fc
         self.flatten = nn.Flatten(1) if use_conv and pool_type else nn.Identity()
 
-    def reset(self, num_classes: int, pool_type: Optional[str] = None):
+    def reset(self, num_classes: int, pool_type: Optional[str] = None):  # noqa: UP045
         if pool_type is not None and pool_type != self.global_pool.pool_type:
             self.global_pool, self.fc = create_classifier(
                 self.in_features,
@@ -134,17 +135,17 @@ class ClassifierHead(nn.Module):
 
 
 class NormMlpClassifierHead(nn.Module):
-    """ A Pool -> Norm -> Mlp Classifier Head for '2D' NCHW tensors
-    """
+    """A Pool -> Norm -> Mlp Classifier Head for '2D' NCHW tensors"""
+
     def __init__(
-            self,
-            in_features: int,
-            num_classes: int,
-            hidden_size: Optional[int] = None,
-            pool_type: str = 'avg',
-            drop_rate: float = 0.,
-            norm_layer: Union[str, Callable] = 'layernorm2d',
-            act_layer: Union[str, Callable] = 'tanh',
+        self,
+        in_features: int,
+        num_classes: int,
+        hidden_size: Optional[int] = None,  # noqa: UP045
+        pool_type: str = "avg",
+        drop_rate: float = 0.0,
+        norm_layer: Union[str, Callable] = "layernorm2d",  # noqa: UP007
+        act_layer: Union[str, Callable] = "tanh",  # noqa: UP007
     ):
         """
         Args:
@@ -169,25 +170,30 @@ class NormMlpClassifierHead(nn.Module):
         self.norm = norm_layer(in_features)
         self.flatten = nn.Flatten(1) if pool_type else nn.Identity()
         if hidden_size:
-            self.pre_logits = nn.Sequential(OrderedDict([
-                ('fc', linear_layer(in_features, hidden_size)),
-                ('act', act_layer()),
-            ]))
+            self.pre_logits = nn.Sequential(
+                OrderedDict(
+                    [
+                        ("fc", linear_layer(in_features, hidden_size)),
+                        ("act", act_layer()),
+                    ]
+                )
+            )
             self.num_features = hidden_size
         else:
             self.pre_logits = nn.Identity()
         self.drop = nn.Dropout(drop_rate)
         self.fc = linear_layer(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
 
-    def reset(self, num_classes: int, pool_type: Optional[str] = None):
+    def reset(self, num_classes: int, pool_type: Optional[str] = None):  # noqa: UP045
         if pool_type is not None:
             self.global_pool = SelectAdaptivePool2d(pool_type=pool_type)
             self.flatten = nn.Flatten(1) if pool_type else nn.Identity()
         self.use_conv = self.global_pool.is_identity()
         linear_layer = partial(nn.Conv2d, kernel_size=1) if self.use_conv else nn.Linear
         if self.hidden_size:
-            if ((isinstance(self.pre_logits.fc, nn.Conv2d) and not self.use_conv) or
-                    (isinstance(self.pre_logits.fc, nn.Linear) and self.use_conv)):
+            if (isinstance(self.pre_logits.fc, nn.Conv2d) and not self.use_conv) or (
+                isinstance(self.pre_logits.fc, nn.Linear) and self.use_conv
+            ):
                 with torch.no_grad():
                     new_fc = linear_layer(self.in_features, self.hidden_size)
                     new_fc.weight.copy_(self.pre_logits.fc.weight.reshape(new_fc.weight.shape))
@@ -208,18 +214,18 @@ class NormMlpClassifierHead(nn.Module):
 
 
 class ClNormMlpClassifierHead(nn.Module):
-    """ A Pool -> Norm -> Mlp Classifier Head for n-D NxxC tensors
-    """
+    """A Pool -> Norm -> Mlp Classifier Head for n-D NxxC tensors"""
+
     def __init__(
-            self,
-            in_features: int,
-            num_classes: int,
-            hidden_size: Optional[int] = None,
-            pool_type: str = 'avg',
-            drop_rate: float = 0.,
-            norm_layer: Union[str, Callable] = 'layernorm',
-            act_layer: Union[str, Callable] = 'gelu',
-            input_fmt: str = 'NHWC',
+        self,
+        in_features: int,
+        num_classes: int,
+        hidden_size: Optional[int] = None,  # noqa: UP045
+        pool_type: str = "avg",
+        drop_rate: float = 0.0,
+        norm_layer: Union[str, Callable] = "layernorm",  # noqa: UP007
+        act_layer: Union[str, Callable] = "gelu",  # noqa: UP007
+        input_fmt: str = "NHWC",
     ):
         """
         Args:
@@ -235,26 +241,30 @@ class ClNormMlpClassifierHead(nn.Module):
         self.in_features = in_features
         self.hidden_size = hidden_size
         self.num_features = in_features
-        assert pool_type in ('', 'avg', 'max', 'avgmax')
+        assert pool_type in ("", "avg", "max", "avgmax")
         self.pool_type = pool_type
-        assert input_fmt in ('NHWC', 'NLC')
-        self.pool_dim = 1 if input_fmt == 'NLC' else (1, 2)
+        assert input_fmt in ("NHWC", "NLC")
+        self.pool_dim = 1 if input_fmt == "NLC" else (1, 2)
         norm_layer = get_norm_layer(norm_layer)
         act_layer = get_act_layer(act_layer)
 
         self.norm = norm_layer(in_features)
         if hidden_size:
-            self.pre_logits = nn.Sequential(OrderedDict([
-                ('fc', nn.Linear(in_features, hidden_size)),
-                ('act', act_layer()),
-            ]))
+            self.pre_logits = nn.Sequential(
+                OrderedDict(
+                    [
+                        ("fc", nn.Linear(in_features, hidden_size)),
+                        ("act", act_layer()),
+                    ]
+                )
+            )
             self.num_features = hidden_size
         else:
             self.pre_logits = nn.Identity()
         self.drop = nn.Dropout(drop_rate)
         self.fc = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
 
-    def reset(self, num_classes: int, pool_type: Optional[str] = None, reset_other: bool = False):
+    def reset(self, num_classes: int, pool_type: Optional[str] = None, reset_other: bool = False):  # noqa: UP045
         if pool_type is not None:
             self.pool_type = pool_type
         if reset_other:
@@ -264,11 +274,11 @@ class ClNormMlpClassifierHead(nn.Module):
 
     def _global_pool(self, x):
         if self.pool_type:
-            if self.pool_type == 'avg':
+            if self.pool_type == "avg":
                 x = x.mean(dim=self.pool_dim)
-            elif self.pool_type == 'max':
+            elif self.pool_type == "max":
                 x = x.amax(dim=self.pool_dim)
-            elif self.pool_type == 'avgmax':
+            elif self.pool_type == "avgmax":
                 x = 0.5 * (x.amax(dim=self.pool_dim) + x.mean(dim=self.pool_dim))
         return x
 

@@ -1,5 +1,5 @@
-""" Model / Layer Config singleton state
-"""
+"""Model / Layer Config singleton state"""
+
 import os
 import warnings
 from typing import Any, Optional
@@ -7,9 +7,17 @@ from typing import Any, Optional
 import torch
 
 __all__ = [
-    'is_exportable', 'is_scriptable', 'is_no_jit', 'use_fused_attn',
-    'set_exportable', 'set_scriptable', 'set_no_jit', 'set_layer_config', 'set_fused_attn',
-    'set_reentrant_ckpt', 'use_reentrant_ckpt'
+    "is_exportable",
+    "is_scriptable",
+    "is_no_jit",
+    "use_fused_attn",
+    "set_exportable",
+    "set_scriptable",
+    "set_no_jit",
+    "set_layer_config",
+    "set_fused_attn",
+    "set_reentrant_ckpt",
+    "use_reentrant_ckpt",
 ]
 
 # Set to True if prefer to have layers with no jit optimization (includes activations)
@@ -28,15 +36,15 @@ _SCRIPTABLE = False
 
 
 # use torch.scaled_dot_product_attention where possible
-_HAS_FUSED_ATTN = hasattr(torch.nn.functional, 'scaled_dot_product_attention')
-if 'TIMM_FUSED_ATTN' in os.environ:
-    _USE_FUSED_ATTN = int(os.environ['TIMM_FUSED_ATTN'])
+_HAS_FUSED_ATTN = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+if "TIMM_FUSED_ATTN" in os.environ:
+    _USE_FUSED_ATTN = int(os.environ["TIMM_FUSED_ATTN"])
 else:
     _USE_FUSED_ATTN = 1  # 0 == off, 1 == on (for tested use), 2 == on (for experimental use)
 
 
-if 'TIMM_REENTRANT_CKPT' in os.environ:
-    _USE_REENTRANT_CKPT = bool(os.environ['TIMM_REENTRANT_CKPT'])
+if "TIMM_REENTRANT_CKPT" in os.environ:
+    _USE_REENTRANT_CKPT = bool(os.environ["TIMM_REENTRANT_CKPT"])
 else:
     _USE_REENTRANT_CKPT = False  # defaults to disabled (off)
 
@@ -99,15 +107,17 @@ class set_scriptable:
 
 
 class set_layer_config:
-    """ Layer config context manager that allows setting all layer config flags at once.
+    """Layer config context manager that allows setting all layer config flags at once.
     If a flag arg is None, it will not change the current value.
     """
+
     def __init__(
-            self,
-            scriptable: Optional[bool] = None,
-            exportable: Optional[bool] = None,
-            no_jit: Optional[bool] = None,
-            no_activation_jit: Optional[bool] = None):
+        self,
+        scriptable: Optional[bool] = None,  # noqa: UP045
+        exportable: Optional[bool] = None,  # noqa: UP045
+        no_jit: Optional[bool] = None,  # noqa: UP045
+        no_activation_jit: Optional[bool] = None,  # noqa: UP045
+    ):
         global _SCRIPTABLE
         global _EXPORTABLE
         global _NO_JIT
@@ -146,7 +156,7 @@ def use_fused_attn(experimental: bool = False) -> bool:
 def set_fused_attn(enable: bool = True, experimental: bool = False):
     global _USE_FUSED_ATTN
     if not _HAS_FUSED_ATTN:
-        warnings.warn('This version of pytorch does not have F.scaled_dot_product_attention, fused_attn flag ignored.')
+        warnings.warn("This version of pytorch does not have F.scaled_dot_product_attention, fused_attn flag ignored.")  # noqa: B028
         return
     if experimental and enable:
         _USE_FUSED_ATTN = 2

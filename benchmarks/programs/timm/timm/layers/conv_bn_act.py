@@ -1,8 +1,9 @@
-""" Conv2d + BN + Act
+"""Conv2d + BN + Act
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-from typing import Any, Dict, Optional, Type
+
+from typing import Any, Dict, Optional, Type  # noqa: I001, UP035
 
 from torch import nn as nn
 
@@ -14,26 +15,26 @@ from .create_norm_act import get_norm_act_layer
 
 class ConvNormAct(nn.Module):
     def __init__(
-            self,
-            in_channels: int,
-            out_channels: int,
-            kernel_size: int = 1,
-            stride: int = 1,
-            padding: PadType = '',
-            dilation: int = 1,
-            groups: int = 1,
-            bias: bool = False,
-            apply_norm: bool = True,
-            apply_act: bool = True,
-            norm_layer: LayerType = nn.BatchNorm2d,
-            act_layer: Optional[LayerType] = nn.ReLU,
-            aa_layer: Optional[LayerType] = None,
-            drop_layer: Optional[Type[nn.Module]] = None,
-            conv_kwargs: Optional[Dict[str, Any]] = None,
-            norm_kwargs: Optional[Dict[str, Any]] = None,
-            act_kwargs: Optional[Dict[str, Any]] = None,
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int = 1,
+        stride: int = 1,
+        padding: PadType = "",
+        dilation: int = 1,
+        groups: int = 1,
+        bias: bool = False,
+        apply_norm: bool = True,
+        apply_act: bool = True,
+        norm_layer: LayerType = nn.BatchNorm2d,
+        act_layer: Optional[LayerType] = nn.ReLU,  # noqa: UP045
+        aa_layer: Optional[LayerType] = None,  # noqa: UP045
+        drop_layer: Optional[Type[nn.Module]] = None,  # noqa: UP006, UP045
+        conv_kwargs: Optional[Dict[str, Any]] = None,  # noqa: UP006, UP045
+        norm_kwargs: Optional[Dict[str, Any]] = None,  # noqa: UP006, UP045
+        act_kwargs: Optional[Dict[str, Any]] = None,  # noqa: UP006, UP045
     ):
-        super(ConvNormAct, self).__init__()
+        super(ConvNormAct, self).__init__()  # noqa: UP008
         conv_kwargs = conv_kwargs or {}
         norm_kwargs = norm_kwargs or {}
         act_kwargs = act_kwargs or {}
@@ -56,7 +57,7 @@ class ConvNormAct(nn.Module):
             norm_act_layer = get_norm_act_layer(norm_layer, act_layer)
             # NOTE for backwards (weight) compatibility, norm layer name remains `.bn`
             if drop_layer:
-                norm_kwargs['drop_layer'] = drop_layer
+                norm_kwargs["drop_layer"] = drop_layer
             self.bn = norm_act_layer(
                 out_channels,
                 apply_act=apply_act,
@@ -66,8 +67,8 @@ class ConvNormAct(nn.Module):
         else:
             self.bn = nn.Sequential()
             if drop_layer:
-                norm_kwargs['drop_layer'] = drop_layer
-                self.bn.add_module('drop', drop_layer())
+                norm_kwargs["drop_layer"] = drop_layer
+                self.bn.add_module("drop", drop_layer())
 
         self.aa = create_aa(aa_layer, out_channels, stride=stride, enable=use_aa, noop=None)
 
@@ -82,11 +83,11 @@ class ConvNormAct(nn.Module):
     def forward(self, x):
         x = self.conv(x)
         x = self.bn(x)
-        aa = getattr(self, 'aa', None)
+        aa = getattr(self, "aa", None)
         if aa is not None:
             x = self.aa(x)
         return x
 
 
 ConvBnAct = ConvNormAct
-ConvNormActAa = ConvNormAct   # backwards compat, when they were separate
+ConvNormActAa = ConvNormAct  # backwards compat, when they were separate

@@ -1,12 +1,13 @@
-""" Norm Layer Factory
+"""Norm Layer Factory
 
 Create norm modules by string (to mirror create_act and creat_norm-act fns)
 
 Copyright 2022 Ross Wightman
 """
-import functools
+
+import functools  # noqa: I001
 import types
-from typing import Type
+from typing import Type  # noqa: F401, UP035
 
 import torch.nn as nn
 
@@ -50,7 +51,7 @@ def get_norm_layer(norm_layer):
     if isinstance(norm_layer, str):
         if not norm_layer:
             return None
-        layer_name = norm_layer.replace('_', '').lower()
+        layer_name = norm_layer.replace("_", "").lower()
         norm_layer = _NORM_MAP[layer_name]
     else:
         norm_layer = norm_layer

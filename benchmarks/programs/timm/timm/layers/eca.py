@@ -33,7 +33,8 @@ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
 OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 """
-import math
+
+import math  # noqa: I001
 from torch import nn
 import torch.nn.functional as F
 
@@ -57,10 +58,21 @@ class EcaModule(nn.Module):
         act_layer: optional non-linearity after conv, enables conv bias, this is an experiment
         gate_layer: gating non-linearity to use
     """
+
     def __init__(
-            self, channels=None, kernel_size=3, gamma=2, beta=1, act_layer=None, gate_layer='sigmoid',
-            rd_ratio=1/8, rd_channels=None, rd_divisor=8, use_mlp=False):
-        super(EcaModule, self).__init__()
+        self,
+        channels=None,
+        kernel_size=3,
+        gamma=2,
+        beta=1,
+        act_layer=None,
+        gate_layer="sigmoid",
+        rd_ratio=1 / 8,
+        rd_channels=None,
+        rd_divisor=8,
+        use_mlp=False,
+    ):
+        super(EcaModule, self).__init__()  # noqa: UP008
         if channels is not None:
             t = int(abs(math.log(channels, 2) + beta) / gamma)
             kernel_size = max(t if t % 2 else t + 1, 3)
@@ -118,8 +130,8 @@ class CecaModule(nn.Module):
         gate_layer: gating non-linearity to use
     """
 
-    def __init__(self, channels=None, kernel_size=3, gamma=2, beta=1, act_layer=None, gate_layer='sigmoid'):
-        super(CecaModule, self).__init__()
+    def __init__(self, channels=None, kernel_size=3, gamma=2, beta=1, act_layer=None, gate_layer="sigmoid"):
+        super(CecaModule, self).__init__()  # noqa: UP008
         if channels is not None:
             t = int(abs(math.log(channels, 2) + beta) / gamma)
             kernel_size = max(t if t % 2 else t + 1, 3)
@@ -136,7 +148,7 @@ class CecaModule(nn.Module):
     def forward(self, x):
         y = x.mean((2, 3)).view(x.shape[0], 1, -1)
         # Manually implement circular padding, F.pad does not seemed to be bugged
-        y = F.pad(y, (self.padding, self.padding), mode='circular')
+        y = F.pad(y, (self.padding, self.padding), mode="circular")
         y = self.conv(y)
         y = self.gate(y).view(x.shape[0], -1, 1, 1)
         return x * y.expand_as(x)

@@ -1,4 +1,4 @@
-""" EvoNorm in PyTorch
+"""EvoNorm in PyTorch
 
 Based on `Evolving Normalization-Activation Layers` - https://arxiv.org/abs/2004.02967
 @inproceedings{NEURIPS2020,
@@ -23,11 +23,12 @@ GPU, similar train speeds for EvoNormS variants and BatchNorm.
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-from typing import Sequence, Union
+
+from typing import Sequence, Union  # noqa: UP035
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: F401
 
 from .create_act import create_act_layer
 from .trace_utils import _assert
@@ -41,6 +42,8 @@ def instance_std(x, eps: float = 1e-5):
 def instance_std_tpu(x, eps: float = 1e-5):
     std = manual_var(x, dim=(2, 3)).add(eps).sqrt()
     return std.expand(x.shape)
+
+
 # instance_std = instance_std_tpu
 
 
@@ -49,7 +52,7 @@ def instance_rms(x, eps: float = 1e-5):
     return rms.expand(x.shape)
 
 
-def manual_var(x, dim: Union[int, Sequence[int]], diff_sqm: bool = False):
+def manual_var(x, dim: Union[int, Sequence[int]], diff_sqm: bool = False):  # noqa: UP007
     xm = x.mean(dim=dim, keepdim=True)
     if diff_sqm:
         # difference of squared mean and mean squared, faster on TPU can be less stable
@@ -62,7 +65,7 @@ def manual_var(x, dim: Union[int, Sequence[int]], diff_sqm: bool = False):
 def group_std(x, groups: int = 32, eps: float = 1e-5, flatten: bool = False):
     B, C, H, W = x.shape
     x_dtype = x.dtype
-    _assert(C % groups == 0, '')
+    _assert(C % groups == 0, "")
     if flatten:
         x = x.reshape(B, groups, -1)  # FIXME simpler shape causing TPU / XLA issues
         std = x.float().var(dim=2, unbiased=False, keepdim=True).add(eps).sqrt().to(x_dtype)
@@ -76,7 +79,7 @@ def group_std_tpu(x, groups: int = 32, eps: float = 1e-5, diff_sqm: bool = False
     # This is a workaround for some stability / odd behaviour of .var and .std
     # running on PyTorch XLA w/ TPUs. These manual var impl are producing much better results
     B, C, H, W = x.shape
-    _assert(C % groups == 0, '')
+    _assert(C % groups == 0, "")
     if flatten:
         x = x.reshape(B, groups, -1)  # FIXME simpler shape causing TPU / XLA issues
         var = manual_var(x, dim=-1, diff_sqm=diff_sqm)
@@ -84,12 +87,14 @@ def group_std_tpu(x, groups: int = 32, eps: float = 1e-5, diff_sqm: bool = False
         x = x.reshape(B, groups, C // groups, H, W)
         var = manual_var(x, dim=(2, 3, 4), diff_sqm=diff_sqm)
     return var.add(eps).sqrt().expand(x.shape).reshape(B, C, H, W)
-#group_std = group_std_tpu  # FIXME TPU temporary
+
+
+# group_std = group_std_tpu  # FIXME TPU temporary
 
 
 def group_rms(x, groups: int = 32, eps: float = 1e-5):
     B, C, H, W = x.shape
-    _assert(C % groups == 0, '')
+    _assert(C % groups == 0, "")
     x_dtype = x.dtype
     x = x.reshape(B, groups, C // groups, H, W)
     rms = x.float().square().mean(dim=(2, 3, 4), keepdim=True).add(eps).sqrt_().to(x_dtype)
@@ -105,7 +110,7 @@ class EvoNorm2dB0(nn.Module):
         self.weight = nn.Parameter(torch.ones(num_features))
         self.bias = nn.Parameter(torch.zeros(num_features))
         self.v = nn.Parameter(torch.ones(num_features)) if apply_act else None
-        self.register_buffer('running_var', torch.ones(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -115,7 +120,7 @@ class EvoNorm2dB0(nn.Module):
             nn.init.ones_(self.v)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         if self.v is not None:
@@ -124,8 +129,8 @@ class EvoNorm2dB0(nn.Module):
                 # var = manual_var(x, dim=(0, 2, 3)).squeeze()
                 n = x.numel() / x.shape[1]
                 self.running_var.copy_(
-                    self.running_var * (1 - self.momentum) +
-                    var.detach() * self.momentum * (n / (n - 1)))
+                    self.running_var * (1 - self.momentum) + var.detach() * self.momentum * (n / (n - 1))
+                )
             else:
                 var = self.running_var
             left = var.add(self.eps).sqrt_().to(x_dtype).view(v_shape).expand_as(x)
@@ -143,7 +148,7 @@ class EvoNorm2dB1(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(num_features))
         self.bias = nn.Parameter(torch.zeros(num_features))
-        self.register_buffer('running_var', torch.ones(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -151,7 +156,7 @@ class EvoNorm2dB1(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         if self.apply_act:
@@ -159,8 +164,9 @@ class EvoNorm2dB1(nn.Module):
                 var = x.float().var(dim=(0, 2, 3), unbiased=False)
                 n = x.numel() / x.shape[1]
                 self.running_var.copy_(
-                    self.running_var * (1 - self.momentum) +
-                    var.detach().to(self.running_var.dtype) * self.momentum * (n / (n - 1)))
+                    self.running_var * (1 - self.momentum)
+                    + var.detach().to(self.running_var.dtype) * self.momentum * (n / (n - 1))
+                )
             else:
                 var = self.running_var
             var = var.to(x_dtype).view(v_shape)
@@ -178,7 +184,7 @@ class EvoNorm2dB2(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(num_features))
         self.bias = nn.Parameter(torch.zeros(num_features))
-        self.register_buffer('running_var', torch.ones(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -186,7 +192,7 @@ class EvoNorm2dB2(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         if self.apply_act:
@@ -194,8 +200,9 @@ class EvoNorm2dB2(nn.Module):
                 var = x.float().var(dim=(0, 2, 3), unbiased=False)
                 n = x.numel() / x.shape[1]
                 self.running_var.copy_(
-                    self.running_var * (1 - self.momentum) +
-                    var.detach().to(self.running_var.dtype) * self.momentum * (n / (n - 1)))
+                    self.running_var * (1 - self.momentum)
+                    + var.detach().to(self.running_var.dtype) * self.momentum * (n / (n - 1))
+                )
             else:
                 var = self.running_var
             var = var.to(x_dtype).view(v_shape)
@@ -227,7 +234,7 @@ class EvoNorm2dS0(nn.Module):
             nn.init.ones_(self.v)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         if self.v is not None:
@@ -238,11 +245,10 @@ class EvoNorm2dS0(nn.Module):
 
 class EvoNorm2dS0a(EvoNorm2dS0):
     def __init__(self, num_features, groups=32, group_size=None, apply_act=True, eps=1e-3, **_):
-        super().__init__(
-            num_features, groups=groups, group_size=group_size, apply_act=apply_act, eps=eps)
+        super().__init__(num_features, groups=groups, group_size=group_size, apply_act=apply_act, eps=eps)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         d = group_std(x, self.groups, self.eps)
@@ -254,9 +260,7 @@ class EvoNorm2dS0a(EvoNorm2dS0):
 
 
 class EvoNorm2dS1(nn.Module):
-    def __init__(
-            self, num_features, groups=32, group_size=None,
-            apply_act=True, act_layer=None, eps=1e-5, **_):
+    def __init__(self, num_features, groups=32, group_size=None, apply_act=True, act_layer=None, eps=1e-5, **_):
         super().__init__()
         act_layer = act_layer or nn.SiLU
         self.apply_act = apply_act  # apply activation (non-linearity)
@@ -280,7 +284,7 @@ class EvoNorm2dS1(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         if self.apply_act:
@@ -289,14 +293,13 @@ class EvoNorm2dS1(nn.Module):
 
 
 class EvoNorm2dS1a(EvoNorm2dS1):
-    def __init__(
-            self, num_features, groups=32, group_size=None,
-            apply_act=True, act_layer=None, eps=1e-3, **_):
+    def __init__(self, num_features, groups=32, group_size=None, apply_act=True, act_layer=None, eps=1e-3, **_):
         super().__init__(
-            num_features, groups=groups, group_size=group_size, apply_act=apply_act, act_layer=act_layer, eps=eps)
+            num_features, groups=groups, group_size=group_size, apply_act=apply_act, act_layer=act_layer, eps=eps
+        )
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         x = self.act(x) / group_std(x, self.groups, self.eps)
@@ -304,9 +307,7 @@ class EvoNorm2dS1a(EvoNorm2dS1):
 
 
 class EvoNorm2dS2(nn.Module):
-    def __init__(
-            self, num_features, groups=32, group_size=None,
-            apply_act=True, act_layer=None, eps=1e-5, **_):
+    def __init__(self, num_features, groups=32, group_size=None, apply_act=True, act_layer=None, eps=1e-5, **_):
         super().__init__()
         act_layer = act_layer or nn.SiLU
         self.apply_act = apply_act  # apply activation (non-linearity)
@@ -329,7 +330,7 @@ class EvoNorm2dS2(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         if self.apply_act:
@@ -338,14 +339,13 @@ class EvoNorm2dS2(nn.Module):
 
 
 class EvoNorm2dS2a(EvoNorm2dS2):
-    def __init__(
-            self, num_features, groups=32, group_size=None,
-            apply_act=True, act_layer=None, eps=1e-3, **_):
+    def __init__(self, num_features, groups=32, group_size=None, apply_act=True, act_layer=None, eps=1e-3, **_):
         super().__init__(
-            num_features, groups=groups, group_size=group_size, apply_act=apply_act, act_layer=act_layer, eps=eps)
+            num_features, groups=groups, group_size=group_size, apply_act=apply_act, act_layer=act_layer, eps=eps
+        )
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         x = self.act(x) / group_rms(x, self.groups, self.eps)

@@ -1,4 +1,4 @@
-""" 'Fast' Normalization Functions
+"""'Fast' Normalization Functions
 
 For GroupNorm and LayerNorm these functions bypass typical AMP upcast to float32.
 
@@ -6,51 +6,54 @@ Additionally, for LayerNorm, the APEX fused LN is used if available (which also 
 
 Hacked together by / Copyright 2022 Ross Wightman
 """
-from typing import List, Optional
+
+from typing import List, Optional  # noqa: UP035
 
 import torch
 from torch.nn import functional as F
 
 try:
     from apex.normalization.fused_layer_norm import fused_layer_norm_affine
+
     has_apex = True
 except ImportError:
     has_apex = False
 
 try:
-    from apex.normalization.fused_layer_norm import fused_rms_norm_affine, fused_rms_norm
+    from apex.normalization.fused_layer_norm import fused_rms_norm_affine, fused_rms_norm  # noqa: I001
+
     has_apex_rmsnorm = True
 except ImportError:
     has_apex_rmsnorm = False
 
 
-has_torch_rms_norm = hasattr(F, 'rms_norm')
+has_torch_rms_norm = hasattr(F, "rms_norm")
 
 # fast (ie lower precision LN) can be disabled with this flag if issues crop up
 _USE_FAST_NORM = False  # defaulting to False for now
 
 
-def get_autocast_dtype(device: str = 'cuda'):
+def get_autocast_dtype(device: str = "cuda"):
     try:
         return torch.get_autocast_dtype(device)
     except (AttributeError, TypeError):
         # dispatch to older device specific fns, only covering cuda/cpu devices here
-        if device == 'cpu':
+        if device == "cpu":
             return torch.get_autocast_cpu_dtype()
         else:
-            assert device == 'cuda'
+            assert device == "cuda"
             return torch.get_autocast_gpu_dtype()
 
 
-def is_autocast_enabled(device: str = 'cuda'):
+def is_autocast_enabled(device: str = "cuda"):
     try:
         return torch.is_autocast_enabled(device)
     except TypeError:
         # dispatch to older device specific fns, only covering cuda/cpu devices here
-        if device == 'cpu':
+        if device == "cpu":
             return torch.is_autocast_cpu_enabled()
         else:
-            assert device == 'cuda'
+            assert device == "cuda"
             return torch.is_autocast_enabled()  # defaults cuda (only cuda on older pytorch)
 
 
@@ -66,9 +69,9 @@ def set_fast_norm(enable=True):
 def fast_group_norm(
     x: torch.Tensor,
     num_groups: int,
-    weight: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    eps: float = 1e-5
+    weight: Optional[torch.Tensor] = None,  # noqa: UP045
+    bias: Optional[torch.Tensor] = None,  # noqa: UP045
+    eps: float = 1e-5,
 ) -> torch.Tensor:
     if torch.jit.is_scripting():
         # currently cannot use is_autocast_enabled within torchscript
@@ -86,10 +89,10 @@ def fast_group_norm(
 
 def fast_layer_norm(
     x: torch.Tensor,
-    normalized_shape: List[int],
-    weight: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    eps: float = 1e-5
+    normalized_shape: List[int],  # noqa: UP006
+    weight: Optional[torch.Tensor] = None,  # noqa: UP045
+    bias: Optional[torch.Tensor] = None,  # noqa: UP045
+    eps: float = 1e-5,
 ) -> torch.Tensor:
     if torch.jit.is_scripting():
         # currently cannot use is_autocast_enabled within torchscript
@@ -110,8 +113,8 @@ def fast_layer_norm(
 
 def rms_norm(
     x: torch.Tensor,
-    normalized_shape: List[int],
-    weight: Optional[torch.Tensor] = None,
+    normalized_shape: List[int],  # noqa: UP006
+    weight: Optional[torch.Tensor] = None,  # noqa: UP045
     eps: float = 1e-5,
 ):
     norm_ndim = len(normalized_shape)
@@ -133,8 +136,8 @@ def rms_norm(
 
 def fast_rms_norm(
     x: torch.Tensor,
-    normalized_shape: List[int],
-    weight: Optional[torch.Tensor] = None,
+    normalized_shape: List[int],  # noqa: UP006
+    weight: Optional[torch.Tensor] = None,  # noqa: UP045
     eps: float = 1e-5,
 ) -> torch.Tensor:
     if torch.jit.is_scripting():
@@ -164,8 +167,8 @@ def fast_rms_norm(
 
 def simple_norm(
     x: torch.Tensor,
-    normalized_shape: List[int],
-    weight: Optional[torch.Tensor] = None,
+    normalized_shape: List[int],  # noqa: UP006
+    weight: Optional[torch.Tensor] = None,  # noqa: UP045
     eps: float = 1e-5,
 ):
     norm_ndim = len(normalized_shape)
@@ -186,8 +189,8 @@ def simple_norm(
 
 def fast_simple_norm(
     x: torch.Tensor,
-    normalized_shape: List[int],
-    weight: Optional[torch.Tensor] = None,
+    normalized_shape: List[int],  # noqa: UP006
+    weight: Optional[torch.Tensor] = None,  # noqa: UP045
     eps: float = 1e-5,
 ) -> torch.Tensor:
     if torch.jit.is_scripting():
@@ -203,4 +206,3 @@ def fast_simple_norm(
     with torch.amp.autocast(device_type=x.device.type, enabled=False):
         x = simple_norm(x, normalized_shape, weight, eps)
     return x
-

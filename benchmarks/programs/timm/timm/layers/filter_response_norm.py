@@ -1,9 +1,10 @@
-""" Filter Response Norm in PyTorch
+"""Filter Response Norm in PyTorch
 
 Based on `Filter Response Normalization Layer` - https://arxiv.org/abs/1911.09737
 
 Hacked together by / Copyright 2021 Ross Wightman
 """
+
 import torch
 import torch.nn as nn
 
@@ -18,7 +19,7 @@ def inv_instance_rms(x, eps: float = 1e-5):
 
 class FilterResponseNormTlu2d(nn.Module):
     def __init__(self, num_features, apply_act=True, eps=1e-5, rms=True, **_):
-        super(FilterResponseNormTlu2d, self).__init__()
+        super(FilterResponseNormTlu2d, self).__init__()  # noqa: UP008
         self.apply_act = apply_act  # apply activation (non-linearity)
         self.rms = rms
         self.eps = eps
@@ -34,7 +35,7 @@ class FilterResponseNormTlu2d(nn.Module):
             nn.init.zeros_(self.tau)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         x = x * inv_instance_rms(x, self.eps)
@@ -44,7 +45,7 @@ class FilterResponseNormTlu2d(nn.Module):
 
 class FilterResponseNormAct2d(nn.Module):
     def __init__(self, num_features, apply_act=True, act_layer=nn.ReLU, inplace=None, rms=True, eps=1e-5, **_):
-        super(FilterResponseNormAct2d, self).__init__()
+        super(FilterResponseNormAct2d, self).__init__()  # noqa: UP008
         if act_layer is not None and apply_act:
             self.act = create_act_layer(act_layer, inplace=inplace)
         else:
@@ -60,7 +61,7 @@ class FilterResponseNormAct2d(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x):
-        _assert(x.dim() == 4, 'expected 4D input')
+        _assert(x.dim() == 4, "expected 4D input")
         x_dtype = x.dtype
         v_shape = (1, -1, 1, 1)
         x = x * inv_instance_rms(x, self.eps)

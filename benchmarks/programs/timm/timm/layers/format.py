@@ -5,13 +5,13 @@ import torch
 
 
 class Format(str, Enum):
-    NCHW = 'NCHW'
-    NHWC = 'NHWC'
-    NCL = 'NCL'
-    NLC = 'NLC'
+    NCHW = "NCHW"
+    NHWC = "NHWC"
+    NCL = "NCL"
+    NLC = "NLC"
 
 
-FormatT = Union[str, Format]
+FormatT = Union[str, Format]  # noqa: UP007
 
 
 def get_spatial_dim(fmt: FormatT):

@@ -1,9 +1,9 @@
-from typing import Tuple
+from typing import Tuple  # noqa: UP035
 
 import torch
 
 
-def ndgrid(*tensors) -> Tuple[torch.Tensor, ...]:
+def ndgrid(*tensors) -> Tuple[torch.Tensor, ...]:  # noqa: UP006
     """generate N-D grid in dimension order.
 
     The ndgrid function is like meshgrid except that the order of the first two input arguments are switched.
@@ -20,14 +20,14 @@ def ndgrid(*tensors) -> Tuple[torch.Tensor, ...]:
 
     """
     try:
-        return torch.meshgrid(*tensors, indexing='ij')
+        return torch.meshgrid(*tensors, indexing="ij")
     except TypeError:
         # old PyTorch < 1.10 will follow this path as it does not have indexing arg,
         # the old behaviour of meshgrid was 'ij'
         return torch.meshgrid(*tensors)
 
 
-def meshgrid(*tensors) -> Tuple[torch.Tensor, ...]:
+def meshgrid(*tensors) -> Tuple[torch.Tensor, ...]:  # noqa: UP006
     """generate N-D grid in spatial dim order.
 
     The meshgrid function is similar to ndgrid except that the order of the
@@ -45,5 +45,4 @@ def meshgrid(*tensors) -> Tuple[torch.Tensor, ...]:
 
     # NOTE: this will throw in PyTorch < 1.10 as meshgrid did not support indexing arg or have
     # capability of generating grid in xy order before then.
-    return torch.meshgrid(*tensors, indexing='xy')
-
+    return torch.meshgrid(*tensors, indexing="xy")

@@ -1,4 +1,4 @@
-""" Global Response Normalization Module
+"""Global Response Normalization Module
 
 Based on the GRN layer presented in
 `ConvNeXt-V2 - Co-designing and Scaling ConvNets with Masked Autoencoders` - https://arxiv.org/abs/2301.00808
@@ -16,8 +16,8 @@ from torch import nn as nn
 
 
 class GlobalResponseNorm(nn.Module):
-    """ Global Response Normalization layer
-    """
+    """Global Response Normalization layer"""
+
     def __init__(self, dim, eps=1e-6, channels_last=True):
         super().__init__()
         self.eps = eps

@@ -1,4 +1,4 @@
-""" Halo Self Attention
+"""Halo Self Attention
 
 Paper: `Scaling Local Self-Attention for Parameter Efficient Visual Backbones`
     - https://arxiv.org/abs/2103.12731
@@ -16,7 +16,8 @@ The attention mechanism works but it's slow as implemented.
 
 Hacked together by / Copyright 2021 Ross Wightman
 """
-from typing import List
+
+from typing import List  # noqa: I001, UP035
 
 import torch
 from torch import nn
@@ -27,8 +28,8 @@ from .weight_init import trunc_normal_
 from .trace_utils import _assert
 
 
-def rel_logits_1d(q, rel_k, permute_mask: List[int]):
-    """ Compute relative logits along one dimension
+def rel_logits_1d(q, rel_k, permute_mask: List[int]):  # noqa: UP006
+    """Compute relative logits along one dimension
 
     As per: https://gist.github.com/aravindsrinivas/56359b79f0ce4449bcb04ab4b56a57a2
     Originally from: `Attention Augmented Convolutional Networks` - https://arxiv.org/abs/1904.09925
@@ -42,7 +43,7 @@ def rel_logits_1d(q, rel_k, permute_mask: List[int]):
     rel_size = rel_k.shape[0]
     win_size = (rel_size + 1) // 2
 
-    x = (q @ rel_k.transpose(-1, -2))
+    x = q @ rel_k.transpose(-1, -2)
     x = x.reshape(-1, W, rel_size)
 
     # pad to shift from relative to absolute indexing
@@ -51,7 +52,7 @@ def rel_logits_1d(q, rel_k, permute_mask: List[int]):
 
     # reshape and slice out the padded elements
     x_pad = x_pad.reshape(-1, W + 1, rel_size)
-    x = x_pad[:, :W, win_size - 1:]
+    x = x_pad[:, :W, win_size - 1 :]
 
     # reshape and tile
     x = x.reshape(B, H, 1, W, win_size).expand(-1, -1, win_size, -1, -1)
@@ -59,11 +60,12 @@ def rel_logits_1d(q, rel_k, permute_mask: List[int]):
 
 
 class PosEmbedRel(nn.Module):
-    """ Relative Position Embedding
+    """Relative Position Embedding
     As per: https://gist.github.com/aravindsrinivas/56359b79f0ce4449bcb04ab4b56a57a2
     Originally from: `Attention Augmented Convolutional Networks` - https://arxiv.org/abs/1904.09925
 
     """
+
     def __init__(self, block_size, win_size, dim_head, scale):
         """
         Args:
@@ -95,7 +97,7 @@ class PosEmbedRel(nn.Module):
 
 
 class HaloAttn(nn.Module):
-    """ Halo Attention
+    """Halo Attention
 
     Paper: `Scaling Local Self-Attention for Parameter Efficient Visual Backbones`
         - https://arxiv.org/abs/2103.12731
@@ -122,9 +124,22 @@ class HaloAttn(nn.Module):
         avg_down (bool): use average pool downsample instead of strided query blocks
         scale_pos_embed (bool): scale the position embedding as well as Q @ K
     """
+
     def __init__(
-            self, dim, dim_out=None, feat_size=None, stride=1, num_heads=8, dim_head=None, block_size=8, halo_size=3,
-            qk_ratio=1.0, qkv_bias=False, avg_down=False, scale_pos_embed=False):
+        self,
+        dim,
+        dim_out=None,
+        feat_size=None,
+        stride=1,
+        num_heads=8,
+        dim_head=None,
+        block_size=8,
+        halo_size=3,
+        qk_ratio=1.0,
+        qkv_bias=False,
+        avg_down=False,
+        scale_pos_embed=False,
+    ):
         super().__init__()
         dim_out = dim_out or dim
         assert dim_out % num_heads == 0
@@ -134,7 +149,7 @@ class HaloAttn(nn.Module):
         self.dim_head_v = dim_out // self.num_heads
         self.dim_out_qk = num_heads * self.dim_head_qk
         self.dim_out_v = num_heads * self.dim_head_v
-        self.scale = self.dim_head_qk ** -0.5
+        self.scale = self.dim_head_qk**-0.5
         self.scale_pos_embed = scale_pos_embed
         self.block_size = self.block_size_ds = block_size
         self.halo_size = halo_size
@@ -153,7 +168,8 @@ class HaloAttn(nn.Module):
         self.kv = nn.Conv2d(dim, self.dim_out_qk + self.dim_out_v, 1, bias=qkv_bias)
 
         self.pos_embed = PosEmbedRel(
-            block_size=self.block_size_ds, win_size=self.win_size, dim_head=self.dim_head_qk, scale=self.scale)
+            block_size=self.block_size_ds, win_size=self.win_size, dim_head=self.dim_head_qk, scale=self.scale
+        )
 
         self.pool = nn.AvgPool2d(2, 2) if use_avg_pool else nn.Identity()
 
@@ -168,17 +184,17 @@ class HaloAttn(nn.Module):
 
     def forward(self, x):
         B, C, H, W = x.shape
-        _assert(H % self.block_size == 0, '')
-        _assert(W % self.block_size == 0, '')
+        _assert(H % self.block_size == 0, "")
+        _assert(W % self.block_size == 0, "")
         num_h_blocks = H // self.block_size
         num_w_blocks = W // self.block_size
         num_blocks = num_h_blocks * num_w_blocks
 
         q = self.q(x)
         # unfold
-        q = q.reshape(
-            -1, self.dim_head_qk,
-            num_h_blocks, self.block_size_ds, num_w_blocks, self.block_size_ds).permute(0, 1, 3, 5, 2, 4)
+        q = q.reshape(-1, self.dim_head_qk, num_h_blocks, self.block_size_ds, num_w_blocks, self.block_size_ds).permute(
+            0, 1, 3, 5, 2, 4
+        )
         # B, num_heads * dim_head * block_size ** 2, num_blocks
         q = q.reshape(B * self.num_heads, self.dim_head_qk, -1, num_blocks).transpose(1, 3)
         # B * num_heads, num_blocks, block_size ** 2, dim_head
@@ -188,8 +204,12 @@ class HaloAttn(nn.Module):
         # lowered for PyTorch XLA so it will be very slow. See code at bottom of file for XLA friendly approach.
         # FIXME figure out how to switch impl between this and conv2d if XLA being used.
         kv = F.pad(kv, [self.halo_size, self.halo_size, self.halo_size, self.halo_size])
-        kv = kv.unfold(2, self.win_size, self.block_size).unfold(3, self.win_size, self.block_size).reshape(
-            B * self.num_heads, self.dim_head_qk + self.dim_head_v, num_blocks, -1).permute(0, 2, 3, 1)
+        kv = (
+            kv.unfold(2, self.win_size, self.block_size)
+            .unfold(3, self.win_size, self.block_size)
+            .reshape(B * self.num_heads, self.dim_head_qk + self.dim_head_v, num_blocks, -1)
+            .permute(0, 2, 3, 1)
+        )
         k, v = torch.split(kv, [self.dim_head_qk, self.dim_head_v], dim=-1)
         # B * num_heads, num_blocks, win_size ** 2, dim_head_qk or dim_head_v
 
@@ -203,8 +223,11 @@ class HaloAttn(nn.Module):
         out = (attn @ v).transpose(1, 3)  # B * num_heads, dim_head_v, block_size ** 2, num_blocks
         # fold
         out = out.reshape(-1, self.block_size_ds, self.block_size_ds, num_h_blocks, num_w_blocks)
-        out = out.permute(0, 3, 1, 4, 2).contiguous().view(
-            B, self.dim_out_v, H // self.block_stride, W // self.block_stride)
+        out = (
+            out.permute(0, 3, 1, 4, 2)
+            .contiguous()
+            .view(B, self.dim_out_v, H // self.block_stride, W // self.block_stride)
+        )
         # B, dim_out, H // block_stride, W // block_stride
         out = self.pool(out)
         return out

@@ -1,8 +1,9 @@
-""" Layer/Module Helpers
+"""Layer/Module Helpers
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-from itertools import repeat
+
+from itertools import repeat  # noqa: I001
 import collections.abc
 
 
@@ -12,6 +13,7 @@ def _ntuple(n):
         if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
             return tuple(x)
         return tuple(repeat(x, n))
+
     return parse
 
 
@@ -22,7 +24,7 @@ to_4tuple = _ntuple(4)
 to_ntuple = _ntuple
 
 
-def make_divisible(v, divisor=8, min_value=None, round_limit=.9):
+def make_divisible(v, divisor=8, min_value=None, round_limit=0.9):
     min_value = min_value or divisor
     new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
     # Make sure that round down does not go down by more than 10%.

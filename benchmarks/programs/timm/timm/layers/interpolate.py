@@ -1,14 +1,15 @@
-""" Interpolation helpers for timm layers
+"""Interpolation helpers for timm layers
 
 RegularGridInterpolator from https://github.com/sbarratt/torch_interpolations
 Copyright Shane Barratt, Apache 2.0 license
 """
-import torch
+
+import torch  # noqa: I001
 from itertools import product
 
 
 class RegularGridInterpolator:
-    """ Interpolate data defined on a rectilinear grid with even or uneven spacing.
+    """Interpolate data defined on a rectilinear grid with even or uneven spacing.
     Produces similar results to scipy RegularGridInterpolator or interp2d
     in 'linear' mode.
 
@@ -49,20 +50,19 @@ class RegularGridInterpolator:
             idx_left = (idx_right - 1).clamp(0, p.shape[0] - 1)
             dist_left = x - p[idx_left]
             dist_right = p[idx_right] - x
-            dist_left[dist_left < 0] = 0.
-            dist_right[dist_right < 0] = 0.
+            dist_left[dist_left < 0] = 0.0
+            dist_right[dist_right < 0] = 0.0
             both_zero = (dist_left == 0) & (dist_right == 0)
-            dist_left[both_zero] = dist_right[both_zero] = 1.
+            dist_left[both_zero] = dist_right[both_zero] = 1.0
 
             idxs.append((idx_left, idx_right))
             dists.append((dist_left, dist_right))
             overalls.append(dist_left + dist_right)
 
-        numerator = 0.
+        numerator = 0.0
         for indexer in product([0, 1], repeat=self.n):
             as_s = [idx[onoff] for onoff, idx in zip(indexer, idxs)]
             bs_s = [dist[1 - onoff] for onoff, dist in zip(indexer, dists)]
-            numerator += self.values[as_s] * \
-                torch.prod(torch.stack(bs_s), dim=0)
+            numerator += self.values[as_s] * torch.prod(torch.stack(bs_s), dim=0)
         denominator = torch.prod(torch.stack(overalls), dim=0)
         return numerator / denominator

@@ -1,4 +1,4 @@
-""" Lambda Layer
+"""Lambda Layer
 
 Paper: `LambdaNetworks: Modeling Long-Range Interactions Without Attention`
     - https://arxiv.org/abs/2102.08602
@@ -20,7 +20,8 @@ https://github.com/lucidrains/lambda-networks
 
 Hacked together by / Copyright 2021 Ross Wightman
 """
-import torch
+
+import torch  # noqa: I001
 from torch import nn
 import torch.nn.functional as F
 
@@ -65,20 +66,18 @@ class LambdaLayer(nn.Module):
         qk_ratio (float): ratio of q and k dimensions to output dimension when dim_head not set. (default: 1.0)
         qkv_bias (bool): add bias to q, k, and v projections
     """
+
     def __init__(
-            self, dim, dim_out=None, feat_size=None, stride=1, num_heads=4, dim_head=16, r=9,
-            qk_ratio=1.0, qkv_bias=False):
+        self, dim, dim_out=None, feat_size=None, stride=1, num_heads=4, dim_head=16, r=9, qk_ratio=1.0, qkv_bias=False
+    ):
         super().__init__()
         dim_out = dim_out or dim
-        assert dim_out % num_heads == 0, ' should be divided by num_heads'
+        assert dim_out % num_heads == 0, " should be divided by num_heads"
         self.dim_qk = dim_head or make_divisible(dim_out * qk_ratio, divisor=8) // num_heads
         self.num_heads = num_heads
         self.dim_v = dim_out // num_heads
 
-        self.qkv = nn.Conv2d(
-            dim,
-            num_heads * self.dim_qk + self.dim_qk + self.dim_v,
-            kernel_size=1, bias=qkv_bias)
+        self.qkv = nn.Conv2d(dim, num_heads * self.dim_qk + self.dim_qk + self.dim_v, kernel_size=1, bias=qkv_bias)
         self.norm_q = nn.BatchNorm2d(num_heads * self.dim_qk)
         self.norm_v = nn.BatchNorm2d(self.dim_v)
 
@@ -94,7 +93,7 @@ class LambdaLayer(nn.Module):
             rel_size = [2 * s - 1 for s in feat_size]
             self.conv_lambda = None
             self.pos_emb = nn.Parameter(torch.zeros(rel_size[0], rel_size[1], self.dim_qk))
-            self.register_buffer('rel_pos_indices', rel_pos_indices(feat_size), persistent=False)
+            self.register_buffer("rel_pos_indices", rel_pos_indices(feat_size), persistent=False)
 
         self.pool = nn.AvgPool2d(2, 2) if stride == 2 else nn.Identity()
 
@@ -103,16 +102,15 @@ class LambdaLayer(nn.Module):
     def reset_parameters(self):
         trunc_normal_(self.qkv.weight, std=self.qkv.weight.shape[1] ** -0.5)  # fan-in
         if self.conv_lambda is not None:
-            trunc_normal_(self.conv_lambda.weight, std=self.dim_qk ** -0.5)
+            trunc_normal_(self.conv_lambda.weight, std=self.dim_qk**-0.5)
         if self.pos_emb is not None:
-            trunc_normal_(self.pos_emb, std=.02)
+            trunc_normal_(self.pos_emb, std=0.02)
 
     def forward(self, x):
         B, C, H, W = x.shape
         M = H * W
         qkv = self.qkv(x)
-        q, k, v = torch.split(qkv, [
-            self.num_heads * self.dim_qk, self.dim_qk, self.dim_v], dim=1)
+        q, k, v = torch.split(qkv, [self.num_heads * self.dim_qk, self.dim_qk, self.dim_v], dim=1)
         q = self.norm_q(q).reshape(B, self.num_heads, self.dim_qk, M).transpose(-1, -2)  # B, num_heads, M, K
         v = self.norm_v(v).reshape(B, self.dim_v, M).transpose(-1, -2)  # B, M, V
         k = F.softmax(k.reshape(B, self.dim_qk, M), dim=-1)  # B, K, M

@@ -3,13 +3,13 @@ from torch import nn
 
 
 class LayerScale(nn.Module):
-    """ LayerScale on tensors with channels in last-dim.
-    """
+    """LayerScale on tensors with channels in last-dim."""
+
     def __init__(
-            self,
-            dim: int,
-            init_values: float = 1e-5,
-            inplace: bool = False,
+        self,
+        dim: int,
+        init_values: float = 1e-5,
+        inplace: bool = False,
     ) -> None:
         super().__init__()
         self.inplace = inplace
@@ -20,13 +20,13 @@ class LayerScale(nn.Module):
 
 
 class LayerScale2d(nn.Module):
-    """ LayerScale for tensors with torch 2D NCHW layout.
-    """
+    """LayerScale for tensors with torch 2D NCHW layout."""
+
     def __init__(
-            self,
-            dim: int,
-            init_values: float = 1e-5,
-            inplace: bool = False,
+        self,
+        dim: int,
+        init_values: float = 1e-5,
+        inplace: bool = False,
     ):
         super().__init__()
         self.inplace = inplace
@@ -35,4 +35,3 @@ class LayerScale2d(nn.Module):
     def forward(self, x):
         gamma = self.gamma.view(1, -1, 1, 1)
         return x.mul_(gamma) if self.inplace else x * gamma
-

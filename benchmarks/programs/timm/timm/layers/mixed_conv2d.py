@@ -1,4 +1,4 @@
-""" PyTorch Mixed Convolution
+"""PyTorch Mixed Convolution
 
 Paper: MixConv: Mixed Depthwise Convolutional Kernels (https://arxiv.org/abs/1907.09595)
 
@@ -18,14 +18,16 @@ def _split_channels(num_chan, num_groups):
 
 
 class MixedConv2d(nn.ModuleDict):
-    """ Mixed Grouped Convolution
+    """Mixed Grouped Convolution
 
     Based on MDConv and GroupedConv in MixNet impl:
       https://github.com/tensorflow/tpu/blob/master/models/official/mnasnet/mixnet/custom_layers.py
     """
-    def __init__(self, in_channels, out_channels, kernel_size=3,
-                 stride=1, padding='', dilation=1, depthwise=False, **kwargs):
-        super(MixedConv2d, self).__init__()
+
+    def __init__(
+        self, in_channels, out_channels, kernel_size=3, stride=1, padding="", dilation=1, depthwise=False, **kwargs
+    ):
+        super(MixedConv2d, self).__init__()  # noqa: UP008
 
         kernel_size = kernel_size if isinstance(kernel_size, list) else [kernel_size]
         num_groups = len(kernel_size)
@@ -39,8 +41,8 @@ class MixedConv2d(nn.ModuleDict):
             self.add_module(
                 str(idx),
                 create_conv2d_pad(
-                    in_ch, out_ch, k, stride=stride,
-                    padding=padding, dilation=dilation, groups=conv_groups, **kwargs)
+                    in_ch, out_ch, k, stride=stride, padding=padding, dilation=dilation, groups=conv_groups, **kwargs
+                ),
             )
         self.splits = in_splits
 

@@ -1,9 +1,10 @@
-""" Bilinear-Attention-Transform and Non-Local Attention
+"""Bilinear-Attention-Transform and Non-Local Attention
 
 Paper: `Non-Local Neural Networks With Grouped Bilinear Attentional Transforms`
     - https://openaccess.thecvf.com/content_CVPR_2020/html/Chi_Non-Local_Neural_Networks_With_Grouped_Bilinear_Attentional_Transforms_CVPR_2020_paper.html
 Adapted from original code: https://github.com/BA-Transform/BAT-Image-Classification
 """
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -20,11 +21,11 @@ class NonLocalAttn(nn.Module):
     Their NonLocal impl inspired by https://github.com/facebookresearch/video-nonlocal-net.
     """
 
-    def __init__(self, in_channels, use_scale=True,  rd_ratio=1/8, rd_channels=None, rd_divisor=8, **kwargs):
-        super(NonLocalAttn, self).__init__()
+    def __init__(self, in_channels, use_scale=True, rd_ratio=1 / 8, rd_channels=None, rd_divisor=8, **kwargs):
+        super(NonLocalAttn, self).__init__()  # noqa: UP008
         if rd_channels is None:
             rd_channels = make_divisible(in_channels * rd_ratio, divisor=rd_divisor)
-        self.scale = in_channels ** -0.5 if use_scale else 1.0
+        self.scale = in_channels**-0.5 if use_scale else 1.0
         self.t = nn.Conv2d(in_channels, rd_channels, kernel_size=1, stride=1, bias=True)
         self.p = nn.Conv2d(in_channels, rd_channels, kernel_size=1, stride=1, bias=True)
         self.g = nn.Conv2d(in_channels, rd_channels, kernel_size=1, stride=1, bias=True)
@@ -55,10 +56,9 @@ class NonLocalAttn(nn.Module):
         return x
 
     def reset_parameters(self):
-        for name, m in self.named_modules():
+        for name, m in self.named_modules():  # noqa: B007
             if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(
-                    m.weight, mode='fan_out', nonlinearity='relu')
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
                 if len(list(m.parameters())) > 1:
                     nn.init.constant_(m.bias, 0.0)
             elif isinstance(m, nn.BatchNorm2d):
@@ -70,9 +70,8 @@ class NonLocalAttn(nn.Module):
 
 
 class BilinearAttnTransform(nn.Module):
-
     def __init__(self, in_channels, block_size, groups, act_layer=nn.ReLU, norm_layer=nn.BatchNorm2d):
-        super(BilinearAttnTransform, self).__init__()
+        super(BilinearAttnTransform, self).__init__()  # noqa: UP008
 
         self.conv1 = ConvNormAct(in_channels, groups, 1, act_layer=act_layer, norm_layer=norm_layer)
         self.conv_p = nn.Conv2d(groups, block_size * block_size * groups, kernel_size=(block_size, 1))
@@ -84,7 +83,7 @@ class BilinearAttnTransform(nn.Module):
 
     def resize_mat(self, x, t: int):
         B, C, block_size, block_size1 = x.shape
-        _assert(block_size == block_size1, '')
+        _assert(block_size == block_size1, "")
         if t <= 1:
             return x
         x = x.view(B * C, -1, 1, 1)
@@ -96,8 +95,8 @@ class BilinearAttnTransform(nn.Module):
         return x
 
     def forward(self, x):
-        _assert(x.shape[-1] % self.block_size == 0, '')
-        _assert(x.shape[-2] % self.block_size == 0, '')
+        _assert(x.shape[-1] % self.block_size == 0, "")
+        _assert(x.shape[-2] % self.block_size == 0, "")
         B, C, H, W = x.shape
         out = self.conv1(x)
         rp = F.adaptive_max_pool2d(out, (self.block_size, 1))
@@ -106,11 +105,17 @@ class BilinearAttnTransform(nn.Module):
         q = self.conv_q(cp).view(B, self.groups, self.block_size, self.block_size).sigmoid()
         p = p / p.sum(dim=3, keepdim=True)
         q = q / q.sum(dim=2, keepdim=True)
-        p = p.view(B, self.groups, 1, self.block_size, self.block_size).expand(x.size(
-            0), self.groups, C // self.groups, self.block_size, self.block_size).contiguous()
+        p = (
+            p.view(B, self.groups, 1, self.block_size, self.block_size)
+            .expand(x.size(0), self.groups, C // self.groups, self.block_size, self.block_size)
+            .contiguous()
+        )
         p = p.view(B, C, self.block_size, self.block_size)
-        q = q.view(B, self.groups, 1, self.block_size, self.block_size).expand(x.size(
-            0), self.groups, C // self.groups, self.block_size, self.block_size).contiguous()
+        q = (
+            q.view(B, self.groups, 1, self.block_size, self.block_size)
+            .expand(x.size(0), self.groups, C // self.groups, self.block_size, self.block_size)
+            .contiguous()
+        )
         q = q.view(B, C, self.block_size, self.block_size)
         p = self.resize_mat(p, H // self.block_size)
         q = self.resize_mat(q, W // self.block_size)
@@ -122,13 +127,23 @@ class BilinearAttnTransform(nn.Module):
 
 
 class BatNonLocalAttn(nn.Module):
-    """ BAT
+    """BAT
     Adapted from: https://github.com/BA-Transform/BAT-Image-Classification
     """
 
     def __init__(
-            self, in_channels, block_size=7, groups=2, rd_ratio=0.25, rd_channels=None, rd_divisor=8,
-            drop_rate=0.2, act_layer=nn.ReLU, norm_layer=nn.BatchNorm2d, **_):
+        self,
+        in_channels,
+        block_size=7,
+        groups=2,
+        rd_ratio=0.25,
+        rd_channels=None,
+        rd_divisor=8,
+        drop_rate=0.2,
+        act_layer=nn.ReLU,
+        norm_layer=nn.BatchNorm2d,
+        **_,
+    ):
         super().__init__()
         if rd_channels is None:
             rd_channels = make_divisible(in_channels * rd_ratio, divisor=rd_divisor)

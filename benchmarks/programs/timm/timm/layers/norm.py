@@ -1,11 +1,12 @@
-""" Normalization layers and wrappers
+"""Normalization layers and wrappers
 
 Norm layer definitions that support fast norm and consistent channel arg order (always first arg).
 
 Hacked together by / Copyright 2022 Ross Wightman
 """
-import numbers
-from typing import Tuple
+
+import numbers  # noqa: I001
+from typing import Tuple  # noqa: UP035
 
 import torch
 import torch.nn as nn
@@ -35,9 +36,10 @@ class GroupNorm(nn.GroupNorm):
 
 
 class GroupNorm1(nn.GroupNorm):
-    """ Group Normalization with 1 group.
+    """Group Normalization with 1 group.
     Input: tensor in shape [B, C, *]
     """
+
     _fast_norm: torch.jit.Final[bool]
 
     def __init__(self, num_channels, **kwargs):
@@ -52,8 +54,8 @@ class GroupNorm1(nn.GroupNorm):
 
 
 class LayerNorm(nn.LayerNorm):
-    """ LayerNorm w/ fast norm option
-    """
+    """LayerNorm w/ fast norm option"""
+
     _fast_norm: torch.jit.Final[bool]
 
     def __init__(self, num_channels, eps=1e-6, affine=True):
@@ -69,7 +71,8 @@ class LayerNorm(nn.LayerNorm):
 
 
 class LayerNorm2d(nn.LayerNorm):
-    """ LayerNorm for channels of '2D' spatial NCHW tensors """
+    """LayerNorm for channels of '2D' spatial NCHW tensors"""
+
     _fast_norm: torch.jit.Final[bool]
 
     def __init__(self, num_channels, eps=1e-6, affine=True):
@@ -110,7 +113,7 @@ def _layer_norm_cf_sqm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
 
 
 class LayerNormExp2d(nn.LayerNorm):
-    """ LayerNorm for channels_first tensors with 2d spatial dimensions (ie N, C, H, W).
+    """LayerNorm for channels_first tensors with 2d spatial dimensions (ie N, C, H, W).
 
     Experimental implementation w/ manual norm for tensors non-contiguous tensors.
 
@@ -123,24 +126,25 @@ class LayerNormExp2d(nn.LayerNorm):
 
     def forward(self, x) -> torch.Tensor:
         if _is_contiguous(x):
-            x = F.layer_norm(
-                x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps).permute(0, 3, 1, 2)
+            x = F.layer_norm(x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps).permute(
+                0, 3, 1, 2
+            )
         else:
             x = _layer_norm_cf(x, self.weight, self.bias, self.eps)
         return x
 
 
 class RmsNorm(nn.Module):
-    """ RmsNorm w/ fast (apex) norm if available
-    """
-    __constants__ = ['normalized_shape', 'eps', 'elementwise_affine', '_fast_norm']
-    normalized_shape: Tuple[int, ...]
+    """RmsNorm w/ fast (apex) norm if available"""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine", "_fast_norm"]
+    normalized_shape: Tuple[int, ...]  # noqa: UP006
     eps: float
     elementwise_affine: bool
     _fast_norm: bool
 
     def __init__(self, channels, eps=1e-6, affine=True, device=None, dtype=None) -> None:
-        factory_kwargs = {'device': device, 'dtype': dtype}
+        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         normalized_shape = channels
         if isinstance(normalized_shape, numbers.Integral):
@@ -154,7 +158,7 @@ class RmsNorm(nn.Module):
         if self.elementwise_affine:
             self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory_kwargs))
         else:
-            self.register_parameter('weight', None)
+            self.register_parameter("weight", None)
 
         self.reset_parameters()
 
@@ -173,16 +177,16 @@ class RmsNorm(nn.Module):
 
 
 class RmsNorm2d(nn.Module):
-    """ RmsNorm w/ fast (apex) norm if available
-    """
-    __constants__ = ['normalized_shape', 'eps', 'elementwise_affine', '_fast_norm']
-    normalized_shape: Tuple[int, ...]
+    """RmsNorm w/ fast (apex) norm if available"""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine", "_fast_norm"]
+    normalized_shape: Tuple[int, ...]  # noqa: UP006
     eps: float
     elementwise_affine: bool
     _fast_norm: bool
 
     def __init__(self, channels, eps=1e-6, affine=True, device=None, dtype=None) -> None:
-        factory_kwargs = {'device': device, 'dtype': dtype}
+        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         normalized_shape = channels
         if isinstance(normalized_shape, numbers.Integral):
@@ -196,7 +200,7 @@ class RmsNorm2d(nn.Module):
         if self.elementwise_affine:
             self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory_kwargs))
         else:
-            self.register_parameter('weight', None)
+            self.register_parameter("weight", None)
 
         self.reset_parameters()
 
@@ -217,16 +221,16 @@ class RmsNorm2d(nn.Module):
 
 
 class SimpleNorm(nn.Module):
-    """ SimpleNorm (x / std(x))
-    """
-    __constants__ = ['normalized_shape', 'eps', 'elementwise_affine', '_fast_norm']
-    normalized_shape: Tuple[int, ...]
+    """SimpleNorm (x / std(x))"""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine", "_fast_norm"]
+    normalized_shape: Tuple[int, ...]  # noqa: UP006
     eps: float
     elementwise_affine: bool
     _fast_norm: bool
 
     def __init__(self, channels, eps=1e-6, affine=True, device=None, dtype=None) -> None:
-        factory_kwargs = {'device': device, 'dtype': dtype}
+        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         normalized_shape = channels
         if isinstance(normalized_shape, numbers.Integral):
@@ -240,7 +244,7 @@ class SimpleNorm(nn.Module):
         if self.elementwise_affine:
             self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory_kwargs))
         else:
-            self.register_parameter('weight', None)
+            self.register_parameter("weight", None)
 
         self.reset_parameters()
 
@@ -257,16 +261,16 @@ class SimpleNorm(nn.Module):
 
 
 class SimpleNorm2d(nn.Module):
-    """ SimpleNorm for NCHW tensors
-    """
-    __constants__ = ['normalized_shape', 'eps', 'elementwise_affine', '_fast_norm']
-    normalized_shape: Tuple[int, ...]
+    """SimpleNorm for NCHW tensors"""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine", "_fast_norm"]
+    normalized_shape: Tuple[int, ...]  # noqa: UP006
     eps: float
     elementwise_affine: bool
     _fast_norm: bool
 
     def __init__(self, channels, eps=1e-6, affine=True, device=None, dtype=None) -> None:
-        factory_kwargs = {'device': device, 'dtype': dtype}
+        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         normalized_shape = channels
         if isinstance(normalized_shape, numbers.Integral):
@@ -280,7 +284,7 @@ class SimpleNorm2d(nn.Module):
         if self.elementwise_affine:
             self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory_kwargs))
         else:
-            self.register_parameter('weight', None)
+            self.register_parameter("weight", None)
 
         self.reset_parameters()
 

@@ -1,4 +1,4 @@
-""" Normalization + Activation Layers
+"""Normalization + Activation Layers
 
 Provides Norm+Act fns for standard PyTorch norm layers such as
 * BatchNorm
@@ -12,7 +12,8 @@ This allows swapping with alternative layers that are natively both norm + act s
 
 Hacked together by / Copyright 2022 Ross Wightman
 """
-from typing import Union, List, Optional, Any
+
+from typing import Union, List, Optional, Any  # noqa: F401, I001, UP035
 
 import torch
 from torch import nn as nn
@@ -26,7 +27,7 @@ from .trace_utils import _assert
 
 def _create_act(act_layer, act_kwargs=None, inplace=False, apply_act=True):
     act_kwargs = act_kwargs or {}
-    act_kwargs.setdefault('inplace', inplace)
+    act_kwargs.setdefault("inplace", inplace)
     act = None
     if apply_act:
         act = create_act_layer(act_layer, **act_kwargs)
@@ -40,24 +41,25 @@ class BatchNormAct2d(nn.BatchNorm2d):
     compatible with weights trained with separate bn, act. This is why we inherit from BN
     instead of composing it as a .bn member.
     """
+
     def __init__(
-            self,
-            num_features,
-            eps=1e-5,
-            momentum=0.1,
-            affine=True,
-            track_running_stats=True,
-            apply_act=True,
-            act_layer=nn.ReLU,
-            act_kwargs=None,
-            inplace=True,
-            drop_layer=None,
-            device=None,
-            dtype=None,
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        apply_act=True,
+        act_layer=nn.ReLU,
+        act_kwargs=None,
+        inplace=True,
+        drop_layer=None,
+        device=None,
+        dtype=None,
     ):
         try:
-            factory_kwargs = {'device': device, 'dtype': dtype}
-            super(BatchNormAct2d, self).__init__(
+            factory_kwargs = {"device": device, "dtype": dtype}
+            super(BatchNormAct2d, self).__init__(  # noqa: UP008
                 num_features,
                 eps=eps,
                 momentum=momentum,
@@ -67,7 +69,7 @@ class BatchNormAct2d(nn.BatchNorm2d):
             )
         except TypeError:
             # NOTE for backwards compat with old PyTorch w/o factory device/dtype support
-            super(BatchNormAct2d, self).__init__(
+            super(BatchNormAct2d, self).__init__(  # noqa: UP008
                 num_features,
                 eps=eps,
                 momentum=momentum,
@@ -79,7 +81,7 @@ class BatchNormAct2d(nn.BatchNorm2d):
 
     def forward(self, x):
         # cut & paste of torch.nn.BatchNorm2d.forward impl to avoid issues with torchscript and tracing
-        _assert(x.ndim == 4, f'expected 4D input (got {x.ndim}D input)')
+        _assert(x.ndim == 4, f"expected 4D input (got {x.ndim}D input)")
 
         # exponential_average_factor is set to self.momentum
         # (when it is available) only so that it gets updated
@@ -219,9 +221,9 @@ class FrozenBatchNormAct2d(torch.nn.Module):
         prefix: str,
         local_metadata: dict,
         strict: bool,
-        missing_keys: List[str],
-        unexpected_keys: List[str],
-        error_msgs: List[str],
+        missing_keys: List[str],  # noqa: UP006
+        unexpected_keys: List[str],  # noqa: UP006
+        error_msgs: List[str],  # noqa: UP006
     ):
         num_batches_tracked_key = prefix + "num_batches_tracked"
         if num_batches_tracked_key in state_dict:
@@ -343,19 +345,19 @@ def _num_groups(num_channels, num_groups, group_size):
 class GroupNormAct(nn.GroupNorm):
     # NOTE num_channel and num_groups order flipped for easier layer swaps / binding of fixed args
     def __init__(
-            self,
-            num_channels,
-            num_groups=32,
-            eps=1e-5,
-            affine=True,
-            group_size=None,
-            apply_act=True,
-            act_layer=nn.ReLU,
-            act_kwargs=None,
-            inplace=True,
-            drop_layer=None,
+        self,
+        num_channels,
+        num_groups=32,
+        eps=1e-5,
+        affine=True,
+        group_size=None,
+        apply_act=True,
+        act_layer=nn.ReLU,
+        act_kwargs=None,
+        inplace=True,
+        drop_layer=None,
     ):
-        super(GroupNormAct, self).__init__(
+        super(GroupNormAct, self).__init__(  # noqa: UP008
             _num_groups(num_channels, num_groups, group_size),
             num_channels,
             eps=eps,
@@ -378,17 +380,17 @@ class GroupNormAct(nn.GroupNorm):
 
 class GroupNorm1Act(nn.GroupNorm):
     def __init__(
-            self,
-            num_channels,
-            eps=1e-5,
-            affine=True,
-            apply_act=True,
-            act_layer=nn.ReLU,
-            act_kwargs=None,
-            inplace=True,
-            drop_layer=None,
+        self,
+        num_channels,
+        eps=1e-5,
+        affine=True,
+        apply_act=True,
+        act_layer=nn.ReLU,
+        act_kwargs=None,
+        inplace=True,
+        drop_layer=None,
     ):
-        super(GroupNorm1Act, self).__init__(1, num_channels, eps=eps, affine=affine)
+        super(GroupNorm1Act, self).__init__(1, num_channels, eps=eps, affine=affine)  # noqa: UP008
         self.drop = drop_layer() if drop_layer is not None else nn.Identity()
         self.act = _create_act(act_layer, act_kwargs=act_kwargs, inplace=inplace, apply_act=apply_act)
 
@@ -406,17 +408,17 @@ class GroupNorm1Act(nn.GroupNorm):
 
 class LayerNormAct(nn.LayerNorm):
     def __init__(
-            self,
-            normalization_shape: Union[int, List[int], torch.Size],
-            eps=1e-5,
-            affine=True,
-            apply_act=True,
-            act_layer=nn.ReLU,
-            act_kwargs=None,
-            inplace=True,
-            drop_layer=None,
+        self,
+        normalization_shape: Union[int, List[int], torch.Size],  # noqa: UP006, UP007
+        eps=1e-5,
+        affine=True,
+        apply_act=True,
+        act_layer=nn.ReLU,
+        act_kwargs=None,
+        inplace=True,
+        drop_layer=None,
     ):
-        super(LayerNormAct, self).__init__(normalization_shape, eps=eps, elementwise_affine=affine)
+        super(LayerNormAct, self).__init__(normalization_shape, eps=eps, elementwise_affine=affine)  # noqa: UP008
         self.drop = drop_layer() if drop_layer is not None else nn.Identity()
         self.act = _create_act(act_layer, act_kwargs=act_kwargs, inplace=inplace, apply_act=apply_act)
 
@@ -434,17 +436,17 @@ class LayerNormAct(nn.LayerNorm):
 
 class LayerNormAct2d(nn.LayerNorm):
     def __init__(
-            self,
-            num_channels,
-            eps=1e-5,
-            affine=True,
-            apply_act=True,
-            act_layer=nn.ReLU,
-            act_kwargs=None,
-            inplace=True,
-            drop_layer=None,
+        self,
+        num_channels,
+        eps=1e-5,
+        affine=True,
+        apply_act=True,
+        act_layer=nn.ReLU,
+        act_kwargs=None,
+        inplace=True,
+        drop_layer=None,
     ):
-        super(LayerNormAct2d, self).__init__(num_channels, eps=eps, elementwise_affine=affine)
+        super(LayerNormAct2d, self).__init__(num_channels, eps=eps, elementwise_affine=affine)  # noqa: UP008
         self.drop = drop_layer() if drop_layer is not None else nn.Identity()
         self.act = _create_act(act_layer, act_kwargs=act_kwargs, inplace=inplace, apply_act=apply_act)
         self._fast_norm = is_fast_norm()

@@ -1,9 +1,10 @@
-""" Padding Helpers
+"""Padding Helpers
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
+
 import math
-from typing import List, Tuple, Union
+from typing import List, Tuple, Union  # noqa: UP035
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +13,7 @@ from .helpers import to_2tuple
 
 
 # Calculate symmetric padding for a convolution
-def get_padding(kernel_size: int, stride: int = 1, dilation: int = 1, **_) -> Union[int, List[int]]:
+def get_padding(kernel_size: int, stride: int = 1, dilation: int = 1, **_) -> Union[int, List[int]]:  # noqa: UP006, UP007
     if any([isinstance(v, (tuple, list)) for v in [kernel_size, stride, dilation]]):
         kernel_size, stride, dilation = to_2tuple(kernel_size), to_2tuple(stride), to_2tuple(dilation)
         return [get_padding(*a) for a in zip(kernel_size, stride, dilation)]
@@ -37,11 +38,11 @@ def is_static_pad(kernel_size: int, stride: int = 1, dilation: int = 1, **_):
 
 
 def pad_same_arg(
-        input_size: List[int],
-        kernel_size: List[int],
-        stride: List[int],
-        dilation: List[int] = (1, 1),
-) -> List[int]:
+    input_size: List[int],  # noqa: UP006
+    kernel_size: List[int],  # noqa: UP006
+    stride: List[int],  # noqa: UP006
+    dilation: List[int] = (1, 1),  # noqa: UP006
+) -> List[int]:  # noqa: UP006
     ih, iw = input_size
     kh, kw = kernel_size
     pad_h = get_same_padding(ih, kh, stride[0], dilation[0])
@@ -51,11 +52,11 @@ def pad_same_arg(
 
 # Dynamically pad input x with 'SAME' padding for conv with specified args
 def pad_same(
-        x,
-        kernel_size: List[int],
-        stride: List[int],
-        dilation: List[int] = (1, 1),
-        value: float = 0,
+    x,
+    kernel_size: List[int],  # noqa: UP006
+    stride: List[int],  # noqa: UP006
+    dilation: List[int] = (1, 1),  # noqa: UP006
+    value: float = 0,
 ):
     ih, iw = x.size()[-2:]
     pad_h = get_same_padding(ih, kernel_size[0], stride[0], dilation[0])
@@ -64,12 +65,12 @@ def pad_same(
     return x
 
 
-def get_padding_value(padding, kernel_size, **kwargs) -> Tuple[Tuple, bool]:
+def get_padding_value(padding, kernel_size, **kwargs) -> Tuple[Tuple, bool]:  # noqa: UP006
     dynamic = False
     if isinstance(padding, str):
         # for any string padding, the padding will be calculated for you, one of three ways
         padding = padding.lower()
-        if padding == 'same':
+        if padding == "same":
             # TF compatible 'SAME' padding, has a performance and GPU memory allocation impact
             if is_static_pad(kernel_size, **kwargs):
                 # static case, no extra overhead
@@ -78,7 +79,7 @@ def get_padding_value(padding, kernel_size, **kwargs) -> Tuple[Tuple, bool]:
                 # dynamic 'SAME' padding, has runtime/GPU memory overhead
                 padding = 0
                 dynamic = True
-        elif padding == 'valid':
+        elif padding == "valid":
             # 'VALID' padding, same as padding=0
             padding = 0
         else:

@@ -1,4 +1,4 @@
-""" Image to Patch Embedding using Conv2d
+"""Image to Patch Embedding using Conv2d
 
 A convolution based approach to patchifying a 2D image w/ embedding projection.
 
@@ -8,9 +8,10 @@ Based on code in:
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-import logging
+
+import logging  # noqa: I001
 import math
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union  # noqa: UP035
 
 import torch
 from torch import nn as nn
@@ -24,23 +25,23 @@ _logger = logging.getLogger(__name__)
 
 
 class PatchEmbed(nn.Module):
-    """ 2D Image to Patch Embedding
-    """
+    """2D Image to Patch Embedding"""
+
     output_fmt: Format
     dynamic_img_pad: torch.jit.Final[bool]
 
     def __init__(
-            self,
-            img_size: Optional[int] = 224,
-            patch_size: int = 16,
-            in_chans: int = 3,
-            embed_dim: int = 768,
-            norm_layer: Optional[Callable] = None,
-            flatten: bool = True,
-            output_fmt: Optional[str] = None,
-            bias: bool = True,
-            strict_img_size: bool = True,
-            dynamic_img_pad: bool = False,
+        self,
+        img_size: Optional[int] = 224,  # noqa: UP045
+        patch_size: int = 16,
+        in_chans: int = 3,
+        embed_dim: int = 768,
+        norm_layer: Optional[Callable] = None,  # noqa: UP045
+        flatten: bool = True,
+        output_fmt: Optional[str] = None,  # noqa: UP045
+        bias: bool = True,
+        strict_img_size: bool = True,
+        dynamic_img_pad: bool = False,
     ):
         super().__init__()
         self.patch_size = to_2tuple(patch_size)
@@ -59,7 +60,7 @@ class PatchEmbed(nn.Module):
         self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size, bias=bias)
         self.norm = norm_layer(embed_dim) if norm_layer else nn.Identity()
 
-    def _init_img_size(self, img_size: Union[int, Tuple[int, int]]):
+    def _init_img_size(self, img_size: Union[int, Tuple[int, int]]):  # noqa: UP006, UP007
         assert self.patch_size
         if img_size is None:
             return None, None, None
@@ -69,9 +70,9 @@ class PatchEmbed(nn.Module):
         return img_size, grid_size, num_patches
 
     def set_input_size(
-            self,
-            img_size: Optional[Union[int, Tuple[int, int]]] = None,
-            patch_size: Optional[Union[int, Tuple[int, int]]] = None,
+        self,
+        img_size: Optional[Union[int, Tuple[int, int]]] = None,  # noqa: UP006, UP007, UP045
+        patch_size: Optional[Union[int, Tuple[int, int]]] = None,  # noqa: UP006, UP007, UP045
     ):
         new_patch_size = None
         if patch_size is not None:
@@ -94,14 +95,14 @@ class PatchEmbed(nn.Module):
         if img_size != self.img_size or new_patch_size is not None:
             self.img_size, self.grid_size, self.num_patches = self._init_img_size(img_size)
 
-    def feat_ratio(self, as_scalar=True) -> Union[Tuple[int, int], int]:
+    def feat_ratio(self, as_scalar=True) -> Union[Tuple[int, int], int]:  # noqa: UP006, UP007
         if as_scalar:
             return max(self.patch_size)
         else:
             return self.patch_size
 
-    def dynamic_feat_size(self, img_size: Tuple[int, int]) -> Tuple[int, int]:
-        """ Get grid (feature) size for given image size taking account of dynamic padding.
+    def dynamic_feat_size(self, img_size: Tuple[int, int]) -> Tuple[int, int]:  # noqa: UP006
+        """Get grid (feature) size for given image size taking account of dynamic padding.
         NOTE: must be torchscript compatible so using fixed tuple indexing
         """
         if self.dynamic_img_pad:
@@ -118,11 +119,11 @@ class PatchEmbed(nn.Module):
             elif not self.dynamic_img_pad:
                 _assert(
                     H % self.patch_size[0] == 0,
-                    f"Input height ({H}) should be divisible by patch size ({self.patch_size[0]})."
+                    f"Input height ({H}) should be divisible by patch size ({self.patch_size[0]}).",
                 )
                 _assert(
                     W % self.patch_size[1] == 0,
-                    f"Input width ({W}) should be divisible by patch size ({self.patch_size[1]})."
+                    f"Input width ({W}) should be divisible by patch size ({self.patch_size[1]}).",
                 )
         if self.dynamic_img_pad:
             pad_h = (self.patch_size[0] - H % self.patch_size[0]) % self.patch_size[0]
@@ -138,20 +139,20 @@ class PatchEmbed(nn.Module):
 
 
 class PatchEmbedWithSize(PatchEmbed):
-    """ 2D Image to Patch Embedding
-    """
+    """2D Image to Patch Embedding"""
+
     output_fmt: Format
 
     def __init__(
-            self,
-            img_size: Optional[int] = 224,
-            patch_size: int = 16,
-            in_chans: int = 3,
-            embed_dim: int = 768,
-            norm_layer: Optional[Callable] = None,
-            flatten: bool = True,
-            output_fmt: Optional[str] = None,
-            bias: bool = True,
+        self,
+        img_size: Optional[int] = 224,  # noqa: UP045
+        patch_size: int = 16,
+        in_chans: int = 3,
+        embed_dim: int = 768,
+        norm_layer: Optional[Callable] = None,  # noqa: UP045
+        flatten: bool = True,
+        output_fmt: Optional[str] = None,  # noqa: UP045
+        bias: bool = True,
     ):
         super().__init__(
             img_size=img_size,
@@ -164,11 +165,17 @@ class PatchEmbedWithSize(PatchEmbed):
             bias=bias,
         )
 
-    def forward(self, x) -> Tuple[torch.Tensor, List[int]]:
+    def forward(self, x) -> Tuple[torch.Tensor, List[int]]:  # noqa: UP006
         B, C, H, W = x.shape
         if self.img_size is not None:
-            _assert(H % self.patch_size[0] == 0, f"Input image height ({H}) must be divisible by patch size ({self.patch_size[0]}).")
-            _assert(W % self.patch_size[1] == 0, f"Input image width ({W}) must be divisible by patch size ({self.patch_size[1]}).")
+            _assert(
+                H % self.patch_size[0] == 0,
+                f"Input image height ({H}) must be divisible by patch size ({self.patch_size[0]}).",
+            )
+            _assert(
+                W % self.patch_size[1] == 0,
+                f"Input image width ({W}) must be divisible by patch size ({self.patch_size[1]}).",
+            )
 
         x = self.proj(x)
         feat_size = x.shape[-2:]
@@ -181,11 +188,11 @@ class PatchEmbedWithSize(PatchEmbed):
 
 
 def resample_patch_embed(
-        patch_embed,
-        new_size: List[int],
-        interpolation: str = 'bicubic',
-        antialias: bool = True,
-        verbose: bool = False,
+    patch_embed,
+    new_size: List[int],  # noqa: UP006
+    interpolation: str = "bicubic",
+    antialias: bool = True,
+    verbose: bool = False,
 ):
     """Resample the weights of the patch embedding kernel to target resolution.
     We resample the patch embedding kernel by approximately inverting the effect
@@ -207,6 +214,7 @@ def resample_patch_embed(
         Resized patch embedding kernel.
     """
     import numpy as np
+
     try:
         from torch import vmap
     except ImportError:
@@ -223,15 +231,14 @@ def resample_patch_embed(
 
     def resize(x_np, _new_size):
         x_tf = torch.Tensor(x_np)[None, None, ...]
-        x_upsampled = F.interpolate(
-            x_tf, size=_new_size, mode=interpolation, antialias=antialias)[0, 0, ...].numpy()
+        x_upsampled = F.interpolate(x_tf, size=_new_size, mode=interpolation, antialias=antialias)[0, 0, ...].numpy()
         return x_upsampled
 
     def get_resize_mat(_old_size, _new_size):
         mat = []
         for i in range(np.prod(_old_size)):
             basis_vec = np.zeros(_old_size)
-            basis_vec[np.unravel_index(i, _old_size)] = 1.
+            basis_vec[np.unravel_index(i, _old_size)] = 1.0
             mat.append(resize(basis_vec, _new_size).reshape(-1))
         return np.stack(mat).T
 

@@ -1,27 +1,28 @@
-""" Position Embedding Utilities
+"""Position Embedding Utilities
 
 Hacked together by / Copyright 2022 Ross Wightman
 """
-import logging
+
+import logging  # noqa: I001
 import math
-from typing import List, Tuple, Optional, Union
+from typing import List, Tuple, Optional, Union  # noqa: F401, UP035
 
 import torch
 import torch.nn.functional as F
 
-from .helpers import to_2tuple
+from .helpers import to_2tuple  # noqa: F401
 
 _logger = logging.getLogger(__name__)
 
 
 def resample_abs_pos_embed(
-        posemb: torch.Tensor,
-        new_size: List[int],
-        old_size: Optional[List[int]] = None,
-        num_prefix_tokens: int = 1,
-        interpolation: str = 'bicubic',
-        antialias: bool = True,
-        verbose: bool = False,
+    posemb: torch.Tensor,
+    new_size: List[int],  # noqa: UP006
+    old_size: Optional[List[int]] = None,  # noqa: UP006, UP045
+    num_prefix_tokens: int = 1,
+    interpolation: str = "bicubic",
+    antialias: bool = True,
+    verbose: bool = False,
 ):
     # sort out sizes, assume square if old size not provided
     num_pos_tokens = posemb.shape[1]
@@ -52,17 +53,17 @@ def resample_abs_pos_embed(
         posemb = torch.cat([posemb_prefix, posemb], dim=1)
 
     if not torch.jit.is_scripting() and verbose:
-        _logger.info(f'Resized position embedding: {old_size} to {new_size}.')
+        _logger.info(f"Resized position embedding: {old_size} to {new_size}.")
 
     return posemb
 
 
 def resample_abs_pos_embed_nhwc(
-        posemb: torch.Tensor,
-        new_size: List[int],
-        interpolation: str = 'bicubic',
-        antialias: bool = True,
-        verbose: bool = False,
+    posemb: torch.Tensor,
+    new_size: List[int],  # noqa: UP006
+    interpolation: str = "bicubic",
+    antialias: bool = True,
+    verbose: bool = False,
 ):
     if new_size[0] == posemb.shape[-3] and new_size[1] == posemb.shape[-2]:
         return posemb
@@ -74,6 +75,6 @@ def resample_abs_pos_embed_nhwc(
     posemb = posemb.permute(0, 2, 3, 1).to(orig_dtype)
 
     if not torch.jit.is_scripting() and verbose:
-        _logger.info(f'Resized position embedding: {posemb.shape[-3:-1]} to {new_size}.')
+        _logger.info(f"Resized position embedding: {posemb.shape[-3:-1]} to {new_size}.")
 
     return posemb

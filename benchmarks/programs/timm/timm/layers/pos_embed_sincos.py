@@ -1,22 +1,23 @@
-""" Sin-cos, fourier, rotary position embedding modules and functions
+"""Sin-cos, fourier, rotary position embedding modules and functions
 
 Hacked together by / Copyright 2022 Ross Wightman
 """
-import math
-from typing import List, Tuple, Optional, Union
+
+import math  # noqa: I001
+from typing import List, Tuple, Optional, Union  # noqa: F401, UP035
 
 import torch
 from torch import nn as nn
 
 from .grid import ndgrid
-from .trace_utils import _assert
+from .trace_utils import _assert  # noqa: F401
 
 
 def pixel_freq_bands(
-        num_bands: int,
-        max_freq: float = 224.,
-        linear_bands: bool = True,
-        device: Optional[torch.device] = None,
+    num_bands: int,
+    max_freq: float = 224.0,
+    linear_bands: bool = True,
+    device: Optional[torch.device] = None,  # noqa: UP045
 ):
     if linear_bands:
         bands = torch.linspace(1.0, max_freq / 2, num_bands, dtype=torch.float32, device=device)
@@ -26,24 +27,24 @@ def pixel_freq_bands(
 
 
 def freq_bands(
-        num_bands: int,
-        temperature: float = 10000.,
-        step: int = 2,
-        device: Optional[torch.device] = None,
+    num_bands: int,
+    temperature: float = 10000.0,
+    step: int = 2,
+    device: Optional[torch.device] = None,  # noqa: UP045
 ) -> torch.Tensor:
     exp = torch.arange(0, num_bands, step, dtype=torch.int64, device=device).to(torch.float32) / num_bands
-    bands = 1. / (temperature ** exp)
+    bands = 1.0 / (temperature**exp)
     return bands
 
 
 def build_sincos2d_pos_embed(
-        feat_shape: List[int],
-        dim: int = 64,
-        temperature: float = 10000.,
-        reverse_coord: bool = False,
-        interleave_sin_cos: bool = False,
-        dtype: torch.dtype = torch.float32,
-        device: Optional[torch.device] = None
+    feat_shape: List[int],  # noqa: UP006
+    dim: int = 64,
+    temperature: float = 10000.0,
+    reverse_coord: bool = False,
+    interleave_sin_cos: bool = False,
+    dtype: torch.dtype = torch.float32,
+    device: Optional[torch.device] = None,  # noqa: UP045
 ) -> torch.Tensor:
     """
 
@@ -59,16 +60,17 @@ def build_sincos2d_pos_embed(
     Returns:
 
     """
-    assert dim % 4 == 0, 'Embed dimension must be divisible by 4 for sin-cos 2D position embedding'
+    assert dim % 4 == 0, "Embed dimension must be divisible by 4 for sin-cos 2D position embedding"
     pos_dim = dim // 4
     bands = freq_bands(pos_dim, temperature=temperature, step=1, device=device)
 
     if reverse_coord:
         feat_shape = feat_shape[::-1]  # stack W, H instead of H, W
-    grid = torch.stack(ndgrid([
-        torch.arange(s, device=device, dtype=torch.int64).to(torch.float32)
-        for s in feat_shape
-    ])).flatten(1).transpose(0, 1)
+    grid = (
+        torch.stack(ndgrid([torch.arange(s, device=device, dtype=torch.int64).to(torch.float32) for s in feat_shape]))
+        .flatten(1)
+        .transpose(0, 1)
+    )
     pos2 = grid.unsqueeze(-1) * bands.unsqueeze(0)
     # FIXME add support for unflattened spatial dim?
 
@@ -78,18 +80,18 @@ def build_sincos2d_pos_embed(
 
 
 def build_fourier_pos_embed(
-        feat_shape: List[int],
-        bands: Optional[torch.Tensor] = None,
-        num_bands: int = 64,
-        max_res: int = 224,
-        temperature: float = 10000.,
-        linear_bands: bool = False,
-        include_grid: bool = False,
-        in_pixels: bool = True,
-        ref_feat_shape: Optional[List[int]] = None,
-        dtype: torch.dtype = torch.float32,
-        device: Optional[torch.device] = None,
-) -> List[torch.Tensor]:
+    feat_shape: List[int],  # noqa: UP006
+    bands: Optional[torch.Tensor] = None,  # noqa: UP045
+    num_bands: int = 64,
+    max_res: int = 224,
+    temperature: float = 10000.0,
+    linear_bands: bool = False,
+    include_grid: bool = False,
+    in_pixels: bool = True,
+    ref_feat_shape: Optional[List[int]] = None,  # noqa: UP006, UP045
+    dtype: torch.dtype = torch.float32,
+    device: Optional[torch.device] = None,  # noqa: UP045
+) -> List[torch.Tensor]:  # noqa: UP006
     """
 
     Args:
@@ -130,7 +132,7 @@ def build_fourier_pos_embed(
             dtype = bands.dtype
 
     if in_pixels:
-        t = [torch.linspace(-1., 1., steps=s, device=device, dtype=torch.float32) for s in feat_shape]
+        t = [torch.linspace(-1.0, 1.0, steps=s, device=device, dtype=torch.float32) for s in feat_shape]
     else:
         t = [torch.arange(s, device=device, dtype=torch.int64).to(torch.float32) for s in feat_shape]
 
@@ -148,13 +150,12 @@ def build_fourier_pos_embed(
 
 
 class FourierEmbed(nn.Module):
-
     def __init__(
-            self,
-            max_res: int = 224,
-            num_bands: int = 64,
-            concat_grid=True,
-            keep_spatial=False,
+        self,
+        max_res: int = 224,
+        num_bands: int = 64,
+        concat_grid=True,
+        keep_spatial=False,
     ):
         super().__init__()
         self.max_res = max_res
@@ -162,7 +163,7 @@ class FourierEmbed(nn.Module):
         self.concat_grid = concat_grid
         self.keep_spatial = keep_spatial
         self.register_buffer(
-            'bands',
+            "bands",
             pixel_freq_bands(max_res, num_bands),
             persistent=False,
         )
@@ -201,7 +202,7 @@ def apply_rot_embed(x: torch.Tensor, sin_emb, cos_emb):
     return x * cos_emb + rot(x) * sin_emb
 
 
-def apply_rot_embed_list(x: List[torch.Tensor], sin_emb, cos_emb):
+def apply_rot_embed_list(x: List[torch.Tensor], sin_emb, cos_emb):  # noqa: UP006
     if isinstance(x, torch.Tensor):
         x = [x]
     return [t * cos_emb + rot(t) * sin_emb for t in x]
@@ -221,16 +222,16 @@ def apply_keep_indices_nlc(x, pos_embed, keep_indices):
 
 
 def build_rotary_pos_embed(
-        feat_shape: List[int],
-        bands: Optional[torch.Tensor] = None,
-        dim: int = 64,
-        max_res: int = 224,
-        temperature: float = 10000.,
-        linear_bands: bool = False,
-        in_pixels: bool = True,
-        ref_feat_shape: Optional[List[int]] = None,
-        dtype: torch.dtype = torch.float32,
-        device: Optional[torch.device] = None,
+    feat_shape: List[int],  # noqa: UP006
+    bands: Optional[torch.Tensor] = None,  # noqa: UP045
+    dim: int = 64,
+    max_res: int = 224,
+    temperature: float = 10000.0,
+    linear_bands: bool = False,
+    in_pixels: bool = True,
+    ref_feat_shape: Optional[List[int]] = None,  # noqa: UP006, UP045
+    dtype: torch.dtype = torch.float32,
+    device: Optional[torch.device] = None,  # noqa: UP045
 ):
     """
 
@@ -270,7 +271,7 @@ def build_rotary_pos_embed(
 
 
 class RotaryEmbedding(nn.Module):
-    """ Rotary position embedding
+    """Rotary position embedding
 
     NOTE: This is my initial attempt at impl rotary embedding for spatial use, it has not
     been well tested, and will likely change. It will be moved to its own file.
@@ -281,14 +282,14 @@ class RotaryEmbedding(nn.Module):
     """
 
     def __init__(
-            self,
-            dim,
-            max_res=224,
-            temperature=10000,
-            in_pixels=True,
-            linear_bands: bool = False,
-            feat_shape: Optional[List[int]] = None,
-            ref_feat_shape: Optional[List[int]] = None,
+        self,
+        dim,
+        max_res=224,
+        temperature=10000,
+        in_pixels=True,
+        linear_bands: bool = False,
+        feat_shape: Optional[List[int]] = None,  # noqa: UP006, UP045
+        ref_feat_shape: Optional[List[int]] = None,  # noqa: UP006, UP045
     ):
         super().__init__()
         self.dim = dim
@@ -313,7 +314,7 @@ class RotaryEmbedding(nn.Module):
                     step=1,
                 )
             self.register_buffer(
-                'bands',
+                "bands",
                 bands,
                 persistent=False,
             )
@@ -331,17 +332,17 @@ class RotaryEmbedding(nn.Module):
             )
             self.bands = None
             self.register_buffer(
-                'pos_embed_sin',
+                "pos_embed_sin",
                 emb_sin,
                 persistent=False,
             )
             self.register_buffer(
-                'pos_embed_cos',
+                "pos_embed_cos",
                 emb_cos,
                 persistent=False,
             )
 
-    def get_embed(self, shape: Optional[List[int]] = None):
+    def get_embed(self, shape: Optional[List[int]] = None):  # noqa: UP006, UP045
         if self.bands is not None:
             # rebuild embeddings every call, use if target shape changes
             assert shape is not None
@@ -360,7 +361,7 @@ class RotaryEmbedding(nn.Module):
 
 
 class RotaryEmbeddingCat(nn.Module):
-    """ Rotary position embedding w/ concatenatd sin & cos
+    """Rotary position embedding w/ concatenatd sin & cos
 
     The following impl/resources were referenced for this impl:
     * https://github.com/lucidrains/vit-pytorch/blob/6f3a5fcf0bca1c5ec33a35ef48d97213709df4ba/vit_pytorch/rvt.py
@@ -368,14 +369,14 @@ class RotaryEmbeddingCat(nn.Module):
     """
 
     def __init__(
-            self,
-            dim,
-            max_res=224,
-            temperature=10000,
-            in_pixels=True,
-            linear_bands: bool = False,
-            feat_shape: Optional[List[int]] = None,
-            ref_feat_shape: Optional[List[int]] = None,
+        self,
+        dim,
+        max_res=224,
+        temperature=10000,
+        in_pixels=True,
+        linear_bands: bool = False,
+        feat_shape: Optional[List[int]] = None,  # noqa: UP006, UP045
+        ref_feat_shape: Optional[List[int]] = None,  # noqa: UP006, UP045
     ):
         super().__init__()
         self.dim = dim
@@ -400,7 +401,7 @@ class RotaryEmbeddingCat(nn.Module):
                     step=1,
                 )
             self.register_buffer(
-                'bands',
+                "bands",
                 bands,
                 persistent=False,
             )
@@ -417,12 +418,12 @@ class RotaryEmbeddingCat(nn.Module):
             )
             self.bands = None
             self.register_buffer(
-                'pos_embed',
+                "pos_embed",
                 torch.cat(embeds, -1),
                 persistent=False,
             )
 
-    def get_embed(self, shape: Optional[List[int]] = None):
+    def get_embed(self, shape: Optional[List[int]] = None):  # noqa: UP006, UP045
         if self.bands is not None and shape is not None:
             # rebuild embeddings every call, use if target shape changes
             embeds = build_rotary_pos_embed(
@@ -435,7 +436,7 @@ class RotaryEmbeddingCat(nn.Module):
         elif self.pos_embed is not None:
             return self.pos_embed
         else:
-            assert False, "get_embed() requires pre-computed pos_embed or valid shape w/ pre-computed bands"
+            assert False, "get_embed() requires pre-computed pos_embed or valid shape w/ pre-computed bands"  # noqa: B011
 
     def forward(self, x):
         # assuming channel-first tensor where spatial dim are >= 2

@@ -1,9 +1,10 @@
-""" Selective Kernel Convolution/Attention
+"""Selective Kernel Convolution/Attention
 
 Paper: Selective Kernel Networks (https://arxiv.org/abs/1903.06586)
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
+
 import torch
 from torch import nn as nn
 
@@ -21,12 +22,12 @@ def _kernel_valid(k):
 
 class SelectiveKernelAttn(nn.Module):
     def __init__(self, channels, num_paths=2, attn_channels=32, act_layer=nn.ReLU, norm_layer=nn.BatchNorm2d):
-        """ Selective Kernel Attention Module
+        """Selective Kernel Attention Module
 
         Selective Kernel attention mechanism factored out into its own module.
 
         """
-        super(SelectiveKernelAttn, self).__init__()
+        super(SelectiveKernelAttn, self).__init__()  # noqa: UP008
         self.num_paths = num_paths
         self.fc_reduce = nn.Conv2d(channels, attn_channels, kernel_size=1, bias=False)
         self.bn = norm_layer(attn_channels)
@@ -34,7 +35,7 @@ class SelectiveKernelAttn(nn.Module):
         self.fc_select = nn.Conv2d(attn_channels, channels * num_paths, kernel_size=1, bias=False)
 
     def forward(self, x):
-        _assert(x.shape[1] == self.num_paths, '')
+        _assert(x.shape[1] == self.num_paths, "")
         x = x.sum(1).mean((2, 3), keepdim=True)
         x = self.fc_reduce(x)
         x = self.bn(x)
@@ -47,11 +48,25 @@ class SelectiveKernelAttn(nn.Module):
 
 
 class SelectiveKernel(nn.Module):
-
-    def __init__(self, in_channels, out_channels=None, kernel_size=None, stride=1, dilation=1, groups=1,
-                 rd_ratio=1./16, rd_channels=None, rd_divisor=8, keep_3x3=True, split_input=True,
-                 act_layer=nn.ReLU, norm_layer=nn.BatchNorm2d, aa_layer=None, drop_layer=None):
-        """ Selective Kernel Convolution Module
+    def __init__(
+        self,
+        in_channels,
+        out_channels=None,
+        kernel_size=None,
+        stride=1,
+        dilation=1,
+        groups=1,
+        rd_ratio=1.0 / 16,
+        rd_channels=None,
+        rd_divisor=8,
+        keep_3x3=True,
+        split_input=True,
+        act_layer=nn.ReLU,
+        norm_layer=nn.BatchNorm2d,
+        aa_layer=None,
+        drop_layer=None,
+    ):
+        """Selective Kernel Convolution Module
 
         As described in Selective Kernel Networks (https://arxiv.org/abs/1903.06586) with some modifications.
 
@@ -76,7 +91,7 @@ class SelectiveKernel(nn.Module):
             aa_layer (nn.Module): anti-aliasing module
             drop_layer (nn.Module): spatial drop module in convs (drop block, etc)
         """
-        super(SelectiveKernel, self).__init__()
+        super(SelectiveKernel, self).__init__()  # noqa: UP008
         out_channels = out_channels or in_channels
         kernel_size = kernel_size or [3, 5]  # default to one 3x3 and one 5x5 branch. 5x5 -> 3x3 + dilation
         _kernel_valid(kernel_size)
@@ -97,11 +112,19 @@ class SelectiveKernel(nn.Module):
         groups = min(out_channels, groups)
 
         conv_kwargs = dict(
-            stride=stride, groups=groups, act_layer=act_layer, norm_layer=norm_layer,
-            aa_layer=aa_layer, drop_layer=drop_layer)
-        self.paths = nn.ModuleList([
-            ConvNormAct(in_channels, out_channels, kernel_size=k, dilation=d, **conv_kwargs)
-            for k, d in zip(kernel_size, dilation)])
+            stride=stride,
+            groups=groups,
+            act_layer=act_layer,
+            norm_layer=norm_layer,
+            aa_layer=aa_layer,
+            drop_layer=drop_layer,
+        )
+        self.paths = nn.ModuleList(
+            [
+                ConvNormAct(in_channels, out_channels, kernel_size=k, dilation=d, **conv_kwargs)
+                for k, d in zip(kernel_size, dilation)
+            ]
+        )
 
         attn_channels = rd_channels or make_divisible(out_channels * rd_ratio, divisor=rd_divisor)
         self.attn = SelectiveKernelAttn(out_channels, self.num_paths, attn_channels)

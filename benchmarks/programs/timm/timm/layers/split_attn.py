@@ -1,4 +1,4 @@
-""" Split Attention Conv2d (for ResNeSt Models)
+"""Split Attention Conv2d (for ResNeSt Models)
 
 Paper: `ResNeSt: Split-Attention Networks` - /https://arxiv.org/abs/2004.08955
 
@@ -6,6 +6,7 @@ Adapted from original PyTorch impl at https://github.com/zhanghang1989/ResNeSt
 
 Modified for torchscript compat, performance, and consistency with timm by Ross Wightman
 """
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -15,7 +16,7 @@ from .helpers import make_divisible
 
 class RadixSoftmax(nn.Module):
     def __init__(self, radix, cardinality):
-        super(RadixSoftmax, self).__init__()
+        super(RadixSoftmax, self).__init__()  # noqa: UP008
         self.radix = radix
         self.cardinality = cardinality
 
@@ -31,12 +32,28 @@ class RadixSoftmax(nn.Module):
 
 
 class SplitAttn(nn.Module):
-    """Split-Attention (aka Splat)
-    """
-    def __init__(self, in_channels, out_channels=None, kernel_size=3, stride=1, padding=None,
-                 dilation=1, groups=1, bias=False, radix=2, rd_ratio=0.25, rd_channels=None, rd_divisor=8,
-                 act_layer=nn.ReLU, norm_layer=None, drop_layer=None, **kwargs):
-        super(SplitAttn, self).__init__()
+    """Split-Attention (aka Splat)"""
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels=None,
+        kernel_size=3,
+        stride=1,
+        padding=None,
+        dilation=1,
+        groups=1,
+        bias=False,
+        radix=2,
+        rd_ratio=0.25,
+        rd_channels=None,
+        rd_divisor=8,
+        act_layer=nn.ReLU,
+        norm_layer=None,
+        drop_layer=None,
+        **kwargs,
+    ):
+        super(SplitAttn, self).__init__()  # noqa: UP008
         out_channels = out_channels or in_channels
         self.radix = radix
         mid_chs = out_channels * radix
@@ -47,8 +64,8 @@ class SplitAttn(nn.Module):
 
         padding = kernel_size // 2 if padding is None else padding
         self.conv = nn.Conv2d(
-            in_channels, mid_chs, kernel_size, stride, padding, dilation,
-            groups=groups * radix, bias=bias, **kwargs)
+            in_channels, mid_chs, kernel_size, stride, padding, dilation, groups=groups * radix, bias=bias, **kwargs
+        )
         self.bn0 = norm_layer(mid_chs) if norm_layer else nn.Identity()
         self.drop = drop_layer() if drop_layer is not None else nn.Identity()
         self.act0 = act_layer(inplace=True)

@@ -1,4 +1,4 @@
-""" Convolution with Weight Standardization (StdConv and ScaledStdConv)
+"""Convolution with Weight Standardization (StdConv and ScaledStdConv)
 
 StdConv:
 @article{weightstandardization,
@@ -16,6 +16,7 @@ Official Deepmind JAX code: https://github.com/deepmind/deepmind-research/tree/m
 
 Hacked together by / copyright Ross Wightman, 2021.
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -29,20 +30,28 @@ class StdConv2d(nn.Conv2d):
     Paper: `Micro-Batch Training with Batch-Channel Normalization and Weight Standardization` -
         https://arxiv.org/abs/1903.10520v2
     """
+
     def __init__(
-            self, in_channel, out_channels, kernel_size, stride=1, padding=None,
-            dilation=1, groups=1, bias=False, eps=1e-6):
+        self, in_channel, out_channels, kernel_size, stride=1, padding=None, dilation=1, groups=1, bias=False, eps=1e-6
+    ):
         if padding is None:
             padding = get_padding(kernel_size, stride, dilation)
         super().__init__(
-            in_channel, out_channels, kernel_size, stride=stride,
-            padding=padding, dilation=dilation, groups=groups, bias=bias)
+            in_channel,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+            bias=bias,
+        )
         self.eps = eps
 
     def forward(self, x):
         weight = F.batch_norm(
-            self.weight.reshape(1, self.out_channels, -1), None, None,
-            training=True, momentum=0., eps=self.eps).reshape_as(self.weight)
+            self.weight.reshape(1, self.out_channels, -1), None, None, training=True, momentum=0.0, eps=self.eps
+        ).reshape_as(self.weight)
         x = F.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         return x
 
@@ -53,13 +62,30 @@ class StdConv2dSame(nn.Conv2d):
     Paper: `Micro-Batch Training with Batch-Channel Normalization and Weight Standardization` -
         https://arxiv.org/abs/1903.10520v2
     """
+
     def __init__(
-            self, in_channel, out_channels, kernel_size, stride=1, padding='SAME',
-            dilation=1, groups=1, bias=False, eps=1e-6):
+        self,
+        in_channel,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding="SAME",
+        dilation=1,
+        groups=1,
+        bias=False,
+        eps=1e-6,
+    ):
         padding, is_dynamic = get_padding_value(padding, kernel_size, stride=stride, dilation=dilation)
         super().__init__(
-            in_channel, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation,
-            groups=groups, bias=bias)
+            in_channel,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+            bias=bias,
+        )
         self.same_pad = is_dynamic
         self.eps = eps
 
@@ -67,8 +93,8 @@ class StdConv2dSame(nn.Conv2d):
         if self.same_pad:
             x = pad_same(x, self.kernel_size, self.stride, self.dilation)
         weight = F.batch_norm(
-            self.weight.reshape(1, self.out_channels, -1), None, None,
-            training=True, momentum=0., eps=self.eps).reshape_as(self.weight)
+            self.weight.reshape(1, self.out_channels, -1), None, None, training=True, momentum=0.0, eps=self.eps
+        ).reshape_as(self.weight)
         x = F.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         return x
 
@@ -83,22 +109,45 @@ class ScaledStdConv2d(nn.Conv2d):
     """
 
     def __init__(
-            self, in_channels, out_channels, kernel_size, stride=1, padding=None,
-            dilation=1, groups=1, bias=True, gamma=1.0, eps=1e-6, gain_init=1.0):
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=None,
+        dilation=1,
+        groups=1,
+        bias=True,
+        gamma=1.0,
+        eps=1e-6,
+        gain_init=1.0,
+    ):
         if padding is None:
             padding = get_padding(kernel_size, stride, dilation)
         super().__init__(
-            in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation,
-            groups=groups, bias=bias)
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+            bias=bias,
+        )
         self.gain = nn.Parameter(torch.full((self.out_channels, 1, 1, 1), gain_init))
         self.scale = gamma * self.weight[0].numel() ** -0.5  # gamma * 1 / sqrt(fan-in)
         self.eps = eps
 
     def forward(self, x):
         weight = F.batch_norm(
-            self.weight.reshape(1, self.out_channels, -1), None, None,
+            self.weight.reshape(1, self.out_channels, -1),
+            None,
+            None,
             weight=(self.gain * self.scale).view(-1),
-            training=True, momentum=0., eps=self.eps).reshape_as(self.weight)
+            training=True,
+            momentum=0.0,
+            eps=self.eps,
+        ).reshape_as(self.weight)
         return F.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
@@ -112,12 +161,30 @@ class ScaledStdConv2dSame(nn.Conv2d):
     """
 
     def __init__(
-            self, in_channels, out_channels, kernel_size, stride=1, padding='SAME',
-            dilation=1, groups=1, bias=True, gamma=1.0, eps=1e-6, gain_init=1.0):
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding="SAME",
+        dilation=1,
+        groups=1,
+        bias=True,
+        gamma=1.0,
+        eps=1e-6,
+        gain_init=1.0,
+    ):
         padding, is_dynamic = get_padding_value(padding, kernel_size, stride=stride, dilation=dilation)
         super().__init__(
-            in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation,
-            groups=groups, bias=bias)
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=groups,
+            bias=bias,
+        )
         self.gain = nn.Parameter(torch.full((self.out_channels, 1, 1, 1), gain_init))
         self.scale = gamma * self.weight[0].numel() ** -0.5
         self.same_pad = is_dynamic
@@ -127,7 +194,12 @@ class ScaledStdConv2dSame(nn.Conv2d):
         if self.same_pad:
             x = pad_same(x, self.kernel_size, self.stride, self.dilation)
         weight = F.batch_norm(
-            self.weight.reshape(1, self.out_channels, -1), None, None,
+            self.weight.reshape(1, self.out_channels, -1),
+            None,
+            None,
             weight=(self.gain * self.scale).view(-1),
-            training=True, momentum=0., eps=self.eps).reshape_as(self.weight)
+            training=True,
+            momentum=0.0,
+            eps=self.eps,
+        ).reshape_as(self.weight)
         return F.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 class AsymmetricLossMultiLabel(nn.Module):
     def __init__(self, gamma_neg=4, gamma_pos=1, clip=0.05, eps=1e-8, disable_torch_grad_focal_loss=False):
-        super(AsymmetricLossMultiLabel, self).__init__()
+        super(AsymmetricLossMultiLabel, self).__init__()  # noqa: UP008
 
         self.gamma_neg = gamma_neg
         self.gamma_pos = gamma_pos
@@ -13,7 +13,7 @@ class AsymmetricLossMultiLabel(nn.Module):
         self.eps = eps
 
     def forward(self, x, y):
-        """"
+        """ "
         Parameters
         ----------
         x: input logits
@@ -51,8 +51,8 @@ class AsymmetricLossMultiLabel(nn.Module):
 
 
 class AsymmetricLossSingleLabel(nn.Module):
-    def __init__(self, gamma_pos=1, gamma_neg=4, eps: float = 0.1, reduction='mean'):
-        super(AsymmetricLossSingleLabel, self).__init__()
+    def __init__(self, gamma_pos=1, gamma_neg=4, eps: float = 0.1, reduction="mean"):
+        super(AsymmetricLossSingleLabel, self).__init__()  # noqa: UP008
 
         self.eps = eps
         self.logsoftmax = nn.LogSoftmax(dim=-1)
@@ -62,7 +62,7 @@ class AsymmetricLossSingleLabel(nn.Module):
         self.reduction = reduction
 
     def forward(self, inputs, target, reduction=None):
-        """"
+        """ "
         Parameters
         ----------
         x: input logits
@@ -80,18 +80,17 @@ class AsymmetricLossSingleLabel(nn.Module):
         xs_neg = 1 - xs_pos
         xs_pos = xs_pos * targets
         xs_neg = xs_neg * anti_targets
-        asymmetric_w = torch.pow(1 - xs_pos - xs_neg,
-                                 self.gamma_pos * targets + self.gamma_neg * anti_targets)
+        asymmetric_w = torch.pow(1 - xs_pos - xs_neg, self.gamma_pos * targets + self.gamma_neg * anti_targets)
         log_preds = log_preds * asymmetric_w
 
         if self.eps > 0:  # label smoothing
             self.targets_classes = self.targets_classes.mul(1 - self.eps).add(self.eps / num_classes)
 
         # loss calculation
-        loss = - self.targets_classes.mul(log_preds)
+        loss = -self.targets_classes.mul(log_preds)
 
         loss = loss.sum(dim=-1)
-        if self.reduction == 'mean':
+        if self.reduction == "mean":
             loss = loss.mean()
 
         return loss

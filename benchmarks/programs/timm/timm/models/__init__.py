@@ -1,100 +1,138 @@
-from .beit import *
-from .byoanet import *
-from .byobnet import *
-from .cait import *
-from .coat import *
-from .convit import *
-from .convmixer import *
-from .convnext import *
-from .crossvit import *
-from .cspnet import *
-from .davit import *
-from .deit import *
-from .densenet import *
-from .dla import *
-from .dpn import *
-from .edgenext import *
-from .efficientformer import *
-from .efficientformer_v2 import *
-from .efficientnet import *
-from .efficientvit_mit import *
-from .efficientvit_msra import *
-from .eva import *
-from .fastvit import *
-from .focalnet import *
-from .gcvit import *
-from .ghostnet import *
-from .hardcorenas import *
-from .hgnet import *
-from .hiera import *
-from .hieradet_sam2 import *
-from .hrnet import *
-from .inception_next import *
-from .inception_resnet_v2 import *
-from .inception_v3 import *
-from .inception_v4 import *
-from .levit import *
-from .maxxvit import *
-from .mambaout import *
-from .metaformer import *
-from .mlp_mixer import *
-from .mobilenetv3 import *
-from .mobilevit import *
-from .mvitv2 import *
-from .nasnet import *
-from .nest import *
-from .nextvit import *
-from .nfnet import *
-from .pit import *
-from .pnasnet import *
-from .pvt_v2 import *
-from .rdnet import *
-from .regnet import *
-from .repghost import *
-from .repvit import *
-from .res2net import *
-from .resnest import *
-from .resnet import *
-from .resnetv2 import *
-from .rexnet import *
-from .selecsls import *
-from .senet import *
-from .sequencer import *
-from .sknet import *
-from .swin_transformer import *
-from .swin_transformer_v2 import *
-from .swin_transformer_v2_cr import *
-from .tiny_vit import *
-from .tnt import *
-from .tresnet import *
-from .twins import *
-from .vgg import *
-from .visformer import *
-from .vision_transformer import *
-from .vision_transformer_hybrid import *
-from .vision_transformer_relpos import *
-from .vision_transformer_sam import *
-from .vitamin import *
-from .volo import *
-from .vovnet import *
-from .xception import *
-from .xception_aligned import *
-from .xcit import *
+from .beit import *  # noqa: F403, I001
+from .byoanet import *  # noqa: F403
+from .byobnet import *  # noqa: F403
+from .cait import *  # noqa: F403
+from .coat import *  # noqa: F403
+from .convit import *  # noqa: F403
+from .convmixer import *  # noqa: F403
+from .convnext import *  # noqa: F403
+from .crossvit import *  # noqa: F403
+from .cspnet import *  # noqa: F403
+from .davit import *  # noqa: F403
+from .deit import *  # noqa: F403
+from .densenet import *  # noqa: F403
+from .dla import *  # noqa: F403
+from .dpn import *  # noqa: F403
+from .edgenext import *  # noqa: F403
+from .efficientformer import *  # noqa: F403
+from .efficientformer_v2 import *  # noqa: F403
+from .efficientnet import *  # noqa: F403
+from .efficientvit_mit import *  # noqa: F403
+from .efficientvit_msra import *  # noqa: F403
+from .eva import *  # noqa: F403
+from .fastvit import *  # noqa: F403
+from .focalnet import *  # noqa: F403
+from .gcvit import *  # noqa: F403
+from .ghostnet import *  # noqa: F403
+from .hardcorenas import *  # noqa: F403
+from .hgnet import *  # noqa: F403
+from .hiera import *  # noqa: F403
+from .hieradet_sam2 import *  # noqa: F403
+from .hrnet import *  # noqa: F403
+from .inception_next import *  # noqa: F403
+from .inception_resnet_v2 import *  # noqa: F403
+from .inception_v3 import *  # noqa: F403
+from .inception_v4 import *  # noqa: F403
+from .levit import *  # noqa: F403
+from .maxxvit import *  # noqa: F403
+from .mambaout import *  # noqa: F403
+from .metaformer import *  # noqa: F403
+from .mlp_mixer import *  # noqa: F403
+from .mobilenetv3 import *  # noqa: F403
+from .mobilevit import *  # noqa: F403
+from .mvitv2 import *  # noqa: F403
+from .nasnet import *  # noqa: F403
+from .nest import *  # noqa: F403
+from .nextvit import *  # noqa: F403
+from .nfnet import *  # noqa: F403
+from .pit import *  # noqa: F403
+from .pnasnet import *  # noqa: F403
+from .pvt_v2 import *  # noqa: F403
+from .rdnet import *  # noqa: F403
+from .regnet import *  # noqa: F403
+from .repghost import *  # noqa: F403
+from .repvit import *  # noqa: F403
+from .res2net import *  # noqa: F403
+from .resnest import *  # noqa: F403
+from .resnet import *  # noqa: F403
+from .resnetv2 import *  # noqa: F403
+from .rexnet import *  # noqa: F403
+from .selecsls import *  # noqa: F403
+from .senet import *  # noqa: F403
+from .sequencer import *  # noqa: F403
+from .sknet import *  # noqa: F403
+from .swin_transformer import *  # noqa: F403
+from .swin_transformer_v2 import *  # noqa: F403
+from .swin_transformer_v2_cr import *  # noqa: F403
+from .tiny_vit import *  # noqa: F403
+from .tnt import *  # noqa: F403
+from .tresnet import *  # noqa: F403
+from .twins import *  # noqa: F403
+from .vgg import *  # noqa: F403
+from .visformer import *  # noqa: F403
+from .vision_transformer import *  # noqa: F403
+from .vision_transformer_hybrid import *  # noqa: F403
+from .vision_transformer_relpos import *  # noqa: F403
+from .vision_transformer_sam import *  # noqa: F403
+from .vitamin import *  # noqa: F403
+from .volo import *  # noqa: F403
+from .vovnet import *  # noqa: F403
+from .xception import *  # noqa: F403
+from .xception_aligned import *  # noqa: F403
+from .xcit import *  # noqa: F403
 
-from ._builder import build_model_with_cfg, load_pretrained, load_custom_pretrained, resolve_pretrained_cfg, \
-    set_pretrained_download_progress, set_pretrained_check_hash
-from ._factory import create_model, parse_model_name, safe_model_name
-from ._features import FeatureInfo, FeatureHooks, FeatureHookNet, FeatureListNet, FeatureDictNet
-from ._features_fx import FeatureGraphNet, GraphExtractNet, create_feature_extractor, get_graph_node_names, \
-    register_notrace_module, is_notrace_module, get_notrace_modules, \
-    register_notrace_function, is_notrace_function, get_notrace_functions
-from ._helpers import clean_state_dict, load_state_dict, load_checkpoint, remap_state_dict, resume_checkpoint
-from ._hub import load_model_config_from_hf, load_state_dict_from_hf, push_to_hf_hub
-from ._manipulate import model_parameters, named_apply, named_modules, named_modules_with_params, \
-    group_modules, group_parameters, checkpoint_seq, checkpoint, adapt_input_conv
-from ._pretrained import PretrainedCfg, DefaultCfg, filter_pretrained_cfg
-from ._prune import adapt_model_from_string
-from ._registry import split_model_name_tag, get_arch_name, generate_default_cfgs, register_model, \
-    register_model_deprecations, model_entrypoint, list_models, list_pretrained, get_deprecated_models, \
-    is_model, list_modules, is_model_in_modules, is_model_pretrained, get_pretrained_cfg, get_pretrained_cfg_value, \
-    get_arch_pretrained_cfgs
+from ._builder import (
+    build_model_with_cfg,  # noqa: F401
+    load_pretrained,  # noqa: F401
+    load_custom_pretrained,  # noqa: F401
+    resolve_pretrained_cfg,  # noqa: F401
+    set_pretrained_download_progress,  # noqa: F401
+    set_pretrained_check_hash,  # noqa: F401
+)
+from ._factory import create_model, parse_model_name, safe_model_name  # noqa: F401
+from ._features import FeatureInfo, FeatureHooks, FeatureHookNet, FeatureListNet, FeatureDictNet  # noqa: F401
+from ._features_fx import (
+    FeatureGraphNet,  # noqa: F401
+    GraphExtractNet,  # noqa: F401
+    create_feature_extractor,  # noqa: F401
+    get_graph_node_names,  # noqa: F401
+    register_notrace_module,  # noqa: F401
+    is_notrace_module,  # noqa: F401
+    get_notrace_modules,  # noqa: F401
+    register_notrace_function,  # noqa: F401
+    is_notrace_function,  # noqa: F401
+    get_notrace_functions,  # noqa: F401
+)
+from ._helpers import clean_state_dict, load_state_dict, load_checkpoint, remap_state_dict, resume_checkpoint  # noqa: F401
+from ._hub import load_model_config_from_hf, load_state_dict_from_hf, push_to_hf_hub  # noqa: F401
+from ._manipulate import (
+    model_parameters,  # noqa: F401
+    named_apply,  # noqa: F401
+    named_modules,  # noqa: F401
+    named_modules_with_params,  # noqa: F401
+    group_modules,  # noqa: F401
+    group_parameters,  # noqa: F401
+    checkpoint_seq,  # noqa: F401
+    checkpoint,  # noqa: F401
+    adapt_input_conv,  # noqa: F401
+)
+from ._pretrained import PretrainedCfg, DefaultCfg, filter_pretrained_cfg  # noqa: F401
+from ._prune import adapt_model_from_string  # noqa: F401
+from ._registry import (
+    split_model_name_tag,  # noqa: F401
+    get_arch_name,  # noqa: F401
+    generate_default_cfgs,  # noqa: F401
+    register_model,  # noqa: F401
+    register_model_deprecations,  # noqa: F401
+    model_entrypoint,  # noqa: F401
+    list_models,  # noqa: F401
+    list_pretrained,  # noqa: F401
+    get_deprecated_models,  # noqa: F401
+    is_model,  # noqa: F401
+    list_modules,  # noqa: F401
+    is_model_in_modules,  # noqa: F401
+    is_model_pretrained,  # noqa: F401
+    get_pretrained_cfg,  # noqa: F401
+    get_pretrained_cfg_value,  # noqa: F401
+    get_arch_pretrained_cfgs,  # noqa: F401
+)

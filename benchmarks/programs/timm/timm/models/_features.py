@@ -1,4 +1,4 @@
-""" PyTorch Feature Extraction Helpers
+"""PyTorch Feature Extraction Helpers
 
 A collection of classes, functions, modules to help extract features from models
 and provide a common interface for describing them.
@@ -8,10 +8,11 @@ https://github.com/pytorch/vision/blob/d88d8961ae51507d0cb680329d985b1488b1b76b/
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-from collections import OrderedDict, defaultdict
+
+from collections import OrderedDict, defaultdict  # noqa: I001
 from copy import deepcopy
 from functools import partial
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union  # noqa: UP035
 
 import torch
 import torch.nn as nn
@@ -20,17 +21,22 @@ from timm.layers import Format, _assert
 from ._manipulate import checkpoint
 
 __all__ = [
-    'FeatureInfo', 'FeatureHooks', 'FeatureDictNet', 'FeatureListNet', 'FeatureHookNet', 'FeatureGetterNet',
-    'feature_take_indices'
+    "FeatureInfo",
+    "FeatureHooks",
+    "FeatureDictNet",
+    "FeatureListNet",
+    "FeatureHookNet",
+    "FeatureGetterNet",
+    "feature_take_indices",
 ]
 
 
 def feature_take_indices(
-        num_features: int,
-        indices: Optional[Union[int, List[int]]] = None,
-        as_set: bool = False,
-) -> Tuple[List[int], int]:
-    """ Determine the absolute feature indices to 'take' from.
+    num_features: int,
+    indices: Optional[Union[int, List[int]]] = None,  # noqa: UP006, UP007, UP045
+    as_set: bool = False,
+) -> Tuple[List[int], int]:  # noqa: UP006
+    """Determine the absolute feature indices to 'take' from.
 
     Note: This function can be called in forward() so must be torchscript compatible,
     which requires some incomplete typing and workaround hacks.
@@ -51,13 +57,13 @@ def feature_take_indices(
 
     if isinstance(indices, int):
         # convert int -> last n indices
-        _assert(0 < indices <= num_features, f'last-n ({indices}) is out of range (1 to {num_features})')
+        _assert(0 < indices <= num_features, f"last-n ({indices}) is out of range (1 to {num_features})")
         take_indices = [num_features - indices + i for i in range(indices)]
     else:
-        take_indices: List[int] = []
+        take_indices: List[int] = []  # noqa: UP006
         for i in indices:
             idx = num_features + i if i < 0 else i
-            _assert(0 <= idx < num_features, f'feature index {idx} is out of range (0 to {num_features - 1})')
+            _assert(0 <= idx < num_features, f"feature index {idx} is out of range (0 to {num_features - 1})")
             take_indices.append(idx)
 
     if not torch.jit.is_scripting() and as_set:
@@ -66,32 +72,31 @@ def feature_take_indices(
     return take_indices, max(take_indices)
 
 
-def _out_indices_as_tuple(x: Union[int, Tuple[int, ...]]) -> Tuple[int, ...]:
+def _out_indices_as_tuple(x: Union[int, Tuple[int, ...]]) -> Tuple[int, ...]:  # noqa: UP006, UP007
     if isinstance(x, int):
         # if indices is an int, take last N features
         return tuple(range(-x, 0))
     return tuple(x)
 
 
-OutIndicesT = Union[int, Tuple[int, ...]]
+OutIndicesT = Union[int, Tuple[int, ...]]  # noqa: UP006, UP007
 
 
 class FeatureInfo:
-
     def __init__(
-            self,
-            feature_info: List[Dict],
-            out_indices: OutIndicesT,
+        self,
+        feature_info: List[Dict],  # noqa: UP006
+        out_indices: OutIndicesT,
     ):
         out_indices = _out_indices_as_tuple(out_indices)
         prev_reduction = 1
         for i, fi in enumerate(feature_info):
             # sanity check the mandatory fields, there may be additional fields depending on the model
-            assert 'num_chs' in fi and fi['num_chs'] > 0
-            assert 'reduction' in fi and fi['reduction'] >= prev_reduction
-            prev_reduction = fi['reduction']
-            assert 'module' in fi
-            fi.setdefault('index', i)
+            assert "num_chs" in fi and fi["num_chs"] > 0
+            assert "reduction" in fi and fi["reduction"] >= prev_reduction
+            prev_reduction = fi["reduction"]
+            assert "module" in fi
+            fi.setdefault("index", i)
         self.out_indices = out_indices
         self.info = feature_info
 
@@ -99,8 +104,8 @@ class FeatureInfo:
         out_indices = _out_indices_as_tuple(out_indices)
         return FeatureInfo(deepcopy(self.info), out_indices)
 
-    def get(self, key: str, idx: Optional[Union[int, List[int]]] = None):
-        """ Get value by key at specified index (indices)
+    def get(self, key: str, idx: Optional[Union[int, List[int]]] = None):  # noqa: UP006, UP007, UP045
+        """Get value by key at specified index (indices)
         if idx == None, returns value for key at each output index
         if idx is an integer, return value for that feature module index (ignoring output indices)
         if idx is a list/tuple, return value for each module index (ignoring output indices)
@@ -112,9 +117,8 @@ class FeatureInfo:
         else:
             return self.info[idx][key]
 
-    def get_dicts(self, keys: Optional[List[str]] = None, idx: Optional[Union[int, List[int]]] = None):
-        """ return info dicts for specified keys (or all if None) at specified indices (or out_indices if None)
-        """
+    def get_dicts(self, keys: Optional[List[str]] = None, idx: Optional[Union[int, List[int]]] = None):  # noqa: UP006, UP007, UP045
+        """return info dicts for specified keys (or all if None) at specified indices (or out_indices if None)"""
         if idx is None:
             if keys is None:
                 return [self.info[i] for i in self.out_indices]
@@ -125,20 +129,17 @@ class FeatureInfo:
         else:
             return self.info[idx] if keys is None else {k: self.info[idx][k] for k in keys}
 
-    def channels(self, idx: Optional[Union[int, List[int]]] = None):
-        """ feature channels accessor
-        """
-        return self.get('num_chs', idx)
+    def channels(self, idx: Optional[Union[int, List[int]]] = None):  # noqa: UP006, UP007, UP045
+        """feature channels accessor"""
+        return self.get("num_chs", idx)
 
-    def reduction(self, idx: Optional[Union[int, List[int]]] = None):
-        """ feature reduction (output stride) accessor
-        """
-        return self.get('reduction', idx)
+    def reduction(self, idx: Optional[Union[int, List[int]]] = None):  # noqa: UP006, UP007, UP045
+        """feature reduction (output stride) accessor"""
+        return self.get("reduction", idx)
 
-    def module_name(self, idx: Optional[Union[int, List[int]]] = None):
-        """ feature module name accessor
-        """
-        return self.get('module', idx)
+    def module_name(self, idx: Optional[Union[int, List[int]]] = None):  # noqa: UP006, UP007, UP045
+        """feature module name accessor"""
+        return self.get("module", idx)
 
     def __getitem__(self, item):
         return self.info[item]
@@ -148,7 +149,7 @@ class FeatureInfo:
 
 
 class FeatureHooks:
-    """ Feature Hook Helper
+    """Feature Hook Helper
 
     This module helps with the setup and extraction of hooks for extracting features from
     internal nodes in a model by node name.
@@ -157,30 +158,30 @@ class FeatureHooks:
     """
 
     def __init__(
-            self,
-            hooks: Sequence[Union[str, Dict]],
-            named_modules: dict,
-            out_map: Sequence[Union[int, str]] = None,
-            default_hook_type: str = 'forward',
+        self,
+        hooks: Sequence[Union[str, Dict]],  # noqa: UP006, UP007
+        named_modules: dict,
+        out_map: Sequence[Union[int, str]] = None,  # noqa: UP007
+        default_hook_type: str = "forward",
     ):
         # setup feature hooks
         self._feature_outputs = defaultdict(OrderedDict)
         self._handles = []
         modules = {k: v for k, v in named_modules}
         for i, h in enumerate(hooks):
-            hook_name = h if isinstance(h, str) else h['module']
+            hook_name = h if isinstance(h, str) else h["module"]
             m = modules[hook_name]
             hook_id = out_map[i] if out_map else hook_name
             hook_fn = partial(self._collect_output_hook, hook_id)
             hook_type = default_hook_type
             if isinstance(h, dict):
-                hook_type = h.get('hook_type', default_hook_type)
-            if hook_type == 'forward_pre':
+                hook_type = h.get("hook_type", default_hook_type)
+            if hook_type == "forward_pre":
                 handle = m.register_forward_pre_hook(hook_fn)
-            elif hook_type == 'forward':
+            elif hook_type == "forward":
                 handle = m.register_forward_hook(hook_fn)
             else:
-                assert False, "Unsupported hook type"
+                assert False, "Unsupported hook type"  # noqa: B011
             self._handles.append(handle)
 
     def _collect_output_hook(self, hook_id, *args):
@@ -189,7 +190,7 @@ class FeatureHooks:
             x = x[0]  # unwrap input tuple
         self._feature_outputs[x.device][hook_id] = x
 
-    def get_output(self, device) -> Dict[str, torch.tensor]:
+    def get_output(self, device) -> Dict[str, torch.tensor]:  # noqa: UP006
         output = self._feature_outputs[device]
         self._feature_outputs[device] = OrderedDict()  # clear after reading
         return output
@@ -198,25 +199,25 @@ class FeatureHooks:
 def _module_list(module, flatten_sequential=False):
     # a yield/iter would be better for this but wouldn't be compatible with torchscript
     ml = []
-    for name, module in module.named_children():
+    for name, module in module.named_children():  # noqa: B020
         if flatten_sequential and isinstance(module, nn.Sequential):
             # first level of Sequential containers is flattened into containing model
             for child_name, child_module in module.named_children():
                 combined = [name, child_name]
-                ml.append(('_'.join(combined), '.'.join(combined), child_module))
+                ml.append(("_".join(combined), ".".join(combined), child_module))
         else:
             ml.append((name, name, module))
     return ml
 
 
 def _get_feature_info(net, out_indices: OutIndicesT):
-    feature_info = getattr(net, 'feature_info')
+    feature_info = getattr(net, "feature_info")  # noqa: B009
     if isinstance(feature_info, FeatureInfo):
         return feature_info.from_other(out_indices)
     elif isinstance(feature_info, (list, tuple)):
         return FeatureInfo(net.feature_info, out_indices)
     else:
-        assert False, "Provided feature_info is not valid"
+        assert False, "Provided feature_info is not valid"  # noqa: B011
 
 
 def _get_return_layers(feature_info, out_map):
@@ -228,7 +229,7 @@ def _get_return_layers(feature_info, out_map):
 
 
 class FeatureDictNet(nn.ModuleDict):
-    """ Feature extractor with OrderedDict return
+    """Feature extractor with OrderedDict return
 
     Wrap a model and extract features as specified by the out indices, the network is
     partially re-built from contained modules.
@@ -242,14 +243,15 @@ class FeatureDictNet(nn.ModuleDict):
     All Sequential containers that are directly assigned to the original model will have their
     modules assigned to this module with the name `model.features.1` being changed to `model.features_1`
     """
+
     def __init__(
-            self,
-            model: nn.Module,
-            out_indices: OutIndicesT = (0, 1, 2, 3, 4),
-            out_map: Sequence[Union[int, str]] = None,
-            output_fmt: str = 'NCHW',
-            feature_concat: bool = False,
-            flatten_sequential: bool = False,
+        self,
+        model: nn.Module,
+        out_indices: OutIndicesT = (0, 1, 2, 3, 4),
+        out_map: Sequence[Union[int, str]] = None,  # noqa: UP007
+        output_fmt: str = "NCHW",
+        feature_concat: bool = False,
+        flatten_sequential: bool = False,
     ):
         """
         Args:
@@ -260,7 +262,7 @@ class FeatureDictNet(nn.ModuleDict):
                 first element e.g. `x[0]`
             flatten_sequential: Flatten first two-levels of sequential modules in model (re-writes model modules)
         """
-        super(FeatureDictNet, self).__init__()
+        super(FeatureDictNet, self).__init__()  # noqa: UP008
         self.feature_info = _get_feature_info(model, out_indices)
         self.output_fmt = Format(output_fmt)
         self.concat = feature_concat
@@ -279,14 +281,15 @@ class FeatureDictNet(nn.ModuleDict):
                 remaining.remove(old_name)
             if not remaining:
                 break
-        assert not remaining and len(self.return_layers) == len(return_layers), \
-            f'Return layers ({remaining}) are not present in model'
+        assert not remaining and len(self.return_layers) == len(return_layers), (
+            f"Return layers ({remaining}) are not present in model"
+        )
         self.update(layers)
 
     def set_grad_checkpointing(self, enable: bool = True):
         self.grad_checkpointing = enable
 
-    def _collect(self, x) -> (Dict[str, torch.Tensor]):
+    def _collect(self, x) -> Dict[str, torch.Tensor]:  # noqa: UP006
         out = OrderedDict()
         for i, (name, module) in enumerate(self.items()):
             if self.grad_checkpointing and not torch.jit.is_scripting():
@@ -308,22 +311,23 @@ class FeatureDictNet(nn.ModuleDict):
                     out[out_id] = x
         return out
 
-    def forward(self, x) -> Dict[str, torch.Tensor]:
+    def forward(self, x) -> Dict[str, torch.Tensor]:  # noqa: UP006
         return self._collect(x)
 
 
 class FeatureListNet(FeatureDictNet):
-    """ Feature extractor with list return
+    """Feature extractor with list return
 
     A specialization of FeatureDictNet that always returns features as a list (values() of dict).
     """
+
     def __init__(
-            self,
-            model: nn.Module,
-            out_indices: OutIndicesT = (0, 1, 2, 3, 4),
-            output_fmt: str = 'NCHW',
-            feature_concat: bool = False,
-            flatten_sequential: bool = False,
+        self,
+        model: nn.Module,
+        out_indices: OutIndicesT = (0, 1, 2, 3, 4),
+        output_fmt: str = "NCHW",
+        feature_concat: bool = False,
+        flatten_sequential: bool = False,
     ):
         """
         Args:
@@ -341,12 +345,12 @@ class FeatureListNet(FeatureDictNet):
             flatten_sequential=flatten_sequential,
         )
 
-    def forward(self, x) -> (List[torch.Tensor]):
+    def forward(self, x) -> List[torch.Tensor]:  # noqa: UP006
         return list(self._collect(x).values())
 
 
 class FeatureHookNet(nn.ModuleDict):
-    """ FeatureHookNet
+    """FeatureHookNet
 
     Wrap a model and extract features specified by the out indices using forward/forward-pre hooks.
 
@@ -358,16 +362,17 @@ class FeatureHookNet(nn.ModuleDict):
 
     FIXME this does not currently work with Torchscript, see FeatureHooks class
     """
+
     def __init__(
-            self,
-            model: nn.Module,
-            out_indices: OutIndicesT = (0, 1, 2, 3, 4),
-            out_map: Optional[Sequence[Union[int, str]]] = None,
-            return_dict: bool = False,
-            output_fmt: str = 'NCHW',
-            no_rewrite: Optional[bool] = None,
-            flatten_sequential: bool = False,
-            default_hook_type: str = 'forward',
+        self,
+        model: nn.Module,
+        out_indices: OutIndicesT = (0, 1, 2, 3, 4),
+        out_map: Optional[Sequence[Union[int, str]]] = None,  # noqa: UP007, UP045
+        return_dict: bool = False,
+        output_fmt: str = "NCHW",
+        no_rewrite: Optional[bool] = None,  # noqa: UP045
+        flatten_sequential: bool = False,
+        default_hook_type: str = "forward",
     ):
         """
 
@@ -393,25 +398,25 @@ class FeatureHookNet(nn.ModuleDict):
         hooks = []
         if no_rewrite:
             assert not flatten_sequential
-            if hasattr(model, 'reset_classifier'):  # make sure classifier is removed?
+            if hasattr(model, "reset_classifier"):  # make sure classifier is removed?
                 model.reset_classifier(0)
-            layers['body'] = model
+            layers["body"] = model
             hooks.extend(self.feature_info.get_dicts())
         else:
             modules = _module_list(model, flatten_sequential=flatten_sequential)
             remaining = {
-                f['module']: f['hook_type'] if 'hook_type' in f else default_hook_type
+                f["module"]: f["hook_type"] if "hook_type" in f else default_hook_type
                 for f in self.feature_info.get_dicts()
             }
             for new_name, old_name, module in modules:
                 layers[new_name] = module
-                for fn, fm in module.named_modules(prefix=old_name):
+                for fn, fm in module.named_modules(prefix=old_name):  # noqa: B007
                     if fn in remaining:
                         hooks.append(dict(module=fn, hook_type=remaining[fn]))
                         del remaining[fn]
                 if not remaining:
                     break
-            assert not remaining, f'Return layers ({remaining}) are not present in model'
+            assert not remaining, f"Return layers ({remaining}) are not present in model"
         self.update(layers)
         self.hooks = FeatureHooks(hooks, model.named_modules(), out_map=out_map)
 
@@ -419,7 +424,7 @@ class FeatureHookNet(nn.ModuleDict):
         self.grad_checkpointing = enable
 
     def forward(self, x):
-        for i, (name, module) in enumerate(self.items()):
+        for i, (name, module) in enumerate(self.items()):  # noqa: B007
             if self.grad_checkpointing and not torch.jit.is_scripting():
                 # Skipping checkpoint of first module because need a gradient at input
                 # Skipping last because networks with in-place ops might fail w/ checkpointing enabled
@@ -433,20 +438,21 @@ class FeatureHookNet(nn.ModuleDict):
 
 
 class FeatureGetterNet(nn.ModuleDict):
-    """ FeatureGetterNet
+    """FeatureGetterNet
 
     Wrap models with a feature getter method, like 'get_intermediate_layers'
 
     """
+
     def __init__(
-            self,
-            model: nn.Module,
-            out_indices: OutIndicesT = 4,
-            out_map: Optional[Sequence[Union[int, str]]] = None,
-            return_dict: bool = False,
-            output_fmt: str = 'NCHW',
-            norm: bool = False,
-            prune: bool = True,
+        self,
+        model: nn.Module,
+        out_indices: OutIndicesT = 4,
+        out_map: Optional[Sequence[Union[int, str]]] = None,  # noqa: UP007, UP045
+        return_dict: bool = False,
+        output_fmt: str = "NCHW",
+        norm: bool = False,
+        prune: bool = True,
     ):
         """
 
@@ -458,7 +464,7 @@ class FeatureGetterNet(nn.ModuleDict):
             norm: Apply final model norm to all output features (if possible).
         """
         super().__init__()
-        if prune and hasattr(model, 'prune_intermediate_layers'):
+        if prune and hasattr(model, "prune_intermediate_layers"):
             # replace out_indices after they've been normalized, -ve indices will be invalid after prune
             out_indices = model.prune_intermediate_layers(
                 out_indices,

@@ -1,9 +1,9 @@
-import collections.abc
+import collections.abc  # noqa: I001
 import math
 import re
 from collections import defaultdict
 from itertools import chain
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Type, Union  # noqa: UP035
 
 import torch
 import torch.utils.checkpoint
@@ -12,8 +12,19 @@ from torch import nn as nn
 from timm.layers import use_reentrant_ckpt
 
 
-__all__ = ['model_parameters', 'named_apply', 'named_modules', 'named_modules_with_params', 'adapt_input_conv',
-           'group_with_matcher', 'group_modules', 'group_parameters', 'flatten_modules', 'checkpoint_seq', 'checkpoint']
+__all__ = [
+    "model_parameters",
+    "named_apply",
+    "named_modules",
+    "named_modules_with_params",
+    "adapt_input_conv",
+    "group_with_matcher",
+    "group_modules",
+    "group_parameters",
+    "flatten_modules",
+    "checkpoint_seq",
+    "checkpoint",
+]
 
 
 def model_parameters(model: nn.Module, exclude_head: bool = False):
@@ -25,15 +36,16 @@ def model_parameters(model: nn.Module, exclude_head: bool = False):
 
 
 def named_apply(
-        fn: Callable,
-        module: nn.Module, name='',
-        depth_first: bool = True,
-        include_root: bool = False,
+    fn: Callable,
+    module: nn.Module,
+    name="",
+    depth_first: bool = True,
+    include_root: bool = False,
 ) -> nn.Module:
     if not depth_first and include_root:
         fn(module=module, name=name)
     for child_name, child_module in module.named_children():
-        child_name = '.'.join((name, child_name)) if name else child_name
+        child_name = ".".join((name, child_name)) if name else child_name
         named_apply(fn=fn, module=child_module, name=child_name, depth_first=depth_first, include_root=True)
     if depth_first and include_root:
         fn(module=module, name=name)
@@ -41,33 +53,33 @@ def named_apply(
 
 
 def named_modules(
-        module: nn.Module,
-        name: str = '',
-        depth_first: bool = True,
-        include_root: bool = False,
+    module: nn.Module,
+    name: str = "",
+    depth_first: bool = True,
+    include_root: bool = False,
 ):
     if not depth_first and include_root:
         yield name, module
     for child_name, child_module in module.named_children():
-        child_name = '.'.join((name, child_name)) if name else child_name
-        yield from named_modules(
-            module=child_module, name=child_name, depth_first=depth_first, include_root=True)
+        child_name = ".".join((name, child_name)) if name else child_name
+        yield from named_modules(module=child_module, name=child_name, depth_first=depth_first, include_root=True)
     if depth_first and include_root:
         yield name, module
 
 
 def named_modules_with_params(
-        module: nn.Module,
-        name: str = '',
-        depth_first: bool = True,
-        include_root: bool = False,
+    module: nn.Module,
+    name: str = "",
+    depth_first: bool = True,
+    include_root: bool = False,
 ):
     if module._parameters and not depth_first and include_root:
         yield name, module
     for child_name, child_module in module.named_children():
-        child_name = '.'.join((name, child_name)) if name else child_name
+        child_name = ".".join((name, child_name)) if name else child_name
         yield from named_modules_with_params(
-            module=child_module, name=child_name, depth_first=depth_first, include_root=True)
+            module=child_module, name=child_name, depth_first=depth_first, include_root=True
+        )
     if module._parameters and depth_first and include_root:
         yield name, module
 
@@ -76,15 +88,15 @@ MATCH_PREV_GROUP = (99999,)
 
 
 def group_with_matcher(
-        named_objects: Iterator[Tuple[str, Any]],
-        group_matcher: Union[Dict, Callable],
-        return_values: bool = False,
-        reverse: bool = False
+    named_objects: Iterator[Tuple[str, Any]],  # noqa: UP006
+    group_matcher: Union[Dict, Callable],  # noqa: UP006, UP007
+    return_values: bool = False,
+    reverse: bool = False,
 ):
     if isinstance(group_matcher, dict):
         # dictionary matcher contains a dict of raw-string regex expr that must be compiled
         compiled = []
-        for group_ordinal, (group_name, mspec) in enumerate(group_matcher.items()):
+        for group_ordinal, (group_name, mspec) in enumerate(group_matcher.items()):  # noqa: B007
             if mspec is None:
                 continue
             # map all matching specifications into 3-tuple (compiled re, prefix, suffix)
@@ -104,11 +116,11 @@ def group_with_matcher(
                     parts = (prefix, r.groups(), suffix)
                     # map all tuple elem to int for numeric sort, filter out None entries
                     return tuple(map(float, chain.from_iterable(filter(None, parts))))
-            return float('inf'),  # un-matched layers (neck, head) mapped to largest ordinal
+            return (float("inf"),)  # un-matched layers (neck, head) mapped to largest ordinal
         else:
             ord = group_matcher(name)
             if not isinstance(ord, collections.abc.Iterable):
-                return ord,
+                return (ord,)
             return tuple(ord)
 
     # map layers into groups via ordinals (ints or tuples of ints) from matcher
@@ -137,34 +149,34 @@ def group_with_matcher(
 
 
 def group_parameters(
-        module: nn.Module,
-        group_matcher,
-        return_values: bool = False,
-        reverse: bool = False,
+    module: nn.Module,
+    group_matcher,
+    return_values: bool = False,
+    reverse: bool = False,
 ):
-    return group_with_matcher(
-        module.named_parameters(), group_matcher, return_values=return_values, reverse=reverse)
+    return group_with_matcher(module.named_parameters(), group_matcher, return_values=return_values, reverse=reverse)
 
 
 def group_modules(
-        module: nn.Module,
-        group_matcher,
-        return_values: bool = False,
-        reverse: bool = False,
+    module: nn.Module,
+    group_matcher,
+    return_values: bool = False,
+    reverse: bool = False,
 ):
     return group_with_matcher(
-        named_modules_with_params(module), group_matcher, return_values=return_values, reverse=reverse)
+        named_modules_with_params(module), group_matcher, return_values=return_values, reverse=reverse
+    )
 
 
 def flatten_modules(
-        named_modules: Iterator[Tuple[str, nn.Module]],
-        depth: int = 1,
-        prefix: Union[str, Tuple[str, ...]] = '',
-        module_types: Union[str, Tuple[Type[nn.Module]]] = 'sequential',
+    named_modules: Iterator[Tuple[str, nn.Module]],  # noqa: UP006
+    depth: int = 1,
+    prefix: Union[str, Tuple[str, ...]] = "",  # noqa: UP006, UP007
+    module_types: Union[str, Tuple[Type[nn.Module]]] = "sequential",  # noqa: UP006, UP007
 ):
     prefix_is_tuple = isinstance(prefix, tuple)
     if isinstance(module_types, str):
-        if module_types == 'container':
+        if module_types == "container":
             module_types = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
         else:
             module_types = (nn.Sequential,)
@@ -182,17 +194,17 @@ def flatten_modules(
                 yield name, module
             else:
                 if prefix:
-                    name = '.'.join([prefix, name])
+                    name = ".".join([prefix, name])
                 yield name, module
 
 
 def checkpoint(
     function,
     *args,
-    use_reentrant: Optional[bool] = None,
+    use_reentrant: Optional[bool] = None,  # noqa: UP045
     **kwargs,
 ):
-    """ checkpoint wrapper fn
+    """checkpoint wrapper fn
 
     A thin wrapper around torch.utils.checkpoint.checkpoint to default
     use_reentrant to False
@@ -209,12 +221,12 @@ def checkpoint(
 
 
 def checkpoint_seq(
-        functions,
-        x,
-        every: int = 1,
-        flatten: bool = False,
-        skip_last: bool = False,
-        use_reentrant: Optional[bool] = None,
+    functions,
+    x,
+    every: int = 1,
+    flatten: bool = False,
+    skip_last: bool = False,
+    use_reentrant: Optional[bool] = None,  # noqa: UP045
 ):
     r"""A helper function for checkpointing sequential models.
 
@@ -259,6 +271,7 @@ def checkpoint_seq(
             for j in range(start, end + 1):
                 _x = functions[j](_x)
             return _x
+
         return forward
 
     if isinstance(functions, torch.nn.Sequential):
@@ -287,7 +300,7 @@ def checkpoint_seq(
 def adapt_input_conv(in_chans, conv_weight):
     conv_type = conv_weight.dtype
     conv_weight = conv_weight.float()  # Some weights are in torch.half, ensure it's float for sum on CPU
-    O, I, J, K = conv_weight.shape
+    O, I, J, K = conv_weight.shape  # noqa: E741
     if in_chans == 1:
         if I > 3:
             assert conv_weight.shape[1] % 3 == 0
@@ -298,12 +311,12 @@ def adapt_input_conv(in_chans, conv_weight):
             conv_weight = conv_weight.sum(dim=1, keepdim=True)
     elif in_chans != 3:
         if I != 3:
-            raise NotImplementedError('Weight format not supported by conversion.')
+            raise NotImplementedError("Weight format not supported by conversion.")
         else:
             # NOTE this strategy should be better than random init, but there could be other combinations of
             # the original RGB input layer weights that'd work better for specific cases.
             repeat = int(math.ceil(in_chans / 3))
             conv_weight = conv_weight.repeat(1, repeat, 1, 1)[:, :in_chans, :, :]
-            conv_weight *= (3 / float(in_chans))
+            conv_weight *= 3 / float(in_chans)
     conv_weight = conv_weight.to(conv_type)
     return conv_weight

@@ -1,11 +1,12 @@
-""" Optimizer Factory w/ custom Weight Decay & Layer Decay support
+"""Optimizer Factory w/ custom Weight Decay & Layer Decay support
 
 Hacked together by / Copyright 2021 Ross Wightman
 """
-import logging
+
+import logging  # noqa: I001
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type, Union  # noqa: UP035
 from fnmatch import fnmatch
 import importlib
 
@@ -41,15 +42,14 @@ from .sgdw import SGDW
 _logger = logging.getLogger(__name__)
 
 
-def _import_class(class_string: str) -> Type:
+def _import_class(class_string: str) -> Type:  # noqa: UP006
     """Dynamically import a class from a string."""
     try:
         module_name, class_name = class_string.rsplit(".", 1)
         module = importlib.import_module(module_name)
         return getattr(module, class_name)
     except (ImportError, AttributeError) as e:
-        raise ImportError(f"Could not import {class_string}: {e}")
-
+        raise ImportError(f"Could not import {class_string}: {e}")  # noqa: B904
 
 
 @dataclass(frozen=True)
@@ -66,15 +66,16 @@ class OptimInfo:
         num_betas: number of betas in tuple (valid IFF has_betas = True)
         defaults: Optional default parameters for the optimizer
     """
+
     name: str
-    opt_class: Union[str, OptimType]
-    description: str = ''
+    opt_class: Union[str, OptimType]  # noqa: UP007
+    description: str = ""
     has_eps: bool = True
     has_momentum: bool = False
     has_betas: bool = False
     num_betas: int = 2
     second_order: bool = False
-    defaults: Optional[Dict[str, Any]] = None
+    defaults: Optional[Dict[str, Any]] = None  # noqa: UP006, UP045
 
 
 class OptimizerRegistry:
@@ -85,8 +86,8 @@ class OptimizerRegistry:
     """
 
     def __init__(self) -> None:
-        self._optimizers: Dict[str, OptimInfo] = {}
-        self._foreach_defaults: Set[str] = {'lion'}
+        self._optimizers: Dict[str, OptimInfo] = {}  # noqa: UP006
+        self._foreach_defaults: Set[str] = {"lion"}  # noqa: UP006
 
     def register(self, info: OptimInfo) -> None:
         """Register an optimizer configuration.
@@ -96,7 +97,7 @@ class OptimizerRegistry:
         """
         name = info.name.lower()
         if name in self._optimizers:
-            _logger.warning(f'Optimizer {name} already registered, overwriting')
+            _logger.warning(f"Optimizer {name} already registered, overwriting")
         self._optimizers[name] = info
 
     def register_alias(self, alias: str, target: str) -> None:
@@ -111,7 +112,7 @@ class OptimizerRegistry:
         """
         target = target.lower()
         if target not in self._optimizers:
-            raise KeyError(f'Cannot create alias for non-existent optimizer {target}')
+            raise KeyError(f"Cannot create alias for non-existent optimizer {target}")
         self._optimizers[alias.lower()] = self._optimizers[target]
 
     def register_foreach_default(self, name: str) -> None:
@@ -119,11 +120,11 @@ class OptimizerRegistry:
         self._foreach_defaults.add(name.lower())
 
     def list_optimizers(
-            self,
-            filter: Union[str, List[str]] = '',
-            exclude_filters: Optional[List[str]] = None,
-            with_description: bool = False
-    ) -> List[Union[str, Tuple[str, str]]]:
+        self,
+        filter: Union[str, List[str]] = "",  # noqa: UP006, UP007
+        exclude_filters: Optional[List[str]] = None,  # noqa: UP006, UP045
+        with_description: bool = False,
+    ) -> List[Union[str, Tuple[str, str]]]:  # noqa: UP006, UP007
         """List available optimizer names, optionally filtered.
 
         Args:
@@ -169,14 +170,14 @@ class OptimizerRegistry:
         """
         name = name.lower()
         if name not in self._optimizers:
-            raise ValueError(f'Optimizer {name} not found in registry')
+            raise ValueError(f"Optimizer {name} not found in registry")
         return self._optimizers[name]
 
     def get_optimizer_class(
-            self,
-            name_or_info: Union[str, OptimInfo],
-            bind_defaults: bool = True,
-    ) -> Union[OptimType, OptimizerCallable]:
+        self,
+        name_or_info: Union[str, OptimInfo],  # noqa: UP007
+        bind_defaults: bool = True,
+    ) -> Union[OptimType, OptimizerCallable]:  # noqa: UP007
         """Get the optimizer class with any default arguments applied.
 
         This allows direct instantiation of optimizers with their default configs
@@ -200,18 +201,18 @@ class OptimizerRegistry:
 
         if isinstance(opt_info.opt_class, str):
             # Special handling for APEX and BNB optimizers
-            if opt_info.opt_class.startswith('apex.'):
-                assert torch.cuda.is_available(), 'CUDA required for APEX optimizers'
+            if opt_info.opt_class.startswith("apex."):
+                assert torch.cuda.is_available(), "CUDA required for APEX optimizers"
                 try:
                     opt_class = _import_class(opt_info.opt_class)
                 except ImportError as e:
-                    raise ImportError('APEX optimizers require apex to be installed') from e
-            elif opt_info.opt_class.startswith('bitsandbytes.'):
-                assert torch.cuda.is_available(), 'CUDA required for bitsandbytes optimizers'
+                    raise ImportError("APEX optimizers require apex to be installed") from e
+            elif opt_info.opt_class.startswith("bitsandbytes."):
+                assert torch.cuda.is_available(), "CUDA required for bitsandbytes optimizers"
                 try:
                     opt_class = _import_class(opt_info.opt_class)
                 except ImportError as e:
-                    raise ImportError('bitsandbytes optimizers require bitsandbytes to be installed') from e
+                    raise ImportError("bitsandbytes optimizers require bitsandbytes to be installed") from e
             else:
                 opt_class = _import_class(opt_info.opt_class)
         else:
@@ -224,17 +225,17 @@ class OptimizerRegistry:
         return opt_class
 
     def create_optimizer(
-            self,
-            model_or_params: Union[nn.Module, ParamsT],
-            opt: str,
-            lr: Optional[float] = None,
-            weight_decay: float = 0.,
-            momentum: float = 0.9,
-            foreach: Optional[bool] = None,
-            weight_decay_exclude_1d: bool = True,
-            layer_decay: Optional[float] = None,
-            param_group_fn: Optional[Callable[[nn.Module], ParamsT]] = None,
-            **kwargs: Any,
+        self,
+        model_or_params: Union[nn.Module, ParamsT],  # noqa: UP007
+        opt: str,
+        lr: Optional[float] = None,  # noqa: UP045
+        weight_decay: float = 0.0,
+        momentum: float = 0.9,
+        foreach: Optional[bool] = None,  # noqa: UP045
+        weight_decay_exclude_1d: bool = True,
+        layer_decay: Optional[float] = None,  # noqa: UP045
+        param_group_fn: Optional[Callable[[nn.Module], ParamsT]] = None,  # noqa: UP045
+        **kwargs: Any,
     ) -> torch.optim.Optimizer:
         """Create an optimizer instance.
 
@@ -260,7 +261,7 @@ class OptimizerRegistry:
         # Get parameters to optimize
         if isinstance(model_or_params, nn.Module):
             # Extract parameters from a nn.Module, build param groups w/ weight-decay and/or layer-decay applied
-            no_weight_decay = getattr(model_or_params, 'no_weight_decay', lambda: set())()
+            no_weight_decay = getattr(model_or_params, "no_weight_decay", lambda: set())()
 
             if param_group_fn:
                 # run custom fn to generate param groups from nn.Module
@@ -273,14 +274,14 @@ class OptimizerRegistry:
                     no_weight_decay_list=no_weight_decay,
                     weight_decay_exclude_1d=weight_decay_exclude_1d,
                 )
-                weight_decay = 0.
+                weight_decay = 0.0
             elif weight_decay and weight_decay_exclude_1d:
                 params = param_groups_weight_decay(
                     model_or_params,
                     weight_decay=weight_decay,
                     no_weight_decay_list=no_weight_decay,
                 )
-                weight_decay = 0.
+                weight_decay = 0.0
             else:
                 params = model_or_params.parameters()
         else:
@@ -288,18 +289,18 @@ class OptimizerRegistry:
             params = model_or_params
 
         # Parse optimizer name
-        opt_split = opt.lower().split('_')
+        opt_split = opt.lower().split("_")
         opt_name = opt_split[-1]
-        use_lookahead = opt_split[0] == 'lookahead' if len(opt_split) > 1 else False
+        use_lookahead = opt_split[0] == "lookahead" if len(opt_split) > 1 else False
 
         opt_info = self.get_optimizer_info(opt_name)
 
         # Build optimizer arguments
-        opt_args: Dict[str, Any] = {'weight_decay': weight_decay, **kwargs}
+        opt_args: Dict[str, Any] = {"weight_decay": weight_decay, **kwargs}  # noqa: UP006
 
         # Add LR to args, if None optimizer default is used, some optimizers manage LR internally if None.
         if lr is not None:
-            opt_args['lr'] = lr
+            opt_args["lr"] = lr
 
         # Apply optimizer-specific settings
         if opt_info.defaults:
@@ -308,19 +309,19 @@ class OptimizerRegistry:
 
         # timm has always defaulted momentum to 0.9 if optimizer supports momentum, keep for backward compat.
         if opt_info.has_momentum:
-            opt_args.setdefault('momentum', momentum)
+            opt_args.setdefault("momentum", momentum)
 
         # Remove commonly used kwargs that aren't always supported
         if not opt_info.has_eps:
-            opt_args.pop('eps', None)
+            opt_args.pop("eps", None)
         if not opt_info.has_betas:
-            opt_args.pop('betas', None)
+            opt_args.pop("betas", None)
 
         if foreach is not None:
             # Explicitly activate or deactivate multi-tensor foreach impl.
             # Not all optimizers support this, and those that do usually default to using
             # multi-tensor impl if foreach is left as default 'None' and can be enabled.
-            opt_args.setdefault('foreach', foreach)
+            opt_args.setdefault("foreach", foreach)
 
         # Create optimizer
         opt_class = self.get_optimizer_class(opt_info, bind_defaults=False)
@@ -337,35 +338,35 @@ def _register_sgd_variants(registry: OptimizerRegistry) -> None:
     """Register SGD-based optimizers"""
     sgd_optimizers = [
         OptimInfo(
-            name='sgd',
+            name="sgd",
             opt_class=torch.optim.SGD,
-            description='torch.Optim Stochastic Gradient Descent (SGD) with Nesterov momentum',
+            description="torch.Optim Stochastic Gradient Descent (SGD) with Nesterov momentum",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
         ),
         OptimInfo(
-            name='momentum',
+            name="momentum",
             opt_class=torch.optim.SGD,
-            description='torch.Optim Stochastic Gradient Descent (SGD) with classical momentum',
+            description="torch.Optim Stochastic Gradient Descent (SGD) with classical momentum",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': False}
+            defaults={"nesterov": False},
         ),
         OptimInfo(
-            name='sgdp',
+            name="sgdp",
             opt_class=SGDP,
-            description='SGD with built-in projection to unit norm sphere',
+            description="SGD with built-in projection to unit norm sphere",
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
         ),
         OptimInfo(
-            name='sgdw',
+            name="sgdw",
             opt_class=SGDW,
-            description='SGD with decoupled weight decay and Nesterov momentum',
+            description="SGD with decoupled weight decay and Nesterov momentum",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
         ),
     ]
     for opt in sgd_optimizers:
@@ -376,93 +377,93 @@ def _register_adam_variants(registry: OptimizerRegistry) -> None:
     """Register Adam-based optimizers"""
     adam_optimizers = [
         OptimInfo(
-            name='adam',
+            name="adam",
             opt_class=torch.optim.Adam,
-            description='torch.optim.Adam, Adaptive Moment Estimation',
-            has_betas=True
+            description="torch.optim.Adam, Adaptive Moment Estimation",
+            has_betas=True,
         ),
         OptimInfo(
-            name='adamw',
+            name="adamw",
             opt_class=torch.optim.AdamW,
-            description='torch.optim.AdamW, Adam with decoupled weight decay',
-            has_betas=True
+            description="torch.optim.AdamW, Adam with decoupled weight decay",
+            has_betas=True,
         ),
         OptimInfo(
-            name='adamwlegacy',
+            name="adamwlegacy",
             opt_class=AdamWLegacy,
-            description='legacy impl of AdamW that pre-dates inclusion to torch.optim',
-            has_betas=True
+            description="legacy impl of AdamW that pre-dates inclusion to torch.optim",
+            has_betas=True,
         ),
         OptimInfo(
-            name='adamp',
+            name="adamp",
             opt_class=AdamP,
-            description='Adam with built-in projection to unit norm sphere',
+            description="Adam with built-in projection to unit norm sphere",
             has_betas=True,
-            defaults={'wd_ratio': 0.01, 'nesterov': True}
+            defaults={"wd_ratio": 0.01, "nesterov": True},
         ),
         OptimInfo(
-            name='nadam',
+            name="nadam",
             opt_class=torch.optim.NAdam,
-            description='torch.optim.NAdam, Adam with Nesterov momentum',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='nadamlegacy',
-            opt_class=NAdamLegacy,
-            description='legacy impl of NAdam that pre-dates inclusion in torch.optim',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='nadamw',
-            opt_class=NAdamW,
-            description='Adam with Nesterov momentum and decoupled weight decay, mlcommons/algorithmic-efficiency impl',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='radam',
-            opt_class=torch.optim.RAdam,
-            description='torch.optim.RAdam, Rectified Adam with variance adaptation',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='radamlegacy',
-            opt_class=RAdamLegacy,
-            description='legacy impl of RAdam that predates inclusion in torch.optim',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='radamw',
-            opt_class=torch.optim.RAdam,
-            description='torch.optim.RAdamW, Rectified Adam with variance adaptation and decoupled weight decay',
+            description="torch.optim.NAdam, Adam with Nesterov momentum",
             has_betas=True,
-            defaults={'decoupled_weight_decay': True}
         ),
         OptimInfo(
-            name='adamax',
+            name="nadamlegacy",
+            opt_class=NAdamLegacy,
+            description="legacy impl of NAdam that pre-dates inclusion in torch.optim",
+            has_betas=True,
+        ),
+        OptimInfo(
+            name="nadamw",
+            opt_class=NAdamW,
+            description="Adam with Nesterov momentum and decoupled weight decay, mlcommons/algorithmic-efficiency impl",
+            has_betas=True,
+        ),
+        OptimInfo(
+            name="radam",
+            opt_class=torch.optim.RAdam,
+            description="torch.optim.RAdam, Rectified Adam with variance adaptation",
+            has_betas=True,
+        ),
+        OptimInfo(
+            name="radamlegacy",
+            opt_class=RAdamLegacy,
+            description="legacy impl of RAdam that predates inclusion in torch.optim",
+            has_betas=True,
+        ),
+        OptimInfo(
+            name="radamw",
+            opt_class=torch.optim.RAdam,
+            description="torch.optim.RAdamW, Rectified Adam with variance adaptation and decoupled weight decay",
+            has_betas=True,
+            defaults={"decoupled_weight_decay": True},
+        ),
+        OptimInfo(
+            name="adamax",
             opt_class=torch.optim.Adamax,
-            description='torch.optim.Adamax, Adam with infinity norm for more stable updates',
-            has_betas=True
+            description="torch.optim.Adamax, Adam with infinity norm for more stable updates",
+            has_betas=True,
         ),
         OptimInfo(
-            name='adafactor',
+            name="adafactor",
             opt_class=Adafactor,
-            description='Memory-efficient implementation of Adam with factored gradients',
+            description="Memory-efficient implementation of Adam with factored gradients",
         ),
         OptimInfo(
-            name='adafactorbv',
+            name="adafactorbv",
             opt_class=AdafactorBigVision,
-            description='Big Vision variant of Adafactor with factored gradients, half precision momentum',
+            description="Big Vision variant of Adafactor with factored gradients, half precision momentum",
         ),
         OptimInfo(
-            name='adopt',
+            name="adopt",
             opt_class=Adopt,
-            description='Modified Adam that can converge with any β2 with the optimal rate',
+            description="Modified Adam that can converge with any β2 with the optimal rate",
         ),
         OptimInfo(
-            name='adoptw',
+            name="adoptw",
             opt_class=Adopt,
-            description='Modified AdamW (decoupled decay) that can converge with any β2 with the optimal rate',
-            defaults={'decoupled': True}
+            description="Modified AdamW (decoupled decay) that can converge with any β2 with the optimal rate",
+            defaults={"decoupled": True},
         ),
     ]
     for opt in adam_optimizers:
@@ -473,58 +474,53 @@ def _register_lamb_lars(registry: OptimizerRegistry) -> None:
     """Register LAMB and LARS variants"""
     lamb_lars_optimizers = [
         OptimInfo(
-            name='lamb',
+            name="lamb",
             opt_class=Lamb,
-            description='Layer-wise Adaptive Moments for batch optimization',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='lambc',
-            opt_class=Lamb,
-            description='LAMB with trust ratio clipping for stability',
+            description="Layer-wise Adaptive Moments for batch optimization",
             has_betas=True,
-            defaults={'trust_clip': True}
         ),
         OptimInfo(
-            name='lambw',
+            name="lambc",
             opt_class=Lamb,
-            description='LAMB with decoupled weight decay',
+            description="LAMB with trust ratio clipping for stability",
             has_betas=True,
-            defaults={'decoupled_decay': True}
+            defaults={"trust_clip": True},
         ),
         OptimInfo(
-            name='lambcw',
+            name="lambw",
             opt_class=Lamb,
-            description='LAMB with trust ratio clipping for stability and decoupled decay',
+            description="LAMB with decoupled weight decay",
             has_betas=True,
-            defaults={'trust_clip': True, 'decoupled_decay': True}
+            defaults={"decoupled_decay": True},
         ),
         OptimInfo(
-            name='lars',
-            opt_class=Lars,
-            description='Layer-wise Adaptive Rate Scaling',
-            has_momentum=True
+            name="lambcw",
+            opt_class=Lamb,
+            description="LAMB with trust ratio clipping for stability and decoupled decay",
+            has_betas=True,
+            defaults={"trust_clip": True, "decoupled_decay": True},
         ),
+        OptimInfo(name="lars", opt_class=Lars, description="Layer-wise Adaptive Rate Scaling", has_momentum=True),
         OptimInfo(
-            name='larc',
+            name="larc",
             opt_class=Lars,
-            description='LARS with trust ratio clipping for stability',
+            description="LARS with trust ratio clipping for stability",
             has_momentum=True,
-            defaults={'trust_clip': True}
+            defaults={"trust_clip": True},
         ),
         OptimInfo(
-            name='nlars',
+            name="nlars",
             opt_class=Lars,
-            description='LARS with Nesterov momentum',
+            description="LARS with Nesterov momentum",
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
         ),
         OptimInfo(
-            name='nlarc',
+            name="nlarc",
             opt_class=Lars,
-            description='LARS with Nesterov momentum & trust ratio clipping',
+            description="LARS with Nesterov momentum & trust ratio clipping",
             has_momentum=True,
-            defaults={'nesterov': True, 'trust_clip': True}
+            defaults={"nesterov": True, "trust_clip": True},
         ),
     ]
     for opt in lamb_lars_optimizers:
@@ -533,261 +529,233 @@ def _register_lamb_lars(registry: OptimizerRegistry) -> None:
 
 def _register_cautious_optimizers(registry: OptimizerRegistry) -> None:
     cautious_optimizers = [
+        OptimInfo(name="cadafactor", opt_class=Adafactor, description="Cautious Adafactor", defaults={"caution": True}),
         OptimInfo(
-            name='cadafactor',
-            opt_class=Adafactor,
-            description='Cautious Adafactor',
-            defaults={'caution': True}
-        ),
-        OptimInfo(
-            name='cadafactorbv',
+            name="cadafactorbv",
             opt_class=AdafactorBigVision,
-            description='Cautious Big Vision Adafactor',
-            defaults={'caution': True}
+            description="Cautious Big Vision Adafactor",
+            defaults={"caution": True},
         ),
         OptimInfo(
-            name='cadamw',
+            name="cadamw",
             opt_class=AdamWLegacy,
-            description='Cautious AdamW',
+            description="Cautious AdamW",
             has_betas=True,
-            defaults={'caution': True}
+            defaults={"caution": True},
         ),
+        OptimInfo(name="cadopt", opt_class=Adopt, description="Cautious Adopt", defaults={"caution": True}),
         OptimInfo(
-            name='cadopt',
-            opt_class=Adopt,
-            description='Cautious Adopt',
-            defaults={'caution': True}
-        ),
-        OptimInfo(
-            name='cadan',
+            name="cadan",
             opt_class=Adan,
-            description='Cautious Adaptive Nesterov Momentum Algorithm',
-            defaults={'caution': True, 'no_prox': False},
+            description="Cautious Adaptive Nesterov Momentum Algorithm",
+            defaults={"caution": True, "no_prox": False},
             has_betas=True,
-            num_betas=3
+            num_betas=3,
         ),
         OptimInfo(
-            name='cadanw',
+            name="cadanw",
             opt_class=Adan,
-            description='Cautious Adaptive Nesterov Momentum with decoupled weight decay',
-            defaults={'caution': True, 'no_prox': True},
+            description="Cautious Adaptive Nesterov Momentum with decoupled weight decay",
+            defaults={"caution": True, "no_prox": True},
             has_betas=True,
-            num_betas=3
+            num_betas=3,
         ),
         OptimInfo(
-            name='cadoptw',
+            name="cadoptw",
             opt_class=Adopt,
-            description='Cautious AdoptW (decoupled decay)',
-            defaults={'decoupled': True, 'caution': True}
+            description="Cautious AdoptW (decoupled decay)",
+            defaults={"decoupled": True, "caution": True},
         ),
         OptimInfo(
-            name='clamb',
+            name="clamb", opt_class=Lamb, description="Cautious LAMB", has_betas=True, defaults={"caution": True}
+        ),
+        OptimInfo(
+            name="clambw",
             opt_class=Lamb,
-            description='Cautious LAMB',
+            description="Cautious LAMB with decoupled weight decay",
             has_betas=True,
-            defaults={'caution': True}
+            defaults={"caution": True, "decoupled_decay": True},
         ),
         OptimInfo(
-            name='clambw',
-            opt_class=Lamb,
-            description='Cautious LAMB with decoupled weight decay',
-            has_betas=True,
-            defaults={'caution': True, 'decoupled_decay': True}
+            name="claprop", opt_class=LaProp, description="Cautious LaProp", has_betas=True, defaults={"caution": True}
         ),
         OptimInfo(
-            name='claprop',
-            opt_class=LaProp,
-            description='Cautious LaProp',
-            has_betas=True,
-            defaults={'caution': True}
-        ),
-        OptimInfo(
-            name='clion',
+            name="clion",
             opt_class=Lion,
-            description='Cautious Lion',
+            description="Cautious Lion",
             has_eps=False,
             has_betas=True,
-            defaults = {'caution': True}
+            defaults={"caution": True},
         ),
         OptimInfo(
-            name='cmars',
-            opt_class=Mars,
-            description='Cautious MARS',
-            has_betas=True,
-            defaults={'caution': True}
+            name="cmars", opt_class=Mars, description="Cautious MARS", has_betas=True, defaults={"caution": True}
         ),
         OptimInfo(
-            name='cnadamw',
-            opt_class=NAdamW,
-            description='Cautious NAdamW',
-            has_betas=True,
-            defaults={'caution': True}
+            name="cnadamw", opt_class=NAdamW, description="Cautious NAdamW", has_betas=True, defaults={"caution": True}
         ),
         OptimInfo(
-            name='crmsproptf',
+            name="crmsproptf",
             opt_class=RMSpropTF,
-            description='Cautious TensorFlow-style RMSprop',
+            description="Cautious TensorFlow-style RMSprop",
             has_momentum=True,
-            defaults={'alpha': 0.9, 'caution': True}
+            defaults={"alpha": 0.9, "caution": True},
         ),
         OptimInfo(
-            name='csgdw',
+            name="csgdw",
             opt_class=SGDW,
-            description='Cautious SGD with decoupled weight decay and Nesterov momentum',
+            description="Cautious SGD with decoupled weight decay and Nesterov momentum",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': True, 'caution': True}
+            defaults={"nesterov": True, "caution": True},
         ),
     ]
     for opt in cautious_optimizers:
         registry.register(opt)
 
+
 def _register_other_optimizers(registry: OptimizerRegistry) -> None:
     """Register miscellaneous optimizers"""
     other_optimizers = [
         OptimInfo(
-            name='adabelief',
+            name="adabelief",
             opt_class=AdaBelief,
-            description='Adapts learning rate based on gradient prediction error',
+            description="Adapts learning rate based on gradient prediction error",
             has_betas=True,
-            defaults={'rectify': False}
+            defaults={"rectify": False},
         ),
         OptimInfo(
-            name='radabelief',
+            name="radabelief",
             opt_class=AdaBelief,
-            description='Rectified AdaBelief with variance adaptation',
+            description="Rectified AdaBelief with variance adaptation",
             has_betas=True,
-            defaults={'rectify': True}
+            defaults={"rectify": True},
         ),
         OptimInfo(
-            name='adadelta',
+            name="adadelta",
             opt_class=torch.optim.Adadelta,
-            description='torch.optim.Adadelta, Adapts learning rates based on running windows of gradients'
+            description="torch.optim.Adadelta, Adapts learning rates based on running windows of gradients",
         ),
         OptimInfo(
-            name='adagrad',
+            name="adagrad",
             opt_class=torch.optim.Adagrad,
-            description='torch.optim.Adagrad, Adapts learning rates using cumulative squared gradients',
-            defaults={'eps': 1e-8}
+            description="torch.optim.Adagrad, Adapts learning rates using cumulative squared gradients",
+            defaults={"eps": 1e-8},
         ),
         OptimInfo(
-            name='adan',
+            name="adan",
             opt_class=Adan,
-            description='Adaptive Nesterov Momentum Algorithm',
-            defaults={'no_prox': False},
+            description="Adaptive Nesterov Momentum Algorithm",
+            defaults={"no_prox": False},
             has_betas=True,
-            num_betas=3
+            num_betas=3,
         ),
         OptimInfo(
-            name='adanw',
+            name="adanw",
             opt_class=Adan,
-            description='Adaptive Nesterov Momentum with decoupled weight decay',
-            defaults={'no_prox': True},
+            description="Adaptive Nesterov Momentum with decoupled weight decay",
+            defaults={"no_prox": True},
             has_betas=True,
-            num_betas=3
+            num_betas=3,
         ),
         OptimInfo(
-            name='adahessian',
+            name="adahessian",
             opt_class=Adahessian,
-            description='An Adaptive Second Order Optimizer',
+            description="An Adaptive Second Order Optimizer",
             has_betas=True,
             second_order=True,
         ),
         OptimInfo(
-            name='laprop',
+            name="laprop",
             opt_class=LaProp,
-            description='Separating Momentum and Adaptivity in Adam',
+            description="Separating Momentum and Adaptivity in Adam",
             has_betas=True,
         ),
         OptimInfo(
-            name='lion',
+            name="lion",
             opt_class=Lion,
-            description='Evolved Sign Momentum optimizer for improved convergence',
+            description="Evolved Sign Momentum optimizer for improved convergence",
             has_eps=False,
-            has_betas=True
-        ),
-        OptimInfo(
-            name='madgrad',
-            opt_class=MADGRAD,
-            description='Momentum-based Adaptive gradient method',
-            has_momentum=True
-        ),
-        OptimInfo(
-            name='madgradw',
-            opt_class=MADGRAD,
-            description='MADGRAD with decoupled weight decay',
-            has_momentum=True,
-            defaults={'decoupled_decay': True}
-        ),
-        OptimInfo(
-            name='mars',
-            opt_class=Mars,
-            description='Unleashing the Power of Variance Reduction for Training Large Models',
             has_betas=True,
         ),
         OptimInfo(
-            name='novograd',
+            name="madgrad", opt_class=MADGRAD, description="Momentum-based Adaptive gradient method", has_momentum=True
+        ),
+        OptimInfo(
+            name="madgradw",
+            opt_class=MADGRAD,
+            description="MADGRAD with decoupled weight decay",
+            has_momentum=True,
+            defaults={"decoupled_decay": True},
+        ),
+        OptimInfo(
+            name="mars",
+            opt_class=Mars,
+            description="Unleashing the Power of Variance Reduction for Training Large Models",
+            has_betas=True,
+        ),
+        OptimInfo(
+            name="novograd",
             opt_class=NvNovoGrad,
-            description='Normalized Adam with L2 norm gradient normalization',
-            has_betas=True
+            description="Normalized Adam with L2 norm gradient normalization",
+            has_betas=True,
         ),
         OptimInfo(
-            name='rmsprop',
+            name="rmsprop",
             opt_class=torch.optim.RMSprop,
-            description='torch.optim.RMSprop, Root Mean Square Propagation',
+            description="torch.optim.RMSprop, Root Mean Square Propagation",
             has_momentum=True,
-            defaults={'alpha': 0.9}
+            defaults={"alpha": 0.9},
         ),
         OptimInfo(
-            name='rmsproptf',
+            name="rmsproptf",
             opt_class=RMSpropTF,
-            description='TensorFlow-style RMSprop implementation, Root Mean Square Propagation',
+            description="TensorFlow-style RMSprop implementation, Root Mean Square Propagation",
             has_momentum=True,
-            defaults={'alpha': 0.9}
+            defaults={"alpha": 0.9},
         ),
     ]
     for opt in other_optimizers:
         registry.register(opt)
-    registry.register_foreach_default('lion')
+    registry.register_foreach_default("lion")
 
 
 def _register_apex_optimizers(registry: OptimizerRegistry) -> None:
     """Register APEX optimizers (lazy import)"""
     apex_optimizers = [
         OptimInfo(
-            name='fusedsgd',
-            opt_class='apex.optimizers.FusedSGD',
-            description='NVIDIA APEX fused SGD implementation for faster training',
+            name="fusedsgd",
+            opt_class="apex.optimizers.FusedSGD",
+            description="NVIDIA APEX fused SGD implementation for faster training",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
         ),
         OptimInfo(
-            name='fusedadam',
-            opt_class='apex.optimizers.FusedAdam',
-            description='NVIDIA APEX fused Adam implementation',
+            name="fusedadam",
+            opt_class="apex.optimizers.FusedAdam",
+            description="NVIDIA APEX fused Adam implementation",
             has_betas=True,
-            defaults={'adam_w_mode': False}
+            defaults={"adam_w_mode": False},
         ),
         OptimInfo(
-            name='fusedadamw',
-            opt_class='apex.optimizers.FusedAdam',
-            description='NVIDIA APEX fused AdamW implementation',
+            name="fusedadamw",
+            opt_class="apex.optimizers.FusedAdam",
+            description="NVIDIA APEX fused AdamW implementation",
             has_betas=True,
-            defaults={'adam_w_mode': True}
+            defaults={"adam_w_mode": True},
         ),
         OptimInfo(
-            name='fusedlamb',
-            opt_class='apex.optimizers.FusedLAMB',
-            description='NVIDIA APEX fused LAMB implementation',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='fusednovograd',
-            opt_class='apex.optimizers.FusedNovoGrad',
-            description='NVIDIA APEX fused NovoGrad implementation',
+            name="fusedlamb",
+            opt_class="apex.optimizers.FusedLAMB",
+            description="NVIDIA APEX fused LAMB implementation",
             has_betas=True,
-            defaults={'betas': (0.95, 0.98)}
+        ),
+        OptimInfo(
+            name="fusednovograd",
+            opt_class="apex.optimizers.FusedNovoGrad",
+            description="NVIDIA APEX fused NovoGrad implementation",
+            has_betas=True,
+            defaults={"betas": (0.95, 0.98)},
         ),
     ]
     for opt in apex_optimizers:
@@ -798,70 +766,56 @@ def _register_bnb_optimizers(registry: OptimizerRegistry) -> None:
     """Register bitsandbytes optimizers (lazy import)"""
     bnb_optimizers = [
         OptimInfo(
-            name='bnbsgd',
-            opt_class='bitsandbytes.optim.SGD',
-            description='bitsandbytes SGD',
+            name="bnbsgd",
+            opt_class="bitsandbytes.optim.SGD",
+            description="bitsandbytes SGD",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
         ),
         OptimInfo(
-            name='bnbsgd8bit',
-            opt_class='bitsandbytes.optim.SGD8bit',
-            description='bitsandbytes 8-bit SGD with dynamic quantization',
+            name="bnbsgd8bit",
+            opt_class="bitsandbytes.optim.SGD8bit",
+            description="bitsandbytes 8-bit SGD with dynamic quantization",
             has_eps=False,
             has_momentum=True,
-            defaults={'nesterov': True}
+            defaults={"nesterov": True},
+        ),
+        OptimInfo(name="bnbadam", opt_class="bitsandbytes.optim.Adam", description="bitsandbytes Adam", has_betas=True),
+        OptimInfo(
+            name="bnbadam8bit",
+            opt_class="bitsandbytes.optim.Adam",
+            description="bitsandbytes 8-bit Adam with dynamic quantization",
+            has_betas=True,
         ),
         OptimInfo(
-            name='bnbadam',
-            opt_class='bitsandbytes.optim.Adam',
-            description='bitsandbytes Adam',
-            has_betas=True
+            name="bnbadamw", opt_class="bitsandbytes.optim.AdamW", description="bitsandbytes AdamW", has_betas=True
         ),
         OptimInfo(
-            name='bnbadam8bit',
-            opt_class='bitsandbytes.optim.Adam',
-            description='bitsandbytes 8-bit Adam with dynamic quantization',
-            has_betas=True
+            name="bnbadamw8bit",
+            opt_class="bitsandbytes.optim.AdamW",
+            description="bitsandbytes 8-bit AdamW with dynamic quantization",
+            has_betas=True,
         ),
+        OptimInfo("bnblion", "bitsandbytes.optim.Lion", description="bitsandbytes Lion", has_eps=False, has_betas=True),
         OptimInfo(
-            name='bnbadamw',
-            opt_class='bitsandbytes.optim.AdamW',
-            description='bitsandbytes AdamW',
-            has_betas=True
-        ),
-        OptimInfo(
-            name='bnbadamw8bit',
-            opt_class='bitsandbytes.optim.AdamW',
-            description='bitsandbytes 8-bit AdamW with dynamic quantization',
-            has_betas=True
-        ),
-        OptimInfo(
-            'bnblion',
-            'bitsandbytes.optim.Lion',
-            description='bitsandbytes Lion',
+            "bnblion8bit",
+            "bitsandbytes.optim.Lion8bit",
+            description="bitsandbytes 8-bit Lion with dynamic quantization",
             has_eps=False,
-            has_betas=True
+            has_betas=True,
         ),
         OptimInfo(
-            'bnblion8bit',
-            'bitsandbytes.optim.Lion8bit',
-            description='bitsandbytes 8-bit Lion with dynamic quantization',
-            has_eps=False,
-            has_betas=True
-        ),
-        OptimInfo(
-            'bnbademamix',
-            'bitsandbytes.optim.AdEMAMix',
-            description='bitsandbytes AdEMAMix',
+            "bnbademamix",
+            "bitsandbytes.optim.AdEMAMix",
+            description="bitsandbytes AdEMAMix",
             has_betas=True,
             num_betas=3,
         ),
         OptimInfo(
-            'bnbademamix8bit',
-            'bitsandbytes.optim.AdEMAMix8bit',
-            description='bitsandbytes 8-bit AdEMAMix with dynamic quantization',
+            "bnbademamix8bit",
+            "bitsandbytes.optim.AdEMAMix8bit",
+            description="bitsandbytes 8-bit AdEMAMix with dynamic quantization",
             has_betas=True,
             num_betas=3,
         ),
@@ -871,6 +825,7 @@ def _register_bnb_optimizers(registry: OptimizerRegistry) -> None:
 
 
 default_registry = OptimizerRegistry()
+
 
 def _register_default_optimizers() -> None:
     """Register all default optimizers to the global registry."""
@@ -884,8 +839,8 @@ def _register_default_optimizers() -> None:
     _register_cautious_optimizers(default_registry)
 
     # Register aliases
-    default_registry.register_alias('nesterov', 'sgd')
-    default_registry.register_alias('nesterovw', 'sgdw')
+    default_registry.register_alias("nesterov", "sgd")
+    default_registry.register_alias("nesterovw", "sgdw")
 
 
 # Initialize default registry
@@ -893,11 +848,12 @@ _register_default_optimizers()
 
 # Public API
 
+
 def list_optimizers(
-        filter: Union[str, List[str]] = '',
-        exclude_filters: Optional[List[str]] = None,
-        with_description: bool = False,
-) -> List[Union[str, Tuple[str, str]]]:
+    filter: Union[str, List[str]] = "",  # noqa: UP006, UP007
+    exclude_filters: Optional[List[str]] = None,  # noqa: UP006, UP045
+    with_description: bool = False,
+) -> List[Union[str, Tuple[str, str]]]:  # noqa: UP006, UP007
     """List available optimizer names, optionally filtered.
 
     List all registered optimizers, with optional filtering using wildcard patterns.
@@ -954,9 +910,9 @@ def get_optimizer_info(name: str) -> OptimInfo:
 
 
 def get_optimizer_class(
-        name: str,
-        bind_defaults: bool = True,
-) -> Union[OptimType, OptimizerCallable]:
+    name: str,
+    bind_defaults: bool = True,
+) -> Union[OptimType, OptimizerCallable]:  # noqa: UP007
     """Get optimizer class by name with option to bind default arguments.
 
     Retrieves the optimizer class or a partial function with default arguments bound.
@@ -991,16 +947,16 @@ def get_optimizer_class(
 
 
 def create_optimizer_v2(
-        model_or_params: Union[nn.Module, ParamsT],
-        opt: str = 'sgd',
-        lr: Optional[float] = None,
-        weight_decay: float = 0.,
-        momentum: float = 0.9,
-        foreach: Optional[bool] = None,
-        filter_bias_and_bn: bool = True,
-        layer_decay: Optional[float] = None,
-        param_group_fn: Optional[Callable[[nn.Module], ParamsT]] = None,
-        **kwargs: Any,
+    model_or_params: Union[nn.Module, ParamsT],  # noqa: UP007
+    opt: str = "sgd",
+    lr: Optional[float] = None,  # noqa: UP045
+    weight_decay: float = 0.0,
+    momentum: float = 0.9,
+    foreach: Optional[bool] = None,  # noqa: UP045
+    filter_bias_and_bn: bool = True,
+    layer_decay: Optional[float] = None,  # noqa: UP045
+    param_group_fn: Optional[Callable[[nn.Module], ParamsT]] = None,  # noqa: UP045
+    **kwargs: Any,
 ) -> torch.optim.Optimizer:
     """Create an optimizer instance via timm registry.
 
@@ -1075,12 +1031,12 @@ def create_optimizer_v2(
         weight_decay_exclude_1d=filter_bias_and_bn,
         layer_decay=layer_decay,
         param_group_fn=param_group_fn,
-        **kwargs
+        **kwargs,
     )
 
 
 def optimizer_kwargs(cfg):
-    """ cfg/argparse to kwargs helper
+    """cfg/argparse to kwargs helper
     Convert optimizer args in argparse args or cfg like object to keyword args for updated create fn.
     """
     kwargs = dict(
@@ -1089,25 +1045,25 @@ def optimizer_kwargs(cfg):
         weight_decay=cfg.weight_decay,
         momentum=cfg.momentum,
     )
-    if getattr(cfg, 'opt_eps', None) is not None:
-        kwargs['eps'] = cfg.opt_eps
-    if getattr(cfg, 'opt_betas', None) is not None:
-        kwargs['betas'] = cfg.opt_betas
-    if getattr(cfg, 'layer_decay', None) is not None:
-        kwargs['layer_decay'] = cfg.layer_decay
-    if getattr(cfg, 'opt_args', None) is not None:
+    if getattr(cfg, "opt_eps", None) is not None:
+        kwargs["eps"] = cfg.opt_eps
+    if getattr(cfg, "opt_betas", None) is not None:
+        kwargs["betas"] = cfg.opt_betas
+    if getattr(cfg, "layer_decay", None) is not None:
+        kwargs["layer_decay"] = cfg.layer_decay
+    if getattr(cfg, "opt_args", None) is not None:
         kwargs.update(cfg.opt_args)
-    if getattr(cfg, 'opt_foreach', None) is not None:
-        kwargs['foreach'] = cfg.opt_foreach
+    if getattr(cfg, "opt_foreach", None) is not None:
+        kwargs["foreach"] = cfg.opt_foreach
     return kwargs
 
 
 def create_optimizer(
-        args,
-        model: Union[nn.Module, ParamsT],
-        filter_bias_and_bn: bool = True,
+    args,
+    model: Union[nn.Module, ParamsT],  # noqa: UP007
+    filter_bias_and_bn: bool = True,
 ) -> torch.optim.Optimizer:
-    """ Legacy optimizer factory for backwards compatibility.
+    """Legacy optimizer factory for backwards compatibility.
     NOTE: Use create_optimizer_v2 for new code.
     """
     return create_optimizer_v2(
@@ -1115,4 +1071,3 @@ def create_optimizer(
         **optimizer_kwargs(cfg=args),
         filter_bias_and_bn=filter_bias_and_bn,
     )
-

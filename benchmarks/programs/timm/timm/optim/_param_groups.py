@@ -1,6 +1,6 @@
-import logging
+import logging  # noqa: I001
 from itertools import islice
-from typing import Collection, Optional
+from typing import Collection, Optional  # noqa: UP035
 
 from torch import nn as nn
 
@@ -11,9 +11,9 @@ _logger = logging.getLogger(__name__)
 
 
 def param_groups_weight_decay(
-        model: nn.Module,
-        weight_decay: float = 1e-5,
-        no_weight_decay_list: Collection[str] = (),
+    model: nn.Module,
+    weight_decay: float = 1e-5,
+    no_weight_decay_list: Collection[str] = (),
 ):
     no_weight_decay_list = set(no_weight_decay_list)
     decay = []
@@ -27,9 +27,7 @@ def param_groups_weight_decay(
         else:
             decay.append(param)
 
-    return [
-        {'params': no_decay, 'weight_decay': 0.},
-        {'params': decay, 'weight_decay': weight_decay}]
+    return [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": weight_decay}]
 
 
 def _group(it, size):
@@ -46,7 +44,7 @@ def auto_group_layers(model, layers_per_group=12, num_groups=None):
         else:
             return n.startswith(hp)
 
-    head_prefix = getattr(model, 'pretrained_cfg', {}).get('classifier', None)
+    head_prefix = getattr(model, "pretrained_cfg", {}).get("classifier", None)
     names_trunk = []
     names_head = []
     for n, _ in model.named_parameters():
@@ -59,21 +57,22 @@ def auto_group_layers(model, layers_per_group=12, num_groups=None):
     names_trunk = list(_group(names_trunk, layers_per_group))
 
     num_trunk_groups = len(names_trunk)
-    layer_map = {n: i for i, l in enumerate(names_trunk) for n in l}
+    layer_map = {n: i for i, l in enumerate(names_trunk) for n in l}  # noqa: E741
     layer_map.update({n: num_trunk_groups for n in names_head})
     return layer_map
+
 
 _layer_map = auto_group_layers  # backward compat
 
 
 def param_groups_layer_decay(
-        model: nn.Module,
-        weight_decay: float = 0.05,
-        no_weight_decay_list: Collection[str] = (),
-        weight_decay_exclude_1d: bool = True,
-        layer_decay: float = .75,
-        end_layer_decay: Optional[float] = None,
-        verbose: bool = False,
+    model: nn.Module,
+    weight_decay: float = 0.05,
+    no_weight_decay_list: Collection[str] = (),
+    weight_decay_exclude_1d: bool = True,
+    layer_decay: float = 0.75,
+    end_layer_decay: Optional[float] = None,  # noqa: UP045
+    verbose: bool = False,
 ):
     """
     Parameter groups for layer-wise lr decay & weight decay
@@ -83,7 +82,7 @@ def param_groups_layer_decay(
     param_group_names = {}  # NOTE for debugging
     param_groups = {}
 
-    if hasattr(model, 'group_matcher'):
+    if hasattr(model, "group_matcher"):
         # FIXME interface needs more work
         layer_map = group_parameters(model, model.group_matcher(coarse=False), reverse=True)
     else:
@@ -100,13 +99,13 @@ def param_groups_layer_decay(
         # no decay: all 1D parameters and model specific ones
         if (weight_decay_exclude_1d and param.ndim <= 1) or name in no_weight_decay_list:
             g_decay = "no_decay"
-            this_decay = 0.
+            this_decay = 0.0
         else:
             g_decay = "decay"
             this_decay = weight_decay
 
         layer_id = layer_map.get(name, layer_max)
-        group_name = "layer_%d_%s" % (layer_id, g_decay)
+        group_name = "layer_%d_%s" % (layer_id, g_decay)  # noqa: UP031
 
         if group_name not in param_groups:
             this_scale = layer_scales[layer_id]
@@ -126,6 +125,7 @@ def param_groups_layer_decay(
 
     if verbose:
         import json
-        _logger.info("parameter groups: \n%s" % json.dumps(param_group_names, indent=2))
+
+        _logger.info("parameter groups: \n%s" % json.dumps(param_group_names, indent=2))  # noqa: UP031
 
     return list(param_groups.values())

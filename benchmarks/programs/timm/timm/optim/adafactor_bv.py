@@ -1,4 +1,4 @@
-""" Adafactor (Big Vision variant) for PyTorch
+"""Adafactor (Big Vision variant) for PyTorch
 
 Adapted from the implementation in big vision: https://github.com/google-research/big_vision
 
@@ -6,7 +6,8 @@ Described in 'Scaling Vision Transformers': https://arxiv.org/abs/2106.04560
 
 Adaptation and PyTorch modifications by Ross Wightman
 """
-from typing import List, Optional, Tuple, Union
+
+from typing import List, Optional, Tuple, Union  # noqa: UP035
 
 import torch
 from torch import Tensor
@@ -20,11 +21,7 @@ def _get_scalar_dtype():
     return torch.float64
 
 
-def _factored_dims(
-        shape: Tuple[int, ...],
-        factored: bool,
-        min_dim_size_to_factor: int
-) -> Optional[tuple[int, int]]:
+def _factored_dims(shape: Tuple[int, ...], factored: bool, min_dim_size_to_factor: int) -> Optional[tuple[int, int]]:  # noqa: UP006, UP045
     """Whether to use a factored second moment estimator.
 
     This function returns a tuple with the two largest axes to reduce over.
@@ -54,30 +51,30 @@ class AdafactorBigVision(Optimizer):
     """
 
     def __init__(
-            self,
-            params: ParamsT,
-            lr: float = 1.0,
-            min_dim_size_to_factor: int = 16,
-            decay_rate: float = 0.8,
-            decay_offset: int = 0,
-            beta2_cap: float = 0.999,
-            momentum: Optional[float] = 0.9,
-            momentum_dtype: Union[str, torch.dtype] = torch.bfloat16,
-            eps: Optional[float] = None,
-            weight_decay: float = 0.0,
-            clipping_threshold: Optional[float] = None,
-            unscaled_wd: bool = False,
-            caution: bool = False,
-            *,
-            foreach: Optional[bool] = False,
+        self,
+        params: ParamsT,
+        lr: float = 1.0,
+        min_dim_size_to_factor: int = 16,
+        decay_rate: float = 0.8,
+        decay_offset: int = 0,
+        beta2_cap: float = 0.999,
+        momentum: Optional[float] = 0.9,  # noqa: UP045
+        momentum_dtype: Union[str, torch.dtype] = torch.bfloat16,  # noqa: UP007
+        eps: Optional[float] = None,  # noqa: UP045
+        weight_decay: float = 0.0,
+        clipping_threshold: Optional[float] = None,  # noqa: UP045
+        unscaled_wd: bool = False,
+        caution: bool = False,
+        *,
+        foreach: Optional[bool] = False,  # noqa: UP045
     ):
         if isinstance(momentum_dtype, str):
-            if momentum_dtype == 'float16':
+            if momentum_dtype == "float16":
                 momentum_dtype = torch.float16
-            elif momentum_dtype == 'bfloat16':
+            elif momentum_dtype == "bfloat16":
                 momentum_dtype = torch.bfloat16
             else:
-                assert momentum_dtype == 'float32', f'{momentum_dtype} dtype not supported'
+                assert momentum_dtype == "float32", f"{momentum_dtype} dtype not supported"
                 momentum_dtype = torch.float32
         # FIXME try to check if momentum dtype is appropriate for device? Torch API not great for this.
 
@@ -101,18 +98,18 @@ class AdafactorBigVision(Optimizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault('caution', False)
-            group.setdefault('foreach', None)
-            for p in group['params']:
+            group.setdefault("caution", False)
+            group.setdefault("foreach", None)
+            for p in group["params"]:
                 p_state = self.state.get(p, {})
-                if len(p_state) != 0 and not torch.is_tensor(p_state['step']):
-                    p_state['step'] = torch.tensor(float(p_state['step']), dtype=_get_scalar_dtype())
+                if len(p_state) != 0 and not torch.is_tensor(p_state["step"]):
+                    p_state["step"] = torch.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
 
-                if 'exp_avg' in p_state and torch.is_tensor(p_state['exp_avg']):
+                if "exp_avg" in p_state and torch.is_tensor(p_state["exp_avg"]):
                     # FIXME this is a bit of a hack, optimizer.load_state_dict appears to upcast
                     # the momentum to float32 (it's half precision in the state_dict), need to
                     # look into this further. Better to override _process_value_according_to_param_policy?
-                    p_state['exp_avg'] = p_state['exp_avg'].to(dtype=self.defaults['momentum_dtype'])
+                    p_state["exp_avg"] = p_state["exp_avg"].to(dtype=self.defaults["momentum_dtype"])
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -130,7 +127,7 @@ class AdafactorBigVision(Optimizer):
             state_steps = []
             exp_avgs = []  # For momentum
 
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
 
@@ -144,13 +141,11 @@ class AdafactorBigVision(Optimizer):
 
                 if len(state) == 0:
                     # NOTE step on CPU, probably need some more though to make capturable
-                    state['step'] = torch.tensor(0.0, dtype=_get_scalar_dtype())
+                    state["step"] = torch.tensor(0.0, dtype=_get_scalar_dtype())
 
                     shape = p.grad.shape
                     factored_dims = _factored_dims(
-                        shape,
-                        factored=True,
-                        min_dim_size_to_factor=self.defaults['min_dim_size_to_factor']
+                        shape, factored=True, min_dim_size_to_factor=self.defaults["min_dim_size_to_factor"]
                     )
 
                     if factored_dims is not None:
@@ -159,21 +154,21 @@ class AdafactorBigVision(Optimizer):
                         row_shape[dr] = 1
                         col_shape = list(p.grad.shape)
                         col_shape[dc] = 1
-                        state['exp_avg_sq_r'] = p.grad.new_zeros(row_shape)
-                        state['exp_avg_sq_c'] = p.grad.new_zeros(col_shape)
+                        state["exp_avg_sq_r"] = p.grad.new_zeros(row_shape)
+                        state["exp_avg_sq_c"] = p.grad.new_zeros(col_shape)
                     else:
-                        state['exp_avg_sq'] = torch.zeros_like(p.grad, memory_format=torch.preserve_format)
+                        state["exp_avg_sq"] = torch.zeros_like(p.grad, memory_format=torch.preserve_format)
 
-                    if self.defaults['momentum'] is not None:
-                        state['exp_avg'] = torch.zeros_like(p.grad, dtype=self.defaults['momentum_dtype'])
+                    if self.defaults["momentum"] is not None:
+                        state["exp_avg"] = torch.zeros_like(p.grad, dtype=self.defaults["momentum_dtype"])
 
-                state_steps.append(state['step'])
-                exp_avg_sq_rs.append(state.get('exp_avg_sq_r', None))
-                exp_avg_sq_cs.append(state.get('exp_avg_sq_c', None))
-                exp_avg_sqs.append(state.get('exp_avg_sq', None))
-                exp_avgs.append(state.get('exp_avg', None))
+                state_steps.append(state["step"])
+                exp_avg_sq_rs.append(state.get("exp_avg_sq_r", None))
+                exp_avg_sq_cs.append(state.get("exp_avg_sq_c", None))
+                exp_avg_sqs.append(state.get("exp_avg_sq", None))
+                exp_avgs.append(state.get("exp_avg", None))
 
-            if group['foreach']:
+            if group["foreach"]:
                 func = _multi_tensor_adafactor
             else:
                 func = _single_tensor_adafactor
@@ -186,42 +181,42 @@ class AdafactorBigVision(Optimizer):
                 exp_avg_sqs=exp_avg_sqs,
                 exp_avgs=exp_avgs,
                 state_steps=state_steps,
-                beta2_decay=group['decay_rate'],
-                beta2_cap=group['beta2_cap'],
-                min_dim_size_to_factor=group['min_dim_size_to_factor'],
-                eps=group['eps'],
-                lr=group['lr'],
-                weight_decay=group['weight_decay'],
-                momentum=group['momentum'],
-                momentum_dtype=group['momentum_dtype'],
-                clipping_threshold=group['clipping_threshold'],
-                unscaled_wd=group['unscaled_wd'],
-                caution=group['caution'],
+                beta2_decay=group["decay_rate"],
+                beta2_cap=group["beta2_cap"],
+                min_dim_size_to_factor=group["min_dim_size_to_factor"],
+                eps=group["eps"],
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                momentum=group["momentum"],
+                momentum_dtype=group["momentum_dtype"],
+                clipping_threshold=group["clipping_threshold"],
+                unscaled_wd=group["unscaled_wd"],
+                caution=group["caution"],
             )
 
         return loss
 
 
 def _single_tensor_adafactor(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avg_sq_rs: List[Optional[Tensor]],
-        exp_avg_sq_cs: List[Optional[Tensor]],
-        exp_avg_sqs: List[Optional[Tensor]],
-        exp_avgs: List[Optional[Tensor]],
-        state_steps: List[Tensor],
-        *,
-        beta2_decay: float,
-        beta2_cap: float,
-        min_dim_size_to_factor: int,
-        eps: float,
-        lr: float,
-        weight_decay: float,
-        momentum: Optional[float],
-        momentum_dtype: Union[str, torch.dtype],
-        clipping_threshold: Optional[float],
-        unscaled_wd: bool,
-        caution: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avg_sq_rs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    exp_avg_sq_cs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    exp_avg_sqs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    exp_avgs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    state_steps: List[Tensor],  # noqa: UP006
+    *,
+    beta2_decay: float,
+    beta2_cap: float,
+    min_dim_size_to_factor: int,
+    eps: float,
+    lr: float,
+    weight_decay: float,
+    momentum: Optional[float],  # noqa: UP045
+    momentum_dtype: Union[str, torch.dtype],  # noqa: UP007
+    clipping_threshold: Optional[float],  # noqa: UP045
+    unscaled_wd: bool,
+    caution: bool,
 ):
     for i, param in enumerate(params):
         grad = grads[i]
@@ -286,35 +281,35 @@ def _single_tensor_adafactor(
         if weight_decay != 0:
             if unscaled_wd:
                 # match big vision impl, 'fully decoupled' decay w/o LR scaling
-                param.mul_(1. - weight_decay)
+                param.mul_(1.0 - weight_decay)
             else:
                 # match typical pytorch behaviour for decoupled decay, eg adamw where wd is scaled by LR
-                param.mul_(1. - lr * weight_decay)
+                param.mul_(1.0 - lr * weight_decay)
 
         # Update parameters
         param.add_(update, alpha=-1.0)
 
 
 def _multi_tensor_adafactor(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avg_sq_rs: List[Optional[Tensor]],
-        exp_avg_sq_cs: List[Optional[Tensor]],
-        exp_avg_sqs: List[Optional[Tensor]],
-        exp_avgs: List[Optional[Tensor]],
-        state_steps: List[Tensor],
-        *,
-        beta2_decay: float,
-        beta2_cap: float,
-        min_dim_size_to_factor: int,
-        eps: float,
-        lr: float,
-        weight_decay: float,
-        momentum: Optional[float],
-        momentum_dtype: Union[str, torch.dtype],
-        clipping_threshold: Optional[float],
-        unscaled_wd: bool,
-        caution: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avg_sq_rs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    exp_avg_sq_cs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    exp_avg_sqs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    exp_avgs: List[Optional[Tensor]],  # noqa: UP006, UP045
+    state_steps: List[Tensor],  # noqa: UP006
+    *,
+    beta2_decay: float,
+    beta2_cap: float,
+    min_dim_size_to_factor: int,
+    eps: float,
+    lr: float,
+    weight_decay: float,
+    momentum: Optional[float],  # noqa: UP045
+    momentum_dtype: Union[str, torch.dtype],  # noqa: UP007
+    clipping_threshold: Optional[float],  # noqa: UP045
+    unscaled_wd: bool,
+    caution: bool,
 ):
     # FIXME TODO
-    assert False, 'multi-tensor fn (foreach=True) not implemented yet'
+    assert False, "multi-tensor fn (foreach=True) not implemented yet"  # noqa: B011

@@ -1,8 +1,9 @@
-""" AdaHessian Optimizer
+"""AdaHessian Optimizer
 
 Lifted from https://github.com/davda54/ada-hessian/blob/master/ada_hessian.py
 Originally licensed MIT, Copyright 2020, David Samuel
 """
+
 import torch
 
 
@@ -24,16 +25,16 @@ class Adahessian(torch.optim.Optimizer):
     """
 
     def __init__(
-            self,
-            params,
-            lr=0.1,
-            betas=(0.9, 0.999),
-            eps=1e-8,
-            weight_decay=0.0,
-            hessian_power=1.0,
-            update_each=1,
-            n_samples=1,
-            avg_conv_kernel=False,
+        self,
+        params,
+        lr=0.1,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        hessian_power=1.0,
+        update_each=1,
+        n_samples=1,
+        avg_conv_kernel=False,
     ):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -50,7 +51,7 @@ class Adahessian(torch.optim.Optimizer):
         self.update_each = update_each
         self.avg_conv_kernel = avg_conv_kernel
 
-        # use a separate generator that deterministically generates the same `z`s across all GPUs in case of distributed training
+        # use a separate generator that deterministically generates the same `z`s across all GPUs in case of distributed training  # noqa: E501
         self.seed = 2147483647
         self.generator = torch.Generator().manual_seed(self.seed)
 
@@ -61,7 +62,7 @@ class Adahessian(torch.optim.Optimizer):
             weight_decay=weight_decay,
             hessian_power=hessian_power,
         )
-        super(Adahessian, self).__init__(params, defaults)
+        super(Adahessian, self).__init__(params, defaults)  # noqa: UP008
 
         for p in self.get_params():
             p.hess = 0.0
@@ -76,7 +77,7 @@ class Adahessian(torch.optim.Optimizer):
         Gets all parameters in all param_groups with gradients
         """
 
-        return (p for group in self.param_groups for p in group['params'] if p.requires_grad)
+        return (p for group in self.param_groups for p in group["params"] if p.requires_grad)
 
     def zero_hessian(self):
         """
@@ -111,7 +112,8 @@ class Adahessian(torch.optim.Optimizer):
             # Rademacher distribution {-1.0, 1.0}
             zs = [torch.randint(0, 2, p.size(), generator=self.generator, device=p.device) * 2.0 - 1.0 for p in params]
             h_zs = torch.autograd.grad(
-                grads, params, grad_outputs=zs, only_inputs=True, retain_graph=i < self.n_samples - 1)
+                grads, params, grad_outputs=zs, only_inputs=True, retain_graph=i < self.n_samples - 1
+            )
             for h_z, z, p in zip(h_zs, zs, params):
                 p.hess += h_z * z / self.n_samples  # approximate the expected values of z*(H@z)
 
@@ -131,7 +133,7 @@ class Adahessian(torch.optim.Optimizer):
         self.set_hessian()
 
         for group in self.param_groups:
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None or p.hess is None:
                     continue
 
@@ -139,34 +141,34 @@ class Adahessian(torch.optim.Optimizer):
                     p.hess = torch.abs(p.hess).mean(dim=[2, 3], keepdim=True).expand_as(p.hess).clone()
 
                 # Perform correct stepweight decay as in AdamW
-                p.mul_(1 - group['lr'] * group['weight_decay'])
+                p.mul_(1 - group["lr"] * group["weight_decay"])
 
                 state = self.state[p]
 
                 # State initialization
                 if len(state) == 1:
-                    state['step'] = 0
+                    state["step"] = 0
                     # Exponential moving average of gradient values
-                    state['exp_avg'] = torch.zeros_like(p)
+                    state["exp_avg"] = torch.zeros_like(p)
                     # Exponential moving average of Hessian diagonal square values
-                    state['exp_hessian_diag_sq'] = torch.zeros_like(p)
+                    state["exp_hessian_diag_sq"] = torch.zeros_like(p)
 
-                exp_avg, exp_hessian_diag_sq = state['exp_avg'], state['exp_hessian_diag_sq']
-                beta1, beta2 = group['betas']
-                state['step'] += 1
+                exp_avg, exp_hessian_diag_sq = state["exp_avg"], state["exp_hessian_diag_sq"]
+                beta1, beta2 = group["betas"]
+                state["step"] += 1
 
                 # Decay the first and second moment running average coefficient
                 exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
                 exp_hessian_diag_sq.mul_(beta2).addcmul_(p.hess, p.hess, value=1 - beta2)
 
-                bias_correction1 = 1 - beta1 ** state['step']
-                bias_correction2 = 1 - beta2 ** state['step']
+                bias_correction1 = 1 - beta1 ** state["step"]
+                bias_correction2 = 1 - beta2 ** state["step"]
 
-                k = group['hessian_power']
-                denom = (exp_hessian_diag_sq / bias_correction2).pow_(k / 2).add_(group['eps'])
+                k = group["hessian_power"]
+                denom = (exp_hessian_diag_sq / bias_correction2).pow_(k / 2).add_(group["eps"])
 
                 # make update
-                step_size = group['lr'] / bias_correction1
+                step_size = group["lr"] / bias_correction1
                 p.addcdiv_(exp_avg, denom, value=-step_size)
 
         return loss

@@ -8,7 +8,7 @@ Copyright (c) 2020-present NAVER Corp.
 MIT license
 """
 
-import torch
+import torch  # noqa: I001
 import torch.nn.functional as F
 from torch.optim.optimizer import Optimizer
 import math
@@ -23,7 +23,7 @@ def _layer_view(x) -> torch.Tensor:
 
 
 def projection(p, grad, perturb, delta: float, wd_ratio: float, eps: float):
-    wd = 1.
+    wd = 1.0
     expand_size = (-1,) + (1,) * (len(p.shape) - 1)
     for view_func in [_channel_view, _layer_view]:
         param_view = view_func(p)
@@ -42,15 +42,15 @@ def projection(p, grad, perturb, delta: float, wd_ratio: float, eps: float):
 
 class AdamP(Optimizer):
     def __init__(
-            self,
-            params,
-            lr=1e-3,
-            betas=(0.9, 0.999),
-            eps=1e-8,
-            weight_decay=0,
-            delta=0.1,
-            wd_ratio=0.1,
-            nesterov=False,
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        delta=0.1,
+        wd_ratio=0.1,
+        nesterov=False,
     ):
         defaults = dict(
             lr=lr,
@@ -61,7 +61,7 @@ class AdamP(Optimizer):
             wd_ratio=wd_ratio,
             nesterov=nesterov,
         )
-        super(AdamP, self).__init__(params, defaults)
+        super(AdamP, self).__init__(params, defaults)  # noqa: UP008
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -71,34 +71,34 @@ class AdamP(Optimizer):
                 loss = closure()
 
         for group in self.param_groups:
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
 
                 grad = p.grad
-                beta1, beta2 = group['betas']
-                nesterov = group['nesterov']
+                beta1, beta2 = group["betas"]
+                nesterov = group["nesterov"]
 
                 state = self.state[p]
 
                 # State initialization
                 if len(state) == 0:
-                    state['step'] = 0
-                    state['exp_avg'] = torch.zeros_like(p)
-                    state['exp_avg_sq'] = torch.zeros_like(p)
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
 
                 # Adam
-                exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
 
-                state['step'] += 1
-                bias_correction1 = 1 - beta1 ** state['step']
-                bias_correction2 = 1 - beta2 ** state['step']
+                state["step"] += 1
+                bias_correction1 = 1 - beta1 ** state["step"]
+                bias_correction2 = 1 - beta2 ** state["step"]
 
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
-                denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
-                step_size = group['lr'] / bias_correction1
+                denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group["eps"])
+                step_size = group["lr"] / bias_correction1
 
                 if nesterov:
                     perturb = (beta1 * exp_avg + (1 - beta1) * grad) / denom
@@ -106,13 +106,13 @@ class AdamP(Optimizer):
                     perturb = exp_avg / denom
 
                 # Projection
-                wd_ratio = 1.
+                wd_ratio = 1.0
                 if len(p.shape) > 1:
-                    perturb, wd_ratio = projection(p, grad, perturb, group['delta'], group['wd_ratio'], group['eps'])
+                    perturb, wd_ratio = projection(p, grad, perturb, group["delta"], group["wd_ratio"], group["eps"])
 
                 # Weight decay
-                if group['weight_decay'] > 0:
-                    p.mul_(1. - group['lr'] * group['weight_decay'] * wd_ratio)
+                if group["weight_decay"] > 0:
+                    p.mul_(1.0 - group["lr"] * group["weight_decay"] * wd_ratio)
 
                 # Step
                 p.add_(perturb, alpha=-step_size)

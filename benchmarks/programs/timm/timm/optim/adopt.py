@@ -1,4 +1,4 @@
-""" ADOPT PyTorch Optimizer
+"""ADOPT PyTorch Optimizer
 
 ADOPT: Modified Adam Can Converge with Any β2 with the Optimal Rate: https://arxiv.org/abs/2411.02853
 
@@ -10,8 +10,9 @@ Modified for reduced dependencies on PyTorch internals from original at: https:/
  title = {ADOPT: Modified Adam Can Converge with Any β2 with the Optimal Rate},
  year = {2024}
 }
-"""
-from typing import cast, List, Optional, Tuple, Union
+"""  # noqa: E501
+
+from typing import cast, List, Optional, Tuple, Union  # noqa: I001, UP035
 
 import torch
 from torch import Tensor
@@ -20,6 +21,7 @@ from torch.optim.optimizer import Optimizer
 from ._types import ParamsT
 
 __all__ = ["Adopt", "adopt"]
+
 
 def _view_as_real(params, *state_and_grads):
     for i, p in enumerate(params):
@@ -32,13 +34,11 @@ def _view_as_real(params, *state_and_grads):
 def _get_scalar_dtype(is_fused=None):
     if is_fused:
         return torch.float32
-    return (
-        torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
-    )
+    return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
 
 
 def _is_compiling():
-    if hasattr(torch, 'compiler') and hasattr(torch.compiler, 'is_compiling'):
+    if hasattr(torch, "compiler") and hasattr(torch.compiler, "is_compiling"):
         return torch.compiler.is_compiling()
     else:
         return False
@@ -57,27 +57,26 @@ class Adopt(Optimizer):
     ADOPT: Modified Adam Can Converge with Any β2 with the Optimal Rate: https://arxiv.org/abs/2411.02853
 
     """
+
     def __init__(
-            self,
-            params: ParamsT,
-            lr: Union[float, Tensor] = 1e-3,
-            betas: Tuple[float, float] = (0.9, 0.9999),
-            eps: float = 1e-6,
-            clip_exp: Optional[float] = 0.333,
-            weight_decay: float = 0.0,
-            decoupled: bool = False,
-            *,
-            caution: bool = False,
-            foreach: Optional[bool] = False,
-            maximize: bool = False,
-            capturable: bool = False,
-            differentiable: bool = False,
+        self,
+        params: ParamsT,
+        lr: Union[float, Tensor] = 1e-3,  # noqa: UP007
+        betas: Tuple[float, float] = (0.9, 0.9999),  # noqa: UP006
+        eps: float = 1e-6,
+        clip_exp: Optional[float] = 0.333,  # noqa: UP045
+        weight_decay: float = 0.0,
+        decoupled: bool = False,
+        *,
+        caution: bool = False,
+        foreach: Optional[bool] = False,  # noqa: UP045
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ):
         if isinstance(lr, Tensor):
             if foreach and not capturable:
-                raise ValueError(
-                    "lr as a Tensor is not supported for capturable=False and foreach=True"
-                )
+                raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
             if lr.numel() != 1:
                 raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -130,13 +129,13 @@ class Adopt(Optimizer):
                     )
 
     def _init_group(
-            self,
-            group,
-            params_with_grad,
-            grads,
-            exp_avgs,
-            exp_avg_sqs,
-            state_steps,
+        self,
+        group,
+        params_with_grad,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        state_steps,
     ):
         has_complex = False
         for p in group["params"]:
@@ -177,7 +176,7 @@ class Adopt(Optimizer):
             state_steps.append(state["step"])
         return has_complex
 
-    #@_use_grad_for_differentiable  # FIXME internal context mgr, can't use
+    # @_use_grad_for_differentiable  # FIXME internal context mgr, can't use
     @torch.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step.
@@ -194,11 +193,11 @@ class Adopt(Optimizer):
                 loss = closure()
 
         for group in self.param_groups:
-            params_with_grad: List[Tensor] = []
-            grads: List[Tensor] = []
-            exp_avgs: List[Tensor] = []
-            exp_avg_sqs: List[Tensor] = []
-            state_steps: List[Tensor] = []
+            params_with_grad: List[Tensor] = []  # noqa: UP006
+            grads: List[Tensor] = []  # noqa: UP006
+            exp_avgs: List[Tensor] = []  # noqa: UP006
+            exp_avg_sqs: List[Tensor] = []  # noqa: UP006
+            state_steps: List[Tensor] = []  # noqa: UP006
             beta1, beta2 = group["betas"]
 
             has_complex = self._init_group(
@@ -237,26 +236,26 @@ class Adopt(Optimizer):
 
 
 def _single_tensor_adopt(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avgs: List[Tensor],
-        exp_avg_sqs: List[Tensor],
-        state_steps: List[Tensor],
-        grad_scale: Optional[Tensor],
-        found_inf: Optional[Tensor],
-        *,
-        has_complex: bool,
-        beta1: float,
-        beta2: float,
-        lr: Union[float, Tensor],
-        weight_decay: float,
-        clip_exp: Optional[float],
-        decoupled: bool,
-        eps: float,
-        caution: bool,
-        maximize: bool,
-        capturable: bool,
-        differentiable: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avgs: List[Tensor],  # noqa: UP006
+    exp_avg_sqs: List[Tensor],  # noqa: UP006
+    state_steps: List[Tensor],  # noqa: UP006
+    grad_scale: Optional[Tensor],  # noqa: UP045
+    found_inf: Optional[Tensor],  # noqa: UP045
+    *,
+    has_complex: bool,
+    beta1: float,
+    beta2: float,
+    lr: Union[float, Tensor],  # noqa: UP007
+    weight_decay: float,
+    clip_exp: Optional[float],  # noqa: UP045
+    decoupled: bool,
+    eps: float,
+    caution: bool,
+    maximize: bool,
+    capturable: bool,
+    differentiable: bool,
 ):
     assert grad_scale is None and found_inf is None
 
@@ -275,9 +274,11 @@ def _single_tensor_adopt(
         # If compiling, the compiler will handle cudagraph checks, see note [torch.compile x capturable]
         if capturable and not _is_compiling():
             from torch.optim.optimizer import _get_capturable_supported_devices
+
             capturable_supported_devices = _get_capturable_supported_devices()
-            assert param.device.type == step_t.device.type and param.device.type in capturable_supported_devices,\
-                f"If capturable=True, params and state_steps must be on supported devices: {capturable_supported_devices}."
+            assert param.device.type == step_t.device.type and param.device.type in capturable_supported_devices, (
+                f"If capturable=True, params and state_steps must be on supported devices: {capturable_supported_devices}."  # noqa: E501
+            )
 
         # update step
         step_t += 1
@@ -322,41 +323,38 @@ def _single_tensor_adopt(
 
 
 def _multi_tensor_adopt(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avgs: List[Tensor],
-        exp_avg_sqs: List[Tensor],
-        state_steps: List[Tensor],
-        grad_scale: Optional[Tensor],
-        found_inf: Optional[Tensor],
-        *,
-        has_complex: bool,
-        beta1: float,
-        beta2: float,
-        lr: Union[float, Tensor],
-        weight_decay: float,
-        clip_exp: Optional[float],
-        decoupled: bool,
-        eps: float,
-        caution: bool,
-        maximize: bool,
-        capturable: bool,
-        differentiable: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avgs: List[Tensor],  # noqa: UP006
+    exp_avg_sqs: List[Tensor],  # noqa: UP006
+    state_steps: List[Tensor],  # noqa: UP006
+    grad_scale: Optional[Tensor],  # noqa: UP045
+    found_inf: Optional[Tensor],  # noqa: UP045
+    *,
+    has_complex: bool,
+    beta1: float,
+    beta2: float,
+    lr: Union[float, Tensor],  # noqa: UP007
+    weight_decay: float,
+    clip_exp: Optional[float],  # noqa: UP045
+    decoupled: bool,
+    eps: float,
+    caution: bool,
+    maximize: bool,
+    capturable: bool,
+    differentiable: bool,
 ):
     if len(params) == 0:
         return
 
     if isinstance(lr, Tensor) and not capturable:
-        raise RuntimeError(
-            "lr as a Tensor is not supported for capturable=False and foreach=True"
-        )
+        raise RuntimeError("lr as a Tensor is not supported for capturable=False and foreach=True")
 
     # If compiling, the compiler will handle cudagraph checks, see note [torch.compile x capturable]
     if capturable and not _is_compiling():
         from torch.optim.optimizer import _get_capturable_supported_devices
-        capturable_supported_devices = _get_capturable_supported_devices(
-            supports_xla=False
-        )
+
+        capturable_supported_devices = _get_capturable_supported_devices(supports_xla=False)
         assert all(
             p.device.type == step.device.type and p.device.type in capturable_supported_devices
             for p, step in zip(params, state_steps)
@@ -370,17 +368,17 @@ def _multi_tensor_adopt(
         [params, grads, exp_avgs, exp_avg_sqs, state_steps]  # type: ignore[list-item]
     )
     for (
-            device_params_,
-            device_grads_,
-            device_exp_avgs_,
-            device_exp_avg_sqs_,
-            device_state_steps_,
+        device_params_,
+        device_grads_,
+        device_exp_avgs_,
+        device_exp_avg_sqs_,
+        device_state_steps_,
     ), _ in grouped_tensors.values():
-        device_params = cast(List[Tensor], device_params_)
-        device_grads = cast(List[Tensor], device_grads_)
-        device_exp_avgs = cast(List[Tensor], device_exp_avgs_)
-        device_exp_avg_sqs = cast(List[Tensor], device_exp_avg_sqs_)
-        device_state_steps = cast(List[Tensor], device_state_steps_)
+        device_params = cast(List[Tensor], device_params_)  # noqa: UP006
+        device_grads = cast(List[Tensor], device_grads_)  # noqa: UP006
+        device_exp_avgs = cast(List[Tensor], device_exp_avgs_)  # noqa: UP006
+        device_exp_avg_sqs = cast(List[Tensor], device_exp_avg_sqs_)  # noqa: UP006
+        device_state_steps = cast(List[Tensor], device_state_steps_)  # noqa: UP006
 
         # Handle complex parameters
         if has_complex:
@@ -439,44 +437,40 @@ def _multi_tensor_adopt(
         torch._foreach_addcmul_(device_exp_avg_sqs, device_grads, device_grads, value=1 - beta2)
 
 
-#@_disable_dynamo_if_unsupported(single_tensor_fn=_single_tensor_adopt)  # FIXME internal context mgr, can't use
+# @_disable_dynamo_if_unsupported(single_tensor_fn=_single_tensor_adopt)  # FIXME internal context mgr, can't use
 def adopt(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avgs: List[Tensor],
-        exp_avg_sqs: List[Tensor],
-        state_steps: List[Tensor],
-        # kwonly args with defaults are not supported by functions compiled with torchscript issue #70627
-        # setting this as kwarg for now as functional API is compiled by torch/distributed/optim
-        foreach: Optional[bool] = None,
-        capturable: bool = False,
-        differentiable: bool = False,
-        grad_scale: Optional[Tensor] = None,
-        found_inf: Optional[Tensor] = None,
-        has_complex: bool = False,
-        *,
-        beta1: float,
-        beta2: float,
-        lr: Union[float, Tensor],
-        weight_decay: float,
-        clip_exp: Optional[float],
-        decoupled: bool,
-        eps: float,
-        caution: bool,
-        maximize: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avgs: List[Tensor],  # noqa: UP006
+    exp_avg_sqs: List[Tensor],  # noqa: UP006
+    state_steps: List[Tensor],  # noqa: UP006
+    # kwonly args with defaults are not supported by functions compiled with torchscript issue #70627
+    # setting this as kwarg for now as functional API is compiled by torch/distributed/optim
+    foreach: Optional[bool] = None,  # noqa: UP045
+    capturable: bool = False,
+    differentiable: bool = False,
+    grad_scale: Optional[Tensor] = None,  # noqa: UP045
+    found_inf: Optional[Tensor] = None,  # noqa: UP045
+    has_complex: bool = False,
+    *,
+    beta1: float,
+    beta2: float,
+    lr: Union[float, Tensor],  # noqa: UP007
+    weight_decay: float,
+    clip_exp: Optional[float],  # noqa: UP045
+    decoupled: bool,
+    eps: float,
+    caution: bool,
+    maximize: bool,
 ):
-    r"""Functional API that performs ADOPT algorithm computation.
-
-    """
+    r"""Functional API that performs ADOPT algorithm computation."""
     if foreach is None:
         foreach = False
 
     # this check is slow during compilation, so we skip it
     # if it's strictly needed we can add this check back in dynamo
     if not _is_compiling() and not all(isinstance(t, torch.Tensor) for t in state_steps):
-        raise RuntimeError(
-            "API has changed, `state_steps` argument must contain a list of singleton tensors"
-        )
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
 
     if foreach and torch.jit.is_scripting():
         raise RuntimeError("torch.jit.script not supported with foreach optimizers")

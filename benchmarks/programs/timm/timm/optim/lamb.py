@@ -1,4 +1,4 @@
-""" PyTorch Lamb optimizer w/ behaviour similar to NVIDIA FusedLamb
+"""PyTorch Lamb optimizer w/ behaviour similar to NVIDIA FusedLamb
 
 This optimizer code was adapted from the following (starting with latest)
 * https://github.com/HabanaAI/Model-References/blob/2b435114fe8e31f159b1d3063b8280ae37af7423/PyTorch/nlp/bert/pretraining/lamb.py
@@ -52,7 +52,7 @@ Modifications Copyright 2021 Ross Wightman
 # OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 # SOFTWARE.
 import math
-from typing import Optional, Tuple
+from typing import Optional, Tuple  # noqa: UP035
 
 import torch
 from torch.optim import Optimizer
@@ -82,19 +82,19 @@ class Lamb(Optimizer):
     """
 
     def __init__(
-            self,
-            params: ParamsT,
-            lr: float = 1e-3,
-            bias_correction: bool = True,
-            betas: Tuple[float, float] = (0.9, 0.999),
-            eps: float = 1e-6,
-            weight_decay: float = 0.01,
-            grad_averaging: bool = True,
-            max_grad_norm: Optional[float] = 1.0,
-            trust_clip: bool = False,
-            always_adapt: bool = False,
-            caution: bool = False,
-            decoupled_decay: bool = False,
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        bias_correction: bool = True,
+        betas: Tuple[float, float] = (0.9, 0.999),  # noqa: UP006
+        eps: float = 1e-6,
+        weight_decay: float = 0.01,
+        grad_averaging: bool = True,
+        max_grad_norm: Optional[float] = 1.0,  # noqa: UP045
+        trust_clip: bool = False,
+        always_adapt: bool = False,
+        caution: bool = False,
+        decoupled_decay: bool = False,
     ):
         defaults = dict(
             lr=lr,
@@ -114,22 +114,22 @@ class Lamb(Optimizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault('caution', False)
-            group.setdefault('decoupled_decay', False)
+            group.setdefault("caution", False)
+            group.setdefault("decoupled_decay", False)
 
     def _get_clip_grad_norm(self):
-        max_grad_norm = self.defaults['max_grad_norm']
+        max_grad_norm = self.defaults["max_grad_norm"]
         if max_grad_norm is None:
             return None
 
         norms = []
         for group in self.param_groups:
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
                 grad = p.grad
                 if grad.is_sparse:
-                    raise RuntimeError('Lamb does not support sparse gradients, consider SparseAdam instead.')
+                    raise RuntimeError("Lamb does not support sparse gradients, consider SparseAdam instead.")
                 norms.append(torch.linalg.vector_norm(grad))
         global_norm = torch.linalg.vector_norm(torch.stack(norms))
         clip_global_norm = (global_norm / max_grad_norm).clamp_(min=1.0)
@@ -147,28 +147,28 @@ class Lamb(Optimizer):
             with torch.enable_grad():
                 loss = closure()
 
-        clip_grad_norm = self._get_clip_grad_norm() # None if disabled
+        clip_grad_norm = self._get_clip_grad_norm()  # None if disabled
 
         for group in self.param_groups:
-            bias_correction = 1 if group['bias_correction'] else 0
-            beta1, beta2 = group['betas']
-            grad_averaging = 1 if group['grad_averaging'] else 0
+            bias_correction = 1 if group["bias_correction"] else 0
+            beta1, beta2 = group["betas"]
+            grad_averaging = 1 if group["grad_averaging"] else 0
             beta3 = 1 - beta1 if grad_averaging else 1.0
 
             # assume same step across group now to simplify things
             # per parameter step can be easily support by making it tensor, or pass list into kernel
-            if 'step' in group:
-                group['step'] += 1
+            if "step" in group:
+                group["step"] += 1
             else:
-                group['step'] = 1
+                group["step"] = 1
 
             if bias_correction:
-                bias_correction1 = 1 - beta1 ** group['step']
-                bias_correction2 = 1 - beta2 ** group['step']
+                bias_correction1 = 1 - beta1 ** group["step"]
+                bias_correction2 = 1 - beta2 ** group["step"]
             else:
                 bias_correction1, bias_correction2 = 1.0, 1.0
 
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
                 grad = p.grad
@@ -181,33 +181,33 @@ class Lamb(Optimizer):
                 # State initialization
                 if len(state) == 0:
                     # Exponential moving average of gradient valuesa
-                    state['exp_avg'] = torch.zeros_like(p)
+                    state["exp_avg"] = torch.zeros_like(p)
                     # Exponential moving average of squared gradient values
-                    state['exp_avg_sq'] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
 
-                exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
 
                 # Decay the first and second moment running average coefficient
                 exp_avg.mul_(beta1).add_(grad, alpha=beta3)  # m_t
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)  # v_t
 
-                denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group["eps"])
                 update = (exp_avg / bias_correction1).div_(denom)
 
-                if group['caution']:
+                if group["caution"]:
                     # Apply caution as per 'Cautious Optimizers' - https://arxiv.org/abs/2411.16085
                     mask = (update * grad > 0).to(grad.dtype)
                     mask.div_(mask.mean().clamp_(min=1e-3))
                     update.mul_(mask)
 
-                weight_decay = group['weight_decay']
+                weight_decay = group["weight_decay"]
                 if weight_decay != 0:
-                    if group.get('decoupled_decay', False):
-                        p.add_(p, alpha=-group['lr'] * weight_decay)
+                    if group.get("decoupled_decay", False):
+                        p.add_(p, alpha=-group["lr"] * weight_decay)
                     else:
                         update.add_(p, alpha=weight_decay)
 
-                if weight_decay != 0 or group['always_adapt']:
+                if weight_decay != 0 or group["always_adapt"]:
                     # Layer-wise LR adaptation. By default, skip adaptation on parameters that are
                     # excluded from weight decay, unless always_adapt == True, then always enabled.
                     w_norm = p.norm(2.0)
@@ -220,11 +220,11 @@ class Lamb(Optimizer):
                         torch.where(g_norm > 0, trust_ratio, 1.0),
                         1.0,
                     )
-                    if group['trust_clip']:
+                    if group["trust_clip"]:
                         # LAMBC trust clipping, upper bound fixed at one
                         trust_ratio = torch.clamp(trust_ratio, max=1.0)
                     update.mul_(trust_ratio)
 
-                p.add_(update, alpha=-group['lr'])
+                p.add_(update, alpha=-group["lr"])
 
         return loss

@@ -1,7 +1,8 @@
-""" Lion Optimizer
+"""Lion Optimizer
 Paper: `Symbolic Discovery of Optimization Algorithms` - https://arxiv.org/abs/2302.06675
 Original Impl: https://github.com/google/automl/tree/master/lion
 """
+
 # Copyright 2023 Google Research. All Rights Reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -16,7 +17,7 @@ Original Impl: https://github.com/google/automl/tree/master/lion
 # See the License for the specific language governing permissions and
 # limitations under the License.
 # ==============================================================================
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple  # noqa: UP035
 
 import torch
 from torch.optim.optimizer import Optimizer
@@ -28,14 +29,14 @@ class Lion(Optimizer):
     r"""Implements Lion algorithm."""
 
     def __init__(
-            self,
-            params: ParamsT,
-            lr: float = 1e-4,
-            betas: Tuple[float, float] = (0.9, 0.99),
-            weight_decay: float = 0.0,
-            caution: bool = False,
-            maximize: bool = False,
-            foreach: Optional[bool] = None,
+        self,
+        params: ParamsT,
+        lr: float = 1e-4,
+        betas: Tuple[float, float] = (0.9, 0.99),  # noqa: UP006
+        weight_decay: float = 0.0,
+        caution: bool = False,
+        maximize: bool = False,
+        foreach: Optional[bool] = None,  # noqa: UP045
     ):
         """Initialize the hyperparameters.
 
@@ -48,11 +49,11 @@ class Lion(Optimizer):
         """
 
         if not 0.0 <= lr:
-            raise ValueError('Invalid learning rate: {}'.format(lr))
+            raise ValueError("Invalid learning rate: {}".format(lr))  # noqa: UP032
         if not 0.0 <= betas[0] < 1.0:
-            raise ValueError('Invalid beta parameter at index 0: {}'.format(betas[0]))
+            raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))  # noqa: UP032
         if not 0.0 <= betas[1] < 1.0:
-            raise ValueError('Invalid beta parameter at index 1: {}'.format(betas[1]))
+            raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))  # noqa: UP032
         defaults = dict(
             lr=lr,
             betas=betas,
@@ -66,9 +67,9 @@ class Lion(Optimizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault('caution', False)
-            group.setdefault('maximize', False)
-            group.setdefault('foreach', None)
+            group.setdefault("caution", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -89,23 +90,23 @@ class Lion(Optimizer):
             params_with_grad = []
             grads = []
             exp_avgs = []
-            beta1, beta2 = group['betas']
+            beta1, beta2 = group["betas"]
 
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
                 params_with_grad.append(p)
                 if p.grad.is_sparse:
-                    raise RuntimeError('Lion does not support sparse gradients')
+                    raise RuntimeError("Lion does not support sparse gradients")
                 grads.append(p.grad)
 
                 state = self.state[p]
 
                 # State initialization
                 if len(state) == 0:
-                    state['exp_avg'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
-                exp_avgs.append(state['exp_avg'])
+                exp_avgs.append(state["exp_avg"])
 
             lion(
                 params_with_grad,
@@ -113,42 +114,41 @@ class Lion(Optimizer):
                 exp_avgs,
                 beta1=beta1,
                 beta2=beta2,
-                lr=group['lr'],
-                weight_decay=group['weight_decay'],
-                caution=group['caution'],
-                maximize=group['maximize'],
-                foreach=group['foreach'],
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                caution=group["caution"],
+                maximize=group["maximize"],
+                foreach=group["foreach"],
             )
 
         return loss
 
 
 def lion(
-        params: List[torch.Tensor],
-        grads: List[torch.Tensor],
-        exp_avgs: List[torch.Tensor],
-        # kwonly args with defaults are not supported by functions compiled with torchscript issue #70627
-        # setting this as kwarg for now as functional API is compiled by torch/distributed/optim
-        maximize: bool = False,
-        foreach: bool = None,
-        *,
-        beta1: float,
-        beta2: float,
-        lr: float,
-        weight_decay: float,
-        caution: bool,
+    params: List[torch.Tensor],  # noqa: UP006
+    grads: List[torch.Tensor],  # noqa: UP006
+    exp_avgs: List[torch.Tensor],  # noqa: UP006
+    # kwonly args with defaults are not supported by functions compiled with torchscript issue #70627
+    # setting this as kwarg for now as functional API is compiled by torch/distributed/optim
+    maximize: bool = False,
+    foreach: bool = None,
+    *,
+    beta1: float,
+    beta2: float,
+    lr: float,
+    weight_decay: float,
+    caution: bool,
 ):
-    r"""Functional API that performs Lion algorithm computation.
-    """
+    r"""Functional API that performs Lion algorithm computation."""
     if foreach is None:
         try:
             # cannot do foreach if this overload doesn't exist when caution enabled
-            foreach = not caution or 'Scalar' in torch.ops.aten._foreach_maximum_.overloads()
-        except:
+            foreach = not caution or "Scalar" in torch.ops.aten._foreach_maximum_.overloads()
+        except:  # noqa: E722
             foreach = False
 
     if foreach and torch.jit.is_scripting():
-        raise RuntimeError('torch.jit.script not supported with foreach optimizers')
+        raise RuntimeError("torch.jit.script not supported with foreach optimizers")
 
     if foreach and not torch.jit.is_scripting():
         func = _multi_tensor_lion
@@ -169,16 +169,16 @@ def lion(
 
 
 def _single_tensor_lion(
-        params: List[torch.Tensor],
-        grads: List[torch.Tensor],
-        exp_avgs: List[torch.Tensor],
-        *,
-        beta1: float,
-        beta2: float,
-        lr: float,
-        weight_decay: float,
-        caution: bool,
-        maximize: bool,
+    params: List[torch.Tensor],  # noqa: UP006
+    grads: List[torch.Tensor],  # noqa: UP006
+    exp_avgs: List[torch.Tensor],  # noqa: UP006
+    *,
+    beta1: float,
+    beta2: float,
+    lr: float,
+    weight_decay: float,
+    caution: bool,
+    maximize: bool,
 ):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
@@ -208,16 +208,16 @@ def _single_tensor_lion(
 
 
 def _multi_tensor_lion(
-        params: List[torch.Tensor],
-        grads: List[torch.Tensor],
-        exp_avgs: List[torch.Tensor],
-        *,
-        beta1: float,
-        beta2: float,
-        lr: float,
-        weight_decay: float,
-        caution: bool,
-        maximize: bool,
+    params: List[torch.Tensor],  # noqa: UP006
+    grads: List[torch.Tensor],  # noqa: UP006
+    exp_avgs: List[torch.Tensor],  # noqa: UP006
+    *,
+    beta1: float,
+    beta2: float,
+    lr: float,
+    weight_decay: float,
+    caution: bool,
+    maximize: bool,
 ):
     if len(params) == 0:
         return

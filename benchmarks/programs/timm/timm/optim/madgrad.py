@@ -1,4 +1,4 @@
-""" PyTorch MADGRAD optimizer
+"""PyTorch MADGRAD optimizer
 
 MADGRAD: https://arxiv.org/abs/2101.11075
 
@@ -10,7 +10,7 @@ Code from: https://github.com/facebookresearch/madgrad
 # LICENSE file in the root directory of this source tree.
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional  # noqa: UP035
 
 import torch
 import torch.optim
@@ -53,13 +53,13 @@ class MADGRAD(torch.optim.Optimizer):
     """
 
     def __init__(
-            self,
-            params: _params_t,
-            lr: float = 1e-2,
-            momentum: float = 0.9,
-            weight_decay: float = 0,
-            eps: float = 1e-6,
-            decoupled_decay: bool = False,
+        self,
+        params: _params_t,
+        lr: float = 1e-2,
+        momentum: float = 0.9,
+        weight_decay: float = 0,
+        eps: float = 1e-6,
+        decoupled_decay: bool = False,
     ):
         if momentum < 0 or momentum >= 1:
             raise ValueError(f"Momentum {momentum} must be in the range [0,1]")
@@ -68,7 +68,7 @@ class MADGRAD(torch.optim.Optimizer):
         if weight_decay < 0:
             raise ValueError(f"Weight decay {weight_decay} must be non-negative")
         if eps < 0:
-            raise ValueError(f"Eps must be non-negative")
+            raise ValueError(f"Eps must be non-negative")  # noqa: F541
 
         defaults = dict(
             lr=lr,
@@ -88,7 +88,7 @@ class MADGRAD(torch.optim.Optimizer):
         return True
 
     @torch.no_grad()
-    def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
+    def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:  # noqa: UP045
         """Performs a single optimization step.
 
         Arguments:
@@ -100,10 +100,10 @@ class MADGRAD(torch.optim.Optimizer):
                 loss = closure()
 
         for group in self.param_groups:
-            eps = group['eps']
-            lr = group['lr'] + eps
-            weight_decay = group['weight_decay']
-            momentum = group['momentum']
+            eps = group["eps"]
+            lr = group["lr"] + eps
+            weight_decay = group["weight_decay"]
+            momentum = group["momentum"]
             ck = 1 - momentum
 
             for p in group["params"]:
@@ -115,21 +115,21 @@ class MADGRAD(torch.optim.Optimizer):
 
                 state = self.state[p]
                 if len(state) == 0:
-                    state['step'] = 0
-                    state['grad_sum_sq'] = torch.zeros_like(p)
-                    state['s'] = torch.zeros_like(p)
+                    state["step"] = 0
+                    state["grad_sum_sq"] = torch.zeros_like(p)
+                    state["s"] = torch.zeros_like(p)
                     if momentum != 0:
-                        state['x0'] = torch.clone(p).detach()
+                        state["x0"] = torch.clone(p).detach()
 
-                state['step'] += 1
-                grad_sum_sq = state['grad_sum_sq']
-                s = state['s']
-                lamb = lr * math.sqrt(state['step'])
+                state["step"] += 1
+                grad_sum_sq = state["grad_sum_sq"]
+                s = state["s"]
+                lamb = lr * math.sqrt(state["step"])
 
                 # Apply weight decay
                 if weight_decay != 0:
-                    if group['decoupled_decay']:
-                        p.mul_(1.0 - group['lr'] * weight_decay)
+                    if group["decoupled_decay"]:
+                        p.mul_(1.0 - group["lr"] * weight_decay)
                     else:
                         if grad.is_sparse:
                             raise RuntimeError("weight_decay option is not compatible with sparse gradients")
@@ -168,7 +168,7 @@ class MADGRAD(torch.optim.Optimizer):
                         rms = grad_sum_sq.pow(1 / 3).add_(eps)
                         x0 = p.addcdiv(s, rms, value=1)
                     else:
-                        x0 = state['x0']
+                        x0 = state["x0"]
 
                     # Accumulate second moments
                     grad_sum_sq.addcmul_(grad, grad, value=lamb)

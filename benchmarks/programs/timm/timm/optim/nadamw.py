@@ -1,11 +1,12 @@
-""" NAdamW Optimizer
+"""NAdamW Optimizer
 
 Based on simplified algorithm in https://github.com/mlcommons/algorithmic-efficiency/tree/main/baselines/nadamw
 
 Added multi-tensor (foreach) path.
 """
+
 import math
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple  # noqa: UP035
 
 import torch
 from torch import Tensor
@@ -15,7 +16,7 @@ from ._types import ParamsT
 
 # Modified from github.com/pytorch/pytorch/blob/v1.12.1/torch/optim/adamw.py.
 class NAdamW(torch.optim.Optimizer):
-    """ Implements NAdamW algorithm.
+    """Implements NAdamW algorithm.
 
     See Table 1 in https://arxiv.org/abs/1910.05446 for the implementation of
     the NAdam algorithm (there is also a comment in the code which highlights
@@ -35,27 +36,27 @@ class NAdamW(torch.optim.Optimizer):
     """
 
     def __init__(
-            self,
-            params: ParamsT,
-            lr: float = 1e-3,
-            betas: Tuple[float, float] = (0.9, 0.999),
-            eps: float = 1e-8,
-            weight_decay: float = 1e-2,
-            caution: bool = False,
-            maximize: bool = False,
-            foreach: Optional[bool] = None,
-            capturable: bool = False,
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: Tuple[float, float] = (0.9, 0.999),  # noqa: UP006
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        caution: bool = False,
+        maximize: bool = False,
+        foreach: Optional[bool] = None,  # noqa: UP045
+        capturable: bool = False,
     ):
         if not 0.0 <= lr:
-            raise ValueError(f'Invalid learning rate: {lr}')
+            raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
-            raise ValueError(f'Invalid epsilon value: {eps}')
+            raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f'Invalid beta parameter at index 0: {betas[0]}')
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f'Invalid beta parameter at index 1: {betas[1]}')
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
-            raise ValueError(f'Invalid weight_decay value: {weight_decay}')
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(
             lr=lr,
             betas=betas,
@@ -71,20 +72,20 @@ class NAdamW(torch.optim.Optimizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         state_values = list(self.state.values())
-        step_is_tensor = (len(state_values) != 0) and torch.is_tensor(state_values[0]['step'])
+        step_is_tensor = (len(state_values) != 0) and torch.is_tensor(state_values[0]["step"])
         if not step_is_tensor:
             for s in state_values:
-                s['step'] = torch.tensor(float(s['step']))
+                s["step"] = torch.tensor(float(s["step"]))
         for group in self.param_groups:
-            group.setdefault('caution', False)
+            group.setdefault("caution", False)
 
     @torch.no_grad()
     def step(self, closure=None):
         """Performs a single optimization step.
 
-            Args:
-              closure (callable, optional): A closure that reevaluates the model
-                  and returns the loss.
+        Args:
+          closure (callable, optional): A closure that reevaluates the model
+              and returns the loss.
         """
         self._cuda_graph_capture_health_check()
 
@@ -99,29 +100,29 @@ class NAdamW(torch.optim.Optimizer):
             exp_avgs = []
             exp_avg_sqs = []
             state_steps = []
-            beta1, beta2 = group['betas']
+            beta1, beta2 = group["betas"]
 
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
                 params_with_grad.append(p)
                 if p.grad.is_sparse:
-                    raise RuntimeError('NAdamW does not support sparse gradients')
+                    raise RuntimeError("NAdamW does not support sparse gradients")
                 grads.append(p.grad)
 
                 state = self.state[p]
 
                 # State initialization
                 if len(state) == 0:
-                    state['step'] = torch.tensor(0.)
+                    state["step"] = torch.tensor(0.0)
                     # Exponential moving average of gradient values
-                    state['exp_avg'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     # Exponential moving average of squared gradient values
-                    state['exp_avg_sq'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
 
-                exp_avgs.append(state['exp_avg'])
-                exp_avg_sqs.append(state['exp_avg_sq'])
-                state_steps.append(state['step'])
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+                state_steps.append(state["step"])
 
             nadamw(
                 params_with_grad,
@@ -131,48 +132,46 @@ class NAdamW(torch.optim.Optimizer):
                 state_steps,
                 beta1=beta1,
                 beta2=beta2,
-                lr=group['lr'],
-                weight_decay=group['weight_decay'],
-                eps=group['eps'],
-                caution=group['caution'],
-                maximize=group['maximize'],
-                capturable=group['capturable'],
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                eps=group["eps"],
+                caution=group["caution"],
+                maximize=group["maximize"],
+                capturable=group["capturable"],
             )
 
         return loss
 
 
 def nadamw(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avgs: List[Tensor],
-        exp_avg_sqs: List[Tensor],
-        state_steps: List[Tensor],
-        foreach: Optional[bool] = None,
-        capturable: bool = False,
-        *,
-        beta1: float,
-        beta2: float,
-        lr: float,
-        weight_decay: float,
-        eps: float,
-        caution: bool,
-        maximize: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avgs: List[Tensor],  # noqa: UP006
+    exp_avg_sqs: List[Tensor],  # noqa: UP006
+    state_steps: List[Tensor],  # noqa: UP006
+    foreach: Optional[bool] = None,  # noqa: UP045
+    capturable: bool = False,
+    *,
+    beta1: float,
+    beta2: float,
+    lr: float,
+    weight_decay: float,
+    eps: float,
+    caution: bool,
+    maximize: bool,
 ) -> None:
     r"""Functional API that performs NAdamW algorithm computation.
-      See NAdamW class for details.
+    See NAdamW class for details.
     """
 
     if not all(isinstance(t, torch.Tensor) for t in state_steps):
-        raise RuntimeError(
-            'API has changed, `state_steps` argument must contain a list of' +
-            ' singleton tensors')
+        raise RuntimeError("API has changed, `state_steps` argument must contain a list of" + " singleton tensors")
 
     if foreach is None:
         try:
             # cannot do foreach if this overload doesn't exist when caution enabled
-            foreach = not caution or 'Scalar' in torch.ops.aten._foreach_maximum_.overloads()
-        except:
+            foreach = not caution or "Scalar" in torch.ops.aten._foreach_maximum_.overloads()
+        except:  # noqa: E722
             foreach = False
 
     if foreach and not torch.jit.is_scripting():
@@ -198,20 +197,20 @@ def nadamw(
 
 
 def _single_tensor_nadamw(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avgs: List[Tensor],
-        exp_avg_sqs: List[Tensor],
-        state_steps: List[Tensor],
-        *,
-        beta1: float,
-        beta2: float,
-        lr: float,
-        weight_decay: float,
-        eps: float,
-        caution: bool,
-        maximize: bool,
-        capturable: bool
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avgs: List[Tensor],  # noqa: UP006
+    exp_avg_sqs: List[Tensor],  # noqa: UP006
+    state_steps: List[Tensor],  # noqa: UP006
+    *,
+    beta1: float,
+    beta2: float,
+    lr: float,
+    weight_decay: float,
+    eps: float,
+    caution: bool,
+    maximize: bool,
+    capturable: bool,
 ):
 
     for i, param in enumerate(params):
@@ -224,7 +223,7 @@ def _single_tensor_nadamw(
         step_t += 1
 
         # Perform stepweight decay.
-        param.mul_(1. - lr * weight_decay)
+        param.mul_(1.0 - lr * weight_decay)
 
         # Decay the first and second moment running average coefficient.
         exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
@@ -259,8 +258,8 @@ def _single_tensor_nadamw(
             param.addcdiv_(exp_avg, denom)
         else:
             step = step_t.item()
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2 = 1 - beta2 ** step
+            bias_correction1 = 1 - beta1**step
+            bias_correction2 = 1 - beta2**step
             step_size = lr / bias_correction1
             bias_correction2_sqrt = math.sqrt(bias_correction2)
 
@@ -279,28 +278,28 @@ def _single_tensor_nadamw(
 
 
 def _multi_tensor_nadamw(
-        params: List[Tensor],
-        grads: List[Tensor],
-        exp_avgs: List[Tensor],
-        exp_avg_sqs: List[Tensor],
-        state_steps: List[Tensor],
-        *,
-        beta1: float,
-        beta2: float,
-        lr: float,
-        weight_decay: float,
-        eps: float,
-        caution: bool,
-        maximize: bool,
-        capturable: bool,
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    exp_avgs: List[Tensor],  # noqa: UP006
+    exp_avg_sqs: List[Tensor],  # noqa: UP006
+    state_steps: List[Tensor],  # noqa: UP006
+    *,
+    beta1: float,
+    beta2: float,
+    lr: float,
+    weight_decay: float,
+    eps: float,
+    caution: bool,
+    maximize: bool,
+    capturable: bool,
 ):
     if len(params) == 0:
         return
 
     if capturable:
-        assert all(
-            p.is_cuda and step.is_cuda for p, step in zip(params, state_steps)
-        ), "If capturable=True, params and state_steps must be CUDA tensors."
+        assert all(p.is_cuda and step.is_cuda for p, step in zip(params, state_steps)), (
+            "If capturable=True, params and state_steps must be CUDA tensors."
+        )
 
     if maximize:
         grads = torch._foreach_neg(tuple(grads))  # type: ignore[assignment]
@@ -346,10 +345,7 @@ def _multi_tensor_nadamw(
         torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
 
         exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)
-        torch._foreach_div_(
-            exp_avg_sq_sqrt,
-            torch._foreach_mul(bias_correction2_sqrt, step_size)
-        )
+        torch._foreach_div_(exp_avg_sq_sqrt, torch._foreach_mul(bias_correction2_sqrt, step_size))
         eps_over_step_size = torch._foreach_div(step_size, eps)
         torch._foreach_reciprocal_(eps_over_step_size)
         denom = torch._foreach_add(exp_avg_sq_sqrt, eps_over_step_size)

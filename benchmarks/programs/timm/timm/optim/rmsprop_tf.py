@@ -1,4 +1,4 @@
-""" RMSProp modified to behave like Tensorflow impl
+"""RMSProp modified to behave like Tensorflow impl
 
 Originally cut & paste from PyTorch RMSProp
 https://github.com/pytorch/pytorch/blob/063946d2b3f3f1e953a2a3b54e0b34f1393de295/torch/optim/rmsprop.py
@@ -44,28 +44,28 @@ class RMSpropTF(Optimizer):
     """
 
     def __init__(
-            self,
-            params: ParamsT,
-            lr: float = 1e-2,
-            alpha: float = 0.9,
-            eps: float = 1e-10,
-            weight_decay: float = 0,
-            momentum: float = 0.,
-            centered: bool = False,
-            decoupled_decay: bool = False,
-            lr_in_momentum: bool = True,
-            caution: bool = False,
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        alpha: float = 0.9,
+        eps: float = 1e-10,
+        weight_decay: float = 0,
+        momentum: float = 0.0,
+        centered: bool = False,
+        decoupled_decay: bool = False,
+        lr_in_momentum: bool = True,
+        caution: bool = False,
     ):
         if not 0.0 <= lr:
-            raise ValueError("Invalid learning rate: {}".format(lr))
+            raise ValueError("Invalid learning rate: {}".format(lr))  # noqa: UP032
         if not 0.0 <= eps:
-            raise ValueError("Invalid epsilon value: {}".format(eps))
+            raise ValueError("Invalid epsilon value: {}".format(eps))  # noqa: UP032
         if not 0.0 <= momentum:
-            raise ValueError("Invalid momentum value: {}".format(momentum))
+            raise ValueError("Invalid momentum value: {}".format(momentum))  # noqa: UP032
         if not 0.0 <= weight_decay:
-            raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+            raise ValueError("Invalid weight_decay value: {}".format(weight_decay))  # noqa: UP032
         if not 0.0 <= alpha:
-            raise ValueError("Invalid alpha value: {}".format(alpha))
+            raise ValueError("Invalid alpha value: {}".format(alpha))  # noqa: UP032
 
         defaults = dict(
             lr=lr,
@@ -78,14 +78,14 @@ class RMSpropTF(Optimizer):
             lr_in_momentum=lr_in_momentum,
             caution=caution,
         )
-        super(RMSpropTF, self).__init__(params, defaults)
+        super(RMSpropTF, self).__init__(params, defaults)  # noqa: UP008
 
     def __setstate__(self, state):
-        super(RMSpropTF, self).__setstate__(state)
+        super(RMSpropTF, self).__setstate__(state)  # noqa: UP008
         for group in self.param_groups:
-            group.setdefault('momentum', 0)
-            group.setdefault('centered', False)
-            group.setdefault('caution', False)
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("caution", False)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -101,49 +101,49 @@ class RMSpropTF(Optimizer):
                 loss = closure()
 
         for group in self.param_groups:
-            for p in group['params']:
+            for p in group["params"]:
                 if p.grad is None:
                     continue
                 grad = p.grad
                 if grad.is_sparse:
-                    raise RuntimeError('RMSprop does not support sparse gradients')
+                    raise RuntimeError("RMSprop does not support sparse gradients")
                 state = self.state[p]
 
                 # State initialization
                 if len(state) == 0:
-                    state['step'] = 0
-                    state['square_avg'] = torch.ones_like(p)  # PyTorch inits to zero
-                    if group['momentum'] > 0:
-                        state['momentum_buffer'] = torch.zeros_like(p)
-                    if group['centered']:
-                        state['grad_avg'] = torch.zeros_like(p)
+                    state["step"] = 0
+                    state["square_avg"] = torch.ones_like(p)  # PyTorch inits to zero
+                    if group["momentum"] > 0:
+                        state["momentum_buffer"] = torch.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = torch.zeros_like(p)
 
-                square_avg = state['square_avg']
-                one_minus_alpha = 1. - group['alpha']
+                square_avg = state["square_avg"]
+                one_minus_alpha = 1.0 - group["alpha"]
 
-                state['step'] += 1
+                state["step"] += 1
 
-                if group['weight_decay'] != 0:
-                    if group['decoupled_decay']:
-                        p.mul_(1. - group['lr'] * group['weight_decay'])
+                if group["weight_decay"] != 0:
+                    if group["decoupled_decay"]:
+                        p.mul_(1.0 - group["lr"] * group["weight_decay"])
                     else:
-                        grad = grad.add(p, alpha=group['weight_decay'])
+                        grad = grad.add(p, alpha=group["weight_decay"])
 
                 # Tensorflow order of ops for updating squared avg
                 square_avg.add_(grad.pow(2) - square_avg, alpha=one_minus_alpha)
                 # square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)  # PyTorch original
 
-                if group['centered']:
-                    grad_avg = state['grad_avg']
+                if group["centered"]:
+                    grad_avg = state["grad_avg"]
                     grad_avg.add_(grad - grad_avg, alpha=one_minus_alpha)
-                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).add(group['eps']).sqrt_()  # eps in sqrt
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).add(group["eps"]).sqrt_()  # eps in sqrt
                     # grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)  # PyTorch original
                 else:
-                    avg = square_avg.add(group['eps']).sqrt_()  # eps moved in sqrt
+                    avg = square_avg.add(group["eps"]).sqrt_()  # eps moved in sqrt
 
-                if group['momentum'] > 0:
-                    buf = state['momentum_buffer']
-                    buf.mul_(group['momentum'])
+                if group["momentum"] > 0:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(group["momentum"])
 
                     def _apply_caution(_m, _g):
                         # Apply caution as per 'Cautious Optimizers' - https://arxiv.org/abs/2411.16085
@@ -151,19 +151,19 @@ class RMSpropTF(Optimizer):
                         mask.div_(mask.mean().clamp_(min=1e-3))
                         return _m * mask
 
-                    if group['lr_in_momentum']:
+                    if group["lr_in_momentum"]:
                         # Tensorflow accumulates the LR scaling in the momentum buffer
-                        buf.addcdiv_(grad, avg, value=group['lr'])
-                        if group['caution']:
+                        buf.addcdiv_(grad, avg, value=group["lr"])
+                        if group["caution"]:
                             buf = _apply_caution(buf, grad)
                         p.add_(-buf)
                     else:
                         # PyTorch scales the param update by LR
                         buf.addcdiv_(grad, avg)
-                        if group['caution']:
+                        if group["caution"]:
                             buf = _apply_caution(buf, grad)
-                        p.add_(buf, alpha=-group['lr'])
+                        p.add_(buf, alpha=-group["lr"])
                 else:
-                    p.addcdiv_(grad, avg, value=-group['lr'])
+                    p.addcdiv_(grad, avg, value=-group["lr"])
 
         return loss

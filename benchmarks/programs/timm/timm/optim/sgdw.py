@@ -1,33 +1,35 @@
-from typing import List, Optional
+from typing import List, Optional  # noqa: UP035
 
 import torch
 from torch import Tensor
 from torch.optim.optimizer import Optimizer
+
 try:
-    from torch.optim.optimizer import _use_grad_for_differentiable, _default_to_fused_or_foreach
+    from torch.optim.optimizer import _use_grad_for_differentiable, _default_to_fused_or_foreach  # noqa: F401, I001
+
     has_recent_pt = True
 except ImportError:
     has_recent_pt = False
 
 from ._types import ParamsT
 
-__all__ = ['SGDW', 'sgdw']
+__all__ = ["SGDW", "sgdw"]
 
 
 class SGDW(Optimizer):
     def __init__(
-            self,
-            params: ParamsT,
-            lr: float = 1e-3,
-            momentum: float = 0.,
-            dampening: float = 0.,
-            weight_decay: float = 0.,
-            nesterov: bool = False,
-            *,
-            caution: bool = False,
-            maximize: bool = False,
-            foreach: Optional[bool] = None,
-            differentiable: bool = False,
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        caution: bool = False,
+        maximize: bool = False,
+        foreach: Optional[bool] = None,  # noqa: UP045
+        differentiable: bool = False,
     ):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -54,16 +56,16 @@ class SGDW(Optimizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault('caution', False)
-            group.setdefault('nesterov', False)
-            group.setdefault('maximize', False)
-            group.setdefault('foreach', None)
-            group.setdefault('differentiable', False)
+            group.setdefault("caution", False)
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
 
     def _init_group(self, group, params_with_grad, grads, momentum_buffer_list):
         has_sparse_grad = False
 
-        for p in group['params']:
+        for p in group["params"]:
             if p.grad is not None:
                 params_with_grad.append(p)
                 grads.append(p.grad)
@@ -71,10 +73,10 @@ class SGDW(Optimizer):
                     has_sparse_grad = True
 
                 state = self.state[p]
-                if 'momentum_buffer' not in state:
+                if "momentum_buffer" not in state:
                     momentum_buffer_list.append(None)
                 else:
-                    momentum_buffer_list.append(state['momentum_buffer'])
+                    momentum_buffer_list.append(state["momentum_buffer"])
 
         return has_sparse_grad
 
@@ -104,47 +106,47 @@ class SGDW(Optimizer):
                 params_with_grad,
                 grads,
                 momentum_buffer_list,
-                weight_decay=group['weight_decay'],
-                momentum=group['momentum'],
-                lr=group['lr'],
-                dampening=group['dampening'],
-                nesterov=group['nesterov'],
-                caution=group['caution'],
-                maximize=group['maximize'],
+                weight_decay=group["weight_decay"],
+                momentum=group["momentum"],
+                lr=group["lr"],
+                dampening=group["dampening"],
+                nesterov=group["nesterov"],
+                caution=group["caution"],
+                maximize=group["maximize"],
                 has_sparse_grad=has_sparse_grad,
-                foreach=group['foreach'],
+                foreach=group["foreach"],
             )
 
             # update momentum_buffers in state
             for p, momentum_buffer in zip(params_with_grad, momentum_buffer_list):
                 state = self.state[p]
-                state['momentum_buffer'] = momentum_buffer
+                state["momentum_buffer"] = momentum_buffer
 
         return loss
 
 
 def sgdw(
-        params: List[Tensor],
-        grads: List[Tensor],
-        momentum_buffer_list: List[Optional[Tensor]],
-        # kwonly args with defaults are not supported by functions compiled with torchscript issue #70627
-        # setting this as kwarg for now as functional API is compiled by torch/distributed/optim
-        has_sparse_grad: bool = None,
-        foreach: Optional[bool] = None,
-        *,
-        weight_decay: float,
-        momentum: float,
-        lr: float,
-        dampening: float,
-        nesterov: bool,
-        caution: bool,
-        maximize: bool
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    momentum_buffer_list: List[Optional[Tensor]],  # noqa: UP006, UP045
+    # kwonly args with defaults are not supported by functions compiled with torchscript issue #70627
+    # setting this as kwarg for now as functional API is compiled by torch/distributed/optim
+    has_sparse_grad: bool = None,
+    foreach: Optional[bool] = None,  # noqa: UP045
+    *,
+    weight_decay: float,
+    momentum: float,
+    lr: float,
+    dampening: float,
+    nesterov: bool,
+    caution: bool,
+    maximize: bool,
 ):
     r"""Functional API that performs SGD algorithm computation.
 
     See :class:`~torch.optim.SGD` for details.
     """
-    if has_recent_pt and hasattr(Optimizer, '_group_tensors_by_device_and_dtype'):
+    if has_recent_pt and hasattr(Optimizer, "_group_tensors_by_device_and_dtype"):
         if foreach is None:
             # why must we be explicit about an if statement for torch.jit.is_scripting here?
             # because JIT can't handle Optionals nor fancy conditionals when scripting
@@ -154,7 +156,7 @@ def sgdw(
                 foreach = False
 
         if foreach and torch.jit.is_scripting():
-            raise RuntimeError('torch.jit.script not supported with foreach optimizers')
+            raise RuntimeError("torch.jit.script not supported with foreach optimizers")
     else:
         foreach = False  # disabling altogether for older pytorch, as using _group_tensors_by_device_and_dtype
 
@@ -179,23 +181,23 @@ def sgdw(
 
 
 def _single_tensor_sgdw(
-        params: List[Tensor],
-        grads: List[Tensor],
-        momentum_buffer_list: List[Optional[Tensor]],
-        *,
-        weight_decay: float,
-        momentum: float,
-        lr: float,
-        dampening: float,
-        nesterov: bool,
-        caution: bool,
-        maximize: bool,
-        has_sparse_grad: bool
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    momentum_buffer_list: List[Optional[Tensor]],  # noqa: UP006, UP045
+    *,
+    weight_decay: float,
+    momentum: float,
+    lr: float,
+    dampening: float,
+    nesterov: bool,
+    caution: bool,
+    maximize: bool,
+    has_sparse_grad: bool,
 ):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
 
-        param.mul_(1. - lr * weight_decay)
+        param.mul_(1.0 - lr * weight_decay)
 
         if momentum != 0:
             buf = momentum_buffer_list[i]
@@ -223,31 +225,32 @@ def _single_tensor_sgdw(
 
 
 def _multi_tensor_sgdw(
-        params: List[Tensor],
-        grads: List[Tensor],
-        momentum_buffer_list: List[Optional[Tensor]],
-        *,
-        weight_decay: float,
-        momentum: float,
-        lr: float,
-        dampening: float,
-        nesterov: bool,
-        caution: bool,
-        maximize: bool,
-        has_sparse_grad: bool
+    params: List[Tensor],  # noqa: UP006
+    grads: List[Tensor],  # noqa: UP006
+    momentum_buffer_list: List[Optional[Tensor]],  # noqa: UP006, UP045
+    *,
+    weight_decay: float,
+    momentum: float,
+    lr: float,
+    dampening: float,
+    nesterov: bool,
+    caution: bool,
+    maximize: bool,
+    has_sparse_grad: bool,
 ):
     if len(params) == 0:
         return
 
     grouped_tensors = Optimizer._group_tensors_by_device_and_dtype(
-        [params, grads, momentum_buffer_list], with_indices=True)
-    for ((device_params, device_grads, device_momentum_buffer_list), indices) in grouped_tensors.values():
+        [params, grads, momentum_buffer_list], with_indices=True
+    )
+    for (device_params, device_grads, device_momentum_buffer_list), indices in grouped_tensors.values():
         device_has_sparse_grad = has_sparse_grad and any(grad.is_sparse for grad in device_grads)
 
         if maximize:
             device_grads = torch._foreach_neg(device_grads)
 
-        torch._foreach_mul_(params, 1. - lr * weight_decay)
+        torch._foreach_mul_(params, 1.0 - lr * weight_decay)
 
         if momentum != 0:
             bufs = []
@@ -267,8 +270,9 @@ def _multi_tensor_sgdw(
                 bufs = []
                 for i in range(len(device_momentum_buffer_list)):
                     if device_momentum_buffer_list[i] is None:
-                        buf = device_momentum_buffer_list[i] = momentum_buffer_list[indices[i]] = \
-                            torch.clone(device_grads[i]).detach()
+                        buf = device_momentum_buffer_list[i] = momentum_buffer_list[indices[i]] = torch.clone(
+                            device_grads[i]
+                        ).detach()
                     else:
                         buf = device_momentum_buffer_list[i]
                         buf.mul_(momentum).add_(device_grads[i], alpha=1 - dampening)

@@ -1,30 +1,31 @@
-""" MultiStep LR Scheduler
+"""MultiStep LR Scheduler
 
 Basic multi step LR schedule with warmup, noise.
 """
-import torch
+
+import torch  # noqa: I001
 import bisect
 from timm.scheduler.scheduler import Scheduler
-from typing import List
+from typing import List  # noqa: UP035
+
 
 class MultiStepLRScheduler(Scheduler):
-    """
-    """
+    """ """
 
     def __init__(
-            self,
-            optimizer: torch.optim.Optimizer,
-            decay_t: List[int],
-            decay_rate: float = 1.,
-            warmup_t=0,
-            warmup_lr_init=0,
-            warmup_prefix=True,
-            t_in_epochs=True,
-            noise_range_t=None,
-            noise_pct=0.67,
-            noise_std=1.0,
-            noise_seed=42,
-            initialize=True,
+        self,
+        optimizer: torch.optim.Optimizer,
+        decay_t: List[int],  # noqa: UP006
+        decay_rate: float = 1.0,
+        warmup_t=0,
+        warmup_lr_init=0,
+        warmup_prefix=True,
+        t_in_epochs=True,
+        noise_range_t=None,
+        noise_pct=0.67,
+        noise_std=1.0,
+        noise_seed=42,
+        initialize=True,
     ) -> None:
         super().__init__(
             optimizer,
@@ -53,7 +54,7 @@ class MultiStepLRScheduler(Scheduler):
         # assumes self.decay_t is sorted
         return bisect.bisect_right(self.decay_t, t + 1)
 
-    def _get_lr(self, t: int) -> List[float]:
+    def _get_lr(self, t: int) -> List[float]:  # noqa: UP006
         if t < self.warmup_t:
             lrs = [self.warmup_lr_init + t * s for s in self.warmup_steps]
         else:

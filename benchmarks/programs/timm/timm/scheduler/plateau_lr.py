@@ -1,11 +1,12 @@
-""" Plateau Scheduler
+"""Plateau Scheduler
 
 Adapts PyTorch plateau scheduler and allows application of noise, warmup.
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-import torch
-from typing import List
+
+import torch  # noqa: I001
+from typing import List  # noqa: UP035
 
 from .scheduler import Scheduler
 
@@ -14,27 +15,27 @@ class PlateauLRScheduler(Scheduler):
     """Decay the LR by a factor every time the validation loss plateaus."""
 
     def __init__(
-            self,
-            optimizer,
-            decay_rate=0.1,
-            patience_t=10,
-            verbose=True,
-            threshold=1e-4,
-            cooldown_t=0,
-            warmup_t=0,
-            warmup_lr_init=0,
-            lr_min=0,
-            mode='max',
-            noise_range_t=None,
-            noise_type='normal',
-            noise_pct=0.67,
-            noise_std=1.0,
-            noise_seed=None,
-            initialize=True,
+        self,
+        optimizer,
+        decay_rate=0.1,
+        patience_t=10,
+        verbose=True,
+        threshold=1e-4,
+        cooldown_t=0,
+        warmup_t=0,
+        warmup_lr_init=0,
+        lr_min=0,
+        mode="max",
+        noise_range_t=None,
+        noise_type="normal",
+        noise_pct=0.67,
+        noise_std=1.0,
+        noise_seed=None,
+        initialize=True,
     ):
         super().__init__(
             optimizer,
-            'lr',
+            "lr",
             noise_range_t=noise_range_t,
             noise_type=noise_type,
             noise_pct=noise_pct,
@@ -51,7 +52,7 @@ class PlateauLRScheduler(Scheduler):
             threshold=threshold,
             cooldown=cooldown_t,
             mode=mode,
-            min_lr=lr_min
+            min_lr=lr_min,
         )
 
         self.warmup_t = warmup_t
@@ -65,14 +66,14 @@ class PlateauLRScheduler(Scheduler):
 
     def state_dict(self):
         return {
-            'best': self.lr_scheduler.best,
-            'last_epoch': self.lr_scheduler.last_epoch,
+            "best": self.lr_scheduler.best,
+            "last_epoch": self.lr_scheduler.last_epoch,
         }
 
     def load_state_dict(self, state_dict):
-        self.lr_scheduler.best = state_dict['best']
-        if 'last_epoch' in state_dict:
-            self.lr_scheduler.last_epoch = state_dict['last_epoch']
+        self.lr_scheduler.best = state_dict["best"]
+        if "last_epoch" in state_dict:
+            self.lr_scheduler.last_epoch = state_dict["last_epoch"]
 
     # override the base class step fn completely
     def step(self, epoch, metric=None):
@@ -83,7 +84,7 @@ class PlateauLRScheduler(Scheduler):
             if self.restore_lr is not None:
                 # restore actual LR from before our last noise perturbation before stepping base
                 for i, param_group in enumerate(self.optimizer.param_groups):
-                    param_group['lr'] = self.restore_lr[i]
+                    param_group["lr"] = self.restore_lr[i]
                 self.restore_lr = None
 
             self.lr_scheduler.step(metric, epoch)  # step the base scheduler
@@ -100,12 +101,12 @@ class PlateauLRScheduler(Scheduler):
         # apply the noise on top of previous LR, cache the old value so we can restore for normal
         # stepping of base scheduler
         restore_lr = []
-        for i, param_group in enumerate(self.optimizer.param_groups):
-            old_lr = float(param_group['lr'])
+        for i, param_group in enumerate(self.optimizer.param_groups):  # noqa: B007
+            old_lr = float(param_group["lr"])
             restore_lr.append(old_lr)
             new_lr = old_lr + old_lr * noise
-            param_group['lr'] = new_lr
+            param_group["lr"] = new_lr
         self.restore_lr = restore_lr
 
-    def _get_lr(self, t: int) -> List[float]:
-        assert False, 'should not be called as step is overridden'
+    def _get_lr(self, t: int) -> List[float]:  # noqa: UP006
+        assert False, "should not be called as step is overridden"  # noqa: B011

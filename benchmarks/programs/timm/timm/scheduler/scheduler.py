@@ -1,12 +1,12 @@
 import abc
 from abc import ABC
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional  # noqa: UP035
 
 import torch
 
 
 class Scheduler(ABC):
-    """ Parameter Scheduler Base Class
+    """Parameter Scheduler Base Class
     A scheduler base class that can be used to schedule any optimizer parameter groups.
 
     Unlike the builtin PyTorch schedulers, this is intended to be consistently called
@@ -25,16 +25,16 @@ class Scheduler(ABC):
     """
 
     def __init__(
-            self,
-            optimizer: torch.optim.Optimizer,
-            param_group_field: str,
-            t_in_epochs: bool = True,
-            noise_range_t=None,
-            noise_type='normal',
-            noise_pct=0.67,
-            noise_std=1.0,
-            noise_seed=None,
-            initialize: bool = True,
+        self,
+        optimizer: torch.optim.Optimizer,
+        param_group_field: str,
+        t_in_epochs: bool = True,
+        noise_range_t=None,
+        noise_type="normal",
+        noise_pct=0.67,
+        noise_std=1.0,
+        noise_seed=None,
+        initialize: bool = True,
     ) -> None:
         self.optimizer = optimizer
         self.param_group_field = param_group_field
@@ -58,17 +58,17 @@ class Scheduler(ABC):
         self.noise_seed = noise_seed if noise_seed is not None else 42
         self.update_groups(self.base_values)
 
-    def state_dict(self) -> Dict[str, Any]:
-        return {key: value for key, value in self.__dict__.items() if key != 'optimizer'}
+    def state_dict(self) -> Dict[str, Any]:  # noqa: UP006
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:  # noqa: UP006
         self.__dict__.update(state_dict)
 
     @abc.abstractmethod
-    def _get_lr(self, t: int) -> List[float]:
+    def _get_lr(self, t: int) -> List[float]:  # noqa: UP006
         pass
 
-    def _get_values(self, t: int, on_epoch: bool = True) -> Optional[List[float]]:
+    def _get_values(self, t: int, on_epoch: bool = True) -> Optional[List[float]]:  # noqa: UP006, UP045
         proceed = (on_epoch and self.t_in_epochs) or (not on_epoch and not self.t_in_epochs)
         if not proceed:
             return None
@@ -92,8 +92,8 @@ class Scheduler(ABC):
         if not isinstance(values, (list, tuple)):
             values = [values] * len(self.optimizer.param_groups)
         for param_group, value in zip(self.optimizer.param_groups, values):
-            if 'lr_scale' in param_group:
-                param_group[self.param_group_field] = value * param_group['lr_scale']
+            if "lr_scale" in param_group:
+                param_group[self.param_group_field] = value * param_group["lr_scale"]
             else:
                 param_group[self.param_group_field] = value
 
@@ -116,7 +116,7 @@ class Scheduler(ABC):
     def _calculate_noise(self, t) -> float:
         g = torch.Generator()
         g.manual_seed(self.noise_seed + t)
-        if self.noise_type == 'normal':
+        if self.noise_type == "normal":
             while True:
                 # resample if noise out of percent limit, brute force but shouldn't spin much
                 noise = torch.randn(1, generator=g).item()

@@ -1,35 +1,35 @@
-""" Step Scheduler
+"""Step Scheduler
 
 Basic step LR schedule with warmup, noise.
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-import math
+
+import math  # noqa: F401, I001
 import torch
-from typing import List
+from typing import List  # noqa: UP035
 
 
 from .scheduler import Scheduler
 
 
 class StepLRScheduler(Scheduler):
-    """
-    """
+    """ """
 
     def __init__(
-            self,
-            optimizer: torch.optim.Optimizer,
-            decay_t: float,
-            decay_rate: float = 1.,
-            warmup_t=0,
-            warmup_lr_init=0,
-            warmup_prefix=True,
-            t_in_epochs=True,
-            noise_range_t=None,
-            noise_pct=0.67,
-            noise_std=1.0,
-            noise_seed=42,
-            initialize=True,
+        self,
+        optimizer: torch.optim.Optimizer,
+        decay_t: float,
+        decay_rate: float = 1.0,
+        warmup_t=0,
+        warmup_lr_init=0,
+        warmup_prefix=True,
+        t_in_epochs=True,
+        noise_range_t=None,
+        noise_pct=0.67,
+        noise_std=1.0,
+        noise_seed=42,
+        initialize=True,
     ) -> None:
         super().__init__(
             optimizer,
@@ -53,7 +53,7 @@ class StepLRScheduler(Scheduler):
         else:
             self.warmup_steps = [1 for _ in self.base_values]
 
-    def _get_lr(self, t: int) -> List[float]:
+    def _get_lr(self, t: int) -> List[float]:  # noqa: UP006
         if t < self.warmup_t:
             lrs = [self.warmup_lr_init + t * s for s in self.warmup_steps]
         else:

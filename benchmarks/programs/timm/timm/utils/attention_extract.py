@@ -1,26 +1,26 @@
-import fnmatch
+import fnmatch  # noqa: I001
 import re
-from collections import OrderedDict
-from typing import Union, Optional, List
+from collections import OrderedDict  # noqa: F401
+from typing import Union, Optional, List  # noqa: UP035
 
 import torch
 
 
 class AttentionExtract(torch.nn.Module):
     # defaults should cover a significant number of timm models with attention maps.
-    default_node_names = ['*attn.softmax']
-    default_module_names = ['*attn_drop']
+    default_node_names = ["*attn.softmax"]
+    default_module_names = ["*attn_drop"]
 
     def __init__(
-            self,
-            model: Union[torch.nn.Module],
-            names: Optional[List[str]] = None,
-            mode: str = 'eval',
-            method: str = 'fx',
-            hook_type: str = 'forward',
-            use_regex: bool = False,
+        self,
+        model: Union[torch.nn.Module],  # noqa: UP007
+        names: Optional[List[str]] = None,  # noqa: UP006, UP045
+        mode: str = "eval",
+        method: str = "fx",
+        hook_type: str = "forward",
+        use_regex: bool = False,
     ):
-        """ Extract attention maps (or other activations) from a model by name.
+        """Extract attention maps (or other activations) from a model by name.
 
         Args:
             model: Instantiated model to extract from.
@@ -31,18 +31,18 @@ class AttentionExtract(torch.nn.Module):
             use_regex: Use regex instead of fnmatch
         """
         super().__init__()
-        assert mode in ('train', 'eval')
-        if mode == 'train':
+        assert mode in ("train", "eval")
+        if mode == "train":
             model = model.train()
         else:
             model = model.eval()
 
-        assert method in ('fx', 'hook')
-        if method == 'fx':
+        assert method in ("fx", "hook")
+        if method == "fx":
             # names are activation node names
-            from timm.models._features_fx import get_graph_node_names, GraphExtractNet
+            from timm.models._features_fx import get_graph_node_names, GraphExtractNet  # noqa: I001
 
-            node_names = get_graph_node_names(model)[0 if mode == 'train' else 1]
+            node_names = get_graph_node_names(model)[0 if mode == "train" else 1]
             names = names or self.default_node_names
             if use_regex:
                 regexes = [re.compile(r) for r in names]
@@ -50,13 +50,13 @@ class AttentionExtract(torch.nn.Module):
             else:
                 matched = [g for g in node_names if any([fnmatch.fnmatch(g, n) for n in names])]
             if not matched:
-                raise RuntimeError(f'No node names found matching {names}.')
+                raise RuntimeError(f"No node names found matching {names}.")
 
             self.model = GraphExtractNet(model, matched, return_dict=True)
             self.hooks = None
         else:
             # names are module names
-            assert hook_type in ('forward', 'forward_pre')
+            assert hook_type in ("forward", "forward_pre")
             from timm.models._features import FeatureHooks
 
             module_names = [n for n, m in model.named_modules()]
@@ -67,7 +67,7 @@ class AttentionExtract(torch.nn.Module):
             else:
                 matched = [m for m in module_names if any([fnmatch.fnmatch(m, n) for n in names])]
             if not matched:
-                raise RuntimeError(f'No module names found matching {names}.')
+                raise RuntimeError(f"No module names found matching {names}.")
 
             self.model = model
             self.hooks = FeatureHooks(matched, model.named_modules(), default_hook_type=hook_type)

@@ -1,10 +1,10 @@
-import torch
+import torch  # noqa: I001
 
 from timm.utils.agc import adaptive_clip_grad
 
 
-def dispatch_clip_grad(parameters, value: float, mode: str = 'norm', norm_type: float = 2.0):
-    """ Dispatch to gradient clipping method
+def dispatch_clip_grad(parameters, value: float, mode: str = "norm", norm_type: float = 2.0):
+    """Dispatch to gradient clipping method
 
     Args:
         parameters (Iterable): model parameters to clip
@@ -12,12 +12,11 @@ def dispatch_clip_grad(parameters, value: float, mode: str = 'norm', norm_type: 
         mode (str): clipping mode, one of 'norm', 'value', 'agc'
         norm_type (float): p-norm, default 2.0
     """
-    if mode == 'norm':
+    if mode == "norm":
         torch.nn.utils.clip_grad_norm_(parameters, value, norm_type=norm_type)
-    elif mode == 'value':
+    elif mode == "value":
         torch.nn.utils.clip_grad_value_(parameters, value)
-    elif mode == 'agc':
+    elif mode == "agc":
         adaptive_clip_grad(parameters, value, norm_type=norm_type)
     else:
-        assert False, f"Unknown clip mode ({mode})."
-
+        assert False, f"Unknown clip mode ({mode})."  # noqa: B011

@@ -1,4 +1,4 @@
-""" Eval metrics and related
+"""Eval metrics and related
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
@@ -6,6 +6,7 @@ Hacked together by / Copyright 2020 Ross Wightman
 
 class AverageMeter:
     """Computes and stores the average and current value"""
+
     def __init__(self):
         self.reset()
 
@@ -29,4 +30,4 @@ def accuracy(output, target, topk=(1,)):
     _, pred = output.topk(maxk, 1, True, True)
     pred = pred.t()
     correct = pred.eq(target.reshape(1, -1).expand_as(pred))
-    return [correct[:min(k, maxk)].reshape(-1).float().sum(0) * 100. / batch_size for k in topk]
+    return [correct[: min(k, maxk)].reshape(-1).float().sum(0) * 100.0 / batch_size for k in topk]

@@ -1,15 +1,21 @@
-""" Model / state_dict utils
+"""Model / state_dict utils
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
-import fnmatch
+
+import fnmatch  # noqa: I001
 from copy import deepcopy
 
 import torch
 from torchvision.ops.misc import FrozenBatchNorm2d
 
-from timm.layers import BatchNormAct2d, SyncBatchNormAct, FrozenBatchNormAct2d,\
-    freeze_batch_norm_2d, unfreeze_batch_norm_2d
+from timm.layers import (
+    BatchNormAct2d,
+    SyncBatchNormAct,
+    FrozenBatchNormAct2d,
+    freeze_batch_norm_2d,
+    unfreeze_batch_norm_2d,
+)
 from .model_ema import ModelEma
 
 
@@ -17,9 +23,9 @@ def unwrap_model(model):
     if isinstance(model, ModelEma):
         return unwrap_model(model.ema)
     else:
-        if hasattr(model, 'module'):
+        if hasattr(model, "module"):
             return unwrap_model(model.module)
-        elif hasattr(model, '_orig_mod'):
+        elif hasattr(model, "_orig_mod"):
             return unwrap_model(model._orig_mod)
         else:
             return model
@@ -30,38 +36,35 @@ def get_state_dict(model, unwrap_fn=unwrap_model):
 
 
 def avg_sq_ch_mean(model, input, output):
-    """ calculate average channel square mean of output activations
-    """
+    """calculate average channel square mean of output activations"""
     return torch.mean(output.mean(axis=[0, 2, 3]) ** 2).item()
 
 
 def avg_ch_var(model, input, output):
-    """ calculate average channel variance of output activations
-    """
+    """calculate average channel variance of output activations"""
     return torch.mean(output.var(axis=[0, 2, 3])).item()
 
 
 def avg_ch_var_residual(model, input, output):
-    """ calculate average channel variance of output activations
-    """
+    """calculate average channel variance of output activations"""
     return torch.mean(output.var(axis=[0, 2, 3])).item()
 
 
 class ActivationStatsHook:
-    """Iterates through each of `model`'s modules and matches modules using unix pattern 
-    matching based on `hook_fn_locs` and registers `hook_fn` to the module if there is 
-    a match. 
+    """Iterates through each of `model`'s modules and matches modules using unix pattern
+    matching based on `hook_fn_locs` and registers `hook_fn` to the module if there is
+    a match.
 
     Arguments:
         model (nn.Module): model from which we will extract the activation stats
-        hook_fn_locs (List[str]): List of `hook_fn` locations based on Unix type string 
-            matching with the name of model's modules. 
+        hook_fn_locs (List[str]): List of `hook_fn` locations based on Unix type string
+            matching with the name of model's modules.
         hook_fns (List[Callable]): List of hook functions to be registered at every
             module in `layer_names`.
-    
+
     Inspiration from https://docs.fast.ai/callback.hook.html.
 
-    Refer to https://gist.github.com/amaarora/6e56942fcb46e67ba203f3009b30d950 for an example 
+    Refer to https://gist.github.com/amaarora/6e56942fcb46e67ba203f3009b30d950 for an example
     on how to plot Signal Propagation Plots using `ActivationStatsHook`.
     """
 
@@ -70,8 +73,10 @@ class ActivationStatsHook:
         self.hook_fn_locs = hook_fn_locs
         self.hook_fns = hook_fns
         if len(hook_fn_locs) != len(hook_fns):
-            raise ValueError("Please provide `hook_fns` for each `hook_fn_locs`, \
-                their lengths are different.")
+            raise ValueError(
+                "Please provide `hook_fns` for each `hook_fn_locs`, \
+                their lengths are different."
+            )
         self.stats = dict((hook_fn.__name__, []) for hook_fn in hook_fns)
         for hook_fn_loc, hook_fn in zip(hook_fn_locs, hook_fns):
             self.register_hook(hook_fn_loc, hook_fn)
@@ -90,25 +95,21 @@ class ActivationStatsHook:
             module.register_forward_hook(self._create_hook(hook_fn))
 
 
-def extract_spp_stats(
-        model,
-        hook_fn_locs,
-        hook_fns,
-        input_shape=[8, 3, 224, 224]):
-    """Extract average square channel mean and variance of activations during 
+def extract_spp_stats(model, hook_fn_locs, hook_fns, input_shape=[8, 3, 224, 224]):  # noqa: B006
+    """Extract average square channel mean and variance of activations during
         forward pass to plot Signal Propagation Plots (SPP).
-    
+
     Paper: https://arxiv.org/abs/2101.08692
 
     Example Usage: https://gist.github.com/amaarora/6e56942fcb46e67ba203f3009b30d950
     """
-    x = torch.normal(0., 1., input_shape)
+    x = torch.normal(0.0, 1.0, input_shape)
     hook = ActivationStatsHook(model, hook_fn_locs=hook_fn_locs, hook_fns=hook_fns)
     _ = model(x)
     return hook.stats
 
 
-def _freeze_unfreeze(root_module, submodules=[], include_bn_running_stats=True, mode='freeze'):
+def _freeze_unfreeze(root_module, submodules=[], include_bn_running_stats=True, mode="freeze"):  # noqa: B006
     """
     Freeze or unfreeze parameters of the specified modules and those of all their hierarchical descendants. This is
         done in place.
@@ -124,16 +125,20 @@ def _freeze_unfreeze(root_module, submodules=[], include_bn_running_stats=True, 
     """
     assert mode in ["freeze", "unfreeze"], '`mode` must be one of "freeze" or "unfreeze"'
 
-    if isinstance(root_module, (
+    if isinstance(
+        root_module,
+        (
             torch.nn.modules.batchnorm.BatchNorm2d,
             torch.nn.modules.batchnorm.SyncBatchNorm,
             BatchNormAct2d,
             SyncBatchNormAct,
-    )):
+        ),
+    ):
         # Raise assertion here because we can't convert it in place
         raise AssertionError(
             "You have provided a batch norm layer as the `root module`. Please use "
-            "`timm.utils.model.freeze_batch_norm_2d` or `timm.utils.model.unfreeze_batch_norm_2d` instead.")
+            "`timm.utils.model.freeze_batch_norm_2d` or `timm.utils.model.unfreeze_batch_norm_2d` instead."
+        )
 
     if isinstance(submodules, str):
         submodules = [submodules]
@@ -147,28 +152,31 @@ def _freeze_unfreeze(root_module, submodules=[], include_bn_running_stats=True, 
     for n, m in zip(named_modules, submodules):
         # (Un)freeze parameters
         for p in m.parameters():
-            p.requires_grad = False if mode == 'freeze' else True
+            p.requires_grad = False if mode == "freeze" else True
         if include_bn_running_stats:
             # Helper to add submodule specified as a named_module
             def _add_submodule(module, name, submodule):
-                split = name.rsplit('.', 1)
+                split = name.rsplit(".", 1)
                 if len(split) > 1:
                     module.get_submodule(split[0]).add_module(split[1], submodule)
                 else:
                     module.add_module(name, submodule)
 
             # Freeze batch norm
-            if mode == 'freeze':
+            if mode == "freeze":
                 res = freeze_batch_norm_2d(m)
                 # It's possible that `m` is a type of BatchNorm in itself, in which case `unfreeze_batch_norm_2d` won't
                 # convert it in place, but will return the converted result. In this case `res` holds the converted
                 # result and we may try to re-assign the named module
-                if isinstance(m, (
+                if isinstance(
+                    m,
+                    (
                         torch.nn.modules.batchnorm.BatchNorm2d,
                         torch.nn.modules.batchnorm.SyncBatchNorm,
                         BatchNormAct2d,
                         SyncBatchNormAct,
-                )):
+                    ),
+                ):
                     _add_submodule(root_module, n, res)
             # Unfreeze batch norm
             else:
@@ -178,7 +186,7 @@ def _freeze_unfreeze(root_module, submodules=[], include_bn_running_stats=True, 
                     _add_submodule(root_module, n, res)
 
 
-def freeze(root_module, submodules=[], include_bn_running_stats=True):
+def freeze(root_module, submodules=[], include_bn_running_stats=True):  # noqa: B006
     """
     Freeze parameters of the specified modules and those of all their hierarchical descendants. This is done in place.
 
@@ -213,7 +221,7 @@ def freeze(root_module, submodules=[], include_bn_running_stats=True):
     _freeze_unfreeze(root_module, submodules, include_bn_running_stats=include_bn_running_stats, mode="freeze")
 
 
-def unfreeze(root_module, submodules=[], include_bn_running_stats=True):
+def unfreeze(root_module, submodules=[], include_bn_running_stats=True):  # noqa: B006
     """
     Unfreeze parameters of the specified modules and those of all their hierarchical descendants. This is done in place.
 
@@ -236,7 +244,7 @@ def reparameterize_model(model: torch.nn.Module, inplace=False) -> torch.nn.Modu
 
     def _fuse(m):
         for child_name, child in m.named_children():
-            if hasattr(child, 'fuse'):
+            if hasattr(child, "fuse"):
                 setattr(m, child_name, child.fuse())
             elif hasattr(child, "reparameterize"):
                 child.reparameterize()

@@ -1,7 +1,8 @@
-""" Exponential Moving Average (EMA) of model updates
+"""Exponential Moving Average (EMA) of model updates
 
 Hacked together by / Copyright 2020 Ross Wightman
 """
+
 import logging
 from collections import OrderedDict
 from copy import deepcopy
@@ -14,7 +15,7 @@ _logger = logging.getLogger(__name__)
 
 
 class ModelEma:
-    """ Model Exponential Moving Average (DEPRECATED)
+    """Model Exponential Moving Average (DEPRECATED)
 
     Keep a moving average of everything in the model state_dict (parameters and buffers).
     This version is deprecated, it does not work with scripted models. Will be removed eventually.
@@ -35,7 +36,8 @@ class ModelEma:
     This class is sensitive where it is initialized in the sequence of model init,
     GPU assignment and distributed training wrappers.
     """
-    def __init__(self, model, decay=0.9999, device='', resume=''):
+
+    def __init__(self, model, decay=0.9999, device="", resume=""):
         # make a copy of the model for accumulating moving average of weights
         self.ema = deepcopy(model)
         self.ema.eval()
@@ -43,21 +45,21 @@ class ModelEma:
         self.device = device  # perform ema on different device from model if set
         if device:
             self.ema.to(device=device)
-        self.ema_has_module = hasattr(self.ema, 'module')
+        self.ema_has_module = hasattr(self.ema, "module")
         if resume:
             self._load_checkpoint(resume)
         for p in self.ema.parameters():
             p.requires_grad_(False)
 
     def _load_checkpoint(self, checkpoint_path):
-        checkpoint = torch.load(checkpoint_path, map_location='cpu')
+        checkpoint = torch.load(checkpoint_path, map_location="cpu")
         assert isinstance(checkpoint, dict)
-        if 'state_dict_ema' in checkpoint:
+        if "state_dict_ema" in checkpoint:
             new_state_dict = OrderedDict()
-            for k, v in checkpoint['state_dict_ema'].items():
+            for k, v in checkpoint["state_dict_ema"].items():
                 # ema model may have been wrapped by DataParallel, and need module prefix
                 if self.ema_has_module:
-                    name = 'module.' + k if not k.startswith('module') else k
+                    name = "module." + k if not k.startswith("module") else k
                 else:
                     name = k
                 new_state_dict[name] = v
@@ -68,20 +70,20 @@ class ModelEma:
 
     def update(self, model):
         # correct a mismatch in state dict keys
-        needs_module = hasattr(model, 'module') and not self.ema_has_module
+        needs_module = hasattr(model, "module") and not self.ema_has_module
         with torch.no_grad():
             msd = model.state_dict()
             for k, ema_v in self.ema.state_dict().items():
                 if needs_module:
-                    k = 'module.' + k
+                    k = "module." + k
                 model_v = msd[k].detach()
                 if self.device:
                     model_v = model_v.to(device=self.device)
-                ema_v.copy_(ema_v * self.decay + (1. - self.decay) * model_v)
+                ema_v.copy_(ema_v * self.decay + (1.0 - self.decay) * model_v)
 
 
 class ModelEmaV2(nn.Module):
-    """ Model Exponential Moving Average V2
+    """Model Exponential Moving Average V2
 
     Keep a moving average of everything in the model state_dict (parameters and buffers).
     V2 of this module is simpler, it does not match params/buffers based on name but simply
@@ -103,6 +105,7 @@ class ModelEmaV2(nn.Module):
     This class is sensitive where it is initialized in the sequence of model init,
     GPU assignment and distributed training wrappers.
     """
+
     def __init__(self, model, decay=0.9999, device=None):
         super().__init__()
         # make a copy of the model for accumulating moving average of weights
@@ -121,7 +124,7 @@ class ModelEmaV2(nn.Module):
                 ema_v.copy_(update_fn(ema_v, model_v))
 
     def update(self, model):
-        self._update(model, update_fn=lambda e, m: self.decay * e + (1. - self.decay) * m)
+        self._update(model, update_fn=lambda e, m: self.decay * e + (1.0 - self.decay) * m)
 
     def set(self, model):
         self._update(model, update_fn=lambda e, m: m)
@@ -131,7 +134,7 @@ class ModelEmaV2(nn.Module):
 
 
 class ModelEmaV3(nn.Module):
-    """ Model Exponential Moving Average V3
+    """Model Exponential Moving Average V3
 
     Keep a moving average of everything in the model state_dict (parameters and buffers).
     V3 of this module leverages for_each and in-place operations for faster performance.
@@ -153,18 +156,19 @@ class ModelEmaV3(nn.Module):
     This class is sensitive where it is initialized in the sequence of model init,
     GPU assignment and distributed training wrappers.
     """
+
     def __init__(
-            self,
-            model,
-            decay: float = 0.9999,
-            min_decay: float = 0.0,
-            update_after_step: int = 0,
-            use_warmup: bool = False,
-            warmup_gamma: float = 1.0,
-            warmup_power: float = 2/3,
-            device: Optional[torch.device] = None,
-            foreach: bool = True,
-            exclude_buffers: bool = False,
+        self,
+        model,
+        decay: float = 0.9999,
+        min_decay: float = 0.0,
+        update_after_step: int = 0,
+        use_warmup: bool = False,
+        warmup_gamma: float = 1.0,
+        warmup_power: float = 2 / 3,
+        device: Optional[torch.device] = None,  # noqa: UP045
+        foreach: bool = True,
+        exclude_buffers: bool = False,
     ):
         super().__init__()
         # make a copy of the model for accumulating moving average of weights
@@ -183,7 +187,7 @@ class ModelEmaV3(nn.Module):
             self.foreach = False  # cannot use foreach methods with different devices
             self.module.to(device=device)
 
-    def get_decay(self, step: Optional[int] = None) -> float:
+    def get_decay(self, step: Optional[int] = None) -> float:  # noqa: UP045
         """
         Compute the decay factor for the exponential moving average.
         """
@@ -203,7 +207,7 @@ class ModelEmaV3(nn.Module):
         return decay
 
     @torch.no_grad()
-    def update(self, model, step: Optional[int] = None):
+    def update(self, model, step: Optional[int] = None):  # noqa: UP045
         decay = self.get_decay(step)
         if self.exclude_buffers:
             self.apply_update_no_buffers_(model, decay)
@@ -222,15 +226,15 @@ class ModelEmaV3(nn.Module):
                 else:
                     ema_v.copy_(model_v)
 
-            if hasattr(torch, '_foreach_lerp_'):
-                torch._foreach_lerp_(ema_lerp_values, model_lerp_values, weight=1. - decay)
+            if hasattr(torch, "_foreach_lerp_"):
+                torch._foreach_lerp_(ema_lerp_values, model_lerp_values, weight=1.0 - decay)
             else:
                 torch._foreach_mul_(ema_lerp_values, scalar=decay)
-                torch._foreach_add_(ema_lerp_values, model_lerp_values, alpha=1. - decay)
+                torch._foreach_add_(ema_lerp_values, model_lerp_values, alpha=1.0 - decay)
         else:
             for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
                 if ema_v.is_floating_point():
-                    ema_v.lerp_(model_v.to(device=self.device), weight=1. - decay)
+                    ema_v.lerp_(model_v.to(device=self.device), weight=1.0 - decay)
                 else:
                     ema_v.copy_(model_v.to(device=self.device))
 
@@ -239,14 +243,14 @@ class ModelEmaV3(nn.Module):
         ema_params = tuple(self.module.parameters())
         model_params = tuple(model.parameters())
         if self.foreach:
-            if hasattr(torch, '_foreach_lerp_'):
-                torch._foreach_lerp_(ema_params, model_params, weight=1. - decay)
+            if hasattr(torch, "_foreach_lerp_"):
+                torch._foreach_lerp_(ema_params, model_params, weight=1.0 - decay)
             else:
                 torch._foreach_mul_(ema_params, scalar=decay)
                 torch._foreach_add_(ema_params, model_params, alpha=1 - decay)
         else:
             for ema_p, model_p in zip(ema_params, model_params):
-                ema_p.lerp_(model_p.to(device=self.device), weight=1. - decay)
+                ema_p.lerp_(model_p.to(device=self.device), weight=1.0 - decay)
 
         for ema_b, model_b in zip(self.module.buffers(), model.buffers()):
             ema_b.copy_(model_b.to(device=self.device))

@@ -1,4 +1,4 @@
-import random
+import random  # noqa: I001
 import numpy as np
 import torch
 

@@ -14,4 +14,3 @@ class Reader:
 
     def filenames(self, basename=False, absolute=False):
         return [self._filename(index, basename=basename, absolute=absolute) for index in range(len(self))]
-
