@@ -29,7 +29,7 @@ from functools import partial
 
 import torch
 import torch.nn as nn
-import torchvision.utils
+import standins as torchvision  # changed: no torchvision here (standins.py: utils.save_image)
 import yaml
 from torch.nn.parallel import DistributedDataParallel as NativeDDP
 
@@ -867,7 +867,11 @@ def main():
         else:
             if utils.is_primary(args):
                 _logger.info("Using native Torch DistributedDataParallel.")
-            model = NativeDDP(model, device_ids=[device], broadcast_buffers=not args.no_ddp_bb)
+            model = NativeDDP(
+                model,
+                device_ids=None if device.type == "cpu" else [device],  # changed: CPU (device_ids only for GPU modules)
+                broadcast_buffers=not args.no_ddp_bb,
+            )
         # NOTE: EMA model does not need to be wrapped by DDP
 
     if args.torchcompile:
@@ -1127,6 +1131,7 @@ def main():
                 optimizer,
                 train_loss_fn,
                 args,
+                device=device,  # changed: not passed in v1.0.14 (the default is cuda); upstream's fix cabd26d (#2488)
                 lr_scheduler=lr_scheduler,
                 saver=saver,
                 output_dir=output_dir,

@@ -6,7 +6,14 @@ Hacked together by / Copyright 2021, Ross Wightman
 import os  # noqa: I001
 from typing import Optional
 
-from torchvision.datasets import CIFAR100, CIFAR10, MNIST, KMNIST, FashionMNIST, ImageFolder
+from standins import (
+    CIFAR100,
+    CIFAR10,
+    MNIST,
+    KMNIST,
+    FashionMNIST,
+    ImageFolder,
+)  # changed: no torchvision here (standins.py)
 
 try:
     from torchvision.datasets import Places365

@@ -1,15 +1,15 @@
-import math
+import math  # noqa: I001
 import numbers
 import random
 import warnings
 from typing import List, Sequence, Tuple, Union  # noqa: UP035
 
 import torch
-import torchvision.transforms as transforms
-import torchvision.transforms.functional as F
+from standins import transforms  # changed: no torchvision here (standins.py)
+from standins import F  # changed: no torchvision here (standins.py)
 
 try:
-    from torchvision.transforms.functional import InterpolationMode
+    from standins import InterpolationMode  # changed: no torchvision here (standins.py)
 
     has_interpolation_mode = True
 except ImportError:

@@ -8,7 +8,7 @@ import math  # noqa: I001
 from typing import Optional, Tuple, Union  # noqa: UP035
 
 import torch
-from torchvision import transforms
+from standins import transforms  # changed: no torchvision here (standins.py)
 
 from timm.data.constants import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, DEFAULT_CROP_PCT
 from timm.data.auto_augment import rand_augment_transform, augment_and_mix_transform, auto_augment_transform

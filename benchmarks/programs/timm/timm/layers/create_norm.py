@@ -12,7 +12,7 @@ from typing import Type  # noqa: F401, UP035
 import torch.nn as nn
 
 from .norm import GroupNorm, GroupNorm1, LayerNorm, LayerNorm2d, RmsNorm, RmsNorm2d, SimpleNorm, SimpleNorm2d
-from torchvision.ops.misc import FrozenBatchNorm2d
+from standins import FrozenBatchNorm2d  # changed: no torchvision here (standins.py)
 
 _NORM_MAP = dict(
     batchnorm=nn.BatchNorm2d,

@@ -18,7 +18,7 @@ from typing import Union, List, Optional, Any  # noqa: F401, I001, UP035
 import torch
 from torch import nn as nn
 from torch.nn import functional as F
-from torchvision.ops.misc import FrozenBatchNorm2d
+from standins import FrozenBatchNorm2d  # changed: no torchvision here (standins.py)
 
 from .create_act import create_act_layer
 from .fast_norm import is_fast_norm, fast_group_norm, fast_layer_norm

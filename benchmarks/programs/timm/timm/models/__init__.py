@@ -1,85 +1,85 @@
-from .beit import *  # noqa: F403, I001
-from .byoanet import *  # noqa: F403
-from .byobnet import *  # noqa: F403
-from .cait import *  # noqa: F403
-from .coat import *  # noqa: F403
-from .convit import *  # noqa: F403
-from .convmixer import *  # noqa: F403
-from .convnext import *  # noqa: F403
-from .crossvit import *  # noqa: F403
-from .cspnet import *  # noqa: F403
-from .davit import *  # noqa: F403
-from .deit import *  # noqa: F403
-from .densenet import *  # noqa: F403
-from .dla import *  # noqa: F403
-from .dpn import *  # noqa: F403
-from .edgenext import *  # noqa: F403
-from .efficientformer import *  # noqa: F403
-from .efficientformer_v2 import *  # noqa: F403
-from .efficientnet import *  # noqa: F403
-from .efficientvit_mit import *  # noqa: F403
-from .efficientvit_msra import *  # noqa: F403
-from .eva import *  # noqa: F403
-from .fastvit import *  # noqa: F403
-from .focalnet import *  # noqa: F403
-from .gcvit import *  # noqa: F403
-from .ghostnet import *  # noqa: F403
-from .hardcorenas import *  # noqa: F403
-from .hgnet import *  # noqa: F403
-from .hiera import *  # noqa: F403
-from .hieradet_sam2 import *  # noqa: F403
-from .hrnet import *  # noqa: F403
-from .inception_next import *  # noqa: F403
-from .inception_resnet_v2 import *  # noqa: F403
-from .inception_v3 import *  # noqa: F403
-from .inception_v4 import *  # noqa: F403
-from .levit import *  # noqa: F403
-from .maxxvit import *  # noqa: F403
-from .mambaout import *  # noqa: F403
-from .metaformer import *  # noqa: F403
-from .mlp_mixer import *  # noqa: F403
-from .mobilenetv3 import *  # noqa: F403
-from .mobilevit import *  # noqa: F403
-from .mvitv2 import *  # noqa: F403
-from .nasnet import *  # noqa: F403
-from .nest import *  # noqa: F403
-from .nextvit import *  # noqa: F403
-from .nfnet import *  # noqa: F403
-from .pit import *  # noqa: F403
-from .pnasnet import *  # noqa: F403
-from .pvt_v2 import *  # noqa: F403
-from .rdnet import *  # noqa: F403
-from .regnet import *  # noqa: F403
-from .repghost import *  # noqa: F403
-from .repvit import *  # noqa: F403
-from .res2net import *  # noqa: F403
-from .resnest import *  # noqa: F403
-from .resnet import *  # noqa: F403
-from .resnetv2 import *  # noqa: F403
-from .rexnet import *  # noqa: F403
-from .selecsls import *  # noqa: F403
-from .senet import *  # noqa: F403
-from .sequencer import *  # noqa: F403
-from .sknet import *  # noqa: F403
-from .swin_transformer import *  # noqa: F403
-from .swin_transformer_v2 import *  # noqa: F403
-from .swin_transformer_v2_cr import *  # noqa: F403
-from .tiny_vit import *  # noqa: F403
-from .tnt import *  # noqa: F403
-from .tresnet import *  # noqa: F403
-from .twins import *  # noqa: F403
-from .vgg import *  # noqa: F403
-from .visformer import *  # noqa: F403
-from .vision_transformer import *  # noqa: F403
-from .vision_transformer_hybrid import *  # noqa: F403
-from .vision_transformer_relpos import *  # noqa: F403
-from .vision_transformer_sam import *  # noqa: F403
-from .vitamin import *  # noqa: F403
-from .volo import *  # noqa: F403
-from .vovnet import *  # noqa: F403
-from .xception import *  # noqa: F403
-from .xception_aligned import *  # noqa: F403
-from .xcit import *  # noqa: F403
+# from .beit import *  # noqa: F403, I001  # changed: only the model the tiny config builds (resnet) is copied
+# from .byoanet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .byobnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .cait import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .coat import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .convit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .convmixer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .convnext import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .crossvit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .cspnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .davit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .deit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .densenet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .dla import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .dpn import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .edgenext import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .efficientformer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .efficientformer_v2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .efficientnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .efficientvit_mit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .efficientvit_msra import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .eva import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .fastvit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .focalnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .gcvit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .ghostnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .hardcorenas import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .hgnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .hiera import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .hieradet_sam2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .hrnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .inception_next import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .inception_resnet_v2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .inception_v3 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .inception_v4 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .levit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .maxxvit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .mambaout import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .metaformer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .mlp_mixer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .mobilenetv3 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .mobilevit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .mvitv2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .nasnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .nest import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .nextvit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .nfnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .pit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .pnasnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .pvt_v2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .rdnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .regnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .repghost import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .repvit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .res2net import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .resnest import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+from .resnet import *  # noqa: F403, I001
+# from .resnetv2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .rexnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .selecsls import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .senet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .sequencer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .sknet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .swin_transformer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .swin_transformer_v2 import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .swin_transformer_v2_cr import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .tiny_vit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .tnt import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .tresnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .twins import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vgg import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .visformer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vision_transformer import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vision_transformer_hybrid import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vision_transformer_relpos import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vision_transformer_sam import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vitamin import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .volo import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .vovnet import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .xception import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .xception_aligned import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
+# from .xcit import *  # noqa: F403  # changed: only the model the tiny config builds (resnet) is copied
 
 from ._builder import (
     build_model_with_cfg,  # noqa: F401

@@ -7,7 +7,7 @@ import fnmatch  # noqa: I001
 from copy import deepcopy
 
 import torch
-from torchvision.ops.misc import FrozenBatchNorm2d
+from standins import FrozenBatchNorm2d  # changed: no torchvision here (standins.py)
 
 from timm.layers import (
     BatchNormAct2d,
