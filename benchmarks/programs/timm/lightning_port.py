@@ -7,6 +7,7 @@ import os
 import lightning as L
 import torch.nn as nn
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.strategies import DDPStrategy
 from timm import utils
 from timm.data import Mixup, create_dataset, create_loader, resolve_data_config
 from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
@@ -148,7 +149,7 @@ def main():
     module = TimmModule(args)
     output_dir = os.path.join(args.output or "./output/train", args.experiment or "lightning")
     trainer = L.Trainer(
-        strategy="ddp",
+        strategy=DDPStrategy(find_unused_parameters=True),  # round 1: the EMA copy's parameters get no gradient
         accelerator="cpu",
         devices=2,
         max_epochs=args.epochs,
