@@ -21,20 +21,8 @@ class TimmModule(L.LightningModule):
     def __init__(self, args):
         super().__init__()
         self.args = args
-        self.model = create_model(
-            args.model,
-            num_classes=args.num_classes,
-            drop_rate=args.drop,
-            drop_path_rate=args.drop_path,
-            drop_block_rate=args.drop_block,
-            global_pool=args.gp,
-            bn_momentum=args.bn_momentum,
-            bn_eps=args.bn_eps,
-            **args.model_kwargs,
-        )
-        self.data_config = resolve_data_config(vars(args), model=self.model)
-        self.model_ema = utils.ModelEmaV3(self.model, decay=args.model_ema_decay) if args.model_ema else None
-
+        self.model = None  # built in setup(), after the seed (round 2)
+        self.model_ema = None
         self.mixup_fn = None
         if args.mixup > 0 or args.cutmix > 0.0:
             self.mixup_fn = Mixup(
@@ -53,6 +41,25 @@ class TimmModule(L.LightningModule):
         else:
             self.train_loss_fn = nn.CrossEntropyLoss()
         self.validate_loss_fn = nn.CrossEntropyLoss()
+
+    def setup(self, stage):
+        # round 2: each rank seeded seed + rank (timm's random_seed) once the rank is known, after Lightning's own
+        # re-seed, and the model (and its EMA copy) built after that seed, as train.py does
+        args = self.args
+        utils.random_seed(args.seed, self.global_rank)
+        self.model = create_model(
+            args.model,
+            num_classes=args.num_classes,
+            drop_rate=args.drop,
+            drop_path_rate=args.drop_path,
+            drop_block_rate=args.drop_block,
+            global_pool=args.gp,
+            bn_momentum=args.bn_momentum,
+            bn_eps=args.bn_eps,
+            **args.model_kwargs,
+        )
+        self.data_config = resolve_data_config(vars(args), model=self.model)
+        self.model_ema = utils.ModelEmaV3(self.model, decay=args.model_ema_decay) if args.model_ema else None
 
     def forward(self, x):
         return self.model(x)
