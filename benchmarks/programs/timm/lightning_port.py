@@ -109,6 +109,12 @@ class TimmModule(L.LightningModule):
         if self.mixup_fn is not None:
             x, y = self.mixup_fn(x, y)
         loss = self.train_loss_fn(self.model(x), y)
+        # round 3: Lightning divides every micro-batch's loss by accumulate_grad_batches; train.py divides the epoch's
+        # last, shorter accumulation by its own length (len(loader) % accum micro-batches)
+        accum = self.trainer.accumulate_grad_batches
+        last_accum = self.trainer.num_training_batches % accum
+        if last_accum and batch_idx >= self.trainer.num_training_batches - last_accum:
+            loss = loss * accum / last_accum
         self.log("train_loss", loss, prog_bar=True, sync_dist=True)
         return loss
 
