@@ -7,7 +7,6 @@ import os
 import lightning as L
 import torch.nn as nn
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.strategies import DDPStrategy
 from timm import utils
 from timm.data import Mixup, create_dataset, create_loader, resolve_data_config
 from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
@@ -22,7 +21,7 @@ class TimmModule(L.LightningModule):
         super().__init__()
         self.args = args
         self.model = None  # built in setup(), after the seed (round 2)
-        self.model_ema = None
+        object.__setattr__(self, "model_ema", None)
         self.mixup_fn = None
         if args.mixup > 0 or args.cutmix > 0.0:
             self.mixup_fn = Mixup(
@@ -59,7 +58,10 @@ class TimmModule(L.LightningModule):
             **args.model_kwargs,
         )
         self.data_config = resolve_data_config(vars(args), model=self.model)
-        self.model_ema = utils.ModelEmaV3(self.model, decay=args.model_ema_decay) if args.model_ema else None
+        # round 4: the EMA kept apart from the LightningModule (train.py's is no submodule of the DDP model): not
+        # registered, so it is neither in the module's state nor broadcast by DDP, and each rank keeps its own copy
+        ema = utils.ModelEmaV3(self.model, decay=args.model_ema_decay) if args.model_ema else None
+        object.__setattr__(self, "model_ema", ema)
 
     def forward(self, x):
         return self.model(x)
@@ -122,7 +124,11 @@ class TimmModule(L.LightningModule):
         if self.model_ema is not None:
             self.model_ema.update(self.model, step=self.global_step)
 
-    def on_train_epoch_end(self):
+    def on_validation_epoch_start(self):
+        # round 4: the BatchNorm statistics averaged over the ranks before the validation, as train.py does (Lightning
+        # validates before on_train_epoch_end, and its validation forward through DDP broadcasts rank 0's buffers)
+        if self.trainer.sanity_checking:
+            return
         if self.args.dist_bn in ("broadcast", "reduce") and self.trainer.world_size > 1:
             utils.distribute_bn(self.model, self.trainer.world_size, self.args.dist_bn == "reduce")
             if self.model_ema is not None:
@@ -162,7 +168,7 @@ def main():
     module = TimmModule(args)
     output_dir = os.path.join(args.output or "./output/train", args.experiment or "lightning")
     trainer = L.Trainer(
-        strategy=DDPStrategy(find_unused_parameters=True),  # round 1: the EMA copy's parameters get no gradient
+        strategy="ddp",  # round 4: not DDPStrategy(find_unused_parameters=True) (round 1): the EMA is no submodule
         accelerator="cpu",
         devices=2,
         max_epochs=args.epochs,
