@@ -22,6 +22,7 @@ class TimmModule(L.LightningModule):
         self.args = args
         self.model = None  # built in setup(), after the seed (round 2)
         object.__setattr__(self, "model_ema", None)
+        self.ema_step = 0
         self.mixup_fn = None
         if args.mixup > 0 or args.cutmix > 0.0:
             self.mixup_fn = Mixup(
@@ -121,8 +122,16 @@ class TimmModule(L.LightningModule):
         return loss
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
-        if self.model_ema is not None:
+        # round 5 (its warnings): the EMA updated once after each optimizer step, as train.py does, not after every
+        # micro-batch (on_train_batch_end runs for each one under accumulate_grad_batches)
+        if self.model_ema is not None and self.global_step != self.ema_step:
+            self.ema_step = self.global_step
             self.model_ema.update(self.model, step=self.global_step)
+
+    def on_save_checkpoint(self, checkpoint):
+        # round 5 (its warnings): the EMA saved beside the weights, under train.py's key
+        if self.model_ema is not None:
+            checkpoint["state_dict_ema"] = self.model_ema.module.state_dict()
 
     def on_validation_epoch_start(self):
         # round 4: the BatchNorm statistics averaged over the ranks before the validation, as train.py does (Lightning
@@ -179,6 +188,7 @@ def main():
         callbacks=[ModelCheckpoint(dirpath=output_dir, monitor="ema_top1", mode="max", save_last=True)],
         log_every_n_steps=args.log_interval,
         enable_progress_bar=False,
+        num_sanity_val_steps=0,  # round 5 (its warnings): train.py validates nothing before training
     )
     trainer.fit(module)
 
