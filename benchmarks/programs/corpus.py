@@ -18,6 +18,7 @@ from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
+from benchmarks.programs.timm.standins import write_data as write_timm_data
 from benchmarks.programs.var.standins import write_data as write_var_data
 from benchmarks.programs.vitft.standins import write_data as write_vitft_data
 from benchmarks.programs.vits.standins import write_wavs as write_vits_wavs
@@ -214,6 +215,21 @@ VQVAE2_TINY = ["--n_gpu=2", "--size=16", "--epoch=2", "--sched=cycle", "--dist_u
 VITFT_TINY = ["--name=tiny", "--model_type=ViT-tiny", "--pretrained_dir=", "--output_dir={out}/output", "--img_size=32"]
 VITFT_TINY += ["--train_batch_size=8", "--gradient_accumulation_steps=2", "--eval_batch_size=8", "--eval_every=2"]
 VITFT_TINY += ["--num_steps=5", "--warmup_steps=2", "--learning_rate=0.03"]
+
+# timm: train.py (v1.0.14) on 24 + 8 synthetic 16 x 16 images in 3 class folders (prepare); resnet10t narrowed to
+# channels (8, 8, 16, 16), stem 8; 4 images a rank a micro-batch, 3 micro-batches a rank an epoch, 2 accumulated per
+# update (the last alone): 2 updates an epoch, 3 epochs; AdamW, cosine stepped per update after a 1-epoch warmup,
+# mixup/cutmix with label smoothing, clipping by norm, EMA 0.9 evaluated every epoch, --dist-bn reduce; one loader
+# worker (timm's loaders are persistent: 0 workers raise); its own --seed; checkpoints under {out}
+TIMM_TINY = ["--data-dir", "data", "--model", "resnet10t", "--model-kwargs", "channels=(8,8,16,16)", "stem_width=8"]
+TIMM_TINY += ["--num-classes", "3", "--img-size", "16", "--device", "cpu", "--no-prefetcher", "--workers", "1"]
+TIMM_TINY += ["--batch-size", "4", "--grad-accum-steps", "2", "--epochs", "3", "--sched", "cosine"]
+TIMM_TINY += ["--sched-on-updates", "--warmup-epochs", "1", "--warmup-lr", "1e-4", "--opt", "adamw", "--lr", "1e-3"]
+TIMM_TINY += ["--weight-decay", "0.05", "--color-jitter", "0", "--mixup", "0.2", "--cutmix", "1.0"]
+TIMM_TINY += ["--smoothing", "0.1"]
+TIMM_TINY += ["--clip-grad", "1.0", "--clip-mode", "norm", "--model-ema", "--model-ema-decay", "0.9"]
+TIMM_TINY += ["--dist-bn", "reduce", "--seed", "0", "--log-interval", "1", "--checkpoint-hist", "2"]
+TIMM_TINY += ["--output", "{out}", "--experiment", "tiny"]
 
 # VAR: train.py from torchrun's environment (its dist.py, gloo); 20 + 8 synthetic 64 x 64 images in 2 class folders
 # and a random-init tiny VQ-VAE (V=64, Cvae=8, ch=32) written by prepare; a VAR of depth 2 over patch_nums 1,2,3,4; a
@@ -884,6 +900,32 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("name",),
+        ),
+        Program(
+            name="timm",
+            folder="timm",
+            raw=["train.py", *TIMM_TINY],
+            port=["lightning_port.py", *TIMM_TINY],
+            style="image classification by timm's train.py: init_distributed_device (torchrun's env, gloo for cpu); "
+            "random_seed(seed, rank) (torch, numpy, random seeded seed + rank) before the model is built, so each rank "
+            "builds its own init and its own EMA copy (DDP broadcasts rank 0's weights, not the EMA's); timm's "
+            "create_dataset/create_loader (an image folder, torch's DistributedSampler, persistent workers seeded "
+            "per worker, RandomResizedCrop with a random interpolation from Python's random, flips from torch's); "
+            "Mixup/CutMix drawn from numpy on each rank with label smoothing (SoftTargetCrossEntropy); gradient "
+            "accumulation by hand (no_sync on non-final micro-batches, the loss divided by the steps of its own "
+            "accumulation: the lone last micro-batch of an epoch undivided); clip_grad_norm_ over the model's "
+            "parameters; AdamW from create_optimizer_v2 (no weight decay on 1-d parameters); a cosine scheduler "
+            "stepped per update (step_update(num_updates)) and per epoch (step(epoch + 1, metric)); ModelEmaV3 "
+            "updated after every optimizer step; distribute_bn (BatchNorm running stats all-reduced) at each epoch's "
+            "end for the model and the EMA before each is validated on every rank (reduce_tensor); CheckpointSaver "
+            "(checkpoint-N, last, model_best by the EMA's top-1) on rank 0",
+            source="huggingface/pytorch-image-models train.py and the timm modules it imports (Apache-2.0, v1.0.14 "
+            "5d535d7); torchvision stood in for (standins.py: transforms, FrozenBatchNorm2d), 24 + 8 images of 16 x 16 "
+            "written by prepare, resnet10t narrowed to channels (8, 8, 16, 16)",
+            prepare=lambda work: write_timm_data(str(work)),
+            recording="hooks",
+            suite=False,
+            ignore_config=("output",),
         ),
     ]
 }
