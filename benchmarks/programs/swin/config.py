@@ -6,17 +6,18 @@
 # --------------------------------------------------------'
 
 import os
+
 import torch
 import yaml
-from yacs.config import CfgNode as CN
+from standins import CfgNode as CN  # changed: yacs is not installed
 
 # pytorch major version (1.x or 2.x)
-PYTORCH_MAJOR_VERSION = int(torch.__version__.split('.')[0])
+PYTORCH_MAJOR_VERSION = int(torch.__version__.split(".")[0])
 
 _C = CN()
 
 # Base config files
-_C.BASE = ['']
+_C.BASE = [""]
 
 # -----------------------------------------------------------------------------
 # Data settings
@@ -25,18 +26,18 @@ _C.DATA = CN()
 # Batch size for a single GPU, could be overwritten by command line argument
 _C.DATA.BATCH_SIZE = 128
 # Path to dataset, could be overwritten by command line argument
-_C.DATA.DATA_PATH = ''
+_C.DATA.DATA_PATH = ""
 # Dataset name
-_C.DATA.DATASET = 'imagenet'
+_C.DATA.DATASET = "imagenet"
 # Input image size
 _C.DATA.IMG_SIZE = 224
 # Interpolation to resize image (random, bilinear, bicubic)
-_C.DATA.INTERPOLATION = 'bicubic'
+_C.DATA.INTERPOLATION = "bicubic"
 # Use zipped dataset instead of folder dataset
 # could be overwritten by command line argument
 _C.DATA.ZIP_MODE = False
 # Cache Data in Memory, could be overwritten by command line argument
-_C.DATA.CACHE_MODE = 'part'
+_C.DATA.CACHE_MODE = "part"
 # Pin CPU memory in DataLoader for more efficient (sometimes) transfer to GPU.
 _C.DATA.PIN_MEMORY = True
 # Number of data loading threads
@@ -52,14 +53,14 @@ _C.DATA.MASK_RATIO = 0.6
 # -----------------------------------------------------------------------------
 _C.MODEL = CN()
 # Model type
-_C.MODEL.TYPE = 'swin'
+_C.MODEL.TYPE = "swin"
 # Model name
-_C.MODEL.NAME = 'swin_tiny_patch4_window7_224'
+_C.MODEL.NAME = "swin_tiny_patch4_window7_224"
 # Pretrained weight from checkpoint, could be imagenet22k pretrained weight
 # could be overwritten by command line argument
-_C.MODEL.PRETRAINED = ''
+_C.MODEL.PRETRAINED = ""
 # Checkpoint to resume, could be overwritten by command line argument
-_C.MODEL.RESUME = ''
+_C.MODEL.RESUME = ""
 # Number of classes, overwritten in data preparation
 _C.MODEL.NUM_CLASSES = 1000
 # Dropout rate
@@ -77,7 +78,7 @@ _C.MODEL.SWIN.EMBED_DIM = 96
 _C.MODEL.SWIN.DEPTHS = [2, 2, 6, 2]
 _C.MODEL.SWIN.NUM_HEADS = [3, 6, 12, 24]
 _C.MODEL.SWIN.WINDOW_SIZE = 7
-_C.MODEL.SWIN.MLP_RATIO = 4.
+_C.MODEL.SWIN.MLP_RATIO = 4.0
 _C.MODEL.SWIN.QKV_BIAS = True
 _C.MODEL.SWIN.QK_SCALE = None
 _C.MODEL.SWIN.APE = False
@@ -91,7 +92,7 @@ _C.MODEL.SWINV2.EMBED_DIM = 96
 _C.MODEL.SWINV2.DEPTHS = [2, 2, 6, 2]
 _C.MODEL.SWINV2.NUM_HEADS = [3, 6, 12, 24]
 _C.MODEL.SWINV2.WINDOW_SIZE = 7
-_C.MODEL.SWINV2.MLP_RATIO = 4.
+_C.MODEL.SWINV2.MLP_RATIO = 4.0
 _C.MODEL.SWINV2.QKV_BIAS = True
 _C.MODEL.SWINV2.APE = False
 _C.MODEL.SWINV2.PATCH_NORM = True
@@ -105,7 +106,7 @@ _C.MODEL.SWIN_MOE.EMBED_DIM = 96
 _C.MODEL.SWIN_MOE.DEPTHS = [2, 2, 6, 2]
 _C.MODEL.SWIN_MOE.NUM_HEADS = [3, 6, 12, 24]
 _C.MODEL.SWIN_MOE.WINDOW_SIZE = 7
-_C.MODEL.SWIN_MOE.MLP_RATIO = 4.
+_C.MODEL.SWIN_MOE.MLP_RATIO = 4.0
 _C.MODEL.SWIN_MOE.QKV_BIAS = True
 _C.MODEL.SWIN_MOE.QK_SCALE = None
 _C.MODEL.SWIN_MOE.APE = False
@@ -135,7 +136,7 @@ _C.MODEL.SWIN_MLP.EMBED_DIM = 96
 _C.MODEL.SWIN_MLP.DEPTHS = [2, 2, 6, 2]
 _C.MODEL.SWIN_MLP.NUM_HEADS = [3, 6, 12, 24]
 _C.MODEL.SWIN_MLP.WINDOW_SIZE = 7
-_C.MODEL.SWIN_MLP.MLP_RATIO = 4.
+_C.MODEL.SWIN_MLP.MLP_RATIO = 4.0
 _C.MODEL.SWIN_MLP.APE = False
 _C.MODEL.SWIN_MLP.PATCH_NORM = True
 
@@ -169,7 +170,7 @@ _C.TRAIN.USE_CHECKPOINT = False
 
 # LR scheduler
 _C.TRAIN.LR_SCHEDULER = CN()
-_C.TRAIN.LR_SCHEDULER.NAME = 'cosine'
+_C.TRAIN.LR_SCHEDULER.NAME = "cosine"
 # Epoch interval to decay LR, used in StepLRScheduler
 _C.TRAIN.LR_SCHEDULER.DECAY_EPOCHS = 30
 # LR decay rate, used in StepLRScheduler
@@ -182,7 +183,7 @@ _C.TRAIN.LR_SCHEDULER.MULTISTEPS = []
 
 # Optimizer
 _C.TRAIN.OPTIMIZER = CN()
-_C.TRAIN.OPTIMIZER.NAME = 'adamw'
+_C.TRAIN.OPTIMIZER.NAME = "adamw"
 # Optimizer Epsilon
 _C.TRAIN.OPTIMIZER.EPS = 1e-8
 # Optimizer Betas
@@ -204,11 +205,11 @@ _C.AUG = CN()
 # Color jitter factor
 _C.AUG.COLOR_JITTER = 0.4
 # Use AutoAugment policy. "v0" or "original"
-_C.AUG.AUTO_AUGMENT = 'rand-m9-mstd0.5-inc1'
+_C.AUG.AUTO_AUGMENT = "rand-m9-mstd0.5-inc1"
 # Random erase prob
 _C.AUG.REPROB = 0.25
 # Random erase mode
-_C.AUG.REMODE = 'pixel'
+_C.AUG.REMODE = "pixel"
 # Random erase count
 _C.AUG.RECOUNT = 1
 # Mixup alpha, mixup enabled if > 0
@@ -222,7 +223,7 @@ _C.AUG.MIXUP_PROB = 1.0
 # Probability of switching to cutmix when both mixup and cutmix enabled
 _C.AUG.MIXUP_SWITCH_PROB = 0.5
 # How to apply mixup/cutmix params. Per "batch", "pair", or "elem"
-_C.AUG.MIXUP_MODE = 'batch'
+_C.AUG.MIXUP_MODE = "batch"
 
 # -----------------------------------------------------------------------------
 # Testing settings
@@ -243,11 +244,11 @@ _C.ENABLE_AMP = False
 # Enable Pytorch automatic mixed precision (amp).
 _C.AMP_ENABLE = True
 # [Deprecated] Mixed precision opt level of apex, if O0, no apex amp is used ('O0', 'O1', 'O2')
-_C.AMP_OPT_LEVEL = ''
+_C.AMP_OPT_LEVEL = ""
 # Path to output folder, overwritten by command line argument
-_C.OUTPUT = ''
+_C.OUTPUT = ""
 # Tag of experiment, overwritten by command line argument
-_C.TAG = 'default'
+_C.TAG = "default"
 # Frequency to save checkpoint
 _C.SAVE_FREQ = 1
 # Frequency to logging info
@@ -267,15 +268,13 @@ _C.FUSED_LAYERNORM = False
 
 def _update_config_from_file(config, cfg_file):
     config.defrost()
-    with open(cfg_file, 'r') as f:
+    with open(cfg_file) as f:
         yaml_cfg = yaml.load(f, Loader=yaml.FullLoader)
 
-    for cfg in yaml_cfg.setdefault('BASE', ['']):
+    for cfg in yaml_cfg.setdefault("BASE", [""]):
         if cfg:
-            _update_config_from_file(
-                config, os.path.join(os.path.dirname(cfg_file), cfg)
-            )
-    print('=> merge config from {}'.format(cfg_file))
+            _update_config_from_file(config, os.path.join(os.path.dirname(cfg_file), cfg))
+    print(f"=> merge config from {cfg_file}")
     config.merge_from_file(cfg_file)
     config.freeze()
 
@@ -288,60 +287,60 @@ def update_config(config, args):
         config.merge_from_list(args.opts)
 
     def _check_args(name):
-        if hasattr(args, name) and eval(f'args.{name}'):
+        if hasattr(args, name) and eval(f"args.{name}"):
             return True
         return False
 
     # merge from specific arguments
-    if _check_args('batch_size'):
+    if _check_args("batch_size"):
         config.DATA.BATCH_SIZE = args.batch_size
-    if _check_args('data_path'):
+    if _check_args("data_path"):
         config.DATA.DATA_PATH = args.data_path
-    if _check_args('zip'):
+    if _check_args("zip"):
         config.DATA.ZIP_MODE = True
-    if _check_args('cache_mode'):
+    if _check_args("cache_mode"):
         config.DATA.CACHE_MODE = args.cache_mode
-    if _check_args('pretrained'):
+    if _check_args("pretrained"):
         config.MODEL.PRETRAINED = args.pretrained
-    if _check_args('resume'):
+    if _check_args("resume"):
         config.MODEL.RESUME = args.resume
-    if _check_args('accumulation_steps'):
+    if _check_args("accumulation_steps"):
         config.TRAIN.ACCUMULATION_STEPS = args.accumulation_steps
-    if _check_args('use_checkpoint'):
+    if _check_args("use_checkpoint"):
         config.TRAIN.USE_CHECKPOINT = True
-    if _check_args('amp_opt_level'):
+    if _check_args("amp_opt_level"):
         print("[warning] Apex amp has been deprecated, please use pytorch amp instead!")
-        if args.amp_opt_level == 'O0':
+        if args.amp_opt_level == "O0":
             config.AMP_ENABLE = False
-    if _check_args('disable_amp'):
+    if _check_args("disable_amp"):
         config.AMP_ENABLE = False
-    if _check_args('output'):
+    if _check_args("output"):
         config.OUTPUT = args.output
-    if _check_args('tag'):
+    if _check_args("tag"):
         config.TAG = args.tag
-    if _check_args('eval'):
+    if _check_args("eval"):
         config.EVAL_MODE = True
-    if _check_args('throughput'):
+    if _check_args("throughput"):
         config.THROUGHPUT_MODE = True
 
     # [SimMIM]
-    if _check_args('enable_amp'):
+    if _check_args("enable_amp"):
         config.ENABLE_AMP = args.enable_amp
 
     # for acceleration
-    if _check_args('fused_window_process'):
+    if _check_args("fused_window_process"):
         config.FUSED_WINDOW_PROCESS = True
-    if _check_args('fused_layernorm'):
+    if _check_args("fused_layernorm"):
         config.FUSED_LAYERNORM = True
     ## Overwrite optimizer if not None, currently we use it for [fused_adam, fused_lamb]
-    if _check_args('optim'):
+    if _check_args("optim"):
         config.TRAIN.OPTIMIZER.NAME = args.optim
 
     # set local rank for distributed training
     if PYTORCH_MAJOR_VERSION == 1:
         config.LOCAL_RANK = args.local_rank
     else:
-        config.LOCAL_RANK = int(os.environ['LOCAL_RANK'])
+        config.LOCAL_RANK = int(os.environ["LOCAL_RANK"])
 
     # output folder
     config.OUTPUT = os.path.join(config.OUTPUT, config.MODEL.NAME, config.TAG)

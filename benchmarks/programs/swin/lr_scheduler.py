@@ -8,9 +8,11 @@
 import bisect
 
 import torch
-from timm.scheduler.cosine_lr import CosineLRScheduler
-from timm.scheduler.step_lr import StepLRScheduler
-from timm.scheduler.scheduler import Scheduler
+from standins import (
+    CosineLRScheduler,  # changed: timm is not installed
+    Scheduler,  # changed: timm is not installed
+    StepLRScheduler,  # changed: timm is not installed
+)
 
 
 def build_scheduler(config, optimizer, n_iter_per_epoch):
@@ -20,11 +22,11 @@ def build_scheduler(config, optimizer, n_iter_per_epoch):
     multi_steps = [i * n_iter_per_epoch for i in config.TRAIN.LR_SCHEDULER.MULTISTEPS]
 
     lr_scheduler = None
-    if config.TRAIN.LR_SCHEDULER.NAME == 'cosine':
+    if config.TRAIN.LR_SCHEDULER.NAME == "cosine":
         lr_scheduler = CosineLRScheduler(
             optimizer,
             t_initial=(num_steps - warmup_steps) if config.TRAIN.LR_SCHEDULER.WARMUP_PREFIX else num_steps,
-            t_mul=1.,
+            t_mul=1.0,
             lr_min=config.TRAIN.MIN_LR,
             warmup_lr_init=config.TRAIN.WARMUP_LR,
             warmup_t=warmup_steps,
@@ -32,7 +34,7 @@ def build_scheduler(config, optimizer, n_iter_per_epoch):
             t_in_epochs=False,
             warmup_prefix=config.TRAIN.LR_SCHEDULER.WARMUP_PREFIX,
         )
-    elif config.TRAIN.LR_SCHEDULER.NAME == 'linear':
+    elif config.TRAIN.LR_SCHEDULER.NAME == "linear":
         lr_scheduler = LinearLRScheduler(
             optimizer,
             t_initial=num_steps,
@@ -41,7 +43,7 @@ def build_scheduler(config, optimizer, n_iter_per_epoch):
             warmup_t=warmup_steps,
             t_in_epochs=False,
         )
-    elif config.TRAIN.LR_SCHEDULER.NAME == 'step':
+    elif config.TRAIN.LR_SCHEDULER.NAME == "step":
         lr_scheduler = StepLRScheduler(
             optimizer,
             decay_t=decay_steps,
@@ -50,7 +52,7 @@ def build_scheduler(config, optimizer, n_iter_per_epoch):
             warmup_t=warmup_steps,
             t_in_epochs=False,
         )
-    elif config.TRAIN.LR_SCHEDULER.NAME == 'multistep':
+    elif config.TRAIN.LR_SCHEDULER.NAME == "multistep":
         lr_scheduler = MultiStepLRScheduler(
             optimizer,
             milestones=multi_steps,
@@ -64,23 +66,29 @@ def build_scheduler(config, optimizer, n_iter_per_epoch):
 
 
 class LinearLRScheduler(Scheduler):
-    def __init__(self,
-                 optimizer: torch.optim.Optimizer,
-                 t_initial: int,
-                 lr_min_rate: float,
-                 warmup_t=0,
-                 warmup_lr_init=0.,
-                 t_in_epochs=True,
-                 noise_range_t=None,
-                 noise_pct=0.67,
-                 noise_std=1.0,
-                 noise_seed=42,
-                 initialize=True,
-                 ) -> None:
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        t_initial: int,
+        lr_min_rate: float,
+        warmup_t=0,
+        warmup_lr_init=0.0,
+        t_in_epochs=True,
+        noise_range_t=None,
+        noise_pct=0.67,
+        noise_std=1.0,
+        noise_seed=42,
+        initialize=True,
+    ) -> None:
         super().__init__(
-            optimizer, param_group_field="lr",
-            noise_range_t=noise_range_t, noise_pct=noise_pct, noise_std=noise_std, noise_seed=noise_seed,
-            initialize=initialize)
+            optimizer,
+            param_group_field="lr",
+            noise_range_t=noise_range_t,
+            noise_pct=noise_pct,
+            noise_std=noise_std,
+            noise_seed=noise_seed,
+            initialize=initialize,
+        )
 
         self.t_initial = t_initial
         self.lr_min_rate = lr_min_rate
@@ -116,9 +124,11 @@ class LinearLRScheduler(Scheduler):
 
 
 class MultiStepLRScheduler(Scheduler):
-    def __init__(self, optimizer: torch.optim.Optimizer, milestones, gamma=0.1, warmup_t=0, warmup_lr_init=0, t_in_epochs=True) -> None:
+    def __init__(
+        self, optimizer: torch.optim.Optimizer, milestones, gamma=0.1, warmup_t=0, warmup_lr_init=0, t_in_epochs=True
+    ) -> None:
         super().__init__(optimizer, param_group_field="lr")
-        
+
         self.milestones = milestones
         self.gamma = gamma
         self.warmup_t = warmup_t
@@ -129,9 +139,9 @@ class MultiStepLRScheduler(Scheduler):
             super().update_groups(self.warmup_lr_init)
         else:
             self.warmup_steps = [1 for _ in self.base_values]
-        
+
         assert self.warmup_t <= min(self.milestones)
-    
+
     def _get_lr(self, t):
         if t < self.warmup_t:
             lrs = [self.warmup_lr_init + t * s for s in self.warmup_steps]

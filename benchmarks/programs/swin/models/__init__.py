@@ -1,1 +1,1 @@
-from .build import build_model
+from .build import build_model  # noqa: F401
