@@ -26,7 +26,7 @@ class SwinModule(L.LightningModule):
         self.config = config
         self.dataset_train = dataset_train
         self.dataset_val = dataset_val
-        self.model = build_model(config)
+        self.model = None  # built in configure_model, after the per-rank seed of setup()
 
         self.mixup_fn = None
         mixup_active = config.AUG.MIXUP > 0 or config.AUG.CUTMIX > 0.0 or config.AUG.CUTMIX_MINMAX is not None
@@ -47,6 +47,14 @@ class SwinModule(L.LightningModule):
             self.criterion = LabelSmoothingCrossEntropy(smoothing=config.MODEL.LABEL_SMOOTHING)
         else:
             self.criterion = torch.nn.CrossEntropyLoss()
+
+    def setup(self, stage):
+        # main.py seeds each rank with SEED + rank (torch, numpy, random) before it builds the data and the model
+        L.seed_everything(self.config.SEED + self.global_rank)
+
+    def configure_model(self):
+        if self.model is None:
+            self.model = build_model(self.config)
 
     def forward(self, x):
         return self.model(x)
@@ -115,7 +123,6 @@ def parse():
 
 def main():
     args, config = parse()
-    L.seed_everything(config.SEED)
 
     # linear scale the learning rate according to total batch size (main.py's __main__)
     linear_scaled_lr = config.TRAIN.BASE_LR * config.DATA.BATCH_SIZE * DEVICES / 512.0
