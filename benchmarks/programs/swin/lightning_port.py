@@ -61,9 +61,14 @@ class SwinModule(L.LightningModule):
 
     def train_dataloader(self):
         config = self.config
+        # data/build.py's samplers, with the seed DistributedSampler defaults to (0) on every rank: the one Lightning
+        # injects takes PL_GLOBAL_SEED, which the per-rank seed of setup() makes each rank's own
+        sampler = torch.utils.data.DistributedSampler(
+            self.dataset_train, num_replicas=self.trainer.world_size, rank=self.global_rank, shuffle=True
+        )
         return torch.utils.data.DataLoader(
             self.dataset_train,
-            shuffle=True,
+            sampler=sampler,
             batch_size=config.DATA.BATCH_SIZE,
             num_workers=config.DATA.NUM_WORKERS,
             pin_memory=config.DATA.PIN_MEMORY,
@@ -72,8 +77,12 @@ class SwinModule(L.LightningModule):
 
     def val_dataloader(self):
         config = self.config
+        sampler = torch.utils.data.DistributedSampler(
+            self.dataset_val, num_replicas=self.trainer.world_size, rank=self.global_rank, shuffle=config.TEST.SHUFFLE
+        )
         return torch.utils.data.DataLoader(
             self.dataset_val,
+            sampler=sampler,
             shuffle=False,
             batch_size=config.DATA.BATCH_SIZE,
             num_workers=config.DATA.NUM_WORKERS,
@@ -154,6 +163,7 @@ def main():
         max_epochs=config.TRAIN.EPOCHS,
         accumulate_grad_batches=config.TRAIN.ACCUMULATION_STEPS,
         gradient_clip_val=config.TRAIN.CLIP_GRAD,
+        use_distributed_sampler=False,  # the samplers of data/build.py, built in the dataloader hooks
         callbacks=[checkpoint],
         default_root_dir=config.OUTPUT,
         log_every_n_steps=config.PRINT_FREQ,
