@@ -5,12 +5,14 @@ stand-ins), imported."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import lightning as L
 import torch
 from data.build import build_dataset
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.strategies import DDPStrategy
 from lr_scheduler import build_scheduler
 from main import parse_option
 from models import build_model
@@ -118,6 +120,13 @@ class SwinModule(L.LightningModule):
         scheduler.step_update(self.global_step)  # timm's schedulers: step_update(num_updates) per iteration
 
 
+class SyncEveryBackward(DDPStrategy):
+    """main.py's DDP all-reduces at every backward (no no_sync under accumulation): so here too."""
+
+    def block_backward_sync(self):
+        return contextlib.nullcontext()
+
+
 def parse():
     """main.py's parse_option; config.py reads LOCAL_RANK, which only Lightning's children have (left set, it tells
     Lightning that the processes were started outside it, and it starts none)."""
@@ -157,7 +166,7 @@ def main():
         dirpath=config.OUTPUT, filename="ckpt_epoch_{epoch}", save_top_k=-1, every_n_epochs=config.SAVE_FREQ
     )
     trainer = L.Trainer(
-        strategy="ddp",
+        strategy=SyncEveryBackward(),
         accelerator="cpu",
         devices=DEVICES,
         max_epochs=config.TRAIN.EPOCHS,
