@@ -117,7 +117,9 @@ class SwinModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": lr_scheduler, "interval": "step"}}
 
     def lr_scheduler_step(self, scheduler, metric):
-        scheduler.step_update(self.global_step)  # timm's schedulers: step_update(num_updates) per iteration
+        # main.py: step_update((epoch * num_steps + idx) // ACCUMULATION_STEPS) after the update, the index of the
+        # update just made (0 after the first): one less than global_step here
+        scheduler.step_update(self.global_step - 1)
 
 
 class SyncEveryBackward(DDPStrategy):
