@@ -17,6 +17,7 @@ from benchmarks.programs.pycls.standins import write_data as write_pycls_data
 from benchmarks.programs.run import Program
 from benchmarks.programs.slip.standins import write_data as write_slip_data
 from benchmarks.programs.swav.standins import write_images as write_swav_images
+from benchmarks.programs.swin.standins import write_data as write_swin_data
 from benchmarks.programs.tacotron2.standins import write_data as write_tacotron2_data
 from benchmarks.programs.timm.standins import write_data as write_timm_data
 from benchmarks.programs.var.standins import write_data as write_var_data
@@ -195,6 +196,11 @@ PYCLS_TINY += ["OUT_DIR", "{out}/out"]
 # pytorch (torchrun's env, init_dist), the experiments folder under the side's {out} by the authors' --force_yml
 BASICSR_TINY = ["-opt", str(Path(__file__).parent / "basicsr" / "options" / "train_MSRResNet_x2_tiny.yml")]
 BASICSR_TINY += ["--launcher", "pytorch", "--force_yml", "path:experiments_root={out}/experiments"]
+
+# Swin-Transformer: main.py --cfg with the tiny YAML (by its absolute path: each side runs in its own cwd), its own
+# command-line overrides (batch size, accumulation steps, AMP off), the output folder under the side's {out}
+SWIN_TINY = ["--cfg", str(Path(__file__).parent / "swin" / "configs" / "swin_tiny_port.yaml"), "--data-path", "data"]
+SWIN_TINY += ["--batch-size", "4", "--accumulation-steps", "2", "--disable_amp", "--output", "{out}/output"]
 
 # vits reads one JSON config (-c): the tiny one, by its absolute path (each side runs in its own cwd); -m names the
 # model directory (logs, G_*.pth and D_*.pth checkpoints), under the side's {out}
@@ -923,6 +929,32 @@ PROGRAMS = {
             "5d535d7); torchvision stood in for (standins.py: transforms, FrozenBatchNorm2d), 24 + 8 images of 16 x 16 "
             "written by prepare, resnet10t narrowed to channels (8, 8, 16, 16)",
             prepare=lambda work: write_timm_data(str(work)),
+            recording="hooks",
+            suite=False,
+            ignore_config=("output",),
+        ),
+        Program(
+            name="swin",
+            folder="swin",
+            raw=["main.py", *SWIN_TINY],
+            port=["lightning_port.py", *SWIN_TINY],
+            style="a yacs config from a YAML file and command-line overrides; torchrun (env:// init); seed = SEED + "
+            "rank (torch, numpy, random); the lr, warmup lr and min lr scaled by batch x world / 512 x "
+            "accumulation steps; a DistributedSampler (set_epoch) for training and one without shuffle for "
+            "validation; RandomCrop(16, padding 4) and flips drawn from torch's generator in the data set; "
+            "Mixup/CutMix with label smoothing drawn from numpy's generator per batch, SoftTargetCrossEntropy; "
+            "drop path drawn in forward; AdamW over two groups (no weight decay on 1-D, biases and the model's "
+            "no_weight_decay keywords); gradient accumulation (the loss divided, backward through DDP every "
+            "micro-batch without no_sync, the step at an accumulation boundary) by NativeScalerWithGradNormCount "
+            "(unscale, clip_grad_norm_ over model.parameters(), step); timm's CosineLRScheduler with warmup "
+            "stepped per update by step_update((epoch * num_steps + idx) // accumulation_steps); validation on "
+            "every rank each epoch, accuracy all-reduced by reduce_tensor; ckpt_epoch_N.pth (model, optimizer, "
+            "scheduler, scaler) on rank 0 each epoch; auto-resume",
+            source="microsoft/Swin-Transformer main.py, config.py, lr_scheduler.py, optimizer.py, utils.py, logger.py, "
+            "data/build.py, models/build.py, models/swin_transformer.py (MIT, f82860b); yacs, termcolor, timm "
+            "0.4.12, torchvision and ImageNet stood in for (standins.py: 32 + 8 synthetic 16 x 16 images in 5 "
+            "class folders), a Swin of patch 2, 16 dims, depths [1, 1], heads [1, 2], window 2",
+            prepare=lambda work: write_swin_data(str(work / "data")),
             recording="hooks",
             suite=False,
             ignore_config=("output",),
