@@ -5,6 +5,7 @@ first optimizer step (the model, when there is no DDP)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import random
@@ -13,7 +14,7 @@ import weakref
 
 import torch
 from torch.nn.modules import module as torch_module
-from torch.nn.parallel import DistributedDataParallel
+from torch.nn.parallel import DistributedDataParallel, distributed
 
 from ddp_parity.fingerprints import buffers_sha256, hash_full_state, parameters_sha256, sha256_of
 from ddp_parity.hooks import evaluation, modules, rng
@@ -141,11 +142,38 @@ def _wrap_ddp() -> None:
     @functools.wraps(original)
     def __init__(self, module, *args, **kwargs):
         _note_ddp_module(module)
-        original(self, module, *args, **kwargs)
+        with _warnings_past_this_wrapper(distributed):
+            original(self, module, *args, **kwargs)
         _note_ddp(self)
         _watch_wrapped(self)
 
     DistributedDataParallel.__init__ = __init__
+
+
+class _OneFrameFurther:
+    """A module's `warnings`, as seen from inside a call this wrapper makes: torch's constructor warns with
+    `stacklevel=2`, the program's line that built it, but with the wrapper between them that frame is the
+    wrapper's, and the program's stderr would name a line of ours. So each warning goes two frames further (the
+    forwarding frame here, and the wrapper's); one at `stacklevel=1`, the constructor's own line, one further."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def warn(self, message, category=None, stacklevel=1, source=None, **later_keywords):
+        self._real.warn(message, category, stacklevel + 2 if stacklevel > 1 else 2, source, **later_keywords)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+@contextlib.contextmanager
+def _warnings_past_this_wrapper(torch_module_of_the_call):
+    real = torch_module_of_the_call.warnings
+    torch_module_of_the_call.warnings = _OneFrameFurther(real)
+    try:
+        yield
+    finally:
+        torch_module_of_the_call.warnings = real
 
 
 @guarded("DDP's module")
