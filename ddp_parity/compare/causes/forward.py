@@ -602,8 +602,8 @@ def _generators_beside_gathers(ctx: Context, step, rank, module: dict, evidence:
     if module.get("reading_kind") == "loss_grad":
         return (
             f"{said}, but every module call both sides watched is equal: nothing the watched forward drew differs, "
-            "so that state does not lead here (a draw inside the loss itself, random negatives or noise, could still "
-            "add to it; the gathers' shapes are no draw)."
+            "so that state is not where the loss parts (only a draw inside the loss itself could add to it: random "
+            "negatives, noise)."
         )
     return (
         f"{said}: where the forward draws (dropout, noise), that is a second candidate. A module watch of the step "

@@ -6,7 +6,8 @@
   global generator is recorded equal at step k's start, no cause blames its state (`global_rng_equal`);
 - the program's own collectives (a record's `collectives`): where they differ at or before the step
   the runs part at, the finding shows both sides' (a hand-written gradient all_reduce on one side only,
-  another reduce op);
+  another reduce op); the gathers of a step (`gathers_apart`) tell forward.py's `loss.gathered` that a loss was
+  computed over another gathered batch;
 - the checkpoints and what was restored (rank{r}.hooks.json `checkpoints`, `restores`): a resume where
   one side restores less is said with the kinds missing; a save on every rank against rank 0 only is a
   note; where the training is bitwise equal through a step after which both sides saved, tensors paired by
