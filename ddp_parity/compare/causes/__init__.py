@@ -60,6 +60,7 @@ CAUSES: tuple[Cause, ...] = (
     resume.RESUME,
     update.OPTIMIZER_OTHER_STEPS,
     per_step.DATA_BATCH_SIZE,
+    forward.LOSS_GATHERED,  # before the seeds: a generator apart at equal batches is not where the loss parts
     seeds.RNG_SEED,
     seeds.RNG_RESEED,
     forward.TRAINING_MODE,

@@ -20,9 +20,18 @@ from ddp_parity.compare.causes.base import (
     config_values,
     finding,
     nonzero,
+    same_indices_at,
 )
 from ddp_parity.compare.causes.data import batch_without_indices, pipeline_finding
-from ddp_parity.compare.causes.hooked import DDP_ALIKE_SHORT, averaged_by_ddp_alike
+from ddp_parity.compare.causes.hooked import (
+    DDP_ALIKE_SHORT,
+    averaged_by_ddp_alike,
+    gathered_rows,
+    gathers_apart,
+    gathers_words,
+    rng_at,
+)
+from ddp_parity.compare.causes.seed_records import samples_in, samples_per_step_apart
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, INIT_USUAL, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
 from ddp_parity.compare.evaluations import model_evaluations
@@ -517,6 +526,173 @@ LOSS = Cause(
         "equal module outputs under a module watch",
         lambda d: _module_kind(d) == "loss_grad" or (d.module is None and not _lacks(d, "watch_state")),
     ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the loss over another gathered batch
+#
+# A loss over every rank's features (a contrastive loss: CLIP's, SimCLR's) gathers them with the program's own
+# all_gather before it computes. Where both sides fed the same samples and the loss parts first, gathers of another
+# shape, count or presence at that step show what the loss was computed over: the records say it directly, where a
+# generator's state (nothing drawn reaches the loss when every watched module call is equal) or a loss argument
+# would only be a guess. Checked before the seeds: a generator apart at equal batches is not where the loss parts.
+
+
+def check_gathered_batch(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or not isinstance(f.get("step"), int) or not _loss_parts_first(ctx, f):
+        return None
+    step, rank = f["step"], f["rank"] if isinstance(f.get("rank"), int) else 0
+    module = ctx.cache.get("module") or {}
+    if module.get("step") == step and module.get("reading_kind") != "loss_grad":
+        return None  # the watch finds the forward apart before the loss: what it names comes first
+    fed = _same_samples_fed(ctx, rank, step)
+    if fed is None or samples_per_step_apart(ctx) is not None:
+        return None  # other samples, or another number of them a step: their own causes
+    apart = gathers_apart(ctx, step, rank)
+    if apart is None:
+        return None
+    shown = dict(zip(ctx.names, map(gathers_words, apart)))
+    facts = (
+        f"The loss at step {step} on rank {rank} is computed over another gathered batch on each side: both sides fed "
+        f"rank {rank} the same samples ({fed}), yet the program's own gathers there differ ("
+        + "; ".join(f"{label}: {text}" for label, text in shown.items())
+        + f"), and the {f['quantity']} differs ({f['a']!r} vs {f['b']!r})."
+    )
+    evidence = {"gathers": {"step": step, "rank": rank, "per_step": shown}, "first_divergence": f["quantity"]}
+    facts += _generators_beside_gathers(ctx, step, rank, module, evidence)
+    words = _gather_mechanism(ctx, step, rank, apart)
+    return finding(ctx, LOSS_GATHERED, step, rank, evidence, facts, why=words.why, fix=words.fix)
+
+
+def _loss_parts_first(ctx: Context, f: dict) -> bool:
+    """The runs part first in the loss, or in the gradient norm where a side recorded no loss at that step (the
+    loss it backpropagated was then not compared)."""
+    if f.get("quantity") == "loss":
+        return True
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, f.get("rank") or 0) if ra.get("step") == f["step"]), None)
+    return f.get("quantity") == "grad_norm" and pair is not None and None in (pair[0].get("loss"), pair[1].get("loss"))
+
+
+def _same_samples_fed(ctx: Context, rank, step) -> str | None:
+    """The record proving both sides fed `rank` the same samples at `step` (the batch digest where both recorded
+    it, else the sample indices), None where none does."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is None:
+        return None
+    digests = [r.get("batch_digest") for r in pair]
+    if None not in digests:
+        return "equal batch digests" if digests[0] == digests[1] else None
+    return "equal sample indices" if same_indices_at(ctx, rank, step) else None
+
+
+def _generators_beside_gathers(ctx: Context, step, rank, module: dict, evidence: dict) -> str:
+    """The generators recorded apart at the step's start, put in their place beside the gathers (and kept out of
+    the generic sentence add_hooked_facts appends): no lead where every watched module call is equal; a second
+    candidate, with what tells the two apart, where no watch compared the forward."""
+    compared = rng_at(ctx, step, rank)
+    if not compared or not compared["differ"]:
+        return ""
+    shown = "; ".join(
+        f"{n} {compared['generators'][n][0]} vs {compared['generators'][n][1]}" for n in compared["differ"]
+    )
+    evidence["rng_state"] = {"step": step, "rank": rank, **compared}
+    said = f" The random generators are recorded in another state at step {step}'s start too ({shown})"
+    if module.get("reading_kind") == "loss_grad":
+        return (
+            f"{said}, but every module call both sides watched is equal: nothing the watched forward drew differs, "
+            "so that state is not where the loss parts (only a draw inside the loss itself could add to it: random "
+            "negatives, noise)."
+        )
+    return (
+        f"{said}: where the forward draws (dropout, noise), that is a second candidate. A module watch of the step "
+        f"(DDP_PARITY_WATCH_STEP={step} in both record commands' environment) tells them apart: with every module "
+        "call equal, the gathered batch is what the loss differs by."
+    )
+
+
+def _gather_mechanism(ctx: Context, step, rank, apart) -> Words:
+    """The mechanism the records point at: nothing gathered on one side (a loss without the group's world size),
+    the step's samples against one micro-batch's (accumulation), or both named with what tells them apart."""
+    labels = [ctx.label("a"), ctx.label("b")]
+    if not apart[0] or not apart[1]:
+        alone = 0 if not apart[0] else 1
+        return _filled(GATHER_MECHANISMS["none"], alone=labels[alone], other=labels[1 - alone])
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), ({}, {}))
+    rows = [gathered_rows(g, ctx.meta(s).get("world_size")) for g, s in zip(apart, "ab")]
+    n, k = samples_in(pair[0].get("indices")), pair[0].get("micro_batches")
+    if type(k) is int and k > 1 and n and n % k == 0 and rows[0] and rows[1] and len(rows[0]) == len(rows[1]) == 1:
+        sides = {next(iter(r)): i for i, r in enumerate(rows)}
+        if set(sides) == {n, n // k}:
+            return _filled(
+                GATHER_MECHANISMS["micro_batches"],
+                k=k,
+                n=n,
+                m=n // k,
+                whole=labels[sides[n]],
+                part=labels[sides[n // k]],
+            )
+    row_words = "; ".join(f"{label} {sorted(r) if r else 'unknown'}" for label, r in zip(labels, rows))
+    lists = "; ".join(f"{label} {sorted({t for (*_, t) in g}, key=str)}" for label, g in zip(labels, apart))
+    samples = f"{n} in {k} micro-batch(es)" if n and type(k) is int else "not recorded"
+    return _filled(GATHER_MECHANISMS["other"], rows=row_words, lists=lists, samples=samples)
+
+
+def _filled(words: Words, **values) -> Words:
+    return Words(words.why.format(**values), words.fix.format(**values))
+
+
+# how the gathers differ -> why the loss is computed over another batch, and the fix
+GATHER_MECHANISMS = {
+    "none": Words(
+        "{alone} gathers nothing of its own there, where {other} gathers every rank's: its loss is computed over its "
+        "own rank's samples only. A loss over gathered features built without the process group's rank and world "
+        "size (left at rank=0, world_size=1, or built before the group exists, in a LightningModule's __init__) "
+        "gathers nothing.",
+        "Build the loss on {alone} with the process group's rank and world size, as on {other} (rank=dist.get_rank(), "
+        "world_size=dist.get_world_size(); in Lightning self.global_rank and self.trainer.world_size, read in setup() "
+        "or later, once the group exists), so that both compute it over every rank's features.",
+    ),
+    "micro_batches": Words(
+        "With {k} micro-batches a step, {whole}'s gathers carry {n} rows a rank, the step's {n} samples, and {part}'s "
+        "{m}, one micro-batch's: {part} computes each micro-batch's loss over that micro-batch's features alone "
+        "(Lightning's accumulate_grad_batches runs the loss once per micro-batch), {whole} each micro-batch's against "
+        "the cached features of the step's other micro-batches (a feature-caching accumulation: GradCache, "
+        "open_clip's --accum-freq).",
+        "Compute the loss over the same gathered batch on both sides: where the program contrasts each micro-batch "
+        "against the cached features of the others, port that accumulation by hand on {part} (Lightning: "
+        "automatic_optimization=False; every micro-batch's features under no_grad first, then each micro-batch again "
+        "with gradients against the cached others, manual_backward each, one optimizer step) instead of "
+        "accumulate_grad_batches; where it contrasts each micro-batch alone, do that on {whole}.",
+    ),
+    "other": Words(
+        "The records do not tell two mechanisms apart: a loss given another rank or world size (an all_gather's list "
+        "is as long as the group it gathers over: {lists}), or the step's samples gathered at another granularity "
+        "under accumulation (each micro-batch alone under accumulate_grad_batches, against all of them together in a "
+        "feature-caching loop). The rows a rank each gather carries ({rows}) against the step's samples ({samples}) "
+        "tell them apart: the step's count on one side and one micro-batch's on the other is the accumulation; lists "
+        "of other lengths are the world size.",
+        "Compute the loss over the same gathered batch on both sides: give the loss the process group's rank and "
+        "world size on both, and contrast the same samples together (each micro-batch against the others' cached "
+        "features on both, or each alone on both); one step's gathered shapes, equal on both sides, confirm it.",
+    ),
+}
+
+LOSS_GATHERED = Cause(
+    "loss.gathered",
+    check_gathered_batch,
+    why="{why}",
+    fix="{fix}",
+    doc="The same samples fed (batch digests, else indices) and as many a step, the loss parting first (or the "
+    "gradient norm where a side recorded no loss), the watch (where it ran) finding the forward equal, and the "
+    "program's own gathers of that step (all_gather and kin, not of gradients, one side's at least more than one "
+    "number a tensor) differing in shape, count or presence, and not so at an earlier step: the loss is computed "
+    "over another gathered batch (one side gathering nothing: a loss without the group's world size; one "
+    "micro-batch's rows against the step's: accumulation; else both, with what tells them apart). Before the seeds: "
+    "a generator apart at that step is said beside it, as a second candidate only where no watch compared the "
+    "forward.",
+    requires=Evidence("the program's own gathers of the step, side by side", lambda d: "gathers" in d.evidence),
 )
 
 

@@ -6,7 +6,8 @@
   global generator is recorded equal at step k's start, no cause blames its state (`global_rng_equal`);
 - the program's own collectives (a record's `collectives`): where they differ at or before the step
   the runs part at, the finding shows both sides' (a hand-written gradient all_reduce on one side only,
-  another reduce op);
+  another reduce op); the gathers of a step (`gathers_apart`) tell forward.py's `loss.gathered` that a loss was
+  computed over another gathered batch;
 - the checkpoints and what was restored (rank{r}.hooks.json `checkpoints`, `restores`): a resume where
   one side restores less is said with the kinds missing; a save on every rank against rank 0 only is a
   note; where the training is bitwise equal through a step after which both sides saved, tensors paired by
@@ -217,6 +218,75 @@ def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
             )
             return {"step": step, "rank": rank, "per_step": shown}, sentence
     return None
+
+
+# the ops whose result holds the other ranks' tensors: what a loss over every rank's features (a contrastive loss,
+# CLIP's) gathers before it computes; all_gather takes a list as long as the group, the others one tensor
+GATHERS = ("all_gather", "all_gather_into_tensor", "all_to_all", "all_to_all_single")
+
+
+def gathers_of(record: dict) -> Counter:
+    """The program's own gathers of a step (none given the gradients: those average, they feed no loss), as a
+    multiset of (op, dtype, shape, tensors): what they carried and how many calls."""
+    entries = record.get("collectives") if isinstance(record.get("collectives"), list) else []
+    return Counter(
+        (e.get("op"), e.get("dtype"), tuple(e["shape"]) if isinstance(e.get("shape"), list) else None, e.get("tensors"))
+        for e in entries
+        if isinstance(e, dict) and _own(e) and e.get("op") in GATHERS and e.get("of") != "grad"
+    )
+
+
+def gathers_words(gathers: Counter) -> str:
+    """ "4 all_gather calls, each of 2 x float32 [8, 16]", or "none of its own"."""
+    if not gathers:
+        return "no gather of its own"
+    parts = []
+    for (op, dtype, shape, tensors), n in sorted(gathers.items(), key=str):
+        shown = " ".join(str(w) for w in (dtype, list(shape) if shape is not None else None) if w is not None)
+        count = f"{tensors} × " if isinstance(tensors, int) else ""
+        parts.append(f"{n} {op} call{'s' if n > 1 else ''}, each of {count}{shown}")
+    return ", ".join(parts)
+
+
+def _a_batch(gathers: Counter) -> bool:
+    """Whether a gather carries more than one number a tensor: features of samples, not a logged scalar."""
+    return any(shape and math.prod(n for n in shape if isinstance(n, int)) > 1 for (_, _, shape, _) in gathers)
+
+
+def gathers_apart(ctx: Context, step: int, rank: int) -> tuple[Counter, Counter] | None:
+    """Both sides' own gathers at `step` on `rank` where they differ in shape, count or presence, one side at least
+    gathering a batch (more than one number a tensor): (a's, b's). None where they are equal, a list was cut short
+    (which of the program's own ran is unknown), or the same difference came at an earlier step, after which the
+    training stayed equal (it changed nothing then, so it cannot be what parts the runs now)."""
+    earlier = []
+    for ra, rb in zip(records_of(ctx.run("a"), rank), records_of(ctx.run("b"), rank)):
+        if _cut(ra) or _cut(rb) or not isinstance(ra.get("step"), int):
+            continue
+        ga, gb = gathers_of(ra), gathers_of(rb)
+        apart = (ga - gb, gb - ga)
+        if ra["step"] < step and ga != gb:
+            earlier.append(apart)
+        if ra["step"] == step:
+            if ga == gb or apart in earlier or not (_a_batch(ga) or _a_batch(gb)):
+                return None
+            return ga, gb
+    return None
+
+
+def gathered_rows(gathers: Counter, world_size) -> set | None:
+    """The rows a rank each gather carries (the gathered tensor's first dimension: all_gather's per rank,
+    all_gather_into_tensor's output over the world size); None where one is unknown (all_to_all, no shape)."""
+    rows = set()
+    for op, _, shape, _ in gathers:
+        if not shape or op not in ("all_gather", "all_gather_into_tensor"):
+            return None
+        if op == "all_gather_into_tensor":
+            if not isinstance(world_size, int) or world_size < 1:
+                return None
+            rows.add(shape[0] // world_size)
+        else:
+            rows.add(shape[0])
+    return rows
 
 
 def _broadcasts_only(apart: tuple[Counter, Counter]) -> bool:
@@ -1009,6 +1079,7 @@ def checkpoint_wrapper_words(found: dict, names) -> str:
 # draws between its batch and its model call, improved-diffusion's timesteps and noise) is not said beside them
 SAME_DRAWS_KINDS = ("loss.factor", "gradients.factor")
 RNG_STATED_KINDS = ("rng.other_generator",)  # findings that state the generators' digests themselves
+COLLECTIVES_STATED_KINDS = ("loss.gathered",)  # findings that state the program's own collectives of the step
 
 
 def add_hooked_facts(found: Finding, ctx: Context) -> None:
@@ -1018,6 +1089,8 @@ def add_hooked_facts(found: Finding, ctx: Context) -> None:
             continue  # the finding proves the same draws (an exact factor): digests apart were taken at other moments
         if key == "rng_state" and found.kind in RNG_STATED_KINDS:
             continue  # said in the finding's own facts
+        if key == "collectives" and found.kind in COLLECTIVES_STATED_KINDS:
+            continue  # its headline shows them (report.json `collectives` keeps the libraries' beside them)
         try:
             shown = read(ctx)
         except (OSError, ValueError, TypeError, AttributeError):

@@ -107,13 +107,14 @@ def samples_per_step_apart(ctx: Context) -> dict | None:
         micro = [r.get("micro_batches") for r in pair]
         if all(type(m) is int for m in micro) and micro[0] != micro[1]:
             return {"rank": rank, "step": step, "micro_batches": micro}
-        counts = [_count(r.get("indices")) for r in pair]
+        counts = [samples_in(r.get("indices")) for r in pair]
         if None not in counts and counts[0] != counts[1]:
             return {"rank": rank, "step": step, "samples_per_step": counts}
     return None
 
 
-def _count(indices) -> int | None:
+def samples_in(indices) -> int | None:
+    """How many samples a record's indices name (a list, or a list per micro-batch); None where not recorded."""
     if not isinstance(indices, list):
         return None
     if indices and all(isinstance(i, list) for i in indices):
