@@ -102,7 +102,8 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     if before is None:
         return
     found.evidence["measured_before"] = {k: before.get(k) for k in ("quantity", "step", "rank", "a", "b")}
-    if before is ctx.cmp.walk.measured_in_order:
+    in_order = ctx.cmp.walk.measured_in_order or {}
+    if all(before.get(k) == in_order.get(k) for k in ("quantity", "step", "rank")):
         _say_summed_in_order(found, ctx, before)
         return
     relation = relation_of(ctx, before["quantity"], before["rank"]) if before["quantity"] in WHAT else None
