@@ -228,6 +228,7 @@ def compare_runs(
         exact_only=exact_only,
         digest_positions=positions,
         sketches=sketch_pairing(result.metas, key_map),
+        norm_orders_apart=hooks_norm_orders_apart(result.metas, key_map),
     )
     if not any(result.walk.counts[side].get(rank) for side in ("a", "b") for rank in result.walk.counts[side]):
         result.problems.append(NO_STEP)  # two empty traces agree on nothing: never equivalent
@@ -529,7 +530,26 @@ def sketch_pairing(metas: dict, key_map=None) -> dict | None:
     while rows < min(len(names_a), len(names_b)) and pairs.get(names_a[rows]) == (names_a[rows], names_b[rows]):
         rows += 1
     columns = [i for i, f in enumerate(fields) if isinstance(f, str) and f.startswith("sketch")]
-    return {"rows": rows, "columns": columns} if rows and columns else None
+    if not rows or not columns:
+        return None
+    # every tensor's gradient norm, where every row pairs: the gradients both sides' optimizers saw, compared whole
+    whole = rows == len(names_a) == len(names_b) and "grad_norm" in fields
+    return {"rows": rows, "columns": columns, **({"grad_column": fields.index("grad_norm")} if whole else {})}
+
+
+def hooks_norm_orders_apart(metas: dict, key_map=None) -> bool:
+    """Both sides recorded by the hooks, whose gradient norm (where no clip_grad_norm_ measured it) is their own
+    2-norm summed over the optimizer's param groups in order, and the two optimizers hold the same parameters in
+    another order (another param-group partition): the same gradients then give norms a few ulps apart."""
+    if not all(isinstance(metas.get(s), dict) and metas[s].get("recorded_by") == "hooks" for s in ("a", "b")):
+        return False
+    orders = [pairing.param_order(metas[s].get("optimizer")) for s in ("a", "b")]
+    if not all(orders) or len(orders[0]) != len(orders[1]):
+        return False
+    pairs = match_keys(orders[0], orders[1], key_map)
+    if pairs.get("__only_a__") or pairs.get("__only_b__"):
+        return False  # other parameters: not an order alone
+    return [pairs[n][1] for n in orders[0] if n in pairs] != orders[1]
 
 
 def trained_names(metas: dict) -> tuple[set[str] | None, set[str] | None]:

@@ -22,7 +22,7 @@ from ddp_parity.compare.causes.configuration import changes_only_rounding, confi
 from ddp_parity.compare.causes.end import check_equivalent
 from ddp_parity.compare.causes.hooked import add_hooked_facts, hook_warnings
 from ddp_parity.compare.causes.implicated import cannot_explain
-from ddp_parity.compare.causes.measured import WHAT, check_measured, relation_of
+from ddp_parity.compare.causes.measured import WHAT, check_measured, hooks_order_relation, relation_of
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
 from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
@@ -102,6 +102,10 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     if before is None:
         return
     found.evidence["measured_before"] = {k: before.get(k) for k in ("quantity", "step", "rank", "a", "b")}
+    in_order = ctx.cmp.walk.measured_in_order or {}
+    if all(before.get(k) == in_order.get(k) for k in ("quantity", "step", "rank")):
+        _say_summed_in_order(found, ctx, before)
+        return
     relation = relation_of(ctx, before["quantity"], before["rank"]) if before["quantity"] in WHAT else None
     named = f": {relation.sentence[:-1]}" if relation is not None else ""
     found.explanation += (
@@ -114,6 +118,27 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     apart = (ctx.earliest or {}).get("measured_apart")
     if apart:  # the step the training parts at still shows that recording factor: said, never called equal
         found.explanation += f" {_still_apart(ctx, apart)}"
+
+
+def _say_summed_in_order(found: Finding, ctx: Context, before: dict) -> None:
+    """The gradient norm the walk passed over as the hooks' own sum in another order: what proves it measured, and
+    where the training parts (at that very step where the parameters after it differ: never called 'earlier')."""
+    relation = hooks_order_relation(ctx, before)
+    found.evidence["measured_before"]["relation"] = relation.to_json()
+    trained = ctx.earliest or {}
+    if trained.get("step") == before["step"]:
+        after = "The parameters after that step differ"
+        after += (
+            " (the layers' sketches; the parameter digest of the first and last tensors is equal)"
+            if trained.get("layers_apart")
+            else ""
+        )
+        found.explanation += f" At the same step, {relation.sentence} {after}: that is what this finding names."
+        return
+    found.explanation += (
+        f" Earlier, {relation.sentence} {_equal_after(ctx, before)}; what differs in the training is what this "
+        "finding names."
+    )
 
 
 def _equal_after(ctx: Context, before: dict) -> str:

@@ -41,6 +41,14 @@ def _group_names(groups: list) -> set[str]:
     return {p for g in groups if isinstance(g, dict) for p in g.get("params") or [] if isinstance(p, str)}
 
 
+def param_order(optimizer) -> list[str]:
+    """The parameters of a recorded optimizer (meta.json `optimizer`) in its param groups' order: the order its
+    step iterates them, and the order the hooks sum the gradient norm in where no clip measured it."""
+    if not isinstance(optimizer, dict):
+        return []
+    return [str(n) for g in optimizer.get("param_groups") or [] if isinstance(g, dict) for n in g.get("params") or []]
+
+
 def parameter_names(meta: dict | None) -> set[str] | None:
     """The names a side's records call parameters (the sketch's rows, the frozen ones), None unknown."""
     meta = meta or {}

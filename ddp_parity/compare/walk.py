@@ -266,6 +266,10 @@ class WalkResult:
     structure: dict | None = None  # the first structural divergence: ranks, count, numbering
     sketches: dict | None = None  # the `layers` rows and columns compared beside the digest, if any
     layers_parted: int | None = None  # the first step after which a layer's sketch differs (any rank), if any
+    # both sides' hooks sum their own gradient norm over param groups in another order (comparator's
+    # hooks_norm_orders_apart), and the first norm passed over as that order's, not the training's
+    norm_orders_apart: bool = False
+    measured_in_order: dict | None = None
     steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
     last_equal_step: int | None = None
     problems: list = field(default_factory=list)
@@ -331,29 +335,35 @@ def walk_runs(
     exact_only: bool = False,
     digest_positions: list[tuple[int, int]] | None = None,
     sketches: dict | None = None,
+    norm_orders_apart: bool = False,
 ) -> WalkResult:
     """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
     first divergence is the first difference in what no rounding can move. `digest_positions`: where
     the sides' param_digest sum other parameters, the elements that sum the same one (pairing.py).
-    `sketches`: the `layers` rows and columns both sides sketched alike (comparator.sketch_pairing)."""
+    `sketches`: the `layers` rows and columns both sides sketched alike (comparator.sketch_pairing).
+    `norm_orders_apart`: both sides' hooks sum the gradient norm in other orders (hooks_norm_orders_apart)."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
     if digest_positions is not None:
         streams = narrowed(streams, digest_positions)
     if exact_only:
         streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
-    result = walk_streams(streams, criterion, names={"a": run_a.name, "b": run_b.name}, sketches=sketches)
+    names = {"a": run_a.name, "b": run_b.name}
+    result = walk_streams(streams, criterion, names=names, sketches=sketches, norm_orders_apart=norm_orders_apart)
     result.unreadable = unreadable
     return result
 
 
-def walk_streams(streams: dict, criterion: Criterion, names: dict, sketches: dict | None = None) -> WalkResult:
+def walk_streams(
+    streams: dict, criterion: Criterion, names: dict, sketches: dict | None = None, norm_orders_apart: bool = False
+) -> WalkResult:
     """Step through both sides' records, every rank in lock step (record i of every rank is the same
     optimizer step), once to the end: figures per quantity, the first divergence, the counts. `sketches`:
     {"rows": n, "columns": [...]}, the first n rows of the records' `layers` that both sides sketched alike
     and their projection columns, which a step whose parameter digest is equal must also have equal to be
-    called measured only."""
-    result = WalkResult(criterion, sketches=sketches)
+    called measured only. `norm_orders_apart`: the sides' hooks sum their own gradient norm in another order, so a
+    norm a few ulps apart over equal gradients is measured, not trained (_measured_in_another_order)."""
+    result = WalkResult(criterion, sketches=sketches, norm_orders_apart=norm_orders_apart)
     result.ranks = {side: sorted(streams[side], key=str) for side in ("a", "b")}
     common = [r for r in result.ranks["a"] if r in streams["b"]]
     if result.ranks["a"] != result.ranks["b"]:
@@ -432,7 +442,7 @@ def walk_streams(streams: dict, criterion: Criterion, names: dict, sketches: dic
             result.steps_equal_before += 1
             result.last_equal_step = present["step"] if present else None
         if result.first_trained is None and result.structure is None:
-            training = _trained_divergences(found_here, recs, measured_ratios, criterion, sketches)
+            training = _trained_divergences(found_here, recs, measured_ratios, criterion, sketches, result)
             chosen = min(training, key=lambda d: (order[d["quantity"]], str(d["rank"]))) if training else None
             if chosen is not None and result.held is None and _rounded_norm_at_rest(chosen, recs):
                 result.held = chosen  # what it moved shows at a later step: an lr apart there outranks it
@@ -469,13 +479,22 @@ ROUNDING = "rounding"
 
 
 def _trained_divergences(
-    found_here: list, recs: dict, ratios: dict, criterion: Criterion, sketches: dict | None = None
+    found_here: list, recs: dict, ratios: dict, criterion: Criterion, sketches: dict | None = None, result=None
 ) -> list[dict]:
     """The step's divergences in the training: each measured-only one is passed over (its ratio kept), and
     one whose value is still the other side's × the ratio an earlier measured-only step showed (a loss recorded
-    × the scale, step after step) is passed over for the step's next quantity apart, which is the training's."""
+    × the scale, step after step) is passed over for the step's next quantity apart, which is the training's.
+    A gradient norm the hooks summed in another order over equal gradients is passed over whatever the parameters
+    did: where they part at that step, the training's divergence is the parameters after it."""
     training = []
     for d in found_here:
+        if result is not None and _measured_in_another_order(d, recs, sketches, result.norm_orders_apart):
+            result.measured_in_order = result.measured_in_order or d
+            ratios.setdefault((d["rank"], d["quantity"]), ROUNDING)
+            parted = _parameters_parted_unseen(d, recs, sketches)
+            if parted is not None:
+                training.append(parted)
+            continue
         if _measured_only(d, recs, sketches):
             ratio = _ratio(d.get("a"), d.get("b"))
             if d["quantity"] in RATIO_QUANTITIES and ratio is not None:
@@ -544,6 +563,49 @@ def _layers_apart(ra: dict, rb: dict, sketches: dict | None) -> bool:
     if len(rows_a) < n or len(rows_b) < n:
         return False
     return any(not identical([x[i] for i in cols], [y[i] for i in cols]) for x, y in zip(rows_a[:n], rows_b[:n]))
+
+
+# what a record holds where the step clipped: its grad_norm is then clip_grad_norm_'s, which the clip used
+CLIPPED_BY = ("clip_max_norm", "clip_value")
+
+
+def _measured_in_another_order(divergence: dict, recs: dict, sketches: dict | None, orders_apart: bool) -> bool:
+    """A gradient norm a few float32 ulps apart that only the hooks measured (neither record holds a clip: the
+    hooks' own 2-norm, which no step reads), summed over each optimizer's param groups in orders that differ
+    (`orders_apart`), with every parameter's gradient norm equal (the `layers` grad_norm column, every row paired):
+    the same gradients summed in another order. A clip's norm is the training's own (it scales the update): never
+    passed over here."""
+    if not orders_apart or divergence["quantity"] != "grad_norm":
+        return False
+    if not _rounding_apart(divergence["a"], divergence["b"]):
+        return False
+    ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
+    if not ra or not rb or any(r.get(k) is not None for r in (ra, rb) for k in CLIPPED_BY):
+        return False
+    return _gradient_norms_equal(ra, rb, sketches)
+
+
+def _gradient_norms_equal(ra: dict, rb: dict, sketches: dict | None) -> bool:
+    """Every parameter's gradient norm (the `layers` column comparator.sketch_pairing names where every row pairs)
+    bitwise equal in the two records: each is one tensor's norm, whatever order the total sums them in."""
+    column = (sketches or {}).get("grad_column")
+    rows_a, rows_b = ra.get("layers"), rb.get("layers")
+    if column is None or not isinstance(rows_a, list) or not isinstance(rows_b, list) or len(rows_a) != len(rows_b):
+        return False
+    if len(rows_a) != sketches["rows"] or not all(len(x) > column and len(y) > column for x, y in zip(rows_a, rows_b)):
+        return False
+    return identical([x[column] for x in rows_a], [y[column] for y in rows_b])
+
+
+def _parameters_parted_unseen(divergence: dict, recs: dict, sketches: dict | None) -> dict | None:
+    """The parameters after the divergence's step as the training's divergence, where a layer's sketch differs and
+    the digest (the first and last tensors only) is equal, so no digest divergence of the step says so
+    (`layers_apart`); None where the layers are alike or the digest differs (that divergence is the step's own)."""
+    ra, rb = recs["a"][divergence["rank"]], recs["b"][divergence["rank"]]
+    digests = ra.get("param_digest"), rb.get("param_digest")
+    if None in digests or digests[0] != digests[1] or not _layers_apart(ra, rb, sketches):
+        return None
+    return {**divergence, "quantity": "param_digest", "a": digests[0], "b": digests[1], "layers_apart": True}
 
 
 def _measured_only(divergence: dict, recs: dict, sketches: dict | None = None) -> bool:

@@ -33,11 +33,11 @@ from ddp_parity.compare.causes.forward import (
     factor_of,
 )
 from ddp_parity.compare.causes.hooked import AVERAGED_BY_DDP_ALIKE, averaged_by_ddp_alike
-from ddp_parity.compare.causes.setup import param_order
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
 from ddp_parity.compare.evaluations import validations
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.pairing import param_order
 from ddp_parity.compare.walk import records_of
 from ddp_parity.watch import read_module_trace
 
@@ -453,6 +453,8 @@ def check_clipped_norm(ctx: Context) -> Finding | None:
     f = ctx.earliest
     if f is None or f["quantity"] != "grad_norm":
         return None
+    if ctx.cmp.walk is not None and ctx.cmp.walk.measured_in_order is not None:
+        return None  # every parameter's gradient norm equal, the total summed in another order: no clip at all
     clamp = _clamped_side(ctx, f["rank"])
     if clamp is None or _parameters_apart_at(ctx, f):
         return None  # a recording finding says the training is the same: never where the parameters part there

@@ -37,6 +37,7 @@ from ddp_parity.compare.causes.undetermined import UNRECORDED, undetermined, wat
 from ddp_parity.compare.causes.update import RECORDED_LR, check_lr_shift
 from ddp_parity.compare.evidence import MISSING_EVIDENCE
 from ddp_parity.compare.findings import Finding
+from ddp_parity.compare.pairing import param_order
 from ddp_parity.compare.walk import records_of
 
 WHAT = {"loss": "recorded loss", "grad_norm": "gradient norm", "lr": "learning rate", "validation": "validation"}
@@ -58,6 +59,10 @@ RECORD_ALIKE = {
     "order": "To record alike, measure the {what} over the same tensors in the same order as the other side (Lightning "
     "measures over the optimizer's parameters in param-group order); change nothing in how the step clips or "
     "updates: the parameters are already equal.",
+    # the hooks' own norm (no clip on either side), summed over param groups in another order: no program line made it
+    "hooks_order": "Nothing to change in either program for this note: the hooks measure the gradient norm "
+    "themselves where no clip_grad_norm_ does, over each optimizer's param groups in order, and the two optimizers "
+    "hold the same parameters in another order (their param groups split or ordered otherwise).",
     "float32": "Record the {what} as computed (a Python float), not rounded to float32 (what `self.log` keeps).",
     "ulp": "Read the {what} on both sides from where the step takes it (optimizer.param_groups[0]['lr'] before "
     "scheduler.step()): the two sides compute it by other expressions, one ulp apart, and the step applied the same.",
@@ -144,6 +149,31 @@ def _mean_over_ranks(ctx: Context, rank) -> relations.Relation | None:
     return None
 
 
+# the hooks' own gradient norm summed in another order over equal gradients (walk._measured_in_another_order): what
+# the records prove of it, said beside the training's divergence the checks read past it
+HOOKS_ORDER = (
+    "the gradient norm at step {step} rank {rank} differs only as measured ({a} vs {b}, {ulps} float32 ulp(s)): "
+    "neither side clips, so it is the hooks' own 2-norm of the gradients, which no step reads, summed over each "
+    "optimizer's param groups in their order, and the orders differ ({orders}); every parameter's gradient norm "
+    "is equal on both sides there: the same gradients, summed in another order."
+)
+
+
+def hooks_order_relation(ctx: Context, before: dict) -> relations.Relation:
+    """The relation of a gradient norm the walk passed over as the hooks' own sum in another order, its sentence
+    naming each side's first parameters in the order it summed them."""
+    shown = []
+    for s in ("a", "b"):
+        order = param_order(ctx.meta(s).get("optimizer"))
+        shown.append(f"{ctx.label(s)}: {', '.join(order[:3])}{', ...' if len(order) > 3 else ''}")
+    ulps = float32_ulps(before["a"], before["b"])
+    words = {k: before.get(k) for k in ("step", "rank")} | {"a": fmt(before["a"]), "b": fmt(before["b"])}
+    sentence = HOOKS_ORDER.format(**words, ulps=ulps, orders="; ".join(shown))
+    return relations.Relation(
+        "hooks_order", "grad_norm", ctx.names[0], ctx.names[1], ulps, before["step"], None, None, sentence
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # the notes, one per measured quantity that differs
 
@@ -167,6 +197,9 @@ def measured_notes(ctx: Context) -> list[dict]:
         else:
             first = ctx.cmp.quantities[quantity].first or {}
             relation = relation_of(ctx, quantity, first.get("rank"))
+            in_order = ctx.cmp.walk.measured_in_order if quantity == "grad_norm" else None
+            if in_order is not None and (relation is None or relation.kind == "order"):
+                relation = hooks_order_relation(ctx, in_order)  # what the records prove of it, said as such
             sentence = (
                 relation.sentence
                 if relation
@@ -387,7 +420,8 @@ RECORDED_MEASURE = Cause(
     fix="{fix}",
     doc="The samples and the parameters (the digest after every step, the final tensors) equal, a measured "
     "quantity not (the loss, gradient norm, lr, validation): EQUIVALENT, each difference a note naming its "
-    "relation (a shift, × k with every count k equals, the mean over ranks, another norm, float32, a few ulps). "
+    "relation (a shift, × k with every count k equals, the mean over ranks, another norm, float32, a few ulps; the "
+    "hooks' own gradient norm summed over param groups in another order, asking no change). "
     "Without a parameter digest: said, undecided.",
     requires=Evidence("the parameters recorded equal after every step", lambda d: bool(d.evidence.get("measured"))),
 )

@@ -790,6 +790,7 @@ def _applied_apart_finding(ctx: Context, optimizer: str, applied: dict, own: dic
     na, nb = ctx.names
     lines = [f"{setting} from step {step} for {_name_list(names)}" for setting, (names, step) in applied.items()]
     facts = f"The settings {optimizer} reads differ as each step ran ({na} vs {nb}): {'; '.join(lines)}."
+    facts += _group_counts_words(ctx)
     parted = {n for names, _ in applied.values() for n in names}
     likely = {s: names for s, names in own.items() if set(names) <= parted}
     inert = {s: names for s, names in own.items() if s not in likely}
@@ -822,6 +823,15 @@ def _applied_apart_finding(ctx: Context, optimizer: str, applied: dict, own: dic
     return finding(ctx, PARAM_GROUPS, None, None, evidence, facts, why=why, fix=fix)
 
 
+def _group_counts_words(ctx: Context) -> str:
+    """How many param groups each side built its optimizer with, where the counts differ (a split against one
+    group: the usual way weight decay is left off biases and norms on one side only); "" where alike or unknown."""
+    counts = [len((constructed_optimizer(ctx.meta(s)) or {}).get("param_groups") or []) for s in ("a", "b")]
+    if not all(counts) or counts[0] == counts[1]:
+        return ""
+    return f" {ctx.names[0]} built it with {counts[0]} param group(s), {ctx.names[1]} with {counts[1]}."
+
+
 # why a param-group key that differs changes the update, by key
 GROUP_WHY = {
     "weight_decay": "The optimizer applies each group's weight decay to its parameters, so these parameters are "
@@ -841,12 +851,6 @@ def _settings_by_param(optimizer: dict) -> dict[str, dict]:
         for name in group.get("params") or []:
             out[str(name)] = hyper
     return out
-
-
-def param_order(optimizer) -> list[str]:
-    if not isinstance(optimizer, dict):
-        return []
-    return [str(n) for g in optimizer.get("param_groups") or [] if isinstance(g, dict) for n in g.get("params") or []]
 
 
 def _name_list(names: list[str], limit: int = 6) -> str:

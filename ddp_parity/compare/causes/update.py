@@ -587,6 +587,14 @@ def check_param_digest(ctx: Context) -> Finding | None:
         "gradient norm and "
         f"learning rate, yet the parameters after the step differ (param_digest {fmt(f['a'])} vs {fmt(f['b'])})."
     )
+    if f.get("layers_apart"):  # the walk read the layers' sketches apart under an equal digest (walk.py)
+        ulps = evidence["ulps"] = None
+        facts = (
+            f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} with the same loss, "
+            "every parameter's gradient norm and the same learning rate, yet the parameters after the step differ: a "
+            f"layer's sketch after it differs (the param_digest of the first and last tensors, {fmt(f['a'])}, is "
+            "equal)."
+        )
     clip = clip_differences(ctx, f["rank"], f["step"])
     if clip:
         evidence["clip"] = clip
