@@ -20,12 +20,16 @@ import collections
 import json
 import weakref
 
+import pytest
 import torch
+from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
 from test_diagnosis import make_meta, make_records, pair, run_diagnosis
 
-from ddp_parity.hooks import state
+from ddp_parity import compare_traces
+from ddp_parity.hooks import recording_env, state
 from ddp_parity.hooks.data import PASS, YIELDED
 from ddp_parity.hooks.evaluation import Evaluation, forward_done
+from ddp_parity.trace_files import read_evaluations
 
 STEPS, VALIDATED_AFTER, TRAIN_LOADER = 8, (4, 8), 3  # TRAIN_LOADER: the `order` of the training loader's entry
 
@@ -153,3 +157,37 @@ def test_the_hooks_say_which_loaders_batch_was_waiting_for_its_backward(tmp_path
     assert Evaluation(live, model).record()["pending_batch_of"] == TRAIN_LOADER
     iterator.__dict__[YIELDED].popleft()  # a backward took it
     assert Evaluation(live, model).record()["pending_batch_of"] is None
+
+
+@pytest.mark.slow
+def test_a_loop_caching_features_is_recorded_and_compared_as_training(tmp_path):
+    """tests/hooks_programs/caching_loop.py recorded by the hooks, validating on rank 0 only against every rank: each
+    step's caching pass is its own record on the step's batch, the validations apart from it; equal training, the
+    warning names the ranks, never a mode."""
+    runs = {}
+    for name, ranks in (("raw", "0"), ("lightning", "all")):
+        env = recording_env(tmp_path / name, name, child_env())
+        program = REPO / "tests" / "hooks_programs" / "caching_loop.py"
+        check_ok(
+            run_cmd([*_torchrun_prefix(2), program, "--save", tmp_path / f"{name}.pt", "--eval-ranks", ranks], env=env)
+        )
+        runs[name] = tmp_path / name
+    records = read_evaluations(runs["raw"])[0]
+    assert [(r["step"], r["training"]) for r in records] == [
+        (0, True),
+        (1, True),
+        (2, False),
+        (2, True),
+        (3, True),
+        (4, False),
+    ]
+    assert all(isinstance(r["pending_batch_of"], int) for r in records), records
+    report = compare_traces(runs["raw"], runs["lightning"])
+    assert report["verdict"] == "equivalent", report["diagnosis"]
+    assert report["evaluations"]["in_step"] == [8, 8] and report["evaluations"]["recorded"] == [2, 4]
+    [said] = [w["message"] for w in report["warnings"] if w["kind"] == "evaluation_differs"]
+    assert (
+        "lightning evaluates after step 2" in said
+        and "raw records evaluations on rank(s) 0, lightning on rank(s) 0, 1" in said
+    )
+    assert "training mode" not in said, said
