@@ -3,7 +3,8 @@ figures the program computed) and trace/rank{r}.evaluations.jsonl (the forwards 
 hooks saw under eval() or without gradients, with a digest of their outputs). The causes that ask when
 a side validated read both; the hooks' digests are compared here, with no figure the program computes.
 An evaluation of a copy of the trained model (`role` `copy`: an EMA) is compared with the other side's
-copies only, and is no validation of the model.
+copies only, and is no validation of the model. Forwards in training mode with gradients off inside a step (a
+feature-caching pass) are part of the training, not an evaluation: left out of everything here (`step_parts`).
 """
 
 from __future__ import annotations
