@@ -3,7 +3,8 @@ figures the program computed) and trace/rank{r}.evaluations.jsonl (the forwards 
 hooks saw under eval() or without gradients, with a digest of their outputs). The causes that ask when
 a side validated read both; the hooks' digests are compared here, with no figure the program computes.
 An evaluation of a copy of the trained model (`role` `copy`: an EMA) is compared with the other side's
-copies only, and is no validation of the model.
+copies only, and is no validation of the model. Forwards in training mode with gradients off inside a step (a
+feature-caching pass) are part of the training, not an evaluation: left out of everything here (`step_parts`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def validations(run) -> list[dict]:
         found = list(read_validation(run))
     except (TraceFormatError, OSError):
         found = []
-    for rank, records in read_evaluations(run).items():
+    for rank, records in evaluations_of(run).items():
         found += [{**record, "rank": rank} for record in records if _role(record) == MODEL]
     return found
 
@@ -44,9 +45,64 @@ def _of_role(found: dict[int, list[dict]], role: str) -> dict[int, list[dict]]:
     return {rank: [r for r in records if _role(r) == role] for rank, records in found.items()}
 
 
+def evaluations_of(run, found: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
+    """{rank: the hooks' evaluations}, less the forwards that were part of a training step (`step_parts`)."""
+    found = read_evaluations(run) if found is None else found
+    parts = step_parts(run, found)
+    return {
+        rank: [r for r in records if not any(r is p for p in parts.get(rank, []))] for rank, records in found.items()
+    }
+
+
+def step_parts(run, found: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
+    """{rank: the hooks' records that were part of a training step, not an evaluation}: the model's forwards in
+    training mode with gradients off that ran on a step's batch before its backward (a feature-caching pass, as
+    open_clip's --accum-freq runs: every micro-batch's features computed without gradients, then each micro-batch
+    re-run with them against the cached others). The hooks say so (`pending_batch_of`: the DataLoader iterator that
+    yielded last held a batch no backward had taken, and a step trained from it); records that do not say (written
+    before the hooks did) are taken as such where they recur at every step. Paired with the other side's
+    validation, they would make a mode difference of work no evaluation did."""
+    found = read_evaluations(run) if found is None else found
+    out = {}
+    for rank, records in found.items():
+        candidates = [r for r in records if _no_grad_training_forwards(r)]
+        if not candidates:  # the usual case: the hooks' facts are not read
+            continue
+        trained = _trained_iterators(run, rank)
+        parts = [r for r in candidates if "pending_batch_of" in r and r["pending_batch_of"] in trained]
+        unsaid = [r for r in candidates if "pending_batch_of" not in r]
+        if unsaid and _recur_at_every_step(unsaid, records):
+            parts += unsaid
+        if parts:
+            out[rank] = parts
+    return out
+
+
+def _no_grad_training_forwards(record: dict) -> bool:
+    return _role(record) == MODEL and record.get("training") is True and record.get("grad_enabled") is False
+
+
+def _trained_iterators(run, rank: int) -> set[int]:
+    """The `order` of each DataLoader iterator a step of the rank trained from (its `loader_iterators` entry)."""
+    items = fact_items(read_hook_facts(run, rank), "loader_iterators")
+    return {i["order"] for i in items if i.get("trained") is True and isinstance(i.get("order"), int)}
+
+
+def _recur_at_every_step(groups: list[dict], records: list[dict]) -> bool:
+    """Groups after two steps or more, and after every step between the first and the last of them, or an
+    evaluation in eval mode there (which held the step's group where the hooks did not yet part forwards by mode:
+    a validation, then the next step's caching pass, with no training forward between). An evaluation left in
+    training mode runs where the program validates (an epoch's end), not at every step."""
+    steps = {r["step"] for r in groups if isinstance(r.get("step"), int)}
+    if len(steps) < 2:
+        return False
+    evaluated = {r["step"] for r in records if r.get("training") is False}
+    return all(step in steps or step in evaluated for step in range(min(steps), max(steps) + 1))
+
+
 def model_evaluations(run) -> dict[int, list[dict]]:
     """{rank: the hooks' evaluations of the trained model}: a copy's (an EMA's) left out."""
-    return {rank: records for rank, records in _of_role(read_evaluations(run), MODEL).items() if records}
+    return {rank: records for rank, records in _of_role(evaluations_of(run), MODEL).items() if records}
 
 
 def evaluation_differences(run_a, run_b, names) -> list[dict]:
@@ -77,6 +133,8 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
             buffers = _buffers_apart(run_a, run_b, rank, names) if said and said.get("outputs_apart") else None
             if buffers:
                 said["message"] += f"; {buffers}"
+            if said is not None and said.pop("one_sided", False):
+                said["message"] += _ranks_said(evaluations, names)
             if said is not None:
                 said.pop("outputs_apart", None)
                 unsplit = [i for i, found in enumerate(evaluations) if _every_rank_alike(found, said)]
@@ -90,6 +148,16 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
     return out
 
 
+def _ranks_said(evaluations, names) -> str:
+    """Where the two sides evaluate on other ranks (one on rank 0 only, the other on every rank): said, since it is
+    why one side has an evaluation at a point where the other records none."""
+    ranks = [sorted(rank for rank, records in found.items() if records) for found in evaluations]
+    if ranks[0] == ranks[1]:
+        return ""
+    said = [f"rank(s) {', '.join(map(str, found))}" if found else "no rank" for found in ranks]
+    return f"; {names[0]} records evaluations on {said[0]}, {names[1]} on {said[1]}"
+
+
 def _ranks_with_unseen(unseen, role: str) -> set[int]:
     return {rank for found in unseen for rank, records in found.items() if any(_role(r) == role for r in records)}
 
@@ -101,10 +169,12 @@ def evaluation_summary(run_a, run_b) -> dict | None:
     [a, b] the evaluations each side recorded and `unseen` [a, b] those left out as outputs the weights did not move
     (`unseen_evaluations`); `unlike` {count, step, rank, forwards} the pairs that ran another number of forwards, not
     compared (each holds other work: a recalibration's forwards, precise BN's, or two evaluations recorded as one).
-    None where neither side recorded one."""
-    everything = read_evaluations(run_a), read_evaluations(run_b)
-    if not any(everything[0].values()) and not any(everything[1].values()):
+    `in_step` [a, b] the records left out as part of a training step (`step_parts`: a feature-caching pass), never
+    counted as evaluations. None where neither side recorded one."""
+    read = read_evaluations(run_a), read_evaluations(run_b)
+    if not any(read[0].values()) and not any(read[1].values()):
         return None
+    everything = evaluations_of(run_a, read[0]), evaluations_of(run_b, read[1])
     seen = seen_evaluations(run_a, everything[0]), seen_evaluations(run_b, everything[1])
     compared = equal = 0
     first = unlike = None
@@ -132,6 +202,7 @@ def evaluation_summary(run_a, run_b) -> dict | None:
         "recorded": [_count(found) for found in everything],
         "unseen": [_count(found) - _count(kept) for found, kept in zip(everything, seen)],
         "unlike": unlike,
+        "in_step": [_count(found) - _count(kept) for found, kept in zip(read, everything)],
     }
 
 
@@ -156,8 +227,9 @@ def _paired_by_point(a: list[dict], b: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def seen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
-    """{rank: the hooks' evaluations} less those whose outputs the weights did not move (`unseen_evaluations`)."""
-    found = read_evaluations(run) if found is None else found
+    """{rank: the hooks' evaluations} less those whose outputs the weights did not move (`unseen_evaluations`) and the
+    forwards that were part of a step (`step_parts`)."""
+    found = evaluations_of(run) if found is None else found
     unseen = unseen_evaluations(run, found)
     return {
         rank: [r for r in records if not any(r is u for u in unseen.get(rank, []))] for rank, records in found.items()
@@ -170,7 +242,7 @@ def unseen_evaluations(run, found: dict[int, list[dict]] | None = None) -> dict[
     model, its `copy_digest` for a copy: a target network updated now and then keeps its outputs with reason). What
     the hooks digested there is no output of the model (a LightningModule's forward run as its validation_step,
     returning None, recorded by hooks that took it for the model); compared, such records would say nothing."""
-    found = read_evaluations(run) if found is None else found
+    found = evaluations_of(run) if found is None else found
     out = {}
     for rank, records in found.items():
         repeated = [group for group in _same_outputs(records) if len({r["step"] for r in group}) > 1]
@@ -297,6 +369,14 @@ NOT_SEEN = (
 )
 
 
+def modes_apart(ra: dict, rb: dict) -> bool:
+    """Two evaluations at one point that ran the same number of forwards, one with the model in training mode, the
+    other in eval mode: the same work in another mode. With other forward counts each holds other work (one side's
+    validation against the other's caching pass, or a validation and a pass recorded as one), and no mode is said."""
+    recorded = isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool)
+    return recorded and ra["training"] != rb["training"] and ra.get("forwards") == rb.get("forwards")
+
+
 def _mode_difference(ra: dict, rb: dict, names) -> dict:
     slipped, other = (names[0], names[1]) if ra["training"] else (names[1], names[0])
     return {
@@ -313,15 +393,15 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
         if (ra["step"], ra["micro_batch"]) != (rb["step"], rb["micro_batch"]):
             first = min((ra, names[0]), (rb, names[1]), key=lambda x: (x[0]["step"], x[0]["micro_batch"]))
             return {
+                "one_sided": True,
                 "step": first[0]["step"],
                 "micro_batch": first[0]["micro_batch"],
                 "message": f"{first[1]} evaluates{copy} {_where(first[0])} and the other side records no evaluation "
                 f"{'of one ' if copy else ''}there{NOT_SEEN}",
             }
         if ra.get("forwards") != rb.get("forwards") or ra.get("output_digest") != rb.get("output_digest"):
-            if isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool):
-                if ra["training"] != rb["training"]:  # the mode is recorded: say it, not a list of maybes
-                    return _mode_difference(ra, rb, names)
+            if modes_apart(ra, rb):  # the mode is recorded: say it, not a list of maybes
+                return _mode_difference(ra, rb, names)
             if ra.get("forwards") != rb.get("forwards"):
                 return _unlike(ra, rb, names, role)
             return {
@@ -343,6 +423,7 @@ def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) ->
         longer, name = (a, names[0]) if len(a) > len(b) else (b, names[1])
         extra = longer[min(len(a), len(b))]
         return {
+            "one_sided": True,
             "step": extra["step"],
             "micro_batch": extra["micro_batch"],
             "message": f"{name} evaluates{copy} {_where(extra)} and the other side records no evaluation "

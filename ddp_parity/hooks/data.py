@@ -129,6 +129,19 @@ def consume_batch(live) -> None:
         live.indices.append(index)
 
 
+def pending_batch_of(live) -> int | None:
+    """The `order` of the `loader_iterators` entry of the DataLoader iterator that yielded last, where it still holds
+    a batch no backward has taken: forwards run now ran after a step's batch was fetched and before its backward
+    (a feature-caching pass computing every micro-batch's features without gradients, then re-running each with
+    them), and belong to that step where a step trains from the iterator (its entry's `trained`). None otherwise:
+    an evaluation's own loader yielded last, or every batch fetched was trained from already."""
+    iterator = live.last_iterator() if live.last_iterator is not None else None
+    if iterator is None or not iterator.__dict__.get(YIELDED):
+        return None
+    entry = iterator.__dict__.get(PASS)
+    return entry[0].get("order") if entry is not None else None
+
+
 def note_pass(live, iterator) -> None:
     """A step trained on a batch of `iterator`: a new iterator over the same dataset is the loader's next
     pass (an epoch, for a loop that never calls set_epoch). An iterator no step trains from (a batch

@@ -3,7 +3,9 @@
 Each run of them is one evaluation, keyed by the step it follows (optimizer steps done) and the
 micro-batches since (backwards run after that step), with one digest of every output it gave:
 trace/rank{r}.evaluations.jsonl (docs/trace-format.md). A training forward, a backward or an optimizer
-step between two evaluation forwards ends an evaluation.
+step between two evaluation forwards ends an evaluation; so does a forward in the other mode (a validation in eval
+mode, then the next step's feature-caching pass in training mode). Each says whether a step's batch was waiting for its
+backward as it started (`pending_batch_of`): forwards in training mode on it are that step's, not an evaluation.
 
 Which forward: the model's innermost module that holds all its parameters, or all its trained ones (the GPT
 inside a LightningModule inside DDP, beside an EMA held frozen), so that a loop calling DDP(model) and a port whose
@@ -38,6 +40,7 @@ import torch
 from torch.nn.modules import module as torch_module
 
 from ddp_parity.fingerprints import StagedDigest, batch_contents, normalised_name
+from ddp_parity.hooks.data import pending_batch_of
 from ddp_parity.hooks.state import guarded, recording
 from ddp_parity.module_hooks import ours
 from ddp_parity.trace_files import EVALUATION_COPY, EVALUATION_MODEL, evaluations_path
@@ -61,6 +64,7 @@ class Evaluation:
         self.grad_enabled = torch.is_grad_enabled()
         self.inference_mode = torch.is_inference_mode_enabled()
         self.grads_held = _grads_held(live)
+        self.pending_batch_of = pending_batch_of(live)  # a step's batch fetched, its backward not run yet
         self.forwards = self.grad_forwards = 0
         self.digest = hashlib.sha256()
         self.undigested: list[str] = []
@@ -96,6 +100,7 @@ class Evaluation:
             "grad_enabled": self.grad_enabled,
             "inference_mode": self.inference_mode,
             "grads_held": self.grads_held,
+            "pending_batch_of": self.pending_batch_of,
         }
         if self.undigested:
             out["undigested"] = self.undigested
@@ -397,12 +402,20 @@ def forward_done(live, module: torch.nn.Module, output, role: str = MODEL) -> No
             close(live, by_training=True)
         return
     ev = live.evaluation
-    if ev is not None and (ev.key != (live.steps, len(live.roots)) or ev.module() is not module):
+    if ev is not None and (
+        ev.key != (live.steps, len(live.roots)) or ev.module() is not module or _mode_changed(ev, module)
+    ):
         close(live)
         ev = None
     if ev is None:
         ev = live.evaluation = Evaluation(live, module, role)
     ev.add(output)
+
+
+def _mode_changed(ev: Evaluation, module: torch.nn.Module) -> bool:
+    """A forward in another mode than the evaluation's first: other work (a validation in eval mode, then the next
+    step's feature-caching pass in training mode with no training forward between), recorded apart."""
+    return ev.training != bool(module.training)
 
 
 @guarded("evaluation records")

@@ -375,7 +375,7 @@ def _validation_said(ctx: Context) -> tuple[str, str]:
     if compared and equal == compared:
         matched.append(f"the hooks' evaluations ({compared} compared by their outputs' digests)")
     also = ", ".join(matched) + " and the final parameters" if matched else "the final parameters"
-    unlike = _unlike_said(summary.get("unlike"), ctx.names)
+    unlike = _unlike_said(summary.get("unlike"), ctx.names) + _in_step_said(summary.get("in_step"), ctx.names)
     if not compared:
         return also, f" No evaluation was compared: {evaluations_not_compared(summary, ctx.names)}.{unlike}"
     if equal < compared:
@@ -384,6 +384,18 @@ def _validation_said(ctx: Context) -> tuple[str, str]:
             f"evaluation_differs warnings say where).{unlike}"
         )
     return also, unlike
+
+
+def _in_step_said(in_step, names) -> str:
+    """The hooks' records left out as part of a training step (evaluation_summary's `in_step`): said, so that what
+    was recorded and not compared is never silent."""
+    if not isinstance(in_step, list) or len(in_step) != 2 or not any(in_step):
+        return ""
+    return (
+        f" {in_step[0]} group(s) of forwards on {names[0]} and {in_step[1]} on {names[1]}, run in training mode with "
+        "gradients off on a step's batch before its backward or at every step (a feature-caching pass), were taken "
+        "as part of the training steps, not compared as evaluations."
+    )
 
 
 def _unlike_said(unlike, names) -> str:

@@ -34,11 +34,11 @@ from ddp_parity.compare.causes.hooked import (
 from ddp_parity.compare.causes.seed_records import samples_in, samples_per_step_apart
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, INIT_USUAL, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
-from ddp_parity.compare.evaluations import model_evaluations
+from ddp_parity.compare.evaluations import model_evaluations, modes_apart
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import display
 from ddp_parity.compare.walk import records_of
-from ddp_parity.trace_files import read_hook_facts
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 # module readings (modules.reading_kind) that name a module's own computation as where a difference is born
 COMPUTATION_READINGS = (
@@ -709,6 +709,11 @@ LOSS_GATHERED = Cause(
 
 # the buffers an evaluation in training mode moves: BatchNorm's running statistics and its count
 RUNNING_STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
+# what an evaluation in training mode never moves in the training records: it reaches the training only through
+# the random draws of its dropout (the samples, the batch, the loss and what follows them), and through its figures
+# where a scheduler sets the rate from them (`RATE_FROM_FIGURES`); never otherwise the rate the optimizer steps with
+UNMOVED_BY_AN_EVALUATION = ("lr",)
+RATE_FROM_FIGURES = ("ReduceLROnPlateau",)  # stepped with a metric the program computes, a validation's often
 
 
 def check_evaluation_mode(ctx: Context) -> Finding | None:
@@ -718,6 +723,8 @@ def check_evaluation_mode(ctx: Context) -> Finding | None:
     first = ctx.earliest
     if first is not None and not (isinstance(first.get("step"), int) and first["step"] > found["step"]):
         return None  # the training parts at or before this evaluation: it cannot be the cause there
+    if _unmoved_by_an_evaluation(ctx, first, found["rank"]):
+        return None  # the training's first difference is one no evaluation's mode moves: its own cause names it
     if first is None and ctx.cmp.params.all_equal:
         return None  # nothing it moved is in the training or the final tensors (no BatchNorm): a warning says it
     side, other = found["side"], "b" if found["side"] == "a" else "a"
@@ -733,6 +740,16 @@ def check_evaluation_mode(ctx: Context) -> Finding | None:
         "rank": found["rank"],
     }
     return finding(ctx, EVALUATION_TRAIN_MODE, found["step"], found["rank"], evidence, facts, side=slipped)
+
+
+def _unmoved_by_an_evaluation(ctx: Context, first: dict | None, rank: int) -> bool:
+    """The training's first difference is in a quantity no evaluation's mode moves (the rate, where no scheduler sets
+    it from a figure the program computes): an evaluation before it cannot be its cause, and the quantity's own
+    cause is the diagnosis (a warning still says the evaluations' difference)."""
+    if first is None or first.get("quantity") not in UNMOVED_BY_AN_EVALUATION:
+        return False
+    built = [fact_items(read_hook_facts(ctx.run(s), r), "schedulers") for s in ("a", "b") for r in {0, rank}]
+    return not any(item.get("class") in RATE_FROM_FIGURES for items in built for item in items)
 
 
 def _every_evaluation(found: dict) -> str:
@@ -769,7 +786,7 @@ def _at_the_same_point(a: list[dict], b: list[dict]):
     at_b = {(r["step"], r["micro_batch"]): r for r in b}
     for ra in a:
         rb = at_b.get((ra["step"], ra["micro_batch"]))
-        if rb is not None and _modes(ra, rb) and ra["training"] != rb["training"]:
+        if rb is not None and modes_apart(ra, rb):
             return _slipped(ra, rb)
     return None
 
@@ -780,10 +797,6 @@ def _against_every_one(a: list[dict], b: list[dict]):
     if len(modes_a) == 1 and len(modes_b) == 1 and modes_a != modes_b and None not in modes_a | modes_b:
         return _slipped(a[0], b[0])
     return None
-
-
-def _modes(ra: dict, rb: dict) -> bool:
-    return isinstance(ra.get("training"), bool) and isinstance(rb.get("training"), bool)
 
 
 def _slipped(ra: dict, rb: dict) -> tuple[str, dict, dict]:
