@@ -85,6 +85,15 @@ def test_a_rate_set_by_hand_once_per_epoch_within_one_epoch_names_the_per_epoch_
     assert d["advice"].startswith("On changed, set the rate at every optimizer step as reference does"), d["advice"]
 
 
+def test_a_scheduler_stepped_whose_rate_never_moves_is_not_said_never_stepped(tmp_path):
+    counted = WARMING.changed(steps=6, record_scheduler_count=True)
+    d = _diagnosis(tmp_path, counted, counted.changed(schedule="exp", gamma=1.0))
+    assert d["evidence"]["lr_relation"] == "constant_side", d["evidence"]
+    text = d["explanation"]
+    assert "changed recorded 5 scheduler.step() call(s) over these steps, 5 on reference" in text, text
+    assert "never stepped" not in text and "flat over these steps" in text, text
+
+
 # ---------------------------------------------------------------------------------------------
 # (B) the same schedule k times as long
 
