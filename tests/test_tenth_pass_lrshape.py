@@ -69,7 +69,7 @@ def test_the_recorded_scheduler_steps_prove_a_schedule_never_stepped(tmp_path):
     d = _diagnosis(tmp_path, counted, counted.changed(scheduler_steps=0))
     assert d["evidence"]["lr_relation"] == "constant_side", d["evidence"]
     text = d["explanation"]
-    assert "The hooks recorded no scheduler.step() on changed, 5 on reference." in text, text
+    assert "The scheduler.step() calls recorded: none on changed, 5 on reference." in text, text
     assert "A schedule never stepped holds the rate it started at" in text and "per epoch" not in text, text
 
 

@@ -638,7 +638,7 @@ def _never_stepped_or_how(ctx: Context, rank, pairs: list, side: str, other: str
         )
         return "stepped_constant", said
     if calls and calls[other]:
-        said = f" The hooks recorded no scheduler.step() on {ctx.label(side)}, {calls[other]} on {ctx.label(other)}."
+        said = f" The scheduler.step() calls recorded: none on {ctx.label(side)}, {calls[other]} on {ctx.label(other)}."
         return "never_stepped", said
     by_hand = "_by_hand" if calls is not None else ""  # neither stepped a torch scheduler: the hooks saw no call
     refuted = _per_epoch_refuted(pairs, 0 if other == "a" else 1)
