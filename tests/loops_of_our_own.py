@@ -78,6 +78,10 @@ class Loop:
     warmup_per_epoch: bool = False  # with lr_read="warmup": the rate set once per epoch, at its first step's value
     lr_at: tuple | None = None  # (step, lr): the lr set by hand at this step alone (a warm-up's last step, its bound
     # off by one), the schedule setting the others (with schedule="lambda": computed from its base rate again)
+    warmup: int = 2  # with schedule="warmup": a LambdaLR warming up linearly from lr / 10 over this many steps, then a
+    # cosine to 0 at step `length` (both × schedule_stretch: a schedule sized in micro-batches under accumulation)
+    length: int = 8
+    schedule_stretch: int = 1
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -139,7 +143,18 @@ def scheduler_of(optimizer, s: Loop):
         return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=s.gamma)
     if s.schedule == "lambda":
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: s.gamma**step)
+    if s.schedule == "warmup":
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_cosine(s, step))
     return None
+
+
+def warmup_cosine(s: Loop, step: int) -> float:
+    """The factor of the base rate at scheduler step `step`: linear from 0.1 to 1 over the warm-up, then a cosine to 0
+    at the schedule's length, each s.schedule_stretch times as long (a stretch maps step k·t onto t exactly)."""
+    warmup, length = s.warmup * s.schedule_stretch, s.length * s.schedule_stretch
+    if step < warmup:
+        return 0.1 + 0.9 * step / warmup
+    return 0.5 * (1 + math.cos(math.pi * min(step - warmup, length - warmup) / (length - warmup)))
 
 
 def measured_norm(model: nn.Module, s: Loop) -> torch.Tensor:

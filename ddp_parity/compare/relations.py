@@ -359,3 +359,196 @@ def update_factor(before: list[list[float]], after_a: list[list[float]], after_b
     if _close(c, 1.0, HOLDS) or not all(_close(r, c, HOLDS) for r in ratios):
         return None
     return c
+
+
+# ---------------------------------------------------------------------------------------------
+# a series that never moves on one side while the other's does
+
+
+def numbers_by_step(steps: list, a: list, b: list) -> tuple[dict, dict]:
+    """{step: value} of each side, over the steps where both recorded a number (in step order)."""
+    kept = [(s, number(x), number(y)) for s, x, y in zip(steps, a, b) if isinstance(s, int)]
+    kept = [(s, x, y) for s, x, y in kept if x is not None and y is not None]
+    return {s: x for s, x, _ in kept}, {s: y for s, _, y in kept}
+
+
+def changes_at(values: dict) -> list:
+    """The steps whose value differs from the step before it."""
+    order = list(values)
+    return [s for prev, s in zip(order, order[1:]) if values[s] != values[prev]]
+
+
+MIN_CHANGES = 2  # the moving side changes at two steps at least: one change alone is a milestone on one side only
+
+
+def constant_side(steps: list, a: list, b: list) -> int | None:
+    """0 where a holds one value at every step both recorded and b changes at MIN_CHANGES of them or more, 1 the
+    other way round; None otherwise."""
+    xa, xb = numbers_by_step(steps, a, b)
+    for index, (mine, theirs) in enumerate(((xa, xb), (xb, xa))):
+        if len(mine) > MIN_CHANGES and not changes_at(mine) and len(changes_at(theirs)) >= MIN_CHANGES:
+            return index
+    return None
+
+
+def constant_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list) -> Relation | None:
+    """The Relation "X's quantity is v at every step compared while Y's changes": X's series never moves."""
+    found = constant_side(steps, a, b)
+    if found is None:
+        return None
+    side, other = (labels[0], labels[1]) if found == 0 else (labels[1], labels[0])
+    mine, theirs = numbers_by_step(steps, a, b)[:: 1 if found == 0 else -1]
+    first, last, moved = min(mine), max(mine), changes_at(theirs)
+    sentence = (
+        f"{side}'s {quantity} is {next(iter(mine.values()))!r} at every one of the {len(mine)} steps both recorded "
+        f"({first}..{last}), where {other}'s changes at {len(moved)} of them (step {steps_in_words(moved)})."
+    )
+    return Relation("constant", quantity, side, other, next(iter(mine.values())), first, last, None, sentence)
+
+
+def steps_in_words(steps: list, shown: int = 6) -> str:
+    """ "2, 3, 4" or "2, 3, 4, 5, 6, 7 and 9 more"."""
+    words = ", ".join(map(str, steps[:shown]))
+    return words + (f" and {len(steps) - shown} more" if len(steps) > shown else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# the same schedule, k times as long on one side
+
+MAX_STRETCH = 16  # the largest whole factor looked for: an accumulation, a world size, a short epoch
+MIN_MATCHES = 2  # steps where the series differ and the stretch maps one onto the other: one alone is a coincidence
+
+
+def time_stretch(steps: list, a: list, b: list) -> tuple[int, int, int, list] | None:
+    """(k, origin, long, matched): the series `long` (0 for a, 1 for b) holds at step origin + k·(s − origin) what the
+    other holds at step s, for every step s after the origin whose image both recorded (exactly, to float32
+    rounding), at MIN_MATCHES of them at least where the two series differ: the same schedule k times as long,
+    counted from the origin (a step before the first difference). `matched`: the (s, image) pairs that differ.
+    The smallest k fits first; None where none does."""
+    xa, xb = numbers_by_step(steps, a, b)
+    shared = list(xa)
+    first = next((s for s in shared if xa[s] != xb[s]), None)
+    if first is None:
+        return None
+    # the origin: where both schedules start (the step before the first, or a few steps in), or just before the
+    # first difference (a flat start)
+    origins = sorted(set(range(shared[0] - 1, shared[0] + 3)) | set(range(first - 3, first)))
+    origins = [o for o in origins if shared[0] - 1 <= o < first]
+    for k in range(2, MAX_STRETCH + 1):
+        for origin in origins:
+            for long, (short_v, long_v) in enumerate(((xa, xb), (xb, xa))):
+                matched = _stretched_onto(short_v, long_v, k, origin)
+                if matched is not None:
+                    return k, origin, 1 - long, matched
+    return None
+
+
+def _stretched_onto(short: dict, long: dict, k: int, origin: int) -> list | None:
+    """The (s, origin + k·(s − origin)) pairs that differ where `long` at the image equals `short` at s for every
+    step s after the origin whose image `long` recorded, with MIN_MATCHES such pairs; None where one fails."""
+    matched = []
+    for s in short:
+        t = origin + k * (s - origin)
+        if s <= origin or t not in long:
+            continue
+        if not _close(short[s], long[t], EXACT):
+            return None  # fails fast: most (k, origin) pairs fail at their first image
+        if short[s] != long[s]:
+            matched.append((s, t))
+    return matched if len(matched) >= MIN_MATCHES else None
+
+
+def stretch_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict):
+    """The Relation "X's quantity is Y's schedule k times as long", k named by the recorded counts it equals, or
+    None where no whole stretch fits."""
+    found = time_stretch(steps, a, b)
+    if found is None:
+        return None
+    k, origin, long, matched = found
+    side, other = (labels[0], labels[1]) if long == 0 else (labels[1], labels[0])
+    images = ", ".join(str(t) for _, t in matched[:4])
+    sources = ", ".join(str(s) for s, _ in matched[:4])
+    sentence = (
+        f"{side}'s {quantity} at steps {images} is {other}'s at steps {sources}: the same schedule {k} times as long "
+        f"on {side}, counted from step {origin}"
+    )
+    xa, xb = numbers_by_step(steps, a, b)
+    if origin in xa:  # the step the two schedules start from, equal on both sides
+        sentence += f", where both are {xa[origin]!r}"
+    sentence += _same_peak_words(*((xa, xb) if long == 1 else (xb, xa)), side, other)
+    return _counted_relation("stretch", quantity, side, other, k, matched, sentence, counts)
+
+
+def _same_peak_words(short: dict, long: dict, side: str, other: str) -> str:
+    """ "(the same peak 0.0015, reached at step 4 on raw, step 6 on lightning)" where both series reach the same
+    largest value, the long side later; '' otherwise."""
+    top_short, top_long = max(short.values()), max(long.values())
+    at_short = next(s for s, v in short.items() if v == top_short)
+    at_long = next(s for s, v in long.items() if v == top_long)
+    if not _close(top_short, top_long, EXACT) or at_long <= at_short:
+        return ""
+    return f" (the same peak {top_long!r}, reached at step {at_short} on {other}, step {at_long} on {side})"
+
+
+def _counted_relation(kind, quantity, side, other, k, matched, sentence, counts: dict) -> Relation:
+    named = [f"{name}={value}" for name, value in counts.items() if value == k]
+    if named:
+        sentence += f"; {counts_in_words(named)}"
+        if len(named) > 1:
+            sentence += " (each fits: the numbers cannot tell which count sized it)"
+    first, last = matched[0][0], matched[-1][1]
+    count = named[0] if named else None
+    return Relation(kind, quantity, side, other, k, first, last, count, sentence + ".", tuple(named))
+
+
+def warmup_stretch(steps: list, a: list, b: list) -> tuple[int, int, dict, dict] | None:
+    """(k, long, rise of the short side, rise of the long side) where both series rise linearly from the same value
+    at the same step to the same largest value, the long side's increments 1/k of the other's (a whole k >= 2): the
+    same warm-up k times as long. A rise: {from, start, peak, at, increment}. None otherwise."""
+    xa, xb = numbers_by_step(steps, a, b)
+    rises = [linear_rise(x) for x in (xa, xb)]
+    if None in rises:
+        return None
+    ra, rb = rises
+    if ra["from"] != rb["from"] or ra["start"] != rb["start"] or not _close(ra["peak"], rb["peak"], EXACT):
+        return None
+    for long, (short, longer) in enumerate(((ra, rb), (rb, ra))):
+        found = integer_of(short["increment"] / longer["increment"])
+        if found and found[1] and longer["at"] > short["at"]:
+            return found[0], 1 - long, short, longer
+    return None
+
+
+def linear_rise(values: dict) -> dict | None:
+    """The series' first rise: from the last step before it first grows, by one increment a step (to float32
+    rounding) up to its largest value, which no later step exceeds; None where it never grows or not linearly."""
+    order = list(values)
+    start = next((i for i in range(len(order) - 1) if values[order[i + 1]] > values[order[i]]), None)
+    if start is None:
+        return None
+    top = max(values.values())
+    end = next((i for i in range(start, len(order)) if values[order[i]] == top), None)
+    if end is None:  # its largest value came before the rise: no warm-up to it
+        return None
+    rise = [values[order[i]] for i in range(start, end + 1)]
+    increments = [y - x for x, y in zip(rise, rise[1:])]
+    if not all(_close(d, increments[0], EXACT) for d in increments):
+        return None
+    return {"from": order[start], "start": rise[0], "peak": top, "at": order[end], "increment": increments[0]}
+
+
+def warmup_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict):
+    """The Relation "X's warm-up is Y's k times as long: the same start and peak, increments 1/k", or None."""
+    found = warmup_stretch(steps, a, b)
+    if found is None:
+        return None
+    k, long, short, longer = found
+    side, other = (labels[0], labels[1]) if long == 0 else (labels[1], labels[0])
+    sentence = (
+        f"both {quantity}s rise from {short['start']!r} at step {short['from']} to the same peak {short['peak']!r}, "
+        f"{other}'s by {short['increment']:.6g} a step up to step {short['at']}, {side}'s by "
+        f"{longer['increment']:.6g} (1/{k} of it) up to step {longer['at']}: the same warm-up {k} times as long on "
+        f"{side}"
+    )
+    matched = [(short["from"], short["at"]), (longer["from"], longer["at"])]
+    return _counted_relation("warmup_stretch", quantity, side, other, k, matched, sentence, counts)

@@ -27,7 +27,7 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
-from ddp_parity.compare.causes.forward import factor_of
+from ddp_parity.compare.causes.forward import ACCUMULATION_KEYS, factor_of, relation_counts
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.seed_records import common_ranks
 from ddp_parity.compare.causes.setup import (
@@ -359,6 +359,10 @@ def check_lr(ctx: Context) -> Finding | None:
         elif shape == "":  # exact where the rates part, then drifting: a value the scaling did not reach
             shape = evidence["lr_relation"] = "factor_then"
             said += f", and not after step {relation.last} (the ratio drifts from there)"
+    if relation is None and shape == "":  # no shape above fits: what the two series' shapes prove, if anything
+        shaped = _lr_series_shape_finding(ctx, f, evidence, pairs)
+        if shaped is not None:
+            return shaped
     facts = (
         f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
@@ -567,8 +571,250 @@ OPTIMIZER_LR = Cause(
     doc="The learning rate differs with equal gradients, its shape named: a factor, another decay per step, one "
     "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp, apart at isolated "
     "steps only (equal around each: a rate set by hand there, a warm-up's bound off by one, where the scheduler "
-    "steps are recorded equal); else the schedule's length in steps (#2643). Where neither side stepped a "
-    "scheduler, the rate is said set by hand.",
+    "steps are recorded equal); one side's rate never moving while the other's changes (its schedule never stepped, "
+    "or stepped per epoch where no epoch boundary tells); the same schedule (or warm-up) k times as long on one side, "
+    "k named by every recorded count it equals; else the schedule's length in steps (#2643). Where neither side "
+    "stepped a scheduler, the rate is said set by hand.",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the lr series' shape: a rate that never moves on one side, the same schedule k times as long
+
+
+def _lr_series_shape_finding(ctx: Context, f: dict, evidence: dict, pairs: list) -> Finding | None:
+    """Where no shape above fits the two lr series (no factor, decay, per-epoch rate, ulp or isolated step): one
+    side's rate never moves while the other's does, or one side runs the other's schedule k times as long. Each is
+    what the series prove, said before the generic words that list candidates."""
+    steps, la, lb = relations.series(pairs, "lr")
+    return _constant_lr_finding(ctx, f, evidence, pairs, steps, la, lb) or _stretched_lr_finding(
+        ctx, f, evidence, pairs, steps, la, lb
+    )
+
+
+def _constant_lr_finding(ctx: Context, f: dict, evidence: dict, pairs: list, steps, la, lb) -> Finding | None:
+    """One side's rate is one value at every step compared, the other's changes: that side's schedule is never
+    stepped. The recorded scheduler.step() calls prove it where a torch scheduler stepped on the other side; else the
+    epoch boundaries among the steps compared rule out a schedule stepped per epoch, or the finding names both."""
+    relation = relations.constant_relation("lr", ctx.names, steps, la, lb)
+    if relation is None:
+        return None
+    side = "a" if relation.side == ctx.names[0] else "b"
+    other = "b" if side == "a" else "a"
+    facts = (
+        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {relation.sentence[:-1]}; {relation.value!r} is "
+        f"{_constant_rate_is(ctx, side, relation.value)}."
+    )
+    key, said = _never_stepped_or_how(ctx, f["rank"], pairs, side, other)
+    evidence.update(lr_relation="constant_side", constant_side=relation.side, relation=relation.to_json())
+    why, fix = (words.format(side=relation.side, other=relation.other) for words in LR_SHAPE_WORDS[key])
+    return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts + said, why=why, fix=fix)
+
+
+def _constant_rate_is(ctx: Context, side: str, value: float) -> str:
+    """What the rate that never moves is, as recorded: the lr its optimizer was built with (no schedule moved it),
+    or its first rate only (a schedule sets its start when built: a warm-up's first rate)."""
+    built = _built_lr(ctx, side)
+    if built is None:
+        return f"{ctx.label(side)}'s first recorded rate (its optimizer's lr as built is unrecorded)"
+    if built == value:
+        return f"the lr {ctx.label(side)}'s optimizer was built with: no schedule ever moved it"
+    return (
+        f"{ctx.label(side)}'s first rate, not the lr its optimizer was built with ({built!r}): set before step 1 (a "
+        "schedule sets its first rate when it is built: a warm-up's start) and never moved after"
+    )
+
+
+def _never_stepped_or_how(ctx: Context, rank, pairs: list, side: str, other: str) -> tuple[str, str]:
+    """(key of LR_SHAPE_WORDS, the facts that chose it) for a side whose rate never moves: the scheduler.step()
+    calls recorded on each side where there are any, else the epoch boundaries among the steps compared."""
+    rows = recorded_counts(ctx, rank)
+    calls = {s: sum(r[1 if s == "a" else 2] for r in rows) for s in ("a", "b")} if rows else None
+    if calls and calls[side]:
+        said = (
+            f" {ctx.label(side)} recorded {calls[side]} scheduler.step() call(s) over these steps, {calls[other]} on "
+            f"{ctx.label(other)}: its scheduler is stepped, yet its rate never moves."
+        )
+        return "stepped_constant", said
+    if calls and calls[other]:
+        said = f" The scheduler.step() calls recorded: none on {ctx.label(side)}, {calls[other]} on {ctx.label(other)}."
+        return "never_stepped", said
+    by_hand = "_by_hand" if calls is not None else ""  # neither stepped a torch scheduler: the hooks saw no call
+    refuted = _per_epoch_refuted(pairs, 0 if other == "a" else 1)
+    if refuted is None:
+        return f"never_stepped_or_per_epoch{by_hand}", NO_EPOCH_BOUNDARY_TELLS
+    boundaries, step, value = refuted
+    said = (
+        f" It did not move at the epoch boundaries among them either (step {relations.steps_in_words(boundaries)}), "
+        f"where the same schedule stepped once per epoch would have taken {ctx.label(other)}'s rate of step {step} "
+        f"({value!r}): it is not stepped per epoch."
+    )
+    return f"never_stepped{by_hand}", said
+
+
+NO_EPOCH_BOUNDARY_TELLS = (
+    " No epoch boundary among the steps compared tells a schedule never stepped from one stepped once per epoch "
+    "(which would move there): a run over more epochs tells them apart."
+)
+
+
+def _per_epoch_refuted(pairs: list, moving: int) -> tuple[list, int, float] | None:
+    """(the epoch boundaries, step s, value) where the moving side's schedule, stepped once per epoch on the other
+    side, would have moved it by the j-th boundary: after j steps of the schedule it holds the moving side's rate of
+    its (j+1)-th step, which differs from its first. None where no recorded boundary shows that."""
+    records = [pair[moving] for pair in pairs if relations.number(pair[moving].get("lr")) is not None]
+    epochs = [r.get("epoch") for r in records]
+    if not records or not all(isinstance(e, int) for e in epochs):
+        return None
+    boundaries = [r["step"] for prev, r in zip(records, records[1:]) if r.get("epoch") != prev.get("epoch")]
+    first = records[0]["lr"]
+    moved = next((j for j in range(1, len(boundaries) + 1) if records[j]["lr"] != first), None)
+    return (boundaries, records[moved]["step"], records[moved]["lr"]) if moved else None
+
+
+def _stretched_lr_finding(ctx: Context, f: dict, evidence: dict, pairs: list, steps, la, lb) -> Finding | None:
+    """One side's rates are the other's schedule k times as long (at the steps both have, or the same warm-up from
+    the same start to the same peak at 1/k the slope): its schedule was sized from another count, named where a
+    recorded count equals k (all of them where several do)."""
+    counts = _stretch_counts(ctx, f["rank"], pairs)
+    relation = relations.stretch_relation("lr", ctx.names, steps, la, lb, counts) or relations.warmup_relation(
+        "lr", ctx.names, steps, la, lb, counts
+    )
+    if relation is None:
+        return None
+    facts = (
+        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {relation.sentence}"
+    )
+    evidence.update(lr_relation=relation.kind, relation=relation.to_json())
+    values = {"long": relation.side, "short": relation.other, "k": relation.value}
+    named = [STRETCH_BY_COUNT.get(c.split("=")[0], "length") for c in relation.counts] or ["length"]
+    named = list(dict.fromkeys(named))  # the accumulation and the micro-batches per step are one mechanism
+    why = " ".join([STRETCH_WHY[relation.kind]] + [STRETCH_WORDS[n][0] + "." for n in named])
+    why += STRETCH_APART if len(named) > 1 else ""
+    fix = "; or, ".join(STRETCH_WORDS[n][1] for n in named) + "."
+    fix = fix[0].upper() + fix[1:]
+    return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why.format(**values), fix=fix)
+
+
+def _stretch_counts(ctx: Context, rank, pairs: list) -> dict[str, int]:
+    """The recorded counts a schedule's length is sized by, most telling first: the accumulation and micro-batches
+    per step, the steps per epoch, then the world size and the batch size (relation_counts)."""
+    counts = relation_counts(ctx, "lr")
+    per_epoch = _steps_per_epoch(ctx, rank, pairs)
+    first = {k: v for k, v in counts.items() if k not in ("world_size", "batch_size")}
+    if per_epoch and per_epoch > 1:
+        first["steps per epoch"] = per_epoch
+    return {**first, **counts}
+
+
+def _steps_per_epoch(ctx: Context, rank, pairs: list) -> int | None:
+    """The optimizer steps an epoch takes: the trained loader's length over the micro-batches a step (the hooks'
+    loader_iterators), else the steps of each whole recorded epoch (one with a recorded epoch after it, and before
+    it or from step 1), where they are one number. None unrecorded."""
+    loader = _epoch_of_the_trained_loader(ctx, rank, pairs)
+    if loader is not None:
+        return loader["steps"]
+    epochs = [(ra.get("step"), ra.get("epoch")) for ra, rb in pairs if ra.get("epoch") == rb.get("epoch")]
+    order = list(dict.fromkeys(e for _, e in epochs))
+    whole = [e for i, e in enumerate(order[:-1]) if i > 0 or epochs[0][0] == 1]
+    sizes = {sum(1 for _, x in epochs if x == e) for e in whole}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+# the words of a rate that never moves on one side (_constant_lr_finding), by what the records prove of its stepping
+LR_SHAPE_WORDS = {
+    "never_stepped": (
+        "A schedule never stepped holds the rate it started at while the other side's moves: the scheduler is built "
+        "but its step is never called, or called where it does nothing (a scheduler stepped with the epoch it "
+        "already holds, or through a method that does not advance a per-update schedule).",
+        "On {side}, step the schedule once per optimizer step, after optimizer.step(), as {other} does: in Lightning, "
+        "return the scheduler from configure_optimizers with interval 'step' (a scheduler that is not torch's, such "
+        "as timm's, through its per-update method, step_update(num_updates), in lr_scheduler_step).",
+    ),
+    "never_stepped_or_per_epoch": (
+        "A schedule that holds its first rate over every step compared while the other side's moves is never "
+        "stepped on that side (its step never called, or called where it does nothing), or stepped once per epoch "
+        "(Lightning's default interval 'epoch') where the other side steps it per optimizer step.",
+        "On {side}, step the schedule once per optimizer step, after optimizer.step(), as {other} does: in Lightning, "
+        "return the scheduler from configure_optimizers with interval 'step' (a scheduler that is not torch's, such "
+        "as timm's, through its per-update method, step_update(num_updates), in lr_scheduler_step).",
+    ),
+    "never_stepped_by_hand": (
+        "Neither side stepped a torch scheduler (the hooks count every LRScheduler.step() call): {other} sets its "
+        "rate at each step otherwise, by hand or through a scheduler that is not torch's (timm's write the param "
+        "groups themselves), and {side} never changes it: the code or call that sets it per optimizer step is left "
+        "out, or called where it does nothing (a per-epoch call, such as timm's step(epoch), of a schedule advanced "
+        "per update).",
+        "On {side}, set the rate at every optimizer step as {other} does: the same code, or the same scheduler's "
+        "per-update call (timm's step_update(num_updates)) after each optimizer.step().",
+    ),
+    "never_stepped_or_per_epoch_by_hand": (
+        "Neither side stepped a torch scheduler (the hooks count every LRScheduler.step() call): {other} sets its "
+        "rate at each step otherwise, by hand or through a scheduler that is not torch's (timm's write the param "
+        "groups themselves), and {side} never changes it over the steps compared: the code or call that sets it per "
+        "optimizer step is left out or does nothing there, or it sets the rate once per epoch only.",
+        "On {side}, set the rate at every optimizer step as {other} does: the same code, or the same scheduler's "
+        "per-update call (timm's step_update(num_updates)) after each optimizer.step().",
+    ),
+    "stepped_constant": (
+        "A scheduler stepped whose rate never moves holds a schedule that is flat over these steps (another "
+        "schedule, or one whose first change lies later), or it is not the scheduler of the optimizer trained.",
+        "Build the same schedule, with the same parameters, over the trained optimizer on both sides ({side} as "
+        "{other}), and step it alike.",
+    ),
+}
+
+# the words of the same schedule k times as long (_stretched_lr_finding): what the relation proves, then per recorded
+# count equal to k the mechanism that count gives and its fix
+STRETCH_WHY = {
+    "stretch": "{long} runs {short}'s schedule {k} times as long (its rates are {short}'s at {k} times the steps): "
+    "the schedule's length and warm-up were computed from another count on one side.",
+    "warmup_stretch": "{long}'s warm-up is {short}'s {k} times as long (the same start and peak, 1/{k} the slope): "
+    "the warm-up's length was computed from another count on one side.",
+}
+STRETCH_BY_COUNT = {
+    **dict.fromkeys(ACCUMULATION_KEYS, "micro_batches"),
+    "micro-batches per step": "micro_batches",
+    "steps per epoch": "epochs",
+    "world_size": "world",
+    "batch_size": "samples",
+}
+STRETCH_WORDS = {
+    "micro_batches": (
+        "{k} is the micro-batches per optimizer step: {long}'s schedule is sized in micro-batches (the loader's "
+        "batches, len(train_loader) × epochs) where {short}'s is sized in optimizer updates (divided by the "
+        "accumulation)",
+        "size the schedule in optimizer updates on both sides, warm-up included: len(train_loader) // accumulation "
+        "× epochs (Lightning's trainer.estimated_stepping_batches)",
+    ),
+    "epochs": (
+        "{k} is the steps per epoch: a length given in epochs is taken as steps on one side, both stepped per "
+        "optimizer step ({short}'s epochs taken as updates, or {long}'s updates multiplied by the steps per epoch "
+        "once too often)",
+        "count the warm-up and the length in the unit the schedule is stepped in on both sides: optimizer updates "
+        "(epochs × steps per epoch) for a schedule stepped per update",
+    ),
+    "world": (
+        "{k} is the world_size: {long}'s schedule is sized from the whole dataset (len(dataset) / batch_size) where "
+        "{short}'s is sized from its rank's share (len(train_loader) under a DistributedSampler)",
+        "size the schedule from the training loader as each rank sees it (len(train_loader), after the "
+        "DistributedSampler) on both sides",
+    ),
+    "samples": (
+        "{k} is the batch_size: {long}'s schedule is sized in samples (len(dataset)) where {short}'s is in batches",
+        "size the schedule in batches (len(train_loader)), not samples, on both sides",
+    ),
+    "length": (
+        "{k} is none of the counts recorded (the accumulation, the micro-batches per step, the steps per epoch, the "
+        "world size, the batch size): the schedule's length or warm-up is given otherwise on each side",
+        "give both schedules the same warm-up and length, counted in optimizer updates",
+    ),
+}
+STRETCH_APART = (
+    " The records cannot tell these apart: a run where these counts differ (another accumulation, epoch length or "
+    "number of ranks) does, as {k} follows the count that sized the schedule."
 )
 
 
