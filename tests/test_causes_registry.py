@@ -80,6 +80,7 @@ KINDS = {
     "optimizer.other_steps",  # issue 46: a GAN's second optimizer (StyleGAN2's generator) stepped at other points
     "data_order.restarted",  # issue 46: the eighth first pass (FixMatch's iterators kept across Lightning's epochs)
     "data_order.remade",  # issue 46: the ninth first pass (VAR's infinite batch sampler, iterated anew each epoch)
+    *("buffers.averaged", "buffers.statistics"),  # issue 46: the tenth first pass (timm's distribute_bn)
 }
 
 

@@ -244,6 +244,17 @@ def has_state(run_dir) -> bool | None:
     return None
 
 
+def recorded_module_types(run_dir) -> set[str] | None:
+    """The classes of every module the run's module watch saw called (any watched step, any rank): what says
+    whether a side's norm layers are SyncBatchNorm. None where it watched nothing (no class is known)."""
+    types = None
+    for rank in module_trace_ranks(run_dir):
+        for record in read_module_trace(run_dir, rank).values():
+            found = {call.get("type") for call in record.get("calls") or [] if isinstance(call, dict)}
+            types = (types or set()) | {t for t in found if isinstance(t, str)}
+    return types
+
+
 def _context(calls_a: list, position: int, calls_b: dict) -> dict:
     """What the reading needs: is this the first call of its pass, is the outermost call's input
     different too, and does the module contain submodules called before it in this pass."""
