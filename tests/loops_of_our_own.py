@@ -4,6 +4,7 @@ their pairs with it. One process, one CPU thread, a few steps: a pair trains in 
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,6 +83,17 @@ class Loop:
     # cosine to 0 at step `length` (both × schedule_stretch: a schedule sized in micro-batches under accumulation)
     length: int = 8
     schedule_stretch: int = 1
+    # issue 46's tenth pass: buffers and final states (timm's distribute_bn, an EMA registered in the module)
+    batchnorm: bool = False  # a BatchNorm1d after the first layer: running statistics, buffers of the final state
+    sync_batchnorm: bool = False  # with batchnorm: built as nn.SyncBatchNorm (in one process it syncs nothing;
+    # its class is what a module watch records)
+    average_buffers_after: tuple = ()  # after these steps the running statistics are averaged over the ranks as
+    # timm's distribute_bn does (all_reduce SUM, then / world size); one process stands in for two ranks, the
+    # other holding zeros: each buffer halved
+    record_collectives: bool = False  # record the loop's own collectives per step as the hooks do (`collectives`,
+    # `collectives_count`: those made since the previous step, in the next step's record)
+    copy_in_module: bool = False  # an EMA of the model registered beside it (`ema.*`) in the module recorded and
+    # saved, updated after each step's record (an EMA kept as a LightningModule's submodule)
 
     def changed(self, **knobs) -> Loop:
         return replace(self, **knobs)
@@ -94,6 +106,9 @@ def build(s: Loop) -> nn.Module:
         model = nn.Sequential(*layers)
         if s.tie:
             model[4].weight = model[2].weight
+    elif s.batchnorm:
+        norm = nn.SyncBatchNorm(8) if s.sync_batchnorm else nn.BatchNorm1d(8)
+        model = nn.Sequential(nn.Linear(6, 8), norm, nn.Tanh(), nn.Linear(8, 3))
     else:
         model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     for name, p in model.named_parameters():
@@ -170,9 +185,37 @@ def measured_norm(model: nn.Module, s: Loop) -> torch.Tensor:
     return torch.nn.utils.get_total_norm(grads, s.norm_type)
 
 
+class WithCopy(nn.Module):
+    """The trained network and an EMA of it, both registered: the state dict holds `ema.*` and `net.*`, the copy
+    first (so that `param_digest`, the first and last parameter, sums one of the copy's: a final-class bias's sum
+    stays put under cross-entropy)."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.ema, self.net = copy.deepcopy(net), net
+
+    @torch.no_grad()
+    def update(self, decay: float = 0.5) -> None:
+        for mine, theirs in zip(self.ema.state_dict().values(), self.net.state_dict().values()):
+            mine.copy_(mine * decay + theirs * (1 - decay) if mine.is_floating_point() else theirs)
+
+
+def average_buffers(model: nn.Module) -> list[dict]:
+    """timm's distribute_bn in one process: each running statistic all-reduced (SUM) and divided by a world size
+    of 2, the other rank's held zeros; the collectives as the hooks list them."""
+    made = []
+    with torch.no_grad():
+        for name, buf in model.named_buffers():
+            if name.endswith(("running_mean", "running_var")):
+                buf.mul_(0.5)
+                made.append({"op": "all_reduce", "reduce_op": "SUM", "dtype": "float32", "shape": list(buf.shape)})
+    return [{**c, "caller": "__main__", "digest": f"{i:016x}"} for i, c in enumerate(made)]
+
+
 def train(run_dir: Path, side: str, s: Loop) -> Path:
     torch.set_num_threads(1)
     model = build(s)
+    recorded = WithCopy(model) if s.copy_in_module else model
     optimizer = optimizer_of(model, s)
     scheduler = scheduler_of(optimizer, s)
     x = torch.randn(64, 6, generator=torch.Generator().manual_seed(1))
@@ -187,6 +230,7 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     if s.watch:
         recorder.watch(model, steps="all")
     drawn = batches(s, len(x))
+    made: list[dict] = []  # the loop's own collectives since the previous step
     for step in range(1, s.steps + 1):
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
@@ -237,6 +281,8 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
         clip = {"clip_max_norm": s.clip, "clip_norm_type": 2.0} if s.record_clip and s.clip is not None else {}
         if s.record_scheduler_count:
             clip["scheduler_steps_before"] = s.scheduler_steps if scheduler is not None and step > 1 else 0
+        if s.record_collectives:
+            clip.update(collectives=made, collectives_count=len(made))
         recorder.record(
             step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,
@@ -245,16 +291,19 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             grad_norm=norm,
             lr=lr,
             optimizer=optimizer if s.record_optimizer == "first" or step == s.steps else None,
-            model=model if s.record_model else None,
+            model=recorded if s.record_model else None,
             batch=x[indices] if s.record_batch else None,
             **clip,
         )
         optimizer.zero_grad()
+        if s.copy_in_module:
+            recorded.update()
+        made = average_buffers(model) if step in s.average_buffers_after else []
     if s.average_at_end:
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(0.5)
-    recorder.finish(model)
+    recorder.finish(recorded)
     return Path(run_dir)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ddp_parity.compare.comparator import match_keys, strip_known_prefixes
-from ddp_parity.trace_files import ALL, iter_records, parse_watch_steps, read_meta
+from ddp_parity.trace_files import ALL, TraceFormatError, iter_records, parse_watch_steps, read_meta
 from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_trace
 
 RANDOM_TYPES = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")
@@ -242,6 +242,20 @@ def has_state(run_dir) -> bool | None:
             if calls:
                 return any("state" in call for call in calls)
     return None
+
+
+def recorded_module_types(run_dir) -> set[str] | None:
+    """The classes of every module the run's module watch saw called (any watched step, any rank): what says
+    whether a side's norm layers are SyncBatchNorm. None where it watched nothing (no class is known)."""
+    types = None
+    try:
+        for rank in module_trace_ranks(run_dir):
+            for record in read_module_trace(run_dir, rank).values():
+                found = {call.get("type") for call in record.get("calls") or [] if isinstance(call, dict)}
+                types = (types or set()) | {t for t in found if isinstance(t, str)}
+    except (TraceFormatError, OSError):  # a watch cut off by a crash: its classes are not known whole
+        return None
+    return types
 
 
 def _context(calls_a: list, position: int, calls_b: dict) -> dict:

@@ -8,34 +8,93 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ddp_parity.compare.causes.base import Cause, Context, finding, fmt, recording
 from ddp_parity.compare.causes.configuration import config_one_side
 from ddp_parity.compare.causes.data import STEP_COUNT, step_count_finding
+from ddp_parity.compare.causes.hooked import collectives_over_shapes
 from ddp_parity.compare.causes.update import OPTIMIZER
 from ddp_parity.compare.comparator import match_keys
 from ddp_parity.compare.evaluations import evaluation_summary
 from ddp_parity.compare.findings import Finding, evaluations_not_compared
+from ddp_parity.compare.modules import recorded_module_types
 from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import FINAL_PARAMS_FILE
 
 BUFFER_HINTS = ("running_mean", "running_var", "num_batches_tracked")
 
 # ---------------------------------------------------------------------------------------------
+# the final states, by name: what both hold apart (parameters, buffers), and a copy of the model one holds alone
+
+
+class FinalApart(NamedTuple):
+    parameters: list[str]  # tensors both final states hold, parameters, whose values differ
+    buffers: list[str]  # tensors both hold, buffers (running statistics), whose values differ
+    parameters_compared: int  # how many parameters both hold
+
+
+def final_apart(ctx: Context) -> FinalApart:
+    """The tensors both final states hold, paired by name, split into parameters and buffers: a weight written
+    after the last step shows in the parameters, running statistics synchronised otherwise in the buffers only."""
+    if "final_apart" not in ctx.cache:
+        bufs = {s: _buffer_digests(ctx.meta(s)) for s in ("a", "b")}
+        rows = [row for row in ctx.cmp.param_tensors if isinstance(row, dict) and "name" in row]
+        params = [row for row in rows if not _is_buffer(row["name"], bufs)]
+        ctx.cache["final_apart"] = FinalApart(
+            [row["name"] for row in params if not row.get("equal")],
+            [row["name"] for row in rows if not row.get("equal") and _is_buffer(row["name"], bufs)],
+            len(params),
+        )
+    return ctx.cache["final_apart"]
+
+
+def copy_held_alone(ctx: Context, side: str) -> dict | None:
+    """Where `side`'s final state holds, besides the tensors both hold, all of them again under a prefix of its own
+    (`model_ema.module.` before the model's names): {prefix, count}, a second copy of the model registered in the
+    module (an EMA kept as a LightningModule's submodule is saved in its state_dict). None where it holds none."""
+    alone = set(ctx.cmp.params_only_in.get(side) or [])
+    shared = [row["name"] for row in ctx.cmp.param_tensors if isinstance(row, dict) and "name" in row]
+    if not alone or not shared:
+        return None
+    for name in sorted(n for n in alone if n.endswith("." + shared[0])):  # found from one name, checked on all
+        prefix = name[: -len(shared[0])]
+        if all(prefix + tail in alone for tail in shared):
+            return {"prefix": prefix, "count": sum(n.startswith(prefix) for n in alone)}
+    return None
+
+
+COPY_ALONE = (
+    " {side}'s final state also holds {count} tensor(s) under {prefix}* laid out as the model's: a second copy of "
+    "the model registered in the module (an EMA kept as a submodule is saved in its state_dict), with no counterpart "
+    "on {other}, not compared."
+)
+
+
+def copies_alone_said(ctx: Context) -> str:
+    said = ""
+    for side, other in (("a", "b"), ("b", "a")):
+        if (copy := copy_held_alone(ctx, side)) is not None:
+            said += COPY_ALONE.format(side=ctx.label(side), other=ctx.label(other), **copy)
+    return said
+
+
+# ---------------------------------------------------------------------------------------------
 # buffers
 
 
 def check_buffers(ctx: Context) -> Finding | None:
-    """Buffers (BatchNorm running statistics) differing between ranks of a side or between sides."""
+    """Buffers (BatchNorm running statistics) differing between ranks of a side, or between the sides with every
+    parameter both final states hold equal: how the records say each side synchronised them over the ranks."""
     replicas = {s: ctx.meta(s).get("replicas_identical") for s in ("a", "b")}
     bufs = {s: _buffer_digests(ctx.meta(s)) for s in ("a", "b")}
     split = [s for s in ("a", "b") if replicas[s] is False or _ranks_disagree(bufs[s])]
-    params = ctx.cmp.params
-    only_buffers = _differing_tensors(ctx) and all(_is_buffer(n, bufs) for n in _differing_tensors(ctx))
+    apart = final_apart(ctx)
     if len(split) == 1:
         side = split[0]
         name = _first_differing_buffer(bufs[side]) or next(iter(_differing_tensors(ctx)), None)
@@ -43,10 +102,152 @@ def check_buffers(ctx: Context) -> Finding | None:
         values = {"side": ctx.label(side), "name": name or "replicas_identical: false"}
         return finding(ctx, BUFFERS_REPLICAS, None, None, evidence, "", **values)
     across = _first_buffer_across(bufs)
-    if across or (only_buffers and params.compared and not params.all_equal and ctx.earliest is None):
-        name = across or next(iter(_differing_tensors(ctx)))
-        return finding(ctx, BUFFERS_SYNC, None, None, {"buffer": name}, "", name=name)
-    return None
+    if apart.parameters or not (across or (apart.buffers and ctx.earliest is None)):
+        return None  # parameters apart too: the final parameters' checks speak
+    return statistics_finding(ctx, apart.buffers or [across], apart)
+
+
+class StatisticsRecords(NamedTuple):
+    """What the records hold of how each side synchronised its running statistics over the ranks."""
+
+    names: list[str]  # the buffers apart
+    types: dict  # side -> the module classes its watch recorded, None where unrecorded
+    own: dict  # side -> collectives_over_shapes (its own over the buffers' shapes), None where unrecorded
+    said: str  # the sentence every variant says: only buffers apart, every parameter equal, a copy held alone
+
+
+def statistics_finding(ctx: Context, names: list[str], apart: FinalApart) -> Finding:
+    """Only buffers apart: SyncBatchNorm where the recorded module classes show it on one side; an averaging of
+    the statistics on one side only where its own collectives over the buffers' shapes show it and the other's
+    show none; else what the records hold of each, with the candidates and how to tell them apart."""
+    shapes = {tuple(r["shape"]) for r in ctx.cmp.param_tensors if r.get("name") in names and _many(r.get("shape"))}
+    said = ONLY_BUFFERS.format(parameters=apart.parameters_compared, count=len(names), names=_names(names))
+    records = StatisticsRecords(
+        names,
+        {s: recorded_module_types(ctx.run(s)) for s in ("a", "b")},
+        {s: collectives_over_shapes(ctx.run(s), shapes) if shapes else None for s in ("a", "b")},
+        said + copies_alone_said(ctx),
+    )
+    evidence = {
+        "buffer": names[0],
+        "buffers": names[:8],
+        "parameters_equal": apart.parameters_compared,
+        "module_types": ctx.both(*(_norm_types(records.types[s]) for s in ("a", "b"))),
+        "averaged": ctx.both(*(own["after"] if own else None for own in records.own.values())),
+        "copies_alone": ctx.both(*(copy_held_alone(ctx, s) for s in ("a", "b"))),
+    }
+    return (
+        _sync_batchnorm_one_side(ctx, records, evidence)
+        or _averaged_one_side(ctx, records, evidence)
+        or _synchronised_otherwise(ctx, records, evidence)
+    )
+
+
+def _sync_batchnorm_one_side(ctx: Context, records: StatisticsRecords, evidence: dict) -> Finding | None:
+    """SyncBatchNorm among one side's recorded module classes, none among the other's (recorded too)."""
+    types = records.types
+    synced = [s for s in ("a", "b") if types[s] and any(SYNC_BN in t for t in types[s])]
+    other = "b" if synced == ["a"] else "a"
+    if len(synced) != 1 or not types[other]:
+        return None
+    side = synced[0]
+    lead = SYNC_RECORDED.format(side=ctx.label(side), mine=_types_said(types[side]), theirs=_types_said(types[other]))
+    return finding(ctx, BUFFERS_SYNC, None, None, evidence, lead + " " + records.said)
+
+
+def _averaged_one_side(ctx: Context, records: StatisticsRecords, evidence: dict) -> Finding | None:
+    """One side's own collectives over the buffers' shapes between steps, none in the other's (whose lists were
+    recorded whole: a list cut short may have left them out)."""
+    own = records.own
+    averaging = [s for s in ("a", "b") if own[s] and own[s]["after"]]
+    other = "b" if averaging == ["a"] else "a"
+    if len(averaging) != 1 or own[other] is None or own[other]["after"] or own[other]["cut"]:
+        return None
+    side = averaging[0]
+    values = {"side": ctx.label(side), "other": ctx.label(other), "after": _steps(own[side]["after"])}
+    lead = AVERAGED_ONE_SIDE.format(ops=", ".join(own[side]["ops"]), **values)  # the headline names it
+    facts = lead + " " + records.said + _types_sentence(ctx, records.types)
+    return finding(ctx, BUFFERS_AVERAGED, None, None, evidence, facts, **values)
+
+
+def _synchronised_otherwise(ctx: Context, records: StatisticsRecords, evidence: dict) -> Finding:
+    """Neither of the above: each side's averaging as recorded (or unrecorded), the candidates and how to tell."""
+    own, types = records.own, records.types
+    facts = records.said + AVERAGINGS.format(said="; ".join(_averaging_said(ctx, s, own[s]) for s in ("a", "b")))
+    if all(own[s] and own[s]["after"] for s in ("a", "b")) and own["a"]["after"] == own["b"]["after"]:
+        facts += SAME_STEPS
+    facts += _types_sentence(ctx, types)
+    # SyncBatchNorm named and advised only where a side's module classes are unrecorded, never where both are seen
+    unruled = " and ".join(ctx.label(s) for s in ("a", "b") if not types[s])
+    values = {
+        "sync_candidate": SYNC_CANDIDATE if unruled else "",
+        "sync": SYNC_NOT_RULED_OUT.format(sides=unruled) if unruled else "",
+        "record_more": RECORD_MORE if unruled or None in own.values() else "",
+    }
+    return finding(ctx, BUFFERS_STATISTICS, None, None, evidence, facts, **values)
+
+
+SYNC_BN = "SyncBatchNorm"
+ONLY_BUFFERS = (
+    "Only buffers differ, {count} running statistic(s) ({names}), while every recorded step matches and every "
+    "parameter both final states hold is equal ({parameters} of {parameters})."
+)
+SYNC_RECORDED = "The recorded module classes hold SyncBatchNorm on {side} only ({mine} against {theirs})."
+AVERAGED_ONE_SIDE = (
+    "The running statistics are averaged over the ranks on {side} only: {side}'s own collectives average tensors of "
+    "the differing buffers' shapes between steps ({ops}, after step(s) {after}), {other}'s hold none of those shapes."
+)
+AVERAGINGS = " The program's own reductions (all_reduce and the like) over tensors of those buffers' shapes: {said}."
+SAME_STEPS = (
+    " Both after the same steps: the records order no forward against those collectives, so whether each side "
+    "averaged before or after validation's forward through the DDP wrapper is not recorded."
+)
+SYNC_NOT_RULED_OUT = (
+    "; and use SyncBatchNorm on both sides or on neither (the module classes are unrecorded on {sides})"
+)
+SYNC_CANDIDATE = ", or SyncBatchNorm on one side (statistics over the global batch)"
+RECORD_MORE = "; the hooks of ddp-parity record list the program's collectives, a module watch the modules' classes"
+NO_CLASSES_BUT_NORMS = " Neither side's recorded modules are SyncBatchNorm ({norms})."
+CLASSES_UNRECORDED = " The module classes are unrecorded on {sides} (no module watch): SyncBatchNorm is not ruled out."
+
+
+def _averaging_said(ctx: Context, side: str, own: dict | None) -> str:
+    if own is None:
+        return f"unrecorded on {ctx.label(side)}"
+    if own["after"]:
+        return f"{ctx.label(side)} after step(s) {_steps(own['after'])} ({', '.join(own['ops'])})"
+    cut = ", its lists cut short at some step (those left out are unknown)" if own["cut"] else ""
+    return f"none on {ctx.label(side)}{cut}"
+
+
+def _types_sentence(ctx: Context, types: dict) -> str:
+    unrecorded = [ctx.label(s) for s in ("a", "b") if not types[s]]
+    if unrecorded:
+        return CLASSES_UNRECORDED.format(sides=" and ".join(unrecorded))
+    if any(SYNC_BN in t for s in ("a", "b") for t in types[s]):
+        return ""
+    return NO_CLASSES_BUT_NORMS.format(norms=_types_said(types["a"] | types["b"]))
+
+
+def _norm_types(types: set[str] | None) -> list[str] | None:
+    return None if types is None else sorted(t for t in types if "Norm" in t)
+
+
+def _types_said(types: set[str]) -> str:
+    return ", ".join(_norm_types(types)) or "no norm layer"
+
+
+def _many(shape) -> bool:
+    """A tensor of more than one number: a scalar's all_reduce is a metric's as often as a buffer's."""
+    return isinstance(shape, list) and math.prod(n for n in shape if isinstance(n, int)) > 1
+
+
+def _steps(steps: list[int]) -> str:
+    return ", ".join(str(s) for s in steps)
+
+
+def _names(names: list[str], limit: int = 3) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _buffer_digests(meta: dict) -> dict:
@@ -95,11 +296,41 @@ BUFFERS_REPLICAS = Cause(
 BUFFERS_SYNC = Cause(
     "buffers.sync",
     check_buffers,
-    why="The buffer {name} differs between the sides while the per-step training records agree: its running "
-    "statistics are computed from other batch statistics, as when one side converts BatchNorm to "
-    "SyncBatchNorm (statistics over the global batch) and the other does not.",
+    why="Its running statistics are computed from other batch statistics: a SyncBatchNorm's over the global batch "
+    "(every rank's), a BatchNorm's over its own rank's.",
     fix="Use SyncBatchNorm on both sides (torch.nn.SyncBatchNorm.convert_sync_batchnorm) or on neither.",
-    doc="`buffers_sha256` differs across the sides with the training records equal: SyncBatchNorm on one side only.",
+    doc="Only buffers differ, every parameter equal, and the recorded module classes hold SyncBatchNorm on one "
+    "side only.",
+)
+BUFFERS_AVERAGED = Cause(
+    "buffers.averaged",
+    check_buffers,
+    why="A BatchNorm's running statistics take no part in a training step's numbers (its forward in training mode "
+    "normalises by the batch's own statistics), so averaging them over the ranks changes no step: {side}'s end as "
+    "the mean over the ranks (as timm's distribute_bn leaves them at an epoch's end), {other}'s as its ranks left "
+    "them (rank 0's, where DDP broadcast them at a forward through the wrapper).",
+    fix="Average the running statistics over the ranks on {other} too, at the same point as {side} (after step(s) "
+    "{after}: all_reduce each running_mean and running_var, then divide by the world size), in the same order "
+    "against validation's forward (in Lightning, validation runs before on_train_epoch_end; "
+    "on_validation_epoch_start comes before it), or on neither side.",
+    doc="Only buffers differ, every parameter equal; one side's own collectives average tensors of the buffers' "
+    "shapes between steps (timm's distribute_bn), the other's none: the statistics averaged on one side only.",
+)
+BUFFERS_STATISTICS = Cause(
+    "buffers.statistics",
+    check_buffers,
+    why="A BatchNorm's running statistics take no part in a training step's numbers, so they part while every step "
+    "matches where the sides synchronise them over the ranks otherwise: averaged at another point (before a forward "
+    "through the DDP wrapper on one side, after it on the other: DDP's broadcast_buffers sends rank 0's buffers at "
+    "that forward, validation's, so an average taken after it averages copies of rank 0's), or averaged or "
+    "broadcast on one side only{sync_candidate}. To tell which: compare each rank's running_mean on each side just "
+    "before and just after its averaging (ranks already equal before it: a DDP broadcast ran first){record_more}.",
+    fix="Synchronise the running statistics at the same points on both sides: average them over the ranks after "
+    "the same steps and in the same order against validation's forward through the DDP wrapper (in Lightning, "
+    "validation runs before on_train_epoch_end; on_validation_epoch_start comes before it){sync}.",
+    doc="Only buffers differ, every parameter equal, and the records show neither SyncBatchNorm nor an averaging "
+    "on one side only: synchronised at another point (averaged before validation's DDP broadcast on one side, "
+    "after it on the other), the candidates and how to tell them apart.",
 )
 
 
@@ -110,8 +341,10 @@ BUFFERS_SYNC = Cause(
 def check_final_moved(ctx: Context) -> Finding | None:
     """Every recorded step matches, the final tensors do not, and on one side the final parameters are not what
     its own last step left (their digest, the float64 sums of the first and last parameter, is not the last
-    step's `param_digest`): the weights were changed after the last optimizer step on that side."""
-    if ctx.earliest is not None or ctx.cmp.params.all_equal:
+    step's `param_digest`): the weights were changed after the last optimizer step on that side. Never where every
+    parameter both final states hold is equal (only buffers apart, or tensors one side holds alone): no weight was
+    written, whatever a digest of a copy held alone says."""
+    if ctx.earliest is not None or ctx.cmp.params.all_equal or not final_apart(ctx).parameters:
         return None
     moved = {s: _moved_after_last_step(ctx, s) for s in ("a", "b")}
     if None in moved.values() or moved["a"] == moved["b"]:
@@ -142,6 +375,8 @@ def _moved_after_last_step(ctx: Context, side: str):
     last = _last_digest(ctx, side)
     if not names or not isinstance(last, list) or len(last) != 2:
         return None
+    if {names[0], names[-1]} & set(ctx.cmp.params_only_in.get(side) or []):
+        return None  # the digest sums a tensor the other side does not hold (a copy's, an EMA's): not the weights
     try:
         import torch
         from safetensors.torch import load_file
@@ -165,8 +400,9 @@ FINAL_MOVED = Cause(
     "EMAWeightAveraging callbacks do; a checkpoint loaded; a last update outside the optimizer).",
     fix="On {side}, keep the trained weights as the model's final state, as the other side does: keep an averaged "
     "(EMA/SWA) model apart from the model instead of copying it in at the end (or copy it in on both sides).",
-    doc="Every step matches, the final tensors differ, and one side's final parameters are not its own last step's "
-    "digest: the weights changed after training on that side (an EMA copied in at the end).",
+    doc="Every step matches, a parameter both final states hold differs, and one side's final parameters are not "
+    "its own last step's digest (one it holds alone, a copy's, proves nothing): the weights changed after training "
+    "on that side (an EMA copied in at the end).",
 )
 
 

@@ -183,6 +183,45 @@ def _describe_own(record: dict, signature: Counter) -> str:
     return f"{_describe(signature)}; {beside}" if signature else f"none of its own, {beside}"
 
 
+def collectives_over_shapes(run, shapes: set[tuple], rank: int = 0) -> dict | None:
+    """The program's own reductions over floating-point tensors of these shapes on one rank, no gradient among
+    them (the running statistics averaged by hand: timm's distribute_bn all-reduces each one): {after: the steps
+    after which they ran (a record's list follows the step before it; the last step's from hooks.json), count,
+    ops: each op and shape once, cut: whether a list that holds none of them was cut short (those it left out are
+    unknown)}. None where the run recorded no collectives (a trace not recorded by the hooks)."""
+    records = list(records_of(run, rank))
+    facts = read_hook_facts(run, rank)
+    last = facts.get("collectives_after_last_step")
+    if not facts and not any("collectives" in r for r in records):  # the hooks list every step's, even none
+        return None
+    found = {"after": [], "count": 0, "ops": [], "cut": False}
+    steps = [(r.get("step", 1) - 1, r) for r in records if isinstance(r.get("step"), int)]
+    if isinstance(last, dict) and isinstance(last.get("after_step"), int):
+        steps.append((last["after_step"], {"collectives": last.get("items"), "collectives_count": last.get("count")}))
+    for after, record in steps:
+        entries = record.get("collectives") if isinstance(record.get("collectives"), list) else []
+        over = [e for e in entries if isinstance(e, dict) and _over_shapes(e, shapes)]
+        if over:
+            found["after"].append(after)
+            found["count"] += len(over)
+            found["ops"] = sorted({*found["ops"], *(f"{e.get('op')} {e.get('shape')}" for e in over)})
+        elif _cut(record):
+            found["cut"] = True
+    return found
+
+
+def _over_shapes(entry: dict, shapes: set[tuple]) -> bool:
+    shape = entry.get("shape") if isinstance(entry.get("shape"), list) else None
+    return (
+        _own(entry)
+        and entry.get("op") in REDUCTIONS  # an average: a broadcast of the buffers is another synchronisation
+        and entry.get("of") != "grad"
+        and str(entry.get("dtype") or "").startswith(("float", "bfloat"))
+        and shape is not None
+        and tuple(shape) in shapes
+    )
+
+
 def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
     """The first step at or before the first divergence where the program's own collectives differ, unless the
     same difference came at an earlier step after which the training stayed equal for a step (a logging all_reduce
