@@ -340,6 +340,9 @@ def check_lr(ctx: Context) -> Finding | None:
     shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
     by_hand = no_scheduler_steps(ctx, f["rank"])  # the hooks saw no scheduler step on either side
     isolated = relations.isolated_steps(steps, la, lb) if shape != "ulp" else None
+    late = _side_whose_rate_is_set_after_the_step(ctx, steps, la, lb, isolated)
+    if late is not None:  # tested before the isolated step: a first step at the built lr is not a warm-up's bound
+        return _rate_set_after_the_step_finding(ctx, f, evidence, late, steps, la, lb)
     if isolated:  # apart at single steps, equal around each: no schedule's shape, a rate set otherwise there
         return _isolated_lr_finding(ctx, f, evidence, isolated, dict(zip(steps, zip(la, lb))))
     if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]) and not (shape == "per_epoch" and by_hand):
@@ -448,6 +451,62 @@ def _isolated_lr_finding(ctx: Context, f: dict, evidence: dict, isolated: list, 
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix.format(steps=named))
 
 
+def _side_whose_rate_is_set_after_the_step(ctx: Context, steps, la, lb, isolated) -> str | None:
+    """The side ("a" or "b") whose first step ran at the lr its optimizer was built with, where the rates differ at
+    the run's first step alone and the other side's first rate is not its own built lr: nothing had set that side's
+    rate before its first optimizer.step(), and every later rate agrees, so it sets the rate after each step (the
+    rate the other sets before it). None where the built lrs are unrecorded (an explicit trace) or it does not fit."""
+    if not isolated or isolated != [1] or not steps or steps[0] != 1:
+        return None  # a run resumed, or another step apart: what set the rate at step 1 is not in question
+    built = {side: _built_lr(ctx, side) for side in "ab"}
+    first = {"a": relations.number(la[0]), "b": relations.number(lb[0])}
+    if None in built.values() or None in first.values():
+        return None
+    at_built = [side for side in "ab" if first[side] == built[side]]
+    return at_built[0] if len(at_built) == 1 else None
+
+
+def _rate_set_after_the_step_finding(ctx: Context, f: dict, evidence: dict, late: str, steps, la, lb) -> Finding:
+    """The rates differ at step 1 alone, where `late`'s is the lr its optimizer was built with: `late` sets the
+    rate after optimizer.step() instead of before it. A warm-up bound off by one fits the same step-1 numbers only
+    where `late` has no warm-up and the other side one of a single step; common rates that still rise after step 1
+    (a warm-up both sides are in) rule that out."""
+    other = "b" if late == "a" else "a"
+    common = [x for x, y in zip(la[1:], lb[1:]) if relations.number(x) is not None and relations.number(y) is not None]
+    facts = (
+        f"At step 1 {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {ctx.label(late)}'s rate at step 1 is the lr its "
+        f"optimizer was built with ({fmt(_built_lr(ctx, late))}), {ctx.label(other)}'s is not (built with "
+        f"{fmt(_built_lr(ctx, other))}), and the rates are equal at the other {len(common)} steps both recorded."
+    )
+    if no_scheduler_steps(ctx, f["rank"]):  # the hooks saw every scheduler.step(): none, the rate is set by hand
+        facts += (
+            " Neither side stepped a scheduler (no scheduler.step() recorded before any step): the rate is set by hand."
+        )
+    rising = any(y > x for x, y in zip(common, common[1:]))  # a warm-up still going after step 1, on both sides
+    evidence.update(
+        lr_relation="set_after_step",
+        set_after_step=ctx.label(late),
+        isolated_steps=[1],
+        built_lr=ctx.both(_built_lr(ctx, "a"), _built_lr(ctx, "b")),
+        scheduler_steps_equal=_counted_alike(ctx, f["rank"]),
+        warmup_bound_ruled_out=rising,
+    )
+    why, fix = LR_WORDS["set_after_step"]
+    alternative = "" if rising else WARMUP_BOUND_FITS_TOO
+    names = {"side": ctx.label(late), "other": ctx.label(other)}
+    return finding(
+        ctx,
+        OPTIMIZER_LR,
+        1,
+        f["rank"],
+        evidence,
+        facts,
+        why=(why + alternative).format(**names),
+        fix=fix.format(**names),
+    )
+
+
 def _built_lr(ctx: Context, side: str):
     """The lr of the first param group as the side's optimizer was built (the hooks' optimizer_built); None
     unrecorded (an explicit trace reads its optimizer at the first record, after a scheduler may have moved it)."""
@@ -473,6 +532,12 @@ def _constant_decay(values: list[float]) -> float | None:
         return None
     return ratios[0]
 
+
+# where the rate at step 1 alone is the built lr, the one other reading those numbers fit (said unless ruled out)
+WARMUP_BOUND_FITS_TOO = (
+    " The same numbers would come from a warm-up's bound off by one only where {side}'s warm-up ended before step 1 "
+    "and {other}'s at step 2; where {side} sets its rate (after or before optimizer.step()) tells the two apart."
+)
 
 # why, fix for each shape of two lr series (check_lr): a mechanism only where the shape shows it
 LR_WORDS = {
@@ -541,6 +606,15 @@ LR_WORDS = {
         "Give {steps} the same rate on both sides: compare the bound of the warm-up (or of what sets the rate by "
         "hand there) with the other side's, so that it ends at the same step, counted from the same 0 or 1.",
     ),
+    "set_after_step": (
+        "{side} sets the rate after optimizer.step() instead of before it: nothing has set a rate before its "
+        "first step, which runs at the lr the optimizer was built with, and each later step runs at the rate set "
+        "after the step before, the one {other} sets before it (computed from a step count that has already "
+        "advanced).",
+        "On {side}, set the rate before optimizer.step(), from the same step count as {other} (in Lightning: in "
+        "on_train_batch_start, or in training_step before the optimizer steps; not after opt.step() or in "
+        "on_train_batch_end), so that step 1 runs at its rate too.",
+    ),
     "isolated_uncounted": (
         "The rates agree again after each step they differ at, so the schedules have the same shape and length: "
         "one side computes the rate otherwise at those steps, set by hand there (a warm-up's last step, its bound "
@@ -567,8 +641,10 @@ OPTIMIZER_LR = Cause(
     doc="The learning rate differs with equal gradients, its shape named: a factor, another decay per step, one "
     "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp, apart at isolated "
     "steps only (equal around each: a rate set by hand there, a warm-up's bound off by one, where the scheduler "
-    "steps are recorded equal); else the schedule's length in steps (#2643). Where neither side stepped a "
-    "scheduler, the rate is said set by hand.",
+    "steps are recorded equal), or at step 1 alone where one side's rate there is the lr its optimizer was built "
+    "with (recorded by the hooks) and the other's is not: that side sets the rate after optimizer.step() instead of "
+    "before it; else the schedule's length in steps (#2643). Where neither side stepped a scheduler, the rate is "
+    "said set by hand.",
 )
 
 
