@@ -8,13 +8,20 @@ open (the common rates no longer rising after step 1), and never where the built
 
 On the tests' own loop (tests/loops_of_our_own.py): a warm-up then decay set by hand from a step counter (no
 scheduler object), called before optimizer.step() on one side and after it, with the counter advanced, on the
-other; meta.optimizer_built written as the hooks of `ddp-parity record` write it (an explicit trace has none)."""
+other; meta.optimizer_built (and hooks.json's lr_at_end) written as the hooks of `ddp-parity record` write them
+(an explicit trace has neither); and tests/hooks_programs/facts_loop.py --lr-by-hand under the hooks themselves."""
 
 from __future__ import annotations
 
-from loops_of_our_own import Loop, pair
+import json
+
+import pytest
+import torch
+from conftest import PYTHON, REPO, check_ok, child_env, run_cmd
+from loops_of_our_own import Loop, pair, set_lr_by_hand
 
 from ddp_parity import compare_traces
+from ddp_parity.hooks import recording_env
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias"]
 WARMUP_WORDS = "bound off by one"
@@ -87,3 +94,51 @@ def test_a_later_step_apart_at_the_built_lr_stays_a_warmup_bound(tmp_path):
     d = diagnosis(tmp_path, before, before.changed(lr_at=(3, 0.05)))
     assert (d["step"], d["evidence"]["lr_relation"]) == (3, "isolated"), d["evidence"]
     assert WARMUP_WORDS in d["explanation"] and AFTER_WORDS not in d["explanation"], d["explanation"]
+
+
+def rate_at_end(s: Loop, done: int) -> float:
+    """The lr param group 0 holds after set_lr_by_hand(done), as the loop computes it."""
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=s.lr)
+    set_lr_by_hand(optimizer, s, done)
+    return optimizer.param_groups[0]["lr"]
+
+
+def test_a_rate_seen_set_after_the_last_step_rules_the_warmup_bound_out(tmp_path):
+    """The hooks' lr_at_end: the late side's rate was set again after its last step (the rate of step 7, which never
+    came), the other side's is its step 6's: what the step-1 numbers left open is recorded."""
+    before, after = BEFORE.changed(hand_warmup=2), AFTER.changed(hand_warmup=2)
+    a, b = pair(tmp_path, before, after)
+    for run, done in ((a, 5), (b, 6)):
+        end = {"lr_at_end": {"after_step": 6, "lr": rate_at_end(before, done)}}
+        (run / "trace" / "rank0.hooks.json").write_text(json.dumps(end))
+    d = compare_traces(a, b)["diagnosis"]
+    assert d["evidence"]["lr_relation"] == "set_after_step" and d["evidence"]["warmup_bound_ruled_out"] is True
+    assert d["evidence"]["lr_moved_after_last_step"] == {"reference": False, "changed": True}, d["evidence"]
+    text = d["explanation"]
+    assert "After its last step changed's rate was set again" in text and "reference's was not" in text, text
+    assert f"changed {AFTER_WORDS}" in text and WARMUP_WORDS not in text, text
+
+
+FACTS_LOOP = REPO / "tests" / "hooks_programs" / "facts_loop.py"
+
+
+@pytest.mark.slow
+def test_under_the_hooks_a_rate_set_after_the_step_is_named_from_what_they_recorded(tmp_path):
+    """facts_loop.py twice under `ddp-parity record`'s hooks, its lr set by hand before or after optimizer.step():
+    the optimizer as built and the lr at the end come from the hooks, no line of the loop records anything."""
+    runs = {}
+    for when in ("before", "after"):
+        runs[when] = tmp_path / when
+        cmd = [PYTHON, FACTS_LOOP, "--lr-by-hand", when]
+        check_ok(run_cmd(cmd, env=recording_env(runs[when], when, child_env())))
+    ends = {
+        when: json.loads((run / "trace" / "rank0.hooks.json").read_text())["lr_at_end"] for when, run in runs.items()
+    }
+    assert ends == {"before": {"after_step": 4, "lr": 0.025}, "after": {"after_step": 4, "lr": 0.0125}}, ends
+    d = compare_traces(runs["before"], runs["after"])["diagnosis"]
+    assert (d["kind"], d["step"]) == ("optimizer.lr", 1), (d["kind"], d["explanation"])
+    assert d["evidence"]["set_after_step"] == "after" and d["evidence"]["built_lr"] == {"before": 0.1, "after": 0.1}
+    text = d["explanation"]
+    assert "after's rate was set again (0.025 at step 4, 0.0125 at the end" in text, text
+    assert f"after {AFTER_WORDS}" in text and WARMUP_WORDS not in text, text
+    assert d["advice"].startswith("On after, set the rate before optimizer.step()"), d["advice"]

@@ -463,48 +463,83 @@ def _side_whose_rate_is_set_after_the_step(ctx: Context, steps, la, lb, isolated
     if None in built.values() or None in first.values():
         return None
     at_built = [side for side in "ab" if first[side] == built[side]]
-    return at_built[0] if len(at_built) == 1 else None
+    if len(at_built) != 1:
+        return None
+    moved = _rate_moved_after_the_last_step(ctx, ctx.earliest["rank"], steps, la, lb)
+    late, other = at_built[0], "b" if at_built[0] == "a" else "a"
+    if moved.get(late) is False and moved.get(other) is True:
+        return None  # recorded: the other side, not this one, set a rate after its last step
+    return late
+
+
+def _rate_moved_after_the_last_step(ctx: Context, rank, steps, la, lb) -> dict:
+    """{side: whether its lr at the end (the hooks' lr_at_end, taken after the last step both recorded) differs from
+    the rate its last step ran at}, for each side that recorded it: a rate set after optimizer.step() is seen there,
+    the step it was set for never coming."""
+    return {side: ends[1] != ends[0] for side, ends in _rates_at_the_end(ctx, rank, steps, la, lb).items()}
+
+
+def _rates_at_the_end(ctx: Context, rank, steps, la, lb) -> dict:
+    """{side: (the rate its last step ran at, its lr_at_end)} for each side whose hooks took it after that step."""
+    out = {}
+    for side, rates in (("a", la), ("b", lb)):
+        end = read_hook_facts(ctx.run(side), rank).get("lr_at_end")
+        last = relations.number(rates[-1]) if rates else None
+        at_end = relations.number(end.get("lr")) if isinstance(end, dict) else None
+        if at_end is not None and last is not None and end.get("after_step") == steps[-1]:
+            out[side] = (last, at_end)
+    return out
 
 
 def _rate_set_after_the_step_finding(ctx: Context, f: dict, evidence: dict, late: str, steps, la, lb) -> Finding:
     """The rates differ at step 1 alone, where `late`'s is the lr its optimizer was built with: `late` sets the
-    rate after optimizer.step() instead of before it. A warm-up bound off by one fits the same step-1 numbers only
-    where `late` has no warm-up and the other side one of a single step; common rates that still rise after step 1
-    (a warm-up both sides are in) rule that out."""
+    rate after optimizer.step() instead of before it. A warm-up's bound off by one fits the same numbers only where
+    `late`'s warm-up ended before step 1 and the other's at step 2: named beside it unless the records rule it out
+    (common rates still rising after step 1: a warm-up both sides are in; or the hooks' lr_at_end showing `late`
+    alone setting a rate after its last step)."""
     other = "b" if late == "a" else "a"
     common = [x for x, y in zip(la[1:], lb[1:]) if relations.number(x) is not None and relations.number(y) is not None]
-    facts = (
-        f"At step 1 {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
-        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {ctx.label(late)}'s rate at step 1 is the lr its "
-        f"optimizer was built with ({fmt(_built_lr(ctx, late))}), {ctx.label(other)}'s is not (built with "
-        f"{fmt(_built_lr(ctx, other))}), and the rates are equal at the other {len(common)} steps both recorded."
-    )
-    if no_scheduler_steps(ctx, f["rank"]):  # the hooks saw every scheduler.step(): none, the rate is set by hand
-        facts += (
-            " Neither side stepped a scheduler (no scheduler.step() recorded before any step): the rate is set by hand."
-        )
+    ends = _rates_at_the_end(ctx, f["rank"], steps, la, lb)
+    moved = {side: end != last for side, (last, end) in ends.items()}
+    seen_after = moved.get(late) is True and moved.get(other) is False
     rising = any(y > x for x, y in zip(common, common[1:]))  # a warm-up still going after step 1, on both sides
+    facts = _set_after_facts(ctx, f, evidence, late, len(common))
+    if seen_after:  # what the hooks saw at the end: a rate set after the step, on that side alone
+        (last, end), n = ends[late], steps[-1]
+        facts += (
+            f" After its last step {ctx.label(late)}'s rate was set again ({fmt(last)} at step {n}, {fmt(end)} at the "
+            f"end: the hooks' lr_at_end), {ctx.label(other)}'s was not: a rate for a step that never came."
+        )
     evidence.update(
         lr_relation="set_after_step",
         set_after_step=ctx.label(late),
         isolated_steps=[1],
         built_lr=ctx.both(_built_lr(ctx, "a"), _built_lr(ctx, "b")),
         scheduler_steps_equal=_counted_alike(ctx, f["rank"]),
-        warmup_bound_ruled_out=rising,
+        warmup_bound_ruled_out=rising or seen_after,
+        lr_moved_after_last_step={ctx.label(side): value for side, value in moved.items()},
     )
     why, fix = LR_WORDS["set_after_step"]
-    alternative = "" if rising else WARMUP_BOUND_FITS_TOO
+    why += "" if rising or seen_after else WARMUP_BOUND_FITS_TOO
     names = {"side": ctx.label(late), "other": ctx.label(other)}
-    return finding(
-        ctx,
-        OPTIMIZER_LR,
-        1,
-        f["rank"],
-        evidence,
-        facts,
-        why=(why + alternative).format(**names),
-        fix=fix.format(**names),
+    return finding(ctx, OPTIMIZER_LR, 1, f["rank"], evidence, facts, why=why.format(**names), fix=fix.format(**names))
+
+
+def _set_after_facts(ctx: Context, f: dict, evidence: dict, late: str, equal_after: int) -> str:
+    """What the records show of a rate set after the step: the rates, the built lr on `late` alone, the later rates
+    equal, and (where the hooks saw no scheduler.step() on either side) the rate set by hand."""
+    other = "b" if late == "a" else "a"
+    facts = (
+        f"At step 1 {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {ctx.label(late)}'s rate at step 1 is the lr its "
+        f"optimizer was built with ({fmt(_built_lr(ctx, late))}), {ctx.label(other)}'s is not (built with "
+        f"{fmt(_built_lr(ctx, other))}), and the rates are equal at the other {equal_after} steps both recorded."
     )
+    if no_scheduler_steps(ctx, f["rank"]):  # the hooks saw every scheduler.step(): none, the rate is set by hand
+        facts += (
+            " Neither side stepped a scheduler (no scheduler.step() recorded before any step): the rate is set by hand."
+        )
+    return facts
 
 
 def _built_lr(ctx: Context, side: str):
