@@ -77,6 +77,9 @@ class Loop:
     loss_scale_from: int = 1  # loss_scale acts from this step on (StyleGAN2's lazy R1 weight: some steps only)
     record_scaled: bool = False  # record the loss backward ran on (× loss_scale where it acts), as the hooks do
     warmup_per_epoch: bool = False  # with lr_read="warmup": the rate set once per epoch, at its first step's value
+    hand_lr: str | None = None  # "before" / "after": a warm-up then decay set by hand from a step counter (the
+    # program's own adjuster), called before optimizer.step() with the steps done, or after it with the count advanced
+    hand_warmup: int = 3  # with hand_lr: the warm-up's length in steps (its rate rises over them to lr)
     lr_at: tuple | None = None  # (step, lr): the lr set by hand at this step alone (a warm-up's last step, its bound
     # off by one), the schedule setting the others (with schedule="lambda": computed from its base rate again)
     warmup: int = 2  # with schedule="warmup": a LambdaLR warming up linearly from lr / 10 over this many steps, then a
@@ -172,6 +175,14 @@ def warmup_cosine(s: Loop, step: int) -> float:
     return 0.5 * (1 + math.cos(math.pi * min(step - warmup, length - warmup) / (length - warmup)))
 
 
+def set_lr_by_hand(optimizer, s: Loop, done: int) -> None:
+    """The rate for the step after `done` steps: a linear warm-up to s.lr over s.hand_warmup steps, then × gamma
+    per step, written into every param group (no scheduler object)."""
+    rate = s.lr * min(1.0, (done + 1) / s.hand_warmup) * s.gamma ** max(0, done + 1 - s.hand_warmup)
+    for group in optimizer.param_groups:
+        group["lr"] = rate
+
+
 def measured_norm(model: nn.Module, s: Loop) -> torch.Tensor:
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     if s.norm_order == "reversed":
@@ -232,6 +243,8 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
     drawn = batches(s, len(x))
     made: list[dict] = []  # the loop's own collectives since the previous step
     for step in range(1, s.steps + 1):
+        if s.hand_lr == "before":  # first: a rate set otherwise at one step (lr_at) overrides it
+            set_lr_by_hand(optimizer, s, step - 1)
         if s.lr_read == "by_hand":
             for group in optimizer.param_groups:
                 group["lr"] = s.lr * s.gamma ** (step - 1 + s.hand_ahead)
@@ -273,6 +286,8 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], s.clip)
         optimizer.step()
         lr = optimizer.param_groups[0]["lr"]
+        if s.hand_lr == "after":  # the counter already advanced: the rate the other side sets before the next step
+            set_lr_by_hand(optimizer, s, step)
         if scheduler is not None:
             for _ in range(s.scheduler_steps):
                 scheduler.step()

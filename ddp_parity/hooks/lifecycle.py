@@ -268,6 +268,8 @@ def write_facts(live: Recording) -> None:
     if (after := collectives.after_last_step(live)) is not None:
         facts["collectives_after_last_step"] = after
     facts["optimizer_built"] = recorder.meta.get("optimizer_built")
+    if (end := optimizer.lr_at_end(live)) is not None:
+        facts["lr_at_end"] = end
     facts["steps"] = live.steps
     facts["unrecorded"] = list(live.unrecorded.values())
     path = live.run_dir / TRACE_DIR / f"rank{recorder.rank}.hooks.json"

@@ -239,6 +239,20 @@ def _number_or_noted(recorder, what: str, value, step: int):
     return kept
 
 
+@guarded("the lr at the end")
+def lr_at_end(live) -> dict | None:
+    """{after_step, lr}: param group 0's lr of the optimizer whose steps are counted, as the recording ends. A step
+    records the lr it ran at; what the program set after its last step is seen here only: a loop that sets the rate
+    after optimizer.step() leaves the next step's rate behind, one that sets it before leaves the last step's."""
+    optimizer = live.optimizer
+    if optimizer is None or not optimizer.param_groups:
+        return None
+    lr, why = number_or_none(optimizer.param_groups[0].get("lr"))
+    if why is not None or lr is None:
+        return None
+    return {"after_step": live.steps, "lr": lr.item() if isinstance(lr, torch.Tensor) else lr}
+
+
 @guarded("the optimizer's param groups at the first step")
 def _record_optimizer(recorder, optimizer, model) -> None:
     recorder._record_optimizer(optimizer, model)

@@ -13,6 +13,9 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --resume CKPT       first loads CKPT and restores what --restore names (model,optimizer,scheduler,rng)
     --odd-save CKPT     saves a checkpoint under a key that cannot be lowered (its lower() raises)
     --out WEIGHTS       saves its final weights
+    --lr-by-hand WHEN   sets the lr by hand (a warm-up of 2 steps, then halved each step; the StepLR never
+                        stepped) from its step count: "before" each optimizer.step(), from the steps done, or
+                        "after" it, from the count advanced (the first step runs at the lr the SGD was built with)
 
 It prints each step's loss.
 """
@@ -32,6 +35,12 @@ class OddKey(str):
         raise RuntimeError("an OddKey is not lowered")
 
 
+def set_rate(optimizer, done: int) -> None:
+    """The rate of the step after `done` steps: 0.1 warmed up over 2 steps, then halved each step."""
+    for group in optimizer.param_groups:
+        group["lr"] = 0.1 * min(1.0, (done + 1) / 2) * 0.5 ** max(0, done - 1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=4)
@@ -40,6 +49,7 @@ def main() -> None:
     p.add_argument("--save")
     p.add_argument("--resume")
     p.add_argument("--restore", default="model,optimizer,scheduler,rng")
+    p.add_argument("--lr-by-hand", choices=("before", "after"))
     p.add_argument("--seed-twice", action="store_true")
     p.add_argument("--data-seed", type=int, default=1)
     p.add_argument("--odd-save")
@@ -81,6 +91,8 @@ def main() -> None:
     criterion = nn.CrossEntropyLoss() if args.eval_left_on else nn.functional.cross_entropy
     for step in range(1, args.steps + 1):
         x, y = torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
+        if args.lr_by_hand == "before":
+            set_rate(optimizer, step - 1)
         if step == args.draw_before:
             torch.rand(1)  # a draw the other side does not make
         loss = criterion(model(x), y)
@@ -89,7 +101,10 @@ def main() -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        scheduler.step()
+        if args.lr_by_hand == "after":
+            set_rate(optimizer, step)
+        elif args.lr_by_hand is None:
+            scheduler.step()
         print(f"step {step} loss {loss.item():.8f}", flush=True)
         if step == args.eval_left_on:  # an evaluation that leaves the model in eval mode (no model.train() after)
             model.eval()

@@ -340,6 +340,9 @@ def check_lr(ctx: Context) -> Finding | None:
     shape, said = _lr_shape(ctx, steps, la, lb, [ra.get("epoch") for ra, _ in pairs])
     by_hand = no_scheduler_steps(ctx, f["rank"])  # the hooks saw no scheduler step on either side
     isolated = relations.isolated_steps(steps, la, lb) if shape != "ulp" else None
+    late = _side_whose_rate_is_set_after_the_step(ctx, steps, la, lb, isolated)
+    if late is not None:  # tested before the isolated step: a first step at the built lr is not a warm-up's bound
+        return _rate_set_after_the_step_finding(ctx, f, evidence, late, steps, la, lb)
     if isolated:  # apart at single steps, equal around each: no schedule's shape, a rate set otherwise there
         return _isolated_lr_finding(ctx, f, evidence, isolated, dict(zip(steps, zip(la, lb))))
     if shape in ("decay", "per_epoch") and _counted_alike(ctx, f["rank"]) and not (shape == "per_epoch" and by_hand):
@@ -452,6 +455,97 @@ def _isolated_lr_finding(ctx: Context, f: dict, evidence: dict, isolated: list, 
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix.format(steps=named))
 
 
+def _side_whose_rate_is_set_after_the_step(ctx: Context, steps, la, lb, isolated) -> str | None:
+    """The side ("a" or "b") whose first step ran at the lr its optimizer was built with, where the rates differ at
+    the run's first step alone and the other side's first rate is not its own built lr: nothing had set that side's
+    rate before its first optimizer.step(), and every later rate agrees, so it sets the rate after each step (the
+    rate the other sets before it). None where the built lrs are unrecorded (an explicit trace) or it does not fit."""
+    if not isolated or isolated != [1] or not steps or steps[0] != 1:
+        return None  # a run resumed, or another step apart: what set the rate at step 1 is not in question
+    built = {side: _built_lr(ctx, side) for side in "ab"}
+    first = {"a": relations.number(la[0]), "b": relations.number(lb[0])}
+    if None in built.values() or None in first.values():
+        return None
+    at_built = [side for side in "ab" if first[side] == built[side]]
+    if len(at_built) != 1:
+        return None
+    moved = _rate_moved_after_the_last_step(ctx, ctx.earliest["rank"], steps, la, lb)
+    late, other = at_built[0], "b" if at_built[0] == "a" else "a"
+    if moved.get(late) is False and moved.get(other) is True:
+        return None  # recorded: the other side, not this one, set a rate after its last step
+    return late
+
+
+def _rate_moved_after_the_last_step(ctx: Context, rank, steps, la, lb) -> dict:
+    """{side: whether its lr at the end (the hooks' lr_at_end, taken after the last step both recorded) differs from
+    the rate its last step ran at}, for each side that recorded it: a rate set after optimizer.step() is seen there,
+    the step it was set for never coming."""
+    return {side: ends[1] != ends[0] for side, ends in _rates_at_the_end(ctx, rank, steps, la, lb).items()}
+
+
+def _rates_at_the_end(ctx: Context, rank, steps, la, lb) -> dict:
+    """{side: (the rate its last step ran at, its lr_at_end)} for each side whose hooks took it after that step."""
+    out = {}
+    for side, rates in (("a", la), ("b", lb)):
+        end = read_hook_facts(ctx.run(side), rank).get("lr_at_end")
+        last = relations.number(rates[-1]) if rates else None
+        at_end = relations.number(end.get("lr")) if isinstance(end, dict) else None
+        if at_end is not None and last is not None and end.get("after_step") == steps[-1]:
+            out[side] = (last, at_end)
+    return out
+
+
+def _rate_set_after_the_step_finding(ctx: Context, f: dict, evidence: dict, late: str, steps, la, lb) -> Finding:
+    """The rates differ at step 1 alone, where `late`'s is the lr its optimizer was built with: `late` sets the
+    rate after optimizer.step() instead of before it. A warm-up's bound off by one fits the same numbers only where
+    `late`'s warm-up ended before step 1 and the other's at step 2: named beside it unless the records rule it out
+    (common rates still rising after step 1: a warm-up both sides are in; or the hooks' lr_at_end showing `late`
+    alone setting a rate after its last step)."""
+    other = "b" if late == "a" else "a"
+    common = [x for x, y in zip(la[1:], lb[1:]) if relations.number(x) is not None and relations.number(y) is not None]
+    ends = _rates_at_the_end(ctx, f["rank"], steps, la, lb)
+    moved = {side: end != last for side, (last, end) in ends.items()}
+    seen_after = moved.get(late) is True and moved.get(other) is False
+    rising = any(y > x for x, y in zip(common, common[1:]))  # a warm-up still going after step 1, on both sides
+    facts = _set_after_facts(ctx, f, evidence, late, len(common))
+    if seen_after:  # what the hooks saw at the end: a rate set after the step, on that side alone
+        (last, end), n = ends[late], steps[-1]
+        facts += (
+            f" After its last step {ctx.label(late)}'s rate was set again ({fmt(last)} at step {n}, {fmt(end)} at the "
+            f"end: the hooks' lr_at_end), {ctx.label(other)}'s was not: a rate for a step that never came."
+        )
+    evidence.update(
+        lr_relation="set_after_step",
+        set_after_step=ctx.label(late),
+        isolated_steps=[1],
+        built_lr=ctx.both(_built_lr(ctx, "a"), _built_lr(ctx, "b")),
+        scheduler_steps_equal=_counted_alike(ctx, f["rank"]),
+        warmup_bound_ruled_out=rising or seen_after,
+        lr_moved_after_last_step={ctx.label(side): value for side, value in moved.items()},
+    )
+    why, fix = LR_WORDS["set_after_step"]
+    why += "" if rising or seen_after else WARMUP_BOUND_FITS_TOO
+    names = {"side": ctx.label(late), "other": ctx.label(other)}
+    return finding(ctx, OPTIMIZER_LR, 1, f["rank"], evidence, facts, why=why.format(**names), fix=fix.format(**names))
+
+
+def _set_after_facts(ctx: Context, f: dict, evidence: dict, late: str, equal_after: int) -> str:
+    """What the records show of a rate set after the step: the rates, the built lr on `late` alone, the later rates
+    equal, and (where the hooks saw no scheduler.step() on either side) the rate set by hand."""
+    other = "b" if late == "a" else "a"
+    facts = (
+        f"At step 1 {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {ctx.label(late)}'s rate at step 1 is the lr its "
+        f"optimizer was built with ({fmt(_built_lr(ctx, late))}), {ctx.label(other)}'s is not (built with "
+        f"{fmt(_built_lr(ctx, other))}), and the rates are equal at the other {equal_after} steps both recorded."
+    )
+    if no_scheduler_steps(ctx, f["rank"]):  # the hooks saw every scheduler.step(): none, the rate is set by hand
+        facts += (
+            " Neither side stepped a scheduler (no scheduler.step() recorded before any step): the rate is set by hand."
+        )
+    return facts
+
+
 def _built_lr(ctx: Context, side: str):
     """The lr of the first param group as the side's optimizer was built (the hooks' optimizer_built); None
     unrecorded (an explicit trace reads its optimizer at the first record, after a scheduler may have moved it)."""
@@ -477,6 +571,12 @@ def _constant_decay(values: list[float]) -> float | None:
         return None
     return ratios[0]
 
+
+# where the rate at step 1 alone is the built lr, the one other reading those numbers fit (said unless ruled out)
+WARMUP_BOUND_FITS_TOO = (
+    " The same numbers would come from a warm-up's bound off by one only where {side}'s warm-up ended before step 1 "
+    "and {other}'s at step 2; where {side} sets its rate (after or before optimizer.step()) tells the two apart."
+)
 
 # why, fix for each shape of two lr series (check_lr): a mechanism only where the shape shows it
 LR_WORDS = {
@@ -545,6 +645,15 @@ LR_WORDS = {
         "Give {steps} the same rate on both sides: compare the bound of the warm-up (or of what sets the rate by "
         "hand there) with the other side's, so that it ends at the same step, counted from the same 0 or 1.",
     ),
+    "set_after_step": (
+        "{side} sets the rate after optimizer.step() instead of before it: nothing has set a rate before its "
+        "first step, which runs at the lr the optimizer was built with, and each later step runs at the rate set "
+        "after the step before, the one {other} sets before it (computed from a step count that has already "
+        "advanced).",
+        "On {side}, set the rate before optimizer.step(), from the same step count as {other} (in Lightning: in "
+        "on_train_batch_start, or in training_step before the optimizer steps; not after opt.step() or in "
+        "on_train_batch_end), so that step 1 runs at its rate too.",
+    ),
     "isolated_uncounted": (
         "The rates agree again after each step they differ at, so the schedules have the same shape and length: "
         "one side computes the rate otherwise at those steps, set by hand there (a warm-up's last step, its bound "
@@ -571,7 +680,9 @@ OPTIMIZER_LR = Cause(
     doc="The learning rate differs with equal gradients, its shape named: a factor, another decay per step, one "
     "side stepping per epoch (only where its rate changes at epoch boundaries alone), one ulp, apart at isolated "
     "steps only (equal around each: a rate set by hand there, a warm-up's bound off by one, where the scheduler "
-    "steps are recorded equal); one side's rate never moving while the other's changes (its schedule never stepped, "
+    "steps are recorded equal), or at step 1 alone where one side's rate there is the lr its optimizer was built "
+    "with (recorded by the hooks) and the other's is not: that side sets the rate after optimizer.step() instead of "
+    "before it; one side's rate never moving while the other's changes (its schedule never stepped, "
     "or stepped per epoch where no epoch boundary tells); the same schedule (or warm-up) k times as long on one side, "
     "k named by every recorded count it equals; else the schedule's length in steps (#2643). Where neither side "
     "stepped a scheduler, the rate is said set by hand.",
