@@ -222,6 +222,13 @@ def same_indices_at(ctx: Context, rank, step) -> bool:
     return pair is not None and pair[0].get("indices") is not None and pair[0].get("indices") == pair[1].get("indices")
 
 
+def same_batch_at(ctx: Context, rank, step) -> bool:
+    """Both sides recorded `step`'s batch digest on `rank`, and it is the same: the step's tensors were equal."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    digests = [r.get("batch_digest") for r in pair] if pair is not None else [None]
+    return digests[0] is not None and digests[0] == digests[-1]
+
+
 def consumed_words(ctx: Context, rank, step) -> str:
     """'consumed the same samples' where the step's samples were compared (both sides recorded them alike), else
     what was not compared: a side fed by its own generator records a batch digest alone, which is no sample."""

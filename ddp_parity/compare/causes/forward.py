@@ -20,6 +20,7 @@ from ddp_parity.compare.causes.base import (
     config_values,
     finding,
     nonzero,
+    same_batch_at,
     same_indices_at,
 )
 from ddp_parity.compare.causes.data import batch_without_indices, pipeline_finding
@@ -289,10 +290,7 @@ LOSS_FACTOR = Cause(
 
 def _step_batches_equal(ctx: Context, f: dict) -> bool:
     """Both sides recorded the step's batch digest, and it is the same."""
-    for ra, rb in aligned_records(ctx, f["rank"]):
-        if ra.get("step") == f["step"]:
-            return ra.get("batch_digest") is not None and ra.get("batch_digest") == rb.get("batch_digest")
-    return False
+    return same_batch_at(ctx, f["rank"], f["step"])
 
 
 def check_module(ctx: Context) -> Finding | None:

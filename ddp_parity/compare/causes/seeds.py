@@ -15,7 +15,16 @@ loader) shifts what draws after it: a RandomSampler's shuffle, augmentations, dr
 from __future__ import annotations
 
 from ddp_parity.compare import relations
-from ddp_parity.compare.causes.base import Cause, Context, Evidence, aligned_records, finding, fmt, same_indices_at
+from ddp_parity.compare.causes.base import (
+    Cause,
+    Context,
+    Evidence,
+    aligned_records,
+    finding,
+    fmt,
+    same_batch_at,
+    same_indices_at,
+)
 from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
@@ -495,6 +504,8 @@ def check_seed_values(ctx: Context) -> Finding | None:
     rank = next((r for r in candidates if r in by_rank and by_rank[r][0] != by_rank[r][1]), None)
     if rank is None:
         return None  # the same seeds where the runs part: another rank's seed cannot part it before any update
+    if seed_inert_where_parted(ctx, rank, first.get("step"), by_rank[rank]):
+        return None  # the same batch from the same last seed there: what parts is computed from the batch
     if first.get("quantity") == "samples" and last_seed_alike(by_rank[rank]) and sampler_differences(ctx):
         return None  # the same last seed where the samples part, other samplers: data_order names the samplers
     if first.get("quantity") == "loss" and _exact_factor(ctx, "loss", rank, first):
@@ -529,6 +540,15 @@ def check_seed_values(ctx: Context) -> Finding | None:
     alike = ", ".join(str(r) for r, pair in by_rank.items() if pair[0] == pair[1])  # a re-seeded rank: `also`
     alike = f" (rank(s) {alike} are seeded alike already)" if alike else ""
     return finding(ctx, RNG_SEED, 1, rank, evidence, facts, ranks=ranks, alike=alike, also=also)
+
+
+def seed_inert_where_parted(ctx: Context, rank: int, step, pair: list) -> bool:
+    """The rank that parts recorded the same batch on both sides at the parting step (batch_digest) and the same
+    last seed before step 1 (`pair`: its seeds on each side): a seed repeated, or another seed before the last,
+    leaves the generator holding the last seed's value alone, and the batch drawn from it is equal, so no seed
+    value parts this rank. Another rank's other values (seed + rank on one side) part that rank's draws, never
+    this one's before any update: what parts is computed from the equal batch (the loss, its targets)."""
+    return last_seed_alike(pair) and same_batch_at(ctx, rank, step)
 
 
 def last_seed_alike(pair: list) -> bool:
@@ -566,7 +586,8 @@ RNG_SEED = Cause(
     "step 1, before any update, and both sides took as many samples per step: each rank's seeds said per rank (a "
     "seed per rank on one side only), the initial weights only as their recorded digests say. Never where the "
     "samples part on a rank whose last seed is the same on both sides while the recorded samplers differ: "
-    "`data_order` names them.",
+    "`data_order` names them; nor where that rank's batch at the parting step is recorded equal (batch_digest): "
+    "what parts is computed from the batch (the loss, its targets), named by the causes after it.",
     requires=Evidence("the seeds recorded before step 1 on both sides", lambda d: "seeds_before_step_1" in d.evidence),
 )
 
