@@ -839,7 +839,9 @@ GRADIENTS_FACTOR = Cause(
     fix="{fix}",
     doc="The gradient norms differ by a factor 2, 3, 4, 8 (or its inverse) with equal loss: accumulation "
     "scaling, averaging over ranks (not named where the hooks recorded both sides averaging by DDP alone, with "
-    "the same arguments, no collective of their own over gradients and the same sync).",
+    "the same arguments, no collective of their own over gradients and the same sync). Where the step carries a "
+    "factor that steps that agree lie before or between, those steps are read first (a shorter accumulation's, as "
+    "`loss.factor`; a count the same at steps that agree is none), and the step's loss is said apart where it is.",
     requires=Evidence("a factor between the gradient norms", lambda d: "ratio" in d.evidence),
 )
 GRADIENTS = Cause(

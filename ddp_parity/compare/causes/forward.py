@@ -347,7 +347,10 @@ LOSS_FACTOR = Cause(
     fix="{fix}",
     doc="One side's loss is exactly k × the other's from the first step it differs, at equal batches: the mechanism "
     "of the recorded count k equals (the accumulation, the micro-batches per step, the world size, the batch size; "
-    "docs/relations.md), or, where none does, a multiplier by k on one side.",
+    "docs/relations.md), or, where none does, a multiplier by k on one side. Which steps carry the factor is read "
+    "first: a count the same at steps that agree is ruled out, and a factor carried exactly by the steps of a shorter "
+    "accumulation (fewer `micro_batches` there) names it, divided by the configured count on one side and by its "
+    "own length on the other.",
     requires=Evidence(
         "an exact integer factor from the step the losses part", lambda d: bool(d.evidence.get("relation"))
     ),
