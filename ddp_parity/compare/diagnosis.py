@@ -116,7 +116,8 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     if relation is not None:
         found.evidence["measured_before"]["relation"] = relation.to_json()
     apart = (ctx.earliest or {}).get("measured_apart")
-    if apart:  # the step the training parts at still shows that recording factor: said, never called equal
+    if apart and not _reads_the_factor_at(found, ctx.earliest.get("step")):
+        # the step the training parts at still shows that recording factor: said, never called equal
         found.explanation += f" {_still_apart(ctx, apart)}"
 
 
@@ -158,6 +159,13 @@ def _equal_after(ctx: Context, before: dict) -> str:
         "The parameter digest after that step is equal on both sides (sums of the first and last parameter tensors; "
         "the others were not sketched alike on both sides): nothing recorded shows that it changed the training there"
     )
+
+
+def _reads_the_factor_at(found: Finding, step) -> bool:
+    """The finding's own relation holds at `step` among the steps that carry it (a shorter accumulation's, some
+    steps' term): its story already says the factor there was trained, so it is never called measured only."""
+    relation = found.evidence.get("relation")
+    return isinstance(relation, dict) and step in (relation.get("steps") or ())
 
 
 def _still_apart(ctx: Context, apart: dict) -> str:

@@ -33,6 +33,10 @@ class Relation:
     sentence: str = ""
     counts: tuple = ()  # every recorded count the factor equals, most telling first (`count` is the first)
     ranks: tuple = ()  # the ranks it holds on, where it was read on several ranks and holds on some only
+    steps: tuple = ()  # the steps that carry a factor, where steps that agree lie between or before them
+    excluded: tuple = ()  # counts the factor equals that are the same at steps that agree: ruled out
+    agreeing: tuple = ()  # the steps that agree (equal, not zero) before or between those that carry it
+    accumulation: tuple = ()  # (short, configured): the steps that carry it are a shorter accumulation's
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -105,6 +109,13 @@ def constant_factor(steps: list, a: list, b: list) -> tuple[float, int, int, boo
     return factor, s0, last, True
 
 
+def factor_shown(factor: float) -> int | str:
+    """k for an integer factor k >= 2 (to float32 rounding), else the factor to 4 digits (a shorter accumulation's
+    configured / short: 4/3 is 1.333)."""
+    found = integer_of(factor)
+    return found[0] if found and found[1] else f"{factor:.4g}"
+
+
 def integer_of(factor: float) -> tuple[int, bool] | None:
     """(k, True) where factor = k, (k, False) where factor = 1/k, for an integer k >= 2 (to float32
     rounding): the only factors a slip of a count makes."""
@@ -156,8 +167,60 @@ def counts_in_words(named: list[str]) -> str:
     return f"{k} is the {joined}"
 
 
-def factor_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict):
-    """The Relation "X's quantity is k × Y's at every step", with X the larger side, or None."""
+def factor_relation(
+    quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict, micro: list | None = None
+):
+    """The Relation "X's quantity is k × Y's", with X the larger side, or None. Where steps that agree (equal, not
+    zero) lie before or between the steps that carry the factor, which steps carry it is read before any count is
+    named: a count the same at steps that agree cannot be it (`excluded`), and where the steps that carry it are
+    exactly those whose micro-batches (`micro`, recorded alike on both sides) are fewer than at the steps that agree,
+    it is that shorter accumulation's (`accumulation`), divided by the configured count on one side and by its own
+    length on the other (a factor configured / short, an integer or not)."""
+    carried = carrying_steps(steps, a, b)
+    if carried is None:
+        return None
+    factor, carrying, agreeing = carried
+    if not agreeing:
+        return _constant_relation(quantity, labels, steps, a, b, counts)
+    side, other = labels
+    if factor < 1:
+        factor, side, other = 1 / factor, other, side
+    by_step = dict(zip(steps, micro or []))
+    short = shorter_accumulation(factor, carrying, agreeing, by_step)
+    if short is None and integer_of(factor) is None:
+        return None
+    fitting, excluded = counts_at_steps(factor, counts, carrying, agreeing, by_step)
+    sentence = f"{side}'s {quantity} is {factor:.3f} × {other}'s at {steps_named(carrying)} and equal at "
+    sentence += steps_named(agreeing)
+    if excluded:
+        sentence += f" ({excluded_in_words(excluded)})"
+    if short is not None:
+        sentence += f"; {SHORT_ACCUMULATION_SAID.format(short=short[0], configured=short[1], side=side, other=other)}"
+    elif fitting:
+        sentence += f"; {counts_in_words(fitting)}"
+        if len(fitting) > 1:
+            sentence += " (each fits at those steps: the numbers cannot tell which count slipped)"
+    first, last = carrying[0], carrying[-1]
+    return Relation(
+        "factor",
+        quantity,
+        side,
+        other,
+        factor,
+        first,
+        last,
+        fitting[0] if fitting else None,
+        sentence + ".",
+        tuple(fitting),
+        steps=tuple(carrying),
+        excluded=tuple(excluded),
+        agreeing=tuple(agreeing),
+        accumulation=short or (),
+    )
+
+
+def _constant_relation(quantity: str, labels: tuple[str, str], steps: list, a: list, b: list, counts: dict):
+    """A factor from the first step the series differ, no step agreeing before it: every count it equals fits."""
     found = constant_factor(steps, a, b)
     if found is None:
         return None
@@ -174,6 +237,108 @@ def factor_relation(quantity: str, labels: tuple[str, str], steps: list, a: list
             sentence += " (each fits: the numbers cannot tell which count slipped)"
     count = named[0] if named else None
     return Relation("factor", quantity, side, other, factor, first, last, count, sentence + ".", tuple(named))
+
+
+# what the steps of a shorter accumulation carrying the factor prove (an epoch's left-over micro-batches stepped
+# alone: Lightning divides each micro-batch's loss by accumulate_grad_batches, a loop often by the accumulation's
+# own length)
+SHORT_ACCUMULATION_SAID = (
+    "the steps that carry it are those of a shorter accumulation (micro_batches {short} on both sides, where the "
+    "steps that agree have {configured}): {other} divides that accumulation's loss by the configured count "
+    "({configured}), {side} by its own length ({short})"
+)
+
+
+def carrying_steps(steps: list, a: list, b: list) -> tuple[float, list, list] | None:
+    """(k, the steps where a = k × b, the steps where a = b, not zero), read up to the first step that is neither (the
+    runs parted otherwise there: what follows tells nothing). k is the ratio at the first step they differ, exact to
+    float32 rounding; at later steps within HOLDS. None where they never differ or the first difference is no
+    positive factor."""
+    pairs = [(s, number(x), number(y)) for s, x, y in zip(steps, a, b)]
+    pairs = [(s, x, y) for s, x, y in pairs if x is not None and y is not None]
+    first = next(((x, y) for _, x, y in pairs if x != y), None)
+    if first is None or first[0] == 0 or first[1] == 0:
+        return None
+    factor = first[0] / first[1]
+    if _close(factor, 1.0, EXACT) or factor < 0:
+        return None
+    carrying, agreeing = [], []
+    for s, x, y in pairs:
+        if x == y:
+            if x != 0:  # a zero hides a factor: it neither carries nor agrees
+                agreeing.append(s)
+        elif y != 0 and _close(x / y, factor, HOLDS):
+            carrying.append(s)
+        else:
+            break
+    return factor, carrying, agreeing
+
+
+def shorter_accumulation(factor: float, carrying: list, agreeing: list, micro: dict) -> tuple[int, int] | None:
+    """(short, configured) where every step that carries the factor accumulated `short` micro-batches and every step
+    that agrees `configured` > short (micro-batches recorded alike on both sides at each of them), and the factor is
+    configured / short: the shorter accumulation's loss divided by the configured count on one side and by its own
+    length on the other. None otherwise."""
+    if not carrying or not agreeing:
+        return None
+    short = {micro.get(s) for s in carrying}
+    configured = {micro.get(s) for s in agreeing}
+    if len(short) != 1 or len(configured) != 1:
+        return None
+    m, c = short.pop(), configured.pop()
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (m, c)) or m >= c:
+        return None
+    return (m, c) if _close(factor, c / m, EXACT) else None
+
+
+def counts_at_steps(factor: float, counts: dict, carrying: list, agreeing: list, micro: dict) -> tuple[list, list]:
+    """(the counts the factor equals that may have slipped, those ruled out): a count the same at a step that agrees
+    as at the steps that carry the factor would have scaled that step too. The counts of `counts` are the same at
+    every step; the micro-batches per step, where `micro` holds them, are each step's own."""
+    fitting, excluded = [], []
+    for named in counts_named(factor, counts):
+        name = named.split("=")[0]
+        if name == MICRO_BATCHES and micro:
+            at = {micro.get(s) for s in carrying}
+            value = at.pop() if len(at) == 1 else None
+            if value is None or not _close(factor, value, EXACT):
+                continue  # the steps that carry it accumulated another number: it does not equal the factor there
+            named = f"{name}={value}"
+            same = any(micro.get(s) == value for s in agreeing)
+        else:
+            same = bool(agreeing)
+        (excluded if same else fitting).append(named)
+    return fitting, excluded
+
+
+MICRO_BATCHES = "micro-batches per step"
+
+
+def steps_in_words(steps: list) -> str:
+    """ "2, 4, 6", "3..8" for a run of consecutive steps, "1, 3, 5 and 12 more" past six."""
+    runs: list[list] = []
+    for s in steps:
+        if runs and isinstance(s, int) and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    said = [f"{r[0]}..{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
+    shown = ", ".join(said[:6])
+    return shown + (f" and {len(said) - 6} more" if len(said) > 6 else "")
+
+
+def steps_named(steps: list) -> str:
+    """ "step 2" or "steps 2, 4, 6"."""
+    return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps_in_words(steps)}"
+
+
+def excluded_in_words(excluded: list[str]) -> str:
+    """ "the world_size, 2, is the same at the steps that agree, so it did not slip" for the counts ruled out."""
+    named = [f"the {n.split('=')[0]}, {n.split('=')[1]}," for n in excluded]
+    joined = named[0] if len(named) == 1 else " ".join(named[:-1]) + " and " + named[-1]
+    verb = "is" if len(named) == 1 else "are"
+    verdict = "it did not slip" if len(named) == 1 else "none of them slipped"
+    return f"{joined} {verb} the same at the steps that agree, so {verdict}"
 
 
 # ---------------------------------------------------------------------------------------------

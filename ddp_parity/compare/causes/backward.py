@@ -27,10 +27,12 @@ from ddp_parity.compare.causes.base import (
 )
 from ddp_parity.compare.causes.forward import (
     LATER_FACTOR,
+    carries_step,
     counts_ruled_out,
     equal_nonzero_before,
     factor_mechanisms,
     factor_of,
+    steps_carrying_words,
 )
 from ddp_parity.compare.causes.hooked import AVERAGED_BY_DDP_ALIKE, averaged_by_ddp_alike
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
@@ -534,13 +536,17 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     if averaged_by_ddp_alike(ctx):  # the records a world-size candidate is left out for (hooks' ddp, collectives)
         evidence["averaged_by_ddp_alike"] = True
     relation = factor_of(ctx, "grad_norm", f["rank"])
-    if relation is not None and relation.first == f["step"]:
-        later = equal_nonzero_before(ctx, f["rank"], f["step"], "grad_norm")
+    if carries_step(relation, f["step"]):
+        read = steps_carrying_words(ctx, relation, f["rank"])
+        later = read is None and equal_nonzero_before(ctx, f["rank"], f["step"], "grad_norm")
         relation = counts_ruled_out(relation) if later else relation
         evidence.update(ratio=ratio, relation=relation.to_json())
         words = [FACTOR_WORDS[m] for m in factor_mechanisms(relation) if m in FACTOR_WORDS] or [FACTOR_WORDS[""]]
         values = {"side": relation.side, "small": relation.other, "step": f["step"], "k": _k(relation.value)}
         words = [LATER_FACTOR.why] if later else words
+        if read is not None:
+            words, values = [read[0].why], {**values, **read[1]}
+            facts = _loss_at_step_too(ctx, f, facts)
         said = f"{relation.sentence[:-1]}: " + "; or ".join(w.format(**values) for w in words)
         said += "."
         module = ctx.cache.get("module")
@@ -552,6 +558,8 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         fix = _factor_fix(ctx, factor_mechanisms(relation), side=relation.side, small=relation.other)
         fix = LATER_FACTOR.fix.format(**values) if later else fix
         signature = LATER_SIGNATURE if later else _signature(ctx, relation.value)
+        if read is not None:
+            fix, signature = read[0].fix.format(**values), STEPS_SIGNATURE
         return finding(
             ctx, GRADIENTS_FACTOR, f["step"], f["rank"], evidence, f"{facts} {said}", signature=signature, fix=fix
         )
@@ -571,6 +579,20 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     if module and module.get("reading_kind") == "loss_grad":
         causes = ["gradients", "loss", *causes]
     return undetermined(ctx, f, causes, facts, evidence)
+
+
+def _loss_at_step_too(ctx: Context, f: dict, facts: str) -> str:
+    """The facts with the step's loss said apart where it is (a factor read from the steps carrying it scales the
+    loss backward ran on, and the gradient norm with it): never "the same loss" there."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, f["rank"]) if ra.get("step") == f["step"]), None)
+    if pair is None or pair[0].get("loss") is None or pair[0].get("loss") == pair[1].get("loss"):
+        return facts
+    a, b = ctx.names
+    return (
+        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} on both sides, but the "
+        f"loss ({pair[0]['loss']!r} on {a} vs {pair[1]['loss']!r} on {b}) and the gradient norm ({f['a']!r} on {a} "
+        f"vs {f['b']!r} on {b}) differ."
+    )
 
 
 def _clipped_on_one_side(ctx: Context, f: dict, evidence: dict, facts: str) -> Finding | None:
@@ -800,6 +822,11 @@ SIGNATURE_AVERAGED_ALIKE = (
 )
 # a factor from a later step, the earlier steps' norms equal: no count's (each would act at every step)
 LATER_SIGNATURE = "Scaled gradients scale the update from that step on."
+# a factor some steps carry (a shorter accumulation's, a term of some steps): those steps' updates only
+STEPS_SIGNATURE = (
+    "Scaled gradients scale the update of the steps that carry the factor (where clipping binds on both sides, "
+    "it takes most of the factor back out)."
+)
 
 
 def _k(value):
@@ -814,7 +841,9 @@ GRADIENTS_FACTOR = Cause(
     fix="{fix}",
     doc="The gradient norms differ by a factor 2, 3, 4, 8 (or its inverse) with equal loss: accumulation "
     "scaling, averaging over ranks (not named where the hooks recorded both sides averaging by DDP alone, with "
-    "the same arguments, no collective of their own over gradients and the same sync).",
+    "the same arguments, no collective of their own over gradients and the same sync). Where the step carries a "
+    "factor that steps that agree lie before or between, those steps are read first (a shorter accumulation's, as "
+    "`loss.factor`; a count the same at steps that agree is none), and the step's loss is said apart where it is.",
     requires=Evidence("a factor between the gradient norms", lambda d: "ratio" in d.evidence),
 )
 GRADIENTS = Cause(

@@ -84,10 +84,10 @@ def relation_counts(ctx: Context, quantity: str | None = None) -> dict[str, int]
     first = next(iter(aligned_records(ctx, 0, limit=1)), None)
     micro = {r.get("micro_batches") for r in first} if first else set()
     if len(micro) == 1 and isinstance(n := micro.pop(), int) and not isinstance(n, bool) and n > 1:
-        counts.setdefault("micro-batches per step", n)  # recorded by the hooks: no config names the accumulation
+        counts.setdefault(relations.MICRO_BATCHES, n)  # recorded by the hooks: no config names the accumulation
     samples = len(first[0].get("indices") or []) if first else 0
     if batch and samples > batch and samples % batch == 0:
-        counts.setdefault("micro-batches per step", samples // batch)
+        counts.setdefault(relations.MICRO_BATCHES, samples // batch)
     world = ctx.meta("a").get("world_size")
     if isinstance(world, int) and world > 1 and not (quantity == "grad_norm" and averaged_by_ddp_alike(ctx)):
         counts["world_size"] = world
@@ -110,9 +110,21 @@ def factor_of(ctx: Context, quantity: str, rank) -> relations.Relation | None:
 
 
 def _factor_on(ctx: Context, quantity: str, rank) -> relations.Relation | None:
-    steps, a, b = relations.series(list(aligned_records(ctx, rank)), quantity)
-    relation = relations.factor_relation(quantity, ctx.names, steps, a, b, relation_counts(ctx, quantity))
+    pairs = list(aligned_records(ctx, rank))
+    steps, a, b = relations.series(pairs, quantity)
+    counts, micro = relation_counts(ctx, quantity), micro_batches_alike(pairs)
+    relation = relations.factor_relation(quantity, ctx.names, steps, a, b, counts, micro=micro)
     return _world_size_said(ctx, relation) if relation is not None else None
+
+
+def micro_batches_alike(pairs: list[tuple[dict, dict]]) -> list:
+    """Each step's micro-batches where both sides recorded the same number (None elsewhere): which steps of a factor
+    are a shorter accumulation's is read only where the sides agree on it (else data_order.accumulation speaks)."""
+    out = []
+    for ra, rb in pairs:
+        n = ra.get("micro_batches")
+        out.append(n if isinstance(n, int) and not isinstance(n, bool) and n == rb.get("micro_batches") else None)
+    return out
 
 
 def _world_size_said(ctx: Context, relation: relations.Relation) -> relations.Relation:
@@ -194,6 +206,70 @@ UNCOUNTED_FACTOR = Words(
 )
 
 
+# a factor carried by the steps of a shorter accumulation (an epoch's left-over micro-batches stepped alone): one side
+# divides its loss by the configured count, the other by its own length. The fix names both ways; where the side
+# dividing by the configured count is Lightning's (its automatic optimization divides every micro-batch's loss by
+# accumulate_grad_batches, the short accumulation's too), how to do it in a LightningModule
+SHORT_ACCUMULATION = Words(
+    "so the backward of those steps{epoch_last} runs on a loss {k} × on {side}, and their gradients are {k} × "
+    "{small}'s",
+    "On {small}, divide the loss of a shorter accumulation (steps {steps}: {short} micro-batch(es) where the others "
+    "have {configured}) by its own length ({short}), not by the configured count; or, on {side}, divide it by the "
+    "configured count ({configured}), as {small} does.",
+)
+SHORT_ACCUMULATION_LIGHTNING = Words(
+    SHORT_ACCUMULATION.why,
+    "On {small}, divide the loss of a shorter accumulation (steps {steps}: {short} micro-batch(es) where the others "
+    "have {configured}) by its own length ({short}): Lightning divides every micro-batch's loss by "
+    "accumulate_grad_batches, the epoch's last, shorter accumulation's too, so return the loss × {configured} / "
+    "{short} from training_step for those micro-batches; or, on {side}, divide it by the configured count "
+    "({configured}), Lightning's way.",
+)
+# a factor carried by some steps, steps that agree between them, no shorter accumulation: no count (each the same at
+# the steps that agree) is its mechanism
+SOME_STEPS_FACTOR = Words(
+    "steps that agree lie between the steps that carry it, and each count equal to {k} is the same at the steps "
+    "that agree: {side} weights a term of those steps' loss by {k} (or {small} divides it by {k}), such as a "
+    "regularizer applied every few steps with its lazy factor, or a loss term added at some steps only",
+    "Give backward the same loss at steps {steps} on both sides: find the term of those steps' loss {side} weights "
+    "by {k} (or {small} divides by {k}), and weight it alike on both.",
+)
+
+
+def steps_carrying_words(ctx: Context, relation: relations.Relation, rank) -> tuple[Words, dict] | None:
+    """The words of a factor read from the steps that carry it, with their values: a shorter accumulation's
+    (Lightning's fix where the side dividing by the configured count is Lightning), or some steps' own where steps
+    that agree lie between them. None for a factor from a step on (LATER_FACTOR, or the counts it equals)."""
+    values = {"side": relation.side, "small": relation.other, "k": relations.factor_shown(relation.value)}
+    values["steps"] = relations.steps_in_words(list(relation.steps))
+    values["epoch_last"] = " (each its epoch's last step)" if _last_of_epochs(ctx, rank, relation.steps) else ""
+    if relation.accumulation:
+        values["short"], values["configured"] = relation.accumulation
+        small = next((s for s in ("a", "b") if ctx.label(s) == relation.other), None)
+        lightning = small is not None and ctx.meta(small).get("side") == "lightning"
+        return (SHORT_ACCUMULATION_LIGHTNING if lightning else SHORT_ACCUMULATION), values
+    if relation.steps and any(s > relation.first for s in relation.agreeing if isinstance(s, int)):
+        return SOME_STEPS_FACTOR, values
+    return None
+
+
+def _last_of_epochs(ctx: Context, rank, steps: tuple) -> bool:
+    """Every one of `steps` is the last step of its epoch on both sides (the next record is another epoch's, or there
+    is none): a shorter accumulation there is an epoch's left-over micro-batches."""
+    pairs = list(aligned_records(ctx, rank))
+    last = set()
+    for (ra, rb), after in zip(pairs, [*pairs[1:], None]):
+        ends = after is None or (ra.get("epoch") != after[0].get("epoch") and rb.get("epoch") != after[1].get("epoch"))
+        if ends and ra.get("epoch") is not None and ra.get("epoch") == rb.get("epoch"):
+            last.add(ra.get("step"))
+    return bool(steps) and all(s in last for s in steps)
+
+
+def carries_step(relation: relations.Relation | None, step) -> bool:
+    """The relation holds at `step`: its first step, or one of the steps that carry it."""
+    return relation is not None and (relation.first == step or step in relation.steps)
+
+
 def factor_mechanism(relation: relations.Relation) -> str:
     """The mechanism of the first count the factor equals ('' where none has one)."""
     found = factor_mechanisms(relation)
@@ -205,7 +281,7 @@ def factor_mechanisms(relation: relations.Relation) -> list[str]:
     out = []
     for named in relation.counts or ((relation.count,) if relation.count else ()):
         name = named.split("=")[0]
-        mechanism = "accumulation" if name in ACCUMULATION_KEYS or name == "micro-batches per step" else name
+        mechanism = "accumulation" if name in ACCUMULATION_KEYS or name == relations.MICRO_BATCHES else name
         if mechanism in FACTOR_MECHANISMS and mechanism not in out:
             out.append(mechanism)
             if mechanism == "accumulation":  # the same count divided twice on the other side fits it as well
@@ -226,18 +302,22 @@ def check_loss_factor(ctx: Context) -> Finding | None:
     """The loss on one side is exactly k × the other's from the first step it differs, k a recorded
     count: the count was multiplied in (or divided out) on one side, whatever the modules computed.
     Every count k equals is named with its mechanism; with the gradient norms equal the factor is in
-    what was recorded only, not in the training (no finding here)."""
+    what was recorded only, not in the training (no finding here). Which steps carry the factor is read
+    first: a shorter accumulation's steps name it, and a count the same at steps that agree is none."""
     f = ctx.earliest
     if f is None or f["quantity"] != "loss":
         return None
     relation = factor_of(ctx, "loss", f["rank"])
-    if relation is None or relation.first != f["step"]:
+    if not carries_step(relation, f["step"]):
         return None
     if _grad_norms_equal_at(ctx, f["rank"], f["step"]):
         return None
-    k = relations.integer_of(relation.value)[0]
-    values = {"side": relation.side, "small": relation.other, "k": k, "step": f["step"]}
-    if equal_nonzero_before(ctx, f["rank"], f["step"]):
+    read = steps_carrying_words(ctx, relation, f["rank"])
+    values = {"side": relation.side, "small": relation.other, "k": relations.factor_shown(relation.value)}
+    values["step"] = f["step"]
+    if read is not None:
+        mechanisms, values = [read[0]], {**values, **read[1]}
+    elif equal_nonzero_before(ctx, f["rank"], f["step"]):
         mechanisms = [LATER_FACTOR]
         relation = counts_ruled_out(relation)
     else:
@@ -277,7 +357,10 @@ LOSS_FACTOR = Cause(
     fix="{fix}",
     doc="One side's loss is exactly k × the other's from the first step it differs, at equal batches: the mechanism "
     "of the recorded count k equals (the accumulation, the micro-batches per step, the world size, the batch size; "
-    "docs/relations.md), or, where none does, a multiplier by k on one side.",
+    "docs/relations.md), or, where none does, a multiplier by k on one side. Which steps carry the factor is read "
+    "first: a count the same at steps that agree is ruled out, and a factor carried exactly by the steps of a shorter "
+    "accumulation (fewer `micro_batches` there) names it, divided by the configured count on one side and by its "
+    "own length on the other.",
     requires=Evidence(
         "an exact integer factor from the step the losses part", lambda d: bool(d.evidence.get("relation"))
     ),
