@@ -571,12 +571,6 @@ def constant_relation(quantity: str, labels: tuple[str, str], steps: list, a: li
     return Relation("constant", quantity, side, other, next(iter(mine.values())), first, last, None, sentence)
 
 
-def steps_in_words(steps: list, shown: int = 6) -> str:
-    """ "2, 3, 4" or "2, 3, 4, 5, 6, 7 and 9 more"."""
-    words = ", ".join(map(str, steps[:shown]))
-    return words + (f" and {len(steps) - shown} more" if len(steps) > shown else "")
-
-
 # ---------------------------------------------------------------------------------------------
 # the same schedule, k times as long on one side
 
