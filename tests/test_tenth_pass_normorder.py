@@ -85,7 +85,7 @@ def _rows(grads: list[torch.Tensor], step: int, moved: set[str]) -> list[list[fl
     return rows
 
 
-def _records(grads, norm_at_1: float, groups: list[float], moved: set[str], clip: bool) -> dict:
+def _records(grads, norm_at_1: float, groups: list[float], moved: set[str], clip: float | None) -> dict:
     """Four steps: step 1 the same loss, gradients and digest (the weight decay moved the biases only: the layers'
     sketches), then loss, norm and digest apart wherever `moved` holds anything."""
     records = make_records()
@@ -98,8 +98,8 @@ def _records(grads, norm_at_1: float, groups: list[float], moved: set[str], clip
             rec["param_digest"] = [d + (1e-6 if apart else 0.0) for d in rec["param_digest"]]
             rec["layers"] = _rows(grads, step, moved)
             rec["param_groups"] = [{**ADAMW, "weight_decay": wd} for wd in groups]
-            if clip:  # clip_grad_norm_ measured it: the norm the clip scaled the update by
-                rec.update(clip_max_norm=100.0, clip_norm_type=2.0, clip_params=len(NAMES), clip_order="param_groups")
+            if clip is not None:  # clip_grad_norm_ measured it, at max_norm `clip`
+                rec.update(clip_max_norm=clip, clip_norm_type=2.0, clip_params=len(NAMES), clip_order="param_groups")
     return records
 
 
@@ -107,7 +107,7 @@ def _params(nudge: float) -> dict:
     return {n: torch.full(shape, 0.5 + nudge) for n, shape in SHAPES.items()}
 
 
-def _pair(tmp_path, *, raw_decay_exempt: float = 0.0, clip: bool = False, moved: set[str] | None = None):
+def _pair(tmp_path, *, raw_decay_exempt: float = 0.0, clip: float | None = None, moved: set[str] | None = None):
     """raw: AdamW over two groups (weights 0.1, biases `raw_decay_exempt`); lightning: one group over the model's
     parameters, weight decay 0.1 on all. The gradients are the same; the norms are the hooks' sums in each order.
     `moved`: the tensors lightning's step 1 left otherwise (by default the biases, where the decay differs)."""
@@ -154,10 +154,12 @@ def test_the_walk_reads_the_parameters_after_the_step_as_the_trainings_first_div
     assert (trained["quantity"], trained["step"], trained.get("layers_apart")) == ("param_digest", 1, True)
 
 
-def test_a_norm_clip_grad_norm_measured_stays_the_trainings(tmp_path):
-    """With a clip recorded on both sides the norm is clip_grad_norm_'s: it scales the update, so an ulp apart there
-    is a training difference, read as it was before (the order the clip summed in)."""
-    a, b, _ = _pair(tmp_path, clip=True)
+def test_a_norm_a_binding_clip_measured_stays_the_trainings(tmp_path):
+    """With a clip recorded on both sides that binds (every norm above max_norm) the norm is clip_grad_norm_'s and
+    scales the update, so an ulp apart there is a training difference, read as it was before (the order the clip
+    summed in)."""
+    a, b, (by_groups, by_model) = _pair(tmp_path, clip=0.5)
+    assert min(by_groups, by_model) > 0.5  # what the test rests on: the clip binds on both sides
     walk = compare_runs(a, b, Criterion()).walk
     assert (walk.first_trained["quantity"], walk.first_trained["step"]) == ("grad_norm", 1)
     _, d = run_diagnosis(a, b)
@@ -186,3 +188,25 @@ def test_parameters_apart_under_an_equal_digest_are_said_from_the_sketches(tmp_p
     words = d["explanation"]
     assert "a layer's sketch after it differs (the param_digest of the first and last tensors" in words, words
     assert "At the same step, the gradient norm at step 1 rank 0 differs only as measured" in words, words
+
+
+def test_a_clip_that_binds_on_neither_side_reaches_no_update_and_the_weight_decay_leads(tmp_path):
+    """swin's slip 1 (the tenth pass): both sides clip at max_norm 5 over their parameters in other orders, the norms
+    (0.6) far below it, so each clip multiplies the gradients by exactly 1: the norm an ulp apart reached no update,
+    and the weight decay recorded apart is the cause, never the clip's summation order."""
+    a, b, (by_groups, by_model) = _pair(tmp_path, clip=1e4)
+    assert max(by_groups, by_model, 20.0 + 4) < 1e4  # what the test rests on: no clip binds at any step
+    _, d = run_diagnosis(a, b)
+    assert d["kind"] == "param_groups", (d["kind"], d["explanation"])
+    words = d["explanation"]
+    assert "both sides clip (max_norm 10000 vs 10000), and neither clip binds there" in words, words
+    assert "neither side clips" not in words, words
+    assert d["evidence"]["measured_before"]["relation"]["kind"] == "clip_order"
+
+
+def test_an_equal_pair_whose_clips_bind_nowhere_is_equivalent_with_a_note_on_the_clips(tmp_path):
+    a, b, _ = _pair(tmp_path, raw_decay_exempt=0.1, clip=1e4)
+    report, d = run_diagnosis(a, b)
+    assert report["verdict"] == "equivalent", (d["kind"], d["explanation"])
+    assert d["evidence"]["relation"]["kind"] == "clip_order", d["explanation"]
+    assert d["advice"].startswith("Nothing to change for this note while neither clip binds"), d["advice"]

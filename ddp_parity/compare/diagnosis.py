@@ -104,7 +104,7 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     found.evidence["measured_before"] = {k: before.get(k) for k in ("quantity", "step", "rank", "a", "b")}
     in_order = ctx.cmp.walk.measured_in_order or {}
     if all(before.get(k) == in_order.get(k) for k in ("quantity", "step", "rank")):
-        _say_summed_in_order(found, ctx, before)
+        _say_summed_in_order(found, ctx, in_order)
         return
     relation = relation_of(ctx, before["quantity"], before["rank"]) if before["quantity"] in WHAT else None
     named = f": {relation.sentence[:-1]}" if relation is not None else ""

@@ -489,7 +489,9 @@ def _trained_divergences(
     training = []
     for d in found_here:
         if result is not None and _measured_in_another_order(d, recs, sketches, result.norm_orders_apart):
-            result.measured_in_order = result.measured_in_order or d
+            clips = [recs[s][d["rank"]].get("clip_max_norm") for s in ("a", "b")]
+            said = {**d, "clip_max_norms": clips} if None not in clips else d  # clipped, bound nowhere
+            result.measured_in_order = result.measured_in_order or said
             ratios.setdefault((d["rank"], d["quantity"]), ROUNDING)
             parted = _parameters_parted_unseen(d, recs, sketches)
             if parted is not None:
@@ -570,19 +572,39 @@ CLIPPED_BY = ("clip_max_norm", "clip_value")
 
 
 def _measured_in_another_order(divergence: dict, recs: dict, sketches: dict | None, orders_apart: bool) -> bool:
-    """A gradient norm a few float32 ulps apart that only the hooks measured (neither record holds a clip: the
-    hooks' own 2-norm, which no step reads), summed over each optimizer's param groups in orders that differ
-    (`orders_apart`), with every parameter's gradient norm equal (the `layers` grad_norm column, every row paired):
-    the same gradients summed in another order. A clip's norm is the training's own (it scales the update): never
-    passed over here."""
-    if not orders_apart or divergence["quantity"] != "grad_norm":
-        return False
-    if not _rounding_apart(divergence["a"], divergence["b"]):
+    """A gradient norm a few float32 ulps apart, with every parameter's gradient norm equal (the `layers` grad_norm
+    column, every row paired): the same gradients summed in another order, which no update read. Either only the
+    hooks measured it (neither record holds a clip: their own 2-norm), summed over each optimizer's param groups in
+    orders that differ (`orders_apart`); or each side's clip_grad_norm_ measured it and bound on neither side
+    (`clip_binds_nowhere`). A clip that binds scales the update by its norm: that norm is never passed over here."""
+    if divergence["quantity"] != "grad_norm" or not _rounding_apart(divergence["a"], divergence["b"]):
         return False
     ra, rb = recs["a"].get(divergence["rank"]), recs["b"].get(divergence["rank"])
-    if not ra or not rb or any(r.get(k) is not None for r in (ra, rb) for k in CLIPPED_BY):
+    if not ra or not rb:
+        return False
+    if any(r.get(k) is not None for r in (ra, rb) for k in CLIPPED_BY):
+        if not clip_binds_nowhere(divergence, ra, rb):
+            return False
+    elif not orders_apart:
         return False
     return _gradient_norms_equal(ra, rb, sketches)
+
+
+# clip_grad_norm_ scales the gradients by min(1, max_norm / (norm + 1e-6)): below max_norm by more than this
+# relative margin (far wider than the norm's own rounding), the factor is exactly 1 and the norm reaches no update
+CLIP_UNBOUND_MARGIN = 1e-4
+
+
+def clip_binds_nowhere(divergence: dict, ra: dict, rb: dict) -> bool:
+    """Both records clipped by norm (`clip_max_norm`, no `clip_value`), each side's norm well below its max_norm:
+    each clip multiplied the gradients by exactly 1, so the norm, however summed, changed no update."""
+    for rec, norm in ((ra, divergence["a"]), (rb, divergence["b"])):
+        max_norm = rec.get("clip_max_norm")
+        if rec.get("clip_value") is not None or not isinstance(max_norm, (int, float)) or isinstance(max_norm, bool):
+            return False
+        if not isinstance(norm, (int, float)) or not norm + 1e-6 < max_norm * (1 - CLIP_UNBOUND_MARGIN):
+            return False
+    return True
 
 
 def _gradient_norms_equal(ra: dict, rb: dict, sketches: dict | None) -> bool:

@@ -63,6 +63,11 @@ RECORD_ALIKE = {
     "hooks_order": "Nothing to change in either program for this note: the hooks measure the gradient norm "
     "themselves where no clip_grad_norm_ does, over each optimizer's param groups in order, and the two optimizers "
     "hold the same parameters in another order (their param groups split or ordered otherwise).",
+    # two clips summed over their parameters in other orders, neither binding: the factor each applied was exactly 1
+    "clip_order": "Nothing to change for this note while neither clip binds: each multiplied the gradients by "
+    "exactly 1. Where a norm can reach max_norm, clip over the same parameters in the same order on both sides "
+    "(Lightning clips over the optimizer's parameters in param-group order: "
+    "clip_grad_norm_([p for g in optimizer.param_groups for p in g['params']], max_norm)), or the clips part there.",
     "float32": "Record the {what} as computed (a Python float), not rounded to float32 (what `self.log` keeps).",
     "ulp": "Read the {what} on both sides from where the step takes it (optimizer.param_groups[0]['lr'] before "
     "scheduler.step()): the two sides compute it by other expressions, one ulp apart, and the step applied the same.",
@@ -159,15 +164,31 @@ HOOKS_ORDER = (
 )
 
 
+# the same, where each side's clip_grad_norm_ measured it and neither clip bound (walk.clip_binds_nowhere)
+CLIP_UNBOUND_ORDER = (
+    "the gradient norm at step {step} rank {rank} differs only as measured ({a} vs {b}, {ulps} float32 ulp(s)): "
+    "both sides clip (max_norm {limits}), and neither clip binds there (each norm well below its max_norm), so each "
+    "clip scales the gradients by exactly 1 and its norm reaches no update; every parameter's gradient norm is equal "
+    "on both sides there: the same gradients, summed in another order."
+)
+
+
 def hooks_order_relation(ctx: Context, before: dict) -> relations.Relation:
-    """The relation of a gradient norm the walk passed over as the hooks' own sum in another order, its sentence
-    naming each side's first parameters in the order it summed them."""
+    """The relation of a gradient norm the walk passed over as summed in another order over equal gradients: the
+    hooks' own sum, its sentence naming each side's first parameters in the order it summed them, or the norm of a
+    clip that bound on neither side."""
+    ulps = float32_ulps(before["a"], before["b"])
+    words = {k: before.get(k) for k in ("step", "rank")} | {"a": fmt(before["a"]), "b": fmt(before["b"])}
+    limits = before.get("clip_max_norms")
+    if limits:
+        sentence = CLIP_UNBOUND_ORDER.format(**words, ulps=ulps, limits=" vs ".join(f"{m:g}" for m in limits))
+        return relations.Relation(
+            "clip_order", "grad_norm", ctx.names[0], ctx.names[1], ulps, before["step"], None, None, sentence
+        )
     shown = []
     for s in ("a", "b"):
         order = param_order(ctx.meta(s).get("optimizer"))
         shown.append(f"{ctx.label(s)}: {', '.join(order[:3])}{', ...' if len(order) > 3 else ''}")
-    ulps = float32_ulps(before["a"], before["b"])
-    words = {k: before.get(k) for k in ("step", "rank")} | {"a": fmt(before["a"]), "b": fmt(before["b"])}
     sentence = HOOKS_ORDER.format(**words, ulps=ulps, orders="; ".join(shown))
     return relations.Relation(
         "hooks_order", "grad_norm", ctx.names[0], ctx.names[1], ulps, before["step"], None, None, sentence
