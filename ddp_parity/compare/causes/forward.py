@@ -359,7 +359,10 @@ LOSS_FACTOR = Cause(
     fix="{fix}",
     doc="One side's loss is exactly k × the other's from the first step it differs, at equal batches: the mechanism "
     "of the recorded count k equals (the accumulation, the micro-batches per step, the world size, the batch size; "
-    "docs/relations.md), or, where none does, a multiplier by k on one side.",
+    "docs/relations.md), or, where none does, a multiplier by k on one side. Where the hooks recorded each "
+    "backward root's divisions (loss_divisors) and one side's Lightning accumulate_grad_batches equals k, the roots "
+    "place it: that side's roots the other's divided once more by Lightning (the port divides as the loop does: "
+    "divided twice), or the loop's roots undivided.",
     requires=Evidence(
         "an exact integer factor from the step the losses part", lambda d: bool(d.evidence.get("relation"))
     ),
