@@ -48,6 +48,15 @@ def _hooks_run(tmp_path, loop_divides: bool):
     return a, b
 
 
+def _without_divisions(run):
+    for rank in range(WORLD):
+        path = run / "trace" / f"rank{rank}.jsonl"
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text(
+            "".join(json.dumps({k: v for k, v in r.items() if k != "loss_divisors"}) + "\n" for r in records)
+        )
+
+
 def test_a_port_dividing_as_the_loop_does_under_lightnings_accumulation_is_divided_twice(tmp_path):
     _, d = run_diagnosis(*_hooks_run(tmp_path, loop_divides=True))
     assert (d["kind"], d["step"]) == ("loss.factor", 1), d["explanation"]
@@ -75,16 +84,23 @@ def test_a_loop_whose_roots_carry_no_division_sums_its_micro_batches_undivided(t
 def test_without_the_roots_divisions_the_candidates_stay_with_what_tells_them_apart(tmp_path):
     a, b = _hooks_run(tmp_path, loop_divides=True)
     for run in (a, b):  # recorded before the hooks took the roots' divisions (swin's kept slip 2)
-        for rank in range(WORLD):
-            path = run / "trace" / f"rank{rank}.jsonl"
-            records = [json.loads(line) for line in path.read_text().splitlines()]
-            path.write_text(
-                "".join(json.dumps({k: v for k, v in r.items() if k != "loss_divisors"}) + "\n" for r in records)
-            )
+        _without_divisions(run)
     _, d = run_diagnosis(a, b)
     said = d["explanation"]
     assert "(each fits" in said and "twice" in said and "world size" in said, said
-    assert "loss_divisors, which these records lack" in said, said
+    assert "These records lack what tells the accumulation's candidates apart" in said and "loss_divisors" in said, said
+
+
+def test_an_explicit_trace_is_promised_no_divisions(tmp_path):
+    """A program that records itself is never recorded by the hooks (they stand down): no sentence sends it there."""
+    a, b = _hooks_run(tmp_path, loop_divides=True)
+    for run in (a, b):
+        meta = json.loads((run / "meta.json").read_text())
+        meta.pop("recorded_by")
+        (run / "meta.json").write_text(json.dumps(meta))
+        _without_divisions(run)
+    _, d = run_diagnosis(a, b)
+    assert "(each fits" in d["explanation"] and "loss_divisors" not in d["explanation"], d["explanation"]
 
 
 def test_the_hooks_read_a_roots_divisions_by_a_constant_outermost_first():

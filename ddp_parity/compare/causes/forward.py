@@ -278,20 +278,21 @@ PLACED_WORLD = (
 )
 # where the loss factor is left to several candidates, what would tell the accumulation's apart
 TELLS_APART = (
-    " The divisions at each backward's root (loss_divisors, which these records lack) and Lightning's "
-    "accumulate_grad_batches (lightning_loop), recorded by ddp-parity record's hooks, tell these apart."
+    " These records lack what tells the accumulation's candidates apart: each backward root's divisions "
+    "(loss_divisors) and a Lightning side's accumulate_grad_batches (lightning_loop), which ddp-parity record's hooks "
+    "take since 2026-12-07; record both sides again to have them."
 )
 
 
 def placed_by_root_divisions(ctx: Context, relation, mechanisms: list, rank, step, values: dict):
     """(relation, mechanisms, a sentence to add) with the factor placed where the roots' divisions place it: one
     mechanism, the counts the records exclude gone from the relation's sentence; unchanged where they cannot, with
-    what would tell the accumulation's candidates apart where neither side recorded the divisions."""
+    what would tell the accumulation's candidates apart where hooks that did not record the divisions recorded both."""
     if FACTOR_MECHANISMS["accumulation_twice"] not in mechanisms:
         return relation, mechanisms, ""
     placed = _roots_place(ctx, relation, rank, step, values["k"])
     if placed is None:
-        return relation, mechanisms, "" if _divisions_recorded(ctx, rank, step) else TELLS_APART
+        return relation, mechanisms, TELLS_APART if _hooks_without_divisions(ctx, rank, step) else ""
     words, chains = placed
     world = ctx.meta("a").get("world_size")
     values.update(
@@ -325,9 +326,14 @@ def _roots_place(ctx: Context, relation, rank, step, k: int):
     return (PLACED_UNDIVIDED if undivided else PLACED_TWICE), (big_roots[0], small_roots[0])
 
 
-def _divisions_recorded(ctx: Context, rank, step) -> bool:
+def _hooks_without_divisions(ctx: Context, rank, step) -> bool:
+    """Both sides recorded by the hooks, neither with the roots' divisions at `step` (hooks older than them): hooks
+    that record them tell the candidates apart. An explicit recorder's trace never holds them (the hooks stand down
+    for a program that records itself), so nothing is promised there."""
+    if any(ctx.meta(side).get("recorded_by") != "hooks" for side in ("a", "b")):
+        return False
     pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
-    return pair is not None and any("loss_divisors" in r for r in pair)
+    return pair is not None and not any("loss_divisors" in r for r in pair)
 
 
 def _chain(divisors: list) -> str:
