@@ -257,17 +257,17 @@ def check_loss_factor(ctx: Context) -> Finding | None:
 # again, or, where the loop's roots carry no division, the loop sums undivided micro-batch losses.
 
 PLACED_TWICE = Words(
-    "{small}'s backward roots are what its training_step returned divided by {k} by Lightning itself (automatic "
-    "optimization, accumulate_grad_batches={k}), and what training_step returned was already divided as {side} "
-    "divides each micro-batch's loss before its backward (the roots' divisions at step {step}: {side} {chain_big}, "
+    "{small}'s backward roots are what its training_step returned divided by {k} by Lightning itself (lightning_loop: "
+    "automatic optimization, accumulate_grad_batches={k}), and what training_step returned was already divided as "
+    "{side} divides each micro-batch's loss before its backward (loss_divisors at step {step}: {side} {chain_big}, "
     "{small} {chain_small}): {small} divides its loss twice, the port's division and Lightning's own{world}",
     "On {small}, return each micro-batch's loss from training_step without dividing it: Lightning divides it by "
     "accumulate_grad_batches ({k}) itself, as {side}'s loop divides by hand.",
 )
 PLACED_UNDIVIDED = Words(
     "{side}'s backward roots carry no division, while {small}'s are what its training_step returned divided by {k} "
-    "by Lightning itself (automatic optimization, accumulate_grad_batches={k}) and by nothing else (the roots' "
-    "divisions at step {step}: {side} {chain_big}, {small} {chain_small}): {side} sums its {k} micro-batch losses "
+    "by Lightning itself (lightning_loop: automatic optimization, accumulate_grad_batches={k}) and by nothing else "
+    "(loss_divisors at step {step}: {side} {chain_big}, {small} {chain_small}): {side} sums its {k} micro-batch losses "
     "without dividing by the accumulation count",
     FACTOR_MECHANISMS["accumulation"].fix,
 )
