@@ -16,6 +16,7 @@ from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cm
 from ddp_parity import compare_traces
 from ddp_parity.hooks import recording_env
 from ddp_parity.trace import META_FILE, read_records
+from ddp_parity.trace_files import fact_items, read_hook_facts
 
 PROGRAMS = REPO / "tests" / "hooks_programs"
 
@@ -107,6 +108,10 @@ def test_a_lightning_port_recorded_by_hooks_is_equivalent_to_the_raw_loop(raw_ru
     assert report["per_step"]["grad_norm"]["compared"] == 16 and report["per_step"]["batch"]["equal"] == 16
     records = read_records(lightning_run[1], 0)
     assert records[0]["clip_order"] == "param_groups" and "grad_norm_seen" in records[0]  # clipped in the closure
+    # Lightning's closure divides what training_step returned by accumulate_grad_batches (1 here), the raw loop nothing
+    assert records[0]["loss_divisors"] == [[1.0]] and read_records(raw_runs["first"][1], 0)[0]["loss_divisors"] == [[]]
+    loop = fact_items(read_hook_facts(lightning_run[1], 0), "lightning_loop")
+    assert [(i["accumulate_grad_batches"], i["automatic_optimization"]) for i in loop] == [(1, True)], loop
     # each step's generator digest is taken at the network's first call on both sides, after the draw both loops make
     # before it: the raw loop calls DDP's wrapper after the draw, Lightning calls it before training_step
     for rank in (0, 1):

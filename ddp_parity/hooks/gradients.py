@@ -61,8 +61,43 @@ def _note_roots(roots: list) -> None:
     for root in roots:
         if isinstance(root, torch.Tensor):
             live.roots.append(root.detach())
+            live.root_divisors.append(root_divisors(root))
     live.grad_sync.append(_grad_sync(live))
     data.consume_batch(live)
+
+
+# autograd nodes of a multiplication or division whose second operand is a saved constant (a number, or a one-element
+# tensor that takes no gradient): `loss / 2`, `loss * 0.5`, Lightning's `closure_loss / normalize`
+CONSTANT_SCALINGS = {"DivBackward0": True, "DivBackward1": True, "MulBackward0": False, "MulBackward1": False}
+
+
+def root_divisors(root: torch.Tensor) -> list[float]:
+    """The divisions by a constant at the top of a backward root's graph, outermost first: a loop's
+    `(loss / 2).backward()` gives [2.0]; Lightning dividing what training_step returned (`loss / 2`) by
+    accumulate_grad_batches 2 gives [2.0, 2.0]; a multiplication by c counts as a division by 1 / c. Read before
+    the backward runs (autograd frees what it saved), so that a factor between two sides' losses can be placed:
+    in the loop's own division or in the framework's."""
+    out: list[float] = []
+    node = root.grad_fn
+    while node is not None and len(out) < 8:
+        divides = CONSTANT_SCALINGS.get(type(node).__name__)
+        constant = _saved_constant(getattr(node, "_saved_other", None)) if divides is not None else None
+        inputs = [fn for fn, _ in node.next_functions]
+        if constant is None or len(inputs) != 2 or inputs[0] is None or inputs[1] is not None:
+            break  # not a scaling of the tensor below by a constant: the loss itself starts here
+        out.append(constant if divides else 1.0 / constant)
+        node = inputs[0]
+    return out
+
+
+def _saved_constant(value) -> float | None:
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1 or value.requires_grad:
+            return None
+        value = value.item()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0 and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def _grad_sync(live) -> bool | None:

@@ -89,6 +89,7 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     live.model = modules.model_of(stepped, [m for m in candidates if m is not None], wrappers, built)
     if isinstance(live.model, modules.Wrapped):
         context.wrapped_init_facts(live, live.model)
+    _note_lightning_loop(live, [m for m in candidates if m is not None])
     names = modules.names_of(live.model)
     live.facts["_names"] = names
     if live.model is None:
@@ -119,6 +120,13 @@ def start(live: Recording, stepped: torch.optim.Optimizer) -> None:
     for entry in live.unrecorded.values():  # what the hooks could not take before the first step
         recorder.note_unrecorded(entry["what"], entry["why"])
     evaluation.started(live)
+
+
+@guarded("Lightning's accumulate_grad_batches")
+def _note_lightning_loop(live: Recording, candidates: list) -> None:
+    facts = modules.lightning_loop_facts(candidates)
+    if facts is not None:
+        live.note("lightning_loop", facts)
 
 
 def _rank_facts(live: Recording) -> dict:

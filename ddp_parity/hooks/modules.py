@@ -133,3 +133,24 @@ def names_of(model: torch.nn.Module | None) -> dict[int, str]:
 
 def _param_ids(module: torch.nn.Module) -> set[int]:
     return {id(p) for p in module.parameters()}
+
+
+def lightning_loop_facts(modules: list[torch.nn.Module]) -> dict | None:
+    """Where a module (or one it wraps) is a LightningModule attached to a Trainer: the trainer's
+    accumulate_grad_batches and whether the module optimizes automatically. Under automatic optimization
+    Lightning divides what training_step returns by accumulate_grad_batches before backward, its own division
+    of the loss, which the comparison tells from a division the port wrote (compare/causes/forward.py)."""
+    for module in modules:
+        for _ in range(8):  # wrappers nest a few deep at most (DDP > Lightning's wrapper > compile)
+            trainer = getattr(module, "_trainer", None)  # LightningModule's, read without Lightning imported
+            accumulate = getattr(trainer, "accumulate_grad_batches", None)
+            if isinstance(accumulate, int) and not isinstance(accumulate, bool):
+                automatic = getattr(module, "automatic_optimization", None)
+                return {
+                    "accumulate_grad_batches": accumulate,
+                    "automatic_optimization": automatic if isinstance(automatic, bool) else None,
+                }
+            module = next((getattr(module, a) for a in WRAPPER_ATTRIBUTES if hasattr(module, a)), None)
+            if not isinstance(module, torch.nn.Module):
+                break
+    return None

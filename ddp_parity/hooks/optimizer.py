@@ -178,6 +178,7 @@ def _after_other_step(live) -> None:
     did between, an evaluation on one rank). The program's collectives and scheduler steps since the counted step
     stay with the next one."""
     live.roots, live.grad_sync, live.batches, live.forward_inputs = [], [], [], []
+    live.root_divisors = []
     live.indices = []
     live.clip, live.clip_calls, live.clip_value, live.grad_norms = None, 0, None, None
     live.rng = None
@@ -194,6 +195,7 @@ def _record_step(live, optimizer) -> None:
     extra = {"scheduler_steps_before": live.scheduler_steps}
     if live.roots:
         extra["micro_batches"] = len(live.roots)
+        extra["loss_divisors"] = live.root_divisors
     else:  # gradients set another way (or none): the step has no loss to record
         recorder.note_unrecorded("loss", f"from step {live.steps}: no backward ran before the optimizer step")
     extra.update(_step_digests(live))

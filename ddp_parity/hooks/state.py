@@ -53,6 +53,7 @@ class Recording:
     def new_step(self) -> None:
         """Forget what the previous step saw: the moments of the next one start now."""
         self.roots: list = []  # backward roots (detached), in order
+        self.root_divisors: list[list[float]] = []  # per backward root: its divisions by a constant, outermost first
         self.grad_sync: list[bool] = []  # per backward: whether DDP would all-reduce its gradients
         self.batches: list = []  # the batches the backward roots consumed, in order
         self.forward_inputs: list = []  # the model's training forwards' inputs (a loop without a DataLoader)

@@ -322,6 +322,7 @@ def check_loss_factor(ctx: Context) -> Finding | None:
         relation = counts_ruled_out(relation)
     else:
         mechanisms = [FACTOR_MECHANISMS[m] for m in factor_mechanisms(relation)] or [UNCOUNTED_FACTOR]
+    relation, mechanisms, untold = placed_by_root_divisions(ctx, relation, mechanisms, f["rank"], f["step"], values)
     whys = [w.why.format(**values) for w in mechanisms]
     fixes = [w.fix.format(**values) for w in mechanisms]
     if len(mechanisms) == 1:
@@ -329,8 +330,105 @@ def check_loss_factor(ctx: Context) -> Finding | None:
     else:
         facts = f"{relation.sentence[:-1]}: " + "; or ".join(whys) + "."
         fix = "Whichever count slipped (the numbers fit each): " + " Or: ".join(fixes)
+    facts += untold
     evidence = {"loss": ctx.both(f["a"], f["b"]), "relation": relation.to_json()}
     return finding(ctx, LOSS_FACTOR, f["step"], f["rank"], evidence, facts, fix=fix)
+
+
+# ---------------------------------------------------------------------------------------------
+# a loss factor placed by the divisions the hooks saw at each backward's root
+#
+# The accumulation count, the micro-batches and the world size are often the same number, and the losses alone
+# cannot tell which count slipped. Two records can: `loss_divisors` (each backward root's divisions by a constant,
+# outermost first) and, on a Lightning side, `lightning_loop` (its Trainer's accumulate_grad_batches: under
+# automatic optimization Lightning divides what training_step returns by it, the root's outermost division). Where
+# the side with the smaller loss is that Lightning side, its roots are the other side's roots (every division the
+# same) divided once more by accumulate_grad_batches = k: its port divides as the loop does and Lightning divides
+# again, or, where the loop's roots carry no division, the loop sums undivided micro-batch losses.
+
+PLACED_TWICE = Words(
+    "{small}'s backward roots are what its training_step returned divided by {k} by Lightning itself (lightning_loop: "
+    "automatic optimization, accumulate_grad_batches={k}), and what training_step returned was already divided as "
+    "{side} divides each micro-batch's loss before its backward (loss_divisors at step {step}: {side} {chain_big}, "
+    "{small} {chain_small}): {small} divides its loss twice, the port's division and Lightning's own{world}",
+    "On {small}, return each micro-batch's loss from training_step without dividing it: Lightning divides it by "
+    "accumulate_grad_batches ({k}) itself, as {side}'s loop divides by hand.",
+)
+PLACED_UNDIVIDED = Words(
+    "{side}'s backward roots carry no division, while {small}'s are what its training_step returned divided by {k} "
+    "by Lightning itself (lightning_loop: automatic optimization, accumulate_grad_batches={k}) and by nothing else "
+    "(loss_divisors at step {step}: {side} {chain_big}, {small} {chain_small}): {side} sums its {k} micro-batch losses "
+    "without dividing by the accumulation count",
+    FACTOR_MECHANISMS["accumulation"].fix,
+)
+# where the port's own division equals the world size too: the values cannot say which count it was written with
+PLACED_WORLD = (
+    "; {k} is also the world_size, so the port's division may be meant for the ranks: the records cannot tell (its "
+    "training_step's source does, or a run where the two counts differ), and the fix is the same"
+)
+# where the loss factor is left to several candidates, what would tell the accumulation's apart
+TELLS_APART = (
+    " These records lack what tells the accumulation's candidates apart: each backward root's divisions "
+    "(loss_divisors) and a Lightning side's accumulate_grad_batches (lightning_loop), which ddp-parity record's hooks "
+    "take since 2026-12-07; record both sides again to have them."
+)
+
+
+def placed_by_root_divisions(ctx: Context, relation, mechanisms: list, rank, step, values: dict):
+    """(relation, mechanisms, a sentence to add) with the factor placed where the roots' divisions place it: one
+    mechanism, the counts the records exclude gone from the relation's sentence; unchanged where they cannot, with
+    what would tell the accumulation's candidates apart where hooks that did not record the divisions recorded both."""
+    if FACTOR_MECHANISMS["accumulation_twice"] not in mechanisms:
+        return relation, mechanisms, ""
+    placed = _roots_place(ctx, relation, rank, step, values["k"])
+    if placed is None:
+        return relation, mechanisms, TELLS_APART if _hooks_without_divisions(ctx, rank, step) else ""
+    words, chains = placed
+    world = ctx.meta("a").get("world_size")
+    values.update(
+        chain_big=_chain(chains[0]),
+        chain_small=_chain(chains[1]),
+        world=PLACED_WORLD.format(k=values["k"]) if words is PLACED_TWICE and world == values["k"] else "",
+    )
+    return counts_ruled_out(relation), [words], ""
+
+
+def _roots_place(ctx: Context, relation, rank, step, k: int):
+    """(PLACED_TWICE or PLACED_UNDIVIDED, (the larger side's root divisions, the smaller's)) at `step`, where the
+    smaller side recorded a Lightning loop optimizing automatically under accumulate_grad_batches = k and each of its
+    roots is the other side's root, divided by that k once more; None where the records do not show that."""
+    small = "a" if ctx.label("a") == relation.other else "b"
+    loop = next(iter(fact_items(read_hook_facts(ctx.run(small), rank), "lightning_loop")), {})
+    if loop.get("accumulate_grad_batches") != k or loop.get("automatic_optimization") is False:
+        return None
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is None:
+        return None
+    big_roots, small_roots = (pair[1], pair[0]) if small == "a" else pair
+    big_roots, small_roots = big_roots.get("loss_divisors"), small_roots.get("loss_divisors")
+    if not (isinstance(big_roots, list) and isinstance(small_roots, list)) or len(big_roots) != len(small_roots):
+        return None
+    if not big_roots or any(not s or s[0] != k or s[1:] != b for b, s in zip(big_roots, small_roots)):
+        return None
+    undivided = all(not b for b in big_roots)
+    if not undivided and any(not b for b in big_roots):
+        return None  # some roots divided, some not: no one placement
+    return (PLACED_UNDIVIDED if undivided else PLACED_TWICE), (big_roots[0], small_roots[0])
+
+
+def _hooks_without_divisions(ctx: Context, rank, step) -> bool:
+    """Both sides recorded by the hooks, neither with the roots' divisions at `step` (hooks older than them): hooks
+    that record them tell the candidates apart. An explicit recorder's trace never holds them (the hooks stand down
+    for a program that records itself), so nothing is promised there."""
+    if any(ctx.meta(side).get("recorded_by") != "hooks" for side in ("a", "b")):
+        return False
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    return pair is not None and not any("loss_divisors" in r for r in pair)
+
+
+def _chain(divisors: list) -> str:
+    """[2.0, 2.0] as "÷2 ÷2" (outermost first), [] as "none"."""
+    return " ".join(f"÷{d:g}" for d in divisors) if divisors else "none"
 
 
 def equal_nonzero_before(ctx: Context, rank, step, quantity: str = "loss") -> bool:
@@ -360,7 +458,9 @@ LOSS_FACTOR = Cause(
     "docs/relations.md), or, where none does, a multiplier by k on one side. Which steps carry the factor is read "
     "first: a count the same at steps that agree is ruled out, and a factor carried exactly by the steps of a shorter "
     "accumulation (fewer `micro_batches` there) names it, divided by the configured count on one side and by its "
-    "own length on the other.",
+    "own length on the other. Where the hooks recorded each backward root's divisions (loss_divisors) and one "
+    "side's Lightning accumulate_grad_batches equals k, the roots place it: that side's roots the other's divided "
+    "once more by Lightning (the port divides as the loop does: divided twice), or the loop's roots undivided.",
     requires=Evidence(
         "an exact integer factor from the step the losses part", lambda d: bool(d.evidence.get("relation"))
     ),
