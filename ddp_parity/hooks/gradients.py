@@ -78,22 +78,25 @@ def root_divisors(root: torch.Tensor) -> list[float]:
     the backward runs (autograd frees what it saved), so that a factor between two sides' losses can be placed:
     in the loop's own division or in the framework's."""
     out: list[float] = []
-    node = root.grad_fn
-    while node is not None and len(out) < 8:
-        divides = CONSTANT_SCALINGS.get(type(node).__name__)
-        constant = _saved_constant(getattr(node, "_saved_other", None)) if divides is not None else None
-        inputs = [fn for fn, _ in node.next_functions]
-        if constant is None or len(inputs) != 2 or inputs[0] is None or inputs[1] is not None:
-            break  # not a scaling of the tensor below by a constant: the loss itself starts here
-        out.append(constant if divides else 1.0 / constant)
-        node = inputs[0]
+    try:  # what cannot be read ends the list there: the root itself is noted whatever autograd holds
+        node = root.grad_fn
+        while node is not None and len(out) < 8:
+            divides = CONSTANT_SCALINGS.get(type(node).__name__)
+            constant = _saved_constant(getattr(node, "_saved_other", None)) if divides is not None else None
+            inputs = [fn for fn, _ in node.next_functions]
+            if constant is None or len(inputs) != 2 or inputs[0] is None or inputs[1] is not None:
+                break  # not a scaling of the tensor below by a constant: the loss itself starts here
+            out.append(constant if divides else 1.0 / constant)
+            node = inputs[0]
+    except Exception:
+        pass
     return out
 
 
 def _saved_constant(value) -> float | None:
     if isinstance(value, torch.Tensor):
-        if value.numel() != 1 or value.requires_grad:
-            return None
+        if value.numel() != 1 or value.requires_grad or value.device.type != "cpu":
+            return None  # an accelerator's tensor (GradScaler's scale) is never read: that would wait for the device
         value = value.item()
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0 and math.isfinite(value):
         return float(value)
