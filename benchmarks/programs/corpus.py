@@ -11,6 +11,7 @@ from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.kair.standins import write_images as write_kair_images
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
+from benchmarks.programs.muon.prepare import write_data as write_muon_data
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
 from benchmarks.programs.openclip.standins import write_data as write_openclip_data
 from benchmarks.programs.pycls.standins import write_data as write_pycls_data
@@ -906,6 +907,26 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("name",),
+        ),
+        Program(
+            name="muon",
+            folder="muon",
+            raw=["train_gpt2.py"],
+            port=["lightning_port.py"],
+            style="modded-nanogpt's speedrun script: torchrun (env ranks), its own Hyperparameters dataclass (no CLI); "
+            "its own DistributedDataLoader over token shards (header + uint16 tokens, each rank at its own offset, no "
+            "sampler, the first batch drawn before reset() and trained on again); three optimizers: Adam (fused) for "
+            "the embedding, Adam for the head, Muon for the blocks' matrices (Nesterov momentum, Newton-Schulz "
+            "orthogonalization in bfloat16, the parameters split between ranks by RANK/WORLD_SIZE and the updates "
+            "all_reduced inside Muon.step); a trapezoidal get_lr through one LambdaLR an optimizer; accumulation by "
+            "no_sync on the non-final micro-batches, the grads divided by hand after; bf16 autocast; val loss every "
+            "val_loss_every steps and at step 0 and the end, all_reduced (AVG); state_stepN.pt by rank 0 at the end",
+            source="KellerJordan/modded-nanogpt train_gpt2.py (MIT, fdc6e0b7 of 2024-10-30, F.scaled_dot_product_"
+            "attention, DDP); torch.compile off on CPU; a GPT of 2 layers x 32 wide (4 heads), vocab 64, seq 16; 8 "
+            "steps of 2 ranks x 2 sequences x 2 accumulation steps over 2 train shards of 300 tokens (prepare)",
+            prepare=lambda work: write_muon_data(str(work)),
+            recording="hooks",
+            suite=False,
         ),
         Program(
             name="timm",
