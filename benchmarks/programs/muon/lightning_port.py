@@ -1,9 +1,10 @@
 """modded-nanogpt's train_gpt2.py (fdc6e0b7, 2024-10-30) ported to Lightning, written first as a Lightning
-user would: the authors' GPT, Muon and DistributedDataLoader taken from the copied train_gpt2.py (its definitions only,
-the part above "args = Hyperparameters()": importing the file would run its training), the same Hyperparameters; three optimizers
-(Adam for the embedding, Adam for the head, Muon for the blocks) so manual optimization, with accumulation as
-Lightning's docs show it (the loss divided by the steps, a step every N batches); the trapezoidal get_lr through
-one LambdaLR an optimizer; bf16 autocast by the Trainer's precision; the val loss every val_loss_every steps.
+user would: the authors' GPT, Muon and DistributedDataLoader taken from the copied train_gpt2.py (its definitions
+only, the part above "args = Hyperparameters()": importing the file would run its training), the same
+Hyperparameters; three optimizers (Adam for the embedding, Adam for the head, Muon for the blocks) so manual
+optimization, with accumulation as Lightning's docs show it (the loss divided by the steps, a step every N batches);
+the trapezoidal get_lr through one LambdaLR an optimizer; bf16 autocast by the Trainer's precision; the val loss
+every val_loss_every steps.
 
     python lightning_port.py   (run from the directory holding data/)
 """
