@@ -39,6 +39,12 @@ class Shards(IterableDataset):
         rank = int(os.environ.get("LOCAL_RANK", 0))
         loader = DistributedDataLoader(self.pattern, B, T, rank, WORLD)
         n = 0
+        if self.steps is None:
+            # round 1: train_gpt2.py draws its first batch before train_loader.reset() and trains on it, then on the
+            # first batch again (the reset loader's first): the first update's two micro-batches are the same
+            first = loader.next_batch()
+            loader.reset()
+            yield first
         while self.steps is None or n < self.steps:
             yield loader.next_batch()
             n += 1
