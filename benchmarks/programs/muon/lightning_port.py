@@ -118,7 +118,8 @@ if __name__ == "__main__":
         accelerator="cpu",
         devices=WORLD,
         precision="bf16-mixed",
-        max_steps=args.num_iterations,
+        # round 2: under manual optimization the Trainer's step counts every optimizer.step(): 3 a update
+        max_steps=args.num_iterations * 3,
         val_check_interval=args.val_loss_every * train_accumulation_steps,
         check_val_every_n_epoch=None,
         limit_val_batches=val_steps,
