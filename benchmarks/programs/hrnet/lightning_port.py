@@ -15,6 +15,7 @@ import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
@@ -38,9 +39,11 @@ def parse_args():
 
 
 class HRNetSegmentation(L.LightningModule):
-    def __init__(self, cfg, class_weights):
+    def __init__(self, cfg, train_dataset, test_dataset):
         super().__init__()
         self.cfg = cfg
+        self.train_dataset, self.test_dataset = train_dataset, test_dataset
+        class_weights = train_dataset.class_weights
         self.model = models.seg_hrnet.get_seg_model(cfg)
         if cfg.LOSS.USE_OHEM:
             self.criterion = OhemCrossEntropy(
@@ -62,6 +65,27 @@ class HRNetSegmentation(L.LightningModule):
         loss = self.criterion(pred, labels.long())
         self.log("train_loss", loss, prog_bar=True, sync_dist=True)
         return loss
+
+    # round 1: Lightning's injected DistributedSampler is seeded from PL_GLOBAL_SEED (304), train.py's get_sampler
+    # builds DistributedSampler(dataset) (seed 0, shuffled, for training and validation): the same samplers here
+    # (built in the hooks, once the process group is up), and Lightning told not to replace them
+    # (use_distributed_sampler=False; it still calls set_epoch on them every epoch)
+    def train_dataloader(self):
+        return DataLoader(
+            self.train_dataset,
+            batch_size=self.cfg.TRAIN.BATCH_SIZE_PER_GPU,
+            sampler=DistributedSampler(self.train_dataset),
+            num_workers=self.cfg.WORKERS,
+            drop_last=True,
+        )
+
+    def val_dataloader(self):
+        return DataLoader(
+            self.test_dataset,
+            batch_size=self.cfg.TRAIN.BATCH_SIZE_PER_GPU,
+            sampler=DistributedSampler(self.test_dataset),
+            num_workers=self.cfg.WORKERS,
+        )
 
     def on_validation_epoch_start(self):
         n = self.cfg.DATASET.NUM_CLASSES
@@ -137,22 +161,17 @@ def main():
 
     train_dataset = build_dataset(config, config.DATASET.TRAIN_SET, train=True)
     test_dataset = build_dataset(config, config.DATASET.TEST_SET, train=False)
-    batch_size = config.TRAIN.BATCH_SIZE_PER_GPU
-    train_loader = DataLoader(
-        train_dataset, batch_size=batch_size, shuffle=config.TRAIN.SHUFFLE, num_workers=config.WORKERS, drop_last=True
-    )
-    val_loader = DataLoader(test_dataset, batch_size=batch_size, shuffle=False, num_workers=config.WORKERS)
-
-    module = HRNetSegmentation(config, train_dataset.class_weights)
+    module = HRNetSegmentation(config, train_dataset, test_dataset)
     trainer = L.Trainer(
         strategy="ddp",
         accelerator="cpu",
         devices=len(config.GPUS),
+        use_distributed_sampler=False,
         max_epochs=config.TRAIN.END_EPOCH,
         default_root_dir=config.OUTPUT_DIR,
         log_every_n_steps=config.PRINT_FREQ,
     )
-    trainer.fit(module, train_loader, val_loader)
+    trainer.fit(module)
     if trainer.is_global_zero:
         torch.save(module.model.state_dict(), os.path.join(config.OUTPUT_DIR, "final_state.pth"))
 
