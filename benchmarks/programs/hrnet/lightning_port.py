@@ -134,7 +134,10 @@ class HRNetSegmentation(L.LightningModule):
             groups, lr=cfg.TRAIN.LR, momentum=cfg.TRAIN.MOMENTUM, weight_decay=cfg.TRAIN.WD, nesterov=cfg.TRAIN.NESTEROV
         )
         max_iters = self.trainer.estimated_stepping_batches
-        poly = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: (1 - it / max_iters) ** 0.9)
+        # round 2: train.py's adjust_learning_rate runs AFTER optimizer.step() with the index of the step just taken
+        # (i_iter + cur_iters), so step k (0-based) runs at poly(k - 1) and steps 0 and 1 both at base_lr; a LambdaLR
+        # stepped after every optimizer step is at poly(k): shifted by one here
+        poly = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: (1 - max(it - 1, 0) / max_iters) ** 0.9)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": poly, "interval": "step"}}
 
 
