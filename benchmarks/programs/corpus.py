@@ -8,6 +8,7 @@ from pathlib import Path
 from benchmarks.programs.basicsr.standins import write_data as write_basicsr_data
 from benchmarks.programs.fixmatch.standins import write_data as write_fixmatch_data
 from benchmarks.programs.hifigan.standins import write_wavs
+from benchmarks.programs.hrnet.standins import write_data as write_hrnet_data
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.kair.standins import write_images as write_kair_images
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
@@ -252,6 +253,20 @@ VAR_TINY += ["--workers=0", "--fp16=0"]
 OPENCLIP_TINY = ["--train-data=data/train.csv", "--val-data=data/val.csv", "--dataset-type=csv", "--model=tiny-ViT"]
 OPENCLIP_TINY += ["--batch-size=4", "--epochs=2", "--lr=1e-3", "--wd=0.1", "--warmup=2", "--workers=0", "--seed=0"]
 OPENCLIP_TINY += ["--precision=fp32", "--dist-backend=gloo", "--accum-freq=2", "--name={out}/tiny"]
+
+# HRNet-Semantic-Segmentation: tools/train.py with its yacs config (a tiny YAML of the port's own) and the config's
+# command-line overrides: the output and log folders under the side's {out}
+HRNET_TINY = ["--cfg", str(Path(__file__).parent / "hrnet" / "experiments" / "seg_hrnet_tiny_32x32_ohem_sgd.yaml")]
+HRNET_TINY += ["OUTPUT_DIR", "{out}/output", "LOG_DIR", "{out}/log"]
+
+
+def prepare_hrnet(work: Path) -> None:
+    """The cityscapes-style lists and images under data/, and each side's output folder: create_logger makes it with
+    a plain mkdir on every rank (no parents, no exist_ok), which two ranks race for."""
+    write_hrnet_data(str(work / "data"))
+    for side in ("raw", "lightning"):
+        (work / side / "output").mkdir(parents=True, exist_ok=True)
+
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
@@ -953,6 +968,32 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("output",),
+        ),
+        Program(
+            name="hrnet",
+            folder="hrnet",
+            raw=["tools/train.py", *HRNET_TINY],
+            port=["lightning_port.py", *HRNET_TINY],
+            style="semantic segmentation by a yacs config (YAML + command-line overrides); torch.distributed.launch's "
+            "--local_rank (here LOCAL_RANK from torchrun's environment), env:// init; torch and Python's random seeded "
+            "(numpy too, by the port: the flips); the loss computed INSIDE the module DDP wraps (FullModel(model, "
+            "criterion) returning torch.unsqueeze(loss, 0) and the outputs), .mean() of it as the backward root, and "
+            "that loss reduce_tensor'ed (an in-place dist.reduce to rank 0) for printing before backward; "
+            "find_unused_parameters=True; SGD with nesterov over two param groups built from NONBACKBONE_KEYWORDS "
+            "(x NONBACKBONE_MULT); the poly lr (base_lr * (1 - iter / max_iter) ** 0.9) set by hand on both groups "
+            "AFTER every optimizer step; random scale (Python's random), pad and crop (Python's random) and flip "
+            "(numpy's global generator) in the data set; OHEM cross-entropy with class weights and an ignore label; "
+            "DistributedSampler (shuffle) with set_epoch, and one (shuffled, never set_epoch) for validation; "
+            "validation every epoch with a confusion matrix reduced to rank 0; checkpoint.pth.tar on rank 0 every "
+            "epoch (resume from it)",
+            source="HRNet/HRNet-Semantic-Segmentation (branch HRNet-OCR, 0bbb288; MIT) tools/train.py, "
+            "lib/core/{criterion,function}.py, lib/utils/{utils,distributed,modelsummary}.py, lib/config/, "
+            "lib/datasets/{base_dataset,cityscapes}.py, lib/models/{seg_hrnet,bn_helper}.py; yacs, OpenCV and "
+            "tensorboardX stood in for (standins.py), 12 + 4 synthetic 32 x 32 images and 4-class label maps written "
+            "by prepare, an HRNet of widths 4/8/16/32 with one block a branch",
+            prepare=prepare_hrnet,
+            recording="hooks",
+            suite=False,
         ),
         Program(
             name="swin",
