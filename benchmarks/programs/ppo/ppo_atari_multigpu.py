@@ -1,29 +1,30 @@
 # docs and experiment results can be found at https://docs.cleanrl.dev/rl-algorithms/ppo/#ppo_atari_multigpupy
-import os
+import os  # noqa: I001
 import random
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import List, Literal
+from typing import List, Literal  # noqa: UP035
 
-import gymnasium as gym
+from standins import gym  # changed: gymnasium and ale-py missing; a small deterministic vector env
 import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.optim as optim
-import tyro
+from standins import tyro  # changed: tyro missing; its command line by argparse
 from rich.pretty import pprint
 from torch.distributions.categorical import Categorical
-from torch.utils.tensorboard import SummaryWriter
+from standins import SummaryWriter  # changed: tensorboard missing; a writer keeping nothing
 
-from cleanrl_utils.atari_wrappers import (  # isort:skip
-    ClipRewardEnv,
-    EpisodicLifeEnv,
-    FireResetEnv,
-    MaxAndSkipEnv,
-    NoopResetEnv,
-)
+# changed: the Atari wrappers stand for ALE's frames; the stand-in env gives 4 stacked 16 x 16 frames itself
+# from cleanrl_utils.atari_wrappers import (  # isort:skip
+#     ClipRewardEnv,
+#     EpisodicLifeEnv,
+#     FireResetEnv,
+#     MaxAndSkipEnv,
+#     NoopResetEnv,
+# )
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float = None
     """the target KL divergence threshold"""
-    device_ids: List[int] = field(default_factory=lambda: [])
+    device_ids: List[int] = field(default_factory=lambda: [])  # noqa: UP006
     """the device ids that subprocess workers will use"""
     backend: Literal["gloo", "nccl", "mpi"] = "gloo"
     """the backend for distributed training"""
@@ -110,21 +111,23 @@ def make_env(env_id, idx, capture_video, run_name):
         else:
             env = gym.make(env_id)
         env = gym.wrappers.RecordEpisodeStatistics(env)
-        env = NoopResetEnv(env, noop_max=30)
-        env = MaxAndSkipEnv(env, skip=4)
-        env = EpisodicLifeEnv(env)
-        if "FIRE" in env.unwrapped.get_action_meanings():
-            env = FireResetEnv(env)
-        env = ClipRewardEnv(env)
-        env = gym.wrappers.ResizeObservation(env, (84, 84))
-        env = gym.wrappers.GrayScaleObservation(env)
-        env = gym.wrappers.FrameStack(env, 4)
+        # changed: the Atari wrappers (noop reset, frame skip, episodic life, fire reset, reward clip, resize,
+        # gray scale, frame stack) not stood in: the stand-in's frames are already 4 x 16 x 16 gray, rewards in [0, 1]
+        # env = NoopResetEnv(env, noop_max=30)
+        # env = MaxAndSkipEnv(env, skip=4)
+        # env = EpisodicLifeEnv(env)
+        # if "FIRE" in env.unwrapped.get_action_meanings():
+        #     env = FireResetEnv(env)
+        # env = ClipRewardEnv(env)
+        # env = gym.wrappers.ResizeObservation(env, (84, 84))
+        # env = gym.wrappers.GrayScaleObservation(env)
+        # env = gym.wrappers.FrameStack(env, 4)
         return env
 
     return thunk
 
 
-def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):  # noqa: B008
     torch.nn.init.orthogonal_(layer.weight, std)
     torch.nn.init.constant_(layer.bias, bias_const)
     return layer
@@ -134,18 +137,18 @@ class Agent(nn.Module):
     def __init__(self, envs):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            layer_init(nn.Conv2d(4, 8, 4, stride=2)),  # changed: tiny, for 16 x 16 frames (was 4 -> 32, 8, stride 4)
             nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            layer_init(nn.Conv2d(8, 8, 3, stride=1)),  # changed: tiny (was 32 -> 64, 4, stride 2)
             nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            layer_init(nn.Conv2d(8, 8, 3, stride=1)),  # changed: tiny (was 64 -> 64, 3)
             nn.ReLU(),
             nn.Flatten(),
-            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            layer_init(nn.Linear(8 * 3 * 3, 32)),  # changed: tiny (was 64 * 7 * 7 -> 512)
             nn.ReLU(),
         )
-        self.actor = layer_init(nn.Linear(512, envs.single_action_space.n), std=0.01)
-        self.critic = layer_init(nn.Linear(512, 1), std=1)
+        self.actor = layer_init(nn.Linear(32, envs.single_action_space.n), std=0.01)  # changed: tiny (was 512)
+        self.critic = layer_init(nn.Linear(32, 1), std=1)  # changed: tiny (was 512)
 
     def get_value(self, x):
         return self.critic(self.network(x / 255.0))
@@ -174,7 +177,7 @@ if __name__ == "__main__":
     if args.world_size > 1:
         dist.init_process_group(args.backend, rank=local_rank, world_size=args.world_size)
     else:
-        warnings.warn(
+        warnings.warn(  # noqa: B028
             """
 Not using distributed mode!
 If you want to use distributed mode, please execute this script with 'torchrun'.
@@ -199,7 +202,7 @@ E.g., `torchrun --standalone --nnodes=1 --nproc_per_node=2 ppo_atari_multigpu.py
         writer = SummaryWriter(f"runs/{run_name}")
         writer.add_text(
             "hyperparameters",
-            "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+            "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),  # noqa: UP031
         )
         pprint(args)
 
@@ -212,8 +215,12 @@ E.g., `torchrun --standalone --nnodes=1 --nproc_per_node=2 ppo_atari_multigpu.py
     torch.backends.cudnn.deterministic = args.torch_deterministic
 
     if len(args.device_ids) > 0:
-        assert len(args.device_ids) == args.world_size, "you must specify the same number of device ids as `--nproc_per_node`"
-        device = torch.device(f"cuda:{args.device_ids[local_rank]}" if torch.cuda.is_available() and args.cuda else "cpu")
+        assert len(args.device_ids) == args.world_size, (
+            "you must specify the same number of device ids as `--nproc_per_node`"
+        )
+        device = torch.device(
+            f"cuda:{args.device_ids[local_rank]}" if torch.cuda.is_available() and args.cuda else "cpu"
+        )
     else:
         device_count = torch.cuda.device_count()
         if device_count < args.world_size:
@@ -282,7 +289,7 @@ E.g., `torchrun --standalone --nnodes=1 --nproc_per_node=2 ppo_atari_multigpu.py
                         writer.add_scalar("charts/episodic_length", info["episode"]["l"], global_step)
 
         print(
-            f"local_rank: {local_rank}, action.sum(): {action.sum()}, iteration: {iteration}, agent.actor.weight.sum(): {agent.actor.weight.sum()}"
+            f"local_rank: {local_rank}, action.sum(): {action.sum()}, iteration: {iteration}, agent.actor.weight.sum(): {agent.actor.weight.sum()}"  # noqa: E501
         )
         # bootstrap value if not done
         with torch.no_grad():
@@ -311,7 +318,7 @@ E.g., `torchrun --standalone --nnodes=1 --nproc_per_node=2 ppo_atari_multigpu.py
         # Optimizing the policy and value network
         b_inds = np.arange(args.local_batch_size)
         clipfracs = []
-        for epoch in range(args.update_epochs):
+        for epoch in range(args.update_epochs):  # noqa: B007
             np.random.shuffle(b_inds)
             for start in range(0, args.local_batch_size, args.local_minibatch_size):
                 end = start + args.local_minibatch_size
