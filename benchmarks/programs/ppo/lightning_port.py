@@ -31,7 +31,8 @@ class PPOModule(L.LightningModule):
 
     def train_dataloader(self):
         # one item a Lightning epoch: each epoch is one PPO iteration (its data are the rollout collected in it)
-        return DataLoader(list(range(1)), batch_size=1)
+        # round 1: a generator of its own, so that iterating it leaves the global one (the policy's sampling) alone
+        return DataLoader(list(range(1)), batch_size=1, generator=torch.Generator())
 
     def setup(self, stage):
         # CRUCIAL (as the script): a different seed for each data parallelism worker
