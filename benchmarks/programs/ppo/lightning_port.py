@@ -39,6 +39,8 @@ class PPOModule(L.LightningModule):
         seed = self.args.seed + self.global_rank
         random.seed(seed)
         np.random.seed(seed)
+        # round 2: torch too (the script re-seeds torch with seed + rank once the model is built, for the sampling)
+        torch.manual_seed(seed)
         self.next_obs, _ = self.envs.reset(seed=seed)
 
     def on_train_start(self):
