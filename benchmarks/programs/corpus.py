@@ -270,6 +270,13 @@ def prepare_hrnet(work: Path) -> None:
 
 IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--run-dir={out}/trace"]
 
+# cleanrl ppo_atari_multigpu.py: 2 envs a rank (a small deterministic Atari-like env, standins.py), 16 steps a
+# rollout, 3 iterations (total 192 = 3 x 2 ranks x 2 envs x 16), 2 update epochs of 2 minibatches (16 samples), an
+# approximate-KL early stop at 5e-6 (it stops iteration 1 after its first epoch on both ranks): 10 optimizer steps a
+# rank; no data files (the env draws its frames from a generator seeded by the env seed)
+PPO_TINY = ["--total-timesteps", "192", "--local-num-envs", "2", "--num-steps", "16", "--num-minibatches", "2"]
+PPO_TINY += ["--update-epochs", "2", "--target-kl", "5e-6"]
+
 PROGRAMS = {
     p.name: p
     for p in [
@@ -1020,6 +1027,22 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("output",),
+        ),
+        Program(
+            name="ppo",
+            folder="ppo",
+            raw=["ppo_atari_multigpu.py", *PPO_TINY],
+            port=["lightning_port.py", *PPO_TINY],
+            style="PPO on vectorized envs, no DDP wrapper: after loss.backward() every rank flattens its gradients, "
+            "all_reduces them (SUM) and divides by the world size by hand, then clip_grad_norm_ and Adam (eps 1e-5); "
+            "the data are rollouts the policy produces (actions sampled from a Categorical under torch's global "
+            "generator), GAE per rank, update epochs of minibatches shuffled by np.random.shuffle per rank, an early "
+            "stop on the (per-rank) approximate KL; the lr annealed by hand per iteration; seeds seed + rank for "
+            "python/numpy/env; torch seeded seed before the model (one init on every rank), seed + rank after it",
+            source="vwxyzjn/cleanrl cleanrl/ppo_atari_multigpu.py (MIT, fe8d8a0); gymnasium/ALE, tyro and tensorboard "
+            "stood in for (standins.py: a 4 x 16 x 16 uint8 vector env), the Agent's conv net shrunk for 16 x 16",
+            recording="hooks",
+            suite=False,
         ),
     ]
 }
