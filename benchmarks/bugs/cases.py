@@ -96,6 +96,15 @@ NEVER_STEPPED = f"{TIMM_TRAIN} (lr_scheduler.step_update(num_updates) after ever
 LAST_ACCUM = (
     f"{TIMM_TRAIN} (train_one_epoch: last_accum_steps, an epoch's left-over micro-batches divided by their count)"
 )
+# issue 46's ninth pass (docs/programs.md: vitft, var, basicsr)
+VAR_SCHEDULE = (
+    "https://github.com/FoundationVision/VAR/blob/main/train.py (lr_wd_annealing(..., cur_it, ...) from the global "
+    "iteration ep * iters_train + it; a port counting from the iteration within the epoch)"
+)
+WARMUP_BOUND = (
+    "https://github.com/XPixelGroup/BasicSR/blob/master/basicsr/models/base_model.py (update_learning_rate: the "
+    "warm-up's rate set by hand while current_iter < warmup_iter; the bound off by one on one side)"
+)
 LEFTOVER = {"samples": 40, "accumulate": 2, "epochs": 2, "record_micro": True, "validate": False}  # 5 micro-batches
 
 # slips whose diagnosis names an exact relation between the sides' numbers (compare/relations.py): a
@@ -263,6 +272,30 @@ RELATION_CASES = (
             "divide the loss of a shorter accumulation",
         )
         for m in (MLP, TRANSFORMER)
+    ),
+    *(
+        on_each(
+            m,
+            "a schedule started again at each epoch",
+            VAR_SCHEDULE,
+            WARMUP_COSINE,
+            {"rebuild_scheduler": True},
+            "optimizer",
+            STEPS_PER_EPOCH + 1,
+            None,
+            "not from the iteration within the epoch (batch_idx)",
+        )
+        for m in (MLP, CNN)
+    ),
+    slip(
+        "the warm-up's last rate set by hand a step early (mlp)",
+        WARMUP_BOUND,
+        MLP.changed(**WARMUP_COSINE, record_scheduler_count=True),
+        "optimizer",
+        2,  # the warm-up's factor 0.55 there, the peak set by hand on one side
+        None,
+        "Give step 2 the same rate on both sides",
+        lr_at=(2, MLP.lr),
     ),
     *(
         on_each(
@@ -830,6 +863,12 @@ CLEAN = (
         MLP.changed(teacher_momentum=0.9),
         MLP.changed(teacher_momentum=0.9),
         b_trainer=True,
+    ),
+    Case(  # issue 46's ninth pass (var slip 1): a key no optimizer reads is no cause
+        "a param-group key of the program's own apart, every setting AdamW reads alike (mlp)",
+        "-",
+        MLP.changed(group_key=1.0),
+        MLP.changed(group_key=0.5),
     ),
     Case(
         "OneCycleLR from the loader (mlp)",

@@ -63,11 +63,15 @@ class Setup:
     optimizer: str = "adamw"
     lr: float = 0.01
     decay_split: bool = True
+    group_key: float | None = None  # a key of the program's own in every param group, which no optimizer reads (VAR's
+    # lr_sc, a scale its own schedule would read)
     two_optimizers: bool = False
     zero_grad_all: bool = True
     accumulate: int = 1
     # an epoch's left-over micro-batches (fewer than `accumulate`): None: dropped; "configured": stepped alone, each
-    # loss divided by `accumulate` (Lightning's); "own": divided by their own count (timm's train.py, last_accum_steps)
+    # loss divided by `accumulate` (Lightning's); "own": divided by their own count (timm's train.py, last_accum_steps);
+    # "carry": kept for the next epoch's first step, which steps at its epoch's batch i with (i + 1) % accumulate == 0
+    # (ViT-pytorch's train.py: no step nor zero_grad at an epoch's end)
     leftover: str | None = None
     record_micro: bool = False  # micro_batches= given to record() (the step's micro-batches)
     scale_loss: bool = True
@@ -88,6 +92,9 @@ class Setup:
     # a warm-up then decay set by hand from the count of steps done (no scheduler object): "before" optimizer.step(),
     # or "after" it, the count already advanced (open_clip's lr adjuster called after the step)
     hand_lr: str | None = None
+    lr_at: tuple | None = None  # (step, lr): the rate set by hand at that step alone (a warm-up's bound off by one)
+    rebuild_scheduler: bool = False  # the scheduler built again at each epoch's start: its schedule counted from the
+    # epoch's first step (as one computed from batch_idx instead of the global step)
     record_built: bool = False  # meta.optimizer_built (the optimizers as constructed), as the hooks write it
     scheduler_first: bool = False  # scheduler.step() before optimizer.step(): each step gets the next rate
     # the lr the loop records: "applied" (what optimizer.step() used), "before_step" (read at the top of the
@@ -179,7 +186,8 @@ def param_groups(model: nn.Module, s: Setup) -> list[dict]:
     decay, rest = [], []
     for name, p in model.named_parameters():
         (rest if s.decay_split and (name.endswith("bias") or "norm" in name or "bn" in name) else decay).append(p)
-    return [{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}]
+    own = {} if s.group_key is None else {"lr_sc": s.group_key}
+    return [{"params": decay, "weight_decay": 0.05, **own}, {"params": rest, "weight_decay": 0.0, **own}]
 
 
 def build_optimizers(model: nn.Module, s: Setup) -> list[torch.optim.Optimizer]:
@@ -359,8 +367,10 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     if s.watch:
         recorder.watch(model, steps="all")
     model.train()
-    step, made = 0, []  # made: the loop's own collectives since the previous record
+    step, made, carried = 0, [], []  # made: the loop's own collectives since the previous record
     for epoch in range(s.epochs):
+        if s.rebuild_scheduler and epoch > 0:
+            scheduler = build_scheduler(optimizers[0], s, loader)
         if isinstance(loader.sampler, DistributedSampler) and s.set_epoch:
             loader.sampler.set_epoch(epoch)
         if s.eval_mode != "after_validation":
@@ -368,10 +378,14 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
         batches = iter(loader)
         for _ in range(s.peek if epoch == 0 else 0):
             next(batches)  # the slip: a batch taken from the training iterator, never trained on
-        for micro in accumulated(batches, s):
+        for micro in accumulated(batches, s, carried):
             step += 1
             if s.hand_lr == "before":
                 set_lr_by_hand(optimizers, s, step - 1)
+            if s.lr_at is not None and step == s.lr_at[0]:
+                for optimizer in optimizers:
+                    for group in optimizer.param_groups:
+                        group["lr"] = s.lr_at[1]
             lr_before = optimizers[0].param_groups[0]["lr"]
             if scheduler is not None and s.scheduler_first:
                 scheduler.step()
@@ -429,16 +443,19 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     recorder.finish(model)
 
 
-def accumulated(batches, s: Setup):
-    """The batches in groups of s.accumulate micro-batches, an epoch's left-over ones a group of their own where
-    s.leftover says they are stepped."""
-    micro = []
-    for batch in batches:
+def accumulated(batches, s: Setup, carried: list):
+    """An epoch's batches in groups of s.accumulate micro-batches (by the batch's index in the epoch), the first after
+    the micro-batches `carried` from the epoch before; the left-over ones stepped alone, carried (into `carried`) or
+    dropped, as s.leftover says."""
+    micro, carried[:] = list(carried), []
+    for i, batch in enumerate(batches):
         micro.append(batch)
-        if len(micro) == s.accumulate:
+        if (i + 1) % s.accumulate == 0:
             yield micro
             micro = []
-    if micro and s.leftover is not None:
+    if micro and s.leftover == "carry":
+        carried.extend(micro)
+    elif micro and s.leftover is not None:
         yield micro
 
 
