@@ -109,8 +109,8 @@ class Setup:
     sync: str = "every"
     record_sync: bool = False
     norm_type: float = 2.0  # the norm the gradient norm is measured (and clipped) with
-    norm_reversed: bool = False  # the 2-norm measured square by square over the optimizer's parameters in reverse
-    # order (a loop's own sum against Lightning's): the same norm, summed in another order; a clip scales by it
+    norm_reversed: bool = False  # the 2-norm (no clip) measured square by square over the optimizer's parameters
+    # in reverse order (a loop's own sum against Lightning's): the same norm, summed in another order
     val_reduce: str = "sum_count"  # or "mean_of_means"
     # a contrastive term over the outputs as features beside the labels' loss (open_clip's ClipLoss): "gathered":
     # each sample against every rank's features, all-gathered without gradient (gather_with_grad=False); "local":
@@ -557,11 +557,8 @@ def clip_in_optimizer_order(optimizers, clip: float | None, norm_type: float = 2
     order; `reverse`: squares_summed_in_reverse), with `norm_type` (Lightning's is 2); clipping only when `clip`
     is set."""
     params = [p for o in optimizers for g in o.param_groups for p in g["params"] if p.grad is not None]
-    if reverse and norm_type == 2.0:
-        norm = squares_summed_in_reverse([p.grad for p in params])
-        if clip is not None:  # scaled as clip_grad_norm_ scales by its own norm
-            torch.nn.utils.clip_grads_with_norm_(params, clip, norm)
-        return norm
+    if reverse and clip is None and norm_type == 2.0:
+        return squares_summed_in_reverse([p.grad for p in params])
     if clip is None:
         return torch.nn.utils.get_total_norm([p.grad for p in params], norm_type)
     return torch.nn.utils.clip_grad_norm_(params, clip, norm_type)
