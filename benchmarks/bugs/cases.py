@@ -80,6 +80,32 @@ SCALED_SET, STEPS = ONECYCLE_MLP.changed(schedule="onecycle_dataset", **SCALED),
 NO_SYNC = "issue 46 (public programs): a no_sync() left around every micro-batch, the last one's too"
 SYNC_LAST = MLP.changed(accumulate=2, record_sync=True, validate=False, sync="last")
 SYNC_NONE, FIX_SYNC = SYNC_LAST.changed(sync="none"), "let the last micro-batch's backward sync"
+# issue 46's tenth pass (docs/programs.md: openclip, timm, swin): the slips its classes were found on
+TIMM_TRAIN = "https://github.com/huggingface/pytorch-image-models/blob/main/train.py"
+LR_AFTER = (
+    "https://github.com/mlfoundations/open_clip/blob/main/src/training/train.py (scheduler(step), the lr adjuster, "
+    "called before each step's forward; a port calling it after optimizer.step())"
+)
+HAND_LR = {"hand_lr": "before", "record_built": True, "record_scheduler_count": True, "validate": False}
+SIZED = (
+    "https://github.com/microsoft/Swin-Transformer/blob/main/main.py (build_scheduler(config, optimizer, "
+    "len(data_loader_train) // config.TRAIN.ACCUMULATION_STEPS): a port passing len(data_loader_train) alone)"
+)
+WARMUP_COSINE = {"schedule": "warmup_cosine", "epochs": 2, "validate": False}
+NEVER_STEPPED = f"{TIMM_TRAIN} (lr_scheduler.step_update(num_updates) after every update; a port never stepping it)"
+LAST_ACCUM = (
+    f"{TIMM_TRAIN} (train_one_epoch: last_accum_steps, an epoch's left-over micro-batches divided by their count)"
+)
+# issue 46's ninth pass (docs/programs.md: vitft, var, basicsr)
+VAR_SCHEDULE = (
+    "https://github.com/FoundationVision/VAR/blob/main/train.py (lr_wd_annealing(..., cur_it, ...) from the global "
+    "iteration ep * iters_train + it; a port counting from the iteration within the epoch)"
+)
+WARMUP_BOUND = (
+    "https://github.com/XPixelGroup/BasicSR/blob/master/basicsr/models/base_model.py (update_learning_rate: the "
+    "warm-up's rate set by hand while current_iter < warmup_iter; the bound off by one on one side)"
+)
+LEFTOVER = {"samples": 40, "accumulate": 2, "epochs": 2, "record_micro": True, "validate": False}  # 5 micro-batches
 
 # slips whose diagnosis names an exact relation between the sides' numbers (compare/relations.py): a
 # factor equal to a recorded count, a shift by k steps, another norm, a gradient on one side only, one
@@ -194,6 +220,86 @@ RELATION_CASES = (
     *(
         on_each(
             m,
+            "lr set by hand after optimizer.step()",
+            LR_AFTER,
+            HAND_LR,
+            {"hand_lr": "after"},
+            "optimizer",
+            1,
+            None,
+            "set the rate before optimizer.step()",
+        )
+        for m in (MLP, CNN)
+    ),
+    *(
+        on_each(
+            m,
+            "a warm-up and cosine sized in micro-batches",
+            SIZED,
+            WARMUP_COSINE | {"accumulate": 2},
+            {"schedule_unit": "micro_batches"},
+            "optimizer",
+            2,
+            None,
+            "Size the schedule in optimizer updates",
+        )
+        for m in (MLP, CNN)
+    ),
+    *(
+        on_each(
+            m,
+            "a per-update schedule never stepped",
+            NEVER_STEPPED,
+            WARMUP_COSINE,
+            {"scheduler_steps": 0},
+            "optimizer",
+            2,
+            None,
+            "step the schedule once per optimizer step",
+        )
+        for m in (MLP, TRANSFORMER)
+    ),
+    *(
+        on_each(
+            m,
+            "an epoch's lone last micro-batch divided by its own count",
+            LAST_ACCUM,
+            LEFTOVER | {"leftover": "configured"},
+            {"leftover": "own"},
+            "loss",
+            3,  # epoch 0's left-over micro-batch, stepped alone
+            None,
+            "divide the loss of a shorter accumulation",
+        )
+        for m in (MLP, TRANSFORMER)
+    ),
+    *(
+        on_each(
+            m,
+            "a schedule started again at each epoch",
+            VAR_SCHEDULE,
+            WARMUP_COSINE,
+            {"rebuild_scheduler": True},
+            "optimizer",
+            STEPS_PER_EPOCH + 1,
+            None,
+            "not from the iteration within the epoch (batch_idx)",
+        )
+        for m in (MLP, CNN)
+    ),
+    slip(
+        "the warm-up's last rate set by hand a step early (mlp)",
+        WARMUP_BOUND,
+        MLP.changed(**WARMUP_COSINE, record_scheduler_count=True),
+        "optimizer",
+        2,  # the warm-up's factor 0.55 there, the peak set by hand on one side
+        None,
+        "Give step 2 the same rate on both sides",
+        lr_at=(2, MLP.lr),
+    ),
+    *(
+        on_each(
+            m,
             "lr read after scheduler.step()",
             SCHEDULE_ORDER,
             STEP_LR,
@@ -242,6 +348,44 @@ ISSUE_46 = (
     ),
     Case(
         "no micro-batch synced under DDP (mlp)", NO_SYNC, SYNC_LAST, SYNC_NONE, "gradients", 1, None, FIX_SYNC, world=2
+    ),
+)
+
+TENTH_PASS = (
+    Case(
+        "a contrastive loss over the rank's own features, not gathered (mlp)",
+        "https://github.com/mlfoundations/open_clip/blob/main/src/open_clip/loss.py (ClipLoss gathers every rank's "
+        "features only where built with world_size > 1; left at rank=0, world_size=1 it contrasts the rank's own)",
+        MLP.changed(contrastive="gathered", record_collectives=True, validate=False),
+        MLP.changed(contrastive="local", record_collectives=True, validate=False),
+        "loss",
+        1,
+        None,
+        "with the process group's rank and world size",
+        world=2,
+    ),
+    Case(
+        "BatchNorm statistics averaged over the ranks on one side (cnn)",
+        "https://github.com/huggingface/pytorch-image-models/blob/main/timm/utils/distributed.py (distribute_bn, "
+        "called by train.py at each epoch's end; left out of one side)",
+        CNN.changed(record_collectives=True, validate=False, epochs=2),
+        CNN.changed(record_collectives=True, validate=False, epochs=2, average_buffers_after=(3,)),  # epoch 0's end
+        "buffers",
+        None,  # every step equal: only the final buffers differ
+        None,
+        "Average the running statistics over the ranks",
+        world=2,
+    ),
+    slip(
+        "no-decay group lost on one side, a clip binding nowhere (mlp)",
+        "https://github.com/mlfoundations/open_clip/blob/main/src/training/main.py (gains, biases and logit_scale "
+        "in a param group of weight_decay 0; the norm of the same gradients summed in the other group order)",
+        MLP.changed(clip=10.0, record_clip=True),
+        "param_groups",
+        None,
+        None,
+        "the same weight_decay",
+        decay_split=False,
     ),
 )
 
@@ -632,6 +776,7 @@ BUGS = (
     *RELATION_CASES,
     *SEED_CASES,
     *ISSUE_46,  # last: the fast tier keeps each category's earlier representative
+    *TENTH_PASS,
 )
 
 CLEAN = (
@@ -718,6 +863,12 @@ CLEAN = (
         MLP.changed(teacher_momentum=0.9),
         MLP.changed(teacher_momentum=0.9),
         b_trainer=True,
+    ),
+    Case(  # issue 46's ninth pass (var slip 1): a key no optimizer reads is no cause
+        "a param-group key of the program's own apart, every setting AdamW reads alike (mlp)",
+        "-",
+        MLP.changed(group_key=1.0),
+        MLP.changed(group_key=0.5),
     ),
     Case(
         "OneCycleLR from the loader (mlp)",

@@ -13,6 +13,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,9 +63,17 @@ class Setup:
     optimizer: str = "adamw"
     lr: float = 0.01
     decay_split: bool = True
+    group_key: float | None = None  # a key of the program's own in every param group, which no optimizer reads (VAR's
+    # lr_sc, a scale its own schedule would read)
     two_optimizers: bool = False
     zero_grad_all: bool = True
     accumulate: int = 1
+    # an epoch's left-over micro-batches (fewer than `accumulate`): None: dropped; "configured": stepped alone, each
+    # loss divided by `accumulate` (Lightning's); "own": divided by their own count (timm's train.py, last_accum_steps);
+    # "carry": kept for the next epoch's first step, which steps at its epoch's batch i with (i + 1) % accumulate == 0
+    # (ViT-pytorch's train.py: no step nor zero_grad at an epoch's end)
+    leftover: str | None = None
+    record_micro: bool = False  # micro_batches= given to record() (the step's micro-batches)
     scale_loss: bool = True
     clip: float | None = None
     label_smoothing: float = 0.0
@@ -74,7 +83,19 @@ class Setup:
     # under DDP without its wrapper: each gradient all-reduced by hand, "mean" (the sum / world size, as the PyTorch
     # distributed tutorial's average_gradients) or "sum" (the division left out)
     hand_average: str | None = None
-    schedule: str | None = None  # "onecycle_loader", "onecycle_dataset" (total steps from len(dataset)), "step"
+    # "onecycle_loader", "onecycle_dataset" (total steps from len(dataset)), "step", "warmup_cosine" (a LambdaLR
+    # warming up linearly over 2 optimizer updates, then a cosine to 0 at the run's last update)
+    schedule: str | None = None
+    # or "micro_batches": warmup_cosine's lengths counted in micro-batches (× accumulate) though stepped once per
+    # update (Swin's slip: the schedule sized from the loader's length under accumulation)
+    schedule_unit: str = "updates"
+    # a warm-up then decay set by hand from the count of steps done (no scheduler object): "before" optimizer.step(),
+    # or "after" it, the count already advanced (open_clip's lr adjuster called after the step)
+    hand_lr: str | None = None
+    lr_at: tuple | None = None  # (step, lr): the rate set by hand at that step alone (a warm-up's bound off by one)
+    rebuild_scheduler: bool = False  # the scheduler built again at each epoch's start: its schedule counted from the
+    # epoch's first step (as one computed from batch_idx instead of the global step)
+    record_built: bool = False  # meta.optimizer_built (the optimizers as constructed), as the hooks write it
     scheduler_first: bool = False  # scheduler.step() before optimizer.step(): each step gets the next rate
     # the lr the loop records: "applied" (what optimizer.step() used), "before_step" (read at the top of the
     # step, before any scheduler.step()), "after_scheduler" (read after this step's scheduler.step())
@@ -91,6 +112,15 @@ class Setup:
     norm_reversed: bool = False  # the 2-norm (no clip) measured square by square over the optimizer's parameters
     # in reverse order (a loop's own sum against Lightning's): the same norm, summed in another order
     val_reduce: str = "sum_count"  # or "mean_of_means"
+    # a contrastive term over the outputs as features beside the labels' loss (open_clip's ClipLoss): "gathered":
+    # each sample against every rank's features, all-gathered without gradient (gather_with_grad=False); "local":
+    # against its own rank's only (the loss built without the process group's world size)
+    contrastive: str | None = None
+    # after these steps the BatchNorm running statistics are averaged over the ranks (timm's distribute_bn:
+    # all_reduce SUM, then / world size)
+    average_buffers_after: tuple = ()
+    record_collectives: bool = False  # the loop's own collectives given to record() as the hooks list them (those
+    # made since the previous record: a step's gathers in its own record, an averaging after it in the next one's)
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
     # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
     resume: str | None = None
@@ -156,7 +186,8 @@ def param_groups(model: nn.Module, s: Setup) -> list[dict]:
     decay, rest = [], []
     for name, p in model.named_parameters():
         (rest if s.decay_split and (name.endswith("bias") or "norm" in name or "bn" in name) else decay).append(p)
-    return [{"params": decay, "weight_decay": 0.05}, {"params": rest, "weight_decay": 0.0}]
+    own = {} if s.group_key is None else {"lr_sc": s.group_key}
+    return [{"params": decay, "weight_decay": 0.05, **own}, {"params": rest, "weight_decay": 0.0, **own}]
 
 
 def build_optimizers(model: nn.Module, s: Setup) -> list[torch.optim.Optimizer]:
@@ -224,8 +255,83 @@ def build_scheduler(optimizer, s: Setup, loader: DataLoader):
         return None
     if s.schedule == "step":  # halves the rate every 2 optimizer steps: steps 1 and 2 share a rate
         return torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    if s.schedule == "warmup_cosine":
+        k = s.accumulate if s.schedule_unit == "micro_batches" else 1
+        warmup, length = 2 * k, s.epochs * (len(loader) // s.accumulate) * k
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, functools.partial(warmup_cosine, warmup, length))
     per_epoch = len(loader.dataset) if s.schedule == "onecycle_dataset" else len(loader)
     return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=s.lr, total_steps=s.epochs * per_epoch)
+
+
+def warmup_cosine(warmup: int, length: int, step: int) -> float:
+    """The factor of the base rate at scheduler step `step`: linear from 0.1 to 1 over `warmup`, then a cosine to 0
+    at `length`. Lengths k times as long map step k·t onto t exactly (both quotients scale by k)."""
+    if step < warmup:
+        return 0.1 + 0.9 * step / warmup
+    return 0.5 * (1 + math.cos(math.pi * min(step - warmup, length - warmup) / (length - warmup)))
+
+
+HAND_WARMUP, HAND_DECAY = 3, 0.9
+
+
+def set_lr_by_hand(optimizers, s: Setup, done: int) -> None:
+    """The rate for the step after `done` steps, written into every param group (no scheduler object): a linear
+    warm-up to s.lr over HAND_WARMUP steps, then × HAND_DECAY a step."""
+    rate = s.lr * min(1.0, (done + 1) / HAND_WARMUP) * HAND_DECAY ** max(0, done + 1 - HAND_WARMUP)
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            group["lr"] = rate
+
+
+def built_facts(model: nn.Module, optimizers) -> dict:
+    """meta.optimizer_built as the hooks write it: each optimizer as constructed, its parameters named, the first
+    the one stepped first."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    built = [
+        {
+            "class": type(o).__name__,
+            "param_groups": [{**g, "params": [names[id(p)] for p in g["params"]]} for g in o.param_groups],
+            "named": True,
+            "stepped": i == 0,
+        }
+        for i, o in enumerate(optimizers)
+    ]
+    return {"optimizer_built": built}
+
+
+def contrastive_term(out: torch.Tensor, s: Setup, made: list) -> torch.Tensor:
+    """open_clip's ClipLoss over the outputs as features, in one direction: each sample's features against every
+    gathered sample's (s.contrastive "gathered": all ranks', the others' without gradient), or its own rank's
+    ("local"); its own sample the target. A gather is listed in `made` as the hooks list it."""
+    features = nn.functional.normalize(out, dim=-1)
+    rank, world = rank_and_world()
+    others, first = features, 0
+    if s.contrastive == "gathered" and world > 1:
+        gathered = [torch.zeros_like(features) for _ in range(world)]
+        dist.all_gather(gathered, features.detach())
+        made.append(own_collective("all_gather", gathered))
+        gathered[rank] = features  # the gradient flows through the rank's own features only
+        others, first = torch.cat(gathered), rank * len(features)
+    return nn.functional.cross_entropy(features @ others.T / 0.5, torch.arange(len(features)) + first)
+
+
+def average_buffers(model: nn.Module, made: list) -> None:
+    """timm's distribute_bn: each running statistic all-reduced (SUM) and divided by the world size."""
+    world = rank_and_world()[1]
+    with torch.no_grad():
+        for name, buf in model.named_buffers():
+            if name.endswith(("running_mean", "running_var")):
+                dist.all_reduce(buf, op=dist.ReduceOp.SUM)
+                buf /= world
+                made.append(own_collective("all_reduce", buf, reduce_op="SUM"))
+
+
+def own_collective(op: str, result, **facts) -> dict:
+    """A collective of the loop's own as the hooks list it: the op, its caller, what its result holds."""
+    tensors = [result] if isinstance(result, torch.Tensor) else list(result)
+    entry = {"op": op, "caller": __name__, **facts, "dtype": str(tensors[0].dtype).removeprefix("torch.")}
+    entry["shape"] = list(tensors[0].shape)
+    return entry if isinstance(result, torch.Tensor) else {**entry, "tensors": len(tensors)}
 
 
 def validation_loss(model: nn.Module, s: Setup) -> float:
@@ -255,30 +361,35 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     loss_fn = criterion(s)
     world = rank_and_world()[1]
     net = nn.parallel.DistributedDataParallel(model) if world > 1 and not s.hand_average else model
-    recorder = TraceRecorder(run_dir, side=side, config=s.config())
+    built = built_facts(model, optimizers) if s.record_built else None
+    recorder = TraceRecorder(run_dir, side=side, config=s.config(), extra_meta=built)
     recorder.start(facts={"sampler": sampler_facts(loader.sampler)} if s.record_sampler else None)
     if s.watch:
         recorder.watch(model, steps="all")
     model.train()
-    step = 0
+    step, made, carried = 0, [], []  # made: the loop's own collectives since the previous record
     for epoch in range(s.epochs):
+        if s.rebuild_scheduler and epoch > 0:
+            scheduler = build_scheduler(optimizers[0], s, loader)
         if isinstance(loader.sampler, DistributedSampler) and s.set_epoch:
             loader.sampler.set_epoch(epoch)
         if s.eval_mode != "after_validation":
             model.train()
-        micro = []
         batches = iter(loader)
         for _ in range(s.peek if epoch == 0 else 0):
             next(batches)  # the slip: a batch taken from the training iterator, never trained on
-        for batch in batches:
-            micro.append(batch)
-            if len(micro) < s.accumulate:
-                continue
+        for micro in accumulated(batches, s, carried):
             step += 1
+            if s.hand_lr == "before":
+                set_lr_by_hand(optimizers, s, step - 1)
+            if s.lr_at is not None and step == s.lr_at[0]:
+                for optimizer in optimizers:
+                    for group in optimizer.param_groups:
+                        group["lr"] = s.lr_at[1]
             lr_before = optimizers[0].param_groups[0]["lr"]
             if scheduler is not None and s.scheduler_first:
                 scheduler.step()
-            step_loss = run_step(net, micro, loss_fn, s, teacher)
+            step_loss = run_step(net, micro, loss_fn, s, teacher, made)
             if s.hand_average:
                 average_gradients(model, world, divide=s.hand_average == "mean")
             norm = clip_in_optimizer_order(optimizers, s.clip, s.norm_type, reverse=s.norm_reversed)
@@ -287,6 +398,8 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             if teacher is not None:
                 ema_update(teacher, model, s.teacher_momentum)
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
+            if s.hand_lr == "after":  # the count already advanced: the rate the other side sets before the next step
+                set_lr_by_hand(optimizers, s, step)
             late_scheduler = scheduler is not None and not s.scheduler_first
             if late_scheduler and s.lr_read == "after_scheduler":
                 step_scheduler(scheduler, s)
@@ -310,13 +423,17 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 ),
                 **scheduler_count(scheduler, s, step),
                 **sync_flags(s, len(micro)),
+                **({"micro_batches": len(micro)} if s.record_micro else {}),
+                **({"collectives": made, "collectives_count": len(made)} if s.record_collectives else {}),
             )
+            made = []
             if late_scheduler and s.lr_read != "after_scheduler":
                 step_scheduler(scheduler, s)
             # after record(): the recorder reads each parameter's gradient (its norm and largest |g|)
             for optimizer in optimizers if s.zero_grad_all else optimizers[:1]:
                 optimizer.zero_grad()
-            micro = []
+            if step in s.average_buffers_after:
+                average_buffers(model, made)
         if s.validate:
             model.eval()
             recorder.record_validation(epoch, step, {"val_loss": validation_loss(model, s)})
@@ -324,6 +441,22 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
             model, optimizers, loader, recorder = restart(run_dir, side, s, model, optimizers, loader, recorder, step)
             net = model
     recorder.finish(model)
+
+
+def accumulated(batches, s: Setup, carried: list):
+    """An epoch's batches in groups of s.accumulate micro-batches (by the batch's index in the epoch), the first after
+    the micro-batches `carried` from the epoch before; the left-over ones stepped alone, carried (into `carried`) or
+    dropped, as s.leftover says."""
+    micro, carried[:] = list(carried), []
+    for i, batch in enumerate(batches):
+        micro.append(batch)
+        if (i + 1) % s.accumulate == 0:
+            yield micro
+            micro = []
+    if micro and s.leftover == "carry":
+        carried.extend(micro)
+    elif micro and s.leftover is not None:
+        yield micro
 
 
 def step_scheduler(scheduler, s: Setup) -> None:
@@ -371,19 +504,22 @@ def restart(run_dir: Path, side: str, s: Setup, model, optimizers, loader, recor
     return model, optimizers, loader, recorder
 
 
-def run_step(model, micro: list, loss_fn, s: Setup, teacher: nn.Module | None = None) -> torch.Tensor:
+def run_step(model, micro: list, loss_fn, s: Setup, teacher: nn.Module | None = None, made=None) -> torch.Tensor:
     """Forward and backward over the step's micro-batches; the loss recorded as Lightning's callback
     records it (each micro-batch's loss divided by the accumulation, summed in order)."""
     step_loss = None
+    divisor = len(micro) if s.leftover == "own" else s.accumulate
     for i, batch in enumerate(micro):
         with sync_context(model, s, last=i == len(micro) - 1):
             out = model(batch["x"])
             loss = loss_fn(out, batch["y"])
             if teacher is not None:
                 loss = loss + distillation(out, teacher, batch["x"])
+            if s.contrastive is not None:
+                loss = loss + contrastive_term(out, s, made if made is not None else [])
             if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
                 loss = loss / rank_and_world()[1]
-            scaled = loss / s.accumulate
+            scaled = loss / divisor
             backward = scaled if s.scale_loss else loss
             backward.backward()
         recorded = (backward if s.record_loss == "backward" else scaled).detach()
