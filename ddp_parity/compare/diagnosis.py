@@ -60,6 +60,7 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
     first = ctx.earliest
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
         ctx.cache["module"] = _localise(cmp, first)
+        ctx.pass_watched_equal(ctx.cache["module"])
     idle: list[tuple[Finding, str]] = []  # setup findings that cannot explain the first divergence, and why
     for check in CHECKS:  # the last, equivalent, always finds
         found = check(ctx)
@@ -81,6 +82,7 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found.setup_differs = setup
     found.module = ctx.cache.get("module")
     _say_measured_before(found, ctx)
+    _say_watched_equal(found, ctx)
     _add_replay(found, cmp, ctx)
     if found.category not in UPSTREAM_CATEGORIES and not found.unchecked:
         found.unchecked = ctx.unchecked()
@@ -94,6 +96,25 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found.evidence["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
     check_story(found, cmp.run_a, cmp.run_b, ctx.earliest)
     return found
+
+
+# where the checks read past a loss or gradient norm the module watch saw change nothing at its step
+WATCHED_EQUAL = (
+    " At step {step} rank {rank} the {quantity} differs too ({a!r} vs {b!r}), but the module watch of that step finds "
+    "every call of the modules both sides share and all {grads} parameter gradients equal, only the parameters "
+    "after the step apart: the {quantity} as recorded did not change what the step computed (a figure reduced in "
+    "place for logging after backward, or read from another value), so neither the batch nor the model's input is "
+    "the cause; what differs in the training is what this finding names."
+)
+
+
+def _say_watched_equal(found: Finding, ctx: Context) -> None:
+    """Where the checks read past a loss or gradient norm that the module watch saw change nothing, say so."""
+    passed = ctx.watched_equal
+    if passed is None:
+        return
+    found.evidence["watched_equal"] = passed
+    found.explanation += WATCHED_EQUAL.format(**passed, grads=passed["grads_compared"])
 
 
 def _say_measured_before(found: Finding, ctx: Context) -> None:

@@ -139,11 +139,45 @@ def _state(call: dict) -> dict:
     return call.get("state") if isinstance(call.get("state"), dict) else {}
 
 
+def comparable_calls(calls_a: list, calls_b: list) -> tuple[list, list]:
+    """Both sides' keyed calls without the pairs that stand for modules of another kind (wrappers_of_other_kinds):
+    their inputs and outputs are other things, and comparing them would name the batch for what the wrapper adds."""
+    apart = wrappers_of_other_kinds(calls_a, calls_b)
+    return [kc for kc in calls_a if kc[0][1] not in apart], [kc for kc in calls_b if kc[0][1] not in apart]
+
+
+def wrappers_of_other_kinds(calls_a: list, calls_b: list) -> set[str]:
+    """The normalised names at which the two sides hold modules of another class that hold other modules: a wrapper
+    computing the loss around the network (forward(inputs, labels)) against a LightningModule (forward(images)).
+    Their arguments and results differ by what each wrapper is, not by the batch; what they share is compared in the
+    modules below them, which keep their own names. Two leaves of another class (BatchNorm2d against SyncBatchNorm)
+    stay paired: they take the same input, and their class is what the state reading names."""
+    types_a, types_b = _module_types(calls_a), _module_types(calls_b)
+    parents = _holders(types_a) | _holders(types_b)
+    return {name for name in types_a.keys() & types_b.keys() & parents if types_a[name] != types_b[name]}
+
+
+def _module_types(calls: list) -> dict[str, str]:
+    return {key[1]: call.get("type") for key, call in calls}
+
+
+def _holders(types: dict[str, str]) -> set[str]:
+    """The names of the watched modules that hold another watched module ("" holds every other)."""
+    return {holder for name in types if name for holder in _ancestors(name)}
+
+
+def _ancestors(name: str) -> list[str]:
+    """The modules that hold `name`: "a.b.c" -> ["", "a", "a.b"]."""
+    parts = name.split(".")
+    return [""] + [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
 def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     """The first call of run A's execution order whose digests differ from run B's matching call,
     then the parameter gradients, then the parameters after the step. With `position` for ordering."""
     prefix_a, prefix_b = name_prefixes(rec_a, rec_b)
-    calls_a, calls_b = _keyed_calls(rec_a, prefix_a), dict(_keyed_calls(rec_b, prefix_b))
+    calls_a, calls_b = comparable_calls(_keyed_calls(rec_a, prefix_a), _keyed_calls(rec_b, prefix_b))
+    calls_b = dict(calls_b)
     trained = trained_in(rec_a, rec_b)
     before = _first_differing(rec_a.get("params_before") or {}, rec_b.get("params_before") or {}, trained)
     if before is not None:  # the step starts from other weights: nothing in it is the cause
@@ -166,6 +200,7 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
     for norm, (ka, kb) in pairs.items():
         if grads_a[ka] != grads_b[kb]:
             return _param_finding(norm, calls_a, "backward", "param_grad", len(calls_a))
+    grads_compared = len(pairs)  # every one equal: what the optimizer finding below may say of the gradients
     if one_sided and grads_a and grads_b:
         name, prefix = one_sided[0]
         return _param_finding(normalise(name, prefix) or name, calls_a, "backward", "param_grad", len(calls_a))
@@ -175,7 +210,8 @@ def first_difference(rec_a: dict, rec_b: dict) -> dict | None:
             continue
         ka, kb = pair
         if rec_a["params_after"][ka] != rec_b["params_after"][kb]:
-            return _param_finding(norm, calls_a, "optimizer", "output", len(calls_a) + 1)
+            found = _param_finding(norm, calls_a, "optimizer", "output", len(calls_a) + 1)
+            return {**found, "grads_compared": grads_compared}
     return None
 
 
@@ -332,7 +368,7 @@ def localise(run_a, run_b, step: int | None = None, rank: int | None = None) -> 
             best["reading"] = reading(best, _indices_equal(run_a, run_b, s, best["rank"]))
             best["reading_kind"] = reading_kind(best, _indices_equal(run_a, run_b, s, best["rank"]))
             keys = ("name", "type", "phase", "step", "rank", "what", "input_equal", "reading", "reading_kind", "state")
-            keys += ("watched_one_side",)
+            keys += ("watched_one_side", "grads_compared")
             return {k: best[k] for k in keys if k in best}
     return None
 

@@ -541,6 +541,18 @@ def _past_measured_ratios(d: dict, recs: dict, ratios: dict, criterion: Criterio
     return None if d["quantity"] in NUMERIC else d
 
 
+def next_quantity_apart(d: dict, ra: dict, rb: dict, criterion: Criterion) -> dict | None:
+    """`d` moved to the first quantity after its own, in causal order, that the step's two records hold apart
+    (None: none is): where other evidence shows `d`'s quantity did not change the training, the training's
+    divergence at that step is the next one."""
+    later = NUMERIC[NUMERIC.index(d["quantity"]) + 1 :] if d.get("quantity") in NUMERIC else ()
+    for name in later:
+        a, b = ra.get(name), rb.get(name)
+        if a is not None and b is not None and not criterion.equal(a, b):
+            return {**d, "quantity": name, "a": a, "b": b}
+    return None
+
+
 def _ratio(a, b) -> float | None:
     if not (_is_number(a) and _is_number(b)) or b == 0 or not math.isfinite(a / b):
         return None

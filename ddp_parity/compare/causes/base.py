@@ -18,7 +18,7 @@ from typing import NamedTuple
 from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, flatten
 from ddp_parity.compare.findings import Finding
-from ddp_parity.compare.walk import comparable_samples, float32_ulps, records_of, short
+from ddp_parity.compare.walk import comparable_samples, float32_ulps, next_quantity_apart, records_of, short
 
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 
@@ -87,6 +87,10 @@ def recording(check: Callable, fix: str, doc: str) -> Cause:
 # what every check reads
 
 
+# the cache key of the walk the checks read past a loss or gradient norm the module watch saw change nothing
+WATCHED_PAST = "watched_past_walk"
+
+
 @dataclass
 class Context:
     cmp: object  # comparator.Comparison
@@ -100,7 +104,12 @@ class Context:
     def walk(self):
         """The comparison's walk, seen from the training: where its first divergence is measured only (a loss,
         gradient norm or lr apart with the parameters after that step equal) and the training parts later (or
-        at the end), the checks read that later divergence, the measured one said beside (`measured_before`)."""
+        at the end), the checks read that later divergence, the measured one said beside (`measured_before`).
+        Where the module watch then shows that divergence's loss or gradient norm changed nothing it computes
+        (`pass_watched_equal`), the checks read the step's next quantity apart."""
+        return self.cache.get(WATCHED_PAST) or self._trained_walk()
+
+    def _trained_walk(self):
         walk = self.cmp.walk
         first = getattr(walk, "first", None)
         if first is None or first is getattr(walk, "first_trained", first) or self.cmp.training_equal:
@@ -118,7 +127,36 @@ class Context:
     def measured_before(self) -> dict | None:
         """The measured-only first divergence the training view passed over, if it did."""
         walk = self.cmp.walk
-        return walk.first if walk is not None and self.walk is not walk else None
+        return walk.first if walk is not None and self._trained_walk() is not walk else None
+
+    @property
+    def watched_equal(self) -> dict | None:
+        """The loss or gradient norm the module watch showed changed nothing the training computed, where the
+        checks read past it (`pass_watched_equal`)."""
+        walk = self.cache.get(WATCHED_PAST)
+        return walk.first.get("watched_equal") if walk is not None else None
+
+    def pass_watched_equal(self, module: dict | None) -> None:
+        """Read past the training's first divergence where it is a loss or gradient norm and the module watch of
+        its step (`module`, localise's finding) saw every call both sides share and every parameter's gradient
+        equal, only the parameters after the step apart: that figure did not change the training (a loss reduced
+        in place for logging, a norm measured otherwise), and the step's next quantity apart (the lr, the
+        parameters) is where the training parts."""
+        first = self.earliest
+        if first is None or first.get("quantity") not in ("loss", "grad_norm") or not module:
+            return
+        if module.get("step") != first.get("step") or module.get("reading_kind") != "optimizer":
+            return
+        if not module.get("grads_compared"):
+            return  # no gradient compared: nothing shows the figure left the training alone
+        pair = next((p for p in aligned_records(self, first["rank"]) if p[0].get("step") == first["step"]), None)
+        nxt = next_quantity_apart(first, *pair, self.cmp.walk.criterion) if pair is not None else None
+        if nxt is None:
+            return
+        passed = {k: first.get(k) for k in ("quantity", "step", "rank", "a", "b")}
+        said = {**passed, "grads_compared": module["grads_compared"]}
+        self.cache[WATCHED_PAST] = replace(self._trained_walk(), first={**nxt, "watched_equal": said})
+        self.cache.pop("have", None)
 
     def meta(self, side: str) -> dict:
         return self.cmp.metas.get(side) or {}
