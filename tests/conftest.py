@@ -27,6 +27,7 @@ from safetensors.torch import load_file
 
 from ddp_parity.compare.story import STORY_CHECK_ENV
 from ddp_parity.harness.launch import free_port, kill_tree
+from ddp_parity.hooks import recording_env
 from ddp_parity.testing import SCRUBBED_ENV
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
@@ -294,6 +295,27 @@ def raw_default_run(default_harness_run) -> Path:
 def lightning_default_run(default_harness_run) -> Path:
     """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config (3 epochs)."""
     return default_harness_run[0] / "lightning"
+
+
+HOOKS_PROGRAMS = REPO / "tests" / "hooks_programs"
+
+
+def recorded_once(tmp_path_factory, side: str, program: str, *args: str, ranks: int = 2):
+    """tests/hooks_programs/`program` under torchrun with `ranks` ranks, recorded by the hooks as `side`, once
+    per session for every file that reads the same run (a program's arguments naming a folder get one of
+    the run's own: `{out}` in `args` is replaced by a fresh folder beside the run): (the run directory,
+    the finished process's stdout). Read it, never edit it (copy first)."""
+    key = "-".join(["recorded", side, Path(program).stem, *args]).replace("/", "_").replace("{out}", "out")
+
+    def make(folder: Path) -> None:
+        (folder / "out").mkdir(exist_ok=True)
+        argv = [str(folder / "out") if a == "{out}" else a for a in args]
+        cmd = [*_torchrun_prefix(ranks), HOOKS_PROGRAMS / program, *argv]
+        result = check_ok(run_cmd(cmd, env=recording_env(folder / side, side, child_env())))
+        (folder / "stdout.txt").write_text(result.stdout)
+
+    folder = made_once_per_session(tmp_path_factory, key, make)
+    return folder / side, (folder / "stdout.txt").read_text()
 
 
 # the harness's small run: 1 epoch of 2 steps per rank, Lightning named first (the order of --sides is
