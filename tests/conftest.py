@@ -318,6 +318,31 @@ def recorded_once(tmp_path_factory, side: str, program: str, *args: str, ranks: 
     return folder / side, (folder / "stdout.txt").read_text()
 
 
+@pytest.fixture(scope="session")
+def recorded_scheduler_slip(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`compare/run.py record` (a process: `ddp-parity record`) of tests/hooks_programs/raw_loop.py under torchrun,
+    its scheduler stepped before the optimizer, once per session: test_record_cli reads what the command said,
+    test_hooks the slip its hooks recorded (the default watched steps, as test_hooks records its loop). (the
+    finished record process, RUN)"""
+
+    def make(folder: Path) -> None:
+        loop = [
+            *_torchrun_prefix(2),
+            HOOKS_PROGRAMS / "raw_loop.py",
+            "--save",
+            folder / "w.pt",
+            "--slip",
+            "scheduler_first",
+        ]
+        record = [PYTHON, REPO / "compare" / "run.py", "record", "--out", folder / "scheduler_first", "--", *loop]
+        result = run_cmd(record, env={"DDP_PARITY_WATCH_STEP": None})
+        (folder / "result.json").write_text(json.dumps([result.args, result.returncode, result.stdout, result.stderr]))
+
+    folder = made_once_per_session(tmp_path_factory, "recorded-scheduler-slip", make)
+    args, returncode, stdout, stderr = json.loads((folder / "result.json").read_text())
+    return subprocess.CompletedProcess(args, returncode, stdout, stderr), folder / "scheduler_first"
+
+
 # the harness's small run: 1 epoch of 2 steps per rank, Lightning named first (the order of --sides is
 # the order of the report: tests/test_harness_sides.py)
 SMALL_HARNESS_RUN = ("--sides", "lightning,raw", "--set", "trainer.max_epochs=1", "--set", "data.num_samples=128")
