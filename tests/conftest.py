@@ -27,6 +27,7 @@ from safetensors.torch import load_file
 
 from ddp_parity.compare.story import STORY_CHECK_ENV
 from ddp_parity.harness.launch import free_port, kill_tree
+from ddp_parity.hooks import recording_env
 from ddp_parity.testing import SCRUBBED_ENV
 from ddp_parity.trace import FINAL_PARAMS_FILE, read_records
 
@@ -294,6 +295,52 @@ def raw_default_run(default_harness_run) -> Path:
 def lightning_default_run(default_harness_run) -> Path:
     """python -m lightning_impl fit (Lightning's own launcher, devices=2) on the default config (3 epochs)."""
     return default_harness_run[0] / "lightning"
+
+
+HOOKS_PROGRAMS = REPO / "tests" / "hooks_programs"
+
+
+def recorded_once(tmp_path_factory, side: str, program: str, *args: str, ranks: int = 2):
+    """tests/hooks_programs/`program` under torchrun with `ranks` ranks, recorded by the hooks as `side`, once
+    per session for every file that reads the same run (a program's arguments naming a folder get one of
+    the run's own: `{out}` in `args` is replaced by a fresh folder beside the run): (the run directory,
+    the finished process's stdout). Read it, never edit it (copy first)."""
+    key = "-".join(["recorded", side, Path(program).stem, *args]).replace("/", "_").replace("{out}", "out")
+
+    def make(folder: Path) -> None:
+        (folder / "out").mkdir(exist_ok=True)
+        argv = [str(folder / "out") if a == "{out}" else a for a in args]
+        cmd = [*_torchrun_prefix(ranks), HOOKS_PROGRAMS / program, *argv]
+        result = check_ok(run_cmd(cmd, env=recording_env(folder / side, side, child_env())))
+        (folder / "stdout.txt").write_text(result.stdout)
+
+    folder = made_once_per_session(tmp_path_factory, key, make)
+    return folder / side, (folder / "stdout.txt").read_text()
+
+
+@pytest.fixture(scope="session")
+def recorded_scheduler_slip(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`compare/run.py record` (a process: `ddp-parity record`) of tests/hooks_programs/raw_loop.py under torchrun,
+    its scheduler stepped before the optimizer, once per session: test_record_cli reads what the command said,
+    test_hooks the slip its hooks recorded (the default watched steps, as test_hooks records its loop). (the
+    finished record process, RUN)"""
+
+    def make(folder: Path) -> None:
+        loop = [
+            *_torchrun_prefix(2),
+            HOOKS_PROGRAMS / "raw_loop.py",
+            "--save",
+            folder / "w.pt",
+            "--slip",
+            "scheduler_first",
+        ]
+        record = [PYTHON, REPO / "compare" / "run.py", "record", "--out", folder / "scheduler_first", "--", *loop]
+        result = run_cmd(record, env={"DDP_PARITY_WATCH_STEP": None})
+        (folder / "result.json").write_text(json.dumps([result.args, result.returncode, result.stdout, result.stderr]))
+
+    folder = made_once_per_session(tmp_path_factory, "recorded-scheduler-slip", make)
+    args, returncode, stdout, stderr = json.loads((folder / "result.json").read_text())
+    return subprocess.CompletedProcess(args, returncode, stdout, stderr), folder / "scheduler_first"
 
 
 # the harness's small run: 1 epoch of 2 steps per rank, Lightning named first (the order of --sides is

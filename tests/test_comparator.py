@@ -153,35 +153,18 @@ def test_nan_on_both_sides_counts_as_equal_but_nan_on_one_does_not(tmp_path):
 
 
 def test_key_map_options_of_the_command_line(tmp_path):
-    import subprocess
-    import sys
+    from conftest import harness_in_process  # compare/run.py's main in this process: --traces launches nothing
 
     a = make_run(tmp_path / "a", LOSSES, {"encoder.w": torch.ones(3)})
     b = make_run(tmp_path / "b", LOSSES, {"model.body.w": torch.ones(3)})
 
     def run(*extra):
-        return subprocess.run(
-            [
-                sys.executable,
-                "compare/run.py",
-                "--traces",
-                str(a),
-                str(b),
-                "--out",
-                str(tmp_path / "out"),
-                "--overwrite",
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parents[1],
-            timeout=120,
-        )
+        return harness_in_process("--traces", a, b, "--out", tmp_path / "out", "--overwrite", *extra)
 
-    unmapped = run()
-    assert unmapped.returncode == 1 and "model.body.w" in unmapped.stdout  # named: present on one side only
+    code, stdout, _ = run()
+    assert code == 1 and "model.body.w" in stdout  # named: present on one side only
     (tmp_path / "map.json").write_text('{"body.w": "encoder.w"}')
-    assert run("--strip-prefix", "model.", "--key-map", str(tmp_path / "map.json")).returncode == 0
+    assert run("--strip-prefix", "model.", "--key-map", str(tmp_path / "map.json"))[0] == 0
 
 
 def test_validation_is_paired_by_step_not_by_position(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_harness
+from conftest import harness_in_process, run_harness
 
 from ddp_parity.compare.comparator import compare_runs
 from ddp_parity.faults import FAULT_ENV, MARKER_ENV
@@ -157,23 +157,17 @@ def test_checkpoint_with_pickled_objects_is_refused_not_executed(trained, tmp_pa
 def test_traces_of_another_format_version_or_cut_off_are_named(trained, tmp_path):
     run_b = copy_run(trained, tmp_path)
 
-    def compare():
-        return subprocess.run(
-            [sys.executable, "compare/run.py", "--traces", str(trained), str(run_b), "--out", str(tmp_path / "cmp")],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+    def compare():  # compare/run.py --traces, its main in this process (it launches nothing)
+        return harness_in_process("--traces", trained, run_b, "--out", tmp_path / "cmp")
 
     trace = run_b / "trace" / "rank0.jsonl"
     trace.write_text(trace.read_text()[:-15])
-    result = compare()
-    assert result.returncode == 2 and "rank0.jsonl, line 2: cut off" in result.stderr
+    code, _, stderr = compare()
+    assert code == 2 and "rank0.jsonl, line 2: cut off" in stderr
     meta = json.loads((run_b / "meta.json").read_text())
     (run_b / "meta.json").write_text(json.dumps({**meta, "format_version": 7}))
-    result = compare()
-    assert result.returncode == 2 and "format_version 7 is not supported" in result.stderr
+    code, _, stderr = compare()
+    assert code == 2 and "format_version 7 is not supported" in stderr
 
 
 @pytest.mark.slow
@@ -185,14 +179,8 @@ def test_traces_of_different_configs_say_what_differs(trained, tmp_path):
         ).returncode
         == 0
     )
-    result = subprocess.run(
-        [sys.executable, "compare/run.py", "--traces", str(trained), str(other), "--out", str(tmp_path / "cmp")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 1
+    code, _, _ = harness_in_process("--traces", trained, other, "--out", tmp_path / "cmp")  # launches nothing
+    assert code == 1
     diagnosis = json.loads((tmp_path / "cmp" / "report.json").read_text())["diagnosis"]
     assert diagnosis["category"] == "config"
     assert any("model.lr" in item for item in json.dumps(diagnosis["evidence"]).split('"')), diagnosis["evidence"]

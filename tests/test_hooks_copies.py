@@ -11,7 +11,7 @@ import copy
 
 import pytest
 import torch
-from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from conftest import REPO, _torchrun_prefix, check_ok, child_env, recorded_once, run_cmd
 from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
@@ -20,9 +20,10 @@ from ddp_parity.hooks import evaluation, recording_env
 from ddp_parity.trace_files import read_evaluations, read_hook_facts, read_records
 
 PROGRAM = REPO / "tests" / "hooks_programs" / "ema_eval.py"
-# "again" also saves whole modules at its end (--snapshots), compared with the same program run with no recording
+# "again" also saves whole modules at its end (--snapshots), compared with the same program run with no recording;
+# "after" (made once per session: test_ninth_pass_copies.py reads it too) saves its state_dicts after steps 4 and 8
+AFTER = ("--save-dir", "{out}")
 VARIANTS = {
-    "after": (),
     "again": ("--snapshots",),
     "before": ("--ema-before-ddp",),
     "train-mode": ("--ema-left-in-train-mode",),
@@ -33,13 +34,14 @@ VARIANTS = {
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hooks-copies")
+    after, stdout = recorded_once(tmp_path_factory, "after", "ema_eval.py", *AFTER)
     out = {}
     for name, args in VARIANTS.items():
         out[name] = check_ok(
             run_cmd([*_torchrun_prefix(2), PROGRAM, *args], env=recording_env(tmp / name, name, child_env()))
-        )
-    out["unrecorded"] = check_ok(run_cmd([*_torchrun_prefix(2), PROGRAM, "--snapshots"], env=child_env()))
-    return {name: tmp / name for name in VARIANTS} | {"stdout": {n: r.stdout for n, r in out.items()}}
+        ).stdout
+    out["unrecorded"] = check_ok(run_cmd([*_torchrun_prefix(2), PROGRAM, "--snapshots"], env=child_env())).stdout
+    return {name: tmp / name for name in VARIANTS} | {"after": after, "stdout": out | {"after": stdout}}
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from conftest import PYTHON, REPO, _torchrun_prefix, check_ok, child_env, recorded_once, run_cmd
 from test_hooks import bitwise_equal
 
 from ddp_parity import compare_traces
@@ -180,10 +180,11 @@ def test_the_kinds_in_a_checkpoint_are_told_apart():
 
 @pytest.fixture(scope="module")
 def two_rank_runs(tmp_path_factory):
-    """facts_ddp.py three ways: DDP, saved on rank 0; the gradients summed by hand; saved on every rank."""
+    """facts_ddp.py three ways: DDP, saved on rank 0 (the run test_ninth_pass_lrstep.py reads too, made once per
+    session); the gradients summed by hand; saved on every rank."""
     tmp = tmp_path_factory.mktemp("hooks-facts-ddp")
-    runs = {}
-    for name, args in (("ddp", ()), ("hand", ("--hand-sum",)), ("every", ("--save-every-rank",))):
+    runs = {"ddp": recorded_once(tmp_path_factory, "ddp", "facts_ddp.py", "--out", "{out}")[0]}
+    for name, args in (("hand", ("--hand-sum",)), ("every", ("--save-every-rank",))):
         out = tmp / f"{name}-out"
         out.mkdir()
         cmd = [*_torchrun_prefix(2), PROGRAMS / "facts_ddp.py", "--out", out, *args]

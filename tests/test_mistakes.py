@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from ddp_parity import compare_traces
 from ddp_parity.harness.launch import build_launch, run_launch
 from ddp_parity.trace import read_records, read_validation
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 # name -> (exit code, category, step, rank); None: not step-specific
@@ -175,15 +173,15 @@ def test_an_off_by_one_resume_is_named_on_the_restarted_run(tmp_path):
 
 
 def test_a_mistake_that_needs_a_restart_without_fault_is_bad_usage(tmp_path):
-    result = run_harness("--mistake", "resume-off-by-one", "--out", str(tmp_path / "out"), timeout=60)
-    assert result.returncode == 2 and "add --fault RANK:STEP" in result.stderr, result.stderr
+    # compare/run.py's main in this process: refused before anything is launched (the harness runs as a process in
+    # the slow tier's mistakes above)
+    code, _, stderr = harness_in_process("--mistake", "resume-off-by-one", "--out", tmp_path / "out")
+    assert code == 2 and "add --fault RANK:STEP" in stderr, stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_the_catalogue_lists_itself():
-    result = subprocess.run(
-        [sys.executable, "compare/run.py", "--mistake", "list"], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0
-    listed = sorted(line.split()[0] for line in result.stdout.strip().splitlines())
+    code, stdout, _ = harness_in_process("--mistake", "list")  # in this process: it launches nothing
+    assert code == 0
+    listed = sorted(line.split()[0] for line in stdout.strip().splitlines())
     assert listed == sorted([*EXPECTED, *FAULT_MISTAKES, *FSDP_MISTAKES])

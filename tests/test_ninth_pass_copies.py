@@ -20,7 +20,7 @@ import json
 
 import pytest
 import torch
-from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from conftest import REPO, _torchrun_prefix, check_ok, child_env, recorded_once, run_cmd
 
 from ddp_parity import compare_traces
 from ddp_parity.compare.causes import hooked
@@ -158,16 +158,16 @@ PROGRAM = REPO / "tests" / "hooks_programs" / "ema_eval.py"
 
 
 @pytest.mark.slow
-def test_the_hooks_digest_the_copy_at_a_save_as_at_a_step(tmp_path):
+def test_the_hooks_digest_the_copy_at_a_save_as_at_a_step(tmp_path, tmp_path_factory):
     """ema_eval.py saves its EMA after steps 4 and 8, after the EMA's update or before it: the copy's digest at the
     save is, bitwise, the copy_digest of the next step or of the same step, and the comparison says which side saves
-    one update behind."""
-    runs = {}
-    for name, args in (("after", ()), ("before", ("--save-before-update",))):
-        (tmp_path / f"{name}-ckpt").mkdir()
-        command = [*_torchrun_prefix(2), PROGRAM, "--save-dir", str(tmp_path / f"{name}-ckpt"), *args]
-        check_ok(run_cmd(command, env=recording_env(tmp_path / name, name, child_env())))
-        runs[name] = tmp_path / name
+    one update behind. The run that saves after the update is test_hooks_copies.py's "after" (made once per
+    session)."""
+    (tmp_path / "before-ckpt").mkdir()
+    command = [*_torchrun_prefix(2), PROGRAM, "--save-dir", str(tmp_path / "before-ckpt"), "--save-before-update"]
+    check_ok(run_cmd(command, env=recording_env(tmp_path / "before", "before", child_env())))
+    runs = {"after": recorded_once(tmp_path_factory, "after", "ema_eval.py", "--save-dir", "{out}")[0]}
+    runs["before"] = tmp_path / "before"
     digests = {r["step"]: r["copy_digest"] for r in read_records(runs["before"], 0)}
     saves = read_hook_facts(runs["before"], 0)["checkpoints"]["items"]
     assert [(s["after_step"], s["copies_at_save"]) for s in saves] == [(4, digests[4]), (8, digests[8])], saves

@@ -12,7 +12,7 @@ rate set by hand at one step on one side), and tests/hooks_programs/facts_ddp.py
 from __future__ import annotations
 
 import pytest
-from conftest import REPO, _torchrun_prefix, check_ok, child_env, run_cmd
+from conftest import REPO, _torchrun_prefix, check_ok, child_env, recorded_once, run_cmd
 from loops_of_our_own import Loop, pair
 
 from ddp_parity import compare_traces
@@ -75,16 +75,14 @@ FACTS_DDP = REPO / "tests" / "hooks_programs" / "facts_ddp.py"
 
 @pytest.fixture(scope="module")
 def ddp_runs(tmp_path_factory):
-    """facts_ddp.py twice under the hooks: DDP; DDP with every .grad doubled by hand after backward."""
+    """facts_ddp.py twice under the hooks: DDP (the run test_hooks_facts.py reads too, made once per session);
+    DDP with every .grad doubled by hand after backward."""
     tmp = tmp_path_factory.mktemp("ninth-lrstep-ddp")
-    runs = {}
-    for name, args in (("ddp", ()), ("doubled", ("--grad-times", "2"))):
-        out = tmp / f"{name}-out"
-        out.mkdir()
-        cmd = [*_torchrun_prefix(2), FACTS_DDP, "--out", out, *args]
-        check_ok(run_cmd(cmd, env=recording_env(tmp / name, name, child_env())))
-        runs[name] = tmp / name
-    return runs
+    (tmp / "doubled-out").mkdir()
+    cmd = [*_torchrun_prefix(2), FACTS_DDP, "--out", tmp / "doubled-out", "--grad-times", "2"]
+    check_ok(run_cmd(cmd, env=recording_env(tmp / "doubled", "doubled", child_env())))
+    ddp, _ = recorded_once(tmp_path_factory, "ddp", "facts_ddp.py", "--out", "{out}")
+    return {"ddp": ddp, "doubled": tmp / "doubled"}
 
 
 @pytest.mark.slow

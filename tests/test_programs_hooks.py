@@ -82,9 +82,11 @@ def hooked_pairs(tmp_path_factory):
 
     def pair(name: str, launcher: str):
         if (name, launcher) not in done:
-            run = run_pair_recorded if launcher == "record" else run_pair_cmd
             work = root / launcher / name
-            done[name, launcher] = run(PROGRAMS[name], work), work
+            if launcher == "record":  # compare/run.py --traces called in this process: it launches nothing
+                done[name, launcher] = run_pair_recorded(PROGRAMS[name], work, in_process=True), work
+            else:
+                done[name, launcher] = run_pair_cmd(PROGRAMS[name], work), work
         return done[name, launcher]
 
     return pair

@@ -267,12 +267,12 @@ def cmd_twice(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def recorded_slip(tmp_path_factory):
-    """`ddp-parity record` of the loop with its scheduler stepped before the optimizer: (exit code, RUN)."""
-    work = tmp_path_factory.mktemp("slip")
-    code, _, stderr = record("--out", work / "run", "--", *torchrun_loop(work / "w.pt", "--slip", "scheduler_first"))
-    assert "holds the trace of ranks 0..1" in stderr, stderr
-    return code, work / "run"
+def recorded_slip(recorded_scheduler_slip):
+    """`ddp-parity record` of the loop with its scheduler stepped before the optimizer, a process of its own made
+    once per session (test_hooks reads the slip it recorded): (exit code, RUN)."""
+    process, run = recorded_scheduler_slip
+    assert "holds the trace of ranks 0..1" in process.stderr, process.stderr
+    return process.returncode, run
 
 
 @pytest.mark.slow

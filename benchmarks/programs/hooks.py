@@ -37,6 +37,7 @@ from benchmarks.programs.run import (
     PairResult,
     Program,
     compare,
+    compare_cli_here,
     run_side,
     side_env,
 )
@@ -172,9 +173,10 @@ def prepared(program: Program, work: Path) -> Path:
     return stripped_copy(program, work / "source")
 
 
-def run_pair_recorded(program: Program, work: Path) -> PairResult:
+def run_pair_recorded(program: Program, work: Path, in_process: bool = False) -> PairResult:
     """Both sides stripped and run under `ddp-parity record` (RUN = work/raw/trace, work/lightning/trace),
-    then compared by compare/run.py --traces, as run_pair compares the instrumented ones."""
+    then compared by compare/run.py --traces, as run_pair compares the instrumented ones (with in_process, its
+    main called in this process: the tests' way)."""
     started = time.perf_counter()
     source = prepared(program, work)
     commands = hooked_commands(program, source, work, prefix="")
@@ -184,7 +186,7 @@ def run_pair_recorded(program: Program, work: Path) -> PairResult:
         if rc != 0 and not finished_before_teardown(work / side / program.trace, work / f"{side}.log"):
             failed = f"{side} exited {rc}; log: {work / (side + '.log')}"
             return PairResult(program, 3, "FAILED", seconds=time.perf_counter() - started, failed=failed)
-    rc, verdict, diagnosis = compare(program, work)
+    rc, verdict, diagnosis = (compare_cli_here if in_process else compare)(program, work)
     return PairResult(program, rc, verdict, diagnosis, time.perf_counter() - started)
 
 

@@ -117,6 +117,30 @@ def compare(program: Program, work: Path, runs: list[Path] | None = None) -> tup
     return proc.returncode, verdict, diagnosis
 
 
+def compare_cli_here(program: Program, work: Path, runs: list[Path] | None = None) -> tuple[int, str, dict]:
+    """`compare` with compare/run.py's own main called in this process, the same arguments, exit code, verdict
+    line and report.json (the tests' way: --traces launches nothing, and an interpreter costs seconds of CPU)."""
+    import contextlib
+    import io
+
+    from ddp_parity.harness.cli import main
+
+    out = work / "compare"
+    ignore = [a for key in program.ignore_config for a in ("--ignore-config", key)]
+    traces = [str(run) for run in runs or [work / side / program.trace for side in ("raw", "lightning")]]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main(["--traces", *traces, "--out", str(out), "--overwrite", *ignore]) or 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    (work / "compare.log").write_text(stdout.getvalue() + stderr.getvalue())
+    verdict = next((line for line in stdout.getvalue().splitlines() if line.startswith("verdict:")), stderr.getvalue())
+    report = out / "report.json"
+    diagnosis = json.loads(report.read_text()).get("diagnosis", {}) if report.exists() else {}
+    return code, verdict.strip(), diagnosis
+
+
 def compare_here(program: Program, work: Path) -> tuple[int, str, dict]:
     """The same comparison through the public API, in this process (no interpreter to start: the tests' way)."""
     traces = [work / side / program.trace for side in ("raw", "lightning")]
