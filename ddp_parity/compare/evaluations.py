@@ -4,7 +4,9 @@ hooks saw under eval() or without gradients, with a digest of their outputs). Th
 a side validated read both; the hooks' digests are compared here, with no figure the program computes.
 An evaluation of a copy of the trained model (`role` `copy`: an EMA) is compared with the other side's
 copies only, and is no validation of the model. Forwards in training mode with gradients off inside a step (a
-feature-caching pass) are part of the training, not an evaluation: left out of everything here (`step_parts`).
+feature-caching pass) are part of the training, not an evaluation: left out of everything here (`step_parts`). So are
+such forwards between steps that no evaluation DataLoader fed (a rollout, a teacher's targets: `loop_forwards`),
+compared with the other side's only: an evaluation runs in eval mode or over a DataLoader of its own.
 """
 
 from __future__ import annotations
@@ -106,14 +108,17 @@ def model_evaluations(run) -> dict[int, list[dict]]:
 
 
 def evaluation_differences(run_a, run_b, names) -> list[dict]:
-    """Where both runs were recorded by the hooks, the first evaluation per rank whose outputs differ, or
-    that one side ran and the other did not at that point: warnings (the training is equal, or the
-    difference in it is the diagnosis's to name). The model's evaluations and its copies' (an EMA) apart."""
+    """Where both runs were recorded by the hooks, per rank the first evaluation that one side ran and the other did
+    not at that point, and the first that both ran at one point with other outputs: warnings (the training is equal,
+    or the difference in it is the diagnosis's to name). The model's evaluations and its copies' (an EMA) apart; the
+    loop's own no-grad forwards (`loop_forwards`) compared with the other side's only (`loop_differences`)."""
     recorded = seen_evaluations(run_a), seen_evaluations(run_b)
-    if not recorded[0] and not recorded[1]:
-        return []
+    loops = loop_forwards((run_a, run_b), recorded)
+    recorded = _less(recorded[0], loops[0]), _less(recorded[1], loops[1])
+    out = loop_differences(loops, names)
+    if not any(recorded[0].values()) and not any(recorded[1].values()):
+        return out
     unseen = unseen_evaluations(run_a), unseen_evaluations(run_b)
-    out = []
     for role in (MODEL, COPY):
         evaluations = _of_role(recorded[0], role), _of_role(recorded[1], role)
         for rank in _ranks_with_unseen(unseen, role):  # said by unseen_warnings: nothing to pair them with
@@ -126,26 +131,114 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
                 out.append(_copy_on_one_side(evaluations, names))
             continue
         for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
-            said = _first_difference(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role)
-            samples = _samples(run_a, run_b, rank, said, names) if said and said.get("outputs_apart") else None
-            if samples:
-                said["message"] += f"; {samples}"
-            buffers = _buffers_apart(run_a, run_b, rank, names) if said and said.get("outputs_apart") else None
-            if buffers:
-                said["message"] += f"; {buffers}"
-            if said is not None and said.pop("one_sided", False):
-                said["message"] += _ranks_said(evaluations, names)
-            if said is not None:
-                said.pop("outputs_apart", None)
-                unsplit = [i for i, found in enumerate(evaluations) if _every_rank_alike(found, said)]
-                if len(unsplit) == 1 and _ranks_apart(evaluations[1 - unsplit[0]], said):
-                    said["message"] += (
-                        f"; every rank of {names[unsplit[0]]} gave the same outputs there (as when its evaluation is "
-                        "not split by rank), the other side's ranks gave other ones"
-                    )
+            for said in _differences(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role):
+                _add_evidence(said, (run_a, run_b), rank, evaluations, names)
                 out.append({"kind": "evaluation_differs", "rank": rank, "role": role, **said})
                 out[-1]["message"] = f"rank {rank}: {said['message']}"
     return out
+
+
+def _add_evidence(said: dict, runs, rank: int, evaluations, names) -> None:
+    """What the records show beside one difference: the evaluation's samples and the rank's buffers where its
+    outputs differ, the ranks each side evaluates on where one side evaluates alone, the ranks' outputs alike."""
+    if said.pop("outputs_apart", False):
+        for evidence in (_samples(*runs, rank, said, names), _buffers_apart(*runs, rank, names)):
+            if evidence:
+                said["message"] += f"; {evidence}"
+    if said.pop("one_sided", False):
+        said["message"] += _ranks_said(evaluations, names)
+    unsplit = [i for i, found in enumerate(evaluations) if _every_rank_alike(found, said)]
+    if len(unsplit) == 1 and _ranks_apart(evaluations[1 - unsplit[0]], said):
+        said["message"] += (
+            f"; every rank of {names[unsplit[0]]} gave the same outputs there (as when its evaluation is "
+            "not split by rank), the other side's ranks gave other ones"
+        )
+
+
+def _less(found: dict[int, list[dict]], parts: dict[int, list[dict]]) -> dict[int, list[dict]]:
+    """{rank: records} less the records (the same objects) of `parts`."""
+    return {
+        rank: [r for r in records if not any(r is p for p in parts.get(rank, []))] for rank, records in found.items()
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop's own no-grad forwards: a rollout, a teacher's targets, a cache between steps
+
+
+def loop_forwards(runs, found) -> tuple[dict[int, list[dict]], dict[int, list[dict]]]:
+    """Per side, {rank: the model's forwards in training mode with gradients off that no evaluation DataLoader fed}:
+    the loop's own work between steps (PPO's rollout of the policy, a teacher's targets, a cache), no evaluation. An
+    evaluation runs with the model in eval mode or over a DataLoader of its own; these do neither, and one side makes
+    them in its loop where the other makes the same inside its training step (Lightning's training_step), where the
+    hooks see them as part of the step or not at all. Kept as an evaluation where the other side evaluates in eval
+    mode at that point (model.eval() forgotten there: said as a mode), and where the rank's hooks wrote no facts
+    (which loaders ran is unrecorded)."""
+    out: tuple[dict, dict] = ({}, {})
+    for side in (0, 1):
+        for rank, records in found[side].items():
+            facts = read_hook_facts(runs[side], rank)
+            candidates = [r for r in records if _no_grad_training_forwards(r)]
+            if not candidates or not facts:
+                continue
+            fed = _evaluation_loader_points(facts)
+            evaluated = {_point(r) for r in found[1 - side].get(rank, []) if r.get("training") is False}
+            loop = [r for r in candidates if not _fed_by(r, fed) and _point(r) not in evaluated]
+            if loop:
+                out[side][rank] = loop
+    return out
+
+
+def _point(record: dict) -> tuple:
+    return record.get("step"), record.get("micro_batch")
+
+
+def _evaluation_loader_points(facts: dict) -> tuple[set[int], set[int]]:
+    """The steps after which an evaluation's DataLoader iterator started (one no step trained from that yielded a
+    batch), and those iterators' `order`s."""
+    items = [i for i in fact_items(facts, "loader_iterators") if i.get("trained") is False and i.get("batches")]
+    steps = {i["before_step"] - 1 for i in items if isinstance(i.get("before_step"), int)}
+    return steps, {i["order"] for i in items if isinstance(i.get("order"), int)}
+
+
+def _fed_by(record: dict, fed: tuple[set[int], set[int]]) -> bool:
+    """An evaluation DataLoader started after the record's step, or held the batch it ran on (`pending_batch_of`:
+    an iterator started earlier and drawn from at each evaluation)."""
+    steps, orders = fed
+    return record.get("step") in steps or record.get("pending_batch_of") in orders
+
+
+def loop_differences(loops, names) -> list[dict]:
+    """Per rank where both sides recorded the loop's own no-grad forwards, the first point both ran them at with
+    other outputs: a warning (the training is equal, or the diagnosis names what differs in it). Where one side
+    recorded none they are compared with nothing, and said in the EQUIVALENT line (`in_loop`)."""
+    out = []
+    for rank in sorted(set(loops[0]) & set(loops[1])):
+        pairs = _paired_by_point(loops[0][rank], loops[1][rank])
+        apart = [(ra, rb) for ra, rb in pairs if not _same_outputs_of(ra, rb)]
+        if not apart:
+            continue
+        ra, rb = apart[0]
+        out.append(
+            {
+                "kind": "loop_forwards_differ",
+                "rank": rank,
+                "step": ra["step"],
+                "micro_batch": ra["micro_batch"],
+                "message": f"rank {rank}: the model's forwards in training mode with gradients off {_where(ra)}, over "
+                f"no DataLoader of an evaluation's own (the loop's own work: a rollout, a teacher's targets, a cache; "
+                f"no evaluation), gave other outputs ({ra.get('forwards')} forward(s), output_digest "
+                f"{str(ra.get('output_digest'))[:16]} on {names[0]}; {rb.get('forwards')}, "
+                f"{str(rb.get('output_digest'))[:16]} on {names[1]}); {len(apart)} of the points both sides ran them "
+                "at differ on this rank. With the weights equal they ran on other inputs (an environment seeded "
+                "otherwise, another draw) or another number of forwards",
+            }
+        )
+    return out
+
+
+def _same_outputs_of(ra: dict, rb: dict) -> bool:
+    return (ra.get("forwards"), ra.get("output_digest")) == (rb.get("forwards"), rb.get("output_digest"))
 
 
 def _ranks_said(evaluations, names) -> str:
@@ -170,12 +263,16 @@ def evaluation_summary(run_a, run_b) -> dict | None:
     (`unseen_evaluations`); `unlike` {count, step, rank, forwards} the pairs that ran another number of forwards, not
     compared (each holds other work: a recalibration's forwards, precise BN's, or two evaluations recorded as one).
     `in_step` [a, b] the records left out as part of a training step (`step_parts`: a feature-caching pass), never
-    counted as evaluations. None where neither side recorded one."""
+    counted as evaluations; `in_loop` {recorded [a, b], compared, equal} the loop's own no-grad forwards in training
+    mode (`loop_forwards`: a rollout), compared with the other side's only, not counted in `recorded`. None where
+    neither side recorded one."""
     read = read_evaluations(run_a), read_evaluations(run_b)
     if not any(read[0].values()) and not any(read[1].values()):
         return None
     everything = evaluations_of(run_a, read[0]), evaluations_of(run_b, read[1])
     seen = seen_evaluations(run_a, everything[0]), seen_evaluations(run_b, everything[1])
+    loops = loop_forwards((run_a, run_b), seen)
+    seen = _less(seen[0], loops[0]), _less(seen[1], loops[1])
     compared = equal = 0
     first = unlike = None
     for role in (MODEL, COPY):
@@ -188,7 +285,7 @@ def evaluation_summary(run_a, run_b) -> dict | None:
                     unlike["forwards"] = unlike["forwards"] or [ra.get("forwards"), rb.get("forwards")]
                     continue
                 compared += 1
-                same = (ra.get("forwards"), ra.get("output_digest")) == (rb.get("forwards"), rb.get("output_digest"))
+                same = _same_outputs_of(ra, rb)
                 equal += same
                 if not same and (first is None or (ra["step"], rank) < (first["step"], first["rank"])):
                     digests = [str(r.get("output_digest"))[:16] for r in (ra, rb)]
@@ -199,10 +296,22 @@ def evaluation_summary(run_a, run_b) -> dict | None:
         "max_abs": None,
         "max_rel": None,
         "first_divergence": first,
-        "recorded": [_count(found) for found in everything],
-        "unseen": [_count(found) - _count(kept) for found, kept in zip(everything, seen)],
+        "recorded": [_count(found) - _count(loop) for found, loop in zip(everything, loops)],
+        "unseen": [_count(found) - _count(kept) - _count(loop) for found, kept, loop in zip(everything, seen, loops)],
         "unlike": unlike,
         "in_step": [_count(found) - _count(kept) for found, kept in zip(read, everything)],
+        "in_loop": _loop_summary(loops),
+    }
+
+
+def _loop_summary(loops) -> dict:
+    """The loop's own no-grad forwards (`loop_forwards`): {recorded [a, b], compared, equal}, paired at the same
+    point on ranks where both sides recorded them."""
+    pairs = [p for rank in set(loops[0]) & set(loops[1]) for p in _paired_by_point(loops[0][rank], loops[1][rank])]
+    return {
+        "recorded": [_count(found) for found in loops],
+        "compared": len(pairs),
+        "equal": sum(_same_outputs_of(ra, rb) for ra, rb in pairs),
     }
 
 
@@ -387,47 +496,53 @@ def _mode_difference(ra: dict, rb: dict, names) -> dict:
     }
 
 
-def _first_difference(a: list[dict], b: list[dict], names, role: str = MODEL) -> dict | None:
+def _differences(a: list[dict], b: list[dict], names, role: str = MODEL) -> list[dict]:
+    """The first point one side evaluated at and the other did not, and the first evaluation both sides made at one
+    point that gave other outputs, in step order: each said apart, so that one side's evaluation alone (Lightning's
+    sanity check before step 1) never hides evaluations both made that differ (a validation sampler's epoch)."""
+    pairs = _paired_by_point(a, b)
+    said = [d for d in (_first_one_sided(a, b, pairs, names, role), _first_apart(pairs, names, role)) if d]
+    return sorted(said, key=lambda d: (d["step"], d["micro_batch"]))
+
+
+def _first_one_sided(a: list[dict], b: list[dict], pairs, names, role: str) -> dict | None:
+    paired = {id(r) for pair in pairs for r in pair}
+    alone = [(r, names[side]) for side, found in enumerate((a, b)) for r in found if id(r) not in paired]
+    if not alone:
+        return None
+    record, name = min(alone, key=lambda x: (x[0]["step"], x[0]["micro_batch"]))
     copy = " a copy of the trained model" if role == COPY else ""
-    for ra, rb in zip(a, b):
-        if (ra["step"], ra["micro_batch"]) != (rb["step"], rb["micro_batch"]):
-            first = min((ra, names[0]), (rb, names[1]), key=lambda x: (x[0]["step"], x[0]["micro_batch"]))
-            return {
-                "one_sided": True,
-                "step": first[0]["step"],
-                "micro_batch": first[0]["micro_batch"],
-                "message": f"{first[1]} evaluates{copy} {_where(first[0])} and the other side records no evaluation "
-                f"{'of one ' if copy else ''}there{NOT_SEEN}",
-            }
-        if ra.get("forwards") != rb.get("forwards") or ra.get("output_digest") != rb.get("output_digest"):
-            if modes_apart(ra, rb):  # the mode is recorded: say it, not a list of maybes
-                return _mode_difference(ra, rb, names)
-            if ra.get("forwards") != rb.get("forwards"):
-                return _unlike(ra, rb, names, role)
-            return {
-                "step": ra["step"],
-                "micro_batch": ra["micro_batch"],
-                "outputs_apart": True,
-                "message": f"{_what(role, ra)} {_where(ra)} gave other outputs ({ra.get('forwards')} forward(s), "
-                f"output_digest {str(ra.get('output_digest'))[:16]} on {names[0]}; {rb.get('forwards')}, "
-                f"{str(rb.get('output_digest'))[:16]} on {names[1]}) with the training equal: it ran on other inputs "
-                "or otherwise (another mode, dropout, autocast, another number of batches)"
-                + (
-                    ", or the copy holds other weights (copied from other weights, such as a rank's own before DDP's "
-                    "broadcast; updated at another moment or rate)"
-                    if role == COPY
-                    else ""
-                ),
-            }
-    if len(a) != len(b):
-        longer, name = (a, names[0]) if len(a) > len(b) else (b, names[1])
-        extra = longer[min(len(a), len(b))]
+    return {
+        "one_sided": True,
+        "step": record["step"],
+        "micro_batch": record["micro_batch"],
+        "message": f"{name} evaluates{copy} {_where(record)} and the other side records no evaluation "
+        f"{'of one ' if copy else ''}there{NOT_SEEN}",
+    }
+
+
+def _first_apart(pairs, names, role: str) -> dict | None:
+    for ra, rb in pairs:
+        if _same_outputs_of(ra, rb):
+            continue
+        if modes_apart(ra, rb):  # the mode is recorded: say it, not a list of maybes
+            return _mode_difference(ra, rb, names)
+        if ra.get("forwards") != rb.get("forwards"):
+            return _unlike(ra, rb, names, role)
         return {
-            "one_sided": True,
-            "step": extra["step"],
-            "micro_batch": extra["micro_batch"],
-            "message": f"{name} evaluates{copy} {_where(extra)} and the other side records no evaluation "
-            f"{'of one ' if copy else ''}there{NOT_SEEN}",
+            "step": ra["step"],
+            "micro_batch": ra["micro_batch"],
+            "outputs_apart": True,
+            "message": f"{_what(role, ra)} {_where(ra)} gave other outputs ({ra.get('forwards')} forward(s), "
+            f"output_digest {str(ra.get('output_digest'))[:16]} on {names[0]}; {rb.get('forwards')}, "
+            f"{str(rb.get('output_digest'))[:16]} on {names[1]}) with the training equal: it ran on other inputs "
+            "or otherwise (another mode, dropout, autocast, another number of batches)"
+            + (
+                ", or the copy holds other weights (copied from other weights, such as a rank's own before DDP's "
+                "broadcast; updated at another moment or rate)"
+                if role == COPY
+                else ""
+            ),
         }
     return None
 

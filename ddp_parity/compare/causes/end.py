@@ -611,7 +611,11 @@ def _validation_said(ctx: Context) -> tuple[str, str]:
     if compared and equal == compared:
         matched.append(f"the hooks' evaluations ({compared} compared by their outputs' digests)")
     also = ", ".join(matched) + " and the final parameters" if matched else "the final parameters"
-    unlike = _unlike_said(summary.get("unlike"), ctx.names) + _in_step_said(summary.get("in_step"), ctx.names)
+    unlike = (
+        _unlike_said(summary.get("unlike"), ctx.names)
+        + _in_step_said(summary.get("in_step"), ctx.names)
+        + _in_loop_said(summary.get("in_loop"), ctx.names)
+    )
     if not compared:
         return also, f" No evaluation was compared: {evaluations_not_compared(summary, ctx.names)}.{unlike}"
     if equal < compared:
@@ -631,6 +635,28 @@ def _in_step_said(in_step, names) -> str:
         f" {in_step[0]} group(s) of forwards on {names[0]} and {in_step[1]} on {names[1]}, run in training mode with "
         "gradients off on a step's batch before its backward or at every step (a feature-caching pass), were taken "
         "as part of the training steps, not compared as evaluations."
+    )
+
+
+def _in_loop_said(in_loop, names) -> str:
+    """The loop's own no-grad forwards in training mode (evaluation_summary's `in_loop`: a rollout), never counted as
+    evaluations: said with how many were compared, and where one side recorded none, why that proves nothing."""
+    recorded = in_loop.get("recorded") if isinstance(in_loop, dict) else None
+    if not isinstance(recorded, list) or len(recorded) != 2 or not any(recorded):
+        return ""
+    said = (
+        f" {recorded[0]} group(s) of forwards on {names[0]} and {recorded[1]} on {names[1]} ran the model in training "
+        "mode with gradients off over no DataLoader of an evaluation's own (the loop's own work: a rollout, a "
+        "teacher's targets, a cache), taken as no evaluation"
+    )
+    if all(recorded):
+        equal, compared = in_loop.get("equal"), in_loop.get("compared")
+        return f"{said}; {equal} of {compared} paired at the same point gave the same outputs."
+    side = 1 if recorded[0] else 0
+    return (
+        f"{said}; none on {names[side]} to compare them with: the hooks see such forwards where the model, or a part "
+        f"of it, is called at the top of the loop, not where a part is called inside a forward of the whole (a "
+        f"training_step run by Lightning's wrapper), so {names[side]} may make them unseen."
     )
 
 
