@@ -169,7 +169,7 @@ def test_a_model_left_in_eval_mode_is_named_where_its_loss_is_a_module(tmp_path)
     at a training forward, so the step looked trained in training mode and the tool said undetermined, rng first,
     with "raw did not record each module's mode" though the hooks recorded the eval() switch."""
     runs = {}
-    for name, args in (("function", []), ("plain", ["--eval-left-on", "0"]), ("left", ["--eval-left-on", "1"])):
+    for name, args in (("function", []), ("plain", ["--loss-module"]), ("left", ["--eval-left-on", "1"])):
         env = recording_env(tmp_path / name, name, child_env())
         check_ok(run_cmd([PYTHON, FACTS_LOOP, *args], env=env))
         runs[name] = tmp_path / name

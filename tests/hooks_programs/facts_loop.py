@@ -7,6 +7,8 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --data-seed N       seeds the generator of its batches with N (1 by default)
     --eval-left-on K    after step K evaluates in eval mode and never calls model.train() again; its loss is an
                         nn.Module (as Tacotron2's), called on the network's output
+    --loss-module       the loss an nn.Module (nn.CrossEntropyLoss) with no evaluation left on, against the loss
+                        function the loop calls otherwise
     --evaluate-isolated iterates an evaluation DataLoader before training, the generator's state put back after
                         it (as Lightning's isolate_rng does around its sanity check)
     --save CKPT         after its steps, saves model, optimizer, scheduler, RNG state and step count
@@ -56,6 +58,7 @@ def main() -> None:
     p.add_argument("--out")
     p.add_argument("--evaluate-isolated", action="store_true")
     p.add_argument("--eval-left-on", type=int, default=0)
+    p.add_argument("--loss-module", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -88,7 +91,7 @@ def main() -> None:
         model.train()
         torch.set_rng_state(state)
     g = torch.Generator().manual_seed(args.data_seed + start)
-    criterion = nn.CrossEntropyLoss() if args.eval_left_on else nn.functional.cross_entropy
+    criterion = nn.CrossEntropyLoss() if args.eval_left_on or args.loss_module else nn.functional.cross_entropy
     for step in range(1, args.steps + 1):
         x, y = torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
         if args.lr_by_hand == "before":
