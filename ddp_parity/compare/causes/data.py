@@ -20,7 +20,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
-from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at
+from ddp_parity.compare.causes.hooked import global_rng_drawn, global_rng_equal, global_rng_moved_apart, rng_at
 from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
@@ -349,8 +349,13 @@ def check_samples(ctx: Context) -> Finding | None:
     if unrecorded:
         # every sentence rests on a record: a side without a sampler record cannot be said to agree
         evidence["sampler_unrecorded"] = unrecorded
-        streams = [ctx.label(s) for s in ("a", "b") if _sampling_mechanism(ctx, s) == "iterable"]
-        if streams:
+        iterable = [s for s in ("a", "b") if _sampling_mechanism(ctx, s) == "iterable"]
+        streams = [ctx.label(s) for s in iterable]
+        drawn = any(global_rng_drawn(ctx, s, rank) for s in iterable)  # a dataset drawing its samples moves it
+        if streams and not (drawn and global_rng_moved_apart(ctx, step, rank)):
+            # the base-seed draw is blamed only where the records show the global generator moved otherwise
+            facts += IDLE_GENERATOR.format(streams=" and ".join(streams), step=step)
+        elif streams:
             facts += (
                 f" {' and '.join(streams)}'s loader reads an IterableDataset (the recorded sampler is "
                 "_InfiniteConstantSampler): each time such a DataLoader is iterated it first draws one number from "
@@ -1240,6 +1245,13 @@ DATA_SHARED = Cause(
     "half the information, and the other side's ranks each see their own.",
     fix="On {side}: give each rank its own data: {how}.",
     doc="Two ranks of one side consumed the same samples at a step: the data is not split by rank.",
+)
+# data_order.unrecorded beside an IterableDataset whose loader's base-seed draw the records do not show
+IDLE_GENERATOR = (
+    " {streams}'s loader reads an IterableDataset, but the hooks' digests of the global generator do not show its "
+    "dataset drawing from it, moved otherwise on the two sides up to step {step}'s start: no loader's base-seed "
+    "draw parts the samples there; the datasets themselves yield other tensors (their order, a batch repeated or "
+    "skipped, another offset)."
 )
 DATA_ORDER_UNRECORDED = Cause(
     "data_order.unrecorded",
