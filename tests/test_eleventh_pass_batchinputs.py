@@ -40,8 +40,9 @@ def test_batch_digests_apart_over_equal_model_inputs_are_a_recording_note_and_th
     assert d["category"] != "data_order" and "consumed other samples" not in d["explanation"], d["explanation"]
     note = _note(report)
     assert note is not None, report["warnings"]
-    assert note["step"] == 2 and "the model received the same inputs at every training forward of step 2" in (
-        note["message"]
+    assert (
+        note["step"] == 2
+        and "the model received the same inputs at every training forward of step 2" in (note["message"])
     ), note
     assert "not the cause" in note["message"], note
 
