@@ -250,9 +250,12 @@ def consumed_words(ctx: Context, rank, step) -> str:
     pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
     if samples_equal_at(ctx, rank, step):
         return "consumed the same samples"
-    missing = [ctx.label(s) for s, r in zip("ab", pair or ({}, {})) if not isinstance(r.get("indices"), list)]
-    who = " and ".join(missing) or "a side"
-    return f"consumed samples the records do not compare ({who} recorded no indices)"
+    keys = {s: sample_key(r) for s, r in zip("ab", pair or ({}, {}))}
+    unbatched = [ctx.label(s) for s, key in keys.items() if key is None]  # nothing of this step's data recorded
+    unindexed = [ctx.label(s) for s, key in keys.items() if key is not None and key[0] == "batch_digest"]
+    said = [f"{' and '.join(unbatched)} recorded no batch at this step"] if unbatched else []
+    said += [f"{' and '.join(unindexed)} recorded no indices"] if unindexed else []
+    return f"consumed samples the records do not compare ({'; '.join(said) or 'a side recorded no indices'})"
 
 
 def samples_said(ctx: Context) -> str:

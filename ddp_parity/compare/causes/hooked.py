@@ -107,6 +107,21 @@ def global_rng_drawn(ctx: Context, side: str, rank) -> bool:
     return _used(_rng_by_step(ctx, side, rank), "torch")
 
 
+def global_rng_drawn_near(ctx: Context, step: int, rank) -> bool:
+    """Something drew from torch's global generator around `step` on some side: its digest moved from the step
+    before's start to this one's, or from this one's to the next's (a draw inside the step). True where neither side
+    recorded the digests (unknown: nothing is silenced); False where both did and no digest moved there, so no
+    draw, however the generators were left before, reached that step's training."""
+    sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
+    if not any(sides):
+        return True
+    for digests in sides:
+        around = [digests.get(k, {}).get("torch") for k in (step - 1, step, step + 1)]
+        if any(x is not None and y is not None and x != y for x, y in zip(around, around[1:])):
+            return True
+    return False
+
+
 def global_rng_parts(ctx: Context) -> bool:
     """The runs part where torch's global generator's digests part (rng_parting)."""
     try:

@@ -25,7 +25,7 @@ from ddp_parity.compare.causes.base import (
     same_batch_at,
     same_indices_at,
 )
-from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
+from ddp_parity.compare.causes.hooked import global_rng_drawn_near, global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import (
@@ -247,6 +247,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     if first["quantity"] == "loss" and ctx.cmp.training_equal:
         return None  # every parameter equal at every step and at the end: no draw reached the training, the loss
         # is measured otherwise (measured.py names how)
+    if not global_rng_drawn_near(ctx, step, first.get("rank") if isinstance(first.get("rank"), int) else 0):
+        return None  # the recorded digests show nothing drawing from the global generator around that step
     if step == 1 and before_any_update(ctx) is None:
         return None
     if step > 1 and (ctx.walk is None or ctx.walk.steps_equal_before < 1):
