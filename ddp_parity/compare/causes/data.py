@@ -1261,7 +1261,10 @@ DATA_ORDER_UNRECORDED = Cause(
     fix="Make both sides draw the same samples at each step: the same sampler (a DistributedSampler's shuffle, "
     "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order"
     "{global_rng}. {how}",
-    doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it.",
+    doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it. "
+    "An IterableDataset's base-seed draw is offered only where the hooks' digests show the global generator drawn "
+    "by the loop and moved apart on the two sides up to the parting step; batch digests over other things (the "
+    "model fed the same) never reach it (`batch_digests_not_comparable`).",
 )
 
 

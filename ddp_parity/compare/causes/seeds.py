@@ -485,7 +485,9 @@ RNG_LOADER_DRAWS = Cause(
     "runs part at that step (step 1 before any update, or a later step after equal ones) in the samples, the batch "
     "or the loss. Samplers of another class or arguments do not silence it where the step's indices are recorded "
     "equal (they ordered the same samples); the ranks each side evaluated on and the state the next training "
-    "iterator drew its workers' base seed from are said.",
+    "iterator drew its workers' base seed from are said. Never where the hooks' generator digests show nothing "
+    "drawing from the global generator around the parting step on either side, nor for a loss apart over a training "
+    "equal throughout (no draw reached it).",
     requires=Evidence(
         "the DataLoader iterators recorded on both sides",
         lambda d: "loader_draws_before_step_1" in d.evidence or "loader_draws_up_to_step" in d.evidence,
