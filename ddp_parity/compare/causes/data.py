@@ -369,7 +369,14 @@ def check_samples(ctx: Context) -> Finding | None:
             evidence["sampler_differences"] = sampler
             facts += " The recorded samplers: " + "; ".join(sampler) + "."
         how = UNRECORDED_HOW["one" if recorded else "none"].format(side=" and ".join(recorded))
-        rng = "" if global_rng_equal(ctx) else " (the global RNG too: build the data and the model in the same order)"
+        # the global generator advised only where it is recorded apart and something in a loop draws from it
+        unrecorded_rng = rng_at(ctx, step, rank) is None  # unknown: the advice stays
+        drawing = unrecorded_rng or any(global_rng_drawn(ctx, s, rank) for s in ("a", "b"))
+        rng = (
+            ""
+            if global_rng_equal(ctx) or not drawing
+            else " (the global RNG too: build the data and the model in the same order)"
+        )
         sides = " and ".join(unrecorded)
         return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=sides, how=how, global_rng=rng)
     sampler = sampler_differences(ctx)
@@ -1248,10 +1255,10 @@ DATA_SHARED = Cause(
 )
 # data_order.unrecorded beside an IterableDataset whose loader's base-seed draw the records do not show
 IDLE_GENERATOR = (
-    " {streams}'s loader reads an IterableDataset, but the hooks' digests of the global generator do not show its "
-    "dataset drawing from it, moved otherwise on the two sides up to step {step}'s start: no loader's base-seed "
-    "draw parts the samples there; the datasets themselves yield other tensors (their order, a batch repeated or "
-    "skipped, another offset)."
+    " {streams}'s loader reads an IterableDataset, but the hooks' digests of the global generator do not show a "
+    "dataset drawing from it with the two sides' states moved apart up to step {step}'s start: no loader's "
+    "base-seed draw is shown to part the samples; the datasets themselves yield other tensors (their order, a batch "
+    "repeated or skipped, another offset)."
 )
 DATA_ORDER_UNRECORDED = Cause(
     "data_order.unrecorded",
