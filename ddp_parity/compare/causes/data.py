@@ -352,8 +352,9 @@ def check_samples(ctx: Context) -> Finding | None:
         iterable = [s for s in ("a", "b") if _sampling_mechanism(ctx, s) == "iterable"]
         streams = [ctx.label(s) for s in iterable]
         drawn = any(global_rng_drawn(ctx, s, rank) for s in iterable)  # a dataset drawing its samples moves it
-        if streams and not (drawn and global_rng_moved_apart(ctx, step, rank)):
-            # the base-seed draw is blamed only where the records show the global generator moved otherwise
+        rng_recorded = rng_at(ctx, step, rank) is not None  # unrecorded: the draw stays a possibility, said as one
+        if streams and rng_recorded and not (drawn and global_rng_moved_apart(ctx, step, rank)):
+            # the base-seed draw is not blamed where the recorded digests show no loop drawing, or no state moved apart
             facts += IDLE_GENERATOR.format(streams=" and ".join(streams), step=step)
         elif streams:
             facts += (
@@ -1269,9 +1270,9 @@ DATA_ORDER_UNRECORDED = Cause(
     "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order"
     "{global_rng}. {how}",
     doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it. "
-    "An IterableDataset's base-seed draw is offered only where the hooks' digests show the global generator drawn "
-    "by the loop and moved apart on the two sides up to the parting step; batch digests over other things (the "
-    "model fed the same) never reach it (`batch_digests_not_comparable`).",
+    "An IterableDataset's base-seed draw is not offered where the hooks' digests show no loop drawing from the "
+    "global generator, or its states not moved apart on the two sides up to the parting step; batch digests over "
+    "other things (the model fed the same) never reach it (`batch_digests_not_comparable`).",
 )
 
 
