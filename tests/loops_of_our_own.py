@@ -74,6 +74,9 @@ class Loop:
     input_noise: float = 0.0  # noise × this added to the inputs before the model, drawn from the global generator
     # (EDM's loss draws its noise before calling the network): not in the batch, which record_batch records
     record_batch: bool = False  # record(batch=) the step's inputs as drawn from the data
+    record_indices: bool = True  # record the step's indices (False: a loop fed by hand, its batch digest alone)
+    batch_with_targets_from: int | None = None  # from this step on record(batch=) the inputs with their targets: a
+    # digest over other things than the other side's, the model fed the same (eleventh pass: batch inputs)
     loss_scale_from: int = 1  # loss_scale acts from this step on (StyleGAN2's lazy R1 weight: some steps only)
     record_scaled: bool = False  # record the loss backward ran on (× loss_scale where it acts), as the hooks do
     warmup_per_epoch: bool = False  # with lr_read="warmup": the rate set once per epoch, at its first step's value
@@ -298,16 +301,19 @@ def train(run_dir: Path, side: str, s: Loop) -> Path:
             clip["scheduler_steps_before"] = s.scheduler_steps if scheduler is not None and step > 1 else 0
         if s.record_collectives:
             clip.update(collectives=made, collectives_count=len(made))
+        recorded_batch = x[indices] if s.record_batch else None
+        if recorded_batch is not None and s.batch_with_targets_from is not None and step >= s.batch_with_targets_from:
+            recorded_batch = (x[indices], y[indices])
         recorder.record(
             step * s.step_factor + s.step_offset,
             loss_sum * s.loss_times,
-            indices,
+            indices if s.record_indices else None,
             epoch=epoch,
             grad_norm=norm,
             lr=lr,
             optimizer=optimizer if s.record_optimizer == "first" or step == s.steps else None,
             model=recorded if s.record_model else None,
-            batch=x[indices] if s.record_batch else None,
+            batch=recorded_batch,
             **clip,
         )
         optimizer.zero_grad()

@@ -19,11 +19,19 @@ import numpy as np
 import torch
 
 from ddp_parity.compare import pairing
+from ddp_parity.compare.batch_inputs import (
+    INPUTS_EQUAL,
+    TRAINING_EQUAL,
+    inputs_equal_where_digests_part,
+    model_inputs_equal,
+    not_comparable_note,
+)
 from ddp_parity.compare.walk import (
     STEP_QUANTITIES,
     Criterion,
     Stats,
     WalkResult,
+    records_of,
     walk_runs,
     walk_streams,
 )
@@ -220,22 +228,89 @@ def compare_runs(
         names = dict(zip("ab", run_labels(result)))
         note = pairing.narrowed_note(result.metas["a"], result.metas["b"], names, positions)
         result.notes.append({"kind": "narrowed_digests", "message": note})
-    result.walk = walk_runs(
-        runs["a"],
-        runs["b"],
-        result.criterion,
-        tolerant=tolerant,
-        exact_only=exact_only,
-        digest_positions=positions,
-        sketches=sketch_pairing(result.metas, key_map),
-        norm_orders_apart=hooks_norm_orders_apart(result.metas, key_map),
-    )
+    walk_args = {
+        "tolerant": tolerant,
+        "exact_only": exact_only,
+        "digest_positions": positions,
+        "sketches": sketch_pairing(result.metas, key_map),
+        "norm_orders_apart": hooks_norm_orders_apart(result.metas, key_map),
+    }
+    result.walk = walk_runs(runs["a"], runs["b"], result.criterion, **walk_args)
     if not any(result.walk.counts[side].get(rank) for side in ("a", "b") for rank in result.walk.counts[side]):
         result.problems.append(NO_STEP)  # two empty traces agree on nothing: never equivalent
     if not exact_only:
         compare_validation(runs["a"], runs["b"], result, tolerant)
         compare_params(runs["a"], runs["b"], result, key_map)
+    _set_batch_digests_aside(result, runs, walk_args)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# batch digests that digest other things on the two sides
+
+
+def _set_batch_digests_aside(result: Comparison, runs: dict, walk_args: dict) -> None:
+    """Where the first divergence is the batch digests but the records deny the data differ, walk again without
+    them and say so in a recording note. The records deny it where the module watch shows the model received the
+    same inputs at every training forward of that step on every rank whose digests part (the digests then cover
+    other things: a loop that feeds its model by hand against a DataLoader's port), or, without such a watch,
+    where the training is the same throughout without them (batch_inputs.TRAINING_EQUAL): equal parameters after
+    every step cannot have come from other data."""
+    first = result.walk.first_trained  # the training's first divergence (a loss measured otherwise passed over)
+    if first is None or first.get("quantity") not in ("samples", "batch") or not isinstance(first.get("step"), int):
+        return
+    ranks = _batch_digests_parting(runs, first["step"])
+    if not ranks:
+        return  # the samples part by their indices: a data finding rests on those
+    paths = (runs["a"].path, runs["b"].path)
+    if inputs_equal_where_digests_part(*paths, first["step"], ranks):
+        why = INPUTS_EQUAL.format(step=first["step"])
+    elif any(model_inputs_equal(*paths, first["step"], r) is False for r in ranks):
+        return  # the model's inputs differ too: the data finding stands
+    else:
+        why = None
+    fresh = {s: read_run(runs[s].path, tolerant=walk_args["tolerant"]) for s in "ab"}  # the first walk read them
+    walk = walk_runs(fresh["a"], fresh["b"], result.criterion, batch_digests=False, **walk_args)
+    if why is None and not _trained_alike_throughout(result, walk):
+        return
+    result.walk = walk
+    names = dict(zip("ab", run_labels(result)))
+    result.notes.append(not_comparable_note(first["step"], ranks, (names["a"], names["b"]), why or TRAINING_EQUAL))
+
+
+def _batch_digests_parting(runs: dict, step: int) -> list:
+    """The ranks whose records at `step` both hold a batch digest, and other ones."""
+    ranks = []
+    for rank in sorted(set(runs["a"].ranks) & set(runs["b"].ranks), key=str):
+        pair = [next((r for r in records_of(runs[s].path, rank) if r.get("step") == step), None) for s in "ab"]
+        digests = [r.get("batch_digest") if r is not None else None for r in pair]
+        if None not in digests and digests[0] != digests[1]:
+            ranks.append(rank)
+    return ranks
+
+
+def _trained_alike_throughout(result: Comparison, walk: WalkResult) -> bool:
+    """Without the batch digests, the training is the same at every step on every rank and at the end: the
+    parameter digest, every layer's sketch and the gradient norm equal wherever recorded, none missing, no step
+    apart, the final parameters equal (issue 46: such a pair is equivalent, whatever the batch digests say)."""
+    quantities = walk.quantities
+    digests, losses, norms = (quantities.get(q) for q in ("param_digest", "loss", "grad_norm"))
+    return (
+        walk.first_trained is None
+        and walk.structure is None
+        and walk.layers_parted is None
+        and walk.sketches is not None
+        and not walk.problems
+        and digests is not None
+        and losses is not None
+        and digests.compared == losses.compared > 0
+        and digests.all_equal
+        and norms is not None
+        and norms.compared == losses.compared
+        and norms.all_equal
+        and result.params.compared > 0
+        and result.params.all_equal
+    )
 
 
 def compare_validation(run_a: RunFiles, run_b: RunFiles, result: Comparison, tolerant: bool = False) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ddp_parity.compare.batch_inputs import evaluates, trained_names
 from ddp_parity.compare.comparator import match_keys, strip_known_prefixes
 from ddp_parity.trace_files import ALL, TraceFormatError, iter_records, parse_watch_steps, read_meta
 from ddp_parity.watch import WATCH_STEP_ENV, module_trace_ranks, read_module_trace
@@ -113,16 +114,12 @@ def _keyed_calls(record: dict, prefix: str) -> list[tuple[tuple, dict]]:
     under EVALUATION, so that training forwards pair with training forwards and evaluations with evaluations."""
     seen: Counter = Counter()
     out = []
-    trained = {c["name"] for c in record.get("calls", []) if c["phase"] == "forward" and _state(c).get("training")}
+    trained = trained_names(record)
     for call in record.get("calls", []):
         name = normalise(call["name"], prefix)
         if name is None:
             continue
-        state = _state(call)
-        evaluates = call["phase"] == "forward" and (
-            state.get("grad_enabled") is False or (state.get("training") is False and call["name"] in trained)
-        )
-        key = (EVALUATION if evaluates else call["phase"], name)
+        key = (EVALUATION if evaluates(call, trained) else call["phase"], name)
         out.append(((*key, seen[key]), {**call, "name": name}))
         seen[key] += 1
     return out

@@ -327,6 +327,11 @@ def without_floats(record: dict) -> dict:
     return {**{k: v for k, v in record.items() if k not in FLOATS}, "loss": 0.0}
 
 
+def without_batch_digest(record: dict) -> dict:
+    """A record without its batch digest: where the sides digest other things as their batch."""
+    return {k: v for k, v in record.items() if k != "batch_digest"}
+
+
 def walk_runs(
     run_a: RunFiles,
     run_b: RunFiles,
@@ -336,18 +341,23 @@ def walk_runs(
     digest_positions: list[tuple[int, int]] | None = None,
     sketches: dict | None = None,
     norm_orders_apart: bool = False,
+    batch_digests: bool = True,
 ) -> WalkResult:
     """One walk over both runs. `exact_only` (--tolerance noise): the float quantities left out, so the
     first divergence is the first difference in what no rounding can move. `digest_positions`: where
     the sides' param_digest sum other parameters, the elements that sum the same one (pairing.py).
     `sketches`: the `layers` rows and columns both sides sketched alike (comparator.sketch_pairing).
-    `norm_orders_apart`: both sides' hooks sum the gradient norm in other orders (hooks_norm_orders_apart)."""
+    `norm_orders_apart`: both sides' hooks sum the gradient norm in other orders (hooks_norm_orders_apart).
+    `batch_digests=False`: the records' batch digests left out (they digest other things on the two sides:
+    batch_inputs.py), so the samples are compared only where indices were recorded."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
     if digest_positions is not None:
         streams = narrowed(streams, digest_positions)
     if exact_only:
         streams = {side: {r: map(without_floats, it) for r, it in per.items()} for side, per in streams.items()}
+    if not batch_digests:
+        streams = {side: {r: map(without_batch_digest, it) for r, it in per.items()} for side, per in streams.items()}
     names = {"a": run_a.name, "b": run_b.name}
     result = walk_streams(streams, criterion, names=names, sketches=sketches, norm_orders_apart=norm_orders_apart)
     result.unreadable = unreadable

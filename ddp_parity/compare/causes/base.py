@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ddp_parity.compare import evidence as recorded_evidence
+from ddp_parity.compare.batch_inputs import NOT_COMPARABLE
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, flatten
 from ddp_parity.compare.findings import Finding
-from ddp_parity.compare.walk import comparable_samples, float32_ulps, next_quantity_apart, records_of, short
+from ddp_parity.compare.walk import comparable_samples, float32_ulps, next_quantity_apart, records_of, sample_key, short
 
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 
@@ -267,15 +268,32 @@ def same_batch_at(ctx: Context, rank, step) -> bool:
     return digests[0] is not None and digests[0] == digests[-1]
 
 
-def consumed_words(ctx: Context, rank, step) -> str:
-    """'consumed the same samples' where the step's samples were compared (both sides recorded them alike), else
-    what was not compared: a side fed by its own generator records a batch digest alone, which is no sample."""
+def samples_equal_at(ctx: Context, rank, step) -> bool:
+    """Both sides recorded `step`'s samples on `rank` alike (indices, or batch digests over the same things) and they
+    are equal: only then may a finding say the sides consumed the same samples there."""
     pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
-    if pair is not None and comparable_samples(*pair) != (None, None):
+    if pair is None:
+        return False
+    a, b = comparable_samples(*pair)
+    digests_set_aside = any(note.get("kind") == NOT_COMPARABLE for note in getattr(ctx.cmp, "notes", []))
+    if digests_set_aside and (sample_key(pair[0]) or ("",))[0] == "batch_digest":
+        return False  # batch digests over other things on the two sides: equal or not, they say nothing
+    return a is not None and a == b
+
+
+def consumed_words(ctx: Context, rank, step) -> str:
+    """'consumed the same samples' where the step's samples were compared (both sides recorded them alike) and
+    equal, else what was not compared: a side fed by its own generator records a batch digest alone, which is no
+    sample."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if samples_equal_at(ctx, rank, step):
         return "consumed the same samples"
-    missing = [ctx.label(s) for s, r in zip("ab", pair or ({}, {})) if not isinstance(r.get("indices"), list)]
-    who = " and ".join(missing) or "a side"
-    return f"consumed samples the records do not compare ({who} recorded no indices)"
+    keys = {s: sample_key(r) for s, r in zip("ab", pair or ({}, {}))}
+    unbatched = [ctx.label(s) for s, key in keys.items() if key is None]  # nothing of this step's data recorded
+    unindexed = [ctx.label(s) for s, key in keys.items() if key is not None and key[0] == "batch_digest"]
+    said = [f"{' and '.join(unbatched)} recorded no batch at this step"] if unbatched else []
+    said += [f"{' and '.join(unindexed)} recorded no indices"] if unindexed else []
+    return f"consumed samples the records do not compare ({'; '.join(said) or 'a side recorded no indices'})"
 
 
 def samples_said(ctx: Context) -> str:

@@ -20,7 +20,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
-from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at
+from ddp_parity.compare.causes.hooked import global_rng_drawn, global_rng_equal, global_rng_moved_apart, rng_at
 from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.initial_state import init_apart
 from ddp_parity.compare.causes.per_step import micro_batch_counts
@@ -349,8 +349,14 @@ def check_samples(ctx: Context) -> Finding | None:
     if unrecorded:
         # every sentence rests on a record: a side without a sampler record cannot be said to agree
         evidence["sampler_unrecorded"] = unrecorded
-        streams = [ctx.label(s) for s in ("a", "b") if _sampling_mechanism(ctx, s) == "iterable"]
-        if streams:
+        iterable = [s for s in ("a", "b") if _sampling_mechanism(ctx, s) == "iterable"]
+        streams = [ctx.label(s) for s in iterable]
+        drawn = any(global_rng_drawn(ctx, s, rank) for s in iterable)  # a dataset drawing its samples moves it
+        rng_recorded = rng_at(ctx, step, rank) is not None  # unrecorded: the draw stays a possibility, said as one
+        if streams and rng_recorded and not (drawn and global_rng_moved_apart(ctx, step, rank)):
+            # the base-seed draw is not blamed where the recorded digests show no loop drawing, or no state moved apart
+            facts += IDLE_GENERATOR.format(streams=" and ".join(streams), step=step)
+        elif streams:
             facts += (
                 f" {' and '.join(streams)}'s loader reads an IterableDataset (the recorded sampler is "
                 "_InfiniteConstantSampler): each time such a DataLoader is iterated it first draws one number from "
@@ -364,7 +370,14 @@ def check_samples(ctx: Context) -> Finding | None:
             evidence["sampler_differences"] = sampler
             facts += " The recorded samplers: " + "; ".join(sampler) + "."
         how = UNRECORDED_HOW["one" if recorded else "none"].format(side=" and ".join(recorded))
-        rng = "" if global_rng_equal(ctx) else " (the global RNG too: build the data and the model in the same order)"
+        # the global generator advised only where it is recorded apart and something in a loop draws from it
+        unrecorded_rng = rng_at(ctx, step, rank) is None  # unknown: the advice stays
+        drawing = unrecorded_rng or any(global_rng_drawn(ctx, s, rank) for s in ("a", "b"))
+        rng = (
+            ""
+            if global_rng_equal(ctx) or not drawing
+            else " (the global RNG too: build the data and the model in the same order)"
+        )
         sides = " and ".join(unrecorded)
         return finding(ctx, DATA_ORDER_UNRECORDED, step, rank, evidence, facts, sides=sides, how=how, global_rng=rng)
     sampler = sampler_differences(ctx)
@@ -1241,6 +1254,13 @@ DATA_SHARED = Cause(
     fix="On {side}: give each rank its own data: {how}.",
     doc="Two ranks of one side consumed the same samples at a step: the data is not split by rank.",
 )
+# data_order.unrecorded beside an IterableDataset whose loader's base-seed draw the records do not show
+IDLE_GENERATOR = (
+    " {streams}'s loader reads an IterableDataset, but the hooks' digests of the global generator do not show a "
+    "dataset drawing from it with the two sides' states moved apart up to step {step}'s start: no loader's "
+    "base-seed draw is shown to part the samples; the datasets themselves yield other tensors (their order, a batch "
+    "repeated or skipped, another offset)."
+)
 DATA_ORDER_UNRECORDED = Cause(
     "data_order.unrecorded",
     check_samples,
@@ -1249,7 +1269,10 @@ DATA_ORDER_UNRECORDED = Cause(
     fix="Make both sides draw the same samples at each step: the same sampler (a DistributedSampler's shuffle, "
     "seed and shard, a DataLoader's shuffle=), or the same generator seeded alike and drawn in the same order"
     "{global_rng}. {how}",
-    doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it.",
+    doc="A rank consumed other samples and a side recorded no sampler: what to make equal, and how to record it. "
+    "An IterableDataset's base-seed draw is not offered where the hooks' digests show no loop drawing from the "
+    "global generator, or its states not moved apart on the two sides up to the parting step; batch digests over "
+    "other things (the model fed the same) never reach it (`batch_digests_not_comparable`).",
 )
 
 

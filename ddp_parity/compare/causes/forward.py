@@ -18,10 +18,12 @@ from ddp_parity.compare.causes.base import (
     abs_diff,
     aligned_records,
     config_values,
+    consumed_words,
     finding,
     nonzero,
     same_batch_at,
     same_indices_at,
+    samples_equal_at,
 )
 from ddp_parity.compare.causes.data import batch_without_indices, pipeline_finding
 from ddp_parity.compare.causes.hooked import (
@@ -670,8 +672,7 @@ def check_loss(ctx: Context) -> Finding | None:
         return None
     evidence = {"loss": ctx.both(f["a"], f["b"]), "abs_diff": abs_diff(f["a"], f["b"])}
     facts = (
-        f"Both sides fed rank {f['rank']} the same samples at step {f['step']}, yet its loss differs "
-        f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
+        f"{_fed_words(ctx, f)}, yet its loss differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
     )
     if ctx.both_have("watch_state") and ctx.cache.get("module") is None:
         # every module call, gradient and update of the watched step is equal: only the loss value is not
@@ -680,10 +681,21 @@ def check_loss(ctx: Context) -> Finding | None:
     return undetermined(ctx, f, _loss_candidates(ctx, f), facts, evidence)
 
 
+def _fed_words(ctx: Context, f: dict) -> str:
+    """What the records say rank r was fed at the step: the same samples only where both sides recorded them alike
+    and equal; else that the data were not compared there (never called the same)."""
+    if samples_equal_at(ctx, f["rank"], f["step"]):
+        return f"Both sides fed rank {f['rank']} the same samples at step {f['step']}"
+    return f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} on the two sides"
+
+
 def _loss_candidates(ctx: Context, f: dict) -> list[str]:
-    """What can make the loss differ with equal samples, most likely first, given what was recorded."""
+    """What can make the loss differ, most likely first, given what was recorded: the data among them wherever the
+    step's samples were not recorded equal on both sides."""
     dropout = any(nonzero(v) for v in config_values(ctx, ("dropout",)).values())
     ranked = ["rng"] if dropout else []
+    if not samples_equal_at(ctx, f["rank"], f["step"]):
+        ranked.append("data")
     if not ctx.both_have("batch"):
         ranked.append("data_pipeline")
     ranked += ["module_state", "loss", *earlier_update_candidates(ctx, f), "numerics"]

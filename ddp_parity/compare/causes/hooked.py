@@ -84,6 +84,44 @@ def global_rng_equal(ctx: Context, step=None, rank=None) -> bool:
     return compared is not None and "torch" in compared["generators"] and not set(compared["differ"]) & set(GLOBAL)
 
 
+def global_rng_moved_apart(ctx: Context, step: int, rank) -> bool:
+    """torch's global generator recorded moving otherwise on the two sides up to `step`'s start: apart there after
+    agreeing at the step before's (or at step 1, apart since the seeds), or moved on one side only since the step
+    before. False where a side did not record it: only a recorded move may be blamed (a loader's base-seed draw)."""
+    sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
+    now = [d.get(step, {}).get("torch") for d in sides]
+    if None in now:
+        return False
+    if step == 1:
+        return now[0] != now[1]
+    before = [d.get(step - 1, {}).get("torch") for d in sides]
+    if None in before:
+        return False
+    moved = [b != n for b, n in zip(before, now)]
+    return moved[0] != moved[1] or (before[0] == before[1] and now[0] != now[1])
+
+
+def global_rng_drawn(ctx: Context, side: str, rank) -> bool:
+    """torch's global generator recorded moving between `side`'s steps on `rank`: something in its loop draws from
+    it (a dataset that draws its samples, a random layer); never said of a side that did not record it."""
+    return _used(_rng_by_step(ctx, side, rank), "torch")
+
+
+def global_rng_drawn_near(ctx: Context, step: int, rank) -> bool:
+    """Something drew from torch's global generator around `step` on some side: its digest moved from the step
+    before's start to this one's, or from this one's to the next's (a draw inside the step). True where neither side
+    recorded the digests (unknown: nothing is silenced); False where both did and no digest moved there, so no
+    draw, however the generators were left before, reached that step's training."""
+    sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
+    if not any(sides):
+        return True
+    for digests in sides:
+        around = [digests.get(k, {}).get("torch") for k in (step - 1, step, step + 1)]
+        if any(x is not None and y is not None and x != y for x, y in zip(around, around[1:])):
+            return True
+    return False
+
+
 def global_rng_parts(ctx: Context) -> bool:
     """The runs part where torch's global generator's digests part (rng_parting)."""
     try:

@@ -25,7 +25,7 @@ from ddp_parity.compare.causes.base import (
     same_batch_at,
     same_indices_at,
 )
-from ddp_parity.compare.causes.hooked import global_rng_equal, rng_at, seeds_words
+from ddp_parity.compare.causes.hooked import global_rng_drawn_near, global_rng_equal, rng_at, seeds_words
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import (
@@ -244,6 +244,13 @@ def check_loader_draws(ctx: Context) -> Finding | None:
     ):
         return None
     step = first["step"]
+    if first["quantity"] == "loss" and ctx.cmp.training_equal:
+        return None  # every parameter equal at every step and at the end: no draw reached the training, the loss
+        # is measured otherwise (measured.py names how)
+    rank_at = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    if first["quantity"] == "loss" and not global_rng_drawn_near(ctx, step, rank_at):
+        return None  # a loss parts by what the step draws (dropout, noise before the forward): the recorded digests
+        # show nothing drawing from the global generator around that step (samples part by a shuffle drawn earlier)
     if step == 1 and before_any_update(ctx) is None:
         return None
     if step > 1 and (ctx.walk is None or ctx.walk.steps_equal_before < 1):
@@ -480,7 +487,9 @@ RNG_LOADER_DRAWS = Cause(
     "runs part at that step (step 1 before any update, or a later step after equal ones) in the samples, the batch "
     "or the loss. Samplers of another class or arguments do not silence it where the step's indices are recorded "
     "equal (they ordered the same samples); the ranks each side evaluated on and the state the next training "
-    "iterator drew its workers' base seed from are said.",
+    "iterator drew its workers' base seed from are said. Never for a loss apart where the hooks' generator digests "
+    "show nothing drawing from the global generator around the parting step on either side, nor over a training "
+    "equal throughout (no draw reached it).",
     requires=Evidence(
         "the DataLoader iterators recorded on both sides",
         lambda d: "loader_draws_before_step_1" in d.evidence or "loader_draws_up_to_step" in d.evidence,

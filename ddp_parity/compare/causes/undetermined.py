@@ -13,6 +13,12 @@ from ddp_parity.compare.findings import Finding
 # each cause a divergence can have, as the ranked candidates of an undetermined finding say it:
 # (the cause, what would tell it apart from the others)
 CANDIDATES = {
+    "data": (
+        "the data the step consumed (the samples, or the tensors made of them: not recorded alike on both sides "
+        "at this step)",
+        "record the step's batch alike on both sides (indices=, or batch= of the same tensors: its batch_digest is "
+        "compared), or watch the model at this step (its first module's input is compared)",
+    ),
     "data_pipeline": (
         "the batch contents (random augmentation, DataLoader worker seeding, transforms)",
         "record batch=batch on both sides (its batch_digest is compared), or watch the model (its first "
@@ -97,7 +103,7 @@ def _candidate_words(ctx: Context, f: dict) -> dict[str, tuple[str, str]]:
 
 
 # a candidate that is a cause within a category
-CANDIDATE_CATEGORY = {"earlier_update": "optimizer", "measured": "recording"}
+CANDIDATE_CATEGORY = {"earlier_update": "optimizer", "measured": "recording", "data": "data_order"}
 
 
 def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence: dict) -> Finding:

@@ -26,6 +26,7 @@ from ddp_parity.compare.causes.base import (
     nonzero,
     recording,
     same_param_sets,
+    samples_equal_at,
 )
 from ddp_parity.compare.causes.forward import ACCUMULATION_KEYS, factor_of, relation_counts
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
@@ -367,7 +368,7 @@ def check_lr(ctx: Context) -> Finding | None:
         if shaped is not None:
             return shaped
     facts = (
-        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
+        f"At step {f['step']} {_matching_before_lr(ctx, f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}){': ' + said if said else ''}."
     )
     if shape in ("per_epoch", "") and by_hand:
@@ -376,17 +377,22 @@ def check_lr(ctx: Context) -> Finding | None:
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts, why=why, fix=fix)
 
 
-def _matching_before_lr(f: dict, evidence: dict) -> str:
-    """What the step computed before the rate, as recorded: the gradient norm is said to match only where it
-    does; a norm a few ulps apart beside the rate (walk.py names the rate first then) is said apart."""
+def _matching_before_lr(ctx: Context, f: dict, evidence: dict) -> str:
+    """What the step computed before the rate, as recorded: the samples are said to match only where both sides
+    recorded them alike and equal, the gradient norm only where it does; a norm a few ulps apart beside the rate
+    (walk.py names the rate first then) is said apart."""
     beside = (f.get("beside") or {}).get("grad_norm")
+    samples_equal = samples_equal_at(ctx, f["rank"], f["step"])
+    unsaid = "" if samples_equal else f" (rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])})"
     if not beside:
-        return "the samples, loss and gradient norm match"
+        matched = "the samples, loss and gradient norm match" if samples_equal else "the loss and gradient norm match"
+        return matched + unsaid
     ulps = float32_ulps(*beside)
     evidence["grad_norm"] = {"a": beside[0], "b": beside[1], "ulps": ulps}
     return (
-        f"the samples and loss match and the gradient norm is {ulps} float32 ulp(s) apart ({beside[0]!r} vs "
-        f"{beside[1]!r}: what a sum in another order rounds to, and no rate follows from a norm)"
+        f"{'the samples and loss match' if samples_equal else 'the loss matches'}{unsaid} and the gradient norm is "
+        f"{ulps} float32 ulp(s) apart ({beside[0]!r} vs {beside[1]!r}: what a sum in another order rounds to, and no "
+        "rate follows from a norm)"
     )
 
 
@@ -435,7 +441,7 @@ def _isolated_lr_finding(ctx: Context, f: dict, evidence: dict, isolated: list, 
     steps = ", ".join(map(str, isolated[:4])) + (f" and {len(isolated) - 4} more" if len(isolated) > 4 else "")
     named = f"step {steps}" if len(isolated) == 1 else f"steps {steps}"
     facts = (
-        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs "
+        f"At step {f['step']} {_matching_before_lr(ctx, f, evidence)}, but the learning rate differs "
         f"({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): the rates differ at {named} alone"
     )
     if len(isolated) > 1:
@@ -534,7 +540,7 @@ def _set_after_facts(ctx: Context, f: dict, evidence: dict, late: str, equal_aft
     equal, and (where the hooks saw no scheduler.step() on either side) the rate set by hand."""
     other = "b" if late == "a" else "a"
     facts = (
-        f"At step 1 {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"At step 1 {_matching_before_lr(ctx, f, evidence)}, but the learning rate differs ({f['a']!r} on "
         f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {ctx.label(late)}'s rate at step 1 is the lr its "
         f"optimizer was built with ({fmt(_built_lr(ctx, late))}), {ctx.label(other)}'s is not (built with "
         f"{fmt(_built_lr(ctx, other))}), and the rates are equal at the other {equal_after} steps both recorded."
@@ -713,7 +719,7 @@ def _constant_lr_finding(ctx: Context, f: dict, evidence: dict, pairs: list, ste
     side = "a" if relation.side == ctx.names[0] else "b"
     other = "b" if side == "a" else "a"
     facts = (
-        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"At step {f['step']} {_matching_before_lr(ctx, f, evidence)}, but the learning rate differs ({f['a']!r} on "
         f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {relation.sentence[:-1]}; {relation.value!r} is "
         f"{_constant_rate_is(ctx, side, relation.value)}."
     )
@@ -795,7 +801,7 @@ def _stretched_lr_finding(ctx: Context, f: dict, evidence: dict, pairs: list, st
     if relation is None:
         return None
     facts = (
-        f"At step {f['step']} {_matching_before_lr(f, evidence)}, but the learning rate differs ({f['a']!r} on "
+        f"At step {f['step']} {_matching_before_lr(ctx, f, evidence)}, but the learning rate differs ({f['a']!r} on "
         f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {relation.sentence}"
     )
     evidence.update(lr_relation=relation.kind, relation=relation.to_json())
