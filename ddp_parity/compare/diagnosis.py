@@ -22,7 +22,13 @@ from ddp_parity.compare.causes.configuration import changes_only_rounding, confi
 from ddp_parity.compare.causes.end import check_equivalent
 from ddp_parity.compare.causes.hooked import add_hooked_facts, hook_warnings
 from ddp_parity.compare.causes.implicated import cannot_explain
-from ddp_parity.compare.causes.measured import WHAT, check_measured, hooks_order_relation, relation_of
+from ddp_parity.compare.causes.measured import (
+    WHAT,
+    check_measured,
+    hooks_order_relation,
+    reduced_in_place_relation,
+    relation_of,
+)
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
 from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
@@ -127,6 +133,10 @@ def _say_measured_before(found: Finding, ctx: Context) -> None:
     if all(before.get(k) == in_order.get(k) for k in ("quantity", "step", "rank")):
         _say_summed_in_order(found, ctx, in_order)
         return
+    reduced = ctx.cmp.walk.reduced_in_place or {}
+    if all(before.get(k) == reduced.get(k) for k in ("quantity", "step", "rank")):
+        _say_reduced_in_place(found, ctx, before)
+        return
     relation = relation_of(ctx, before["quantity"], before["rank"]) if before["quantity"] in WHAT else None
     named = f": {relation.sentence[:-1]}" if relation is not None else ""
     found.explanation += (
@@ -160,6 +170,19 @@ def _say_summed_in_order(found: Finding, ctx: Context, before: dict) -> None:
     found.explanation += (
         f" Earlier, {relation.sentence} {_equal_after(ctx, before)}; what differs in the training is what this "
         "finding names."
+    )
+
+
+def _say_reduced_in_place(found: Finding, ctx: Context, before: dict) -> None:
+    """The loss the walk passed over as reduced over the ranks before it was recorded: what proves it recorded
+    only (the parameters after that step may still differ: by what this finding names, never by that loss)."""
+    relation = reduced_in_place_relation(ctx, before["rank"])
+    if relation is None:
+        return
+    found.evidence["measured_before"]["relation"] = relation.to_json()
+    found.explanation += (
+        f" The loss differs first (step {before['step']} rank {before['rank']}) only as recorded: {relation.sentence} "
+        "What differs in the training is what this finding names."
     )
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 EXACT = 1e-6  # relative: the same number up to float32 rounding of one operation
 HOLDS = 1e-3  # relative: a factor that still holds at later steps, once the parameters moved apart a little
 
@@ -435,6 +437,28 @@ def isolated_steps(steps: list, a: list, b: list) -> list | None:
     if any(j - i == 1 for i, j in zip(apart, apart[1:])):
         return None
     return [pairs[i][0] for i in apart]
+
+
+# ---------------------------------------------------------------------------------------------
+# a value reduced over the ranks before it was recorded
+
+
+def over_ranks(value, others: list) -> str | None:
+    """ "sum" or "mean" where `value` is the sum (or the mean) over the ranks of the other side's values at the same
+    step (`others`, one a rank, every rank), to the rounding of a float32 sum of that many numbers; else None.
+    A loss reduced in place (dist.reduce / dist.all_reduce of the loss tensor itself) holds the sum on the
+    reduce's destination (every rank, for all_reduce) from then on, and the loop records that."""
+    x, values = number(value), [number(v) for v in others]
+    if x is None or len(values) < 2 or any(v is None for v in values):
+        return None
+    total = float(sum((np.float32(v) for v in values), np.float32(0)))
+    tol = EXACT * len(values)
+    if _close(x, total, tol) and not _close(total, values[0], tol):
+        return "sum"
+    mean = total / len(values)
+    if _close(x, mean, tol) and not all(_close(mean, v, tol) for v in values):
+        return "mean"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

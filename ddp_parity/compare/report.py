@@ -44,6 +44,8 @@ def describe_divergence(first: dict | None) -> str:
         )
         if "metric" in first:
             where = f"epoch {first.get('epoch')} {first['metric']}"
+        if isinstance(first.get("group"), int):  # an lr of another param group than the first (its own rate)
+            where += f" param group {first['group']}"
         return f"{where}: {fmt_value(first.get('a'))} vs {fmt_value(first.get('b'))}"
     if "tensor" in first:
         return f"{first['tensor']}[{first['element']}]: {fmt_value(first['a'])} vs {fmt_value(first['b'])}"

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ddp_parity.compare import relations
+from ddp_parity.compare.collectives import own_scalar_reductions
 from ddp_parity.compare.pairing import narrowed
 from ddp_parity.fingerprints import digest_indices
 from ddp_parity.trace_files import RunFiles, TraceFormatError, iter_records
@@ -270,6 +272,9 @@ class WalkResult:
     # hooks_norm_orders_apart), and the first norm passed over as that order's, not the training's
     norm_orders_apart: bool = False
     measured_in_order: dict | None = None
+    # the first loss passed over as reduced over the ranks before it was recorded (a loss tensor all-reduced or
+    # reduced in place for logging, before backward): {quantity, step, rank, a, b, side, how}
+    reduced_in_place: dict | None = None
     steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
     last_equal_step: int | None = None
     problems: list = field(default_factory=list)
@@ -498,6 +503,14 @@ def _trained_divergences(
     did: where they part at that step, the training's divergence is the parameters after it."""
     training = []
     for d in found_here:
+        reduced = loss_reduced_before_recorded(d, recs)
+        if reduced is not None:  # what was recorded, not what was backpropagated: the step's next quantity apart
+            if result is not None:
+                result.reduced_in_place = result.reduced_in_place or reduced
+            nxt = _next_apart(d, recs, criterion)
+            if nxt is not None:
+                training.append(nxt)
+            continue
         if result is not None and _measured_in_another_order(d, recs, sketches, result.norm_orders_apart):
             clips = [recs[s][d["rank"]].get("clip_max_norm") for s in ("a", "b")]
             said = {**d, "clip_max_norms": clips} if None not in clips else d  # clipped, bound nowhere
@@ -518,6 +531,47 @@ def _trained_divergences(
         if nxt is not None:
             training.append(nxt)
     return training
+
+
+def loss_reduced_before_recorded(d: dict, recs: dict) -> dict | None:
+    """A loss apart on one rank that is, on one side, the sum (or the mean) over the ranks of the other side's losses
+    at that step, where that side made a reduction of one number of its own during the step: the loop reduced its
+    loss tensor in place (to log it) before it was recorded. A collective called on a tensor is no autograd op, so
+    what backward computes is unchanged; the records show the value written, not the one backpropagated."""
+    if d.get("quantity") != "loss":
+        return None
+    rank = d["rank"]
+    for side, other in (("a", "b"), ("b", "a")):
+        mine = recs[side].get(rank)
+        theirs = [rec.get("loss") if rec else None for rec in recs[other].values()]
+        how = relations.over_ranks(mine.get("loss"), theirs) if mine else None
+        ops = own_scalar_reductions(mine) if how else []
+        if ops:
+            shown = sorted({f"{e.get('op')} {e.get('reduce_op') or ''} {e.get('dtype')} {e.get('shape')}" for e in ops})
+            return {
+                **{k: d.get(k) for k in ("quantity", "step", "rank", "a", "b")},
+                "side": side,
+                "how": how,
+                "ranks": len(theirs),
+                "collectives": [" ".join(o.split()) for o in shown],
+            }
+    return None
+
+
+def _next_apart(d: dict, recs: dict, criterion: Criterion) -> dict | None:
+    """The step's next quantity apart on `d`'s rank after `d`'s (in causal order), or None."""
+    ra, rb = recs["a"][d["rank"]], recs["b"][d["rank"]]
+    for name in NUMERIC[NUMERIC.index(d["quantity"]) + 1 :]:
+        a, b, named = compared_values(ra, rb, name, criterion)
+        if a is not None and b is not None and not criterion.equal(a, b):
+            return {
+                **{k: v for k, v in d.items() if k not in ("a", "b", "note")},
+                "quantity": name,
+                "a": a,
+                "b": b,
+                **named,
+            }
+    return None
 
 
 def _past_measured_ratios(d: dict, recs: dict, ratios: dict, criterion: Criterion) -> dict | None:
@@ -768,7 +822,7 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
             stats.first = stats.first or found
             first = first or found
     for name in NUMERIC:
-        a, b = rec_a.get(name), rec_b.get(name)
+        a, b, named = compared_values(rec_a, rec_b, name, criterion)
         if a is None or b is None:
             continue
         if isinstance(a, list):  # param_digest: compared element by element, counted once
@@ -778,13 +832,37 @@ def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: C
             else:
                 ok = quantities[name].add(math.nan, 0.0, criterion, where)
         else:
-            ok = quantities[name].add(a, b, criterion, where)
+            ok = quantities[name].add(a, b, criterion, {**where, **named})
         if not ok and first is None:
-            first = {**where, "quantity": name, "a": a, "b": b}
+            first = {**where, "quantity": name, "a": a, "b": b, **named}
             note = difference_note(a, b) if not isinstance(a, list) else None
             if note:
                 first["note"] = note
     return _lr_before_rounded_norm(first, rec_a, rec_b, where)
+
+
+def compared_values(rec_a: dict, rec_b: dict, name: str, criterion: Criterion) -> tuple:
+    """(a, b, what names them) of one quantity of a step's two records. The lr covers every param group: the
+    record's `lr` is group 0's; where that is equal and another group's rate (`param_groups`) is not, that group's
+    two rates, with its index (`group`): a rate multiplied for one group only moves that group's parameters."""
+    a, b = rec_a.get(name), rec_b.get(name)
+    if name != "lr" or a is None or b is None or not criterion.equal(a, b):
+        return a, b, {}
+    apart = group_lrs_apart(rec_a, rec_b, criterion)
+    return (a, b, {}) if apart is None else (apart[1], apart[2], {"group": apart[0]})
+
+
+def group_lrs_apart(rec_a: dict, rec_b: dict, criterion: Criterion) -> tuple[int, float, float] | None:
+    """(index, a's lr, b's lr) of the first param group after group 0 whose rate differs, where both records hold
+    as many groups with a rate each; else None."""
+    groups = [r.get("param_groups") for r in (rec_a, rec_b)]
+    if not all(isinstance(g, list) for g in groups) or len(groups[0]) != len(groups[1]):
+        return None
+    for i, (ga, gb) in enumerate(zip(*groups)):
+        a, b = (g.get("lr") if isinstance(g, dict) else None for g in (ga, gb))
+        if i and _is_number(a) and _is_number(b) and not criterion.equal(a, b):
+            return i, a, b
+    return None
 
 
 FEW_FLOAT32_ULPS = 16  # as the causes' "a few ulps": a reduction order, not a different computation

@@ -87,6 +87,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_PIPELINE,
     forward.EVALUATION_TRAIN_MODE,
     measured.RECORDED_MEASURE,
+    update.OPTIMIZER_LR_GROUP,  # before every cause that reads the record's lr: that is group 0's, equal here
     update.OPTIMIZER_STALE_PARAMS,
     update.OPTIMIZER_CLIP_EARLIER,
     update.OPTIMIZER_HYPERPARAMETERS,

@@ -159,6 +159,17 @@ class Context:
         self.cache[WATCHED_PAST] = replace(self._trained_walk(), first={**nxt, "watched_equal": said})
         self.cache.pop("have", None)
 
+    def recorded_only(self, divergence: dict | None) -> bool:
+        """The divergence is proved a difference in what was recorded, not in the training: the comparison proved
+        the training the same (samples and parameters equal), or the walk found that loss reduced over the ranks
+        in place before it was recorded. No cause of the training (a generator, the data) may stand on it."""
+        if divergence is None:
+            return False
+        if self.cmp.training_equal:
+            return True
+        reduced = getattr(self.cmp.walk, "reduced_in_place", None) or {}
+        return all(divergence.get(k) == reduced.get(k) for k in ("quantity", "step", "rank"))
+
     def meta(self, side: str) -> dict:
         return self.cmp.metas.get(side) or {}
 

@@ -26,6 +26,7 @@ from collections import Counter
 
 from ddp_parity.compare.causes.base import Context
 from ddp_parity.compare.causes.initial_state import init_apart, init_digests
+from ddp_parity.compare.collectives import REDUCTIONS, made_by_program
 from ddp_parity.compare.copies import (
     START_OR_UPDATE,
     copies_equal_after,
@@ -39,7 +40,6 @@ from ddp_parity.compare.walk import records_of
 from ddp_parity.trace_files import CHECKPOINT_SAVE_OPS, fact_items, read_hook_facts, trace_ranks
 
 GLOBAL = ("torch", "cuda")  # the generators torch's random layers and samplers draw from
-LIBRARIES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "torchmetrics")
 RESTORED = ("model", "optimizer", "scheduler", "grad_scaler", "rng")
 RNG_QUANTITIES = ("samples", "batch", "loss")
 
@@ -178,11 +178,6 @@ def rng_parting(ctx: Context) -> tuple[dict, str] | None:
 # the program's own collectives
 
 
-def _own(entry: dict) -> bool:
-    caller = str(entry.get("caller") or "")
-    return not any(caller == lib or caller.startswith(lib + ".") for lib in LIBRARIES)
-
-
 def _cut(record: dict) -> bool:
     """Whether the record lists fewer collectives than the step made (the hooks keep the first 32 of a step, a
     library's among them): its own ones are then not all known, and no difference in them can be said."""
@@ -196,7 +191,7 @@ def _signature(record: dict) -> Counter:
     return Counter(
         (e.get("op"), e.get("reduce_op"), e.get("dtype"), str(e.get("shape")), e.get("of"))
         for e in entries
-        if isinstance(e, dict) and _own(e)
+        if isinstance(e, dict) and made_by_program(e)
     )
 
 
@@ -210,11 +205,11 @@ def _describe(signature: Counter) -> str:
     return ", ".join(parts)
 
 
-def _describe_own(record: dict, signature: Counter) -> str:
+def _describemade_by_program(record: dict, signature: Counter) -> str:
     """The program's own collectives of a step, and how many the libraries made beside them (Lightning's self.log
     with sync_dist=True all-reduces each value): "none of its own" is never said as "none" where a library's ran."""
     entries = record.get("collectives") if isinstance(record.get("collectives"), list) else []
-    libraries = sum(1 for e in entries if isinstance(e, dict) and not _own(e))
+    libraries = sum(1 for e in entries if isinstance(e, dict) and not made_by_program(e))
     if not libraries:
         return _describe(signature)
     beside = f"{libraries} made by the libraries beside them (Lightning's self.log(sync_dist=True), its own checks)"
@@ -251,7 +246,7 @@ def collectives_over_shapes(run, shapes: set[tuple], rank: int = 0) -> dict | No
 def _over_shapes(entry: dict, shapes: set[tuple]) -> bool:
     shape = entry.get("shape") if isinstance(entry.get("shape"), list) else None
     return (
-        _own(entry)
+        made_by_program(entry)
         and entry.get("op") in REDUCTIONS  # an average: a broadcast of the buffers is another synchronisation
         and entry.get("of") != "grad"
         and str(entry.get("dtype") or "").startswith(("float", "bfloat"))
@@ -288,7 +283,7 @@ def collectives_parting(ctx: Context) -> tuple[dict, str] | None:
         if sa != sb and i == 0 and _broadcasts_only(apart) and _initial_weights_equal(ctx):
             continue  # what they sent is what the initial weights hold, recorded equal after them
         if sa != sb:
-            shown = {ctx.label("a"): _describe_own(ra, sa), ctx.label("b"): _describe_own(rb, sb)}
+            shown = {ctx.label("a"): _describemade_by_program(ra, sa), ctx.label("b"): _describemade_by_program(rb, sb)}
             sentence = (
                 f"The program's own collectives differ at step {step} on rank {rank} (those made since the step "
                 f"before): " + "; ".join(f"{label}: {text}" for label, text in shown.items()) + "."
@@ -309,7 +304,7 @@ def gathers_of(record: dict) -> Counter:
     return Counter(
         (e.get("op"), e.get("dtype"), tuple(e["shape"]) if isinstance(e.get("shape"), list) else None, e.get("tensors"))
         for e in entries
-        if isinstance(e, dict) and _own(e) and e.get("op") in GATHERS and e.get("of") != "grad"
+        if isinstance(e, dict) and made_by_program(e) and e.get("op") in GATHERS and e.get("of") != "grad"
     )
 
 
@@ -391,7 +386,6 @@ AVERAGED_BY_DDP_ALIKE = (
 DDP_ALIKE_SHORT = (
     "DDP averages alike on both sides, with the same arguments and no collective of their own over gradients"
 )
-REDUCTIONS = ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor")
 DDP_BOOKKEEPING = ("order", "before_step")  # where a DDP construction came among the facts, not how it averages
 
 
@@ -430,7 +424,7 @@ def _may_average_by_hand(record: dict) -> bool:
     for e in (e for e in entries if isinstance(e, dict)):
         shape = e.get("shape") if isinstance(e.get("shape"), list) else None
         many = shape is None or math.prod(n for n in shape if isinstance(n, int)) > 1
-        if e.get("of") == "grad" or (_own(e) and e.get("op") in REDUCTIONS and many):
+        if e.get("of") == "grad" or (made_by_program(e) and e.get("op") in REDUCTIONS and many):
             return True
     return False
 

@@ -38,7 +38,7 @@ from ddp_parity.compare.causes.update import RECORDED_LR, check_lr_shift
 from ddp_parity.compare.evidence import MISSING_EVIDENCE
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.pairing import param_order
-from ddp_parity.compare.walk import records_of
+from ddp_parity.compare.walk import loss_reduced_before_recorded, records_of
 
 WHAT = {"loss": "recorded loss", "grad_norm": "gradient norm", "lr": "learning rate", "validation": "validation"}
 
@@ -51,6 +51,9 @@ RECORD_ALIKE = {
     "grad_scale": "Record on {side} the loss before scaler.scale(loss) (the loss the training step computed, as the "
     "other side does): {side}'s is that loss × the GradScaler's scale ({counts}); the gradients are unscaled before "
     "the step, so nothing in the training needs to change.",
+    "reduced_in_place": "Nothing in the training needs to change for this difference. To record alike, record "
+    "the loss before it is reduced, or reduce a copy to log it (reduced = loss.detach().clone(); "
+    "dist.all_reduce(reduced)) on {side}, where the loss tensor itself is reduced in place.",
     "mean_over_ranks": "Record each rank's own {what} on both sides (or the mean over the ranks on both: "
     "self.log(..., sync_dist=True) on one side means an all_reduce AVG on the other).",
     "norm": "To record alike, measure the gradient norm on {side} as the other side does: the 2-norm over all the "
@@ -93,7 +96,7 @@ def relation_of(ctx: Context, quantity: str, rank) -> relations.Relation | None:
     if found is None and quantity != "lr":
         found = factor_of(ctx, quantity, rank)
     if found is None and quantity == "loss":
-        found = _mean_over_ranks(ctx, rank)
+        found = reduced_in_place_relation(ctx, rank) or _mean_over_ranks(ctx, rank)
     return found or _rounding(ctx, quantity, steps, a, b)
 
 
@@ -152,6 +155,70 @@ def _mean_over_ranks(ctx: Context, rank) -> relations.Relation | None:
                 "mean_over_ranks", "loss", ctx.label(side), ctx.label(other), len(ranks), None, None, None, sentence
             )
     return None
+
+
+# a loss reduced over the ranks in place before it was recorded (walk.loss_reduced_before_recorded): what the records
+# prove of it, where they show it at every step they compare (or at some: those steps are named)
+REDUCED_IN_PLACE = (
+    "{side}'s loss on rank {rank} is the {how} over the {ranks} ranks of {other}'s losses {where} ({a} vs {b} at "
+    "step {step}), and {side} made a reduction of one number of its own at each of those steps ({collectives}): the "
+    "loss was reduced over the ranks in place (dist.reduce or dist.all_reduce of the loss tensor itself, to log it) "
+    "before it was recorded. A collective is no autograd operation: it changes the value recorded, not the gradients "
+    "backward computes, so this difference is in the recording."
+)
+
+
+def reduced_in_place_relation(ctx: Context, rank) -> relations.Relation | None:
+    """The relation of a loss recorded after the loop reduced it over the ranks in place, on `rank`: the steps it
+    holds at, read from every rank's records of both sides in lock step."""
+    ranks = [r for r in (ctx.walk.ranks if ctx.walk else {}).get("a") or [] if r in (ctx.walk.ranks.get("b") or [])]
+    if rank not in ranks:
+        return None
+    streams = {s: {r: records_of(ctx.run(s), r) for r in ranks} for s in "ab"}
+    held, apart = [], 0
+    while True:
+        recs = {s: {r: next(it, None) for r, it in streams[s].items()} for s in "ab"}
+        ra, rb = recs["a"][rank], recs["b"][rank]
+        if ra is None or rb is None:
+            break
+        if ra.get("loss") == rb.get("loss"):
+            continue
+        apart += 1
+        d = {"quantity": "loss", "step": ra.get("step"), "rank": rank, "a": ra.get("loss"), "b": rb.get("loss")}
+        found = loss_reduced_before_recorded(d, recs)
+        if found is not None and (not held or (found["side"], found["how"]) == (held[0]["side"], held[0]["how"])):
+            held.append(found)
+    if not held:
+        return None
+    first, side = held[0], held[0]["side"]
+    other = "b" if side == "a" else "a"
+    steps = [h["step"] for h in held]
+    where = "at every step they differ" if len(held) == apart else f"at step(s) {relations.steps_in_words(steps)}"
+    sentence = REDUCED_IN_PLACE.format(
+        side=ctx.label(side),
+        other=ctx.label(other),
+        rank=rank,
+        how=first["how"],
+        ranks=first["ranks"],
+        where=where,
+        a=fmt(first["a"]),
+        b=fmt(first["b"]),
+        step=first["step"],
+        collectives=", ".join(first["collectives"]),
+    )
+    return relations.Relation(
+        "reduced_in_place",
+        "loss",
+        ctx.label(side),
+        ctx.label(other),
+        first["how"],
+        steps[0],
+        steps[-1],
+        None,
+        sentence,
+        steps=tuple(steps),
+        ranks=(rank,),
+    )
 
 
 # the hooks' own gradient norm summed in another order over equal gradients (walk._measured_in_another_order): what

@@ -79,6 +79,8 @@ def check_reseed(ctx: Context) -> Finding | None:
         and module.get("reading_kind") == "batch"
         and module.get("step") == 1
     )
+    if ctx.recorded_only(first):
+        return None  # apart only as recorded (the training proved equal, a loss reduced in place): nothing drew apart
     by_generator = first is not None and first.get("quantity") == "loss" and _torch_apart_at_step_1(ctx, first)
     if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch and not by_generator):
         return None  # a loss apart at equal batches may be any forward difference: the watch or generator tells

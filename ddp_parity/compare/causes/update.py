@@ -678,6 +678,56 @@ LR_WORDS = {
 }
 
 
+# ---------------------------------------------------------------------------------------------
+# one param group's rate apart, group 0's equal (walk.compared_values reads every group's)
+
+
+def check_group_lr(ctx: Context) -> Finding | None:
+    """A param group after the first steps at another rate, the record's `lr` (group 0's) equal: the group, its two
+    rates and their ratio where it holds at every step both record that group."""
+    f = ctx.earliest
+    if f is None or f["quantity"] != "lr" or not isinstance(f.get("group"), int):
+        return None
+    group = f["group"]
+    rates = [_group_rates(ra, rb, group) for ra, rb in aligned_records(ctx, f["rank"])]
+    ratios = [a / b for a, b in (r for r in rates if r is not None) if b]
+    ratio = f["a"] / f["b"] if f["b"] else None
+    held = ratio is not None and ratios and all(abs(r - ratio) <= 1e-6 * abs(ratio) for r in ratios)
+    big, small, k = (0, 1, ratio) if ratio is None or ratio >= 1 else (1, 0, 1 / ratio)
+    said = f"{ctx.names[big]}'s is {k:.6g} × {ctx.names[small]}'s" if k is not None else "one is 0"
+    facts = (
+        f"At step {f['step']} rank {f['rank']} param group {group} steps at another learning rate ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}: {said}"
+        f"{', at every step both record it' if held else ''}), while group 0's rate (the record's lr) is equal."
+    )
+    evidence = {"lr": ctx.both(f["a"], f["b"]), "group": group, "ratio": ratio, "held": bool(held)}
+    return finding(ctx, OPTIMIZER_LR_GROUP, f["step"], f["rank"], evidence, facts, group=group)
+
+
+def _group_rates(ra: dict, rb: dict, group: int) -> tuple[float, float] | None:
+    rows = [r.get("param_groups") for r in (ra, rb)]
+    if not all(isinstance(g, list) and len(g) > group and isinstance(g[group], dict) for g in rows):
+        return None
+    a, b = rows[0][group].get("lr"), rows[1][group].get("lr")
+    return (a, b) if relations.number(a) is not None and relations.number(b) is not None else None
+
+
+OPTIMIZER_LR_GROUP = Cause(
+    "optimizer.lr_group",
+    check_group_lr,
+    why="The optimizer applies each param group's rate to that group's parameters only: those move otherwise from "
+    "this step on. A rate multiplied for one group (a head or non-backbone group at k × the base lr) is set where "
+    "the groups are built, and again wherever the loop sets each group's rate by hand; a port that builds the "
+    "groups without the multiplier, or sets every group to one rate, loses it.",
+    fix="Give param group {group} the same learning rate on both sides: the same multiplier where its group is built "
+    "(optimizer.param_groups[{group}]['lr'] at the first step equal on both) and wherever the rate is set afterwards "
+    "(a schedule scales each group's own initial lr; a rate set by hand must set this group's too).",
+    doc="The record's lr (group 0's) equal and another param group's rate apart at the first divergence (the hooks' "
+    "param_groups, read every step): the group, both rates and their ratio, said held where it holds at every step.",
+    requires=Evidence("every param group's rate at that step", lambda d: "group" in d.evidence),
+)
+
+
 OPTIMIZER_LR = Cause(
     "optimizer.lr",
     check_lr,
