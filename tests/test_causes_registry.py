@@ -27,6 +27,7 @@ PHASES = (
     "schedule_steps",
     "end",
     "undetermined",
+    "parting",
     "noise",
     "measured",
 )
@@ -82,6 +83,7 @@ KINDS = {
     "data_order.remade",  # issue 46: the ninth first pass (VAR's infinite batch sampler, iterated anew each epoch)
     "loss.gathered",  # issue 46: the tenth first pass (open_clip's contrastive loss over another gathered batch)
     *("buffers.averaged", "buffers.statistics"),  # issue 46: the tenth first pass (timm's distribute_bn)
+    "optimizer.lr_at_parting",  # issue 46: the eleventh first pass (ppo's KL early stop at another depth)
 }
 
 
