@@ -215,8 +215,7 @@ def lr_at_parting(ctx: Context, found: Finding) -> Finding | None:
         step=step,
         side=changed,
     )
-    result.candidates = found.candidates  # what the step's own loss may still come from, kept for report.json
-    result.unchecked = found.unchecked
+    result.unchecked = found.unchecked  # what would tell the loss's own cause, still unrecorded
     return result
 
 
