@@ -27,6 +27,7 @@ PHASES = (
     "schedule_steps",
     "end",
     "undetermined",
+    "parting",
     "noise",
     "measured",
 )
@@ -83,6 +84,7 @@ KINDS = {
     "loss.gathered",  # issue 46: the tenth first pass (open_clip's contrastive loss over another gathered batch)
     *("buffers.averaged", "buffers.statistics"),  # issue 46: the tenth first pass (timm's distribute_bn)
     "optimizer.lr_group",  # issue 46: the eleventh first pass (hrnet's non-backbone group at lr × 10)
+    "optimizer.lr_at_parting",  # issue 46: the eleventh first pass (ppo's KL early stop at another depth)
 }
 
 

@@ -126,6 +126,7 @@ def test_the_causes_import_one_phase_after_another():
         "backward",
         "schedule_steps",
         "update",
+        "parting",
         "end",
         "measured",
         "noise",

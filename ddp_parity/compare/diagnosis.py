@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import replace
 
 from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
 from ddp_parity.compare.causes.base import FEW_ULPS, Context, aligned_records, unchecked_sentence
@@ -30,12 +31,13 @@ from ddp_parity.compare.causes.measured import (
     relation_of,
 )
 from ddp_parity.compare.causes.noise import ROUNDING_FINDINGS, is_rounding, judge_under_noise
+from ddp_parity.compare.causes.parting import apart_sentence, evidence_of, facts_apart_at, lr_at_parting
 from ddp_parity.compare.comparator import compare_runs, run_labels
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import format_module_finding, localise
 from ddp_parity.compare.story import check_story
 from ddp_parity.compare.update_replay import replay_sentence, replay_update
-from ddp_parity.compare.walk import Criterion
+from ddp_parity.compare.walk import Criterion, step_divergence
 
 # the names this module has always offered (tests, the harness): defined in compare/causes
 __all__ = [
@@ -67,16 +69,8 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
     if first is not None and first["quantity"] in ("loss", "grad_norm", "param_digest", "batch"):
         ctx.cache["module"] = _localise(cmp, first)
         ctx.pass_watched_equal(ctx.cache["module"])
-    idle: list[tuple[Finding, str]] = []  # setup findings that cannot explain the first divergence, and why
-    for check in CHECKS:  # the last, equivalent, always finds
-        found = check(ctx)
-        if found is not None and found.category in SETUP_CATEGORIES:
-            why = cannot_explain(ctx, found)
-            if why:
-                idle.append((found, why))
-                continue
-        if found is not None:
-            break
+    found, idle = _first_finding(ctx)
+    found = lr_at_parting(ctx, found) or found  # an lr apart at the parting step says more than no cause
     if idle:  # said beside the cause (or the equivalent verdict), never a difference hidden
         found.evidence["not_the_cause"] = [{"kind": f.kind, "why": why} for f, why in idle]
         found.explanation += " Also recorded, not the cause: " + "; ".join(why for _, why in idle) + "."
@@ -98,6 +92,8 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
         found.evidence["init_note"] = ctx.cache["init_note"]
     if found.category != "equivalent":
         add_hooked_facts(found, ctx)
+        _say_apart_at_parting(found, ctx)
+        _say_ranks_parting_otherwise(found, ctx)
     if cmp.meta_errors:
         found.evidence["unreadable_meta"] = {ctx.label(s): e for s, e in cmp.meta_errors.items()}
     check_story(found, cmp.run_a, cmp.run_b, ctx.earliest)
@@ -121,6 +117,86 @@ def _say_watched_equal(found: Finding, ctx: Context) -> None:
         return
     found.evidence["watched_equal"] = passed
     found.explanation += WATCHED_EQUAL.format(**passed, grads=passed["grads_compared"])
+
+
+def _first_finding(ctx: Context) -> tuple[Finding, list[tuple[Finding, str]]]:
+    """The first check in causal order that finds, and the setup findings passed over as unable to explain the
+    first divergence (each with why)."""
+    idle: list[tuple[Finding, str]] = []
+    for check in CHECKS:  # the last, equivalent, always finds
+        found = check(ctx)
+        if found is not None and found.category in SETUP_CATEGORIES:
+            why = cannot_explain(ctx, found)
+            if why:
+                idle.append((found, why))
+                continue
+        if found is not None:
+            return found, idle
+    raise AssertionError("the equivalent check always finds")
+
+
+def _said_by(found: Finding) -> tuple[str, ...]:
+    """The facts apart (parting.Apart.what) a finding already states in its own words: never said twice."""
+    said = ("lr",) if found.evidence.get("lr") else ()  # the lr's own findings, and the lr at the parting step
+    said += ("param_group", "param_groups") if found.evidence.get("groups") else ()  # a hyperparameter's finding
+    return said + (("optimizer_steps",) if found.category == "step_count" else ())
+
+
+def _say_apart_at_parting(found: Finding, ctx: Context) -> None:
+    """Every other fact recorded apart at the step the finding names (parting.facts_apart_at): inside an
+    undetermined finding, right after its facts (they are the only leads it has); beside any other, as "also
+    different at this step"."""
+    if found.step is None or "also_different" in found.evidence:
+        return
+    apart = facts_apart_at(ctx, found.step, found.rank, leave_out=_said_by(found))
+    if not apart:
+        return
+    found.evidence["also_different"] = evidence_of(apart, found.step, found.rank)
+    sentence = apart_sentence(apart, found.step, found.rank)
+    if found.category == "undetermined":  # said before the candidates, which none of these facts is among
+        head, sep, rest = found.explanation.partition(". ")
+        found.explanation = f"{head}{sep}{sentence} {rest}" if sep else f"{head} {sentence}"
+        return
+    found.explanation += " " + sentence
+
+
+def _say_ranks_parting_otherwise(found: Finding, ctx: Context) -> None:
+    """Each other rank that parts at the finding's step for another recorded reason: its own diagnosis, named with
+    its rank beside this one (two causes at one step on two ranks are two fixes)."""
+    walk = ctx.cmp.walk
+    if found.step is None or not isinstance(found.rank, int) or walk is None or walk.structure is not None:
+        return
+    others = []
+    for rank in walk.ranks.get("a", []):
+        other = _finding_on_rank(ctx, found.step, rank) if rank != found.rank else None
+        if other is not None and other.category != "undetermined" and other.kind != found.kind:
+            others.append(other)
+    if not others:
+        return
+    found.evidence["ranks_apart"] = [
+        {"rank": o.rank, "kind": o.kind, "headline": o.headline, "advice": o.advice} for o in others
+    ]
+    found.explanation += "".join(
+        f" Rank {o.rank} parts at the same step for another recorded reason ({o.kind}): {o.headline}" for o in others
+    )
+    found.advice += "".join(f" On rank {o.rank} ({o.kind}): {o.advice}" for o in others)
+
+
+def _finding_on_rank(ctx: Context, step: int, rank) -> Finding | None:
+    """The diagnosis of `rank`'s own divergence at `step` (the walk names one rank's), or None where it has none."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    first = step_divergence(*pair, rank, ctx.cmp.criterion) if pair is not None else None
+    if first is None:
+        return None
+    first["position"] = (ctx.earliest or {}).get("position", 0)  # the same lock-step place as the walk's own
+    walk = replace(ctx.cmp.walk, first=first, first_trained=first)
+    there = replace(ctx, cmp=replace(ctx.cmp, walk=walk), cache={})
+    try:
+        found, _ = _first_finding(there)
+        found = lr_at_parting(there, found) or found  # as on the finding's own rank
+    except Exception:  # noqa: BLE001 - another rank's cause is extra evidence; its failure must not hide the diagnosis
+        return None
+    return found if found.step == step and found.rank == rank else None
 
 
 def _say_measured_before(found: Finding, ctx: Context) -> None:
@@ -385,6 +461,8 @@ def format_diagnosis(d: Finding) -> str:
     if d.candidates:
         causes = ", ".join(c["cause"] for c in d.candidates)
         lines += textwrap.wrap(f"candidates, most likely first: {causes}", width=110, initial_indent="  ")
+    for said in _parting_lines(d):
+        lines += textwrap.wrap(said, width=110, initial_indent="  ", subsequent_indent="    ")
     for u in d.unchecked:
         lines += textwrap.wrap(
             f"not checked ({' and '.join(u['sides'])} did not record it): {u['not_checked']}",
@@ -395,6 +473,22 @@ def format_diagnosis(d: Finding) -> str:
     if d.category != "equivalent" and d.advice:
         lines += textwrap.wrap(f"fix: {d.advice}", width=110, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
+
+
+def _parting_lines(d: Finding) -> list[str]:
+    """What else was recorded apart at the finding's step, and the other ranks' causes there (its evidence, read
+    tolerantly: a report read back may have been edited by hand)."""
+    lines = []
+    also = d.evidence.get("also_different")
+    facts = also.get("facts") if isinstance(also, dict) else None
+    if isinstance(facts, list) and facts:
+        said = "; ".join(str(f.get("said")) for f in facts if isinstance(f, dict))
+        lines.append(f"also different at step {also.get('step')} rank {also.get('rank')}: {said}")
+    for other in d.evidence.get("ranks_apart") or []:
+        if isinstance(other, dict):
+            rank, kind = other.get("rank"), other.get("kind")
+            lines.append(f"rank {rank} parts at that step too, for another reason ({kind}): {other.get('headline')}")
+    return lines
 
 
 def diagnosis_under_noise(

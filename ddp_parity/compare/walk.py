@@ -794,6 +794,12 @@ def _learn(facts: SideFacts, rec: dict, rank) -> None:
                 break
 
 
+def step_divergence(rec_a: dict, rec_b: dict, rank, criterion: Criterion) -> dict | None:
+    """One step's first divergence on one rank in causal order, as the walk finds it, its counts left alone: what
+    another rank than the walk's first shows at the step the runs part."""
+    return _compare_step(rec_a, rec_b, rank, {name: Stats() for name in STEP_QUANTITIES}, criterion)
+
+
 def _compare_step(rec_a: dict, rec_b: dict, rank, quantities: dict, criterion: Criterion) -> dict | None:
     """Compare one step on one rank; return its first divergence in causal order, if any."""
     where = {"step": rec_a["step"], "epoch": rec_a.get("epoch"), "rank": rank}

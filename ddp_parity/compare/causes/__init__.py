@@ -13,6 +13,7 @@ its phase of a training step:
     end.py       buffers, final parameters, validation, structural problems, equivalent
     measured.py  what was measured otherwise while the training is the same (recording), or unproved
     undetermined.py  no single cause: the candidates ranked
+    parting.py   what else is recorded apart at the parting step, and the lr apart there in place of no cause
     noise.py     under --tolerance noise: within the noise, or the step that leaves it
 
 `CAUSES` is the causal order, declared once: the diagnosis runs each check in that order, and the
@@ -30,6 +31,7 @@ from ddp_parity.compare.causes import (
     forward,
     measured,
     noise,
+    parting,
     per_step,
     resume,
     schedule_steps,
@@ -133,8 +135,14 @@ CAUSES: tuple[Cause, ...] = (
 # the checks in causal order, each once; the last (equivalent) always finds
 CHECKS = tuple(dict.fromkeys(cause.check for cause in CAUSES))
 # causes not in the order: reported by the checks of the loss, the gradients and the update when no
-# single cause holds, and those made under measured noise
-REPORTED = (undetermined.UNDETERMINED, undetermined.UNRECORDED, *noise.NOISE_CAUSES.values())
+# single cause holds (and the lr apart at that step, which the diagnosis reports in its place), and those made
+# under measured noise
+REPORTED = (
+    undetermined.UNDETERMINED,
+    undetermined.UNRECORDED,
+    parting.OPTIMIZER_LR_AT_PARTING,
+    *noise.NOISE_CAUSES.values(),
+)
 EVERY_CAUSE: tuple[Cause, ...] = (*CAUSES, *REPORTED)
 
 # every category a diagnosis may name

@@ -71,6 +71,19 @@ def rng_at(ctx: Context, step, rank) -> dict | None:
     return {"generators": {n: (a[n], b[n]) for n in names}, "differ": [n for n in names if a[n] != b[n]]}
 
 
+def generator_moves(ctx: Context, step, rank) -> dict[str, tuple[bool, bool]]:
+    """{generator: (moved on a, moved on b)} between `step - 1`'s start and `step`'s on `rank`, for each generator
+    both sides took at the same moment at both steps and the program draws from (or torch's global one); {} where
+    a side did not record them there."""
+    sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
+    takes = [(d.get(step - 1), d.get(step)) for d in sides]
+    if any(x is None for pair in takes for x in pair) or len({x.get("at") for pair in takes for x in pair}) != 1:
+        return {}
+    names = [n for n in takes[0][1] if n != "at" and all(n in x for pair in takes for x in pair)]
+    names = [n for n in names if n in GLOBAL or _used(sides[0], n) or _used(sides[1], n)]
+    return {n: tuple(before[n] != now[n] for before, now in takes) for n in names}
+
+
 def global_rng_equal(ctx: Context, step=None, rank=None) -> bool:
     """torch's global generators (CPU, and CUDA where both recorded it) are recorded equal at the first
     divergence's step start (or `step`'s): no cause may blame their state there."""
