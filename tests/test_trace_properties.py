@@ -140,6 +140,11 @@ def apply(run: Path, edit: tuple) -> None:
 )
 @given(edits=st.lists(EDITS, min_size=1, max_size=3), side=st.sampled_from("ab"))
 @example(edits=[("delete", "final.safetensors")], side="a")  # a finding whose words needed a value it lacked
+# one step's parameter digest nulled beside its loss: an undetermined finding called both sides' digests unrecorded
+@example(
+    edits=[("retype", "trace/rank0.jsonl", 0, "loss", -1), ("retype", "trace/rank0.jsonl", 0, "param_digest", None)],
+    side="a",
+)
 def test_an_edited_run_ends_in_a_documented_exit_code_one_line_and_no_traceback(recorded, edits, side):
     with tempfile.TemporaryDirectory(prefix="edited-") as tmp:
         runs = {name: shutil.copytree(run, Path(tmp) / name, symlinks=True) for name, run in zip("ab", recorded)}

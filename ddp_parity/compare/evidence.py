@@ -103,8 +103,10 @@ def recorded(run, step: int | None) -> set[str]:
     if meta.get("recorded_by") == "hooks":
         found.add(HOOKS_KIND)
     first = _first_record(run)
-    if first is not None:
-        found |= {kind for kind, key in (("batch", "batch_digest"), ("param_digest", "param_digest")) if key in first}
+    if first is not None and first.get("batch_digest") is not None:
+        found.add("batch")
+    if digests_every_step(run):
+        found.add("param_digest")
     try:
         watched, with_state = watched_steps(run), has_state(run)
     except ValueError:  # a module watch cut off by a crash: no module evidence
@@ -142,6 +144,17 @@ def missing(have: dict[str, set[str]], kinds) -> dict[str, list[str]]:
         if lacking:
             out[kind] = lacking
     return out
+
+
+def digests_every_step(run) -> bool:
+    """Whether `run` recorded the parameter digest at every step of every rank (a null digest, or none, at one
+    step is a step whose update cannot be proved: one definition for what is said unrecorded and what the
+    story check holds recorded)."""
+    try:
+        records = [record for rank in trace_ranks(run) for record in iter_records(run, rank)]
+    except (OSError, ValueError):
+        return False
+    return bool(records) and all(record.get("param_digest") is not None for record in records)
 
 
 def _first_record(run) -> dict | None:

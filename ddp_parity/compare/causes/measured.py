@@ -35,7 +35,7 @@ from ddp_parity.compare.causes.end import NUMERICS_VALIDATION, check_float32_val
 from ddp_parity.compare.causes.forward import factor_of
 from ddp_parity.compare.causes.undetermined import UNRECORDED, undetermined, watch_found_all_equal
 from ddp_parity.compare.causes.update import RECORDED_LR, check_lr_shift
-from ddp_parity.compare.evidence import MISSING_EVIDENCE
+from ddp_parity.compare.evidence import MISSING_EVIDENCE, digests_every_step
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.pairing import param_order
 from ddp_parity.compare.walk import loss_reduced_before_recorded, records_of
@@ -476,29 +476,28 @@ def _unproved(ctx: Context) -> Finding:
     record the parameters after each step: the training cannot be proved the same, nor different."""
     notes = measured_notes(ctx)
     first = notes[0]
-    lacking = [ctx.label(s) for s in ("a", "b") if not _records_digest(ctx, s)] or list(ctx.names)
+    lacking = [ctx.label(s) for s in ("a", "b") if not digests_every_step(ctx.run(s))]
     samples = samples_said(ctx)
     facts = (
         f"{_capital(samples) + ' and the' if samples else 'The'} final parameters are equal"
         f"{'' if samples else ' (the samples were not compared: a side recorded no indices)'}; "
         + " ".join(n["sentence"] for n in notes)
-        + f" {' and '.join(lacking)} recorded no parameter digest after each step (record(..., model=model)), so "
-        "the records cannot say whether the training differs or only what was measured."
+        + (
+            f" {' and '.join(lacking)} recorded no parameter digest after each step (record(..., model=model)), so "
+            if lacking
+            else " The parameter digests were not compared at every step (the two sides' steps do not pair), so "
+        )
+        + "the records cannot say whether the training differs or only what was measured."
     )
     f = {"quantity": first["quantity"], "step": first["step"], "rank": first["rank"]}
     evidence = {"measured": notes, "param_digest_unrecorded": lacking}
     found = undetermined(ctx, f, ["measured", "earlier_update"], facts, evidence)
-    if not any(u["evidence"] == "param_digest" for u in found.unchecked):
+    if lacking and not any(u["evidence"] == "param_digest" for u in found.unchecked):
         what, change = MISSING_EVIDENCE["param_digest"]
         found.unchecked.insert(0, {"evidence": "param_digest", "sides": lacking, "not_checked": what, "record": change})
     changes = "; ".join(f"on {' and '.join(u['sides'])}, {u['record']}" for u in found.unchecked)
     found.kind, found.advice = UNRECORDED.kind, UNRECORDED.fix.format(changes=changes)
     return found
-
-
-def _records_digest(ctx: Context, side: str) -> bool:
-    first = next(iter(records_of(ctx.run(side), (ctx.walk.ranks.get(side) or [0])[0])), None)
-    return bool(first and "param_digest" in first)
 
 
 RECORDED_MEASURE = Cause(
