@@ -78,7 +78,8 @@ def smallest_owner(wanted: set[int]) -> torch.nn.Module | None:
     program called or gave DDP owns the optimizer's parameters."""
     best, best_size = None, None
     for obj in gc.get_objects():
-        if not isinstance(obj, torch.nn.Module) or isinstance(obj, Wrapped):
+        kind = type(obj)  # never obj.__class__: a proxy of the program's (a deprecated alias) answers it with a warning
+        if not issubclass(kind, torch.nn.Module) or issubclass(kind, Wrapped):
             continue
         try:  # a half-built or odd module of the program's: it owns nothing we can read
             owned = _param_ids(obj)
