@@ -65,7 +65,9 @@ def model_of(
     if best_count < len(wanted):
         # a model the loop uses only through its own methods (an RL agent's get_action_and_value) is never
         # called: the modules called are its parts, each owning a part of what the optimizer trains
-        owner = smallest_owner(wanted) or smallest_owner(_param_ids_of(optimizer))
+        owner = smallest_owner(wanted)
+        if owner is None:  # the other optimizers' parameters held elsewhere: this one's alone
+            owner = smallest_owner(_param_ids_of(optimizer))
         if owner is not None and len(wanted & _param_ids(owner)) > best_count:
             return owner
     return best
