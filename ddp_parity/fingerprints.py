@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -285,10 +286,25 @@ def optimizer_facts(optimizer: torch.optim.Optimizer, model: torch.nn.Module | N
     names = parameter_names(model) if model is not None else {}
     groups = []
     for g, group in enumerate(optimizer.param_groups):
-        params = [names.get(id(p), f"group{g}.param{i}{list(p.shape)}") for i, p in enumerate(group["params"])]
+        params = [names.get(id(p), unowned_parameter_name(g, i, p.shape)) for i, p in enumerate(group["params"])]
         hyper = {k: _jsonable(v) for k, v in sorted(group.items()) if k != "params" and k not in SCHEDULER_BOOKKEEPING}
         groups.append({"params": params, **hyper})
     return {"class": type(unwrap_optimizer(optimizer)).__name__, "param_groups": groups, "named": model is not None}
+
+
+def unowned_parameter_name(group: int, index: int, shape) -> str:
+    """The name an optimizer's parameter takes where the recorded model does not own it: its place and shape
+    (`group0.param8[4, 32]`), all a comparison can pair it by."""
+    return f"group{group}.param{index}{list(shape)}"
+
+
+_UNOWNED = re.compile(r"group\d+\.param\d+\[((?:\d+(?:, )?)*)\]")
+
+
+def unowned_parameter_shape(name: str) -> tuple[int, ...] | None:
+    """The shape in an `unowned_parameter_name`, None for the name of a parameter the model owns."""
+    match = _UNOWNED.fullmatch(name)
+    return tuple(int(n) for n in match.group(1).split(", ") if n) if match else None
 
 
 def param_group_ids(optimizer: torch.optim.Optimizer) -> list[list[int]]:

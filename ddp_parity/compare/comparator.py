@@ -399,10 +399,34 @@ def match_keys(
                     longer.clear()
                     longer.update(stripped)
                     break
+        else:
+            _pair_under_one_path(norm_a, norm_b)
     return {norm_a[k]: (norm_a[k], norm_b[k]) for k in norm_a if k in norm_b} | {
         "__only_a__": sorted(norm_a[k] for k in norm_a if k not in norm_b),
         "__only_b__": sorted(norm_b[k] for k in norm_b if k not in norm_a),
     }
+
+
+def _pair_under_one_path(norm_a: dict, norm_b: dict) -> None:
+    """Where one side's every key is the other's under one module path (`0.weight` is `agent.network.0.weight`:
+    one side recorded a submodule of the other's model), that path dropped from the other side's keys under it, the
+    rest kept whole; nothing changed where no path, or more than one, pairs every key of the side with fewer."""
+    for shorter, longer in ((norm_a, norm_b), (norm_b, norm_a)):
+        if not shorter or len(shorter) >= len(longer):
+            continue
+        anchor = min(shorter)
+        paths = {k[: -len(anchor)] for k in longer if k.endswith("." + anchor)}
+        fitting = [p for p in paths if all(p + k in longer for k in shorter)]
+        if len(fitting) == 1:
+            path = fitting[0]
+            renamed = {
+                (k[len(path) :] if k.startswith(path) and k[len(path) :] in shorter else k): v
+                for k, v in longer.items()
+            }
+            if len(renamed) == len(longer):  # no key of the rest takes a name a stripped one has
+                longer.clear()
+                longer.update(renamed)
+            return
 
 
 def _one_attribute_dropped(shorter: dict, longer: dict, prefixes: list[str], held: tuple) -> dict | None:
@@ -560,7 +584,9 @@ def compare_params(run_a: RunFiles, run_b: RunFiles, result: Comparison, key_map
         pairs = match_keys(fa.keys(), fb.keys(), key_map, trained_names(result.metas))
         only_a, only_b = pairs.pop("__only_a__"), pairs.pop("__only_b__")
         result.params_only_in = {"a": only_a, "b": only_b}
-        _say_one_sided(result, {"a": only_a, "b": only_b}, {"a": run_a.name, "b": run_b.name})
+        shapes = {k: fa.dtype_and_shape(k)[1] for k in only_a} | {k: fb.dtype_and_shape(k)[1] for k in only_b}
+        only = {"a": only_a, "b": only_b}
+        _say_one_sided(result, only, {"a": run_a.name, "b": run_b.name}, shapes, _path_dropped(pairs))
         for name, (key_a, key_b) in sorted(pairs.items()):
             (dtype_a, shape_a), (dtype_b, shape_b) = fa.dtype_and_shape(key_a), fb.dtype_and_shape(key_b)
             if shape_a != shape_b or dtype_a != dtype_b:
@@ -631,28 +657,44 @@ def trained_names(metas: dict) -> tuple[set[str] | None, set[str] | None]:
     return pairing.optimizer_names(metas.get("a")), pairing.optimizer_names(metas.get("b"))
 
 
-def _say_one_sided(result: Comparison, only: dict, names: dict) -> None:
+def _say_one_sided(result: Comparison, only: dict, names: dict, shapes: dict, path: str) -> None:
     """Tensors one final state holds alone: a note for the parameters that side's records prove
-    untrained (a frozen teacher) and for the tensors they prove no parameter (a buffer: a loss module's
-    center the other side keeps outside its recorded model), a problem for the rest (trained on one side
-    only, or not placed by the records). Neither note can hide a difference: what those tensors change
-    is compared in what both sides hold."""
+    untrained (a frozen teacher), for the tensors they prove no parameter (a buffer: a loss module's
+    center the other side keeps outside its recorded model) and for those the other side's optimizer
+    trains outside the module it recorded (a part of its model recorded: unrecorded there), a problem
+    for the rest (trained on one side only, or not placed by the records). No note can hide a
+    difference: what those tensors change is compared in what both sides hold."""
     rest = {}
-    for side in ("a", "b"):
+    labels = dict(zip("ab", run_labels(result)))
+    for side, other in (("a", "b"), ("b", "a")):
         meta = result.metas.get(side)
-        label = dict(zip("ab", run_labels(result)))[side]
+        label = labels[side]
         untrained, rest[side] = pairing.untrained_alone(only[side], meta)
         buffers, rest[side] = pairing.buffers_alone(rest[side], meta)
+        unowned, rest[side] = pairing.unowned_elsewhere(rest[side], shapes, result.metas.get(other))
         if untrained:
             result.notes.append({"kind": "one_side_only", "message": pairing.alone_note(label, untrained, meta)})
         if buffers:
             result.notes.append({"kind": "one_side_only", "message": pairing.buffers_note(label, buffers)})
+        if unowned:
+            note = pairing.partial_model_note(label, labels[other], unowned, shapes, path)
+            result.notes.append({"kind": "one_side_only", "message": note})
     if rest["a"] or rest["b"]:
         trained = [n for s in ("a", "b") for n in rest[s] if n in (pairing.optimizer_names(result.metas.get(s)) or ())]
         why = f" ({', '.join(trained[:5])} in that side's optimizer: trained on one side only)" if trained else ""
         result.problems.append(
             f"parameters on one side only: {rest['a'][:5]} in {names['a']}; {rest['b'][:5]} in {names['b']}{why}"
         )
+
+
+def _path_dropped(pairs: dict) -> str:
+    """The module path one side's final keys were paired under (`agent.network.` where `0.weight` is
+    `agent.network.0.weight`), '' where the keys paired as they are or by wrapper and attribute prefixes."""
+    for key_a, key_b in pairs.values():
+        longer, shorter = (key_a, key_b) if len(key_a) > len(key_b) else (key_b, key_a)
+        if longer != shorter and longer.endswith("." + shorter) and longer.count(".") - shorter.count(".") > 1:
+            return longer[: -len(shorter)]
+    return ""
 
 
 def digest_pairing(run_a: RunFiles, run_b: RunFiles, metas: dict, key_map=None) -> dict[str, str]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddp_parity.fingerprints import unowned_parameter_shape
+
 
 def recorded_optimizer_names(meta: dict | None) -> set[str] | None:
     """The names of the parameters in the optimizer a side's steps record (meta.json `optimizer`, named), None
@@ -82,6 +84,50 @@ def buffers_alone(names: list[str], meta: dict | None) -> tuple[list[str], list[
         return [], list(names)  # the frozen ones alone do not list every parameter
     params |= optimizer_names(meta) or set()
     return [n for n in names if n not in params], [n for n in names if n in params]
+
+
+def unowned_elsewhere(names: list[str], shapes: dict, other: dict | None) -> tuple[list[str], list[str]]:
+    """(the tensors among `names`, held by this side alone, that the other side's optimizer trains outside the
+    model that side recorded: one each of its optimizer's parameters named by place and shape, not by the
+    model, `unowned_parameter_name`, of the same shape; the rest). That side's recording holds a part of what
+    it trains, and these tensors are unrecorded there, not missing from its training."""
+    free: dict[tuple, int] = {}
+    for name in _all_optimizer_params(other):
+        shape = unowned_parameter_shape(name)
+        if shape is not None:
+            free[shape] = free.get(shape, 0) + 1
+    matched = []
+    for name in names:
+        shape = shapes.get(name)
+        if free.get(shape, 0) > 0:
+            free[shape] -= 1
+            matched.append(name)
+    return matched, [n for n in names if n not in matched]
+
+
+def _all_optimizer_params(meta: dict | None) -> list[str]:
+    """Every parameter name of a side's optimizers (the recorded one's and the built ones', one list each:
+    the recorded optimizer is among the built ones), from the fullest of those lists."""
+    meta = meta or {}
+    lists = [param_order(meta.get("optimizer"))]
+    built = meta.get("optimizer_built")
+    lists += [param_order(o) for o in built] if isinstance(built, list) else []
+    return max(lists, key=len)
+
+
+def partial_model_note(side_name: str, other_name: str, names: list[str], shapes: dict, path: str) -> str:
+    """The `one_side_only` note for tensors `other_name`'s optimizer trains outside the model it recorded."""
+    shown = ", ".join(f"{n} {list(shapes[n])}" for n in names[:6]) + (
+        f" and {len(names) - 6} more" if len(names) > 6 else ""
+    )
+    under = f" (its final tensors are {side_name}'s under `{path}`: they were paired so)" if path else ""
+    return (
+        f"{other_name} recorded a part of the model its optimizer trains{under}: its optimizer also trains "
+        f"{len(names)} tensor(s) the recorded module does not own, named by shape in its meta.json `optimizer_built`, "
+        f"the shapes of {len(names)} on {side_name} only: {shown}. They are unrecorded on {other_name}, not compared; "
+        f"to compare them, record on {other_name} the module that owns every parameter its optimizer trains (the "
+        "module whose parameters() built it: the one an explicit recorder's steps and finish() are given)"
+    )
 
 
 def buffers_note(side_name: str, names: list[str]) -> str:

@@ -10,6 +10,7 @@ names its attributes."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -48,8 +49,9 @@ def model_of(
     of equals, the first given (a module given to DDP before one called at the top). Where none owns them all
     and the modules given to DDP (`wrappers`, in the order they were wrapped) own more of them together, those
     modules held as one (`Wrapped`): a GAN's two networks are then both the model, their final weights both
-    compared."""
-    wanted = {id(p) for group in optimizer.param_groups for p in group["params"]} | set(also)
+    compared. Where neither owns them all, the smallest live module that does (`smallest_owner`): a model never
+    called, whose methods call its parts, so that its digests and final state cover everything trained."""
+    wanted = _param_ids_of(optimizer) | set(also)
     best, best_count = None, 0
     for candidate in candidates:
         model = unwrapped(candidate)
@@ -60,7 +62,41 @@ def model_of(
     if best_count < len(wanted) and len(parts) > 1:
         if len(wanted & set().union(*(_param_ids(m) for m in parts))) > best_count:
             return Wrapped(parts, variable_names(parts, wrappers))
+    if best_count < len(wanted):
+        # a model the loop uses only through its own methods (an RL agent's get_action_and_value) is never
+        # called: the modules called are its parts, each owning a part of what the optimizer trains
+        owner = smallest_owner(wanted)
+        if owner is None:  # the other optimizers' parameters held elsewhere: this one's alone
+            owner = smallest_owner(_param_ids_of(optimizer))
+        if owner is not None and len(wanted & _param_ids(owner)) > best_count:
+            return owner
     return best
+
+
+def smallest_owner(wanted: set[int]) -> torch.nn.Module | None:
+    """The live module owning every parameter in `wanted` (their ids) with the fewest parameters, then the fewest
+    submodules (a module, not a wrapper or a container holding it alone); None where none owns them all. A search
+    of every object the garbage collector tracks: run once, at the first step, and only where no module the
+    program called or gave DDP owns the optimizer's parameters."""
+    best, best_size = None, None
+    for obj in gc.get_objects():
+        kind = type(obj)  # never obj.__class__: a proxy of the program's (a deprecated alias) answers it with a warning
+        if not issubclass(kind, torch.nn.Module) or issubclass(kind, Wrapped):
+            continue
+        try:  # a half-built or odd module of the program's: it owns nothing we can read
+            owned = _param_ids(obj)
+            if not wanted <= owned:
+                continue
+            size = (len(owned), sum(1 for _ in obj.modules()))
+        except Exception:
+            continue
+        if best_size is None or size < best_size:
+            best, best_size = obj, size
+    return best
+
+
+def _param_ids_of(optimizer: torch.optim.Optimizer) -> set[int]:
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}
 
 
 class Wrapped(torch.nn.Module):

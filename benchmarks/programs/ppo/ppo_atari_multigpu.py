@@ -150,9 +150,6 @@ class Agent(nn.Module):
         self.actor = layer_init(nn.Linear(32, envs.single_action_space.n), std=0.01)  # changed: tiny (was 512)
         self.critic = layer_init(nn.Linear(32, 1), std=1)  # changed: tiny (was 512)
 
-    def forward(self, x):  # changed: for the recording only (below): a forward, the value (draws nothing)
-        return self.get_value(x)  # changed: (as above)
-
     def get_value(self, x):
         return self.critic(self.network(x / 255.0))
 
@@ -255,11 +252,6 @@ E.g., `torchrun --standalone --nnodes=1 --nproc_per_node=2 ppo_atari_multigpu.py
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.Tensor(next_obs).to(device)
     next_done = torch.zeros(args.local_num_envs).to(device)
-    # changed: for the recording only: the loop calls the agent's methods, never agent(x), so the hooks took the
-    # module it calls (agent.network, without the heads) for the model; one call of the whole agent before the first
-    # step (no gradient, no random draw, its output unused) makes them record the agent
-    with torch.no_grad():  # changed: (as above)
-        agent(next_obs)  # changed: (as above)
 
     for iteration in range(1, args.num_iterations + 1):
         # Annealing the rate if instructed to do so.
