@@ -110,3 +110,13 @@ def test_a_group_lr_apart_behind_a_reduced_loss_is_the_training_divergence(tmp_p
     assert walk.reduced_in_place["step"] == 1 and walk.reduced_in_place["how"] == "sum"
     assert (walk.first_trained["quantity"], walk.first_trained["step"]) == ("lr", 1)
     assert walk.first_trained["group"] == 1 and (walk.first_trained["a"], walk.first_trained["b"]) == (0.1, 0.01)
+
+
+def test_a_loss_k_times_the_others_where_every_rank_has_the_same_is_no_reduction_in_place():
+    """muon's slip 3 (the eleventh pass): at step 1 every rank's loss is ln(vocab) (a zero-initialised head), and raw
+    records the sum of its 2 micro-batches' losses: 2 × lightning's, which is also the sum over the 2 ranks. Equal
+    values over the ranks cannot tell a reduction in place from a count (the micro-batches, the world size): the
+    factor relation names every count it equals, so no reduction in place is claimed."""
+    assert over_ranks(8.317765235900879, [4.1588826179504395, 4.1588826179504395]) is None
+    assert over_ranks(4.1588826179504395, [4.1588826179504395, 4.1588826179504395]) is None
+    assert over_ranks(2.4935598373413086, [1.255262017250061, 1.2382978200912476]) == "sum"

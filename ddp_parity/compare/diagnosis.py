@@ -17,6 +17,7 @@ import math
 import textwrap
 from dataclasses import replace
 
+from ddp_parity.compare.batch_inputs import NOT_COMPARABLE
 from ddp_parity.compare.causes import CATEGORIES, CHECKS, UPSTREAM_CATEGORIES
 from ddp_parity.compare.causes.base import FEW_ULPS, Context, aligned_records, unchecked_sentence
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, strip_config
@@ -37,7 +38,7 @@ from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.modules import format_module_finding, localise
 from ddp_parity.compare.story import check_story
 from ddp_parity.compare.update_replay import replay_sentence, replay_update
-from ddp_parity.compare.walk import Criterion, step_divergence
+from ddp_parity.compare.walk import Criterion, step_divergence, without_batch_digest
 
 # the names this module has always offered (tests, the harness): defined in compare/causes
 __all__ = [
@@ -160,6 +161,11 @@ def _say_apart_at_parting(found: Finding, ctx: Context) -> None:
     found.explanation += " " + sentence
 
 
+# another rank's findings read from its numbers alone: re-diagnosed on one step without the walk's passes over what was
+# only measured (a loss recorded k x the other's at every step), they would name a second cause the records deny
+FROM_NUMBERS_ALONE = ("undetermined", "loss", "recording", "numerics")
+
+
 def _say_ranks_parting_otherwise(found: Finding, ctx: Context) -> None:
     """Each other rank that parts at the finding's step for another recorded reason: its own diagnosis, named with
     its rank beside this one (two causes at one step on two ranks are two fixes)."""
@@ -169,7 +175,7 @@ def _say_ranks_parting_otherwise(found: Finding, ctx: Context) -> None:
     others = []
     for rank in walk.ranks.get("a", []):
         other = _finding_on_rank(ctx, found.step, rank) if rank != found.rank else None
-        if other is not None and other.category != "undetermined" and other.kind != found.kind:
+        if other is not None and other.category not in FROM_NUMBERS_ALONE and other.kind != found.kind:
             others.append(other)
     if not others:
         return
@@ -185,6 +191,8 @@ def _say_ranks_parting_otherwise(found: Finding, ctx: Context) -> None:
 def _finding_on_rank(ctx: Context, step: int, rank) -> Finding | None:
     """The diagnosis of `rank`'s own divergence at `step` (the walk names one rank's), or None where it has none."""
     pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is not None and _batch_digests_set_aside(ctx.cmp):  # as the walk read this comparison: never a data
+        pair = tuple(without_batch_digest(record) for record in pair)  # finding from digests of other things
     first = step_divergence(*pair, rank, ctx.cmp.criterion) if pair is not None else None
     if first is None:
         return None
@@ -197,6 +205,11 @@ def _finding_on_rank(ctx: Context, step: int, rank) -> Finding | None:
     except Exception:  # noqa: BLE001 - another rank's cause is extra evidence; its failure must not hide the diagnosis
         return None
     return found if found.step == step and found.rank == rank else None
+
+
+def _batch_digests_set_aside(cmp) -> bool:
+    """Whether the comparison walked its records without their batch digests (batch_inputs.NOT_COMPARABLE)."""
+    return any(isinstance(note, dict) and note.get("kind") == NOT_COMPARABLE for note in cmp.notes)
 
 
 def _say_measured_before(found: Finding, ctx: Context) -> None:

@@ -447,16 +447,20 @@ def over_ranks(value, others: list) -> str | None:
     """ "sum" or "mean" where `value` is the sum (or the mean) over the ranks of the other side's values at the same
     step (`others`, one a rank, every rank), to the rounding of a float32 sum of that many numbers; else None.
     A loss reduced in place (dist.reduce / dist.all_reduce of the loss tensor itself) holds the sum on the
-    reduce's destination (every rank, for all_reduce) from then on, and the loop records that."""
+    reduce's destination (every rank, for all_reduce) from then on, and the loop records that. Where the other side's
+    values are all equal, the sum is the world size times each: a factor that other counts may equal as well (the
+    micro-batches), which the factor relation names with all of them, so none is claimed here."""
     x, values = number(value), [number(v) for v in others]
     if x is None or len(values) < 2 or any(v is None for v in values):
         return None
-    total = float(sum((np.float32(v) for v in values), np.float32(0)))
     tol = EXACT * len(values)
-    if _close(x, total, tol) and not _close(total, values[0], tol):
+    if all(_close(v, values[0], tol) for v in values):
+        return None
+    total = float(sum((np.float32(v) for v in values), np.float32(0)))
+    if _close(x, total, tol):
         return "sum"
     mean = total / len(values)
-    if _close(x, mean, tol) and not all(_close(mean, v, tol) for v in values):
+    if _close(x, mean, tol):
         return "mean"
     return None
 
