@@ -301,3 +301,14 @@ def _digest_of_first_and_last_only(run: Path) -> None:
             if isinstance(record.get("param_digest"), list):
                 record["param_digest"] = record["param_digest"][:2]
         path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def test_a_draw_before_step_1_that_reaches_only_the_loss_is_named_from_the_loaders(tmp_path):
+    """ppo's round 1 (the eleventh pass): the port's DataLoader iterator draws its base seed from the global
+    generator before the loop samples what its loss uses (a rollout's actions), so the loss parts at step 1 over equal
+    samples, and nothing draws between the steps after. The digests before step 1's start are unrecorded (no step
+    before it): the loader's draw is named, never silenced as "nothing drew around the step"."""
+    plain = recorded_seed_loop(tmp_path / "plain", "--draw-weights")
+    peek = recorded_seed_loop(tmp_path / "peek", "--draw-weights", "--peek-val")
+    d = compare_traces(plain, peek)["diagnosis"]
+    assert (d["kind"], d["step"]) == ("rng.loader_draws", 1), (d["kind"], d["explanation"])

@@ -9,9 +9,12 @@ With --seed-first N it seeds N before the seed (the seeds [N, s] where [s] was: 
 With --loss-times K its backward root is K × the loss (a loss not divided by the accumulation).
 With --peek-val it iterates a validation loader once before training (as Lightning's sanity check does): the
 iterator draws its base seed from the global generator, so the shuffle after it draws other numbers.
+With --draw-weights its loader does not shuffle, and per-sample loss weights are drawn once from the global
+generator before the first step (as an RL loop samples its rollout's actions before its updates): nothing draws
+between the steps, and what was drawn before step 1 reaches only the loss.
 
     python tests/hooks_programs/seed_loop.py [--reseed] [--seed-twice] [--seed-first N] [--loss-times K]
-        [--peek-val] [--seed N] [--lr LR] [--evals K]
+        [--peek-val] [--draw-weights] [--seed N] [--lr LR] [--evals K]
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def main() -> None:
     p.add_argument("--seed-first", type=int)
     p.add_argument("--loss-times", type=float, default=1.0)
     p.add_argument("--peek-val", action="store_true")
+    p.add_argument("--draw-weights", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--evals", type=int, default=0, help="after step 2, iterate an evaluation loader this many times")
@@ -59,13 +63,19 @@ def main() -> None:
         torch.manual_seed(args.seed)  # after the build: the shuffle below draws from the seed, not after the weights
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g))
-    loader = DataLoader(Noisy(data) if args.evals else data, batch_size=4, shuffle=True)
+    loader = DataLoader(Noisy(data) if args.evals else data, batch_size=4, shuffle=not args.draw_weights)
     if args.peek_val:
         with torch.no_grad():
             model(next(iter(DataLoader(data, batch_size=8)))[0])
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
-    for step, (x, y) in enumerate(loader, start=1):
-        loss = args.loss_times * nn.functional.cross_entropy(model(x), y)
+    batches = iter(loader)  # the iterator draws its base seed here
+    weights = torch.rand(32) if args.draw_weights else None  # drawn once, before the first step
+    for step, (x, y) in enumerate(batches, start=1):
+        if weights is None:
+            loss = args.loss_times * nn.functional.cross_entropy(model(x), y)
+        else:
+            w = weights[(step - 1) * 4 : step * 4]
+            loss = args.loss_times * (w * nn.functional.cross_entropy(model(x), y, reduction="none")).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

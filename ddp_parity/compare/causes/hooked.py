@@ -123,11 +123,14 @@ def global_rng_drawn(ctx: Context, side: str, rank) -> bool:
 def global_rng_drawn_near(ctx: Context, step: int, rank) -> bool:
     """Something drew from torch's global generator around `step` on some side: its digest moved from the step
     before's start to this one's, or from this one's to the next's (a draw inside the step). True where neither side
-    recorded the digests (unknown: nothing is silenced); False where both did and no digest moved there, so no
+    recorded the digests, or a side has none at the step before's start (step 1: what was drawn since the seeds is
+    unrecorded: nothing is silenced); False where both did and no digest moved there, so no
     draw, however the generators were left before, reached that step's training."""
     sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
     if not any(sides):
         return True
+    if any(digests.get(step - 1, {}).get("torch") is None for digests in sides):
+        return True  # no digest before this step's start (step 1: what was drawn since the seeds is unrecorded)
     for digests in sides:
         around = [digests.get(k, {}).get("torch") for k in (step - 1, step, step + 1)]
         if any(x is not None and y is not None and x != y for x, y in zip(around, around[1:])):
