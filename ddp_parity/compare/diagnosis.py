@@ -101,7 +101,7 @@ def diagnose_comparison(cmp, names, *, ignore_config=(), stall=None, rounding_is
     return found
 
 
-# where the checks read past a loss or gradient norm the module watch saw change nothing at its step
+# where the checks read past a loss the module watch saw change nothing at its step
 WATCHED_EQUAL = (
     " At step {step} rank {rank} the {quantity} differs too ({a!r} vs {b!r}), but the module watch of that step finds "
     "every call of the modules both sides share and all {grads} parameter gradients equal, only the parameters "
@@ -112,7 +112,7 @@ WATCHED_EQUAL = (
 
 
 def _say_watched_equal(found: Finding, ctx: Context) -> None:
-    """Where the checks read past a loss or gradient norm that the module watch saw change nothing, say so."""
+    """Where the checks read past a loss that the module watch saw change nothing, say so."""
     passed = ctx.watched_equal
     if passed is None:
         return

@@ -138,13 +138,14 @@ class Context:
         return walk.first.get("watched_equal") if walk is not None else None
 
     def pass_watched_equal(self, module: dict | None) -> None:
-        """Read past the training's first divergence where it is a loss or gradient norm and the module watch of
-        its step (`module`, localise's finding) saw every call both sides share and every parameter's gradient
-        equal, only the parameters after the step apart: that figure did not change the training (a loss reduced
-        in place for logging, a norm measured otherwise), and the step's next quantity apart (the lr, the
-        parameters) is where the training parts."""
+        """Read past the training's first divergence where it is a loss and the module watch of its step
+        (`module`, localise's finding) saw every call both sides share and every parameter's gradient equal, only
+        the parameters after the step apart: that loss did not change the training (reduced in place for logging,
+        read from another value), and the step's next quantity apart (the lr, the parameters) is where the training
+        parts. Never a gradient norm: the watch sees each gradient as backward made it, so a norm apart over those
+        is a gradient changed after backward (averaged by hand, clipped, scaled), which the training used."""
         first = self.earliest
-        if first is None or first.get("quantity") not in ("loss", "grad_norm") or not module:
+        if first is None or first.get("quantity") != "loss" or not module:
             return
         if module.get("step") != first.get("step") or module.get("reading_kind") != "optimizer":
             return
