@@ -12,14 +12,20 @@ iterator draws its base seed from the global generator, so the shuffle after it 
 With --draw-weights its loader does not shuffle, and per-sample loss weights are drawn once from the global
 generator before the first step (as an RL loop samples its rollout's actions before its updates): nothing draws
 between the steps, and what was drawn before step 1 reaches only the loss.
+With --no-shuffle its loader keeps the data's order (the iterator still draws its base seed); with
+--label-smoothing X its loss smooths the labels (a loss function built otherwise, as class weights left out).
+With --ddp it trains its model under DistributedDataParallel in a process group of one rank (so that the hooks'
+module watch, which follows the model DDP holds, sees its calls).
 
     python tests/hooks_programs/seed_loop.py [--reseed] [--seed-twice] [--seed-first N] [--loss-times K]
-        [--peek-val] [--draw-weights] [--seed N] [--lr LR] [--evals K]
+        [--peek-val] [--draw-weights] [--no-shuffle] [--label-smoothing X] [--ddp] [--seed N] [--lr LR] [--evals K]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
 import torch
 from torch import nn
@@ -48,6 +54,9 @@ def main() -> None:
     p.add_argument("--loss-times", type=float, default=1.0)
     p.add_argument("--peek-val", action="store_true")
     p.add_argument("--draw-weights", action="store_true")
+    p.add_argument("--no-shuffle", action="store_true")
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--ddp", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--evals", type=int, default=0, help="after step 2, iterate an evaluation loader this many times")
@@ -61,9 +70,15 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     if args.reseed:
         torch.manual_seed(args.seed)  # after the build: the shuffle below draws from the seed, not after the weights
+    if args.ddp:  # one rank, rendezvous through a file: no port to pick
+        store = os.path.join(tempfile.mkdtemp(), "store")
+        torch.distributed.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+        model = nn.parallel.DistributedDataParallel(model)
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g))
-    loader = DataLoader(Noisy(data) if args.evals else data, batch_size=4, shuffle=not args.draw_weights)
+    loader = DataLoader(
+        Noisy(data) if args.evals else data, batch_size=4, shuffle=not (args.draw_weights or args.no_shuffle)
+    )
     if args.peek_val:
         with torch.no_grad():
             model(next(iter(DataLoader(data, batch_size=8)))[0])
@@ -72,7 +87,7 @@ def main() -> None:
     weights = torch.rand(32) if args.draw_weights else None  # drawn once, before the first step
     for step, (x, y) in enumerate(batches, start=1):
         if weights is None:
-            loss = args.loss_times * nn.functional.cross_entropy(model(x), y)
+            loss = args.loss_times * nn.functional.cross_entropy(model(x), y, label_smoothing=args.label_smoothing)
         else:
             w = weights[(step - 1) * 4 : step * 4]
             loss = args.loss_times * (w * nn.functional.cross_entropy(model(x), y, reduction="none")).mean()
@@ -85,6 +100,9 @@ def main() -> None:
                 model(next(iter(DataLoader(data, batch_size=8)))[0])
         if step == 4:
             break
+    if args.ddp:
+        del model, optimizer  # the wrapper freed before its group (ddp_parity.destroy_process_group's rule)
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

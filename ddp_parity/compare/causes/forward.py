@@ -32,6 +32,7 @@ from ddp_parity.compare.causes.hooked import (
     gathered_rows,
     gathers_apart,
     gathers_words,
+    global_rng_drawn_within,
     rng_at,
 )
 from ddp_parity.compare.causes.seed_records import samples_in, samples_per_step_apart
@@ -692,6 +693,8 @@ def _fed_words(ctx: Context, f: dict) -> str:
 def _loss_candidates(ctx: Context, f: dict) -> list[str]:
     """What can make the loss differ, most likely first, given what was recorded: the data among them wherever the
     step's samples were not recorded equal on both sides."""
+    if global_rng_drawn_within(ctx, f["step"], f["rank"]) is False:
+        return _loss_candidates_without_draws(ctx, f)
     dropout = any(nonzero(v) for v in config_values(ctx, ("dropout",)).values())
     ranked = ["rng"] if dropout else []
     if not samples_equal_at(ctx, f["rank"], f["step"]):
@@ -701,6 +704,21 @@ def _loss_candidates(ctx: Context, f: dict) -> list[str]:
     ranked += ["module_state", "loss", *earlier_update_candidates(ctx, f), "numerics"]
     if not dropout:
         ranked.append("rng")  # a random layer the config does not mention
+    return ranked
+
+
+def _loss_candidates_without_draws(ctx: Context, f: dict) -> list[str]:
+    """Nothing drew from torch's generator inside the step on either side (its digests at the step's start and the
+    next's equal on each): no dropout mask or noise can part the loss there. The loss's function leads where the
+    step's samples are equal; a generator apart at the step's start is left only as what the loss may have taken
+    from it before the step."""
+    ranked = [] if samples_equal_at(ctx, f["rank"], f["step"]) else ["data"]
+    if not ctx.both_have("batch"):
+        ranked.append("data_pipeline")
+    ranked += ["loss", "module_state", *earlier_update_candidates(ctx, f), "numerics"]
+    compared = rng_at(ctx, f["step"], f["rank"])
+    if compared and "torch" in compared["differ"]:
+        ranked.insert(ranked.index("loss") + 1, "rng_drawn_before")
     return ranked
 
 

@@ -138,6 +138,17 @@ def global_rng_drawn_near(ctx: Context, step: int, rank) -> bool:
     return False
 
 
+def global_rng_drawn_within(ctx: Context, step: int, rank) -> bool | None:
+    """Something drew from torch's global generator inside `step` on some side: its digest moved from that step's
+    start to the next's (a dropout mask, noise, a sampled action). False where both sides recorded both digests and
+    neither moved: the step's forward and loss drew nothing. None where a digest is unrecorded there."""
+    sides = [_rng_by_step(ctx, s, rank) for s in ("a", "b")]
+    pairs = [[digests.get(k, {}).get("torch") for k in (step, step + 1)] for digests in sides]
+    if any(None in pair for pair in pairs):
+        return None
+    return any(start != end for start, end in pairs)
+
+
 def global_rng_parts(ctx: Context) -> bool:
     """The runs part where torch's global generator's digests part (rng_parting)."""
     try:

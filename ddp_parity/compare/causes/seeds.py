@@ -25,7 +25,13 @@ from ddp_parity.compare.causes.base import (
     same_batch_at,
     same_indices_at,
 )
-from ddp_parity.compare.causes.hooked import global_rng_drawn_near, global_rng_equal, rng_at, seeds_words
+from ddp_parity.compare.causes.hooked import (
+    global_rng_drawn_near,
+    global_rng_drawn_within,
+    global_rng_equal,
+    rng_at,
+    seeds_words,
+)
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
 from ddp_parity.compare.causes.samples import (
@@ -82,6 +88,8 @@ def check_reseed(ctx: Context) -> Finding | None:
     if ctx.recorded_only(first):
         return None  # apart only as recorded (the training proved equal, a loss reduced in place): nothing drew apart
     by_generator = first is not None and first.get("quantity") == "loss" and _torch_apart_at_step_1(ctx, first)
+    if by_generator and _forward_drew_nothing_apart(ctx, first, module):
+        return None  # the loss parts over equal samples, and nothing the forward drew differs: not the generator's
     if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch and not by_generator):
         return None  # a loss apart at equal batches may be any forward difference: the watch or generator tells
     if _samples_apart_by_epoch(ctx, first):
@@ -147,6 +155,18 @@ def _samples_apart_by_epoch(ctx: Context, first: dict) -> bool:
         return True
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     return isinstance(first.get("step"), int) and sampler_epochs_apart(ctx, rank, first["step"]) is not None
+
+
+def _forward_drew_nothing_apart(ctx: Context, first: dict, module: dict) -> bool:
+    """At step 1 the generator's state can part the loss only through what draws from it: the shuffle (the samples
+    are equal here), the forward's draws (dropout, noise) or a tensor drawn for the loss. The records rule the
+    forward's out where the module watch finds every forward call equal at step 1 (the gradient into the outputs
+    apart), or where neither side's digest moved inside step 1 (nothing drew there): the loss itself is then
+    where the runs part, and check_loss names it with the generator as what is left to rule out."""
+    if module.get("step") == 1 and module.get("reading_kind") == "loss_grad":
+        return True
+    rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    return global_rng_drawn_within(ctx, 1, rank) is False
 
 
 def _torch_apart_at_step_1(ctx: Context, first: dict) -> bool:

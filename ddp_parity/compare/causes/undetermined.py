@@ -28,6 +28,12 @@ CANDIDATES = {
         "the random stream (a dropout mask drawn from another RNG state)",
         "watch the model: a random layer (Dropout) whose output differs with equal input is the random stream",
     ),
+    "rng_drawn_before": (
+        "a tensor the loss uses drawn from torch's generator before the step (the generators stand apart at its "
+        "start, yet nothing drew inside it: no dropout mask or noise differs)",
+        "watch the model: with every module call equal, the loss's own arguments (weights, targets drawn before the "
+        "step) or its function are what differ",
+    ),
     "module_state": (
         "a module in another mode (eval mode left on after validation, autocast, dtype)",
         "watch the model with this version: each call's training flag, autocast and dtypes are compared",
