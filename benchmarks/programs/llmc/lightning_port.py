@@ -102,6 +102,11 @@ class LitGPT(L.LightningModule):
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: get_lr(it) / args.learning_rate)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        # round 1: train_gpt2.py clips over model.parameters() (the network's order); Lightning's own clipping takes the
+        # optimizer's param groups (decayed, then not decayed), and the norm summed in that order rounds otherwise
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), gradient_clip_val)
+
     def training_step(self, batch, batch_idx):
         x, y = batch
         _, loss = self.model(x, y, return_logits=False)
