@@ -11,6 +11,7 @@ from benchmarks.programs.hifigan.standins import write_wavs
 from benchmarks.programs.hrnet.standins import write_data as write_hrnet_data
 from benchmarks.programs.improved_diffusion.improved_diffusion.standins import write_images
 from benchmarks.programs.kair.standins import write_images as write_kair_images
+from benchmarks.programs.llmc.standins import write_data as write_llmc_data
 from benchmarks.programs.lora.prepare import prepare as prepare_lora
 from benchmarks.programs.muon.prepare import write_data as write_muon_data
 from benchmarks.programs.nanogpt.prepare import prepare as prepare_nanogpt
@@ -276,6 +277,17 @@ IMAGENET_TINY = ["--epochs=3", "-b", "16", "--seed=0", "--print-freq=100", "--ru
 # rank; no data files (the env draws its frames from a generator seeded by the env seed)
 PPO_TINY = ["--total-timesteps", "192", "--local-num-envs", "2", "--num-steps", "16", "--num-minibatches", "2"]
 PPO_TINY += ["--update-epochs", "2", "--target-kl", "5e-6"]
+
+# karpathy/llm.c train_gpt2.py: a GPT of 2 layers x 32 wide (2 heads), vocab 256, 16-token sequences; 2 ranks x 2
+# sequences x 2 accumulation steps a step (total_batch_size 128 tokens), 8 steps over 2 train shards of 300 tokens
+# (each read twice), the val loss at steps 0, 4 and 8 over 2 batches of a 200-token shard; ZeRO stage 1
+LLMC_TINY = ["--input_bin", "data/llmc_train_*.bin", "--input_val_bin", "data/llmc_val_*.bin"]
+LLMC_TINY += ["--output_dir", "{out}/log", "--model", "d2", "--batch_size", "2", "--sequence_length", "16"]
+LLMC_TINY += ["--total_batch_size", "128", "--num_iterations", "8", "--learning_rate", "1e-3", "--warmup_iters", "2"]
+LLMC_TINY += ["--learning_rate_decay_frac", "0.0", "--weight_decay", "0.1", "--grad_clip", "0.5"]
+LLMC_TINY += ["--val_loss_every", "4", "--val_max_steps", "2", "--sample_every", "0", "--overfit_single_batch", "0"]
+LLMC_TINY += ["--device", "cpu", "--compile", "0", "--flash", "0", "--dtype", "float32", "--zero_stage", "1"]
+LLMC_TINY += ["--write_tensors", "0"]
 
 PROGRAMS = {
     p.name: p
@@ -975,6 +987,29 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
             ignore_config=("output",),
+        ),
+        Program(
+            name="llmc",
+            folder="llmc",
+            raw=["train_gpt2.py", *LLMC_TINY],
+            port=["lightning_port.py", *LLMC_TINY],
+            style="llm.c's reference GPT-2 trainer: torchrun (env ranks), argparse; its own DistributedDataLoader over "
+            ".bin token shards (a 256-int32 header, uint16 tokens; each rank at rank * B * T, stepping B * T * "
+            "world, the next shard when one runs out, cycling; no sampler, no randomness); weight tying (wte = "
+            "lm_head) and an init from its own torch.Generator seeded 42; gradient accumulation through "
+            "require_backward_grad_sync with the loss divided by the accumulation steps; the logged loss "
+            "all_reduced (AVG); clip_grad_norm_ over model.parameters(); the lr set by hand on every group before"
+            " each step (linear warmup, cosine decay to lr * decay_frac); AdamW (betas 0.9/0.95, fused off on "
+            "CPU) in two weight-decay groups (dim >= 2 decayed) inside torch's ZeroRedundancyOptimizer "
+            "(--zero_stage 1: the optimizer state sharded over the ranks, the no-decay group added by "
+            "add_param_group); the val loss at step 0, every val_loss_every steps and after the last "
+            "(val_loader.reset() each time, each rank its own mean, not reduced); no checkpoint",
+            source="karpathy/llm.c train_gpt2.py (MIT, f1e2ace of 2025-05-10); tiktoken stood in for (standins.py); "
+            "a tiny model d2 (2 layers, 2 heads, 32 wide, vocab 256, block 64), CPU, gloo; 2 train shards and 1 val "
+            "shard written by prepare",
+            prepare=lambda work: write_llmc_data(str(work)),
+            recording="hooks",
+            suite=False,
         ),
         Program(
             name="hrnet",
