@@ -1,0 +1,90 @@
+"""pytorch_geometric's distributed_batching.py (GIN on ogbg-molhiv) as a Lightning program: the script's GIN, data
+set, loader and Evaluator imported, a LightningModule training it with BCEWithLogitsLoss and Adam, the validation and
+test ROC-AUC computed each epoch, under Trainer(strategy="ddp", accelerator="cpu", devices=2). No line records
+anything: `ddp-parity record` does.
+
+    python lightning_port.py
+"""
+
+import os.path as osp
+
+import lightning as L
+import standins as T
+import torch
+from distributed_batching import GIN
+from standins import DataLoader, Evaluator, PygGraphPropPredDataset
+
+DATASET_NAME = "ogbg-molhiv"
+ROOT = osp.join(osp.dirname(__file__), "..", "..", "data", "OGB")
+HIDDEN = 16
+BATCH_SIZE = 16
+EPOCHS = 2
+
+
+class GraphData(L.LightningDataModule):
+    def __init__(self):
+        super().__init__()
+        self.dataset = PygGraphPropPredDataset(
+            DATASET_NAME, root=ROOT, pre_transform=T.ToSparseTensor(attr="edge_attr")
+        )
+        self.split_idx = self.dataset.get_idx_split()
+
+    def train_dataloader(self):
+        return DataLoader(self.dataset[self.split_idx["train"]], batch_size=BATCH_SIZE, shuffle=True, drop_last=True)
+
+    def val_dataloader(self):
+        return [
+            DataLoader(self.dataset[self.split_idx["valid"]], batch_size=256),
+            DataLoader(self.dataset[self.split_idx["test"]], batch_size=256),
+        ]
+
+
+class LitGIN(L.LightningModule):
+    def __init__(self, num_tasks):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = GIN(HIDDEN, num_tasks, num_layers=3, dropout=0.5)
+        self.criterion = torch.nn.BCEWithLogitsLoss()
+        self.evaluator = Evaluator(DATASET_NAME)
+        self.outputs = {0: [], 1: []}
+
+    def forward(self, data):
+        return self.model(data.x, data.adj_t, data.batch)
+
+    def training_step(self, data, batch_idx):
+        logits = self(data)
+        loss = self.criterion(logits, data.y.to(torch.float))
+        self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=data.num_graphs)
+        return loss
+
+    def validation_step(self, data, batch_idx, dataloader_idx=0):
+        self.outputs[dataloader_idx].append((self(data), data.y))
+
+    def on_validation_epoch_end(self):
+        for idx, name in ((0, "val_rocauc"), (1, "test_rocauc")):
+            y_pred = self.all_gather(torch.cat([p for p, _ in self.outputs[idx]])).reshape(-1, 1)
+            y_true = self.all_gather(torch.cat([y for _, y in self.outputs[idx]])).reshape(-1, 1)
+            rocauc = self.evaluator.eval({"y_pred": y_pred, "y_true": y_true})["rocauc"]
+            self.log(name, rocauc, rank_zero_only=True)
+            self.outputs[idx].clear()
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=0.001)
+
+
+def main():
+    L.seed_everything(12345)
+    data = GraphData()
+    model = LitGIN(data.dataset.num_tasks)
+    trainer = L.Trainer(
+        strategy="ddp",
+        accelerator="cpu",
+        devices=2,
+        max_epochs=EPOCHS,
+        enable_progress_bar=False,
+    )
+    trainer.fit(model, datamodule=data)
+
+
+if __name__ == "__main__":
+    main()
