@@ -13,6 +13,7 @@ import standins as T
 import torch
 from distributed_batching import GIN
 from standins import DataLoader, Evaluator, PygGraphPropPredDataset
+from torch.utils.data.distributed import DistributedSampler
 
 DATASET_NAME = "ogbg-molhiv"
 ROOT = osp.join(osp.dirname(__file__), "..", "..", "data", "OGB")
@@ -30,7 +31,10 @@ class GraphData(L.LightningDataModule):
         self.split_idx = self.dataset.get_idx_split()
 
     def train_dataloader(self):
-        return DataLoader(self.dataset[self.split_idx["train"]], batch_size=BATCH_SIZE, shuffle=True, drop_last=True)
+        # round 1: the script's own DistributedSampler (seed 0), not Lightning's (seeded from PL_GLOBAL_SEED)
+        train_dataset = self.dataset[self.split_idx["train"]]
+        sampler = DistributedSampler(train_dataset, shuffle=True, drop_last=True)
+        return DataLoader(train_dataset, batch_size=BATCH_SIZE, sampler=sampler)
 
     def val_dataloader(self):
         return [
@@ -50,6 +54,10 @@ class LitGIN(L.LightningModule):
 
     def forward(self, data):
         return self.model(data.x, data.adj_t, data.batch)
+
+    def on_train_epoch_start(self):
+        # round 1: the script counts its epochs from 1 (set_epoch(epoch) for epoch in range(1, ...)), Lightning from 0
+        self.trainer.train_dataloader.sampler.set_epoch(self.current_epoch + 1)
 
     def training_step(self, data, batch_idx):
         logits = self(data)
@@ -82,6 +90,7 @@ def main():
         devices=2,
         max_epochs=EPOCHS,
         enable_progress_bar=False,
+        use_distributed_sampler=False,  # round 1: the training sampler is the script's
     )
     trainer.fit(model, datamodule=data)
 
