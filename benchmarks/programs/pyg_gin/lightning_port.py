@@ -47,10 +47,15 @@ class LitGIN(L.LightningModule):
     def __init__(self, num_tasks):
         super().__init__()
         self.save_hyperparameters()
-        self.model = GIN(HIDDEN, num_tasks, num_layers=3, dropout=0.5)
+        self.num_tasks = num_tasks
         self.criterion = torch.nn.BCEWithLogitsLoss()
         self.evaluator = Evaluator(DATASET_NAME)
         self.outputs = {0: [], 1: []}
+
+    def configure_model(self):
+        # round 2: the GIN built after Lightning's DDP setup re-seeds every rank, so that what the dropout draws
+        # follows torch.manual_seed(12345) and the initial weights' draws, as in the script's run()
+        self.model = GIN(HIDDEN, self.num_tasks, num_layers=3, dropout=0.5)
 
     def forward(self, data):
         return self.model(data.x, data.adj_t, data.batch)
