@@ -36,11 +36,12 @@ class GraphData(L.LightningDataModule):
         sampler = DistributedSampler(train_dataset, shuffle=True, drop_last=True)
         return DataLoader(train_dataset, batch_size=BATCH_SIZE, sampler=sampler)
 
-    def val_dataloader(self):
-        return [
-            DataLoader(self.dataset[self.split_idx["valid"]], batch_size=256),
-            DataLoader(self.dataset[self.split_idx["test"]], batch_size=256),
-        ]
+    def eval_dataloaders(self):
+        # round 3: the validation and test loaders of the script, built and iterated on rank 0 only
+        return {
+            "val_rocauc": DataLoader(self.dataset[self.split_idx["valid"]], batch_size=256),
+            "test_rocauc": DataLoader(self.dataset[self.split_idx["test"]], batch_size=256),
+        }
 
 
 class LitGIN(L.LightningModule):
@@ -50,7 +51,6 @@ class LitGIN(L.LightningModule):
         self.num_tasks = num_tasks
         self.criterion = torch.nn.BCEWithLogitsLoss()
         self.evaluator = Evaluator(DATASET_NAME)
-        self.outputs = {0: [], 1: []}
 
     def configure_model(self):
         # round 2: the GIN built after Lightning's DDP setup re-seeds every rank, so that what the dropout draws
@@ -70,16 +70,21 @@ class LitGIN(L.LightningModule):
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=data.num_graphs)
         return loss
 
-    def validation_step(self, data, batch_idx, dataloader_idx=0):
-        self.outputs[dataloader_idx].append((self(data), data.y))
-
-    def on_validation_epoch_end(self):
-        for idx, name in ((0, "val_rocauc"), (1, "test_rocauc")):
-            y_pred = self.all_gather(torch.cat([p for p, _ in self.outputs[idx]])).reshape(-1, 1)
-            y_true = self.all_gather(torch.cat([y for _, y in self.outputs[idx]])).reshape(-1, 1)
-            rocauc = self.evaluator.eval({"y_pred": y_pred, "y_true": y_true})["rocauc"]
-            self.log(name, rocauc, rank_zero_only=True)
-            self.outputs[idx].clear()
+    def on_train_epoch_end(self):
+        # round 3: evaluated on rank 0 only, as the script does ("We evaluate on a single GPU for now"): Lightning's
+        # validation loop ran on every rank, and each iteration of a DataLoader draws from torch's generator
+        if self.global_rank != 0:
+            return
+        self.model.eval()
+        for name, loader in self.trainer.datamodule.eval_dataloaders().items():
+            y_pred, y_true = [], []
+            for data in loader:
+                with torch.no_grad():
+                    y_pred.append(self(data))
+                    y_true.append(data.y)
+            rocauc = self.evaluator.eval({"y_pred": torch.cat(y_pred, dim=0), "y_true": torch.cat(y_true, dim=0)})
+            self.log(name, rocauc["rocauc"], rank_zero_only=True)
+        self.model.train()
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=0.001)
