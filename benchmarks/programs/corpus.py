@@ -1079,5 +1079,26 @@ PROGRAMS = {
             recording="hooks",
             suite=False,
         ),
+        Program(
+            name="pyg_gin",
+            folder="pyg_gin",
+            raw=["distributed_batching.py"],
+            port=["lightning_port.py"],
+            style="ranks by torch.multiprocessing.spawn (MASTER_PORT from the environment); graphs collated by "
+            "torch_geometric's DataLoader into a Batch (node features, a sparse adj_t with edge attributes, the batch "
+            "vector) over a DistributedSampler (shuffle, drop_last; seed 0) with set_epoch(epoch) counted from 1; "
+            "torch.manual_seed(12345) right before the model is built (after the data set and the loaders); GINEConv "
+            "layers with BatchNorm (DDP's buffer broadcast) and F.dropout(0.5) drawn from torch's global generator; "
+            "Atom/BondEncoder embeddings, global_mean_pool, BCEWithLogitsLoss; Adam; the epoch's loss summed x "
+            "num_graphs and all_reduced (AVG) for printing; evaluation on rank 0 only, through model.module, of a "
+            "validation and a test loader (each iteration of a DataLoader drawing its base seed from torch's global "
+            "generator on rank 0 only) with ogb's ROC-AUC Evaluator; a barrier each epoch",
+            source="pyg-team/pytorch_geometric examples/multi_gpu/distributed_batching.py (MIT, 5c6461b); "
+            "torch_geometric, torch_sparse and ogb stood in for (standins.py: 320 synthetic molecule-like graphs "
+            "generated from a fixed seed, ogbg-molhiv's one task), GIN of hidden 16",
+            recording="hooks",
+            suite=False,
+            raw_launch="python",
+        ),
     ]
 }
