@@ -25,14 +25,14 @@ import math
 import copy
 import time
 from torch.optim.lr_scheduler import LambdaLR
-import pandas as pd
-import altair as alt
-from torchtext.data.functional import to_map_style_dataset
+# import pandas as pd  # changed: not installed; used by the notebook's plots only (not copied)
+# import altair as alt  # changed: not installed; used by the notebook's plots only (not copied)
+from standins import to_map_style_dataset  # changed: torchtext not installed, stood in for
 from torch.utils.data import DataLoader
-from torchtext.vocab import build_vocab_from_iterator
-import torchtext.datasets as datasets
-import spacy
-import GPUtil
+from standins import build_vocab_from_iterator  # changed: torchtext not installed, stood in for
+import standins as datasets  # changed: torchtext not installed; Multi30k stood in for by a synthetic corpus
+import standins as spacy  # changed: spacy not installed; a whitespace tokenizer
+import standins as GPUtil  # changed: GPUtil not installed (no GPU)
 import warnings
 from torch.utils.data.distributed import DistributedSampler
 import torch.distributed as dist
@@ -580,7 +580,7 @@ def load_vocab(spacy_de, spacy_en):
         vocab_src, vocab_tgt = build_vocabulary(spacy_de, spacy_en)
         torch.save((vocab_src, vocab_tgt), "vocab.pt")
     else:
-        vocab_src, vocab_tgt = torch.load("vocab.pt")
+        vocab_src, vocab_tgt = torch.load("vocab.pt", weights_only=False)  # changed: torch >= 2.6 loads weights only by default
     print("Finished.\nVocabulary sizes:")
     print(len(vocab_src))
     print(len(vocab_tgt))
@@ -733,29 +733,30 @@ def train_worker(
     is_distributed=False,
 ):
     print(f"Train worker process using GPU: {gpu} for training", flush=True)
-    torch.cuda.set_device(gpu)
+    # torch.cuda.set_device(gpu)  # changed: CPU
+    torch.manual_seed(0)  # changed: the program seeds nothing (init and dropout); without it no two runs are the same
 
     pad_idx = vocab_tgt["<blank>"]
-    d_model = 512
-    model = make_model(len(vocab_src), len(vocab_tgt), N=6)
-    model.cuda(gpu)
+    d_model = 32  # changed: tiny model (512)
+    model = make_model(len(vocab_src), len(vocab_tgt), N=1, d_model=32, d_ff=64, h=2)  # changed: tiny model (N=6)
+    # model.cuda(gpu)  # changed: CPU
     module = model
     is_main_process = True
     if is_distributed:
         dist.init_process_group(
-            "nccl", init_method="env://", rank=gpu, world_size=ngpus_per_node
+            "gloo", init_method="env://", rank=gpu, world_size=ngpus_per_node  # changed: gloo on CPU (nccl)
         )
-        model = DDP(model, device_ids=[gpu])
+        model = DDP(model)  # changed: CPU, no device_ids
         module = model.module
         is_main_process = gpu == 0
 
     criterion = LabelSmoothing(
         size=len(vocab_tgt), padding_idx=pad_idx, smoothing=0.1
     )
-    criterion.cuda(gpu)
+    # criterion.cuda(gpu)  # changed: CPU
 
     train_dataloader, valid_dataloader = create_dataloaders(
-        gpu,
+        torch.device("cpu"),  # changed: CPU (the batches on cuda:gpu)
         vocab_src,
         vocab_tgt,
         spacy_de,
@@ -822,9 +823,9 @@ def train_worker(
 def train_distributed_model(vocab_src, vocab_tgt, spacy_de, spacy_en, config):
     from the_annotated_transformer import train_worker
 
-    ngpus = torch.cuda.device_count()
-    os.environ["MASTER_ADDR"] = "localhost"
-    os.environ["MASTER_PORT"] = "12356"
+    ngpus = 2  # changed: 2 CPU ranks (torch.cuda.device_count())
+    os.environ["MASTER_ADDR"] = os.environ.get("MASTER_ADDR", "localhost")  # changed: the address given
+    os.environ["MASTER_PORT"] = os.environ.get("MASTER_PORT", "12356")  # changed: a free port given
     print(f"Number of GPUs detected: {ngpus}")
     print("Spawning training processes ...")
     mp.spawn(
@@ -847,20 +848,20 @@ def train_model(vocab_src, vocab_tgt, spacy_de, spacy_en, config):
 
 def load_trained_model():
     config = {
-        "batch_size": 32,
-        "distributed": False,
-        "num_epochs": 8,
-        "accum_iter": 10,
+        "batch_size": 8,  # changed: tiny (32)
+        "distributed": True,  # changed: DDP over 2 ranks (False: one GPU)
+        "num_epochs": 3,  # changed: tiny (8)
+        "accum_iter": 2,  # changed: tiny (10)
         "base_lr": 1.0,
-        "max_padding": 72,
-        "warmup": 3000,
+        "max_padding": 16,  # changed: tiny sentences (72)
+        "warmup": 8,  # changed: tiny (3000)
         "file_prefix": "multi30k_model_",
     }
     model_path = "multi30k_model_final.pt"
     if not exists(model_path):
         train_model(vocab_src, vocab_tgt, spacy_de, spacy_en, config)
 
-    model = make_model(len(vocab_src), len(vocab_tgt), N=6)
+    model = make_model(len(vocab_src), len(vocab_tgt), N=1, d_model=32, d_ff=64, h=2)  # changed: tiny model (N=6)
     model.load_state_dict(torch.load("multi30k_model_final.pt"))
     return model
 
