@@ -8,7 +8,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-_DE = "ein eine der die das mann frau kind hund katze ball haus strasse wasser spielt lauft sitzt steht rot blau".split()
+_DE = (
+    "ein eine der die das mann frau kind hund katze ball haus strasse wasser spielt lauft sitzt steht rot blau".split()
+)
 _EN = "a an the the the man woman child dog cat ball house street water plays runs sits stands red blue".split()
 _SIZES = {"train": 48, "valid": 16, "test": 8}
 
