@@ -6,7 +6,9 @@ authors' code, imported; Lightning does the DDP wrapping, the samplers, the accu
 from __future__ import annotations
 
 import lightning as L
+import standins as datasets
 import torch
+from standins import to_map_style_dataset
 from the_annotated_transformer import (
     Batch,
     LabelSmoothing,
@@ -20,9 +22,6 @@ from the_annotated_transformer import (
 )
 from torch.optim.lr_scheduler import LambdaLR
 from torch.utils.data import DataLoader
-
-import standins as datasets
-from standins import to_map_style_dataset
 
 CONFIG = {
     "batch_size": 8,
