@@ -64,6 +64,19 @@ class TransformerModule(L.LightningModule):
         loss, _, ntokens = self._step(batch)
         self.log("val_loss", loss / ntokens, sync_dist=True)
 
+    # run_epoch steps the optimizer where `i % accum_iter == 0` (i the epoch's micro-batch index, from 0): after the
+    # first micro-batch alone, then every accum_iter; zero_grad only after a step, so the epoch's last micro-batches
+    # carry into the next epoch's first step. Lightning runs every micro-batch here (no accumulate_grad_batches) and
+    # this hook steps at the loop's boundaries.
+    def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure=None):
+        optimizer_closure()
+        if batch_idx % self.config["accum_iter"] == 0:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    def optimizer_zero_grad(self, epoch, batch_idx, optimizer):
+        pass  # zero_grad after the step only (optimizer_step)
+
     def configure_optimizers(self):
         optimizer = torch.optim.Adam(self.parameters(), lr=self.config["base_lr"], betas=(0.9, 0.98), eps=1e-9)
         scheduler = LambdaLR(
@@ -107,7 +120,6 @@ def main():
         accelerator="cpu",
         devices=NUM_DEVICES,
         max_epochs=CONFIG["num_epochs"],
-        accumulate_grad_batches=CONFIG["accum_iter"],
         log_every_n_steps=1,
     )
     trainer.fit(module)
