@@ -42,8 +42,16 @@ class TransformerModule(L.LightningModule):
         self.spacy_de, self.spacy_en = spacy_de, spacy_en
         self.config = config
         self.pad_idx = vocab_tgt["<blank>"]
-        self.model = make_model(len(vocab_src), len(vocab_tgt), N=1, d_model=config["d_model"], d_ff=64, h=2)
+        self.model = None
         self.criterion = LabelSmoothing(size=len(vocab_tgt), padding_idx=self.pad_idx, smoothing=0.1)
+
+    def configure_model(self):
+        # built after Lightning's re-seed (DDP setup seeds every rank again): the init, then dropout, draw from
+        # seed 0 in that order, as train_worker's torch.manual_seed(0) then make_model do
+        if self.model is not None:
+            return
+        vocab_src, vocab_tgt = self.vocab_src, self.vocab_tgt
+        self.model = make_model(len(vocab_src), len(vocab_tgt), N=1, d_model=self.config["d_model"], d_ff=64, h=2)
         self.loss_compute = SimpleLossCompute(self.model.generator, self.criterion)
 
     def forward(self, src, tgt, src_mask, tgt_mask):
