@@ -85,6 +85,9 @@ class TransformerModule(L.LightningModule):
     def optimizer_zero_grad(self, epoch, batch_idx, optimizer):
         pass  # zero_grad after the step only (optimizer_step)
 
+    def on_validation_model_zero_grad(self):
+        pass  # the epoch's last micro-batch's gradient waits in .grad across the validation for the next step
+
     def configure_optimizers(self):
         optimizer = torch.optim.Adam(self.parameters(), lr=self.config["base_lr"], betas=(0.9, 0.98), eps=1e-9)
         scheduler = LambdaLR(
