@@ -1,4 +1,4 @@
-# -*- coding: utf-8 -*-
+# -*- coding: utf-8 -*-  # noqa: UP009
 # ---
 # jupyter:
 #   jupytext:
@@ -16,7 +16,7 @@
 
 
 # %% id="v1-1MX6oTsp9"
-import os
+import os  # noqa: I001
 from os.path import exists
 import torch
 import torch.nn as nn
@@ -25,6 +25,7 @@ import math
 import copy
 import time
 from torch.optim.lr_scheduler import LambdaLR
+
 # import pandas as pd  # changed: not installed; used by the notebook's plots only (not copied)
 # import altair as alt  # changed: not installed; used by the notebook's plots only (not copied)
 from standins import to_map_style_dataset  # changed: torchtext not installed, stood in for
@@ -53,12 +54,12 @@ def is_interactive_notebook():
     return __name__ == "__main__"
 
 
-def show_example(fn, args=[]):
+def show_example(fn, args=[]):  # noqa: B006
     if __name__ == "__main__" and RUN_EXAMPLES:
         return fn(*args)
 
 
-def execute_example(fn, args=[]):
+def execute_example(fn, args=[]):  # noqa: B006
     if __name__ == "__main__" and RUN_EXAMPLES:
         fn(*args)
 
@@ -66,18 +67,18 @@ def execute_example(fn, args=[]):
 class DummyOptimizer(torch.optim.Optimizer):
     def __init__(self):
         self.param_groups = [{"lr": 0}]
-        None
+        None  # noqa: B018
 
     def step(self):
-        None
+        None  # noqa: B018
 
     def zero_grad(self, set_to_none=False):
-        None
+        None  # noqa: B018
 
 
 class DummyScheduler:
     def step(self):
-        None
+        None  # noqa: B018
 
 
 # %% id="k0XGXhzRTsqB"
@@ -88,7 +89,7 @@ class EncoderDecoder(nn.Module):
     """
 
     def __init__(self, encoder, decoder, src_embed, tgt_embed, generator):
-        super(EncoderDecoder, self).__init__()
+        super(EncoderDecoder, self).__init__()  # noqa: UP008
         self.encoder = encoder
         self.decoder = decoder
         self.src_embed = src_embed
@@ -111,7 +112,7 @@ class Generator(nn.Module):
     "Define standard linear + softmax generation step."
 
     def __init__(self, d_model, vocab):
-        super(Generator, self).__init__()
+        super(Generator, self).__init__()  # noqa: UP008
         self.proj = nn.Linear(d_model, vocab)
 
     def forward(self, x):
@@ -129,7 +130,7 @@ class Encoder(nn.Module):
     "Core encoder is a stack of N layers"
 
     def __init__(self, layer, N):
-        super(Encoder, self).__init__()
+        super(Encoder, self).__init__()  # noqa: UP008
         self.layers = clones(layer, N)
         self.norm = LayerNorm(layer.size)
 
@@ -145,7 +146,7 @@ class LayerNorm(nn.Module):
     "Construct a layernorm module (See citation for details)."
 
     def __init__(self, features, eps=1e-6):
-        super(LayerNorm, self).__init__()
+        super(LayerNorm, self).__init__()  # noqa: UP008
         self.a_2 = nn.Parameter(torch.ones(features))
         self.b_2 = nn.Parameter(torch.zeros(features))
         self.eps = eps
@@ -164,7 +165,7 @@ class SublayerConnection(nn.Module):
     """
 
     def __init__(self, size, dropout):
-        super(SublayerConnection, self).__init__()
+        super(SublayerConnection, self).__init__()  # noqa: UP008
         self.norm = LayerNorm(size)
         self.dropout = nn.Dropout(dropout)
 
@@ -178,7 +179,7 @@ class EncoderLayer(nn.Module):
     "Encoder is made up of self-attn and feed forward (defined below)"
 
     def __init__(self, size, self_attn, feed_forward, dropout):
-        super(EncoderLayer, self).__init__()
+        super(EncoderLayer, self).__init__()  # noqa: UP008
         self.self_attn = self_attn
         self.feed_forward = feed_forward
         self.sublayer = clones(SublayerConnection(size, dropout), 2)
@@ -195,7 +196,7 @@ class Decoder(nn.Module):
     "Generic N layer decoder with masking."
 
     def __init__(self, layer, N):
-        super(Decoder, self).__init__()
+        super(Decoder, self).__init__()  # noqa: UP008
         self.layers = clones(layer, N)
         self.norm = LayerNorm(layer.size)
 
@@ -210,7 +211,7 @@ class DecoderLayer(nn.Module):
     "Decoder is made of self-attn, src-attn, and feed forward (defined below)"
 
     def __init__(self, size, self_attn, src_attn, feed_forward, dropout):
-        super(DecoderLayer, self).__init__()
+        super(DecoderLayer, self).__init__()  # noqa: UP008
         self.size = size
         self.self_attn = self_attn
         self.src_attn = src_attn
@@ -229,9 +230,7 @@ class DecoderLayer(nn.Module):
 def subsequent_mask(size):
     "Mask out subsequent positions."
     attn_shape = (1, size, size)
-    subsequent_mask = torch.triu(torch.ones(attn_shape), diagonal=1).type(
-        torch.uint8
-    )
+    subsequent_mask = torch.triu(torch.ones(attn_shape), diagonal=1).type(torch.uint8)
     return subsequent_mask == 0
 
 
@@ -252,7 +251,7 @@ def attention(query, key, value, mask=None, dropout=None):
 class MultiHeadedAttention(nn.Module):
     def __init__(self, h, d_model, dropout=0.1):
         "Take in model size and number of heads."
-        super(MultiHeadedAttention, self).__init__()
+        super(MultiHeadedAttention, self).__init__()  # noqa: UP008
         assert d_model % h == 0
         # We assume d_v always equals d_k
         self.d_k = d_model // h
@@ -275,16 +274,10 @@ class MultiHeadedAttention(nn.Module):
         ]
 
         # 2) Apply attention on all the projected vectors in batch.
-        x, self.attn = attention(
-            query, key, value, mask=mask, dropout=self.dropout
-        )
+        x, self.attn = attention(query, key, value, mask=mask, dropout=self.dropout)
 
         # 3) "Concat" using a view and apply a final linear.
-        x = (
-            x.transpose(1, 2)
-            .contiguous()
-            .view(nbatches, -1, self.h * self.d_k)
-        )
+        x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)
         del query
         del key
         del value
@@ -296,7 +289,7 @@ class PositionwiseFeedForward(nn.Module):
     "Implements FFN equation."
 
     def __init__(self, d_model, d_ff, dropout=0.1):
-        super(PositionwiseFeedForward, self).__init__()
+        super(PositionwiseFeedForward, self).__init__()  # noqa: UP008
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
@@ -308,7 +301,7 @@ class PositionwiseFeedForward(nn.Module):
 # %% id="pyrChq9qTsqH"
 class Embeddings(nn.Module):
     def __init__(self, d_model, vocab):
-        super(Embeddings, self).__init__()
+        super(Embeddings, self).__init__()  # noqa: UP008
         self.lut = nn.Embedding(vocab, d_model)
         self.d_model = d_model
 
@@ -321,15 +314,13 @@ class PositionalEncoding(nn.Module):
     "Implement the PE function."
 
     def __init__(self, d_model, dropout, max_len=5000):
-        super(PositionalEncoding, self).__init__()
+        super(PositionalEncoding, self).__init__()  # noqa: UP008
         self.dropout = nn.Dropout(p=dropout)
 
         # Compute the positional encodings once in log space.
         pe = torch.zeros(max_len, d_model)
         position = torch.arange(0, max_len).unsqueeze(1)
-        div_term = torch.exp(
-            torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model)
-        )
+        div_term = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
         pe[:, 0::2] = torch.sin(position * div_term)
         pe[:, 1::2] = torch.cos(position * div_term)
         pe = pe.unsqueeze(0)
@@ -341,9 +332,7 @@ class PositionalEncoding(nn.Module):
 
 
 # %% id="mPe1ES0UTsqI"
-def make_model(
-    src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1
-):
+def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1):
     "Helper: Construct a model from hyperparameters."
     c = copy.deepcopy
     attn = MultiHeadedAttention(h, d_model)
@@ -382,9 +371,7 @@ class Batch:
     def make_std_mask(tgt, pad):
         "Create a mask to hide padding and future words."
         tgt_mask = (tgt != pad).unsqueeze(-2)
-        tgt_mask = tgt_mask & subsequent_mask(tgt.size(-1)).type_as(
-            tgt_mask.data
-        )
+        tgt_mask = tgt_mask & subsequent_mask(tgt.size(-1)).type_as(tgt_mask.data)
         return tgt_mask
 
 
@@ -407,7 +394,7 @@ def run_epoch(
     scheduler,
     mode="train",
     accum_iter=1,
-    train_state=TrainState(),
+    train_state=TrainState(),  # noqa: B008
 ):
     """Train a single epoch"""
     start = time.time()
@@ -416,9 +403,7 @@ def run_epoch(
     tokens = 0
     n_accum = 0
     for i, batch in enumerate(data_iter):
-        out = model.forward(
-            batch.src, batch.tgt, batch.src_mask, batch.tgt_mask
-        )
+        out = model.forward(batch.src, batch.tgt, batch.src_mask, batch.tgt_mask)
         loss, loss_node = loss_compute(out, batch.tgt_y, batch.ntokens)
         # loss_node = loss_node / accum_iter
         if mode == "train" or mode == "train+log":
@@ -461,9 +446,7 @@ def rate(step, model_size, factor, warmup):
     """
     if step == 0:
         step = 1
-    return factor * (
-        model_size ** (-0.5) * min(step ** (-0.5), step * warmup ** (-1.5))
-    )
+    return factor * (model_size ** (-0.5) * min(step ** (-0.5), step * warmup ** (-1.5)))
 
 
 # %% id="shU2GyiETsqK"
@@ -471,7 +454,7 @@ class LabelSmoothing(nn.Module):
     "Implement label smoothing."
 
     def __init__(self, size, padding_idx, smoothing=0.0):
-        super(LabelSmoothing, self).__init__()
+        super(LabelSmoothing, self).__init__()  # noqa: UP008
         self.criterion = nn.KLDivLoss(reduction="sum")
         self.padding_idx = padding_idx
         self.confidence = 1.0 - smoothing
@@ -502,12 +485,7 @@ class SimpleLossCompute:
 
     def __call__(self, x, y, norm):
         x = self.generator(x)
-        sloss = (
-            self.criterion(
-                x.contiguous().view(-1, x.size(-1)), y.contiguous().view(-1)
-            )
-            / norm
-        )
+        sloss = self.criterion(x.contiguous().view(-1, x.size(-1)), y.contiguous().view(-1)) / norm
         return sloss.data * norm, sloss
 
 
@@ -520,13 +498,13 @@ def load_tokenizers():
 
     try:
         spacy_de = spacy.load("de_core_news_sm")
-    except IOError:
+    except IOError:  # noqa: UP024
         os.system("python -m spacy download de_core_news_sm")
         spacy_de = spacy.load("de_core_news_sm")
 
     try:
         spacy_en = spacy.load("en_core_web_sm")
-    except IOError:
+    except IOError:  # noqa: UP024
         os.system("python -m spacy download en_core_web_sm")
         spacy_en = spacy.load("en_core_web_sm")
 
@@ -580,7 +558,10 @@ def load_vocab(spacy_de, spacy_en):
         vocab_src, vocab_tgt = build_vocabulary(spacy_de, spacy_en)
         torch.save((vocab_src, vocab_tgt), "vocab.pt")
     else:
-        vocab_src, vocab_tgt = torch.load("vocab.pt", weights_only=False)  # changed: torch >= 2.6 loads weights only by default
+        vocab_src, vocab_tgt = torch.load(
+            "vocab.pt",
+            weights_only=False,  # changed: torch >= 2.6 loads weights only by default
+        )
     print("Finished.\nVocabulary sizes:")
     print(len(vocab_src))
     print(len(vocab_tgt))
@@ -607,7 +588,7 @@ def collate_batch(
     bs_id = torch.tensor([0], device=device)  # <s> token id
     eos_id = torch.tensor([1], device=device)  # </s> token id
     src_list, tgt_list = [], []
-    for (_src, _tgt) in batch:
+    for _src, _tgt in batch:
         processed_src = torch.cat(
             [
                 bs_id,
@@ -686,20 +667,12 @@ def create_dataloaders(
             pad_id=vocab_src.get_stoi()["<blank>"],
         )
 
-    train_iter, valid_iter, test_iter = datasets.Multi30k(
-        language_pair=("de", "en")
-    )
+    train_iter, valid_iter, test_iter = datasets.Multi30k(language_pair=("de", "en"))
 
-    train_iter_map = to_map_style_dataset(
-        train_iter
-    )  # DistributedSampler needs a dataset len()
-    train_sampler = (
-        DistributedSampler(train_iter_map) if is_distributed else None
-    )
+    train_iter_map = to_map_style_dataset(train_iter)  # DistributedSampler needs a dataset len()
+    train_sampler = DistributedSampler(train_iter_map) if is_distributed else None
     valid_iter_map = to_map_style_dataset(valid_iter)
-    valid_sampler = (
-        DistributedSampler(valid_iter_map) if is_distributed else None
-    )
+    valid_sampler = DistributedSampler(valid_iter_map) if is_distributed else None
 
     train_dataloader = DataLoader(
         train_iter_map,
@@ -720,6 +693,7 @@ def create_dataloaders(
 
 # %% [markdown] id="90qM8RzCTsqM"
 # ## Training the System
+
 
 # %%
 def train_worker(
@@ -744,15 +718,16 @@ def train_worker(
     is_main_process = True
     if is_distributed:
         dist.init_process_group(
-            "gloo", init_method="env://", rank=gpu, world_size=ngpus_per_node  # changed: gloo on CPU (nccl)
+            "gloo",  # changed: gloo on CPU (nccl)
+            init_method="env://",
+            rank=gpu,
+            world_size=ngpus_per_node,
         )
         model = DDP(model)  # changed: CPU, no device_ids
         module = model.module
         is_main_process = gpu == 0
 
-    criterion = LabelSmoothing(
-        size=len(vocab_tgt), padding_idx=pad_idx, smoothing=0.1
-    )
+    criterion = LabelSmoothing(size=len(vocab_tgt), padding_idx=pad_idx, smoothing=0.1)
     # criterion.cuda(gpu)  # changed: CPU
 
     train_dataloader, valid_dataloader = create_dataloaders(
@@ -766,14 +741,10 @@ def train_worker(
         is_distributed=is_distributed,
     )
 
-    optimizer = torch.optim.Adam(
-        model.parameters(), lr=config["base_lr"], betas=(0.9, 0.98), eps=1e-9
-    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=config["base_lr"], betas=(0.9, 0.98), eps=1e-9)
     lr_scheduler = LambdaLR(
         optimizer=optimizer,
-        lr_lambda=lambda step: rate(
-            step, d_model, factor=1, warmup=config["warmup"]
-        ),
+        lr_lambda=lambda step: rate(step, d_model, factor=1, warmup=config["warmup"]),
     )
     train_state = TrainState()
 
@@ -797,7 +768,7 @@ def train_worker(
 
         GPUtil.showUtilization()
         if is_main_process:
-            file_path = "%s%.2d.pt" % (config["file_prefix"], epoch)
+            file_path = "%s%.2d.pt" % (config["file_prefix"], epoch)  # noqa: UP031
             torch.save(module.state_dict(), file_path)
         torch.cuda.empty_cache()
 
@@ -815,7 +786,7 @@ def train_worker(
         torch.cuda.empty_cache()
 
     if is_main_process:
-        file_path = "%sfinal.pt" % config["file_prefix"]
+        file_path = "%sfinal.pt" % config["file_prefix"]  # noqa: UP031
         torch.save(module.state_dict(), file_path)
 
 
@@ -837,13 +808,9 @@ def train_distributed_model(vocab_src, vocab_tgt, spacy_de, spacy_en, config):
 
 def train_model(vocab_src, vocab_tgt, spacy_de, spacy_en, config):
     if config["distributed"]:
-        train_distributed_model(
-            vocab_src, vocab_tgt, spacy_de, spacy_en, config
-        )
+        train_distributed_model(vocab_src, vocab_tgt, spacy_de, spacy_en, config)
     else:
-        train_worker(
-            0, 1, vocab_src, vocab_tgt, spacy_de, spacy_en, config, False
-        )
+        train_worker(0, 1, vocab_src, vocab_tgt, spacy_de, spacy_en, config, False)
 
 
 def load_trained_model():
