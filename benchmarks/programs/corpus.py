@@ -1100,5 +1100,27 @@ PROGRAMS = {
             suite=False,
             raw_launch="python",
         ),
+        Program(
+            name="annotated_transformer",
+            folder="annotated_transformer",
+            raw=["the_annotated_transformer.py"],
+            port=["lightning_port.py"],
+            style="ranks by its own launch (train_distributed_model: torch.multiprocessing.spawn, env://); an "
+            "encoder-decoder Transformer with dropout, the generator (log_softmax) applied outside the DDP forward; "
+            "sentences of different lengths padded by collate_batch, Batch masks; LabelSmoothing (KLDivLoss, sum) "
+            "divided by the rank's own token count; accumulation by `i % accum_iter == 0` (a step at the first "
+            "micro-batch of every epoch, the last micro-batch's gradient carried into the next epoch), the loss not "
+            "divided by accum_iter; Adam with the Noam rate as a LambdaLR stepped every micro-batch; "
+            "DistributedSamplers (both shuffled, both set_epoch) for training and validation; validation every "
+            "epoch through DDP in eval mode without no_grad (DummyOptimizer/DummyScheduler); torch.save of the "
+            "model on rank 0 every epoch and at the end",
+            source="harvardnlp/annotated-transformer the_annotated_transformer.py, its training part (MIT, "
+            "debc9fd); torchtext (Multi30k, vocab), spacy and GPUtil stood in for (standins.py: a synthetic "
+            "German-English corpus of 48 + 16 sentence pairs of 3-10 words, a whitespace tokenizer), a Transformer of "
+            "N=1, d_model 32, d_ff 64, 2 heads",
+            recording="hooks",
+            raw_launch="python",
+            suite=False,
+        ),
     ]
 }
