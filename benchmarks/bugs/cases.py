@@ -402,6 +402,9 @@ WRAPPED = {"wrapper": "with_loss", "reduce_loss": True, "record_collectives": Tr
 # a loop that records its loss and rate alone (no indices, batch or watch), its rate halved at each epoch's end
 ROLLOUTS = {"schedule": "per_epoch", "epochs": 2, "record_indices": False, "record_batch": False, "watch": False}
 
+HOOKED = {"recorded_by": "hooks", "validate": False}  # no recording call: `ddp-parity record`'s hooks record it
+NO_DRAWS = {**HOOKED, "model": {"dropout": 0.0}}  # a forward in training mode draws nothing
+
 ELEVENTH_PASS = (
     Case(
         "label smoothing on one side, a hand-fed loop's batch digest against the DataLoader's (mlp)",
@@ -449,6 +452,29 @@ ELEVENTH_PASS = (
         5,  # side b's first step of epoch 1, its rate halved, on side a the 5th of epoch 0
         None,
         "Find what moves",
+    ),
+    Case(
+        "a per-update schedule never stepped, the network called through its parts only, recorded by the hooks (mlp)",
+        f"{PPO} (the Agent used only through get_value and get_action_and_value, which call its network and heads, "
+        "never the Agent itself; the lr annealed per update, here never stepped on one side)",
+        MLP.changed(**HOOKED | WARMUP_COSINE),
+        MLP.changed(**HOOKED | WARMUP_COSINE, call="parts", scheduler_steps=0),
+        "optimizer",
+        2,
+        None,
+        "step the schedule once per optimizer step",
+    ),
+    Case(
+        "minibatches not shuffled, the training accuracy logged by a no-grad forward in training mode, recorded by "
+        "the hooks (mlp)",
+        f"{PPO} (the rollout's no-grad forwards in training mode between the updates, made by one side only; the "
+        "minibatch indices shuffled on the other side only)",
+        MLP.changed(**NO_DRAWS),
+        MLP.changed(**NO_DRAWS, log_accuracy=True, shuffle=False),
+        "data_order",
+        1,
+        None,
+        "shuffle=True",
     ),
 )
 
@@ -939,6 +965,12 @@ CLEAN = (
         "-",
         MLP.changed(schedule="onecycle_loader"),
         MLP.changed(schedule="onecycle_loader"),
+    ),
+    Case(  # issue 46's eleventh pass (ppo round 3): the hooks take the module owning every trained parameter
+        "the network called through its parts on one side only, recorded by the hooks (mlp)",
+        "-",
+        MLP.changed(**HOOKED),
+        MLP.changed(**HOOKED, call="parts"),
     ),
     Case(  # issue 46's eleventh pass (muon): batch digests over other tensors, the model fed the same
         "a hand-fed loop's batch digest of the inputs against the DataLoader's batch (mlp)",

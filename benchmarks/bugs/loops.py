@@ -151,6 +151,15 @@ class Setup:
     record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
     record_config: bool = True  # config= given to the recorder (as a program recorded by the hooks has none)
     watch: bool = True
+    # "recorder": the loop records through TraceRecorder (the knobs above say what it passes); "hooks": it makes no
+    # recording call at all, `ddp-parity record`'s hooks record it (run in a process of its own: benchmarks/bugs/run.py)
+    recorded_by: str = "recorder"
+    # how the loop calls the network (mlp): "model" (model(x)), "parts" (its submodules one by one, never the model
+    # itself: an RL agent used through its methods, cleanrl's get_value / get_action_and_value)
+    call: str = "model"
+    # after each optimizer step, a no-grad forward of the model in training mode over the step's last micro-batch
+    # (the training accuracy logged): the loop's own forward, no evaluation; in training mode it draws dropout masks
+    log_accuracy: bool = False
     # a frozen EMA teacher (a copy of the network, requires_grad False, in no optimizer) whose softened outputs
     # are targets beside the labels, following the network by this momentum after each step (DINO's shape): the
     # loop keeps it outside the recorded model, the Trainer's LightningModule holds it as an attribute
@@ -348,6 +357,33 @@ class Outputs(nn.Module):
 WRAPPERS = {"with_loss": WithLoss, "outputs": Outputs}
 
 
+class Parts:
+    """The MLP called through its parts, never as a whole (s.call "parts"): the loop's own function over the
+    network's submodules, as an agent's methods call its network and heads (no module of its own)."""
+
+    def __init__(self, net: nn.Module):
+        self.net = net
+
+    def __call__(self, x):
+        net = self.net
+        h = net.drop(net.act(net.norm(net.fc1(x))))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=net.autocast_head):  # as MLP.forward enters it
+            return net.head(h).float()
+
+
+class Unrecorded:
+    """What the loop holds for a recorder where the hooks record it (s.recorded_by "hooks"): every call a no-op."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def log_accuracy(model, micro: list) -> float:
+    """The training accuracy of the step's last micro-batch, from a forward without gradients in training mode."""
+    with torch.no_grad():
+        return (model(micro[-1]["x"]).argmax(-1) == micro[-1]["y"]).float().mean().item()
+
+
 def contrastive_term(out: torch.Tensor, s: Setup, made: list) -> torch.Tensor:
     """open_clip's ClipLoss over the outputs as features, in one direction: each sample's features against every
     gathered sample's (s.contrastive "gathered": all ranks', the others' without gradient), or its own rank's
@@ -412,8 +448,13 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     if s.wrapper is not None:  # the loop calls, watches and records the wrapper (one process)
         model = WRAPPERS[s.wrapper](model, loss_fn)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 and not s.hand_average else model
+    if s.call == "parts":
+        net = Parts(model)
     built = built_facts(model, optimizers) if s.record_built else None
-    recorder = TraceRecorder(run_dir, side=side, config=s.config(), extra_meta=built)
+    if s.recorded_by == "hooks":
+        recorder = Unrecorded()
+    else:
+        recorder = TraceRecorder(run_dir, side=side, config=s.config(), extra_meta=built)
     recorder.start(facts={"sampler": sampler_facts(loader.sampler)} if s.record_sampler else None)
     if s.watch:
         recorder.watch(model, steps="all")
@@ -449,6 +490,8 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 optimizer.step()
             if teacher is not None:
                 ema_update(teacher, model, s.teacher_momentum)
+            if s.log_accuracy:
+                log_accuracy(net, micro)
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             if s.hand_lr == "after":  # the count already advanced: the rate the other side sets before the next step
                 set_lr_by_hand(optimizers, s, step)
