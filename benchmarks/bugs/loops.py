@@ -1,6 +1,7 @@
 """The two ways the corpus trains: a hand-written loop recording with TraceRecorder, and a Lightning
-Trainer recording with TraceCallback (the public plugin API). One `Setup` holds every knob; a bug
-is the reference Setup with a few knobs changed on one side (benchmarks/bugs/cases.py).
+Trainer recording with TraceCallback (the public plugin API); or the loop making no recording call, recorded by
+`ddp-parity record`'s hooks in a process of its own (Setup.recorded_by, benchmarks/bugs/run.py). One `Setup` holds
+every knob; a bug is the reference Setup with a few knobs changed on one side (benchmarks/bugs/cases.py).
 
 Both train one process on one CPU thread, watch every step's modules, pass batch=, optimizer= and
 model= to record(), and clip (or measure the norm) over the optimizer's parameters as Lightning does,
@@ -445,7 +446,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     scheduler = build_scheduler(optimizers[0], s, loader)
     loss_fn = criterion(s)
     world = rank_and_world()[1]
-    if s.wrapper is not None:  # the loop calls, watches and records the wrapper (one process)
+    if s.wrapper is not None:  # the loop calls, watches and records the wrapper
         model = WRAPPERS[s.wrapper](model, loss_fn)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 and not s.hand_average else model
     if s.call == "parts":
