@@ -389,6 +389,95 @@ TENTH_PASS = (
     ),
 )
 
+# issue 46's eleventh pass (docs/programs.md: muon, hrnet, ppo): a slip in a program of each shape its classes
+# were found on
+MUON = "https://github.com/KellerJordan/modded-nanogpt/blob/master/train_gpt2.py"
+HRNET = "https://github.com/HRNet/HRNet-Semantic-Segmentation/blob/HRNet-OCR/tools/train.py"
+PPO = "https://github.com/vwxyzjn/cleanrl/blob/master/cleanrl/ppo_atari_multigpu.py"
+BY_HAND = {"record_batch_as": "inputs", "validate": False}  # a loop feeding its model by hand digests the inputs
+REDUCED = {"reduce_loss": True, "record_collectives": True, "validate": False}
+# HRNet's shape: the loss computed inside the module the loop calls, reduced in place to log it, a poly-like rate set
+# by hand from the built lr (no warm-up)
+WRAPPED = {"wrapper": "with_loss", "reduce_loss": True, "record_collectives": True, **HAND_LR, "hand_warmup": 1}
+# a loop that records its loss and rate alone (no indices, batch or watch), its rate halved at each epoch's end
+ROLLOUTS = {"schedule": "per_epoch", "epochs": 2, "record_indices": False, "record_batch": False, "watch": False}
+
+HOOKED = {"recorded_by": "hooks", "validate": False}  # no recording call: `ddp-parity record`'s hooks record it
+NO_DRAWS = {**HOOKED, "model": {"dropout": 0.0}}  # a forward in training mode draws nothing
+
+ELEVENTH_PASS = (
+    Case(
+        "label smoothing on one side, a hand-fed loop's batch digest against the DataLoader's (mlp)",
+        f"{MUON} (its own shard loader feeds the model by hand, digesting its inputs; the Lightning port's "
+        "DataLoader yields inputs and targets: the batch digests cover other tensors over the same samples)",
+        MLP.changed(**BY_HAND),
+        MLP.changed(validate=False, label_smoothing=0.1),
+        "loss",
+        1,
+        None,
+        "label_smoothing",
+    ),
+    Case(
+        "one param group's lr apart beside a loss reduced in place to log it (mlp)",
+        f"{HRNET} (the loss dist.reduce'd in place before backward, rank 0 recording the sum; the second param group's "
+        "lr × 10 on one side only)",
+        MLP.changed(**REDUCED, group_lr_times=10.0),
+        MLP.changed(record_collectives=True, validate=False),
+        "param_groups",  # optimizer= given to record(): the groups as built differ, named before any step
+        None,
+        None,
+        "the same lr on both sides",
+        world=2,
+    ),
+    Case(
+        "lr set by hand after optimizer.step() one step late, the loss computed inside the watched wrapper (mlp)",
+        f"{HRNET} (FullModel(model, criterion): forward(inputs, labels) returns the loss, reduced in place to log it; "
+        "adjust_learning_rate after optimizer.step() from the step's own count; the port a module of another class "
+        "taking the inputs alone)",
+        MLP.changed(**WRAPPED),
+        MLP.changed(**WRAPPED | {"wrapper": "outputs", "reduce_loss": False, "hand_lr": "late"}),
+        "optimizer",
+        2,  # step 1 at the built lr on both sides
+        None,
+        "set it before each optimizer.step()",
+        world=2,
+    ),
+    Case(
+        "an epoch left early by a break in the batch loop, the rate stepped per epoch (mlp)",
+        f"{PPO} (the approximate-KL early stop: a break placed one loop in on one side ends the phase early; the lr "
+        "annealed per rollout)",
+        MLP.changed(**ROLLOUTS),
+        MLP.changed(**ROLLOUTS, epoch_steps=4),
+        "optimizer",
+        5,  # side b's first step of epoch 1, its rate halved, on side a the 5th of epoch 0
+        None,
+        "Find what moves",
+    ),
+    Case(
+        "a per-update schedule never stepped, the network called through its parts only, recorded by the hooks (mlp)",
+        f"{PPO} (the Agent used only through get_value and get_action_and_value, which call its network and heads, "
+        "never the Agent itself; the lr annealed per update, here never stepped on one side)",
+        MLP.changed(**HOOKED | WARMUP_COSINE),
+        MLP.changed(**HOOKED | WARMUP_COSINE, call="parts", scheduler_steps=0),
+        "optimizer",
+        2,
+        None,
+        "step the schedule once per optimizer step",
+    ),
+    Case(
+        "minibatches not shuffled, the training accuracy logged by a no-grad forward in training mode, recorded by "
+        "the hooks (mlp)",
+        f"{PPO} (the rollout's no-grad forwards in training mode between the updates, made by one side only; the "
+        "minibatch indices shuffled on the other side only)",
+        MLP.changed(**NO_DRAWS),
+        MLP.changed(**NO_DRAWS, log_accuracy=True, shuffle=False),
+        "data_order",
+        1,
+        None,
+        "shuffle=True",
+    ),
+)
+
 BUGS = (
     slip("extra RNG draw before training (mlp)", SANITY, MLP, "rng", 1, "drop", "Re-seed", extra_draw=True),
     slip(
@@ -777,6 +866,7 @@ BUGS = (
     *SEED_CASES,
     *ISSUE_46,  # last: the fast tier keeps each category's earlier representative
     *TENTH_PASS,
+    *ELEVENTH_PASS,
 )
 
 CLEAN = (
@@ -875,6 +965,18 @@ CLEAN = (
         "-",
         MLP.changed(schedule="onecycle_loader"),
         MLP.changed(schedule="onecycle_loader"),
+    ),
+    Case(  # issue 46's eleventh pass (ppo round 3): the hooks take the module owning every trained parameter
+        "the network called through its parts on one side only, recorded by the hooks (mlp)",
+        "-",
+        MLP.changed(**HOOKED),
+        MLP.changed(**HOOKED, call="parts"),
+    ),
+    Case(  # issue 46's eleventh pass (muon): batch digests over other tensors, the model fed the same
+        "a hand-fed loop's batch digest of the inputs against the DataLoader's batch (mlp)",
+        "-",
+        MLP.changed(**BY_HAND),
+        MLP.changed(validate=False),
     ),
 )
 

@@ -1,6 +1,7 @@
 """The two ways the corpus trains: a hand-written loop recording with TraceRecorder, and a Lightning
-Trainer recording with TraceCallback (the public plugin API). One `Setup` holds every knob; a bug
-is the reference Setup with a few knobs changed on one side (benchmarks/bugs/cases.py).
+Trainer recording with TraceCallback (the public plugin API); or the loop making no recording call, recorded by
+`ddp-parity record`'s hooks in a process of its own (Setup.recorded_by, benchmarks/bugs/run.py). One `Setup` holds
+every knob; a bug is the reference Setup with a few knobs changed on one side (benchmarks/bugs/cases.py).
 
 Both train one process on one CPU thread, watch every step's modules, pass batch=, optimizer= and
 model= to record(), and clip (or measure the norm) over the optimizer's parameters as Lightning does,
@@ -84,14 +85,21 @@ class Setup:
     # distributed tutorial's average_gradients) or "sum" (the division left out)
     hand_average: str | None = None
     # "onecycle_loader", "onecycle_dataset" (total steps from len(dataset)), "step", "warmup_cosine" (a LambdaLR
-    # warming up linearly over 2 optimizer updates, then a cosine to 0 at the run's last update)
+    # warming up linearly over 2 optimizer updates, then a cosine to 0 at the run's last update), "per_epoch" (a
+    # StepLR halving the rate, stepped once at each epoch's end: ppo's rate annealed per rollout)
     schedule: str | None = None
+    group_lr_times: float | None = None  # param group 1's lr × this (the no-decay group's rate set apart)
+    # each epoch left after this many optimizer steps (a break in the batch loop: an early stop checked per batch,
+    # ppo's KL stop indented one level in); None: every batch
+    epoch_steps: int | None = None
     # or "micro_batches": warmup_cosine's lengths counted in micro-batches (× accumulate) though stepped once per
     # update (Swin's slip: the schedule sized from the loader's length under accumulation)
     schedule_unit: str = "updates"
     # a warm-up then decay set by hand from the count of steps done (no scheduler object): "before" optimizer.step(),
-    # or "after" it, the count already advanced (open_clip's lr adjuster called after the step)
+    # or "after" it, the count already advanced (open_clip's lr adjuster called after the step), or "late": after it
+    # from the step's own count (HRNet's adjust_learning_rate after optimizer.step(): each rate one step late)
     hand_lr: str | None = None
+    hand_warmup: int = 3  # the hand-set rate's warm-up steps (1: none, a decay from the built lr, as HRNet's poly)
     lr_at: tuple | None = None  # (step, lr): the rate set by hand at that step alone (a warm-up's bound off by one)
     rebuild_scheduler: bool = False  # the scheduler built again at each epoch's start: its schedule counted from the
     # epoch's first step (as one computed from batch_idx instead of the global step)
@@ -121,17 +129,38 @@ class Setup:
     average_buffers_after: tuple = ()
     record_collectives: bool = False  # the loop's own collectives given to record() as the hooks list them (those
     # made since the previous record: a step's gathers in its own record, an averaging after it in the next one's)
+    # under DDP, each micro-batch's loss reduced to rank 0 in place before backward, to log it (HRNet's train loop:
+    # dist.reduce of the loss tensor itself): rank 0 records the sum over the ranks, the gradients are the rank's own
+    reduce_loss: bool = False
+    # the module the loop calls, watches and records: None (the network), "with_loss" (the network and its loss in
+    # one module whose forward(inputs, labels) returns the loss: HRNet's FullModel), "outputs" (another class holding
+    # the same network and loss, whose forward takes the inputs alone and the loop calls its loss: a
+    # LightningModule's shape)
+    wrapper: str | None = None
     # a restart after the first epoch from an in-memory checkpoint: None, "restored" (model, optimizer,
     # RNG and the loader's generator restored) or "order_lost" (the loader's generator starts afresh)
     resume: str | None = None
     # what the loop records (a user's record call may leave any of these out)
     record_batch: bool = True
+    # what batch= holds: "loader" (the micro-batches as the DataLoader yields them: inputs, labels, indices), "inputs"
+    # (the inputs alone, as a loop feeding its model by hand digests what it feeds)
+    record_batch_as: str = "loader"
+    record_indices: bool = True  # the step's sample indices given to record()
     record_optimizer: bool = True
     record_sampler: bool = False  # the loader's sampler facts given to start() (plugin.md's sampler_facts)
     record_clip: bool = False  # clip_max_norm/clip_norm_type given to record() (None: no clip at the step)
     record_params: bool = True  # model= given to record() (the parameter digest and the layers' sketch)
     record_config: bool = True  # config= given to the recorder (as a program recorded by the hooks has none)
     watch: bool = True
+    # "recorder": the loop records through TraceRecorder (the knobs above say what it passes); "hooks": it makes no
+    # recording call at all, `ddp-parity record`'s hooks record it (run in a process of its own: benchmarks/bugs/run.py)
+    recorded_by: str = "recorder"
+    # how the loop calls the network (mlp): "model" (model(x)), "parts" (its submodules one by one, never the model
+    # itself: an RL agent used through its methods, cleanrl's get_value / get_action_and_value)
+    call: str = "model"
+    # after each optimizer step, a no-grad forward of the model in training mode over the step's last micro-batch
+    # (the training accuracy logged): the loop's own forward, no evaluation; in training mode it draws dropout masks
+    log_accuracy: bool = False
     # a frozen EMA teacher (a copy of the network, requires_grad False, in no optimizer) whose softened outputs
     # are targets beside the labels, following the network by this momentum after each step (DINO's shape): the
     # loop keeps it outside the recorded model, the Trainer's LightningModule holds it as an attribute
@@ -187,7 +216,8 @@ def param_groups(model: nn.Module, s: Setup) -> list[dict]:
     for name, p in model.named_parameters():
         (rest if s.decay_split and (name.endswith("bias") or "norm" in name or "bn" in name) else decay).append(p)
     own = {} if s.group_key is None else {"lr_sc": s.group_key}
-    return [{"params": decay, "weight_decay": 0.05, **own}, {"params": rest, "weight_decay": 0.0, **own}]
+    rest_lr = {} if s.group_lr_times is None else {"lr": s.lr * s.group_lr_times}
+    return [{"params": decay, "weight_decay": 0.05, **own}, {"params": rest, "weight_decay": 0.0, **own, **rest_lr}]
 
 
 def build_optimizers(model: nn.Module, s: Setup) -> list[torch.optim.Optimizer]:
@@ -255,6 +285,8 @@ def build_scheduler(optimizer, s: Setup, loader: DataLoader):
         return None
     if s.schedule == "step":  # halves the rate every 2 optimizer steps: steps 1 and 2 share a rate
         return torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    if s.schedule == "per_epoch":  # halves the rate at each epoch's end
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
     if s.schedule == "warmup_cosine":
         k = s.accumulate if s.schedule_unit == "micro_batches" else 1
         warmup, length = 2 * k, s.epochs * (len(loader) // s.accumulate) * k
@@ -271,13 +303,13 @@ def warmup_cosine(warmup: int, length: int, step: int) -> float:
     return 0.5 * (1 + math.cos(math.pi * min(step - warmup, length - warmup) / (length - warmup)))
 
 
-HAND_WARMUP, HAND_DECAY = 3, 0.9
+HAND_DECAY = 0.9
 
 
 def set_lr_by_hand(optimizers, s: Setup, done: int) -> None:
     """The rate for the step after `done` steps, written into every param group (no scheduler object): a linear
-    warm-up to s.lr over HAND_WARMUP steps, then × HAND_DECAY a step."""
-    rate = s.lr * min(1.0, (done + 1) / HAND_WARMUP) * HAND_DECAY ** max(0, done + 1 - HAND_WARMUP)
+    warm-up to s.lr over s.hand_warmup steps, then × HAND_DECAY a step."""
+    rate = s.lr * min(1.0, (done + 1) / s.hand_warmup) * HAND_DECAY ** max(0, done + 1 - s.hand_warmup)
     for optimizer in optimizers:
         for group in optimizer.param_groups:
             group["lr"] = rate
@@ -297,6 +329,60 @@ def built_facts(model: nn.Module, optimizers) -> dict:
         for i, o in enumerate(optimizers)
     ]
     return {"optimizer_built": built}
+
+
+class WithLoss(nn.Module):
+    """The network and its loss in one module (HRNet's FullModel(model, criterion)): forward(inputs, labels) returns
+    the loss."""
+
+    def __init__(self, net: nn.Module, loss_fn: nn.Module):
+        super().__init__()
+        self.net, self.loss = net, loss_fn
+
+    def forward(self, inputs, labels):
+        return self.loss(self.net(inputs), labels)
+
+
+class Outputs(nn.Module):
+    """The same network and loss held by a module of another class whose forward takes the inputs alone (a
+    LightningModule's): the loop calls its loss itself."""
+
+    def __init__(self, net: nn.Module, loss_fn: nn.Module):
+        super().__init__()
+        self.net, self.loss = net, loss_fn
+
+    def forward(self, inputs):
+        return self.net(inputs)
+
+
+WRAPPERS = {"with_loss": WithLoss, "outputs": Outputs}
+
+
+class Parts:
+    """The MLP called through its parts, never as a whole (s.call "parts"): the loop's own function over the
+    network's submodules, as an agent's methods call its network and heads (no module of its own)."""
+
+    def __init__(self, net: nn.Module):
+        self.net = net
+
+    def __call__(self, x):
+        net = self.net
+        h = net.drop(net.act(net.norm(net.fc1(x))))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=net.autocast_head):  # as MLP.forward enters it
+            return net.head(h).float()
+
+
+class Unrecorded:
+    """What the loop holds for a recorder where the hooks record it (s.recorded_by "hooks"): every call a no-op."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def log_accuracy(model, micro: list) -> float:
+    """The training accuracy of the step's last micro-batch, from a forward without gradients in training mode."""
+    with torch.no_grad():
+        return (model(micro[-1]["x"]).argmax(-1) == micro[-1]["y"]).float().mean().item()
 
 
 def contrastive_term(out: torch.Tensor, s: Setup, made: list) -> torch.Tensor:
@@ -360,9 +446,16 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
     scheduler = build_scheduler(optimizers[0], s, loader)
     loss_fn = criterion(s)
     world = rank_and_world()[1]
+    if s.wrapper is not None:  # the loop calls, watches and records the wrapper
+        model = WRAPPERS[s.wrapper](model, loss_fn)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 and not s.hand_average else model
+    if s.call == "parts":
+        net = Parts(model)
     built = built_facts(model, optimizers) if s.record_built else None
-    recorder = TraceRecorder(run_dir, side=side, config=s.config(), extra_meta=built)
+    if s.recorded_by == "hooks":
+        recorder = Unrecorded()
+    else:
+        recorder = TraceRecorder(run_dir, side=side, config=s.config(), extra_meta=built)
     recorder.start(facts={"sampler": sampler_facts(loader.sampler)} if s.record_sampler else None)
     if s.watch:
         recorder.watch(model, steps="all")
@@ -378,6 +471,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
         batches = iter(loader)
         for _ in range(s.peek if epoch == 0 else 0):
             next(batches)  # the slip: a batch taken from the training iterator, never trained on
+        epoch_start = step
         for micro in accumulated(batches, s, carried):
             step += 1
             if s.hand_lr == "before":
@@ -397,15 +491,20 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 optimizer.step()
             if teacher is not None:
                 ema_update(teacher, model, s.teacher_momentum)
+            if s.log_accuracy:
+                log_accuracy(net, micro)
             lr = optimizers[0].param_groups[0]["lr"]  # the lr this step used
             if s.hand_lr == "after":  # the count already advanced: the rate the other side sets before the next step
                 set_lr_by_hand(optimizers, s, step)
-            late_scheduler = scheduler is not None and not s.scheduler_first
+            elif s.hand_lr == "late":  # this step's own rate, set after it: the next step runs at it
+                set_lr_by_hand(optimizers, s, step - 1)
+            late_scheduler = scheduler is not None and not s.scheduler_first and s.schedule != "per_epoch"
             if late_scheduler and s.lr_read == "after_scheduler":
                 step_scheduler(scheduler, s)
                 lr = optimizers[0].param_groups[0]["lr"]
             lr = lr_before if s.lr_read == "before_step" else lr
-            indices = torch.cat([b["index"] for b in micro])
+            indices = torch.cat([b["index"] for b in micro]) if s.record_indices else None
+            fed = micro if s.record_batch_as == "loader" else [b["x"] for b in micro]
             recorder.record(
                 step,
                 step_loss * s.loss_times,
@@ -413,7 +512,7 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 epoch=epoch,
                 grad_norm=norm,
                 lr=lr,  # passed also when optimizer= is: what a user's loop reads
-                batch=micro if s.record_batch else None,
+                batch=fed if s.record_batch else None,
                 optimizer=optimizers[0] if s.record_optimizer else None,
                 model=model if s.record_params else None,
                 **(
@@ -434,6 +533,10 @@ def train_loop(run_dir: Path, side: str, s: Setup) -> None:
                 optimizer.zero_grad()
             if step in s.average_buffers_after:
                 average_buffers(model, made)
+            if s.epoch_steps is not None and step - epoch_start == s.epoch_steps:
+                break
+        if scheduler is not None and s.schedule == "per_epoch":
+            scheduler.step()
         if s.validate:
             model.eval()
             recorder.record_validation(epoch, step, {"val_loss": validation_loss(model, s)})
@@ -511,14 +614,21 @@ def run_step(model, micro: list, loss_fn, s: Setup, teacher: nn.Module | None = 
     divisor = len(micro) if s.leftover == "own" else s.accumulate
     for i, batch in enumerate(micro):
         with sync_context(model, s, last=i == len(micro) - 1):
-            out = model(batch["x"])
-            loss = loss_fn(out, batch["y"])
+            if s.wrapper == "with_loss":
+                loss = model(batch["x"], batch["y"])
+            else:
+                out = model(batch["x"])
+                loss = loss_fn(out, batch["y"])  # under "outputs": the wrapper's own loss module
             if teacher is not None:
                 loss = loss + distillation(out, teacher, batch["x"])
             if s.contrastive is not None:
                 loss = loss + contrastive_term(out, s, made if made is not None else [])
             if s.global_batch_mean:  # DDP already averages the gradients over ranks: this divides twice
                 loss = loss / rank_and_world()[1]
+            if s.reduce_loss and dist.is_initialized():  # in place, on the loss tensor itself: no autograd op
+                dist.reduce(loss.detach(), dst=0)
+                if made is not None:
+                    made.append(own_collective("reduce", loss.detach(), reduce_op="SUM"))
             scaled = loss / divisor
             backward = scaled if s.scale_loss else loss
             backward.backward()

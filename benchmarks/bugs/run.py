@@ -4,6 +4,9 @@ words, false positives on the clean pairs, and the confusion matrix of categorie
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -19,6 +22,9 @@ from ddp_parity import compare_traces, destroy_process_group
 from ddp_parity.compare.findings import Finding
 from ddp_parity.compare.story import story_problems
 from ddp_parity.harness.launch import free_port
+from ddp_parity.hooks import recording_env
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -75,9 +81,49 @@ def run_case(case: Case, workdir: Path) -> Outcome:
         train_loop(a, "raw", case.a)
         fit_trainer(b, "lightning", case.b, **case.trainer)
     else:
-        train_loop(a, "reference", case.a)
-        train_loop(b, "changed", case.b)
+        train_sides([(a, "reference", case.a), (b, "changed", case.b)])
     return diagnose_case(case, workdir, started)
+
+
+def train_sides(sides: list[tuple[Path, str, object]]) -> None:
+    """Loop sides (run directory, side, setup): in this process where the loop records itself; where the hooks
+    record it, each in a process of its own under `ddp-parity record`'s environment (the hooks patch torch for the
+    whole process they run in), those processes run side by side (one CPU thread each)."""
+    hooked = []
+    for run_dir, side, s in sides:
+        if s.recorded_by == "hooks":
+            hooked.append((side, start_hooked(run_dir, side, s)))
+        else:
+            train_loop(run_dir, side, s)
+    for side, process in hooked:
+        try:
+            _, err = process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"{side} (recorded by the hooks) exited {process.returncode}:\n{err[-4000:]}")
+
+
+def start_hooked(run_dir: Path, side: str, s) -> subprocess.Popen:
+    """The loop of `s` started in a process of its own, recorded into `run_dir` by the hooks."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    setup = run_dir.parent / f"{side}.setup.pickle"
+    setup.write_bytes(pickle.dumps(s))
+    env = recording_env(run_dir, side, {**os.environ, "OMP_NUM_THREADS": "1"})
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(REPO)])
+    code = (
+        "import pickle, sys; from pathlib import Path; from benchmarks.bugs.loops import train_loop; "
+        "train_loop(Path(sys.argv[1]), sys.argv[2], pickle.loads(Path(sys.argv[3]).read_bytes()))"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(run_dir), side, str(setup)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def run_ddp_cases(cases: list[Case], root: Path) -> list[Outcome]:
