@@ -6,7 +6,11 @@ knows nothing of any recorder. Each flag changes one fact:
     --seed-by-rank      each rank seeds seed + rank (so its augmentations and shuffle differ from its peers')
     --rank1-seed N      rank 1 alone seeds N
     --reseed            every rank seeds again after the model's build (as Lightning's DDP setup does)
-    --accumulate K      K micro-batches per optimizer step (no_sync on all but the last)
+    --accumulate K      K micro-batches per optimizer step (no_sync on all but the last), each one's loss divided by K
+    --undivided         each micro-batch's loss summed into the step undivided (not divided by K)
+    --first-accumulate N
+                        the first optimizer step after N micro-batches (a loop whose first step follows its first
+                        micro-batch), the later ones after K
     --batch B           samples per micro-batch (default 4)
     --sampler-seed N    a DistributedSampler(shuffle=True, seed=N) instead of each rank shuffling its share
     --build-before-seed the network built before the seed, each rank's generator then in a state of its own (a
@@ -34,6 +38,8 @@ def main() -> None:
     p.add_argument("--rank1-seed", type=int, default=None)
     p.add_argument("--reseed", action="store_true")
     p.add_argument("--accumulate", type=int, default=1)
+    p.add_argument("--undivided", action="store_true")
+    p.add_argument("--first-accumulate", type=int, default=None)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--sampler-seed", type=int, default=None)
     p.add_argument("--build-before-seed", action="store_true")
@@ -65,11 +71,12 @@ def main() -> None:
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     for step in range(1, 4):
         optimizer.zero_grad()
-        for micro in range(args.accumulate):
+        micros = args.first_accumulate if step == 1 and args.first_accumulate else args.accumulate
+        for micro in range(micros):
             x, y = next(loader)
-            last = micro == args.accumulate - 1
+            last = micro == micros - 1
             with contextlib.nullcontext() if last else model.no_sync():
-                loss = nn.functional.cross_entropy(model(x), y) / args.accumulate
+                loss = nn.functional.cross_entropy(model(x), y) / (1 if args.undivided else args.accumulate)
                 loss.backward()
         optimizer.step()
         if rank == 0:

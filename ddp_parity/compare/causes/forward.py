@@ -7,6 +7,7 @@ Each cause is one `Cause` below its check; its place in the causal order is `cau
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from ddp_parity.compare import relations
@@ -85,8 +86,8 @@ def relation_counts(ctx: Context, quantity: str | None = None) -> dict[str, int]
             counts.setdefault(name, value)
     batch = next((v for k, v in config.items() if k.endswith("batch_size") and isinstance(v, int) and v > 0), None)
     first = next(iter(aligned_records(ctx, 0, limit=1)), None)
-    micro = {r.get("micro_batches") for r in first} if first else set()
-    if len(micro) == 1 and isinstance(n := micro.pop(), int) and not isinstance(n, bool) and n > 1:
+    n = most_micro_batches(micro_batches_alike(list(aligned_records(ctx, 0))))
+    if n is not None and n > 1:
         counts.setdefault(relations.MICRO_BATCHES, n)  # recorded by the hooks: no config names the accumulation
     samples = len(first[0].get("indices") or []) if first else 0
     if batch and samples > batch and samples % batch == 0:
@@ -128,6 +129,27 @@ def micro_batches_alike(pairs: list[tuple[dict, dict]]) -> list:
         n = ra.get("micro_batches")
         out.append(n if isinstance(n, int) and not isinstance(n, bool) and n == rb.get("micro_batches") else None)
     return out
+
+
+def most_micro_batches(micro: list) -> int | None:
+    """The micro-batches most steps accumulated (both sides alike; the larger on a tie), or None unrecorded: the
+    accumulation as the loop runs it, where its first step (or an epoch's last) may take fewer (a loop stepping after
+    its first micro-batch, an epoch's left-over micro-batches)."""
+    tally = Counter(n for n in micro if n is not None)
+    return max(tally, key=lambda n: (tally[n], n)) if tally else None
+
+
+def micro_batches_in_words(micro: list, steps: list) -> str:
+    """ "2 at every step", or "2 at steps 2..9; 1 at step 1": each number of micro-batches both sides recorded alike,
+    most steps first, with its steps."""
+    by_count: dict[int, list] = {}
+    for s, n in zip(steps, micro):
+        if n is not None:
+            by_count.setdefault(n, []).append(s)
+    if len(by_count) == 1:
+        return f"{next(iter(by_count))} at every step"
+    ordered = sorted(by_count.items(), key=lambda item: (-len(item[1]), -item[0]))
+    return "; ".join(f"{n} at {relations.steps_named(at)}" for n, at in ordered)
 
 
 def _world_size_said(ctx: Context, relation: relations.Relation) -> relations.Relation:
@@ -380,20 +402,91 @@ TELLS_APART = (
 def placed_by_root_divisions(ctx: Context, relation, mechanisms: list, rank, step, values: dict):
     """(relation, mechanisms, a sentence to add) with the factor placed where the roots' divisions place it: one
     mechanism, the counts the records exclude gone from the relation's sentence; unchanged where they cannot, with
-    what would tell the accumulation's candidates apart where hooks that did not record the divisions recorded both."""
-    if FACTOR_MECHANISMS["accumulation_twice"] not in mechanisms:
+    what would tell the accumulation's candidates apart where hooks that did not record the divisions recorded both.
+    Only a factor left to the counts it equals (or to none) is placed: one read from the steps that carry it is not."""
+    if not all(w in FACTOR_MECHANISMS.values() or w is UNCOUNTED_FACTOR for w in mechanisms):
         return relation, mechanisms, ""
-    placed = _roots_place(ctx, relation, rank, step, values["k"])
-    if placed is None:
-        return relation, mechanisms, TELLS_APART if _hooks_without_divisions(ctx, rank, step) else ""
-    words, chains = placed
-    world = ctx.meta("a").get("world_size")
-    values.update(
-        chain_big=_chain(chains[0]),
-        chain_small=_chain(chains[1]),
-        world=PLACED_WORLD.format(k=values["k"]) if words is PLACED_TWICE and world == values["k"] else "",
-    )
-    return counts_ruled_out(relation), [words], ""
+    twice = FACTOR_MECHANISMS["accumulation_twice"] in mechanisms
+    placed = _roots_place(ctx, relation, rank, step, values["k"]) if twice else None
+    if placed is not None:
+        words, chains = placed
+        world = ctx.meta("a").get("world_size")
+        values.update(
+            chain_big=_chain(chains[0]),
+            chain_small=_chain(chains[1]),
+            world=PLACED_WORLD.format(k=values["k"]) if words is PLACED_TWICE and world == values["k"] else "",
+        )
+        return counts_ruled_out(relation), [words], ""
+    extra = _extra_division(ctx, relation, rank, step)
+    if extra is not None:
+        values.update(chain_big=_chain(extra[0]), chain_small=_chain(extra[1]))
+        values["counts"] = _division_counts(ctx, relation, rank, values["k"])
+        return replace(relation, sentence=relation.sentence.split("; ")[0].rstrip(".") + "."), [PLACED_EXTRA], ""
+    return relation, mechanisms, TELLS_APART if twice and _hooks_without_divisions(ctx, rank, step) else ""
+
+
+# one side's roots carry one division by the factor more than the other's (whoever wrote it, Lightning or the
+# program): that division is the mechanism, whichever count it was written with; the counts it equals are said, never
+# one picked
+PLACED_EXTRA = Words(
+    "{small} divides each micro-batch's loss by {k} once more than {side} before its backward (loss_divisors at step "
+    "{step}: {side} {chain_big}, {small} {chain_small}; a division by 1 changes nothing){counts}",
+    "On {small}, remove the extra division of each micro-batch's loss by {k} (its backward roots {chain_small} where "
+    "{side}'s are {chain_big}), so that it backpropagates {side}'s loss; or, where that division is meant, divide "
+    "{side}'s loss by {k} as well.",
+)
+
+
+def _extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
+    """(the larger side's root divisions, the smaller's) at `step` where every root of the smaller side is the other
+    side's root with one division by the factor more (anywhere in the chain; divisions by 1 left aside: they scale
+    nothing); None where the records do not show that (no roots recorded, another number of roots, other divisions)."""
+    small = "a" if ctx.label("a") == relation.other else "b"
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is None:
+        return None
+    big_roots, small_roots = (pair[1], pair[0]) if small == "a" else pair
+    big_roots, small_roots = big_roots.get("loss_divisors"), small_roots.get("loss_divisors")
+    if not (isinstance(big_roots, list) and isinstance(small_roots, list)) or len(big_roots) != len(small_roots):
+        return None
+    if not big_roots or not all(isinstance(r, list) for r in (*big_roots, *small_roots)):
+        return None
+    for big, less in zip(big_roots, small_roots):
+        big, less = [d for d in big if d != 1], [d for d in less if d != 1]
+        if not any(
+            isinstance(d, (int, float))
+            and abs(d - relation.value) <= relations.EXACT * abs(relation.value)
+            and less[:i] + less[i + 1 :] == big
+            for i, d in enumerate(less)
+        ):
+            return None
+    return big_roots[0], small_roots[0]
+
+
+def _division_counts(ctx: Context, relation, rank, k) -> str:
+    """ "; 2 is the micro-batches per step (2 at steps 2..9; 1 at step 1) and the world size (the records cannot tell
+    which count that division was written with; the fix is the same)" for the counts the factor equals."""
+    names, world = [], False
+    for named in relation.counts:
+        name = named.split("=")[0]
+        if name == relations.MICRO_BATCHES:
+            pairs = list(aligned_records(ctx, rank))
+            steps = [ra.get("step") for ra, _ in pairs]
+            names.append(f"the micro-batches per step ({micro_batches_in_words(micro_batches_alike(pairs), steps)})")
+        elif name in ACCUMULATION_KEYS:
+            names.append(f"the configured {name}")
+        else:
+            world = world or name == "world_size"
+            names.append(f"the {name.replace('_', ' ')}")
+    if not names:
+        return f"; no count this run records equals {k}"
+    said = f"; {k} is {names[0]}"
+    if len(names) > 1:
+        said = f"; {k} is " + ", ".join(names[:-1]) + " and " + names[-1]
+        said += " (the records cannot tell which count that division was written with; the fix is the same)"
+    if world and averaged_by_ddp_alike(ctx):
+        said += f"; where it is meant for the ranks, {DDP_ALIKE_SHORT}: the gradients are averaged over them already"
+    return said
 
 
 def _roots_place(ctx: Context, relation, rank, step, k: int):
@@ -463,7 +556,10 @@ LOSS_FACTOR = Cause(
     "accumulation (fewer `micro_batches` there) names it, divided by the configured count on one side and by its "
     "own length on the other. Where the hooks recorded each backward root's divisions (loss_divisors) and one "
     "side's Lightning accumulate_grad_batches equals k, the roots place it: that side's roots the other's divided "
-    "once more by Lightning (the port divides as the loop does: divided twice), or the loop's roots undivided.",
+    "once more by Lightning (the port divides as the loop does: divided twice), or the loop's roots undivided; "
+    "otherwise, where one side's roots carry one division by k more than the other's, that division is the "
+    "mechanism, said with every count k equals (the micro-batches most steps accumulate, the world size), never one "
+    "of them alone.",
     requires=Evidence(
         "an exact integer factor from the step the losses part", lambda d: bool(d.evidence.get("relation"))
     ),
