@@ -311,8 +311,9 @@ def consumed_words(ctx: Context, rank, step) -> str:
 def samples_said(ctx: Context) -> str:
     """'the samples at every step' where every rank-step's samples were compared (and so found equal), else ''."""
     quantities = getattr(ctx.cmp, "quantities", {}) or {}
-    samples, loss = quantities.get("samples"), quantities.get("loss")
-    if samples is None or not samples.compared or (loss is not None and samples.compared < loss.compared):
+    samples, walk = quantities.get("samples"), getattr(ctx.cmp, "walk", None)
+    steps = getattr(walk, "rank_steps_compared", 0)
+    if samples is None or not samples.compared or samples.compared < steps:
         return ""
     return "the samples at every step"
 
