@@ -67,3 +67,14 @@ def test_the_equivalent_line_never_says_an_unrecorded_loss_matches(by_hand):
     assert "loss" not in matched, said
     assert "gradient norm" in matched and "parameter digest" in matched, said
     assert "not compared at any step" in said.lower() and "loss (the recorder marked it unrecorded" in said, said
+
+
+def test_a_divergence_never_says_an_unrecorded_loss_is_the_same(by_hand, tmp_path):
+    """The gradients doubled on one side (its loss × 2, still no backward): the runs part at step 1 in the gradient
+    norm, and the loss before it, unrecorded on both sides, is never called "the same": it is named not compared."""
+    a, _ = by_hand["runs"]
+    doubled = recorded(tmp_path / "doubled", "--grads-by-hand", "--loss-times", "2")
+    d = compare_traces(a, doubled)["diagnosis"]
+    assert d["step"] == 1, (d["kind"], d["explanation"])
+    assert "same loss" not in d["explanation"] and "losses" not in d["explanation"], d["explanation"]
+    assert "loss was not compared (the recorder marked it unrecorded on raw and doubled)" in d["explanation"], d

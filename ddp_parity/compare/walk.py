@@ -364,8 +364,8 @@ def walk_runs(
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
     unrecorded = {side: unrecorded_loss_from(run.meta) for side, run in (("a", run_a), ("b", run_b))}
     streams = {
-        side: {r: placeholders_dropped(it, _from_step(unrecorded[side], r)) for r, it in per.items()}
-        for side, per in streams.items()
+        side: {r: placeholders_dropped(it, loss_unrecorded_from_step(run.meta, r)) for r, it in per.items()}
+        for (side, per), run in zip(streams.items(), (run_a, run_b))
     }
     if digest_positions is not None:
         streams = narrowed(streams, digest_positions)
@@ -399,9 +399,15 @@ def unrecorded_loss_from(meta) -> dict:
     return out
 
 
-def _from_step(unrecorded: dict, rank) -> int | None:
-    steps = [s for key, s in unrecorded.items() if key is None or key == rank]
+def loss_unrecorded_from_step(meta, rank) -> int | None:
+    """The first step from which the recorder marked `rank`'s loss unrecorded (unrecorded_loss_from), or None."""
+    steps = [s for key, s in unrecorded_loss_from(meta).items() if key is None or key == rank]
     return min(steps) if steps else None
+
+
+def loss_placeholder(record: dict, meta, rank) -> bool:
+    """The record's loss is the recorder's placeholder for a loss it marked unrecorded (placeholders_dropped)."""
+    return next(placeholders_dropped([record], loss_unrecorded_from_step(meta, rank))).get("loss", 0) is None
 
 
 def placeholders_dropped(records: Iterable[dict], from_step: int | None) -> Iterator[dict]:
