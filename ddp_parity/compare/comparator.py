@@ -128,9 +128,9 @@ class Comparison:
     @property
     def params_digested(self) -> bool:
         """Both sides recorded the parameter digest at every step compared (record(..., model=model))."""
-        # every compared step has a loss; the samples are counted only where they could be compared
-        digests, steps = self.quantities.get("param_digest"), self.quantities.get("loss")
-        return bool(digests and steps and digests.compared > 0 and digests.compared == steps.compared)
+        # every compared rank-step counted (a loss the recorder left unrecorded is compared at none of them)
+        digests, steps = self.quantities.get("param_digest"), self.walk.rank_steps_compared if self.walk else 0
+        return bool(digests and steps and digests.compared > 0 and digests.compared == steps)
 
     @property
     def consumed_and_ended_alike(self) -> bool:

@@ -10,6 +10,7 @@ unless a tolerance is given: then |a - b| <= atol + rtol * |b| (b is the second 
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -276,6 +277,10 @@ class WalkResult:
     # reduced in place for logging, before backward): {quantity, step, rank, a, b, side, how}
     reduced_in_place: dict | None = None
     steps_equal_before: int = 0  # lock-step positions that matched on every rank before the first divergence
+    rank_steps_compared: int = 0  # rank-steps whose two records were compared (both present, the same step number)
+    # side -> the quantities its recorder marked unrecorded (meta.json `unrecorded`) whose placeholders the walk left
+    # out: never compared, never a health check's evidence
+    placeholders: dict = field(default_factory=lambda: {"a": [], "b": []})
     last_equal_step: int | None = None
     problems: list = field(default_factory=list)
     unreadable: list = field(default_factory=list)
@@ -357,6 +362,11 @@ def walk_runs(
     batch_inputs.py), so the samples are compared only where indices were recorded."""
     unreadable: list = []
     streams = {"a": trace_streams(run_a, tolerant, unreadable), "b": trace_streams(run_b, tolerant, unreadable)}
+    unrecorded = {side: unrecorded_loss_from(run.meta) for side, run in (("a", run_a), ("b", run_b))}
+    streams = {
+        side: {r: placeholders_dropped(it, loss_unrecorded_from_step(run.meta, r)) for r, it in per.items()}
+        for (side, per), run in zip(streams.items(), (run_a, run_b))
+    }
     if digest_positions is not None:
         streams = narrowed(streams, digest_positions)
     if exact_only:
@@ -366,7 +376,52 @@ def walk_runs(
     names = {"a": run_a.name, "b": run_b.name}
     result = walk_streams(streams, criterion, names=names, sketches=sketches, norm_orders_apart=norm_orders_apart)
     result.unreadable = unreadable
+    result.placeholders = {side: ["loss"] if unrecorded[side] else [] for side in ("a", "b")}
     return result
+
+
+UNRECORDED_FROM = re.compile(r"^from step (\d+)\b")
+
+
+def unrecorded_loss_from(meta) -> dict:
+    """rank (None: every rank) -> the first step from which the run's recorder marked the loss unrecorded (meta.json
+    `unrecorded`, {what: "loss", why: "from step N: ...", rank}: the hooks saw no backward before the optimizer step
+    and wrote a NaN in its place); {} where it marked none."""
+    items = meta.get("unrecorded") if isinstance(meta, dict) else None
+    out: dict = {}
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or item.get("what") != "loss":
+            continue
+        found = UNRECORDED_FROM.match(str(item.get("why", "")))
+        step = int(found.group(1)) if found else 0  # no step said: every step may hold the placeholder
+        rank = item.get("rank") if isinstance(item.get("rank"), int) else None
+        out[rank] = min(step, out.get(rank, step))
+    return out
+
+
+def loss_unrecorded_from_step(meta, rank) -> int | None:
+    """The first step from which the recorder marked `rank`'s loss unrecorded (unrecorded_loss_from), or None."""
+    steps = [s for key, s in unrecorded_loss_from(meta).items() if key is None or key == rank]
+    return min(steps) if steps else None
+
+
+def loss_placeholder(record: dict, meta, rank) -> bool:
+    """The record's loss is the recorder's placeholder for a loss it marked unrecorded (placeholders_dropped)."""
+    return next(placeholders_dropped([record], loss_unrecorded_from_step(meta, rank))).get("loss", 0) is None
+
+
+def placeholders_dropped(records: Iterable[dict], from_step: int | None) -> Iterator[dict]:
+    """A rank's records with the recorder's placeholder for an unrecorded loss (NaN, from the step its note names)
+    made None: nothing recorded, so nothing compared, nothing learned from it (a NaN there is no value the
+    training reached). A number recorded at such a step (a later step with a backward) is kept."""
+    if from_step is None:
+        yield from records
+        return
+    for rec in records:
+        loss = rec.get("loss")
+        if isinstance(loss, float) and loss != loss and isinstance(rec.get("step"), int) and rec["step"] >= from_step:
+            rec = {**rec, "loss": None}
+        yield rec
 
 
 def walk_streams(
@@ -407,7 +462,7 @@ def walk_streams(
                 if rec is None:
                     continue
                 counts[r] = counts.get(r, 0) + 1
-                sums[side].add(position, rec["step"], rec["loss"])
+                sums[side].add(position, rec["step"], math.nan if rec["loss"] is None else rec["loss"])
                 time_s = rec.pop("time_s", None)  # wall time: summarised, never compared
                 if r == timed_rank and time_s is not None:
                     times[side].append(time_s)
@@ -433,6 +488,7 @@ def walk_streams(
                         "position": position,
                     }
                 continue
+            result.rank_steps_compared += 1
             if fast and ra == rb and not _has_zero(ra):  # every field bitwise equal (a NaN never is ==)
                 equal_counts["samples"] += 1
                 for name in STEP_QUANTITIES[2:]:
@@ -774,11 +830,12 @@ def _has_zero(rec: dict) -> bool:
 
 def _learn(facts: SideFacts, rec: dict, rank) -> None:
     loss, grad = rec["loss"], rec.get("grad_norm")
-    facts.losses += 1
-    if facts.first_loss is None:
-        facts.first_loss = loss
-    elif not facts.loss_changes and not identical(loss, facts.first_loss):
-        facts.loss_changes = True
+    if loss is not None:  # None: a placeholder of a loss the recorder could not take, no record of one
+        facts.losses += 1
+        if facts.first_loss is None:
+            facts.first_loss = loss
+        elif not facts.loss_changes and not identical(loss, facts.first_loss):
+            facts.loss_changes = True
     if grad is not None:
         facts.grad_norms += 1
         facts.nonzero_grad_norms += grad != 0

@@ -14,11 +14,14 @@ generator before the first step (as an RL loop samples its rollout's actions bef
 between the steps, and what was drawn before step 1 reaches only the loss.
 With --no-shuffle its loader keeps the data's order (the iterator still draws its base seed); with
 --label-smoothing X its loss smooths the labels (a loss function built otherwise, as class weights left out).
+With --grads-by-hand it sets its gradients itself (torch.autograd.grad, assigned to each parameter's .grad, as a
+meta-learning loop does): no backward runs, so the hooks record no loss (meta.json `unrecorded`).
 With --ddp it trains its model under DistributedDataParallel in a process group of one rank (so that the hooks'
 module watch, which follows the model DDP holds, sees its calls).
 
     python tests/hooks_programs/seed_loop.py [--reseed] [--seed-twice] [--seed-first N] [--loss-times K]
-        [--peek-val] [--draw-weights] [--no-shuffle] [--label-smoothing X] [--ddp] [--seed N] [--lr LR] [--evals K]
+        [--peek-val] [--draw-weights] [--no-shuffle] [--label-smoothing X] [--grads-by-hand] [--ddp] [--seed N]
+        [--lr LR] [--evals K]
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ def main() -> None:
     p.add_argument("--draw-weights", action="store_true")
     p.add_argument("--no-shuffle", action="store_true")
     p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--grads-by-hand", action="store_true")
     p.add_argument("--ddp", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.1)
@@ -92,7 +96,12 @@ def main() -> None:
             w = weights[(step - 1) * 4 : step * 4]
             loss = args.loss_times * (w * nn.functional.cross_entropy(model(x), y, reduction="none")).mean()
         optimizer.zero_grad()
-        loss.backward()
+        if args.grads_by_hand:  # no backward: the gradients computed and set by the loop itself
+            params = list(model.parameters())
+            for param, grad in zip(params, torch.autograd.grad(loss, params)):
+                param.grad = grad
+        else:
+            loss.backward()
         optimizer.step()
         print(f"step {step} loss {loss.item():.8f}", flush=True)
         for _ in range(args.evals if step == 2 else 0):  # each iterator draws its base seed from the global generator

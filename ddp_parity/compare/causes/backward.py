@@ -19,11 +19,14 @@ from ddp_parity.compare.causes.base import (
     finding,
     float32_ulps,
     fmt,
+    loss_unrecorded_at,
     max_relative,
     nonzero,
     ratio_of,
     recording,
+    same_loss_words,
     same_param_sets,
+    samples_equal_at,
 )
 from ddp_parity.compare.causes.forward import (
     LATER_FACTOR,
@@ -381,10 +384,10 @@ def check_zeroed_for_validation(ctx: Context) -> Finding | None:
     if zeroed:
         evidence["grads_held_at_evaluation"] = ctx.both(*(sorted(held[s])[0] for s in ("a", "b")))
     facts = (
-        f"At step {f['step']} rank {f['rank']} consumed the same {counts[0]} micro-batches and computed the same loss "
-        f"on both sides, but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on "
-        f"{ctx.names[1]}); the step's micro-batches span a validation ({' and '.join(validated)} validated at step "
-        f"{f['step'] - 1}, after the step before)."
+        f"At step {f['step']} rank {f['rank']} consumed the same {counts[0]} micro-batches and "
+        f"{same_loss_words(ctx, f['rank'], f['step'])}, but the gradient norm differs ({f['a']!r} on "
+        f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}); the step's micro-batches span a validation "
+        f"({' and '.join(validated)} validated at step {f['step'] - 1}, after the step before)."
     )
     if zeroed:
         facts += (
@@ -524,8 +527,8 @@ def check_grad_norm(ctx: Context) -> Finding | None:
             return reduction_order_finding(ctx, f, evidence, "gradient norm")
     ratio = ratio_of(f["a"], f["b"])
     facts = (
-        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} and computed the same "
-        "loss on both sides, "
+        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} and "
+        f"{same_loss_words(ctx, f['rank'], f['step'])}, "
         f"but the gradient norm differs ({f['a']!r} on {ctx.names[0]} vs {f['b']!r} on {ctx.names[1]})."
     )
     one_side = _clipped_on_one_side(ctx, f, evidence, facts)
@@ -750,11 +753,29 @@ def _norm_of_side(ctx: Context, side: str, f: dict):
     return relations.norm_of(f[side], layers.get("names") or [], column, maxabs, l1)
 
 
+def _same_inputs_words(ctx: Context, rank, step) -> str:
+    """ "the same parameters, samples and losses" as far as the step's records compared them: samples compared
+    nowhere and a loss the recorder left unrecorded are named as not compared, never said the same."""
+    same, unsaid = ["parameters"], []
+    if samples_equal_at(ctx, rank, step):
+        same.append("samples")
+    else:
+        why = consumed_words(ctx, rank, step).removeprefix("consumed samples the records do not compare (")
+        unsaid.append(f"the samples, {why.removesuffix(')')}")
+    unrecorded = loss_unrecorded_at(ctx, rank, step)
+    if unrecorded:
+        unsaid.append(f"the losses, the recorder marked them unrecorded on {' and '.join(unrecorded)}")
+    else:
+        same.append("losses")
+    said = "the same " + (", ".join(same[:-1]) + " and " + same[-1] if len(same) > 1 else same[0])
+    return said + (f" (not compared: {'; '.join(unsaid)})" if unsaid else "")
+
+
 def reduction_order_finding(ctx: Context, f: dict, evidence: dict, what: str) -> Finding:
     order_a, order_b = param_order(ctx.meta("a").get("optimizer")), param_order(ctx.meta("b").get("optimizer"))
     facts = (
         f"The {what} differs by {evidence.get('ulps')} ulp(s) from step {f['step']} on ({fmt(f['a'])} vs "
-        f"{fmt(f['b'])}), with the same parameters, samples and losses: the same parameters were summed in "
+        f"{fmt(f['b'])}), with {_same_inputs_words(ctx, f['rank'], f['step'])}: the same parameters were summed in "
         "another order."
     )
     if order_a and order_b:

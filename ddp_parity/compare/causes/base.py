@@ -19,7 +19,15 @@ from ddp_parity.compare import evidence as recorded_evidence
 from ddp_parity.compare.batch_inputs import NOT_COMPARABLE
 from ddp_parity.compare.causes.configuration import changes_only_rounding, config_differences, flatten
 from ddp_parity.compare.findings import Finding
-from ddp_parity.compare.walk import comparable_samples, float32_ulps, next_quantity_apart, records_of, sample_key, short
+from ddp_parity.compare.walk import (
+    comparable_samples,
+    float32_ulps,
+    loss_placeholder,
+    next_quantity_apart,
+    records_of,
+    sample_key,
+    short,
+)
 
 FEW_ULPS = 16  # "a few ulps": a reduction order, not a different computation
 
@@ -308,11 +316,30 @@ def consumed_words(ctx: Context, rank, step) -> str:
     return f"consumed samples the records do not compare ({'; '.join(said) or 'a side recorded no indices'})"
 
 
+def loss_unrecorded_at(ctx: Context, rank, step) -> list[str]:
+    """The sides (labels) whose loss at `step` on `rank` is the recorder's placeholder for a loss it marked
+    unrecorded (meta.json `unrecorded`): no loss was recorded there, so none is the same or apart."""
+    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
+    if pair is None:
+        return []
+    return [ctx.label(s) for s, rec in zip("ab", pair) if loss_placeholder(rec, ctx.meta(s), rank)]
+
+
+def same_loss_words(ctx: Context, rank, step, same: str = "computed the same loss on both sides") -> str:
+    """`same` where both sides recorded the step's loss, else that it was not compared and why: a loss the recorder
+    left unrecorded is never said to be the same."""
+    unrecorded = loss_unrecorded_at(ctx, rank, step)
+    if not unrecorded:
+        return same
+    return f"its loss was not compared (the recorder marked it unrecorded on {' and '.join(unrecorded)})"
+
+
 def samples_said(ctx: Context) -> str:
     """'the samples at every step' where every rank-step's samples were compared (and so found equal), else ''."""
     quantities = getattr(ctx.cmp, "quantities", {}) or {}
-    samples, loss = quantities.get("samples"), quantities.get("loss")
-    if samples is None or not samples.compared or (loss is not None and samples.compared < loss.compared):
+    samples, walk = quantities.get("samples"), getattr(ctx.cmp, "walk", None)
+    steps = getattr(walk, "rank_steps_compared", 0)
+    if samples is None or not samples.compared or samples.compared < steps:
         return ""
     return "the samples at every step"
 

@@ -586,9 +586,10 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
         if unrecorded and sorted(hooked) == sorted(unrecorded):  # the hooks compare the setup they saw instead
             configuration = "the setup the hooks saw (optimizer as built, samplers, seeds, clipping)"
         also, evaluated = _validation_said(ctx)
+        matched, unmatched = _step_quantities_said(ctx)
         facts = (
-            f"No divergence: {configuration}, initial weights and all {n} steps (samples, loss, gradient norm, "
-            f"learning rate, parameter digest) match on every rank, and so do {also}.{evaluated}"
+            f"No divergence: {configuration}, initial weights and all {n} steps{matched} match on every rank, and so "
+            f"do {also}.{unmatched}{evaluated}"
         )
         return finding(ctx, EQUIVALENT, None, None, evidence, facts + _left_out(ctx))
     also, evaluated = _validation_said(ctx)
@@ -597,6 +598,44 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
         f"({setup_differs.category}; see the warning).{evaluated}"
     )
     return replace(finding(ctx, EQUIVALENT, None, None, {"steps_compared": n}, facts), setup_differs=setup_differs)
+
+
+STEP_QUANTITY_WORDS = {
+    "samples": "samples",
+    "loss": "loss",
+    "grad_norm": "gradient norm",
+    "lr": "learning rate",
+    "param_digest": "parameter digest",
+}
+
+
+def _step_quantities_said(ctx: Context) -> tuple[str, str]:
+    """What the EQUIVALENT line says the steps matched in: (" (the quantities compared at every rank-step)", a
+    sentence naming those compared at fewer or none, and why where the recorder said so). A quantity compared nowhere
+    (a loss the recorder marked unrecorded, samples neither side recorded) is never said to match."""
+    walk = ctx.walk
+    steps = getattr(walk, "rank_steps_compared", 0) if walk is not None else 0
+    if walk is None or not steps:
+        return "", ""
+    quantities, placeholders = getattr(walk, "quantities", {}) or {}, getattr(walk, "placeholders", {}) or {}
+    counts = {name: quantities[name].compared for name in STEP_QUANTITY_WORDS if name in quantities}
+    every = [STEP_QUANTITY_WORDS[name] for name, k in counts.items() if k >= steps]
+    some = [f"{STEP_QUANTITY_WORDS[name]} at {k} of {steps}" for name, k in counts.items() if 0 < k < steps]
+    none = [name for name, k in counts.items() if k == 0]
+    marked = {name: [ctx.label(s) for s in ("a", "b") if name in placeholders.get(s, ())] for name in none}
+    said = []
+    if some:
+        said.append(f"Compared at fewer of the {steps} rank-steps: {', '.join(some)}.")
+    if none:
+        why = [
+            f"{STEP_QUANTITY_WORDS[name]} (the recorder marked it unrecorded on {' and '.join(marked[name])})"
+            if marked[name]
+            else f"{STEP_QUANTITY_WORDS[name]} (no step recorded on both sides)"
+            for name in none
+        ]
+        said.append(f" Not compared at any step, so not said to match: {', '.join(why)}.")
+    matched = f" ({', '.join(every)})" if every else ""
+    return matched, (" " + " ".join(x.strip() for x in said)) if said else ""
 
 
 def _validation_said(ctx: Context) -> tuple[str, str]:

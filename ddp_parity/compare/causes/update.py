@@ -25,6 +25,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     nonzero,
     recording,
+    same_loss_words,
     same_param_sets,
     samples_equal_at,
 )
@@ -995,16 +996,22 @@ def check_param_digest(ctx: Context) -> Finding | None:
         return None
     ulps = max((float32_ulps_or_far(x, y) for x, y in zip(f["a"], f["b"])), default=None)
     evidence = {"param_digest": ctx.both(f["a"], f["b"]), "ulps": ulps}
+    loss = same_loss_words(ctx, f["rank"], f["step"], same="")  # "": the loss recorded on both sides
+    with_same = (
+        f"with the same gradient norm and learning rate ({loss})"
+        if loss
+        else "with the same loss, gradient norm and learning rate"
+    )
     facts = (
-        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} with the same loss, "
-        "gradient norm and "
-        f"learning rate, yet the parameters after the step differ (param_digest {fmt(f['a'])} vs {fmt(f['b'])})."
+        f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} {with_same}, "
+        f"yet the parameters after the step differ (param_digest {fmt(f['a'])} vs {fmt(f['b'])})."
     )
     if f.get("layers_apart"):  # the walk read the layers' sketches apart under an equal digest (walk.py)
         ulps = evidence["ulps"] = None
         facts = (
-            f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} with the same loss, "
-            "every parameter's gradient norm and the same learning rate, yet the parameters after the step differ: a "
+            f"At step {f['step']} rank {f['rank']} {consumed_words(ctx, f['rank'], f['step'])} with the same "
+            f"{'' if loss else 'loss, '}every parameter's gradient norm and the same learning rate"
+            f"{f' ({loss})' if loss else ''}, yet the parameters after the step differ: a "
             f"layer's sketch after it differs (the param_digest of the first and last tensors, {fmt(f['a'])}, is "
             "equal)."
         )
