@@ -61,7 +61,10 @@ def test_every_sampler_setting_that_parts_the_samples_is_named_beside_the_seed(r
     d = _diagnosis(runs, "base", "port")
     assert (d["kind"], d["step"], d["rank"]) == ("sampler_seed", 1, 0), (d["kind"], d["explanation"])
     said = d["explanation"]
-    assert "seeded differently (base: seed 0, port: seed 5)" in said, said
+    headline = (
+        "differ in seed (base: seed 0, port: seed 5) and the epoch of step 1's pass (base: epoch 0, port: epoch 1)"
+    )
+    assert f"{headline}, so they order the dataset otherwise" in said.split(". ")[0], said  # the headline
     assert "drew its order at epoch 0 on base and at epoch 1 on port" in said, said
     assert d["evidence"]["sampler_order_apart"] == {
         "seed": {"base": 0, "port": 5},

@@ -201,7 +201,7 @@ def order_facts(ctx: Context, found: SamplerOrder, rank, step) -> str:
             )
         else:
             words.append(f"{k} is {_value(a)} on {na} and {_value(b)} on {nb}")
-    facts = f" The samplers differ in more than the seed: {_listed(words)}." if words else ""
+    facts = f" Beside the seed: {_listed(words)}." if words else ""
     rec = found.recomputed
     if rec is None:
         if len(found.needed) > 1:
@@ -232,6 +232,21 @@ def order_facts(ctx: Context, found: SamplerOrder, rank, step) -> str:
         said = _listed([f"{k} ({_value(found.apart[k][0])} vs {_value(found.apart[k][1])})" for k in idle])
         facts += f" Made equal, {said} would change none of these indices."
     return facts
+
+
+def order_headline(ctx: Context, found: SamplerOrder, step) -> str:
+    """The settings that part the step's indices, each side by side: "seed (raw: seed 0, lightning: seed 12345) and
+    the epoch of step 1's pass (raw: epoch 1, lightning: epoch 0)"."""
+    na, nb = ctx.names
+    words = []
+    for k in found.needed:
+        a, b = found.apart[k]
+        if k in ("seed", "epoch"):
+            what = "seed" if k == "seed" else f"the epoch of step {step}'s pass"
+            words.append(f"{what} ({na}: {k} {a}, {nb}: {k} {b})")
+        else:
+            words.append(f"{k} ({na}: {_value(a)}, {nb}: {_value(b)})")
+    return _listed(words)
 
 
 def order_fix(ctx: Context, found: SamplerOrder, step) -> list[str]:

@@ -38,6 +38,7 @@ from ddp_parity.compare.causes.sampler_order import (
     order_evidence,
     order_facts,
     order_fix,
+    order_headline,
     order_settings,
     sampler_order,
 )
@@ -671,17 +672,18 @@ def _sampler_seed(ctx: Context, seeds: tuple, seed, recorded_alike: dict | None)
     common = sorted(set(seeds[0]) & set(seeds[1]))
     rank = f["rank"] if f else next((r for r in common if seeds[0][r] != seeds[1][r]), None)
     order = sampler_order(ctx, f["rank"], f["step"]) if f else None
-    if _seeds_differ(*seeds):
+    if order is not None and order.needed and order.needed != ["seed"]:  # more than the seed parts the samples
+        facts = (
+            f"The DistributedSamplers differ in {order_headline(ctx, order, f['step'])}, so they order the dataset "
+            f"otherwise: the samples differ from step {f['step']} on (rank {f['rank']})."
+        )
+    elif _seeds_differ(*seeds):
         r0 = rank if rank in common else common[0]
         facts = (
             f"The DistributedSamplers are seeded differently ({ctx.names[0]}: seed {seeds[0][r0]}, "
-            f"{ctx.names[1]}: seed {seeds[1][r0]})"
+            f"{ctx.names[1]}: seed {seeds[1][r0]}), so they shuffle the dataset into different permutations"
         )
-        if order is not None and order.seed_idle:  # recomputed: the other settings alone part the indices
-            facts += f", and the samples differ from step {f['step']} on (rank {f['rank']}), though not by the seed."
-        else:
-            facts += ", so they shuffle the dataset into different permutations"
-            facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
+        facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
     else:
         facts = "The global seed differs, and with it the sampler's shuffle"
         facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
