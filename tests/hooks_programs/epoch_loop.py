@@ -7,7 +7,12 @@ Lightning sets every loader's). It knows nothing of any recorder. --epoch-batche
     K            each of the loop's epochs takes K batches from a new iterator, set_epoch(epoch) before it
                  (Lightning's fit loop with limit_train_batches=K): dropped with batches left where K < 6
 
-    python tests/hooks_programs/epoch_loop.py [--steps 8] [--epoch-batches K]
+--sampler-seed, --first-epoch (the epoch set_epoch is given first, a script counting from 1), --drop-last (the
+training sampler's; one replica: it drops nothing), --batch-size and --seeds (how often torch.manual_seed(0) is
+called, the same value each time, as Lightning seeds again) build the loop as a port might build it otherwise.
+
+    python tests/hooks_programs/epoch_loop.py [--steps 8] [--epoch-batches K] [--sampler-seed 0] [--first-epoch 0]
+        [--drop-last] [--batch-size 4] [--seeds 1]
 
 It prints each step's loss.
 """
@@ -25,17 +30,26 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--epoch-batches", type=int, default=0)
+    p.add_argument("--sampler-seed", type=int, default=0)
+    p.add_argument("--first-epoch", type=int, default=0)
+    p.add_argument("--drop-last", action="store_true")
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--seeds", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(1)
-    torch.manual_seed(0)
+    for _ in range(args.seeds):
+        torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(24, 6, generator=g), torch.randint(0, 3, (24,), generator=g))
-    sampler = DistributedSampler(data, num_replicas=1, rank=0, shuffle=True, seed=0)
-    loader = DataLoader(data, batch_size=4, sampler=sampler)  # 6 batches a pass
+    sampler = DistributedSampler(
+        data, num_replicas=1, rank=0, shuffle=True, seed=args.sampler_seed, drop_last=args.drop_last
+    )
+    loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)  # 6 batches a pass of 4
     evaluation = DistributedSampler(data, num_replicas=1, rank=0, shuffle=False)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step, (x, y) in enumerate(_batches(loader, sampler, evaluation, args.epoch_batches, args.steps), 1):
+    batches = _batches(loader, sampler, evaluation, args.epoch_batches, args.steps, args.first_epoch)
+    for step, (x, y) in enumerate(batches, 1):
         loss = nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -43,11 +57,12 @@ def main() -> None:
         print(f"step {step} loss {loss.item():.8f}", flush=True)
 
 
-def _batches(loader, sampler, evaluation, epoch_batches: int, steps: int):
-    """`steps` batches: from iterators kept until they run out (epoch_batches 0), or epoch_batches from each."""
-    passes, taken = 0, 0
-    sampler.set_epoch(0)
-    evaluation.set_epoch(0)
+def _batches(loader, sampler, evaluation, epoch_batches: int, steps: int, first_epoch: int = 0):
+    """`steps` batches: from iterators kept until they run out (epoch_batches 0), or epoch_batches from each; the
+    samplers' epochs counted from `first_epoch`."""
+    passes, taken = first_epoch, 0
+    sampler.set_epoch(first_epoch)
+    evaluation.set_epoch(first_epoch)
     batches = iter(loader)
     while taken < steps:
         if epoch_batches and taken and taken % epoch_batches == 0:  # the loop's epoch ends: a new iterator

@@ -162,7 +162,8 @@ def sampler_seeds(meta: dict) -> dict:
 def seeds_beside(ctx: Context) -> str:
     """A sentence for a finding of another number of samples per step: the seeds that differ as well (the
     samplers', the global ones per rank), said as facts to compare again once the steps take as much, never as
-    the cause; "" where none differs or none was recorded."""
+    the cause; a global seed set again with the same value on one side said as that, never as seeds that differ;
+    "" where none differs or none was recorded."""
     na, nb = ctx.names
     parts = []
     samplers = sampler_seeds(ctx.meta("a")), sampler_seeds(ctx.meta("b"))
@@ -170,12 +171,34 @@ def seeds_beside(ctx: Context) -> str:
     if apart:
         r = apart[0]
         parts.append(f"the DistributedSamplers' seeds (rank {r}: {na} {samplers[0][r]}, {nb} {samplers[1][r]})")
-    by_rank = seeds_by_rank(ctx)
-    if by_rank and any(pair[0] != pair[1] for pair in by_rank.values()):
-        parts.append(f"the global seeds ({seeds_per_rank_words(ctx, by_rank)})")
-    if not parts:
-        return ""
+    by_rank = seeds_by_rank(ctx) or {}
+    other = {r: pair for r, pair in by_rank.items() if other_values(pair)}
+    again = {r: pair for r, pair in by_rank.items() if pair[0] != pair[1] and not other_values(pair)}
+    if other:
+        parts.append(f"the global seeds ({seeds_per_rank_words(ctx, other)})")
+    said = ""
+    if parts:
+        said = (
+            f" The seeds differ as well: {' and '.join(parts)}; a seed cannot be judged while the steps take other "
+            "numbers of samples: compare again once they take as many."
+        )
+    if again:
+        said += reseeded_words(ctx, again)
+    return said
+
+
+def reseeded_words(ctx: Context, again: dict) -> str:
+    """The ranks whose global seeds hold the same values on both sides, set more often on one (a re-seed): said as
+    the same seed set again, never as seeds that differ."""
+    na, nb = ctx.names
+    more = {"a" if len(pair[0]) > len(pair[1]) else "b" for pair in again.values()}
+    side = ctx.label(more.pop()) if len(more) == 1 else "one side"
+    shown = {str(pair) for pair in again.values()}
+    if len(shown) == 1:
+        pair = next(iter(again.values()))
+        ranks = f"rank(s) {', '.join(map(str, again))}: {na} seeded {pair[0]}, {nb} {pair[1]}"
+    else:
+        ranks = "; ".join(f"rank {r}: {na} seeded {pair[0]}, {nb} {pair[1]}" for r, pair in again.items())
     return (
-        f" The seeds differ as well: {' and '.join(parts)}; a seed cannot be judged while the steps take other "
-        "numbers of samples: compare again once they take as many."
+        f" The global generator was seeded again with the same value on {side} ({ranks}): the same seed, set once more."
     )

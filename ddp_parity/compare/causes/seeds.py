@@ -34,6 +34,14 @@ from ddp_parity.compare.causes.hooked import (
 )
 from ddp_parity.compare.causes.implicated import before_any_update
 from ddp_parity.compare.causes.initial_state import init_finding
+from ddp_parity.compare.causes.sampler_order import (
+    order_evidence,
+    order_facts,
+    order_fix,
+    order_headline,
+    order_settings,
+    sampler_order,
+)
 from ddp_parity.compare.causes.samples import (
     feeding_iterator,
     sampler_differences,
@@ -663,15 +671,27 @@ def _sampler_seed(ctx: Context, seeds: tuple, seed, recorded_alike: dict | None)
         evidence["indices"] = ctx.both(f["a"], f["b"])
     common = sorted(set(seeds[0]) & set(seeds[1]))
     rank = f["rank"] if f else next((r for r in common if seeds[0][r] != seeds[1][r]), None)
-    if _seeds_differ(*seeds):
+    order = sampler_order(ctx, f["rank"], f["step"]) if f else None
+    if order is not None and order.needed and order.needed != ["seed"]:  # more than the seed parts the samples
+        facts = (
+            f"The DistributedSamplers differ in {order_headline(ctx, order, f['step'])}, so they order the dataset "
+            f"otherwise: the samples differ from step {f['step']} on (rank {f['rank']})."
+        )
+    elif _seeds_differ(*seeds):
         r0 = rank if rank in common else common[0]
         facts = (
             f"The DistributedSamplers are seeded differently ({ctx.names[0]}: seed {seeds[0][r0]}, "
             f"{ctx.names[1]}: seed {seeds[1][r0]}), so they shuffle the dataset into different permutations"
         )
+        facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
     else:
         facts = "The global seed differs, and with it the sampler's shuffle"
-    facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
+        facts += f": the samples differ from step {f['step']} on (rank {f['rank']})." if f else "."
+    if order is not None:  # the other settings the order is a function of, each one apart named beside the seed
+        facts += order_facts(ctx, order, f["rank"], f["step"])
+        evidence.update(order_evidence(ctx, order))
+    if f:
+        facts += _loop_epochs_beside(ctx, f, order)
     if seed is not None:
         facts += f" seed_everything resolves to {fmt(seed[0])} on {ctx.names[0]} and {fmt(seed[1])} on {ctx.names[1]}."
     how = PIN_AND_SEED_SAMPLER
@@ -695,7 +715,31 @@ def _sampler_seed(ctx: Context, seeds: tuple, seed, recorded_alike: dict | None)
         how = SEED_SAMPLER_PER_RANK.format(side=ctx.label(per_rank[0]), value=per_rank[1])
     global_differs = seed is not None or recorded_alike is None and seeds_by_rank(ctx) is not None
     facts += initial_weights_words(ctx, seed_differs=global_differs, acted_on=None if global_differs else "the data")
+    if order is not None:  # the fix covers every setting that parts the indices, and the seed only where it does
+        clauses = order_fix(ctx, order, f["step"])
+        if order.seed_idle and clauses:
+            how = clauses[0][0].upper() + clauses[0][1:]
+            clauses = clauses[1:]
+        if clauses:
+            how += "; and " + "; and ".join(clauses)
     return finding(ctx, SAMPLER_SEED, f["step"] if f else None, rank, evidence, facts, how=how)
+
+
+def _loop_epochs_beside(ctx: Context, f: dict, order) -> str:
+    """Where the records of the parting step carry other epochs (each loop's own count) and the samplers' epochs
+    were not found apart, both said: the samplers' epoch alike where recorded so, unrecorded where not."""
+    epochs = f.get("epoch"), f.get("epoch_b")
+    if "epoch_b" not in f or epochs[0] == epochs[1] or (order is not None and "epoch" in order.apart):
+        return ""
+    na, nb = ctx.names
+    said = f" {na} records step {f['step']} in epoch {epochs[0]} and {nb} in epoch {epochs[1]} (each loop's own count)"
+    recorded = [order_settings(ctx, s, f["rank"], f["step"]).get("epoch") for s in ("a", "b")]
+    if all(isinstance(e, int) for e in recorded):
+        return said + f", while the samplers drew the step's pass at epoch {recorded[0]} on both sides."
+    return said + (
+        "; the samplers' own epochs were not recorded on both sides: a set_epoch given another value would part "
+        "the samples as well."
+    )
 
 
 def _seeded_per_rank(ctx: Context, seeds: tuple) -> tuple[str, object] | None:
@@ -739,7 +783,12 @@ SAMPLER_SEED = Cause(
     fix="{how}.",
     doc="The DistributedSamplers are seeded differently (LightningCLI's `seed_everything: true`): other "
     "samples from step 1, as many per step on both sides. Where the hooks recorded the same global seeds on every "
-    "rank, the advice seeds the samplers only; the initial weights are said only as their recorded digests say.",
+    "rank, the advice seeds the samplers only; the initial weights are said only as their recorded digests say. "
+    "Every other setting the order is a function of (the epoch the step's pass drew at, shuffle, drop_last, "
+    "num_replicas, rank) recorded apart is named beside the seed; where the records allow (torch's "
+    "DistributedSampler on both sides, one dataset length giving each side exactly its recorded indices) the order "
+    "is recomputed to say which of them part the step's indices, and the fix covers those, none that changes "
+    "nothing.",
 )
 CONFIG_SEED = Cause(
     "config.seed",
