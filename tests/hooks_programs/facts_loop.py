@@ -18,6 +18,7 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --lr-by-hand WHEN   sets the lr by hand (a warm-up of 2 steps, then halved each step; the StepLR never
                         stepped) from its step count: "before" each optimizer.step(), from the steps done, or
                         "after" it, from the count advanced (the first step runs at the lr the SGD was built with)
+    --scheduler-never-stepped builds the StepLR as always but never calls its step(): the lr stays 0.1
 
 It prints each step's loss.
 """
@@ -52,6 +53,7 @@ def main() -> None:
     p.add_argument("--resume")
     p.add_argument("--restore", default="model,optimizer,scheduler,rng")
     p.add_argument("--lr-by-hand", choices=("before", "after"))
+    p.add_argument("--scheduler-never-stepped", action="store_true")
     p.add_argument("--seed-twice", action="store_true")
     p.add_argument("--data-seed", type=int, default=1)
     p.add_argument("--odd-save")
@@ -106,7 +108,7 @@ def main() -> None:
         optimizer.step()
         if args.lr_by_hand == "after":
             set_rate(optimizer, step)
-        elif args.lr_by_hand is None:
+        elif args.lr_by_hand is None and not args.scheduler_never_stepped:
             scheduler.step()
         print(f"step {step} loss {loss.item():.8f}", flush=True)
         if step == args.eval_left_on:  # an evaluation that leaves the model in eval mode (no model.train() after)
