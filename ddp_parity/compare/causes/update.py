@@ -350,6 +350,11 @@ def check_lr(ctx: Context) -> Finding | None:
         # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
         shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
+    if shape == "":  # one side's rate never moves while the other's does: what that proves comes before a ratio,
+        # which is then the other side's rates over a constant (a base rate scaled would part them at every step)
+        constant = _constant_lr_finding(ctx, f, evidence, pairs, steps, la, lb)
+        if constant is not None:
+            return constant
     relation = factor_of(ctx, "lr", f["rank"]) if shape in ("factor", "") else None
     if relation is not None and shape == "" and (relation.first != f["step"] or relation.last <= relation.first):
         relation = None  # a whole factor only where the rates part, held at a step after it too
@@ -739,7 +744,10 @@ OPTIMIZER_LR = Cause(
     "steps are recorded equal), or at step 1 alone where one side's rate there is the lr its optimizer was built "
     "with (recorded by the hooks) and the other's is not: that side sets the rate after optimizer.step() instead of "
     "before it; one side's rate never moving while the other's changes (its schedule never stepped, "
-    "or stepped per epoch where no epoch boundary tells); the same schedule (or warm-up) k times as long on one side, "
+    "or stepped per epoch where no epoch boundary tells; where the hooks saw that side build a scheduler and step it "
+    "never, that scheduler, with the mechanisms its loop leaves open: Lightning's default interval 'epoch', manual "
+    "optimization, a scheduler not returned from configure_optimizers, a call left out; read before a ratio of the "
+    "two rates, which is then no base rate); the same schedule (or warm-up) k times as long on one side, "
     "k named by every recorded count it equals; else the schedule's length in steps (#2643). Where neither side "
     "stepped a scheduler, the rate is said set by hand.",
 )
@@ -773,10 +781,104 @@ def _constant_lr_finding(ctx: Context, f: dict, evidence: dict, pairs: list, ste
         f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {relation.sentence[:-1]}; {relation.value!r} is "
         f"{_constant_rate_is(ctx, side, relation.value)}."
     )
-    key, said = _never_stepped_or_how(ctx, f["rank"], pairs, side, other)
     evidence.update(lr_relation="constant_side", constant_side=relation.side, relation=relation.to_json())
+    built = _built_never_stepped(ctx, f["rank"], pairs, side, other)
+    if built is not None:  # the hooks saw that side build a scheduler and never step it
+        said, why, fix, classes = built
+        evidence["schedulers_never_stepped"] = {relation.side: classes}
+        return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts + said, why=why, fix=fix)
+    key, said = _never_stepped_or_how(ctx, f["rank"], pairs, side, other)
     why, fix = (words.format(side=relation.side, other=relation.other) for words in LR_SHAPE_WORDS[key])
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts + said, why=why, fix=fix)
+
+
+def _built_never_stepped(ctx: Context, rank, pairs: list, side: str, other: str) -> tuple | None:
+    """(facts, why, fix, the classes) where `side`, whose rate never moves, built a torch scheduler (the hooks'
+    `schedulers`) and recorded no scheduler.step() call before any step compared (the hooks count every call): the
+    scheduler holds the rate it set when built. The mechanisms named are those its loop leaves open: on a Lightning
+    side (the hooks' `lightning_loop`), manual optimization where it was recorded, else the default interval 'epoch'
+    (where no epoch boundary among the steps rules it out) and a scheduler not returned from configure_optimizers;
+    on a loop of its own, the call left out (or made once per epoch, where no boundary rules that out). None where
+    the counts or the schedulers are unrecorded, or the side stepped one."""
+    rows = recorded_counts(ctx, rank)
+    if not rows:
+        return None
+    calls = {s: sum(r[1 if s == "a" else 2] for r in rows) for s in ("a", "b")}
+    facts = read_hook_facts(ctx.run(side), rank)
+    classes = [str(item.get("class")) for item in fact_items(facts, "schedulers") if item.get("class")]
+    if calls[side] or not classes:
+        return None
+    one = len(classes) == 1
+    built = f"a {classes[0]}" if one else f"{len(classes)} schedulers ({', '.join(classes)})"
+    said = (
+        f" {ctx.label(side)} built {built} and never stepped {'it' if one else 'them'} (the hooks' schedulers; no "
+        f"scheduler.step() call recorded before any of these steps)"
+    )
+    if calls[other]:
+        said += (
+            f". The scheduler.step() calls recorded: none on {ctx.label(side)}, {calls[other]} on {ctx.label(other)}."
+        )
+    else:
+        said += (
+            f"; {ctx.label(other)} stepped no torch scheduler either: its rate moves by hand or by a scheduler that is "
+            "not torch's."
+        )
+    own = [pair[0 if side == "a" else 1].get("epoch") for pair in pairs]
+    crossed = all(isinstance(e, int) for e in own) and len(set(own)) > 1  # 0 calls across an epoch boundary
+    per_epoch_open = not crossed and _per_epoch_refuted(pairs, 0 if other == "a" else 1) is None
+    if not per_epoch_open:
+        said += " An epoch boundary lies among these steps: it is not stepped per epoch either."
+    loop = next(iter(fact_items(facts, "lightning_loop")), None)
+    names = {"side": ctx.label(side), "other": ctx.label(other), "built": built}
+    if isinstance(loop, dict) and loop.get("automatic_optimization") is False:
+        how = BUILT_NEVER_STEPPED["manual"]
+    elif isinstance(loop, dict):
+        how = BUILT_NEVER_STEPPED["lightning" if per_epoch_open else "lightning_not_per_epoch"]
+    else:
+        how = BUILT_NEVER_STEPPED["loop" if per_epoch_open else "loop_not_per_epoch"]
+    why = BUILT_NEVER_STEPPED_WHY + " " + how[0]
+    fix = BUILT_NEVER_STEPPED_FIX + how[1]
+    return said, why.format(**names), fix.format(**names), classes
+
+
+BUILT_NEVER_STEPPED_WHY = (
+    "A torch scheduler sets the rate when it is built and again only when its step() is called: {side}'s holds the "
+    "rate it started at because its step() never ran, while {other}'s rate moves per optimizer step."
+)
+BUILT_NEVER_STEPPED_FIX = (
+    "On {side}, step the scheduler once per optimizer step, after optimizer.step(), as {other}'s rate moves: "
+)
+# the mechanisms that leave a built scheduler unstepped, by what the side's records leave open: (why, how to fix)
+BUILT_NEVER_STEPPED = {
+    "manual": (
+        "{side} trains under Lightning's manual optimization (automatic_optimization = False, recorded), where "
+        "Lightning steps no scheduler: the training_step must step it (self.lr_schedulers().step()), and did not.",
+        "call self.lr_schedulers().step() after each opt.step() in training_step.",
+    ),
+    "lightning": (
+        "On Lightning this is a scheduler returned from configure_optimizers with the default interval 'epoch', "
+        "stepped at an epoch's end that these steps never reach (one epoch, or the one endless epoch of an iterable "
+        "loader), or one built but not returned from configure_optimizers (Lightning steps only those it is given); "
+        "a run over an epoch boundary tells them apart.",
+        "return it from configure_optimizers with interval 'step' ({{'optimizer': optimizer, 'lr_scheduler': "
+        "{{'scheduler': scheduler, 'interval': 'step'}}}}).",
+    ),
+    "lightning_not_per_epoch": (
+        "On Lightning this is a scheduler built but not returned from configure_optimizers (Lightning steps only "
+        "those it is given; one returned with the default interval 'epoch' would have stepped at the epoch boundary).",
+        "return it from configure_optimizers with interval 'step' ({{'optimizer': optimizer, 'lr_scheduler': "
+        "{{'scheduler': scheduler, 'interval': 'step'}}}}).",
+    ),
+    "loop": (
+        "In a loop of its own, its scheduler.step() is never called (left out, or under a condition never met), or "
+        "called once per epoch where these steps lie within one epoch; a run over an epoch boundary tells them apart.",
+        "call scheduler.step() there.",
+    ),
+    "loop_not_per_epoch": (
+        "In a loop of its own, its scheduler.step() is never called (left out, or under a condition never met).",
+        "call scheduler.step() there.",
+    ),
+}
 
 
 def _constant_rate_is(ctx: Context, side: str, value: float) -> str:
