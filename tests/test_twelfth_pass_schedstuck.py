@@ -10,7 +10,8 @@ optimization, a scheduler not returned from configure_optimizers) and never a fa
 
 On the tests' own loop (tests/hooks_programs/facts_loop.py under `ddp-parity record`'s hooks): its StepLR (halving
 every 2 steps) stepped after each optimizer.step(), built and never stepped (--scheduler-never-stepped), or left
-unstepped while the rate is set by hand (--lr-by-hand before)."""
+unstepped while the rate is set by hand (--lr-by-hand before), or stepped once after its last step (--scheduler-at-end,
+as a scheduler stepped at an epoch's end)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,15 @@ from ddp_parity import compare_traces
 from ddp_parity.hooks import recording_env
 
 FACTS_LOOP = REPO / "tests" / "hooks_programs" / "facts_loop.py"
-RUNS = {"stepped": [], "stuck": ["--scheduler-never-stepped"], "byhand": ["--lr-by-hand", "before"]}
+RUNS = {
+    "stepped": [],
+    "stuck": ["--scheduler-never-stepped"],
+    "byhand": ["--lr-by-hand", "before"],
+    "atend": ["--scheduler-at-end"],
+}
 FACTOR_WORDS = ("base rate", " × ", "factor")
 
-pytestmark = pytest.mark.slow  # three recorded runs of a one-process loop: a few seconds each on a busy box
+pytestmark = pytest.mark.slow  # four recorded runs of a one-process loop: a few seconds each on a busy box
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +61,7 @@ def test_a_scheduler_never_stepped_is_named_where_the_rates_part_not_another_bas
     d = _diagnosis(runs["stepped"], runs["stuck"])
     assert d["step"] == 3, (d["step"], d["explanation"])
     assert d["evidence"]["lr_relation"] == "constant_side" and d["evidence"]["constant_side"] == "stuck", d["evidence"]
-    assert d["evidence"]["schedulers_never_stepped"] == {"stuck": ["StepLR"]}, d["evidence"]
+    assert d["evidence"]["schedulers_not_stepped"] == {"stuck": ["StepLR"]}, d["evidence"]
     text = d["explanation"]
     assert "stuck's lr is 0.1 at every one of the 6 steps both recorded (1..6)" in text, text
     assert "stuck built a StepLR and never stepped it" in text, text
@@ -69,7 +75,7 @@ def test_a_scheduler_built_and_never_stepped_beside_a_rate_set_by_hand_is_named_
     scheduler.step(), yet stuck's rate is held by the scheduler it built and never stepped (the llm.c shape)."""
     d = _diagnosis(runs["byhand"], runs["stuck"])
     assert d["evidence"]["constant_side"] == "stuck", d["evidence"]
-    assert d["evidence"]["schedulers_never_stepped"] == {"stuck": ["StepLR"]}, d["evidence"]
+    assert d["evidence"]["schedulers_not_stepped"] == {"stuck": ["StepLR"]}, d["evidence"]
     text = d["explanation"]
     assert "stuck built a StepLR and never stepped it" in text, text
     assert "byhand stepped no torch scheduler either: its rate moves by hand" in text, text
@@ -96,3 +102,13 @@ def test_on_a_lightning_side_the_mechanisms_that_fit_its_loop_are_named(runs, tm
     d = _diagnosis(runs["stepped"], manual)
     assert "manual optimization" in d["explanation"] and "interval 'epoch'" not in d["explanation"], d["explanation"]
     assert "self.lr_schedulers()" in d["advice"], d["advice"]
+
+
+def test_a_scheduler_stepped_only_after_the_last_step_is_said_stepped_at_the_end_not_never(runs):
+    """atend steps its StepLR once, after its 6th step: no call before any step compared, one the hooks saw after."""
+    d = _diagnosis(runs["stepped"], runs["atend"])
+    assert d["evidence"]["schedulers_not_stepped"] == {"atend": ["StepLR"]}, d["evidence"]
+    text = d["explanation"]
+    assert "atend built a StepLR and stepped it only after the last of these steps (after step 6" in text, text
+    assert "never stepped it" not in text and "called at the end alone (after step 6: once per epoch" in text, text
+    assert d["advice"].startswith("On atend, step the scheduler once per optimizer step"), d["advice"]
