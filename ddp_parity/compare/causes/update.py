@@ -743,11 +743,12 @@ OPTIMIZER_LR = Cause(
     "steps only (equal around each: a rate set by hand there, a warm-up's bound off by one, where the scheduler "
     "steps are recorded equal), or at step 1 alone where one side's rate there is the lr its optimizer was built "
     "with (recorded by the hooks) and the other's is not: that side sets the rate after optimizer.step() instead of "
-    "before it; one side's rate never moving while the other's changes (its schedule never stepped, "
-    "or stepped per epoch where no epoch boundary tells; where the hooks saw that side build a scheduler and step it "
-    "never (or only after the last step compared: at an epoch's end), that scheduler, with the mechanisms its loop leaves open: Lightning's default interval 'epoch', manual "
-    "optimization, a scheduler not returned from configure_optimizers, a call left out; read before a ratio of the "
-    "two rates, which is then no base rate); the same schedule (or warm-up) k times as long on one side, "
+    "before it; one side's rate never moving while the other's changes (its schedule never stepped, or stepped per "
+    "epoch where no epoch boundary tells; where the hooks saw that side build a scheduler and step it never, or only "
+    "after the last step compared (at an epoch's end), that scheduler, with the mechanisms its loop leaves open: "
+    "Lightning's default interval 'epoch', manual optimization, a scheduler not returned from configure_optimizers, "
+    "a call left out; read before a ratio of the two rates, which is then no base rate); the same schedule (or "
+    "warm-up) k times as long on one side, "
     "k named by every recorded count it equals; else the schedule's length in steps (#2643). Where neither side "
     "stepped a scheduler, the rate is said set by hand.",
 )
