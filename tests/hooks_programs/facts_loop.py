@@ -18,6 +18,8 @@ draws by hand. It knows nothing of any recorder. Each flag changes one fact:
     --lr-by-hand WHEN   sets the lr by hand (a warm-up of 2 steps, then halved each step; the StepLR never
                         stepped) from its step count: "before" each optimizer.step(), from the steps done, or
                         "after" it, from the count advanced (the first step runs at the lr the SGD was built with)
+    --scheduler-never-stepped builds the StepLR as always but never calls its step(): the lr stays 0.1
+    --scheduler-at-end  steps the StepLR once, after its last step (as at an epoch's end), never per step
 
 It prints each step's loss.
 """
@@ -52,6 +54,8 @@ def main() -> None:
     p.add_argument("--resume")
     p.add_argument("--restore", default="model,optimizer,scheduler,rng")
     p.add_argument("--lr-by-hand", choices=("before", "after"))
+    p.add_argument("--scheduler-never-stepped", action="store_true")
+    p.add_argument("--scheduler-at-end", action="store_true")
     p.add_argument("--seed-twice", action="store_true")
     p.add_argument("--data-seed", type=int, default=1)
     p.add_argument("--odd-save")
@@ -106,13 +110,15 @@ def main() -> None:
         optimizer.step()
         if args.lr_by_hand == "after":
             set_rate(optimizer, step)
-        elif args.lr_by_hand is None:
+        elif args.lr_by_hand is None and not (args.scheduler_never_stepped or args.scheduler_at_end):
             scheduler.step()
         print(f"step {step} loss {loss.item():.8f}", flush=True)
         if step == args.eval_left_on:  # an evaluation that leaves the model in eval mode (no model.train() after)
             model.eval()
             with torch.no_grad():
                 model(torch.zeros(2, 6))
+    if args.scheduler_at_end:
+        scheduler.step()
     if args.save:
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
         torch.save({**state, "rng": torch.get_rng_state(), "step": start + args.steps}, args.save)

@@ -351,6 +351,11 @@ def check_lr(ctx: Context) -> Finding | None:
         # the stepping is recorded equal: "stepped another number of times" (or per epoch) is ruled out
         shape = "decay_counted" if shape == "decay" else ""
     evidence["lr_relation"] = shape
+    if shape == "":  # one side's rate never moves while the other's does: what that proves comes before a ratio,
+        # which is then the other side's rates over a constant (a base rate scaled would part them at every step)
+        constant = _constant_lr_finding(ctx, f, evidence, pairs, steps, la, lb)
+        if constant is not None:
+            return constant
     relation = factor_of(ctx, "lr", f["rank"]) if shape in ("factor", "") else None
     if relation is not None and shape == "" and (relation.first != f["step"] or relation.last <= relation.first):
         relation = None  # a whole factor only where the rates part, held at a step after it too
@@ -739,8 +744,12 @@ OPTIMIZER_LR = Cause(
     "steps only (equal around each: a rate set by hand there, a warm-up's bound off by one, where the scheduler "
     "steps are recorded equal), or at step 1 alone where one side's rate there is the lr its optimizer was built "
     "with (recorded by the hooks) and the other's is not: that side sets the rate after optimizer.step() instead of "
-    "before it; one side's rate never moving while the other's changes (its schedule never stepped, "
-    "or stepped per epoch where no epoch boundary tells); the same schedule (or warm-up) k times as long on one side, "
+    "before it; one side's rate never moving while the other's changes (its schedule never stepped, or stepped per "
+    "epoch where no epoch boundary tells; where the hooks saw that side build a scheduler and step it never, or only "
+    "after the last step compared (at an epoch's end), that scheduler, with the mechanisms its loop leaves open: "
+    "Lightning's default interval 'epoch', manual optimization, a scheduler not returned from configure_optimizers, "
+    "a call left out; read before a ratio of the two rates, which is then no base rate); the same schedule (or "
+    "warm-up) k times as long on one side, "
     "k named by every recorded count it equals; else the schedule's length in steps (#2643). Where neither side "
     "stepped a scheduler, the rate is said set by hand.",
 )
@@ -774,10 +783,143 @@ def _constant_lr_finding(ctx: Context, f: dict, evidence: dict, pairs: list, ste
         f"{ctx.names[0]} vs {f['b']!r} on {ctx.names[1]}): {relation.sentence[:-1]}; {relation.value!r} is "
         f"{_constant_rate_is(ctx, side, relation.value)}."
     )
-    key, said = _never_stepped_or_how(ctx, f["rank"], pairs, side, other)
     evidence.update(lr_relation="constant_side", constant_side=relation.side, relation=relation.to_json())
+    built = _built_never_stepped(ctx, f["rank"], pairs, side, other)
+    if built is not None:  # the hooks saw that side build a scheduler and never step it
+        said, why, fix, classes = built
+        evidence["schedulers_not_stepped"] = {relation.side: classes}  # before any step compared
+        return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts + said, why=why, fix=fix)
+    key, said = _never_stepped_or_how(ctx, f["rank"], pairs, side, other)
     why, fix = (words.format(side=relation.side, other=relation.other) for words in LR_SHAPE_WORDS[key])
     return finding(ctx, OPTIMIZER_LR, f["step"], f["rank"], evidence, facts + said, why=why, fix=fix)
+
+
+def _built_never_stepped(ctx: Context, rank, pairs: list, side: str, other: str) -> tuple | None:
+    """(facts, why, fix, the classes) where `side`, whose rate never moves, built a torch scheduler (the hooks'
+    `schedulers`) and recorded no scheduler.step() call before any step compared (the hooks count every call): the
+    scheduler holds the rate it set when built. Where the hooks saw it stepped after the last of those steps only (their
+    `scheduler_steps`), it is stepped at an epoch's end, once per epoch. The mechanisms named are those the side's loop
+    leaves open: on a Lightning side (the hooks' `lightning_loop`), manual optimization where it was recorded, else the
+    default interval 'epoch' (where no epoch boundary among the steps rules it out) and a scheduler not returned from
+    configure_optimizers; on a loop of its own, the call left out (or made once per epoch, where no boundary rules that
+    out). None where the counts or the schedulers are unrecorded, or the side stepped one before a step compared."""
+    rows = recorded_counts(ctx, rank)
+    if not rows:
+        return None
+    calls = {s: sum(r[1 if s == "a" else 2] for r in rows) for s in ("a", "b")}
+    facts = read_hook_facts(ctx.run(side), rank)
+    classes = [str(item.get("class")) for item in fact_items(facts, "schedulers") if item.get("class")]
+    if calls[side] or not classes:
+        return None
+    last = rows[-1][0]
+    after = _scheduler_steps_after(facts, last)
+    one = len(classes) == 1
+    built = f"a {classes[0]}" if one else f"{len(classes)} schedulers ({', '.join(classes)})"
+    if after:
+        said = (
+            f" {ctx.label(side)} built {built} and stepped {'it' if one else 'them'} only after the last of these "
+            f"steps (after step {relations.steps_in_words(after)}: the hooks' scheduler_steps), never before any of "
+            "them"
+        )
+    else:
+        said = (
+            f" {ctx.label(side)} built {built} and never stepped {'it' if one else 'them'} (the hooks' schedulers; no "
+            "scheduler.step() call recorded before any of these steps)"
+        )
+    if calls[other]:
+        said += (
+            f". The scheduler.step() calls recorded: none on {ctx.label(side)}, {calls[other]} on {ctx.label(other)}."
+        )
+    else:
+        said += (
+            f"; {ctx.label(other)} stepped no torch scheduler either: its rate moves by hand or by a scheduler that is "
+            "not torch's."
+        )
+    own = [pair[0 if side == "a" else 1].get("epoch") for pair in pairs]
+    crossed = all(isinstance(e, int) for e in own) and len(set(own)) > 1  # 0 calls across an epoch boundary
+    per_epoch_open = not crossed and _per_epoch_refuted(pairs, 0 if other == "a" else 1) is None
+    if not per_epoch_open:
+        said += " An epoch boundary lies among these steps: it is not stepped per epoch either."
+    loop = next(iter(fact_items(facts, "lightning_loop")), None)
+    kind = "loop" if not isinstance(loop, dict) else "manual" if loop.get("automatic_optimization") is False else ""
+    kind = kind or "lightning"
+    if after and per_epoch_open:  # stepped at the end alone: once per epoch (or after the training)
+        kind += "_at_end"
+    elif kind != "manual" and not per_epoch_open:
+        kind += "_not_per_epoch"
+    why, fix = BUILT_NEVER_STEPPED[kind]
+    names = {"side": ctx.label(side), "other": ctx.label(other), "after": relations.steps_in_words(after)}
+    why, fix = BUILT_NEVER_STEPPED_WHY + " " + why, BUILT_NEVER_STEPPED_FIX + fix
+    return said, why.format(**names), fix.format(**names), classes
+
+
+def _scheduler_steps_after(facts: dict, last: int) -> list[int]:
+    """The optimizer steps done when a scheduler.step() ran after step `last` (the hooks' scheduler_steps)."""
+    runs = facts.get("scheduler_steps")
+    entries = runs.values() if isinstance(runs, dict) else []
+    done = [x for e in entries if isinstance(e, dict) for x in e.get("after_step") or [] if isinstance(x, int)]
+    return sorted({x for x in done if x >= last})
+
+
+BUILT_NEVER_STEPPED_WHY = (
+    "A torch scheduler sets the rate when it is built and again only when its step() is called: {side}'s holds the "
+    "rate it started at because its step() did not run before any of these steps, while {other}'s rate moves."
+)
+BUILT_NEVER_STEPPED_FIX = (
+    "On {side}, step the scheduler once per optimizer step, after optimizer.step(), as {other}'s rate moves: "
+)
+# the mechanisms that leave a built scheduler unstepped over the steps compared, by what the side's records leave open
+# (its loop, an epoch boundary among the steps, a step() seen after the last of them): (why, how to fix)
+LIGHTNING_STEP_INTERVAL = (
+    "return it from configure_optimizers with interval 'step' ({{'optimizer': optimizer, 'lr_scheduler': "
+    "{{'scheduler': scheduler, 'interval': 'step'}}}})."
+)
+MANUAL_STEP = "call self.lr_schedulers().step() after each opt.step() in training_step."
+BUILT_NEVER_STEPPED = {
+    "manual": (
+        "{side} trains under Lightning's manual optimization (automatic_optimization = False, recorded), where "
+        "Lightning steps no scheduler: the training_step must step it (self.lr_schedulers().step()), and did not.",
+        MANUAL_STEP,
+    ),
+    "manual_at_end": (
+        "{side} trains under Lightning's manual optimization (automatic_optimization = False, recorded), where "
+        "Lightning steps no scheduler: the module steps it itself, once at an epoch's end (after step {after}), not "
+        "after each opt.step().",
+        MANUAL_STEP,
+    ),
+    "lightning": (
+        "On Lightning this is a scheduler returned from configure_optimizers with the default interval 'epoch', "
+        "stepped at an epoch's end that these steps never reach (one epoch, or the one endless epoch of an iterable "
+        "loader), or one built but not returned from configure_optimizers (Lightning steps only those it is given); "
+        "a run over an epoch boundary tells them apart.",
+        LIGHTNING_STEP_INTERVAL,
+    ),
+    "lightning_not_per_epoch": (
+        "On Lightning this is a scheduler built but not returned from configure_optimizers (Lightning steps only "
+        "those it is given; one returned with the default interval 'epoch' would have stepped at the epoch boundary).",
+        LIGHTNING_STEP_INTERVAL,
+    ),
+    "lightning_at_end": (
+        "On Lightning this is a schedule stepped once per epoch, at the end of the epoch these steps lie in: a "
+        "scheduler returned from configure_optimizers with the default interval 'epoch', or a step() the module calls "
+        "at an epoch's (or the training's) end.",
+        LIGHTNING_STEP_INTERVAL,
+    ),
+    "loop": (
+        "In a loop of its own, its scheduler.step() is never called (left out, or under a condition never met), or "
+        "called once per epoch where these steps lie within one epoch; a run over an epoch boundary tells them apart.",
+        "call scheduler.step() there.",
+    ),
+    "loop_not_per_epoch": (
+        "In a loop of its own, its scheduler.step() is never called (left out, or under a condition never met).",
+        "call scheduler.step() there.",
+    ),
+    "loop_at_end": (
+        "In a loop of its own, its scheduler.step() is called at the end alone (after step {after}: once per epoch, "
+        "at the end of the epoch these steps lie in, or after the training), not per optimizer step.",
+        "call scheduler.step() there, not at the epoch's end.",
+    ),
+}
 
 
 def _constant_rate_is(ctx: Context, side: str, value: float) -> str:
