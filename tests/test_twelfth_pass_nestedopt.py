@@ -17,13 +17,73 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from conftest import recorded_once
+from torch.optim import optimizer as torch_optimizer
 
 from ddp_parity import compare_traces
 from ddp_parity.compare.collectives import made_by_program
+from ddp_parity.hooks import optimizer as optimizer_hooks
+from ddp_parity.hooks import rng, state
 from ddp_parity.trace import read_records
 
 GATHERED = ("loss", "batch_digest", "micro_batches", "loss_divisors", "clip_max_norm", "clip_params", "grad_sync")
+
+
+class Wrapping(torch.optim.Optimizer):
+    """A wrapper of one's own (Lookahead-like): its step() steps an inner SGD, then raises when told to."""
+
+    def __init__(self, params, seen: list):
+        params = list(params)
+        super().__init__(params, {"lr": 0.1})
+        self.inner = torch.optim.SGD(params, lr=0.1)
+        self.seen, self.fail = seen, False
+
+    def step(self, closure=None):
+        self.inner.step()
+        self.seen.append(len(state.current.roots))  # what the step gathered, after the inner step
+        if self.fail:
+            raise RuntimeError("the wrapper's step failed")
+
+
+def test_a_step_inside_another_is_part_of_it_and_a_step_that_raised_leaves_none_open(tmp_path):
+    """In one process, the hooks' own step hooks on a recording with no recorder: the wrapper's step is the step
+    and the inner SGD's steps inside it neither count nor empty what the step gathered; after a wrapper step that
+    raised (its post-hook never ran), another optimizer's step is that optimizer's, not one inside the wrapper's."""
+    weight = torch.nn.Parameter(torch.ones(3))
+    seen: list = []
+    wrapping, other = Wrapping([weight], seen), torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.1)
+    live = state.Recording(tmp_path, "guest")
+    live.optimizer = wrapping  # the counted optimizer, as the first step would set it (no recorder started here)
+    handles = [
+        torch_optimizer.register_optimizer_step_pre_hook(optimizer_hooks._pre_step),
+        torch_optimizer.register_optimizer_step_post_hook(optimizer_hooks._post_step),
+    ]
+    kept, state.current, armed = state.current, live, bool(rng._armed)
+    try:
+        weight.grad = torch.ones(3)
+        live.roots = [torch.tensor(2.0)]  # a backward's loss, gathered for the step
+        wrapping.step()
+        assert seen == [1] and live.steps == 1
+        assert live.facts["nested_optimizer_steps"] == {"SGD": 1} and "other_optimizers" not in live.facts
+        wrapping.fail = True
+        with pytest.raises(RuntimeError):
+            wrapping.step()
+        assert live.steps == 1  # a step that raised is not taken
+        other.step()
+        assert live.facts["other_optimizers"]["None"]["steps"] == 1  # not one inside the wrapper's failed step
+        assert live.facts["nested_optimizer_steps"] == {"SGD": 2}
+        wrapping.fail = False
+        live.roots = [torch.tensor(3.0)]
+        wrapping.step()
+        assert seen == [1, 0, 1] and live.steps == 2 and live.facts["nested_optimizer_steps"] == {"SGD": 3}
+        assert not live.unrecorded, live.unrecorded
+    finally:
+        state.current = kept
+        for handle in handles:
+            handle.remove()
+        if not armed:
+            rng.disarm()  # the post-hook armed the next step's digests: a forward hook of this process's torch
 
 
 @pytest.fixture(scope="module")
