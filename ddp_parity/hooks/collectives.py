@@ -2,7 +2,7 @@
 reduce, reduce_scatter, all_gather_into_tensor, reduce_scatter_tensor, all_to_all and
 all_to_all_single the program (or a library it calls: Lightning's metric sync) makes, with its op,
 reduce op, dtype and shape, whether it was given the gradients, the module that called it (past
-torch's own frames), and a
+torch's own frames, but for torch's code that makes collectives of its own: torch.distributed.optim's), and a
 digest of its result after the op (a CPU tensor of at most DIGEST_LIMIT elements, synchronous calls).
 
 DDP's own bucket reductions go through the process group's C++ API and are not seen; neither are
@@ -65,12 +65,20 @@ def _wrapped(name: str, original, parameters: list[str]):
     return collective
 
 
+# torch's code that makes collectives of its own, whoever called it: ZeroRedundancyOptimizer's broadcasts of the
+# parameters after its step, a model averager's or Join's all_reduces
+MAKERS = ("torch.distributed.optim", "torch.distributed.algorithms")
+
+
 def _caller(frame) -> str | None:
-    """The module that called the collective, past torch's own frames (torch.distributed.nn's
-    differentiable all_gather is the program's call)."""
+    """The module that made the collective: past torch's own frames (torch.distributed.nn's differentiable
+    all_gather is the program's call), except torch's code that makes collectives of its own (MAKERS), named
+    itself whether the program or a library called it."""
     for _ in range(16):
         name = frame.f_globals.get("__name__") if frame is not None else None
         if frame is None or not (name == "torch" or str(name).startswith("torch.")):
+            return name
+        if any(name == maker or name.startswith(maker + ".") for maker in MAKERS):
             return name
         frame = frame.f_back
     return name

@@ -7,6 +7,11 @@ gradients' total norm — is taken right before the update: in the step pre-hook
 is given a closure (Lightning's `optimizer.step(closure)`: forward, backward and clipping run inside
 the step), right after the closure returns. What the step left — the parameter digest and each
 layer's sketch — is taken in the post-hook, before a scheduler or zero_grad() runs.
+
+An optimizer stepped inside another's step (ZeroRedundancyOptimizer steps its shard's AdamW inside its own step,
+a Lookahead or SWA wrapper its inner optimizer) is part of that step: the outermost step is the one counted, and
+what the step gathered (loss, batches, clipping, rng) stays with it; the inner steps are counted by class only
+(`nested_optimizer_steps`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import sys
 
 import torch
 from torch.optim import optimizer as torch_optimizer
@@ -67,6 +73,9 @@ def _pre_step(optimizer, args, kwargs):
     live = recording()
     if live is None:
         return None
+    if _enter(live, optimizer, sys._getframe(1)):
+        _note_nested_step(live, optimizer)
+        return None
     if live.optimizer is None:
         _first_step(live, optimizer)
         if live.standing_down:
@@ -75,6 +84,42 @@ def _pre_step(optimizer, args, kwargs):
         _note_other_step(live, optimizer)
         return None
     return _before_update(live, optimizer, args, kwargs)
+
+
+@guarded("the optimizer steps in progress")
+def _enter(live, optimizer, frame) -> bool:
+    """Note a step starting (its frame: torch's step wrapper, which calls the hooks); True when it starts inside
+    another optimizer's step still running. A step that raised never ran its post-hook: one is in progress only while
+    its frame is among those that called this one."""
+    running = set()
+    caller = frame
+    while caller is not None:
+        running.add(id(caller))
+        caller = caller.f_back
+    stack = [(o, f) for o, f in getattr(live.local, "stepping", ()) if id(f) in running]
+    inside = bool(stack)
+    stack.append((optimizer, frame))
+    live.local.stepping = stack
+    return inside
+
+
+@guarded("the optimizer steps in progress")
+def _leave(live, optimizer) -> bool:
+    """Note a step ended; True when it ran inside another optimizer's step (see _enter)."""
+    stack = getattr(live.local, "stepping", None) or []
+    at = next((i for i in range(len(stack) - 1, -1, -1) if stack[i][0] is optimizer), None)
+    if at is None:
+        return False
+    live.local.stepping = stack[:at]
+    return at > 0
+
+
+@guarded("another optimizer's steps")
+def _note_nested_step(live, optimizer) -> None:
+    """An optimizer stepped inside another's step (ZeroRedundancyOptimizer's shard's optimizer): counted by class."""
+    nested = live.facts.setdefault("nested_optimizer_steps", {})
+    name = type(optimizer).__name__
+    nested[name] = nested.get(name, 0) + 1
 
 
 @guarded("the start of the recording")
@@ -155,8 +200,10 @@ def _hyperparameters(group: dict) -> dict:
 
 def _post_step(optimizer, args, kwargs) -> None:
     live = recording()
-    if live is None or live.optimizer is None:
+    if live is None:
         return
+    if _leave(live, optimizer) or live.optimizer is None:
+        return  # a step inside another's: part of that step, which its own post-hook records
     if optimizer is not live.optimizer:
         _after_other_step(live)
         return
