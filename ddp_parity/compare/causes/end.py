@@ -699,7 +699,8 @@ def _split_said(split, names) -> str:
     return (
         f" {split['count']} evaluation(s) ran as many forwards on the two sides but were recorded in other pieces "
         f"(after step {split.get('step')} on rank {split.get('rank')}: forwards per record {pa} on {names[0]}, {pb} "
-        f"on {names[1]}; hooks of an older version wrote a record per run of one module's forwards), so their "
+        f"on {names[1]}: one module's forwards in several records, as hooks before 2026-12-08 wrote them where another "
+        "part of the model ran between, or where other work ended a record), so their "
         "outputs' digests could not be compared."
     )
 
