@@ -130,6 +130,7 @@ def evaluation_differences(run_a, run_b, names) -> list[dict]:
             if not any(unseen[1 if any(evaluations[0].values()) else 0].values()):  # else it ran where none was seen
                 out.append(_copy_on_one_side(evaluations, names))
             continue
+        evaluations = _grouped_by_rank(evaluations[0]), _grouped_by_rank(evaluations[1])
         for rank in sorted(set(evaluations[0]) | set(evaluations[1])):
             for said in _differences(evaluations[0].get(rank, []), evaluations[1].get(rank, []), names, role):
                 _add_evidence(said, (run_a, run_b), rank, evaluations, names)
@@ -274,15 +275,25 @@ def evaluation_summary(run_a, run_b) -> dict | None:
     loops = loop_forwards((run_a, run_b), seen)
     seen = _less(seen[0], loops[0]), _less(seen[1], loops[1])
     compared = equal = 0
-    first = unlike = None
+    first = unlike = split = None
+    alone: list[dict] = [{}, {}]  # per side {module: evaluations}: a part recorded apart at a point on one side only
     for role in (MODEL, COPY):
-        by_role = _of_role(seen[0], role), _of_role(seen[1], role)
+        by_role = _grouped_by_rank(_of_role(seen[0], role)), _grouped_by_rank(_of_role(seen[1], role))
         for rank in sorted(set(by_role[0]) & set(by_role[1])):
-            for ra, rb in _paired_by_point(by_role[0][rank], by_role[1][rank]):
+            for ga, gb in _paired_by_point(by_role[0][rank], by_role[1][rank]):
+                for side, modules in enumerate(_parts_one_side(ga, gb)):
+                    for module in modules:
+                        alone[side][module] = alone[side].get(module, 0) + 1
+                ra, rb = like_with_like(ga, gb)
                 if ra.get("forwards") != rb.get("forwards"):  # other work recorded as one: unlike, not compared
                     unlike = unlike or {"count": 0, "step": ra["step"], "rank": rank, "forwards": []}
                     unlike["count"] += 1
                     unlike["forwards"] = unlike["forwards"] or [ra.get("forwards"), rb.get("forwards")]
+                    continue
+                if ra.get("pieces") != rb.get("pieces"):  # as many forwards, digested in other pieces: not comparable
+                    split = split or {"count": 0, "step": ra["step"], "rank": rank, "pieces": []}
+                    split["count"] += 1
+                    split["pieces"] = split["pieces"] or [ra.get("pieces"), rb.get("pieces")]
                     continue
                 compared += 1
                 same = _same_outputs_of(ra, rb)
@@ -296,9 +307,14 @@ def evaluation_summary(run_a, run_b) -> dict | None:
         "max_abs": None,
         "max_rel": None,
         "first_divergence": first,
-        "recorded": [_count(found) - _count(loop) for found, loop in zip(everything, loops)],
-        "unseen": [_count(found) - _count(kept) - _count(loop) for found, kept, loop in zip(everything, seen, loops)],
+        "recorded": [_evaluations_in(found) - _evaluations_in(loop) for found, loop in zip(everything, loops)],
+        "unseen": [
+            _evaluations_in(found) - _evaluations_in(kept) - _evaluations_in(loop)
+            for found, kept, loop in zip(everything, seen, loops)
+        ],
         "unlike": unlike,
+        "split": split,
+        "parts_one_side": alone,
         "in_step": [_count(found) - _count(kept) for found, kept in zip(read, everything)],
         "in_loop": _loop_summary(loops),
     }
@@ -317,6 +333,81 @@ def _loop_summary(loops) -> dict:
 
 def _count(found: dict[int, list[dict]]) -> int:
     return sum(len(records) for records in found.values())
+
+
+def _evaluations_in(found: dict[int, list[dict]]) -> int:
+    """How many evaluations the records make, each role's records grouped per point (`grouped`)."""
+    return sum(len(grouped(_of_role({0: records}, role)[0])) for records in found.values() for role in (MODEL, COPY))
+
+
+# ---------------------------------------------------------------------------------------------
+# one evaluation per point: the records the hooks wrote for it, whatever parts of the model ran
+
+
+def grouped(records: list[dict]) -> list[dict]:
+    """A rank's records of one role as evaluations: the records that follow each other at one point (step,
+    micro-batch) in one mode are one evaluation, however many modules they name and whatever the grad mode (an
+    evaluation in eval() with gradients on that calls a part of the model on its own, a head outside the wrapper, is
+    recorded by the hooks as forwards of each; older hooks wrote a record per run of one module's forwards). Each
+    evaluation is its first record's fields with `parts`: the records it holds, in order."""
+    out: list[dict] = []
+    for record in records:
+        last = out[-1] if out else None
+        if last is not None and _point(last) == _point(record) and last.get("training") == record.get("training"):
+            last["parts"].append(record)
+            continue
+        out.append({**record, "parts": [record]})
+    return out
+
+
+def _grouped_by_rank(found: dict[int, list[dict]]) -> dict[int, list[dict]]:
+    return {rank: grouped(records) for rank, records in found.items()}
+
+
+def _by_module(evaluation: dict) -> dict[str, list[dict]]:
+    """{module: its records in the evaluation}, in the order each module first ran."""
+    out: dict[str, list[dict]] = {}
+    for part in evaluation.get("parts") or [evaluation]:
+        out.setdefault(str(part.get("module")), []).append(part)
+    return out
+
+
+def _parts_one_side(ga: dict, gb: dict) -> tuple[list[str], list[str]]:
+    """The modules one side's evaluation at a point ran apart that the other's did not, where both share another:
+    a part of the model called on its own (a head outside the wrapper) on one side, inside the forward recorded on
+    the other, where the hooks record no forward of it apart."""
+    ma, mb = _by_module(ga), _by_module(gb)
+    if not set(ma) & set(mb):
+        return [], []
+    return [m for m in ma if m not in mb], [m for m in mb if m not in ma]
+
+
+def like_with_like(ga: dict, gb: dict) -> tuple[dict, dict]:
+    """Two evaluations at one point reduced to what both recorded: the forwards of the modules both ran (all of each
+    where they share none: one module each, named otherwise), each side as one record with those forwards summed,
+    their digests in order (`output_digest`) and the forwards each record held (`pieces`): the same forwards digested
+    in other pieces (one record of two forwards against two of one) give digests that cannot be compared."""
+    ma, mb = _by_module(ga), _by_module(gb)
+    shared = [m for m in ma if m in mb]
+    chosen = (
+        ([ma[m] for m in shared], [mb[m] for m in shared])
+        if shared
+        else ([next(iter(ma.values()))], [next(iter(mb.values()))])
+    )
+    out = []
+    for evaluation, modules in zip((ga, gb), chosen):
+        records = [r for module in modules for r in module]
+        forwards = [r.get("forwards") for r in records]
+        total = sum(forwards) if all(isinstance(f, int) for f in forwards) else None
+        record = {k: v for k, v in evaluation.items() if k != "parts"}
+        record.update(
+            forwards=total,
+            output_digest="+".join(str(r.get("output_digest")) for r in records),
+            pieces=[[r.get("forwards") for r in module] for module in modules],
+            module=", ".join(str(m[0].get("module")) for m in modules),
+        )
+        out.append(record)
+    return out[0], out[1]
 
 
 def _paired_by_point(a: list[dict], b: list[dict]) -> list[tuple[dict, dict]]:
@@ -522,13 +613,16 @@ def _first_one_sided(a: list[dict], b: list[dict], pairs, names, role: str) -> d
 
 
 def _first_apart(pairs, names, role: str) -> dict | None:
-    for ra, rb in pairs:
+    for ga, gb in pairs:
+        ra, rb = like_with_like(ga, gb)
         if _same_outputs_of(ra, rb):
             continue
         if modes_apart(ra, rb):  # the mode is recorded: say it, not a list of maybes
             return _mode_difference(ra, rb, names)
         if ra.get("forwards") != rb.get("forwards"):
             return _unlike(ra, rb, names, role)
+        if ra.get("pieces") != rb.get("pieces"):  # the same forwards digested in other pieces: nothing to compare
+            continue
         return {
             "step": ra["step"],
             "micro_batch": ra["micro_batch"],
@@ -658,3 +752,124 @@ def _broadcasts_buffers(run, rank: int) -> bool | None:
         return None
     wrapped = fact_items(facts, "ddp")
     return any(item.get("broadcast_buffers") is not False for item in wrapped) if wrapped else False
+
+
+# ---------------------------------------------------------------------------------------------
+# the DataLoaders' samplers as built, the training's and the evaluations', side by side
+
+
+def samplers_apart(run_a, run_b) -> list[dict]:
+    """Per rank where both sides' hooks recorded DataLoader iterators, the first pair of the training's (in the
+    order they started) and the first of an evaluation's (paired by the step they started before, in order there)
+    whose samplers as built differ (their epoch aside: set_epoch's, said by the epoch checks): [{rank, trained,
+    before_step, dataset, apart {argument: [a, b]}, pairs, indices_apart, orders [a, b], first_indices [a, b]}],
+    `pairs` the iterators paired, `indices_apart` how many of them yielded other sample indices, `orders` how many
+    distinct index orders each side's paired iterators yielded."""
+    out = []
+    for rank in range(_world_size(run_a)):
+        facts = read_hook_facts(run_a, rank), read_hook_facts(run_b, rank)
+        if not all(facts):
+            continue
+        for trained in (True, False):
+            found = _iterators_of(facts[0], trained), _iterators_of(facts[1], trained)
+            pairs = list(zip(*found)) if trained else _paired_by_start(*found)
+            apart = next(((ia, ib) for ia, ib in pairs if _sampler_args_apart(ia, ib)), None)
+            if apart is None:
+                continue
+            digests = [[p[side].get("indices_sha256") for p in pairs] for side in (0, 1)]
+            out.append(
+                {
+                    "rank": rank,
+                    "trained": trained,
+                    "before_step": apart[0].get("before_step"),
+                    "dataset": apart[0].get("dataset"),
+                    "apart": {k: list(v) for k, v in _sampler_args_apart(*apart).items()},
+                    "classes": [str(i["sampler"].get("class")) for i in apart],
+                    "pairs": len(pairs),
+                    "indices_apart": sum(da != db for da, db in zip(*digests)),
+                    "orders": [len(set(d)) for d in digests],
+                    "first_indices": [str(i.get("indices_sha256"))[:8] for i in apart],
+                    "steps": [p[0].get("before_step") for p in pairs],
+                }
+            )
+    return out
+
+
+def _world_size(run) -> int:
+    try:
+        size = read_meta(run).get("world_size")
+    except (OSError, ValueError, TraceFormatError):
+        return 0
+    return size if isinstance(size, int) and size > 0 else 0
+
+
+def _iterators_of(facts: dict, trained: bool) -> list[dict]:
+    """A rank's DataLoader iterators that yielded a batch, with their sampler recorded: those a step trained from
+    (`trained`), or those none did (an evaluation's)."""
+    return [
+        i
+        for i in fact_items(facts, "loader_iterators")
+        if i.get("trained") is trained and i.get("batches") and isinstance(i.get("sampler"), dict) and i["sampler"]
+    ]
+
+
+def _paired_by_start(a: list[dict], b: list[dict]) -> list[tuple[dict, dict]]:
+    """Two sides' evaluation iterators paired by the step they started before, in order there: one side's alone at
+    a step (Lightning's sanity check before step 1) pairs with nothing."""
+    at_b: dict = {}
+    for item in b:
+        at_b.setdefault(item.get("before_step"), []).append(item)
+    pairs, taken = [], {}
+    for item in a:
+        step = item.get("before_step")
+        index = taken.get(step, 0)
+        if index < len(at_b.get(step, [])):
+            pairs.append((item, at_b[step][index]))
+            taken[step] = index + 1
+    return pairs
+
+
+def _sampler_args_apart(ia: dict, ib: dict) -> dict[str, tuple]:
+    """{argument: (a's, b's)} of two iterators' samplers as built that differ, the epoch aside."""
+    a, b = ({k: v for k, v in i["sampler"].items() if k != "epoch"} for i in (ia, ib))
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def sampler_words(found: dict, names) -> str:
+    """One sampler difference (`samplers_apart`) in words: what differs, side by side."""
+    args = ", ".join(f"{k} {v[0]!r} on {names[0]}, {v[1]!r} on {names[1]}" for k, v in found["apart"].items())
+    classes = found["classes"]
+    which = classes[0] if classes[0] == classes[1] else f"{classes[0]} on {names[0]}, {classes[1]} on {names[1]}"
+    return f"{args} ({which})"
+
+
+def evaluation_sampler_warnings(run_a, run_b, names) -> list[dict]:
+    """Where an evaluation's DataLoader had another sampler on the two sides (its arguments as built, shuffle on one
+    side only): a warning, one for the ranks alike, with the sample indices its iterators yielded side by side. The
+    training is not touched by it; the evaluations ran on other sample indices where those differ."""
+    found = [f for f in samplers_apart(run_a, run_b) if not f["trained"]]
+    if not found:
+        return []
+    first = found[0]
+    ranks = ", ".join(str(f["rank"]) for f in found)
+    pairs, apart, orders = first["pairs"], first["indices_apart"], first["orders"]
+    steps = ", ".join(str(s - 1) for s in first["steps"] if isinstance(s, int))
+    indices = (
+        f"at the {pairs} evaluation(s) both sides ran (after step(s) {steps}) on rank {first['rank']}, its "
+        f"iterators yielded other sample indices at {apart} of them (indices_sha256 {first['first_indices'][0]}… on "
+        f"{names[0]}, {first['first_indices'][1]}… on {names[1]} at the first), {orders[0]} distinct order(s) on "
+        f"{names[0]} and {orders[1]} on {names[1]}: the evaluations ran on other samples or in another order"
+        if apart
+        else f"its iterators yielded the same sample indices at the {pairs} evaluation(s) both sides ran on rank "
+        f"{first['rank']}"
+    )
+    return [
+        {
+            "kind": "evaluation_sampler_differs",
+            "rank": first["rank"],
+            "step": first["before_step"] - 1 if isinstance(first["before_step"], int) else None,
+            "message": f"rank(s) {ranks}: the evaluation's DataLoader ({first['dataset']}) has another sampler on the "
+            f"two sides: {sampler_words(first, names)}; {indices}. The training does not read it. Fix: build the "
+            f"evaluation's sampler with the same arguments on both sides ({', '.join(first['apart'])})",
+        }
+    ]

@@ -54,12 +54,24 @@ def evaluations_not_compared(summary: dict, names) -> str:
     if not any(recorded):
         return "none recorded"
     parts = [f"{n} on {names[i]} left out, their outputs unmoved by the weights" for i, n in enumerate(unseen) if n]
-    if all(kept):
+    paired = sum(_count_of(summary.get(key)) for key in ("unlike", "split"))
+    if all(kept) and paired:  # paired at points both share, none comparable: said as such, never "no point shared"
+        parts.append(
+            f"{paired} pair(s) at points both sides share, none comparable ({kept[0]} on {names[0]}, {kept[1]} on "
+            f"{names[1]})"
+        )
+    elif all(kept):
         parts.append(f"none at a point both sides share ({kept[0]} on {names[0]}, {kept[1]} on {names[1]})")
     elif any(kept):
         side = 0 if kept[0] else 1
         parts.append(f"{kept[side]} on {names[side]}, none on {names[1 - side]} to pair them with")
     return "; ".join(parts)
+
+
+def _count_of(value) -> int:
+    """The `count` of a report section's entry ({count, ...}), or 0."""
+    count = value.get("count") if isinstance(value, dict) else None
+    return count if isinstance(count, int) else 0
 
 
 def _two_counts(value) -> list[int]:

@@ -11,7 +11,12 @@ from ddp_parity.compare.causes.hooked import collectives_section
 from ddp_parity.compare.comparator import Comparison, Criterion, compare_runs, run_labels
 from ddp_parity.compare.copies import copy_differences
 from ddp_parity.compare.diagnosis import diagnose_comparison, diagnosis_under_noise, find_warnings
-from ddp_parity.compare.evaluations import evaluation_differences, evaluation_summary, unseen_warnings
+from ddp_parity.compare.evaluations import (
+    evaluation_differences,
+    evaluation_sampler_warnings,
+    evaluation_summary,
+    unseen_warnings,
+)
 from ddp_parity.compare.findings import FIGURE_KEYS, Report
 from ddp_parity.compare.given_controls import checked_controls
 from ddp_parity.compare.noise import FACTOR
@@ -83,6 +88,7 @@ def build_report(comparison: Comparison, *, ignore_config=(), labels=None, noise
         if evaluated is not None:
             report.sections["evaluations"] = evaluated
         report.warnings += unseen_warnings(comparison.run_a, comparison.run_b, names)
+        report.warnings += evaluation_sampler_warnings(comparison.run_a, comparison.run_b, names)
     if report.verdict == "equivalent":  # the training equal: an evaluation that differs is the program's doing
         report.warnings += evaluation_differences(comparison.run_a, comparison.run_b, names)
         report.warnings += copy_differences(comparison.run_a, comparison.run_b, names)

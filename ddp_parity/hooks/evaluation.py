@@ -1,7 +1,9 @@
 """Evaluation, where the program runs it: the model's forwards under eval() or with gradients off
 (torch.no_grad, inference_mode) between two optimizer steps, or between the micro-batches of one.
 Each run of them is one evaluation, keyed by the step it follows (optimizer steps done) and the
-micro-batches since (backwards run after that step), with one digest of every output it gave:
+micro-batches since (backwards run after that step), with one digest of every output it gave per module it ran
+in (a part of the model called on its own between the model's forwards, a head applied outside the wrapper, keeps a
+record of its own beside the model's, neither split by the other's forwards):
 trace/rank{r}.evaluations.jsonl (docs/trace-format.md). A training forward, a backward or an optimizer
 step between two evaluation forwards ends an evaluation; so does a forward in the other mode (a validation in eval
 mode, then the next step's feature-caching pass in training mode). Each says whether a step's batch was waiting for its
@@ -32,6 +34,7 @@ a training step costs nothing more.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import weakref
 from types import SimpleNamespace
@@ -51,10 +54,14 @@ MODEL, COPY = EVALUATION_MODEL, EVALUATION_COPY  # what an evaluation ran: the t
 SWITCHED_LIMIT = 256  # modules eval() was called on, kept to look at once the model is known
 
 
+_STARTED = itertools.count()  # the order evaluations started in: those ended together are written in it
+
+
 class Evaluation:
     """One evaluation in progress: its key, its forwards so far and their outputs' running digest."""
 
     def __init__(self, live, module: torch.nn.Module, role: str = MODEL):
+        self.started = next(_STARTED)
         self.module = weakref.ref(module)
         self.module_name = type(module).__name__
         self.role = role
@@ -209,6 +216,7 @@ def started(live) -> None:
     then, once the copies of the model among them are known)."""
     owned = _ids(live.model) if live.model is not None else set()
     live.evaluations = [ev for ev in live.evaluations if ev.owned_by(owned)]
+    live.evaluations_parked = [ev for ev in live.evaluations_parked if ev.owned_by(owned)]
     if live.evaluation is not None and not live.evaluation.owned_by(owned):
         live.evaluation = None
     if live.model is None or any(m is not None and _owned_by(m, owned) for m in (ref() for ref in live.eval_cores)):
@@ -271,6 +279,7 @@ def _relabel_copies(live, copies: list[torch.nn.Module]) -> None:
         return ev
 
     live.evaluations = [ev for ev in map(relabelled, live.evaluations) if ev is not None]
+    live.evaluations_parked = [ev for ev in map(relabelled, live.evaluations_parked) if ev is not None]
     live.evaluation = relabelled(live.evaluation)
 
 
@@ -286,6 +295,7 @@ def _drop_holders_of(live, cores: list[torch.nn.Module]) -> None:
         return any(part is core for part in module.modules() for core in cores)
 
     live.evaluations = [ev for ev in live.evaluations if not holds_a_core(ev)]
+    live.evaluations_parked = [ev for ev in live.evaluations_parked if not holds_a_core(ev)]
     if holds_a_core(live.evaluation):
         live.evaluation = None
 
@@ -402,14 +412,26 @@ def forward_done(live, module: torch.nn.Module, output, role: str = MODEL) -> No
             close(live, by_training=True)
         return
     ev = live.evaluation
-    if ev is not None and (
-        ev.key != (live.steps, len(live.roots)) or ev.module() is not module or _mode_changed(ev, module)
-    ):
+    if ev is not None and (ev.key != (live.steps, len(live.roots)) or _mode_changed(ev, module)):
         close(live)
         ev = None
+    if ev is not None and (ev.module() is not module or ev.role != role):
+        ev = _switched(live, module, role)
     if ev is None:
         ev = live.evaluation = Evaluation(live, module, role)
     ev.add(output)
+
+
+def _switched(live, module: torch.nn.Module, role: str):
+    """Another module's forward at the same point and mode (a head called on its own between the model's forwards,
+    an EMA beside the model): the evaluation in progress is parked, not ended, and the module's own resumed where it
+    has one, so that one evaluation's forwards of each module are one record, whatever runs between them."""
+    live.evaluations_parked.append(live.evaluation)
+    found = next((p for p in live.evaluations_parked if p.module() is module and p.role == role), None)
+    if found is not None:
+        live.evaluations_parked.remove(found)
+    live.evaluation = found
+    return found
 
 
 def _mode_changed(ev: Evaluation, module: torch.nn.Module) -> bool:
@@ -423,15 +445,19 @@ def close(live, by_training: bool = False) -> None:
     """The evaluation in progress is over: kept for the trace (written now when the recording has
     started). Forwards in eval() mode with gradients on that a backward followed (no training forward
     between) were training in eval mode, not an evaluation: counted in the rank's facts, not kept."""
-    ev, live.evaluation = live.evaluation, None
-    if ev is None or ev.forwards == 0:
-        return
-    moved = (live.steps, len(live.roots)) != ev.key
-    if not by_training and moved and ev.grad_forwards == ev.forwards:
-        live.facts["eval_mode_training_forwards"] = live.facts.get("eval_mode_training_forwards", 0) + ev.forwards
-        return
-    live.evaluations.append(ev)
-    if live.recorder is not None and live.copy_signatures is not None:  # settled: the copies are known
+    ending = [ev for ev in (live.evaluation, *live.evaluations_parked) if ev is not None]
+    live.evaluation, live.evaluations_parked = None, []
+    kept = False
+    for ev in sorted(ending, key=lambda ev: ev.started):  # those of one point in the order they started
+        if ev.forwards == 0:
+            continue
+        moved = (live.steps, len(live.roots)) != ev.key
+        if not by_training and moved and ev.grad_forwards == ev.forwards:
+            live.facts["eval_mode_training_forwards"] = live.facts.get("eval_mode_training_forwards", 0) + ev.forwards
+            continue
+        live.evaluations.append(ev)
+        kept = True
+    if kept and live.recorder is not None and live.copy_signatures is not None:  # settled: the copies are known
         write(live)
 
 

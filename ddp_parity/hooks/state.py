@@ -42,6 +42,7 @@ class Recording:
         self.facts: dict[str, Any] = {}  # per-rank facts for trace/rank{r}.hooks.json
         self.unrecorded: dict[str, dict] = {}
         self.evaluation = None  # the evaluation in progress (hooks/evaluation.py)
+        self.evaluations_parked: list = []  # other modules' evaluations in progress at the same point
         self.evaluations: list = []  # evaluations ended, not yet written (before the first step: all of them)
         self.eval_cores: list[weakref.ref] = []  # the modules evaluations and training forwards ran in
         self.switched_to_eval: list[weakref.ref] = []  # modules eval() was called on (an EMA's copy is)

@@ -6,6 +6,7 @@ evaluation's, and saves its final weights (--save).
     torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
         [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval] [--extra-buffer]
         [--sync last|every|never] [--batchnorm] [--eval-per-rank] [--eval-in-train-mode]
+        [--head outside|inside] [--eval-grad-on]
 
 --eval STEP:MICRO evaluates after STEP optimizer steps and MICRO micro-batches of the next (under eval()
 and torch.no_grad(), two batches of its own generator seeded --eval-seed, or of the training's global
@@ -14,6 +15,10 @@ Lightning does before validating); --extra-buffer keeps a table the model never 
 --eval of STEPS:0 evaluates after the last step. --batchnorm puts a BatchNorm1d after the first layer;
 --eval-per-rank seeds each rank's evaluation batches with --eval-seed + rank (each rank its own share, as
 a DistributedSampler over the validation set gives); --eval-in-train-mode leaves out model.eval() (the slip).
+--head gives the model a head it holds but its forward does not call (as the annotated Transformer's generator):
+DDP wraps a module of the steps holding the model (a LightningModule's place), whose forward calls the model and,
+with `inside`, the head too; with `outside` the loop applies the head to DDP's output itself, in training and in
+evaluation. --eval-grad-on evaluates in eval() with gradients on (no torch.no_grad).
 --sync says which micro-batches' backward DDP all-reduces: the last of each step (the default, as nanoGPT
 sets require_backward_grad_sync), every one, or none (a no_sync left on: each rank steps on its own gradients).
 """
@@ -35,14 +40,46 @@ def get_batch(rows: int, generator: torch.Generator | None = None) -> tuple[torc
     return x, x.sum(dim=1, keepdim=True).sin()
 
 
-@torch.no_grad()
-def evaluate(ddp_model: DDP, generator: torch.Generator | None, train_mode: bool = False) -> float:
+class Headed(torch.nn.Module):
+    """A body and a head it holds, its forward the body's alone (the head applied by whoever calls it)."""
+
+    def __init__(self, norm: list):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), *norm, torch.nn.Tanh())
+        self.head = torch.nn.Linear(16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+class Steps(torch.nn.Module):
+    """What DDP wraps where the model has a head: the model, its forward calling the head too with `inside`."""
+
+    def __init__(self, model: Headed, inside: bool):
+        super().__init__()
+        self.model, self.inside = model, inside
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.model(x)
+        return self.model.head(out) if self.inside else out
+
+
+def predict(ddp_model: DDP, x: torch.Tensor, head: str | None) -> torch.Tensor:
+    out = ddp_model(x)
+    return ddp_model.module.model.head(out) if head == "outside" else out
+
+
+def evaluate(
+    ddp_model: DDP, generator: torch.Generator | None, train_mode: bool = False, head: str | None = None,
+    grad_on: bool = False,
+) -> float:  # fmt: skip
     if not train_mode:
         ddp_model.eval()
     losses = []
-    for _ in range(2):
-        x, y = get_batch(EVAL_BATCH, generator)
-        losses.append(torch.nn.functional.mse_loss(ddp_model(x), y).item())
+    with torch.set_grad_enabled(grad_on):
+        for _ in range(2):
+            x, y = get_batch(EVAL_BATCH, generator)
+            losses.append(torch.nn.functional.mse_loss(predict(ddp_model, x, head), y).item())
     ddp_model.train()
     return sum(losses) / len(losses)
 
@@ -60,16 +97,21 @@ def main() -> int:
     p.add_argument("--batchnorm", action="store_true")
     p.add_argument("--eval-per-rank", action="store_true")
     p.add_argument("--eval-in-train-mode", action="store_true")
+    p.add_argument("--head", choices=("outside", "inside"), default=None)
+    p.add_argument("--eval-grad-on", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
     norm = [torch.nn.BatchNorm1d(16)] if args.batchnorm else []
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), *norm, torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    if args.head:
+        model = Headed(norm)
+    else:
+        model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), *norm, torch.nn.Tanh(), torch.nn.Linear(16, 1))
     if args.extra_buffer:
         model.register_buffer("table", torch.arange(4.0))
-    ddp_model = DDP(model)
+    ddp_model = DDP(Steps(model, args.head == "inside") if args.head else model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     torch.manual_seed(1337 + rank)
     at = tuple(int(v) for v in args.eval.split(":")) if args.eval else None
@@ -80,7 +122,7 @@ def main() -> int:
             optimizer.zero_grad(set_to_none=True)
         seed = args.eval_seed + (rank if args.eval_per_rank else 0)
         generator = None if args.eval_from_training else torch.Generator().manual_seed(seed)
-        said = evaluate(ddp_model, generator, train_mode=args.eval_in_train_mode)
+        said = evaluate(ddp_model, generator, args.eval_in_train_mode, args.head, args.eval_grad_on)
         if rank == 0:  # rank 0 talks: two ranks' lines on one pipe can interleave
             print(f"eval at {step}:{micro}: {said!r}", flush=True)
 
@@ -90,7 +132,7 @@ def main() -> int:
                 evaluate_here(step, micro)
             x, y = get_batch(BATCH)
             ddp_model.require_backward_grad_sync = args.sync == "every" or (args.sync == "last" and micro == MICRO - 1)
-            loss = torch.nn.functional.mse_loss(ddp_model(x), y) / MICRO
+            loss = torch.nn.functional.mse_loss(predict(ddp_model, x, args.head), y) / MICRO
             loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

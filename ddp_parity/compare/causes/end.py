@@ -21,7 +21,7 @@ from ddp_parity.compare.causes.data import STEP_COUNT, step_count_finding
 from ddp_parity.compare.causes.hooked import collectives_over_shapes
 from ddp_parity.compare.causes.update import OPTIMIZER
 from ddp_parity.compare.comparator import match_keys
-from ddp_parity.compare.evaluations import evaluation_summary
+from ddp_parity.compare.evaluations import evaluation_summary, sampler_words, samplers_apart
 from ddp_parity.compare.findings import Finding, evaluations_not_compared
 from ddp_parity.compare.modules import recorded_module_types
 from ddp_parity.compare.walk import records_of
@@ -583,13 +583,15 @@ def check_equivalent(ctx: Context, setup_differs: Finding | None = None) -> Find
                 + ")"
             )
         hooked = [ctx.label(s) for s in ("a", "b") if ctx.meta(s).get("recorded_by") == "hooks"]
+        samplers = samplers_apart(ctx.run("a"), ctx.run("b")) if hooked else []
         if unrecorded and sorted(hooked) == sorted(unrecorded):  # the hooks compare the setup they saw instead
-            configuration = "the setup the hooks saw (optimizer as built, samplers, seeds, clipping)"
+            seen = "seeds, clipping" if samplers else "samplers, seeds, clipping"  # never said to match where apart
+            configuration = f"the setup the hooks saw (optimizer as built, {seen})"
         also, evaluated = _validation_said(ctx)
         matched, unmatched = _step_quantities_said(ctx)
         facts = (
             f"No divergence: {configuration}, initial weights and all {n} steps{matched} match on every rank, and so "
-            f"do {also}.{unmatched}{evaluated}"
+            f"do {also}.{unmatched}{evaluated}{_samplers_said(samplers, ctx.names)}"
         )
         return finding(ctx, EQUIVALENT, None, None, evidence, facts + _left_out(ctx))
     also, evaluated = _validation_said(ctx)
@@ -638,6 +640,18 @@ def _step_quantities_said(ctx: Context) -> tuple[str, str]:
     return matched, (" " + " ".join(x.strip() for x in said)) if said else ""
 
 
+def _samplers_said(samplers: list[dict], names) -> str:
+    """The recorded samplers that differ (`samplers_apart`: the training's or an evaluation's DataLoader), one per
+    kind of loader, so that an equal training never reads as equal samplers."""
+    said = []
+    for trained, loader in ((True, "the training's"), (False, "an evaluation's")):
+        found = [f for f in samplers if f["trained"] is trained]
+        if found:
+            ranks = ", ".join(str(f["rank"]) for f in found)
+            said.append(f"{loader} DataLoader on rank(s) {ranks}: {sampler_words(found[0], names)}")
+    return f" The recorded samplers differ: {'; '.join(said)} (see the warnings)." if said else ""
+
+
 def _validation_said(ctx: Context) -> tuple[str, str]:
     """What the EQUIVALENT line says of validation: what matched beside the final parameters, and a sentence on the
     hooks' evaluations where they were recorded but not all compared equal (never "none recorded" beside them)."""
@@ -652,6 +666,8 @@ def _validation_said(ctx: Context) -> tuple[str, str]:
     also = ", ".join(matched) + " and the final parameters" if matched else "the final parameters"
     unlike = (
         _unlike_said(summary.get("unlike"), ctx.names)
+        + _split_said(summary.get("split"), ctx.names)
+        + _parts_one_side_said(summary.get("parts_one_side"), ctx.names)
         + _in_step_said(summary.get("in_step"), ctx.names)
         + _in_loop_said(summary.get("in_loop"), ctx.names)
     )
@@ -710,6 +726,39 @@ def _unlike_said(unlike, names) -> str:
         "other work (a recalibration with gradients off, such as precise BN's, or two evaluations recorded as one), "
         "so their outputs were not compared."
     )
+
+
+def _split_said(split, names) -> str:
+    """The evaluations left uncompared for the same forwards digested in other pieces (evaluation_summary's `split`:
+    records written apart on one side, one record on the other)."""
+    if not isinstance(split, dict) or not split.get("count"):
+        return ""
+    pa, pb = (split.get("pieces") or [None, None])[:2]
+    return (
+        f" {split['count']} evaluation(s) ran as many forwards on the two sides but were recorded in other pieces "
+        f"(after step {split.get('step')} on rank {split.get('rank')}: forwards per record {pa} on {names[0]}, {pb} "
+        f"on {names[1]}: one module's forwards in several records, as hooks before 2026-12-08 wrote them where another "
+        "part of the model ran between, or where other work ended a record), so their "
+        "outputs' digests could not be compared."
+    )
+
+
+def _parts_one_side_said(alone, names) -> str:
+    """The modules one side's evaluations ran apart that the other side's did not record (evaluation_summary's
+    `parts_one_side`): a part of the model called on its own, its forwards not compared."""
+    if not isinstance(alone, list) or len(alone) != 2:
+        return ""
+    said = []
+    for side, modules in enumerate(alone):
+        if isinstance(modules, dict) and modules:
+            listed = ", ".join(f"{m}, at {n} evaluation(s)" for m, n in modules.items())
+            said.append(
+                f" {names[side]}'s evaluations also ran a part of the model on its own ({listed}), "
+                f"recorded apart; {names[1 - side]}'s hooks recorded no forward of it apart (a part called inside "
+                "the forward of the model, as a LightningModule's step calls it, is not recorded apart): those "
+                "forwards were not compared."
+            )
+    return "".join(said)
 
 
 NO_VALIDATION = "the final parameters (no validation recorded)"
