@@ -34,6 +34,7 @@ from ddp_parity.compare.causes.forward import (
     factor_of,
     steps_carrying_words,
 )
+from ddp_parity.compare.causes.fed import rounding_refused
 from ddp_parity.compare.causes.hooked import AVERAGED_BY_DDP_ALIKE, averaged_by_ddp_alike
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
@@ -519,7 +520,10 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     # every earlier step matched bit for bit and this one's samples and loss do too: a few ulps in the
     # norm are the order it was summed in, at step 1 or later (a later step only means the orders
     # happened to round alike until then)
-    if ulps is not None and ulps <= FEW_ULPS and same_param_sets(ctx):
+    refused = rounding_refused(ctx, f) if ulps is not None and ulps <= FEW_ULPS else None
+    if refused:  # a few ulps in the norm, but the records show more apart than rounding: never read as an order
+        evidence["not_rounding"] = refused
+    elif ulps is not None and ulps <= FEW_ULPS and same_param_sets(ctx):
         if ctx.both_have("optimizer") and not earlier_update_candidates(ctx, f):
             return reduction_order_finding(ctx, f, evidence, "gradient norm")
     ratio = ratio_of(f["a"], f["b"])
@@ -574,7 +578,7 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         evidence["module"] = module
         return finding(ctx, GRADIENTS, f["step"], f["rank"], evidence, facts, param=module["name"])
     causes = ["gradients", "numerics", *earlier_update_candidates(ctx, f)]
-    if ulps is not None and ulps <= FEW_ULPS:
+    if ulps is not None and ulps <= FEW_ULPS and not refused:
         causes.insert(0, "reduction_order")
     if module and module.get("reading_kind") == "loss_grad":
         causes = ["gradients", "loss", *causes]
