@@ -25,6 +25,7 @@ from ddp_parity.compare.causes.base import (
     recording,
     same_param_sets,
 )
+from ddp_parity.compare.causes.fed import rounding_refused
 from ddp_parity.compare.causes.forward import (
     LATER_FACTOR,
     carries_step,
@@ -34,7 +35,6 @@ from ddp_parity.compare.causes.forward import (
     factor_of,
     steps_carrying_words,
 )
-from ddp_parity.compare.causes.fed import rounding_refused
 from ddp_parity.compare.causes.hooked import AVERAGED_BY_DDP_ALIKE, averaged_by_ddp_alike
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined, watch_found_all_equal
 from ddp_parity.compare.comparator import match_keys
@@ -783,7 +783,9 @@ REDUCTION_ORDER = Cause(
     "configure_gradient_clipping that calls torch.nn.utils.clip_grad_norm_ over the network's parameters() in the "
     "LightningModule: the same tensors in the same order as the other side).",
     doc="A few float32 ulps in the gradient norm (or the update, with clipping), the same parameters, "
-    "samples and losses: summed in another order (Lightning clips in param-group order).",
+    "samples and losses: summed in another order (Lightning clips in param-group order). Never where the parameters "
+    "after that step part by more than 1e-3 relative or the records show a rank's inputs apart there (not a candidate "
+    "either).",
     requires=Evidence("both sides' param groups", lambda d: "param_order" in d.evidence),
 )
 # the evidence every optimizer.clip finding needs (here and in update.py)

@@ -1287,8 +1287,8 @@ def check_fed_alike(ctx: Context) -> Finding | None:
     )
     if own:
         facts += (
-            f" {ctx.label(other_side)} fed its ranks {', '.join(map(str, sorted([rank, *own])))} each their own at that "
-            f"step; {ctx.label(side)} fed them the same."
+            f" {ctx.label(other_side)} fed its ranks {', '.join(map(str, sorted([rank, *own])))} each their own "
+            f"at that step; {ctx.label(side)} fed them the same."
         )
     if (f.get("rank"), f.get("quantity")) != (rank, "samples"):
         facts += (
