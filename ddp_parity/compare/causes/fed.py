@@ -38,20 +38,30 @@ def _ranks(ctx: Context, side: str) -> list[int]:
     return list(range(world)) if isinstance(world, int) and world > 0 else [0]
 
 
+def _run(ctx: Context, side: str):
+    """The side's run directory; None for a comparison held without one (nothing on disk to read)."""
+    return getattr(ctx.cmp, f"run_{side}", None)
+
+
+def _record_at(ctx: Context, side: str, rank, step) -> dict | None:
+    run = _run(ctx, side)
+    return next((r for r in records_of(run, rank) if r.get("step") == step), None) if run is not None else None
+
+
 def fed_at(ctx: Context, side: str, rank: int, step) -> dict[str, str]:
     """{kind: value} of what `rank` of `side` was fed at `step`, for each kind of FED_KINDS it recorded there."""
     key = ("fed", side, rank, step)
     if key in ctx.cache:
         return ctx.cache[key]
     out: dict[str, str] = {}
-    record = next((r for r in records_of(ctx.run(side), rank) if r.get("step") == step), None)
+    record = _record_at(ctx, side, rank, step)
     if record is not None:
         if isinstance(record.get("indices"), list):
             out["indices"] = json.dumps(record["indices"])
         if record.get("batch_digest") is not None:
             out["batch_digest"] = str(record["batch_digest"])
     try:
-        watched = read_module_trace(ctx.run(side), rank).get(step)
+        watched = read_module_trace(_run(ctx, side), rank).get(step) if _run(ctx, side) is not None else None
     except Exception:  # noqa: BLE001 - a module trace that cannot be read: the other records stand
         watched = None
     inputs = model_inputs(watched) if watched is not None else None
@@ -65,16 +75,22 @@ def _digests_set_aside(ctx: Context) -> bool:
     return any(note.get("kind") == NOT_COMPARABLE for note in getattr(ctx.cmp, "notes", None) or [])
 
 
-def _same(ctx: Context, p: tuple[str, int], q: tuple[str, int], step) -> tuple[bool, str] | None:
-    """(equal, kind) of what ranks p and q ((side, rank)) were fed at `step`, by the most direct record both hold;
-    None where they hold none in common."""
+def _same(ctx: Context, p: tuple[str, int], q: tuple[str, int], step) -> tuple[bool | None, str] | None:
+    """(equal, kind) of what ranks p and q ((side, rank)) were fed at `step`, `kind` the most direct record both
+    hold: equal True where every record both hold agrees, False where the most direct differs, None where it agrees
+    and a less direct one differs (the same batch at other indices: positions in each rank's own dataset, or
+    digests of other things: neither said). None where they hold no record in common."""
     fp, fq = fed_at(ctx, *p, step), fed_at(ctx, *q, step)
-    for kind in FED_KINDS:
-        if kind == "batch_digest" and p[0] != q[0] and _digests_set_aside(ctx):
-            continue
-        if kind in fp and kind in fq:
-            return fp[kind] == fq[kind], kind
-    return None
+    kinds = [
+        k
+        for k in FED_KINDS
+        if k in fp and k in fq and not (k == "batch_digest" and p[0] != q[0] and _digests_set_aside(ctx))
+    ]
+    if not kinds:
+        return None
+    if fp[kinds[0]] != fq[kinds[0]]:
+        return False, kinds[0]
+    return (True if all(fp[k] == fq[k] for k in kinds) else None), kinds[0]
 
 
 def fed_alike(ctx: Context, step) -> dict | None:
@@ -84,18 +100,18 @@ def fed_alike(ctx: Context, step) -> dict | None:
     for side, other in (("a", "b"), ("b", "a")):
         for rank in _ranks(ctx, side):
             apart = _same(ctx, (side, rank), (other, rank), step)
-            if apart is None or apart[0]:
+            if apart is None or apart[0] is not False:
                 continue  # fed the same as the other side's same rank, or not compared: nothing to say
             same_as, by = [], {apart[1]}
             for q in [(side, r) for r in _ranks(ctx, side) if r != rank] + [(other, r) for r in _ranks(ctx, other)]:
                 if q == (other, rank):
                     continue
                 equal = _same(ctx, (side, rank), q, step)
-                if not equal or not equal[0]:
+                if equal is None or equal[0] is not True:
                     continue
                 if q[0] == side:  # two ranks of one side fed alike: a difference only where the other side's differ
                     theirs = _same(ctx, (other, rank), (other, q[1]), step)
-                    if theirs is None or theirs[0]:
+                    if theirs is None or theirs[0] is not False:
                         continue
                 same_as.append(q)
                 by.add(equal[1])
@@ -111,8 +127,7 @@ def inputs_apart(ctx: Context, step) -> list[int]:
 
 
 def _param_digests_after(ctx: Context, rank, step) -> tuple | None:
-    a = next((r for r in records_of(ctx.run("a"), rank) if r.get("step") == step), None)
-    b = next((r for r in records_of(ctx.run("b"), rank) if r.get("step") == step), None)
+    a, b = _record_at(ctx, "a", rank, step), _record_at(ctx, "b", rank, step)
     if a is None or b is None or a.get("param_digest") is None or b.get("param_digest") is None:
         return None
     return a["param_digest"], b["param_digest"]
