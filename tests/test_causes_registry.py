@@ -38,7 +38,14 @@ KINDS = {
     *("config.torch_flags", "config.sharding", "config.seed", "sampler_seed", "param_groups"),
     *("param_groups.class", "init", "resume", "recording", "step_count", "step_count.empty", "set_epoch"),
     *("step_count.validation", "step_count.state_names", "step_count.stop"),
-    *("data_order", "data_order.shared", "data_order.unrecorded", "data_pipeline", "optimizer.stale_params"),
+    *(
+        "data_order",
+        "data_order.shared",
+        "data_order.fed_alike",
+        "data_order.unrecorded",
+        "data_pipeline",
+        "optimizer.stale_params",
+    ),
     *("data_order.ahead", "data_order.accumulation", "gradients.across_validation", "data_order.evaluation"),
     *("reduction_order.sharding",),
     *(

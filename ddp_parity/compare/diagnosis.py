@@ -172,6 +172,8 @@ def _say_ranks_parting_otherwise(found: Finding, ctx: Context) -> None:
     walk = ctx.cmp.walk
     if found.step is None or not isinstance(found.rank, int) or walk is None or walk.structure is not None:
         return
+    if found.evidence.get("fed_alike") or found.evidence.get("shared_by_ranks"):
+        return  # a rank fed another's data parts every rank through the gradients DDP averages: no other cause
     others = []
     for rank in walk.ranks.get("a", []):
         other = _finding_on_rank(ctx, found.step, rank) if rank != found.rank else None

@@ -6,7 +6,7 @@ evaluation's, and saves its final weights (--save).
     torchrun --nproc_per_node=2 tests/hooks_programs/eval_loop.py --save W.pt [--eval STEP:MICRO]
         [--eval-ranks 0] [--eval-seed N] [--eval-from-training] [--zero-before-eval] [--extra-buffer]
         [--sync last|every|never] [--batchnorm] [--eval-per-rank] [--eval-in-train-mode]
-        [--head outside|inside] [--eval-grad-on]
+        [--head outside|inside] [--eval-grad-on] [--shards] [--data-rank0]
 
 --eval STEP:MICRO evaluates after STEP optimizer steps and MICRO micro-batches of the next (under eval()
 and torch.no_grad(), two batches of its own generator seeded --eval-seed, or of the training's global
@@ -21,6 +21,9 @@ with `inside`, the head too; with `outside` the loop applies the head to DDP's o
 evaluation. --eval-grad-on evaluates in eval() with gradients on (no torch.no_grad).
 --sync says which micro-batches' backward DDP all-reduces: the last of each step (the default, as nanoGPT
 sets require_backward_grad_sync), every one, or none (a no_sync left on: each rank steps on its own gradients).
+--shards reads the training batches from one fixed table instead, each rank its own rows (a loader that shards a
+file by rank, as llm.c's does: micro-batch i of rank r at rows (i * world + r) * BATCH); --data-rank0 makes every rank
+read rank 0's rows (the slip of a loader given its rank from an environment variable the launcher does not set).
 """
 
 from __future__ import annotations
@@ -99,6 +102,8 @@ def main() -> int:
     p.add_argument("--eval-in-train-mode", action="store_true")
     p.add_argument("--head", choices=("outside", "inside"), default=None)
     p.add_argument("--eval-grad-on", action="store_true")
+    p.add_argument("--shards", action="store_true")
+    p.add_argument("--data-rank0", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -114,6 +119,8 @@ def main() -> int:
     ddp_model = DDP(Steps(model, args.head == "inside") if args.head else model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     torch.manual_seed(1337 + rank)
+    world, data_rank = dist.get_world_size(), 0 if args.data_rank0 else rank
+    table = get_batch(STEPS * MICRO * world * BATCH, torch.Generator().manual_seed(5)) if args.shards else None
     at = tuple(int(v) for v in args.eval.split(":")) if args.eval else None
     evaluates = at is not None and args.eval_ranks in ("all", str(rank))
 
@@ -130,7 +137,11 @@ def main() -> int:
         for micro in range(MICRO):
             if evaluates and (step, micro) == at:
                 evaluate_here(step, micro)
-            x, y = get_batch(BATCH)
+            if table is not None:
+                at_row = ((step * MICRO + micro) * world + data_rank) * BATCH
+                x, y = (t[at_row : at_row + BATCH] for t in table)
+            else:
+                x, y = get_batch(BATCH)
             ddp_model.require_backward_grad_sync = args.sync == "every" or (args.sync == "last" and micro == MICRO - 1)
             loss = torch.nn.functional.mse_loss(predict(ddp_model, x, args.head), y) / MICRO
             loss.backward()

@@ -83,6 +83,7 @@ CAUSES: tuple[Cause, ...] = (
     data.DATA_SHARED,
     data.DATA_ORDER_UNRECORDED,
     data.DATA_ORDER,
+    data.DATA_FED_ALIKE,  # after the samples' own findings: the same relation read where the samples are not first
     seeds.RNG_DRAWN_BEFORE_STEP_1,
     seeds.RNG_OTHER_GENERATOR,
     data.DATA_INDICES_UNRECORDED,

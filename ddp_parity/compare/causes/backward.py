@@ -28,6 +28,7 @@ from ddp_parity.compare.causes.base import (
     same_param_sets,
     samples_equal_at,
 )
+from ddp_parity.compare.causes.fed import rounding_refused
 from ddp_parity.compare.causes.forward import (
     LATER_FACTOR,
     carries_step,
@@ -522,7 +523,10 @@ def check_grad_norm(ctx: Context) -> Finding | None:
     # every earlier step matched bit for bit and this one's samples and loss do too: a few ulps in the
     # norm are the order it was summed in, at step 1 or later (a later step only means the orders
     # happened to round alike until then)
-    if ulps is not None and ulps <= FEW_ULPS and same_param_sets(ctx):
+    refused = rounding_refused(ctx, f) if ulps is not None and ulps <= FEW_ULPS else None
+    if refused:  # a few ulps in the norm, but the records show more apart than rounding: never read as an order
+        evidence["not_rounding"] = refused
+    elif ulps is not None and ulps <= FEW_ULPS and same_param_sets(ctx):
         if ctx.both_have("optimizer") and not earlier_update_candidates(ctx, f):
             return reduction_order_finding(ctx, f, evidence, "gradient norm")
     ratio = ratio_of(f["a"], f["b"])
@@ -577,7 +581,7 @@ def check_grad_norm(ctx: Context) -> Finding | None:
         evidence["module"] = module
         return finding(ctx, GRADIENTS, f["step"], f["rank"], evidence, facts, param=module["name"])
     causes = ["gradients", "numerics", *earlier_update_candidates(ctx, f)]
-    if ulps is not None and ulps <= FEW_ULPS:
+    if ulps is not None and ulps <= FEW_ULPS and not refused:
         causes.insert(0, "reduction_order")
     if module and module.get("reading_kind") == "loss_grad":
         causes = ["gradients", "loss", *causes]
@@ -800,7 +804,9 @@ REDUCTION_ORDER = Cause(
     "configure_gradient_clipping that calls torch.nn.utils.clip_grad_norm_ over the network's parameters() in the "
     "LightningModule: the same tensors in the same order as the other side).",
     doc="A few float32 ulps in the gradient norm (or the update, with clipping), the same parameters, "
-    "samples and losses: summed in another order (Lightning clips in param-group order).",
+    "samples and losses: summed in another order (Lightning clips in param-group order). Never where the parameters "
+    "after that step part by more than 1e-3 relative or the records show a rank's inputs apart there (not a candidate "
+    "either).",
     requires=Evidence("both sides' param groups", lambda d: "param_order" in d.evidence),
 )
 # the evidence every optimizer.clip finding needs (here and in update.py)

@@ -20,6 +20,7 @@ from ddp_parity.compare.causes.base import (
     fmt,
     recording,
 )
+from ddp_parity.compare.causes.fed import FED_KINDS, fed_alike
 from ddp_parity.compare.causes.hooked import global_rng_drawn, global_rng_equal, global_rng_moved_apart, rng_at
 from ddp_parity.compare.causes.implicated import shared_refuted
 from ddp_parity.compare.causes.initial_state import init_apart
@@ -1186,7 +1187,9 @@ SHARD_HOW = {
     "step world_size), or offset the seed it draws with by the rank (nanoGPT: 1337 + rank)",
     "no_sampler": "no sampler was recorded there: if batches are drawn by hand, offset the seed of the generator "
     "that draws them by the rank (nanoGPT: torch.manual_seed(1337 + rank)); if through an IterableDataset, split "
-    "its stream by rank",
+    "its stream by rank; if read from a shard of its own, shard by the process's rank taken from the process group "
+    "(torch.distributed.get_rank(); in a LightningModule self.global_rank), not from an environment variable the "
+    "launcher may not set",
 }
 # data_order.accumulation's words by where the boundaries part: a count of its own, or an epoch's end
 ACCUMULATION = {
@@ -1254,6 +1257,79 @@ DATA_SHARED = Cause(
     fix="On {side}: give each rank its own data: {how}.",
     doc="Two ranks of one side consumed the same samples at a step: the data is not split by rank.",
 )
+# ---------------------------------------------------------------------------------------------
+# a rank fed another rank's data, read from what each rank was fed (the module watch's model input, the batch digest,
+# the indices) wherever the runs part first: the samples need not be the first record apart (a loop fed by hand
+# records no indices, an optimizer that hides the step's batch no digest)
+
+
+def check_fed_alike(ctx: Context) -> Finding | None:
+    f = ctx.earliest
+    if f is None or f.get("step") is None:
+        return None
+    step = f["step"]
+    fed = fed_alike(ctx, step)
+    if fed is None:
+        return None
+    side, rank, other_side = fed["side"], fed["rank"], fed["other_side"]
+    own = [r for s, r in fed["same_as"] if s == side]
+    theirs = [r for s, r in fed["same_as"] if s == other_side]
+    said = []
+    if own:
+        said.append(f"{ctx.label(side)}'s own rank(s) {', '.join(map(str, own))}")
+    if theirs:
+        said.append(f"{ctx.label(other_side)}'s rank(s) {', '.join(map(str, theirs))}")
+    by = "; ".join(FED_KINDS[k] for k in FED_KINDS if k in fed["by"])
+    facts = (
+        f"At step {step} rank {rank} of {ctx.label(side)} was fed exactly what {' and '.join(said)} "
+        f"{'was' if len(fed['same_as']) == 1 else 'were'} fed, while {ctx.label(other_side)}'s rank {rank} was fed "
+        f"other data (compared by {by})."
+    )
+    if own:
+        facts += (
+            f" {ctx.label(other_side)} fed its ranks {', '.join(map(str, sorted([rank, *own])))} each their own "
+            f"at that step; {ctx.label(side)} fed them the same."
+        )
+    if (f.get("rank"), f.get("quantity")) != (rank, "samples"):
+        facts += (
+            f" The first record apart is the {f.get('quantity')} at step {step} rank {f.get('rank')}: under DDP the "
+            "gradients every rank averages carry each rank's data, so every rank parts from there."
+        )
+    evidence = {
+        "fed_alike": {
+            "side": ctx.label(side),
+            "rank": rank,
+            "step": step,
+            "same_as": [{"side": ctx.label(s), "rank": r} for s, r in fed["same_as"]],
+            "by": fed["by"],
+        }
+    }
+    if own:
+        evidence["shared_by_ranks"] = {"side": ctx.label(side), "ranks": sorted([rank, *own])}
+    return finding(ctx, DATA_FED_ALIKE, step, rank, evidence, facts, side=ctx.label(side), other=ctx.label(other_side))
+
+
+DATA_FED_ALIKE = Cause(
+    "data_order.fed_alike",
+    check_fed_alike,
+    why="A rank fed another rank's data trains that data twice: the gradients DDP averages carry it twice and miss "
+    "the data the rank should have read, so every rank's update parts from {other}'s, whose ranks each read their "
+    "own. The records show which rank was fed what, not what gave it that data: a rank taken from an environment "
+    "variable the launcher does not set (every process then reads the default, rank 0's data), a sampler built "
+    "without num_replicas and rank (or before the process group exists), or a loader that shards by another rank "
+    "than the process's.",
+    fix="On {side}: give each rank its own data, sharded by the process's own rank as {other} shards it: take the rank "
+    "from the process group (torch.distributed.get_rank(); in a LightningModule self.global_rank, and the world size "
+    "from self.trainer.world_size), not from an environment variable the launcher may not set; build any "
+    "DistributedSampler with num_replicas=world_size and rank=rank; offset a loader's shard by that rank.",
+    doc="A rank of one side was fed exactly what another rank was fed (another rank of its side, fed apart on the "
+    "other side, or another rank of the other side) while the other side's same rank was fed other data, compared "
+    "by the module watch's model input, else the batch digest, else the indices, at the first step apart: a rank "
+    "reading another rank's data, whatever quantity parts first.",
+    requires=Evidence("a rank fed what another rank was fed", lambda d: bool(d.evidence.get("fed_alike"))),
+)
+
+
 # data_order.unrecorded beside an IterableDataset whose loader's base-seed draw the records do not show
 IDLE_GENERATOR = (
     " {streams}'s loader reads an IterableDataset, but the hooks' digests of the global generator do not show a "

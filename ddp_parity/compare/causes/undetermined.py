@@ -6,6 +6,7 @@ them apart (and, `undetermined.unrecorded`, the record-call change for what a si
 from __future__ import annotations
 
 from ddp_parity.compare.causes.base import Cause, Context, Evidence, finding, samples_said
+from ddp_parity.compare.causes.fed import inputs_apart, rounding_refused
 from ddp_parity.compare.causes.hooked import global_rng_equal, global_rng_parts
 from ddp_parity.compare.evidence import HOOKS_KIND
 from ddp_parity.compare.findings import Finding
@@ -119,6 +120,12 @@ def undetermined(ctx: Context, f: dict, causes: list[str], facts: str, evidence:
         causes = ["rng", *(c for c in causes if c != "rng")]
     if len(causes) < 2 and f.get("quantity") == "grad_norm":  # what equal gradients still leave open
         causes += [c for c in ("norm", "reduction_order") if c not in causes]
+    if "reduction_order" in causes and rounding_refused(ctx, f):  # more apart than rounding makes: no order
+        causes = [c for c in causes if c != "reduction_order"]
+        if inputs_apart(ctx, f.get("step")) and "data" not in causes:  # a rank's inputs differ there: the data first
+            causes.insert(0, "data")
+        if len(causes) < 2 and "norm" not in causes:
+            causes.append("norm")
     unchecked = ctx.unchecked()
     words = _candidate_words(ctx, f)
     ranked = "; ".join(f"({i}) {words[c][0]}" for i, c in enumerate(causes, 1))

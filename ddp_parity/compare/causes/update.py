@@ -29,6 +29,7 @@ from ddp_parity.compare.causes.base import (
     same_param_sets,
     samples_equal_at,
 )
+from ddp_parity.compare.causes.fed import rounding_refused
 from ddp_parity.compare.causes.forward import ACCUMULATION_KEYS, factor_of, relation_counts
 from ddp_parity.compare.causes.schedule_steps import recorded_counts
 from ddp_parity.compare.causes.seed_records import common_ranks
@@ -1162,7 +1163,8 @@ def check_param_digest(ctx: Context) -> Finding | None:
         evidence["clip"] = clip
         facts = f"{facts} The clipping recorded at step {f['step']} differs: {'; '.join(clip)}."
         return finding(ctx, OPTIMIZER_CLIP, f["step"], f["rank"], evidence, facts, clip="; ".join(clip))
-    if ulps is not None and ulps <= FEW_ULPS and ctx.walk.steps_equal_before == 0 and same_param_sets(ctx):
+    rounding = ulps is not None and ulps <= FEW_ULPS and not rounding_refused(ctx, f)
+    if rounding and ctx.walk.steps_equal_before == 0 and same_param_sets(ctx):
         clipping = [v for v in config_values(ctx, ("gradient_clip_val",)).values() if nonzero(v)]
         if clipping and ctx.both_have("optimizer"):
             return reduction_order_finding(ctx, f, evidence, "parameter digest after the step (clipping on)")
@@ -1178,7 +1180,10 @@ def check_param_digest(ctx: Context) -> Finding | None:
         return finding(ctx, OPTIMIZER_EFFECTIVE_LR, f["step"], f["rank"], evidence, facts, k=effective.value)
     if ctx.both_have("optimizer"):  # the param groups were compared equal: the update itself differs
         return finding(ctx, OPTIMIZER, f["step"], f["rank"], evidence, facts)
-    return undetermined(ctx, f, ["param_groups", "reduction_order", "optimizer"], facts, evidence)
+    candidates = ["param_groups", "reduction_order", "optimizer"]
+    if rounding_refused(ctx, f):  # more apart than rounding: no order of the same sums
+        candidates.remove("reduction_order")
+    return undetermined(ctx, f, candidates, facts, evidence)
 
 
 # how a step clipped, as the hooks record each clip_grad_norm_/clip_grad_value_ call and TraceCallback the
