@@ -330,3 +330,18 @@ def test_a_loss_apart_over_equal_samples_with_nothing_drawn_in_the_step_is_never
 
 
 RESEEDED_SMOOTHED = {"plain": [], "smooth": ["--reseed", "--label-smoothing", "0.1"]}
+
+
+def test_a_loss_divided_once_more_on_one_side_is_named_before_a_loader_draw_beside_it(tmp_path):
+    """llmc's slip 3 (the twelfth pass): the port divides its loss by the accumulation once more, and Lightning's
+    sanity check iterates one more loader from the global generator. The loss is exactly 2 × at step 1 and the
+    hooks recorded the extra division (loss_divisors): a scaling, named as one, never a generator's draw; with and
+    without the module watch."""
+    for extra in ([], ["--ddp"]):
+        plain = recorded_seed_loop(tmp_path / f"plain{len(extra)}", "--no-shuffle", *extra)
+        halved = recorded_seed_loop(
+            tmp_path / f"halved{len(extra)}", "--no-shuffle", "--peek-val", "--loss-div", "2", *extra
+        )
+        d = compare_traces(plain, halved)["diagnosis"]
+        assert (d["kind"], d["step"]) == ("loss.factor", 1), (extra, d["kind"], d["explanation"])
+        assert "divides each micro-batch's loss by 2 once more" in d["explanation"], d["explanation"]

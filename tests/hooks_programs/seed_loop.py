@@ -16,12 +16,13 @@ With --no-shuffle its loader keeps the data's order (the iterator still draws it
 --label-smoothing X its loss smooths the labels (a loss function built otherwise, as class weights left out).
 With --grads-by-hand it sets its gradients itself (torch.autograd.grad, assigned to each parameter's .grad, as a
 meta-learning loop does): no backward runs, so the hooks record no loss (meta.json `unrecorded`).
+With --loss-div K its loss is divided by K before backward (as a loss divided by an accumulation count).
 With --ddp it trains its model under DistributedDataParallel in a process group of one rank (so that the hooks'
 module watch, which follows the model DDP holds, sees its calls).
 
     python tests/hooks_programs/seed_loop.py [--reseed] [--seed-twice] [--seed-first N] [--loss-times K]
-        [--peek-val] [--draw-weights] [--no-shuffle] [--label-smoothing X] [--grads-by-hand] [--ddp] [--seed N]
-        [--lr LR] [--evals K]
+        [--peek-val] [--draw-weights] [--no-shuffle] [--label-smoothing X] [--grads-by-hand] [--ddp]
+        [--loss-div K] [--seed N] [--lr LR] [--evals K]
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def main() -> None:
     p.add_argument("--label-smoothing", type=float, default=0.0)
     p.add_argument("--grads-by-hand", action="store_true")
     p.add_argument("--ddp", action="store_true")
+    p.add_argument("--loss-div", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--evals", type=int, default=0, help="after step 2, iterate an evaluation loader this many times")
@@ -95,6 +97,8 @@ def main() -> None:
         else:
             w = weights[(step - 1) * 4 : step * 4]
             loss = args.loss_times * (w * nn.functional.cross_entropy(model(x), y, reduction="none")).mean()
+        if args.loss_div != 1.0:
+            loss = loss / args.loss_div
         optimizer.zero_grad()
         if args.grads_by_hand:  # no backward: the gradients computed and set by the loop itself
             params = list(model.parameters())

@@ -417,7 +417,7 @@ def placed_by_root_divisions(ctx: Context, relation, mechanisms: list, rank, ste
             world=PLACED_WORLD.format(k=values["k"]) if words is PLACED_TWICE and world == values["k"] else "",
         )
         return counts_ruled_out(relation), [words], ""
-    extra = _extra_division(ctx, relation, rank, step)
+    extra = extra_division(ctx, relation, rank, step)
     if extra is not None:
         values.update(chain_big=_chain(extra[0]), chain_small=_chain(extra[1]))
         values["counts"] = _division_counts(ctx, relation, rank, values["k"])
@@ -437,7 +437,7 @@ PLACED_EXTRA = Words(
 )
 
 
-def _extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
+def extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
     """(the larger side's root divisions, the smaller's) at `step` where every root of the smaller side is the other
     side's root with one division by the factor more (anywhere in the chain; divisions by 1 left aside: they scale
     nothing); None where the records do not show that (no roots recorded, another number of roots, other divisions)."""

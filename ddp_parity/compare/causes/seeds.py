@@ -96,7 +96,7 @@ def check_reseed(ctx: Context) -> Finding | None:
     if ctx.recorded_only(first):
         return None  # apart only as recorded (the training proved equal, a loss reduced in place): nothing drew apart
     by_generator = first is not None and first.get("quantity") == "loss" and _torch_apart_at_step_1(ctx, first)
-    if by_generator and _forward_drew_nothing_apart(ctx, first, module):
+    if by_generator and (_forward_drew_nothing_apart(ctx, first, module) or loss_scaled_at(ctx, None, 1)):
         return None  # the loss parts over equal samples, and nothing the forward drew differs: not the generator's
     if first is None or (first.get("quantity") not in ("samples", "batch") and not by_watch and not by_generator):
         return None  # a loss apart at equal batches may be any forward difference: the watch or generator tells
@@ -163,6 +163,25 @@ def _samples_apart_by_epoch(ctx: Context, first: dict) -> bool:
         return True
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     return isinstance(first.get("step"), int) and sampler_epochs_apart(ctx, rank, first["step"]) is not None
+
+
+def loss_scaled_at(ctx: Context, rank, step: int) -> bool:
+    """One side's loss is exactly k × the other's (k not 1) at `step`, and either holds so at more steps from there
+    or is the other's root divided once more by k as the hooks recorded (loss_divisors): a loss scaled or divided on
+    one side (loss.factor reads which count), which no other point of a random stream makes. `rank` None: the first
+    divergence's."""
+    # imported here: the factor relation lives with the loss causes, which import the data causes that import these
+    from ddp_parity.compare.causes.forward import carries_step, extra_division, factor_of
+
+    if rank is None:
+        rank = (ctx.earliest or {}).get("rank")
+        rank = rank if isinstance(rank, int) else 0
+    relation = factor_of(ctx, "loss", rank)
+    if relation is None or not carries_step(relation, step) or relation.first != step:
+        return False
+    if isinstance(relation.last, int) and relation.last > relation.first:
+        return True
+    return extra_division(ctx, relation, rank, step) is not None
 
 
 def _forward_drew_nothing_apart(ctx: Context, first: dict, module: dict) -> bool:
@@ -278,6 +297,8 @@ def check_loader_draws(ctx: Context) -> Finding | None:
         return None  # every parameter equal at every step and at the end: no draw reached the training, the loss
         # is measured otherwise (measured.py names how)
     rank_at = first.get("rank") if isinstance(first.get("rank"), int) else 0
+    if first["quantity"] == "loss" and loss_scaled_at(ctx, rank_at, step):
+        return None  # a loss exactly k × the other's at every step from here is a scaling, never a draw (loss.factor)
     if first["quantity"] == "loss" and not global_rng_drawn_near(ctx, step, rank_at):
         return None  # a loss parts by what the step draws (dropout, noise before the forward): the recorded digests
         # show nothing drawing from the global generator around that step (samples part by a shuffle drawn earlier)
