@@ -36,6 +36,7 @@ from ddp_parity.compare.causes.hooked import (
     global_rng_drawn_within,
     rng_at,
 )
+from ddp_parity.compare.causes.scaling import extra_division
 from ddp_parity.compare.causes.seed_records import samples_in, samples_per_step_apart
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, INIT_USUAL, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
@@ -435,32 +436,6 @@ PLACED_EXTRA = Words(
     "{side}'s are {chain_big}), so that it backpropagates {side}'s loss; or, where that division is meant, divide "
     "{side}'s loss by {k} as well.",
 )
-
-
-def extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
-    """(the larger side's root divisions, the smaller's) at `step` where every root of the smaller side is the other
-    side's root with one division by the factor more (anywhere in the chain; divisions by 1 left aside: they scale
-    nothing); None where the records do not show that (no roots recorded, another number of roots, other divisions)."""
-    small = "a" if ctx.label("a") == relation.other else "b"
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
-    if pair is None:
-        return None
-    big_roots, small_roots = (pair[1], pair[0]) if small == "a" else pair
-    big_roots, small_roots = big_roots.get("loss_divisors"), small_roots.get("loss_divisors")
-    if not (isinstance(big_roots, list) and isinstance(small_roots, list)) or len(big_roots) != len(small_roots):
-        return None
-    if not big_roots or not all(isinstance(r, list) for r in (*big_roots, *small_roots)):
-        return None
-    for big, less in zip(big_roots, small_roots):
-        big, less = [d for d in big if d != 1], [d for d in less if d != 1]
-        if not any(
-            isinstance(d, (int, float))
-            and abs(d - relation.value) <= relations.EXACT * abs(relation.value)
-            and less[:i] + less[i + 1 :] == big
-            for i, d in enumerate(less)
-        ):
-            return None
-    return big_roots[0], small_roots[0]
 
 
 def _division_counts(ctx: Context, relation, rank, k) -> str:

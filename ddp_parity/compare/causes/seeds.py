@@ -48,6 +48,7 @@ from ddp_parity.compare.causes.samples import (
     sampler_epochs_apart,
     spans_steps,
 )
+from ddp_parity.compare.causes.scaling import loss_scaled_at
 from ddp_parity.compare.causes.seed_records import (
     common_ranks,
     initial_weights_words,
@@ -163,25 +164,6 @@ def _samples_apart_by_epoch(ctx: Context, first: dict) -> bool:
         return True
     rank = first.get("rank") if isinstance(first.get("rank"), int) else 0
     return isinstance(first.get("step"), int) and sampler_epochs_apart(ctx, rank, first["step"]) is not None
-
-
-def loss_scaled_at(ctx: Context, rank, step: int) -> bool:
-    """One side's loss is exactly k × the other's (k not 1) at `step`, and either holds so at more steps from there
-    or is the other's root divided once more by k as the hooks recorded (loss_divisors): a loss scaled or divided on
-    one side (loss.factor reads which count), which no other point of a random stream makes. `rank` None: the first
-    divergence's."""
-    # imported here: the factor relation lives with the loss causes, which import the data causes that import these
-    from ddp_parity.compare.causes.forward import carries_step, extra_division, factor_of
-
-    if rank is None:
-        rank = (ctx.earliest or {}).get("rank")
-        rank = rank if isinstance(rank, int) else 0
-    relation = factor_of(ctx, "loss", rank)
-    if relation is None or not carries_step(relation, step) or relation.first != step:
-        return False
-    if isinstance(relation.last, int) and relation.last > relation.first:
-        return True
-    return extra_division(ctx, relation, rank, step) is not None
 
 
 def _forward_drew_nothing_apart(ctx: Context, first: dict, module: dict) -> bool:
