@@ -36,7 +36,7 @@ from ddp_parity.compare.causes.hooked import (
     global_rng_drawn_within,
     rng_at,
 )
-from ddp_parity.compare.causes.scaling import extra_division
+from ddp_parity.compare.causes.scaling import extra_division, root_divisions_at
 from ddp_parity.compare.causes.seed_records import samples_in, samples_per_step_apart
 from ddp_parity.compare.causes.setup import INIT, INIT_PARAMETER, INIT_USUAL, one_parameter_apart
 from ddp_parity.compare.causes.undetermined import earlier_update_candidates, undetermined
@@ -472,13 +472,10 @@ def _roots_place(ctx: Context, relation, rank, step, k: int):
     loop = next(iter(fact_items(read_hook_facts(ctx.run(small), rank), "lightning_loop")), {})
     if loop.get("accumulate_grad_batches") != k or loop.get("automatic_optimization") is False:
         return None
-    pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
-    if pair is None:
+    roots = root_divisions_at(ctx, relation, rank, step)
+    if roots is None:
         return None
-    big_roots, small_roots = (pair[1], pair[0]) if small == "a" else pair
-    big_roots, small_roots = big_roots.get("loss_divisors"), small_roots.get("loss_divisors")
-    if not (isinstance(big_roots, list) and isinstance(small_roots, list)) or len(big_roots) != len(small_roots):
-        return None
+    big_roots, small_roots = roots
     if not big_roots or any(not s or s[0] != k or s[1:] != b for b, s in zip(big_roots, small_roots)):
         return None
     undivided = all(not b for b in big_roots)

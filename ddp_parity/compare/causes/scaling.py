@@ -25,10 +25,9 @@ def loss_scaled_at(ctx: Context, rank, step: int) -> bool:
     return extra_division(ctx, relation, rank, step) is not None
 
 
-def extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
-    """(the larger side's root divisions, the smaller's) at `step` where every root of the smaller side is the other
-    side's root with one division by the factor more (anywhere in the chain; divisions by 1 left aside: they scale
-    nothing); None where the records do not show that (no roots recorded, another number of roots, other divisions)."""
+def root_divisions_at(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
+    """(the larger side's backward roots' divisions, the smaller side's) at `step` as the hooks recorded them
+    (loss_divisors), as many roots on each; None where a side recorded none there."""
     small = "a" if ctx.label("a") == relation.other else "b"
     pair = next(((ra, rb) for ra, rb in aligned_records(ctx, rank) if ra.get("step") == step), None)
     if pair is None:
@@ -37,6 +36,17 @@ def extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | No
     big_roots, small_roots = big_roots.get("loss_divisors"), small_roots.get("loss_divisors")
     if not (isinstance(big_roots, list) and isinstance(small_roots, list)) or len(big_roots) != len(small_roots):
         return None
+    return big_roots, small_roots
+
+
+def extra_division(ctx: Context, relation, rank, step) -> tuple[list, list] | None:
+    """(the larger side's root divisions, the smaller's) at `step` where every root of the smaller side is the other
+    side's root with one division by the factor more (anywhere in the chain; divisions by 1 left aside: they scale
+    nothing); None where the records do not show that (no roots recorded, another number of roots, other divisions)."""
+    roots = root_divisions_at(ctx, relation, rank, step)
+    if roots is None:
+        return None
+    big_roots, small_roots = roots
     if not big_roots or not all(isinstance(r, list) for r in (*big_roots, *small_roots)):
         return None
     for big, less in zip(big_roots, small_roots):
