@@ -462,7 +462,7 @@ ELEVENTH_PASS = (
         "optimizer",
         2,
         None,
-        "step the schedule once per optimizer step",
+        "step the scheduler once per optimizer step",
     ),
     Case(
         "minibatches not shuffled, the training accuracy logged by a no-grad forward in training mode, recorded by "
